@@ -1,0 +1,95 @@
+from django.contrib import admin
+
+from annotation.models import AuditEvent, Corpus, Dialogue, Dimension, Item, Scale, ScaleVersion
+
+
+class LockedVersionMixin:
+    """Published or used versions are read-only in the admin too."""
+
+    def _locked(self, obj) -> bool:
+        version = obj if isinstance(obj, ScaleVersion) else getattr(obj, "version", None)
+        return bool(version and version.is_locked)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and not self._locked(obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and not self._locked(obj)
+
+
+class DimensionInline(LockedVersionMixin, admin.TabularInline):
+    model = Dimension
+    extra = 0
+
+
+class ItemInline(LockedVersionMixin, admin.StackedInline):
+    model = Item
+    extra = 0
+    fk_name = "version"
+    fields = [("code", "order", "response_type", "value"), ("dimension", "parent"), ("text_en", "text_zh"),
+              ("guidance_en", "guidance_zh")]
+
+
+@admin.register(Scale)
+class ScaleAdmin(admin.ModelAdmin):
+    list_display = ["name_en", "name_zh", "slug", "created_at"]
+    prepopulated_fields = {"slug": ["name_en"]}
+
+
+@admin.register(ScaleVersion)
+class ScaleVersionAdmin(LockedVersionMixin, admin.ModelAdmin):
+    list_display = ["scale", "number", "status", "published_at", "locked_at", "created_by"]
+    list_filter = ["scale", "status"]
+    readonly_fields = ["created_at", "created_by", "published_at", "locked_at", "locked_reason"]
+    inlines = [DimensionInline, ItemInline]
+
+
+@admin.register(Dimension)
+class DimensionAdmin(LockedVersionMixin, admin.ModelAdmin):
+    list_display = ["code", "name_en", "name_zh", "version"]
+    list_filter = ["version__scale", "version"]
+
+
+@admin.register(Item)
+class ItemAdmin(LockedVersionMixin, admin.ModelAdmin):
+    list_display = ["code", "text_en", "response_type", "dimension", "version"]
+    list_filter = ["version__scale", "version", "response_type"]
+    search_fields = ["code", "text_en", "text_zh"]
+
+
+class StudyDataAdmin(admin.ModelAdmin):
+    """Study data is soft-deleted from the application with a reason, never deleted here."""
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Corpus)
+class CorpusAdmin(StudyDataAdmin):
+    list_display = ["name", "is_demo", "created_at", "deleted_at"]
+    list_filter = ["is_demo"]
+    readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
+
+
+@admin.register(Dialogue)
+class DialogueAdmin(StudyDataAdmin):
+    list_display = ["external_id", "corpus", "source_model", "language", "split", "deleted_at"]
+    list_filter = ["corpus", "language", "split"]
+    search_fields = ["external_id", "self_report"]
+    readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["at", "actor", "action", "target_repr", "reason"]
+    list_filter = ["action"]
+    search_fields = ["target_repr", "reason"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

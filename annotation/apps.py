@@ -1,0 +1,33 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+VIEW_INSTRUMENT = ["view_scale", "view_scaleversion", "view_dimension", "view_item"]
+MANAGE_INSTRUMENT = [f"{verb}_{model}" for verb in ("add", "change") for model in
+                     ("scale", "scaleversion", "dimension", "item")] + VIEW_INSTRUMENT
+CORPUS = ["view_corpus", "view_dialogue"]
+
+
+class AnnotationConfig(AppConfig):
+    name = "annotation"
+    verbose_name = "Annotation: scales, corpora, campaigns and labels"
+    default_auto_field = "django.db.models.BigAutoField"
+    role_permissions = {
+        "physician": VIEW_INSTRUMENT,
+        "coordinator": MANAGE_INSTRUMENT + CORPUS + ["add_corpus", "change_corpus", "add_dialogue",
+                                                     "change_dialogue", "view_auditevent"],
+        "analyst": VIEW_INSTRUMENT + CORPUS + ["view_auditevent"],
+    }
+
+    def ready(self) -> None:
+        post_migrate.connect(_sync_roles, dispatch_uid="annotation.sync_roles")
+
+
+def _sync_roles(sender, app_config=None, verbosity=1, **kwargs) -> None:
+    # post_migrate fires once per app; roles need every app's permissions, so run after the last one.
+    from django.apps import apps
+
+    if app_config is not list(apps.get_app_configs())[-1]:
+        return
+    from annotation.roles import sync_roles
+
+    sync_roles(verbosity=0)

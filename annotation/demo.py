@@ -1,0 +1,67 @@
+"""Demo data for ``make run``: one user per role and a demo corpus written for the demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
+
+DEMO_CORPUS = "Demo corpus (synthetic)"
+DEMO_FILE = Path(__file__).parent / "demo_data" / "dialogues.jsonl"
+# Local demo only: these are printed at start-up. Never load demo data on a public server.
+DEMO_USERS = [
+    (PHYSICIAN, "physician", "physician-demo", "Dr Demo Physician"),
+    (COORDINATOR, "coordinator", "coordinator-demo", "Demo Coordinator"),
+    (ANALYST, "analyst", "analyst-demo", "Demo Analyst"),
+    (ADMIN, "admin", "admin-demo", "Demo Admin"),
+]
+
+
+@transaction.atomic
+def load_demo() -> dict[str, int]:
+    """Create the demo users and corpus. Idempotent: existing users and dialogues are left alone."""
+    from annotation.importers import import_dialogues
+    from annotation.models import Corpus, Dialogue
+
+    User = get_user_model()
+    users_created = 0
+    for role, username, password, full_name in DEMO_USERS:
+        first, _, last = full_name.rpartition(" ")
+        user, created = User.objects.get_or_create(
+            username=username, defaults={"first_name": first, "last_name": last, "email": f"{username}@example.org"}
+        )
+        if created:
+            user.set_password(password)
+            if role == ADMIN:
+                user.is_superuser = True
+            user.save()
+            users_created += 1
+        assign_role(user, role)
+    corpus, _ = Corpus.objects.get_or_create(
+        name=DEMO_CORPUS,
+        defaults={
+            "is_demo": True,
+            "description": "Dialogues written for this demo by the developers. Not real patients, not study data.",
+        },
+    )
+    present = set(Dialogue.objects.filter(corpus=corpus).values_list("external_id", flat=True))
+    lines = DEMO_FILE.read_text(encoding="utf-8").splitlines()
+    import json
+
+    missing = [line for line in lines if line.strip() and json.loads(line)["id"] not in present]
+    counts = import_dialogues(corpus, missing) if missing else {"created": 0}
+    return {"users_created": users_created, "dialogues_created": counts["created"]}
+
+
+def demo_logins() -> list[tuple[str, str, str]]:
+    """(role, username, password) of demo users whose password is still the demo one."""
+    User = get_user_model()
+    logins = []
+    for role, username, password, _ in DEMO_USERS:
+        user = User.objects.filter(username=username, is_active=True).first()
+        if user is not None and user.check_password(password):
+            logins.append((role, username, password))
+    return logins

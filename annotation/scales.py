@@ -1,0 +1,165 @@
+"""Scale services: load the instrument from JSON, copy a version to a new draft, publish, lock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+MINI_CEX_V1 = Path(__file__).parent / "instrument" / "mini_cex_v1.json"
+
+
+def read_instrument(path: Path = MINI_CEX_V1) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_instrument(data: dict[str, Any], models: Any, *, publish: bool = True) -> Any:
+    """Create a scale and its first version from instrument JSON.
+
+    ``models`` gives ``Scale``, ``ScaleVersion``, ``Dimension`` and ``Item`` (the real models, or the
+    historical ones inside a data migration). Idempotent: an existing scale with that slug is returned.
+    """
+    Scale, ScaleVersion, Dimension, Item = models.Scale, models.ScaleVersion, models.Dimension, models.Item
+    existing = Scale.objects.filter(slug=data["slug"]).first()
+    if existing is not None:
+        return existing
+    now = timezone.now()
+    scale = Scale.objects.create(
+        slug=data["slug"], name_en=data["name_en"], name_zh=data.get("name_zh", ""),
+        description=data.get("description", ""),
+    )
+    version = ScaleVersion.objects.create(
+        scale=scale, number=1, note=data.get("version_note", ""),
+        status="published" if publish else "draft",
+        published_at=now if publish else None,
+        locked_at=now if publish else None,
+        locked_reason="published" if publish else "",
+    )
+    order = 0
+    for d_order, dim in enumerate(data["dimensions"], start=1):
+        dimension = Dimension.objects.create(
+            version=version, code=dim["code"], order=d_order, name_en=dim["name_en"], name_zh=dim.get("name_zh", "")
+        )
+        for entry in dim["items"]:
+            order += 1
+            item = Item.objects.create(
+                version=version, dimension=dimension, code=entry["code"], order=order,
+                response_type=entry["type"], text_en=entry["text_en"], text_zh=entry.get("text_zh", ""),
+                guidance_en=entry.get("guidance_en", ""), guidance_zh=entry.get("guidance_zh", ""),
+            )
+            for level in entry.get("levels", []):
+                order += 1
+                Item.objects.create(
+                    version=version, dimension=dimension, parent=item, code=level["code"], order=order,
+                    response_type="level", value=level["value"], text_en=level["text_en"],
+                    text_zh=level.get("text_zh", ""), guidance_en=level.get("guidance_en", ""),
+                    guidance_zh=level.get("guidance_zh", ""),
+                )
+    return scale
+
+
+def instrument_json(version) -> dict[str, Any]:
+    """The JSON form of a version (the inverse of ``load_instrument``), for export and copying."""
+    dims = []
+    for dim in version.dimensions.order_by("order"):
+        items = []
+        for item in dim.items.filter(parent__isnull=True).order_by("order"):
+            entry = {
+                "code": item.code, "type": item.response_type, "text_en": item.text_en, "text_zh": item.text_zh,
+                "guidance_en": item.guidance_en, "guidance_zh": item.guidance_zh,
+            }
+            levels = item.levels.order_by("order")
+            if levels:
+                entry["levels"] = [
+                    {"code": lv.code, "value": lv.value, "text_en": lv.text_en, "text_zh": lv.text_zh,
+                     "guidance_en": lv.guidance_en, "guidance_zh": lv.guidance_zh}
+                    for lv in levels
+                ]
+            items.append(entry)
+        dims.append({"code": dim.code, "name_en": dim.name_en, "name_zh": dim.name_zh, "items": items})
+    scale = version.scale
+    return {
+        "slug": scale.slug, "name_en": scale.name_en, "name_zh": scale.name_zh,
+        "description": scale.description, "version": version.number, "version_note": version.note,
+        "dimensions": dims,
+    }
+
+
+@transaction.atomic
+def new_version(version, user, note: str):
+    """Copy ``version`` into a new draft (the next number) that can be edited."""
+    from annotation.models import AuditEvent, Dimension, Item, ScaleVersion
+
+    if not note.strip():
+        raise ValueError("Say why the new version is needed.")
+    scale = version.scale
+    number = (scale.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    draft = ScaleVersion.objects.create(scale=scale, number=number, note=note.strip(), based_on=version,
+                                        created_by=user)
+    dim_map = {}
+    for dim in version.dimensions.all():
+        dim_map[dim.pk] = Dimension.objects.create(
+            version=draft, code=dim.code, order=dim.order, name_en=dim.name_en, name_zh=dim.name_zh
+        )
+    item_map = {}
+    # Parents before levels so that levels can point at the copied parent.
+    for item in version.items.order_by("parent_id", "order").select_related(None):
+        item_map[item.pk] = Item.objects.create(
+            version=draft, dimension=dim_map[item.dimension_id],
+            parent=item_map.get(item.parent_id), code=item.code, order=item.order,
+            response_type=item.response_type, value=item.value, text_en=item.text_en, text_zh=item.text_zh,
+            guidance_en=item.guidance_en, guidance_zh=item.guidance_zh,
+        )
+    AuditEvent.record(user, "scale_version.create", draft, reason=note, based_on=version.number)
+    return draft
+
+
+def validate_version(version) -> list[str]:
+    """Problems that stop a version from being published (empty, ordinal items without levels...)."""
+    problems = []
+    if not version.rating_items().exists():
+        problems.append("The version has no items to rate.")
+    for item in version.items.filter(response_type="ordinal"):
+        values = [lv.value for lv in item.levels.all()]
+        if len(values) < 2:
+            problems.append(f"Item {item.code} is ordinal but has fewer than two levels.")
+        elif len(set(values)) != len(values):
+            problems.append(f"Item {item.code} has levels with the same value.")
+    for item in version.items.all():
+        if not item.text_en.strip():
+            problems.append(f"Item {item.code} has no English text.")
+    return problems
+
+
+@transaction.atomic
+def publish(version, user):
+    """Make a draft available for use; it becomes immutable."""
+    from annotation.models import AuditEvent, ScaleVersion
+
+    version = ScaleVersion.objects.select_for_update().get(pk=version.pk)
+    if version.status != ScaleVersion.Status.DRAFT:
+        raise ValueError(f"{version} is {version.get_status_display().lower()}, not a draft.")
+    problems = validate_version(version)
+    if problems:
+        raise ValueError(" ".join(problems))
+    now = timezone.now()
+    version.status = ScaleVersion.Status.PUBLISHED
+    version.published_at = now
+    version.locked_at = version.locked_at or now
+    version.locked_reason = version.locked_reason or "published"
+    version.save(update_fields=["status", "published_at", "locked_at", "locked_reason"])
+    AuditEvent.record(user, "scale_version.publish", version)
+    return version
+
+
+def lock(version, reason: str) -> None:
+    """Freeze a version the first time something uses it (a campaign, a Delphi round, a judge run)."""
+    from annotation.models import ScaleVersion
+
+    ScaleVersion.objects.filter(pk=version.pk, locked_at__isnull=True).update(
+        locked_at=timezone.now(), locked_reason=reason[:200]
+    )
+    version.refresh_from_db(fields=["locked_at", "locked_reason"])

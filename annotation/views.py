@@ -1,0 +1,171 @@
+"""Pages for the home dashboard, scales and corpora. Views stay thin; logic lives in services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q
+from django.http import HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation import scales
+from annotation.forms import NewVersionForm
+from annotation.models import Corpus, Dialogue, Item, Scale, ScaleVersion
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, has_role, role_required, roles_of
+
+STAFF_ROLES = (COORDINATOR, ANALYST)
+
+
+def scale_language(request) -> str:
+    """The language the scale is shown in: ?lang= switches it and the choice is remembered."""
+    lang = request.GET.get("lang")
+    if lang in {"en", "zh"}:
+        request.session["scale_lang"] = lang
+        return lang
+    return request.session.get("scale_lang", "en")
+
+
+@login_required
+def home(request):
+    held = roles_of(request.user)
+    context: dict = {"held": held, "no_role": not held}
+    if has_role(request.user, COORDINATOR, ANALYST, PHYSICIAN):
+        context["scales"] = [
+            (scale, scale.current_version()) for scale in Scale.objects.order_by("name_en")
+        ]
+    if has_role(request.user, *STAFF_ROLES):
+        context["corpora"] = corpora_with_counts()
+    if ADMIN in held:
+        User = get_user_model()
+        context["role_counts"] = [
+            (role, User.objects.filter(groups__name=role, is_active=True).count()) for role in ROLES
+        ]
+    return render(request, "annotation/home.html", context)
+
+
+def corpora_with_counts():
+    return Corpus.objects.alive().annotate(
+        n_dialogues=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True))
+    ).order_by("-is_demo", "name")
+
+
+@login_required
+def scale_list(request):
+    rows = [(scale, scale.versions.order_by("-number")) for scale in Scale.objects.order_by("name_en")]
+    return render(request, "annotation/scale_list.html", {"rows": rows})
+
+
+@login_required
+def scale_detail(request, slug: str, number: int | None = None):
+    scale = get_object_or_404(Scale, slug=slug)
+    version = (
+        get_object_or_404(ScaleVersion, scale=scale, number=number) if number else scale.current_version()
+    )
+    if version is None:
+        return render(request, "annotation/scale_detail.html", {"scale": scale, "version": None})
+    lang = scale_language(request)
+    dimensions = []
+    items = list(version.items.select_related("dimension", "parent").order_by("order"))
+    for dim in version.dimensions.order_by("order"):
+        dim_items = [i for i in items if i.dimension_id == dim.pk and i.parent_id is None]
+        for item in dim_items:
+            item.level_list = [lv for lv in items if lv.parent_id == item.pk]
+        dimensions.append((dim, dim_items))
+    can_edit = has_role(request.user, COORDINATOR)
+    context = {
+        "scale": scale, "version": version, "lang": lang, "dimensions": dimensions,
+        "versions": scale.versions.order_by("-number"),
+        "n_secondary": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.LEVEL)),
+        "n_rating": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.ORDINAL)),
+        "can_edit": can_edit and not version.is_locked,
+        "can_version": can_edit,
+        "new_version_form": NewVersionForm() if can_edit else None,
+    }
+    return render(request, "annotation/scale_detail.html", context)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def scale_new_version(request, slug: str, number: int):
+    version = get_object_or_404(ScaleVersion, scale__slug=slug, number=number)
+    form = NewVersionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Say why a new version is needed.")
+        return redirect("scale-version", slug=slug, number=number)
+    draft = scales.new_version(version, request.user, form.cleaned_data["note"])
+    messages.success(request, f"Created draft version {draft.number} from version {version.number}. "
+                              "Edit its items, then publish it.")
+    return redirect("scale-version", slug=slug, number=draft.number)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def scale_publish(request, slug: str, number: int):
+    version = get_object_or_404(ScaleVersion, scale__slug=slug, number=number)
+    try:
+        scales.publish(version, request.user)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Version {version.number} is published and can no longer be changed.")
+    return redirect("scale-version", slug=slug, number=number)
+
+
+ITEM_FIELDS = ("text_en", "text_zh", "guidance_en", "guidance_zh")
+
+
+@role_required(COORDINATOR)
+def item_edit(request, pk: int):
+    """htmx partial: show or save one item's texts in a draft version."""
+    item = get_object_or_404(Item.objects.select_related("version"), pk=pk)
+    lang = scale_language(request)
+    if item.version.is_locked:
+        return HttpResponseBadRequest(f"Version {item.version.number} is locked; create a new version to edit it.")
+    errors = {}
+    if request.method == "POST":
+        for name in ITEM_FIELDS:
+            setattr(item, name, request.POST.get(name, "").strip())
+        if not item.text_en:
+            errors["text_en"] = "English text is required."
+        if not errors:
+            try:
+                item.save()
+            except ValidationError as exc:
+                errors["__all__"] = " ".join(exc.messages)
+            else:
+                return render(request, "annotation/partials/item_row.html",
+                              {"item": _with_levels(item), "lang": lang, "can_edit": True, "saved": True})
+    if request.GET.get("cancel"):
+        return render(request, "annotation/partials/item_row.html",
+                      {"item": _with_levels(item), "lang": lang, "can_edit": True})
+    return render(request, "annotation/partials/item_form.html", {"item": item, "errors": errors})
+
+
+def _with_levels(item: Item) -> Item:
+    item.level_list = list(item.levels.order_by("order"))
+    return item
+
+
+@role_required(*STAFF_ROLES)
+def corpus_list(request):
+    return render(request, "annotation/corpus_list.html", {"corpora": corpora_with_counts()})
+
+
+@role_required(*STAFF_ROLES)
+def corpus_detail(request, pk: int):
+    corpus = get_object_or_404(Corpus.objects.alive(), pk=pk)
+    dialogues = corpus.dialogues.alive().order_by("external_id")
+    summary = dialogues.values("language", "split", "source_model").annotate(n=Count("id")).order_by(
+        "language", "split", "source_model"
+    )
+    return render(request, "annotation/corpus_detail.html",
+                  {"corpus": corpus, "dialogues": dialogues, "summary": summary})
+
+
+@role_required(*STAFF_ROLES)
+def dialogue_detail(request, pk: int):
+    dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk)
+    return render(request, "annotation/dialogue_detail.html", {"dialogue": dialogue})

@@ -1,0 +1,140 @@
+"""Start the app: ``python -m config.run [dev|web|worker]``.
+
+* ``dev`` (default, used by ``make run``): Django's server and a real Celery worker process together;
+  Ctrl-C stops both.
+* ``web``: gunicorn serving ``config.wsgi`` (production; static files through whitenoise).
+* ``worker``: one Celery worker; start as many as you like, on as many machines as you like.
+
+Every mode first checks the settings, the database and the broker, and stops with one clear line
+saying what to fix when one of them is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+
+def preflight() -> None:
+    """Load settings and reach the database and the broker, or exit with one line."""
+    import django
+
+    from config.errors import ConfigError, exit_with
+
+    try:
+        django.setup()
+    except ConfigError as exc:
+        exit_with(str(exc))
+    from django.conf import settings
+
+    from config.health import _redact, check_broker, check_database
+
+    db = check_database()
+    if not db["ok"]:
+        where = _redact(settings.DATABASE_URL) if settings.DATABASE_URL else db["name"]
+        exit_with(f"cannot connect to the database at {where} ({db['error']}). Check DATABASE_URL.")
+    broker = check_broker()
+    if not broker["ok"]:
+        exit_with(
+            f"cannot reach the Celery broker at {broker['url']} ({broker['error']}). Check CELERY_BROKER_URL."
+        )
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        exit_with("the database has unapplied migrations: run `python manage.py migrate` first.")
+
+
+def banner(url: str) -> str:
+    from annotation.demo import demo_logins
+
+    lines = [f"Mini-CEX Workbench is starting at {url}"]
+    logins = demo_logins()
+    if logins:
+        lines.append("Demo logins (username / password):")
+        lines += [f"  {role:<12} {username} / {password}" for role, username, password in logins]
+    lines.append("Press Ctrl-C to stop the web server and the worker.")
+    width = max(len(line) for line in lines)
+    rule = "=" * width
+    return "\n".join([rule, *lines, rule])
+
+
+def worker_command(concurrency: int | None, queues: str | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO"]
+    if concurrency:
+        cmd += ["--concurrency", str(concurrency)]
+    if queues:
+        cmd += ["--queues", queues]
+    return cmd
+
+
+def run_dev(host: str, port: int, concurrency: int | None) -> int:
+    """Web server and worker as child processes; stop both when either stops or on Ctrl-C."""
+    print(banner(f"http://{host}:{port}"), flush=True)
+    children = [
+        subprocess.Popen(worker_command(concurrency)),
+        subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"]),
+    ]
+    stopping = False
+
+    def stop(*_args) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    code = 0
+    try:
+        while not stopping:
+            for child in children:
+                if child.poll() is not None:
+                    code = child.returncode or 0
+                    stopping = True
+            time.sleep(0.2)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        deadline = time.monotonic() + 15
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        print("Stopped the web server and the worker.", flush=True)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m config.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", nargs="?", default="dev", choices=["dev", "web", "worker"])
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "3")))
+    parser.add_argument("--concurrency", type=int, default=None, help="Celery worker processes")
+    parser.add_argument("--queues", default=None, help="Celery queues to consume (comma-separated)")
+    args = parser.parse_args(argv)
+
+    preflight()
+    if args.mode == "dev":
+        return run_dev(args.host, args.port, args.concurrency)
+    if args.mode == "web":
+        from django.core.management import call_command
+
+        call_command("collectstatic", interactive=False, verbosity=0)
+        bind = f"{args.host}:{args.port}"
+        os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", bind,
+                                   "--workers", str(args.web_workers), "--access-logfile", "-"])
+    os.execvp(sys.executable, worker_command(args.concurrency, args.queues))
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

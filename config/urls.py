@@ -1,0 +1,33 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from annotation import api as annotation_api
+from annotation.forms import ThrottledAuthenticationForm
+from config.views import healthz
+
+router = DefaultRouter()
+router.register("scales", annotation_api.ScaleViewSet, basename="scale")
+router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="scale-version")
+
+accounts = [
+    path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm,
+                                                 redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("accounts/", include(accounts)),
+    path("admin/", admin.site.urls),
+    path("api/", include(router.urls)),
+    path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("", include("scoring.urls")),
+    path("", include("annotation.urls")),
+]

@@ -1,0 +1,1 @@
+"""Delphi studies, rounds, panelists and responses (built in the Delphi issue)."""

@@ -1,0 +1,21 @@
+#!/usr/bin/env python
+"""Django's command-line utility for administrative tasks."""
+
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from django.core.management import execute_from_command_line
+
+    from config.errors import ConfigError, exit_with
+
+    try:
+        execute_from_command_line(sys.argv)
+    except ConfigError as exc:
+        exit_with(str(exc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
-from annotation.roles import ROLE_LABELS, roles_of
+from annotation.roles import ROLE_LABELS, effective_roles, roles_of
 
 
 def roles(request):
-    held = roles_of(getattr(request, "user", None))
-    return {"user_roles": held, "user_role_labels": [ROLE_LABELS[r] for r in ROLE_LABELS if r in held]}
+    user = getattr(request, "user", None)
+    held = roles_of(user)
+    return {"user_roles": effective_roles(user), "user_role_labels": [ROLE_LABELS[r] for r in ROLE_LABELS if r in held]}

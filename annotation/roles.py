@@ -69,6 +69,12 @@ def roles_of(user) -> set[str]:
     return cached
 
 
+def effective_roles(user) -> set[str]:
+    """Roles whose work a user sees: admins see every role's work."""
+    held = roles_of(user)
+    return set(ROLES) if ADMIN in held else held
+
+
 def has_role(user, *roles: str) -> bool:
     """True when the user holds one of ``roles``; admins hold every role."""
     held = roles_of(user)

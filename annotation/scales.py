@@ -33,10 +33,7 @@ def load_instrument(data: dict[str, Any], models: Any, *, publish: bool = True) 
     )
     version = ScaleVersion.objects.create(
         scale=scale, number=1, note=data.get("version_note", ""),
-        status="published" if publish else "draft",
-        published_at=now if publish else None,
-        locked_at=now if publish else None,
-        locked_reason="published" if publish else "",
+        status="published" if publish else "draft", published_at=now if publish else None,
     )
     order = 0
     for d_order, dim in enumerate(data["dimensions"], start=1):
@@ -58,6 +55,8 @@ def load_instrument(data: dict[str, Any], models: Any, *, publish: bool = True) 
                     text_zh=level.get("text_zh", ""), guidance_en=level.get("guidance_en", ""),
                     guidance_zh=level.get("guidance_zh", ""),
                 )
+    if publish:  # lock only once the content is in place
+        ScaleVersion.objects.filter(pk=version.pk).update(locked_at=now, locked_reason="published")
     return scale
 
 
@@ -106,7 +105,9 @@ def new_version(version, user, note: str):
         )
     item_map = {}
     # Parents before levels so that levels can point at the copied parent.
-    for item in version.items.order_by("parent_id", "order").select_related(None):
+    items = list(version.items.filter(parent__isnull=True).order_by("order"))
+    items += list(version.items.filter(parent__isnull=False).order_by("order"))
+    for item in items:
         item_map[item.pk] = Item.objects.create(
             version=draft, dimension=dim_map[item.dimension_id],
             parent=item_map.get(item.parent_id), code=item.code, order=item.order,

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from annotation import scales
 from annotation.forms import NewVersionForm
 from annotation.models import Corpus, Dialogue, Item, Scale, ScaleVersion
-from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, has_role, role_required, roles_of
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
 
 STAFF_ROLES = (COORDINATOR, ANALYST)
 
@@ -30,7 +30,7 @@ def scale_language(request) -> str:
 
 @login_required
 def home(request):
-    held = roles_of(request.user)
+    held = effective_roles(request.user)
     context: dict = {"held": held, "no_role": not held}
     if has_role(request.user, COORDINATOR, ANALYST, PHYSICIAN):
         context["scales"] = [
@@ -134,7 +134,7 @@ def item_edit(request, pk: int):
             try:
                 item.save()
             except ValidationError as exc:
-                errors["__all__"] = " ".join(exc.messages)
+                errors["form"] = " ".join(exc.messages)
             else:
                 return render(request, "annotation/partials/item_row.html",
                               {"item": _with_levels(item), "lang": lang, "can_edit": True, "saved": True})

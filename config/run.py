@@ -12,6 +12,7 @@ saying what to fix when one of them is wrong.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -82,34 +83,42 @@ def run_dev(host: str, port: int, concurrency: int | None) -> int:
         subprocess.Popen(worker_command(concurrency)),
         subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"]),
     ]
-    stopping = False
+    received: list[int] = []
 
-    def stop(*_args) -> None:
-        nonlocal stopping
-        stopping = True
+    def stop(signum, _frame) -> None:
+        received.append(signum)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     code = 0
     try:
-        while not stopping:
-            for child in children:
-                if child.poll() is not None:
-                    code = child.returncode or 0
-                    stopping = True
+        while not received:
+            exited = [child for child in children if child.poll() is not None]
+            if exited:
+                code = exited[0].returncode or 0
+                break
             time.sleep(0.2)
     finally:
+        # Ctrl-C in a terminal reaches every process of the group, so the children are already stopping;
+        # give them a moment before sending SIGTERM ourselves (as we must when only we were signalled).
+        if received and received[0] == signal.SIGINT:
+            _wait_all(children, 5)
         for child in children:
             if child.poll() is None:
                 child.terminate()
-        deadline = time.monotonic() + 15
+        _wait_all(children, 15)
         for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            if child.poll() is None:
                 child.kill()
         print("Stopped the web server and the worker.", flush=True)
     return code
+
+
+def _wait_all(children: list[subprocess.Popen], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for child in children:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
 
 
 def main(argv: list[str] | None = None) -> int:

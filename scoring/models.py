@@ -48,6 +48,11 @@ class Job(models.Model):
         return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
 
     @property
+    def result_rows(self) -> list[tuple[str, object]]:
+        """The result as (key, value) pairs; templates cannot call ``.items`` on a dict with an "items" key."""
+        return list(self.result.items()) if isinstance(self.result, dict) else []
+
+    @property
     def duration_seconds(self) -> float | None:
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()

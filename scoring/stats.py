@@ -24,8 +24,8 @@ Conventions (DESIGN.md section 4 "Statistics conventions")
   the agreement coefficients also exist as vectorised numpy kernels working on integer
   codes / count tables (:func:`cohen_kappa_codes`, :func:`gwet_ac1_counts`,
   :func:`fleiss_kappa_counts`, :func:`percent_agreement_counts`) which accept a leading
-  batch axis, so :func:`bootstrap_ci` can evaluate all resamples in one call
-  (``vectorized=True``).
+  batch axis or bootstrap multiplicities (``freq=``), so :func:`bootstrap_ci` can evaluate
+  all resamples in one call (``vectorized=True`` or ``vectorized="freq"``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ __all__ = [
     "alpha_if_deleted",
     "bartlett_sphericity",
     "bootstrap_ci",
+    "bootstrap_freq",
     "bootstrap_indices",
     "bootstrap_summary",
     "classification_report",
@@ -225,12 +226,15 @@ def _disagreement_weights(q: int, weights: str | None) -> np.ndarray:
 
 
 def cohen_kappa_codes(a: np.ndarray, b: np.ndarray, n_categories: int,
-                      weights: str | None = None) -> np.ndarray | float:
+                      weights: str | None = None,
+                      freq: np.ndarray | None = None) -> np.ndarray | float:
     """Cohen's (1960) kappa -- or weighted kappa (Cohen 1968) -- on integer codes.
 
     ``a`` and ``b`` hold category indices 0..q-1 (-1 = missing, dropped pairwise) with
     shape ``(n,)`` or ``(..., n)``; the statistic is computed along the last axis, so a
-    ``(B, n)`` stack of bootstrap resamples gives ``B`` kappas in one call.  Weighted
+    ``(B, n)`` stack of bootstrap resamples gives ``B`` kappas in one call.  Alternatively
+    pass 1-D ``a``/``b`` plus ``freq``, a ``(B, n)`` matrix of how often each subject is
+    drawn in each resample (:func:`bootstrap_freq`), which is faster still.  Weighted
     kappa uses disagreement weights ``|i-j|/(q-1)`` (linear) or ``((i-j)/(q-1))**2``
     (quadratic) on the category index, as statsmodels' ``cohens_kappa`` and R
     ``irr::kappa2`` do.  NaN where undefined (no pairs; chance agreement = 1, i.e. both
@@ -245,11 +249,20 @@ def cohen_kappa_codes(a: np.ndarray, b: np.ndarray, n_categories: int,
     qq = q * q
     valid = (a >= 0) & (b >= 0) & (a < q) & (b < q)
     cell = np.where(valid, a * q + b, qq)
-    lead = cell.shape[:-1]
-    m = int(np.prod(lead)) if lead else 1
-    cell = cell.reshape(m, -1) + (np.arange(m) * (qq + 1))[:, None]
-    counts = np.bincount(cell.ravel(), minlength=m * (qq + 1)).reshape(m, qq + 1)
-    tab = counts[:, :qq].reshape(m, q, q).astype(float)
+    if freq is not None:
+        if cell.ndim != 1:
+            raise ValueError("with freq, a and b must be one-dimensional")
+        freq = np.asarray(freq, dtype=float)
+        onehot = np.zeros((cell.size, qq + 1))
+        onehot[np.arange(cell.size), cell] = 1.0
+        tab = (freq.reshape(-1, cell.size) @ onehot)[:, :qq].reshape(-1, q, q)
+        lead = freq.shape[:-1]
+    else:
+        lead = cell.shape[:-1]
+        m = int(np.prod(lead)) if lead else 1
+        cell = cell.reshape(m, -1) + (np.arange(m) * (qq + 1))[:, None]
+        counts = np.bincount(cell.ravel(), minlength=m * (qq + 1)).reshape(m, qq + 1)
+        tab = counts[:, :qq].reshape(m, q, q).astype(float)
     n = tab.sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = tab / n[:, None, None]
@@ -264,22 +277,44 @@ def cohen_kappa_codes(a: np.ndarray, b: np.ndarray, n_categories: int,
     return float(kappa) if kappa.ndim == 0 else kappa
 
 
-def _pa_pi(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Observed agreement pa and category prevalences pi for count tables (..., n, q).
+def _subject_terms(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-subject additive terms of pa and pi_k for count tables (..., n, q).
 
-    pa = mean over subjects rated by >= 2 raters of sum_k r_ik (r_ik - 1) / (r_i (r_i - 1));
-    pi_k = mean over subjects rated at least once of r_ik / r_i (Gwet 2008 eqs. for
-    multiple raters with missing ratings; Gwet 2014 ch. 2).
+    Returns ``agree`` (sum_k r_ik (r_ik - 1) / (r_i (r_i - 1)) for subjects with r_i >= 2,
+    else 0), ``two`` (r_i >= 2), ``share`` (r_ik / r_i for subjects with r_i >= 1, else 0)
+    and ``one`` (r_i >= 1).
     """
     t = np.asarray(table, dtype=float)
     r = t.sum(axis=-1)
     two = r >= 2
     one = r >= 1
     with np.errstate(invalid="ignore", divide="ignore"):
-        per = (t * (t - 1.0)).sum(axis=-1) / np.where(two, r * (r - 1.0), 1.0)
-        pa = np.where(two, per, 0.0).sum(axis=-1) / two.sum(axis=-1)
-        share = t / np.where(one, r, 1.0)[..., None]
-        pi = share.sum(axis=-2) / one.sum(axis=-1)[..., None]
+        agree = np.where(two, (t * (t - 1.0)).sum(axis=-1) / np.where(two, r * (r - 1.0), 1.0),
+                         0.0)
+        share = np.where(one[..., None], t / np.where(one, r, 1.0)[..., None], 0.0)
+    return agree, two.astype(float), share, one.astype(float)
+
+
+def _pa_pi(table: np.ndarray, freq: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Observed agreement pa and category prevalences pi for count tables (..., n, q).
+
+    pa = mean over subjects rated by >= 2 raters of sum_k r_ik (r_ik - 1) / (r_i (r_i - 1));
+    pi_k = mean over subjects rated at least once of r_ik / r_i (Gwet 2008 eqs. for
+    multiple raters with missing ratings; Gwet 2014 ch. 2).  With ``freq`` (B, n) the
+    table must be (n, q) and subject i is counted ``freq[b, i]`` times in resample b.
+    """
+    agree, two, share, one = _subject_terms(table)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if freq is None:
+            pa = agree.sum(axis=-1) / two.sum(axis=-1)
+            pi = share.sum(axis=-2) / one.sum(axis=-1)[..., None]
+        else:
+            if agree.ndim != 1:
+                raise ValueError("with freq, table must be a single (n, q) table")
+            f = np.asarray(freq, dtype=float)
+            pa = (f @ agree) / (f @ two)
+            pi = (f @ share) / (f @ one)[..., None]
     return pa, pi
 
 
@@ -287,16 +322,18 @@ def _scalar_or_array(x: np.ndarray) -> np.ndarray | float:
     return float(x) if np.ndim(x) == 0 else x
 
 
-def percent_agreement_counts(table: np.ndarray) -> np.ndarray | float:
+def percent_agreement_counts(table: np.ndarray, freq: np.ndarray | None = None
+                             ) -> np.ndarray | float:
     """Mean pairwise percent agreement from a subjects x categories count table.
 
-    Vectorised over leading axes; NaN when no subject has >= 2 ratings.
+    Vectorised over leading axes (or over bootstrap ``freq`` rows, see
+    :func:`bootstrap_freq`); NaN when no subject has >= 2 ratings.
     """
-    pa, _ = _pa_pi(table)
+    pa, _ = _pa_pi(table, freq)
     return _scalar_or_array(pa)
 
 
-def gwet_ac1_counts(table: np.ndarray) -> np.ndarray | float:
+def gwet_ac1_counts(table: np.ndarray, freq: np.ndarray | None = None) -> np.ndarray | float:
     """Gwet's AC1 from a subjects x categories count table (vectorised over leading axes).
 
     Implemented here from Gwet (2008) "Computing inter-rater reliability and its variance
@@ -307,7 +344,8 @@ def gwet_ac1_counts(table: np.ndarray) -> np.ndarray | float:
 
     with pa and pi_k as in :func:`_pa_pi` (Gwet's treatment of missing ratings, identical to
     R ``irrCAC::gwet.ac1.raw``).  q is the number of columns of the table, i.e. the
-    category set.  For two raters this reduces to Gwet's two-rater AC1.
+    category set.  For two raters this reduces to Gwet's two-rater AC1.  ``freq``: optional
+    ``(B, n)`` bootstrap multiplicities (:func:`bootstrap_freq`) -> ``B`` values.
 
     Degenerate case: when every rating falls in one category, pa = 1 and
     sum_k pi_k (1 - pi_k) = 0, so pe = 0 for *any* category set with q >= 2 and
@@ -318,7 +356,7 @@ def gwet_ac1_counts(table: np.ndarray) -> np.ndarray | float:
     """
     t = np.asarray(table, dtype=float)
     q = t.shape[-1]
-    pa, pi = _pa_pi(t)
+    pa, pi = _pa_pi(t, freq)
     if q < 2:
         return _scalar_or_array(np.where(np.isfinite(pa), 1.0, np.nan))
     pe = (pi * (1.0 - pi)).sum(axis=-1) / (q - 1)
@@ -327,15 +365,17 @@ def gwet_ac1_counts(table: np.ndarray) -> np.ndarray | float:
     return _scalar_or_array(ac1)
 
 
-def fleiss_kappa_counts(table: np.ndarray) -> np.ndarray | float:
+def fleiss_kappa_counts(table: np.ndarray, freq: np.ndarray | None = None
+                        ) -> np.ndarray | float:
     """Fleiss' (1971) kappa from a subjects x categories count table (vectorised).
 
     pe = sum_k pi_k**2.  With the same number of raters for every subject this is exactly
     Fleiss (1971) / statsmodels ``fleiss_kappa``; with missing ratings it is Gwet's (2014)
     generalisation (R ``irrCAC::fleiss.kappa.raw``).  NaN when undefined (no subject with
-    >= 2 ratings, or pe = 1: all ratings in one category).
+    >= 2 ratings, or pe = 1: all ratings in one category).  ``freq`` as in
+    :func:`gwet_ac1_counts`.
     """
-    pa, pi = _pa_pi(table)
+    pa, pi = _pa_pi(table, freq)
     pe = (pi * pi).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         k = np.where(1.0 - pe > _EPS, (pa - pe) / (1.0 - pe), np.nan)
@@ -352,7 +392,10 @@ def cronbach_alpha(df: Any, nan_policy: str = "pairwise", confidence: float = 0.
     ``"pairwise"`` (default; R ``psych::alpha(use="pairwise")`` and pingouin's default) or
     ``"listwise"``.  Alpha comes from :func:`pingouin.cronbach_alpha`; the CI uses the same
     Feldt, Woodruff & Salih (1987) F-distribution formula as pingouin / R psych but is not
-    rounded (pingouin rounds it to 3 decimals).
+    rounded (pingouin rounds it to 3 decimals).  With ``"listwise"`` the CI's degrees of
+    freedom use the complete cases actually analysed (``n`` in the result); pingouin (and,
+    per its docs, psych) keep the pre-deletion row count there, which gives a narrower
+    interval than the data support.
 
     Returns ``{"alpha", "ci_low", "ci_high", "n", "k", "warnings"}`` (``None`` where
     undefined).
@@ -678,6 +721,11 @@ def krippendorff_alpha_detail(data: Any, level: str = "nominal",
                      f"value is {_label(pairable[0])!r}, so expected disagreement is 0 "
                      "(0/0).")
         return out
+    flat = [str(name) for name, row in zip(df.index, arr, strict=True)
+            if np.sum(~np.isnan(row)) > 1 and np.unique(row[~np.isnan(row)]).size == 1]
+    if flat:
+        warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} gave the same value to every "
+                     "unit they rated.")
     import krippendorff
 
     try:
@@ -898,7 +946,10 @@ def gwet_ac1_detail(data: Any, categories: Sequence[Any] | None = None) -> dict:
 
 
 def gwet_ac1(data: Any, categories: Sequence[Any] | None = None) -> float:
-    """Gwet's AC1; NaN when undefined (see :func:`gwet_ac1_detail`)."""
+    """Gwet's AC1, implemented here from Gwet (2008); NaN when undefined.
+
+    See :func:`gwet_ac1_detail` / :func:`gwet_ac1_counts` for formula and edge cases.
+    """
     return _nan(gwet_ac1_detail(data, categories)["value"])
 
 
@@ -1086,6 +1137,20 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
     return out
 
 
+def bootstrap_freq(indices: np.ndarray, n: int) -> np.ndarray:
+    """``(B, n)`` multiplicity matrix: how often row i is drawn in resample b.
+
+    For statistics that are functions of sums over subjects (kappa, AC1, Fleiss, percent
+    agreement) a resample is fully described by these counts, and the kernels
+    (:func:`cohen_kappa_codes`, :func:`gwet_ac1_counts`, ...) evaluate all resamples with
+    one matrix product when given ``freq=``.  Compute once and reuse across items.
+    """
+    idx = np.asarray(indices)
+    b = idx.shape[0]
+    flat = (idx + (np.arange(b) * n)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(float)
+
+
 def _take(arr: Any, idx: np.ndarray) -> Any:
     if isinstance(arr, pd.DataFrame | pd.Series):
         return arr.iloc[idx].reset_index(drop=True)
@@ -1094,38 +1159,57 @@ def _take(arr: Any, idx: np.ndarray) -> Any:
 
 def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
                  seed: int | None = 0, confidence: float = 0.95, method: str = "percentile",
-                 indices: np.ndarray | None = None, vectorized: bool = False,
-                 batch_size: int | None = None) -> dict:
+                 indices: np.ndarray | None = None, vectorized: bool | str = False,
+                 batch_size: int | None = None, freq: np.ndarray | None = None) -> dict:
     """Bootstrap confidence interval resampling dialogues (rows).
 
     The same row indices are applied to every array / DataFrame in ``arrays`` (so paired
     data stay paired).  ``fn(*resampled) -> float``; resamples where it returns NaN /
-    None are dropped and counted (``n_valid``).  Returns ``{"estimate", "ci_low",
-    "ci_high", "n_resamples", "n_valid", "seed", "method", "confidence", "warnings"}``.
+    None are dropped and counted (``n_valid``).  The estimate is ``fn`` on the full data.
+    Returns ``{"estimate", "ci_low", "ci_high", "n_resamples", "n_valid", "seed",
+    "method", "confidence", "warnings"}``.
 
     Fast paths:
-    * ``indices``: a precomputed ``(B, n)`` index matrix (e.g. :func:`bootstrap_indices`),
+
+    * ``indices``: a precomputed ``(B, n)`` index matrix (:func:`bootstrap_indices`),
       shared across items so every item is resampled identically; ``seed`` is then only
       recorded.
     * ``vectorized=True``: ``fn`` receives arrays with a leading resample axis
       ``(b, n, ...)`` and returns ``b`` values -- e.g.
-      ``lambda a, b: cohen_kappa_codes(a, b, 2)`` or ``gwet_ac1_counts`` on a count
-      table.  Resamples are processed in batches of ``batch_size`` (default: about 2e7
-      elements per batch).
+      ``lambda a, b: cohen_kappa_codes(a, b, 2)``.  Resamples are processed in batches of
+      ``batch_size`` (default: about 2e7 elements per batch).
+    * ``vectorized="freq"``: ``fn(freq, *arrays)`` receives a ``(b, n)`` multiplicity
+      matrix (:func:`bootstrap_freq`) and the *original* arrays and returns ``b`` values,
+      e.g. ``lambda f, t: gwet_ac1_counts(t, freq=f)``.  Fastest for sum-decomposable
+      statistics; pass a precomputed ``freq`` matrix to share it across items.
     """
     if not arrays:
         raise ValueError("at least one array is required")
+    arrays = tuple(a if isinstance(a, pd.DataFrame | pd.Series | np.ndarray) else np.asarray(a)
+                   for a in arrays)
+    if vectorized not in (False, True, "freq"):
+        raise ValueError("vectorized must be False, True or 'freq'")
     n = len(arrays[0])
     for a in arrays[1:]:
         if len(a) != n:
             raise ValueError("all arrays must have the same number of rows")
-    if indices is None:
-        idx = bootstrap_indices(n, n_resamples, seed)
+    if freq is not None:
+        if vectorized != "freq":
+            raise ValueError("freq is only used with vectorized='freq'")
+        freq = np.asarray(freq, dtype=float)
+        if freq.ndim != 2 or freq.shape[1] != n:
+            raise ValueError("freq must be a (n_resamples, n) matrix")
+        idx = None
+        n_boot = int(freq.shape[0])
     else:
-        idx = np.asarray(indices)
-        if idx.ndim != 2 or (idx.size and (idx.min() < 0 or idx.max() >= n)):
-            raise ValueError("indices must be a (n_resamples, n) matrix of valid row indices")
-    n_boot = int(idx.shape[0])
+        if indices is None:
+            idx = bootstrap_indices(n, n_resamples, seed)
+        else:
+            idx = np.asarray(indices)
+            if idx.ndim != 2 or (idx.size and (idx.min() < 0 or idx.max() >= n)):
+                raise ValueError("indices must be a (n_resamples, n) matrix of valid row "
+                                 "indices")
+        n_boot = int(idx.shape[0])
     warns: list[str] = []
     if n == 0:
         warns.append("Empty input: nothing to resample.")
@@ -1138,20 +1222,34 @@ def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
         except (TypeError, ValueError):
             return float("nan")
 
+    def first(v: Any) -> float:
+        return as_float(np.asarray(v, dtype=float).ravel()[0])
+
     with _warnings.catch_warnings(), np.errstate(all="ignore"):
         _warnings.simplefilter("ignore", RuntimeWarning)
         if vectorized:
             arrs = [a.to_numpy() if isinstance(a, pd.DataFrame | pd.Series) else np.asarray(a)
                     for a in arrays]
-            estimate = as_float(np.asarray(fn(*[a[None, ...] for a in arrs]),
-                                           dtype=float).ravel()[0])
-            per_row = max(1, sum(int(np.prod(a.shape[1:])) for a in arrs) * n)
+            if vectorized == "freq":
+                estimate = first(fn(np.ones((1, n)), *arrs))
+                per_row = n
+            else:
+                estimate = first(fn(*[a[None, ...] for a in arrs]))
+                per_row = max(1, sum(int(np.prod(a.shape[1:])) for a in arrs) * n)
             size = batch_size or max(1, int(2e7 // per_row))
             chunks = []
             for start in range(0, n_boot, size):
-                sub = idx[start:start + size]
-                res = np.asarray(fn(*[a[sub] for a in arrs]), dtype=float).ravel()
-                if res.size != sub.shape[0]:
+                if vectorized == "freq":
+                    sub_f = (freq[start:start + size] if freq is not None
+                             else bootstrap_freq(idx[start:start + size], n))
+                    res = fn(sub_f, *arrs)
+                    m = sub_f.shape[0]
+                else:
+                    sub = idx[start:start + size]
+                    res = fn(*[a[sub] for a in arrs])
+                    m = sub.shape[0]
+                res = np.asarray(res, dtype=float).ravel()
+                if res.size != m:
                     raise ValueError("vectorized fn must return one value per resample")
                 chunks.append(res)
             values = np.concatenate(chunks) if chunks else np.array([])

@@ -1,0 +1,170 @@
+"""Shared fixtures: users per role, a real Celery worker process, a real browser."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+ARTIFACTS = BASE_DIR / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Playwright's sync API runs an event loop in the test thread; the ORM calls in browser tests are safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache():
+    """Login throttling counts live in the cache: every test starts from zero."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def instrument(db):
+    """The Mini-CEX v1 as the data migration loads it. Transactional tests flush the database,
+    migration data included, so they ask for it again (idempotent)."""
+    from annotation import models
+    from annotation.scales import load_instrument, read_instrument
+
+    return load_instrument(read_instrument(), models)
+
+
+@pytest.fixture
+def make_user(db):
+    from django.contrib.auth import get_user_model
+
+    from annotation.roles import assign_role
+
+    def make(username: str, role: str | None = None, password: str = "correct-horse-battery", **extra):
+        user = get_user_model().objects.create_user(username=username, password=password, **extra)
+        if role:
+            assign_role(user, role)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def physician(make_user):
+    return make_user("dr_p", "physician")
+
+
+@pytest.fixture
+def coordinator(make_user):
+    return make_user("coord", "coordinator")
+
+
+@pytest.fixture
+def analyst(make_user):
+    return make_user("ana", "analyst")
+
+
+@pytest.fixture
+def admin_user(make_user):
+    return make_user("root", "admin", is_superuser=True)
+
+
+def worker_env() -> dict[str, str]:
+    """Environment for a worker subprocess that uses the test database and the same broker."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    env = os.environ.copy()
+    if db["ENGINE"].endswith("postgresql"):
+        auth = quote(db["USER"] or "")
+        if db.get("PASSWORD"):
+            auth += ":" + quote(db["PASSWORD"])
+        env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    else:
+        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
+    env["SECRET_KEY"] = settings.SECRET_KEY
+    env["CELERY_TASK_DEFAULT_QUEUE"] = settings.CELERY_TASK_DEFAULT_QUEUE
+    env["MINICEX_VAR_DIR"] = str(settings.VAR_DIR)
+    return env
+
+
+class WorkerProcess:
+    """A real ``celery worker`` process started for a test."""
+
+    def __init__(self, pool: str = "solo", concurrency: int = 1):
+        from config.celery import app
+
+        self.app = app
+        self.name = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / f"worker-{self.name.split('@')[0]}.log"
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", pool,
+               "--concurrency", str(concurrency), "-n", self.name, "--loglevel", "INFO",
+               "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-mingle", "--without-gossip"]
+        self.proc = subprocess.Popen(cmd, cwd=BASE_DIR, env=worker_env(), stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log_path.read_text()[-3000:]}")
+            if self.app.control.ping(destination=[self.name], timeout=0.5):
+                return
+        raise RuntimeError(f"worker not ready after {timeout} s:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def celery_worker(transactional_db, instrument):
+    """Start a real worker on the test database; purge stale messages of earlier runs first."""
+    from config.celery import app
+
+    app.control.purge()
+    worker = WorkerProcess()
+    try:
+        worker.wait_ready()
+        yield worker
+    finally:
+        worker.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Browser tests need Debian's chromium at {CHROMIUM}: apt-get install chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser, live_server, transactional_db, instrument):
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    pg = context.new_page()
+    yield pg
+    context.close()

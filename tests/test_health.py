@@ -1,0 +1,106 @@
+"""/healthz and the end-to-end worker check with a real Celery worker process."""
+
+import time
+
+import pytest
+from django.urls import reverse
+
+from scoring import jobs
+from scoring.models import Job
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.mark.integration
+def test_task_result_reaches_the_database_through_a_real_worker(celery_worker, coordinator):
+    job = jobs.submit(Job.Kind.WORKER_CHECK, user=coordinator)
+    done = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=["succeeded", "failed"]).first())
+    assert done.status == "succeeded", done.error
+    assert done.result["items"] == 27 and done.result["scale_versions"] == 1
+    assert done.result["worker_pid"] != __import__("os").getpid()
+    assert done.attempts == 1 and done.finished_at >= done.started_at
+
+
+@pytest.mark.integration
+def test_healthz_is_200_with_a_worker(client, celery_worker):
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["database"]["ok"] and body["broker"]["ok"] and body["workers"]["ok"]
+    assert celery_worker.name in body["workers"]["workers"]
+
+
+@pytest.mark.integration
+def test_system_page_runs_the_check_through_htmx(client, celery_worker, admin_user):
+    client.force_login(admin_user)
+    page = client.get(reverse("system")).content.decode()
+    assert "all services up" in page
+    started = client.post(reverse("worker-check"), HTTP_HX_REQUEST="true").content.decode()
+    assert 'hx-trigger="load delay:1s"' in started
+    job = Job.objects.latest("id")
+    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished)
+    final = client.get(reverse("job-status", args=[job.pk])).content.decode()
+    assert 'data-status="succeeded"' in final and "hx-trigger" not in final
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_without_a_worker(client):
+    from config.celery import app
+
+    app.control.purge()
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 503
+    assert body["database"]["ok"] and body["broker"]["ok"]
+    assert not body["workers"]["ok"] and "no Celery worker" in body["workers"]["error"]
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_the_broker_is_unreachable(client, monkeypatch):
+    from config.celery import app
+
+    for name in ("broker_url", "broker_write_url", "broker_read_url"):
+        monkeypatch.setattr(app.conf, name, "redis://127.0.0.1:1/0")
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 503
+    assert not body["broker"]["ok"] and body["broker"]["error"]
+    assert body["workers"]["error"] == "broker unreachable"
+
+
+def test_job_failure_is_recorded(db, monkeypatch):
+    def boom(job):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setitem(jobs.HANDLERS, Job.Kind.WORKER_CHECK, boom)
+    job = Job.objects.create(kind=Job.Kind.WORKER_CHECK)
+    with pytest.raises(RuntimeError):
+        jobs.execute(job.pk)
+    job.refresh_from_db()
+    assert job.status == "failed" and "disk full" in job.error
+
+
+def test_redelivered_finished_job_is_not_run_again(db):
+    job = Job.objects.create(kind=Job.Kind.WORKER_CHECK)
+    jobs.execute(job.pk)
+    jobs.execute(job.pk)
+    job.refresh_from_db()
+    assert job.attempts == 1
+
+
+def test_celery_is_configured_for_reliable_delivery(settings):
+    from config.celery import app
+
+    assert app.conf.task_acks_late is True
+    assert app.conf.task_reject_on_worker_lost is True
+    assert app.conf.worker_prefetch_multiplier == 1
+    assert app.conf.task_serializer == "json" and app.conf.accept_content == ["json"]
+    assert app.conf.task_time_limit > app.conf.task_soft_time_limit > 0

@@ -236,6 +236,14 @@ class Corpus(SoftDeletable):
         return self.name
 
 
+class PrivacyStatus(models.TextChoices):
+    CLEAR = "clear", "Nothing found"
+    FLAGGED = "flagged", "Flagged for review"
+    REDACTED = "redacted", "Reviewed and redacted"
+    ACCEPTED = "accepted", "Reviewed, kept as is"
+    EXCLUDED = "excluded", "Excluded"
+
+
 class Dialogue(SoftDeletable):
     """A doctor-patient dialogue: the patient's self-report and ordered turns."""
 
@@ -256,6 +264,9 @@ class Dialogue(SoftDeletable):
     split = models.CharField(max_length=12, choices=Split.choices, blank=True, default="")
     meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    privacy_status = models.CharField(max_length=10, choices=PrivacyStatus.choices, default=PrivacyStatus.CLEAR,
+                                      db_index=True)
+    privacy_matches = models.JSONField(default=list, blank=True, help_text="What the privacy filter found.")
 
     class Meta:
         ordering = ["corpus", "external_id"]
@@ -309,3 +320,271 @@ class AuditEvent(models.Model):
             }
         user = actor if getattr(actor, "is_authenticated", False) else None
         return cls.objects.create(actor=user, action=action, reason=reason, data=data, **kwargs)
+
+
+class Redaction(models.Model):
+    """A span hidden wherever the dialogue is shown or exported. Kept as history: revoking sets a date."""
+
+    class Source(models.TextChoices):
+        FILTER = "filter", "Privacy filter, confirmed by a coordinator"
+        COORDINATOR = "coordinator", "Coordinator"
+        ANNOTATOR = "annotator", "Annotator while rating"
+
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="redactions")
+    field = models.CharField(max_length=12, choices=[("self_report", "Self-report"), ("turn", "Turn")])
+    turn = models.PositiveIntegerField(null=True, blank=True, help_text="0-based turn index")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    source = models.CharField(max_length=12, choices=Source.choices)
+    reason = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["dialogue", "field", "turn", "start"]
+
+    def __str__(self) -> str:
+        where = "self-report" if self.field == "self_report" else f"turn {self.turn}"
+        return f"{self.dialogue} {where} [{self.start}:{self.end}]"
+
+    def as_span(self) -> dict:
+        return {"field": self.field, "turn": self.turn, "start": self.start, "end": self.end}
+
+
+class RaterProfile(models.Model):
+    """A rater's stable pseudonym (shown to analysts instead of names) and team; external raters come from
+    imported labels and cannot log in."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="rater_profile")
+    pseudonym = models.CharField(max_length=20, unique=True)
+    is_external = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.pseudonym
+
+    @classmethod
+    def for_user(cls, user) -> RaterProfile:
+        profile = cls.objects.filter(user=user).first()
+        if profile is None:
+            from django.db import IntegrityError, transaction
+
+            for _ in range(5):
+                number = cls.objects.count() + 1
+                try:
+                    with transaction.atomic():
+                        profile = cls.objects.create(user=user, pseudonym=f"R{number:04d}")
+                    break
+                except IntegrityError:
+                    profile = cls.objects.filter(user=user).first()
+                    if profile:
+                        break
+        return profile
+
+
+class Campaign(SoftDeletable):
+    """Physicians rate (part of) a corpus on one scale version, each dialogue by ``overlap`` raters."""
+
+    class Phase(models.TextChoices):
+        TRIAL = "trial", "Trial"
+        FORMAL = "formal", "Formal"
+        IMPORTED = "imported", "Imported labels"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200, unique=True)
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="campaigns")
+    scale_version = models.ForeignKey(ScaleVersion, on_delete=models.PROTECT, related_name="campaigns")
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.FORMAL)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per dialogue (k).")
+    filter_split = models.CharField(max_length=12, blank=True)
+    filter_model = models.CharField(max_length=200, blank=True)
+    filter_language = models.CharField(max_length=16, blank=True)
+    instructions = models.TextField(blank=True)
+    deadline = models.DateField(null=True, blank=True)
+    seed = models.PositiveIntegerField(default=0, help_text="Seeds the order of dialogues in each rater's queue.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def dialogues(self) -> models.QuerySet[Dialogue]:
+        """The dialogues in scope: the corpus filtered by split/model/language, excluding private ones."""
+        qs = self.corpus.dialogues.alive().exclude(privacy_status=PrivacyStatus.EXCLUDED)
+        if self.filter_split:
+            qs = qs.filter(split=self.filter_split)
+        if self.filter_model:
+            qs = qs.filter(source_model=self.filter_model)
+        if self.filter_language:
+            qs = qs.filter(language=self.filter_language)
+        return qs
+
+
+class CampaignRater(models.Model):
+    """A physician on a campaign, with a team (trial phase) and availability."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="raters")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaign_roles")
+    team = models.CharField(max_length=100, blank=True)
+    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most dialogues to give; empty = no limit")
+    available_until = models.DateField(null=True, blank=True)
+    active = models.BooleanField(default=True, help_text="Unavailable raters get no new dialogues.")
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["campaign", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="unique_campaign_rater")]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.campaign}"
+
+    def is_available(self, today=None) -> bool:
+        today = today or timezone.localdate()
+        return self.active and (self.available_until is None or self.available_until >= today)
+
+
+class Assignment(models.Model):
+    """One rater's work on one dialogue of a campaign. A rater never gets the same dialogue twice."""
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", "Not started"
+        IN_PROGRESS = "in_progress", "In progress"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        RETURNED = "returned", "Returned for re-annotation"
+        WITHDRAWN = "withdrawn", "Withdrawn (reassigned)"
+
+    OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED)
+    COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED, Status.SUBMITTED)
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="assignments")
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="assignments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.")
+    comment = models.TextField(blank=True, help_text="The rater's comment on the whole dialogue.")
+    skip_reason = models.TextField(blank=True)
+    flagged = models.BooleanField(default=False)
+    flag_note = models.TextField(blank=True)
+    return_note = models.TextField(blank=True, help_text="Why the coordinator returned it.")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["campaign", "rater", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "dialogue", "rater"], name="unique_assignment")
+        ]
+        indexes = [models.Index(fields=["rater", "status"]), models.Index(fields=["campaign", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.campaign} · {self.dialogue.external_id} · {self.rater}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
+
+
+class Label(models.Model):
+    """A physician's answer to one item on one dialogue. Every change is kept in LabelChange."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="labels")
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="labels")
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="labels")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="labels")
+    value = models.SmallIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    client_seq = models.BigIntegerField(default=0, help_text="Last applied client sequence: older saves lose.")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["assignment", "item__order"]
+        constraints = [models.UniqueConstraint(fields=["assignment", "item"], name="unique_label_per_item")]
+        indexes = [models.Index(fields=["campaign", "item"]), models.Index(fields=["dialogue", "item"])]
+
+    def __str__(self) -> str:
+        return f"{self.assignment} {self.item.code}={self.value}"
+
+
+class LabelChange(models.Model):
+    """History of a label: who changed it, when, from what to what, and why."""
+
+    class Source(models.TextChoices):
+        RATER = "rater", "Rater"
+        IMPORT = "import", "Import"
+        COORDINATOR = "coordinator", "Coordinator"
+
+    label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="changes")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    changed_at = models.DateTimeField(default=timezone.now)
+    old_value = models.SmallIntegerField(null=True, blank=True)
+    new_value = models.SmallIntegerField(null=True, blank=True)
+    old_comment = models.TextField(blank=True)
+    new_comment = models.TextField(blank=True)
+    source = models.CharField(max_length=12, choices=Source.choices, default=Source.RATER)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["label", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.label_id}: {self.old_value} -> {self.new_value}"
+
+
+class GoldLabel(models.Model):
+    """The reference answer on a gold dialogue of a trial campaign."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="gold_labels")
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="gold_labels")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    value = models.SmallIntegerField()
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    set_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "dialogue", "item"], name="unique_gold_label")]
+
+    def __str__(self) -> str:
+        return f"gold {self.dialogue.external_id} {self.item.code}={self.value}"
+
+
+class Adjudication(models.Model):
+    """The coordinator's final label for an item of a dialogue, after disagreement. Changes are audited."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="adjudications")
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="adjudications")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    value = models.SmallIntegerField()
+    reason = models.TextField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "dialogue", "item"], name="unique_adjudication")
+        ]
+
+    def __str__(self) -> str:
+        return f"adjudicated {self.dialogue.external_id} {self.item.code}={self.value}"

@@ -1,0 +1,202 @@
+"""Campaign services: create, staff, assign with overlap, reassign, track progress, audit samples."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation import scales
+from annotation.models import (
+    Assignment,
+    AuditEvent,
+    Campaign,
+    CampaignRater,
+    Label,
+    RaterProfile,
+)
+
+
+class CampaignError(ValueError):
+    """A request the campaign rules refuse; the message says why."""
+
+
+@transaction.atomic
+def create_campaign(*, name: str, corpus, scale_version, overlap: int, phase: str = Campaign.Phase.FORMAL,
+                    user=None, **options) -> Campaign:
+    """Create a campaign on a published scale version (which becomes locked: it is now in use)."""
+    if overlap < 1:
+        raise CampaignError("Overlap must be at least 1 rater per dialogue.")
+    if scale_version.status != "published":
+        raise CampaignError(f"{scale_version} is not published; publish it before rating with it.")
+    campaign = Campaign.objects.create(name=name.strip(), corpus=corpus, scale_version=scale_version,
+                                       overlap=overlap, phase=phase, created_by=user, **options)
+    scales.lock(scale_version, f"used by campaign {campaign.name}"[:200])
+    AuditEvent.record(user, "campaign.create", campaign, overlap=overlap, phase=phase)
+    return campaign
+
+
+@transaction.atomic
+def add_rater(campaign: Campaign, user, *, team: str = "", capacity: int | None = None,
+              available_until=None, added_by=None) -> CampaignRater:
+    rater, created = CampaignRater.objects.get_or_create(
+        campaign=campaign, user=user,
+        defaults={"team": team, "capacity": capacity, "available_until": available_until, "added_by": added_by},
+    )
+    if not created:
+        rater.team, rater.capacity, rater.available_until, rater.active = team, capacity, available_until, True
+        rater.save(update_fields=["team", "capacity", "available_until", "active"])
+    RaterProfile.for_user(user)
+    AuditEvent.record(added_by, "campaign.add_rater", campaign, rater=user.username, team=team, capacity=capacity)
+    return rater
+
+
+@dataclass
+class AssignResult:
+    created: int = 0
+    short: dict[int, int] = field(default_factory=dict)  # dialogue id -> raters still missing
+
+    @property
+    def complete(self) -> bool:
+        return not self.short
+
+
+@transaction.atomic
+def assign(campaign: Campaign, *, user=None) -> AssignResult:
+    """Give every dialogue in scope ``overlap`` raters.
+
+    Balances load (the least-loaded available rater first), never gives a rater a dialogue twice
+    (withdrawn and skipped assignments count as "had it"), and respects capacity and availability.
+    Re-running tops up after new raters, skips or reassignments; it never moves existing work.
+    """
+    Campaign.objects.select_for_update().get(pk=campaign.pk)  # one assignment run at a time per campaign
+    raters = [r for r in campaign.raters.select_related("user") if r.is_available()]
+    rows = list(Assignment.objects.filter(campaign=campaign).values_list("dialogue_id", "rater_id", "status"))
+    had: set[tuple[int, int]] = {(d, r) for d, r, _ in rows}
+    counted = Counter(d for d, _, s in rows if s in Assignment.COUNTED_STATUSES)
+    load = Counter(r for _, r, s in rows if s in Assignment.COUNTED_STATUSES)
+    position = Counter(r for _, r, _ in rows)
+    rng = random.Random(campaign.seed * 7919 + campaign.pk)
+    dialogue_ids = list(campaign.dialogues().order_by("id").values_list("id", flat=True))
+    rng.shuffle(dialogue_ids)  # spreads dialogue order so raters do not all start on the same ones
+    tiebreak = {r.user_id: rng.random() for r in raters}
+    result = AssignResult()
+    new: list[Assignment] = []
+    for dialogue_id in dialogue_ids:
+        missing = campaign.overlap - counted[dialogue_id]
+        if missing <= 0:
+            continue
+        candidates = [
+            r for r in raters
+            if (dialogue_id, r.user_id) not in had and (r.capacity is None or load[r.user_id] < r.capacity)
+        ]
+        candidates.sort(key=lambda r: (load[r.user_id], tiebreak[r.user_id]))
+        for rater in candidates[:missing]:
+            position[rater.user_id] += 1
+            new.append(Assignment(campaign=campaign, dialogue_id=dialogue_id, rater_id=rater.user_id,
+                                  position=position[rater.user_id]))
+            had.add((dialogue_id, rater.user_id))
+            load[rater.user_id] += 1
+            counted[dialogue_id] += 1
+        if counted[dialogue_id] < campaign.overlap:
+            result.short[dialogue_id] = campaign.overlap - counted[dialogue_id]
+    Assignment.objects.bulk_create(new, batch_size=1000)
+    result.created = len(new)
+    AuditEvent.record(user, "campaign.assign", campaign, created=result.created, short=len(result.short))
+    return result
+
+
+@transaction.atomic
+def reassign(assignment: Assignment, to_user, *, by=None, reason: str = "") -> Assignment:
+    """Move unfinished work to another rater of the campaign; the old row stays as history (withdrawn)."""
+    assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        raise CampaignError("Submitted work cannot be reassigned; return it for re-annotation instead.")
+    if assignment.status == Assignment.Status.WITHDRAWN:
+        raise CampaignError("This assignment was already reassigned.")
+    if not CampaignRater.objects.filter(campaign=assignment.campaign, user=to_user).exists():
+        raise CampaignError(f"{to_user} is not a rater of this campaign; add them first.")
+    if Assignment.objects.filter(campaign=assignment.campaign, dialogue=assignment.dialogue, rater=to_user).exists():
+        raise CampaignError(f"{to_user} already had this dialogue; a rater never gets a dialogue twice.")
+    assignment.status = Assignment.Status.WITHDRAWN
+    assignment.save(update_fields=["status", "updated_at"])
+    last = Assignment.objects.filter(campaign=assignment.campaign, rater=to_user).order_by("-position").first()
+    new = Assignment.objects.create(campaign=assignment.campaign, dialogue=assignment.dialogue, rater=to_user,
+                                    position=(last.position + 1) if last else 1)
+    AuditEvent.record(by, "assignment.reassign", new, reason=reason, from_rater=assignment.rater.username,
+                      withdrawn=assignment.pk)
+    return new
+
+
+def rater_progress(campaign: Campaign) -> list[dict]:
+    """Per rater: counts by status, in the campaign's rater order."""
+    counts = defaultdict(Counter)
+    for rater_id, status, n in (Assignment.objects.filter(campaign=campaign)
+                                .values_list("rater_id", "status").annotate(n=Count("id"))):
+        counts[rater_id][status] = n
+    rows = []
+    for rater in campaign.raters.select_related("user").order_by("team", "user__username"):
+        c = counts[rater.user_id]
+        total = sum(v for k, v in c.items() if k != Assignment.Status.WITHDRAWN)
+        rows.append({
+            "rater": rater, "total": total, "submitted": c[Assignment.Status.SUBMITTED],
+            "in_progress": c[Assignment.Status.IN_PROGRESS], "not_started": c[Assignment.Status.ASSIGNED],
+            "skipped": c[Assignment.Status.SKIPPED], "returned": c[Assignment.Status.RETURNED],
+            "percent": round(100 * c[Assignment.Status.SUBMITTED] / total) if total else 0,
+        })
+    return rows
+
+
+def dialogue_progress(campaign: Campaign):
+    """Per dialogue in scope: raters assigned, submitted, skipped and flagged."""
+    return (campaign.dialogues().annotate(
+        assigned=Count("assignments", filter=Q(assignments__campaign=campaign)
+                       & Q(assignments__status__in=Assignment.COUNTED_STATUSES)),
+        submitted=Count("assignments", filter=Q(assignments__campaign=campaign,
+                                                assignments__status=Assignment.Status.SUBMITTED)),
+        skipped=Count("assignments", filter=Q(assignments__campaign=campaign,
+                                              assignments__status=Assignment.Status.SKIPPED)),
+        flagged=Count("assignments", filter=Q(assignments__campaign=campaign, assignments__flagged=True)),
+    ).order_by("external_id"))
+
+
+def next_assignment(user, campaign: Campaign | None = None, after: Assignment | None = None) -> Assignment | None:
+    """The rater's next open dialogue: returned work first, then in queue order."""
+    qs = Assignment.objects.filter(rater=user, status__in=Assignment.OPEN_STATUSES,
+                                   campaign__status=Campaign.Status.OPEN, campaign__deleted_at__isnull=True)
+    if campaign is not None:
+        qs = qs.filter(campaign=campaign)
+    if after is not None:
+        qs = qs.exclude(pk=after.pk)
+    returned = qs.filter(status=Assignment.Status.RETURNED).order_by("campaign_id", "position").first()
+    return returned or qs.order_by("campaign_id", "position", "id").first()
+
+
+def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:
+    """Dialogue id -> number of items on which submitted raters did not all agree."""
+    values = defaultdict(set)
+    for dialogue_id, item_id, value in (Label.objects.filter(
+            campaign=campaign, assignment__status=Assignment.Status.SUBMITTED, value__isnull=False)
+            .values_list("dialogue_id", "item_id", "value")):
+        values[(dialogue_id, item_id)].add(value)
+    result: Counter = Counter()
+    for (dialogue_id, _), seen in values.items():
+        result[dialogue_id] += len(seen) > 1
+    return dict(result)
+
+
+def audit_sample(campaign: Campaign, *, size: int, method: str = "random", seed: int | None = None) -> list[int]:
+    """Dialogue ids for a quality audit: a random sample of submitted ones, or those with most disagreement."""
+    submitted = sorted(set(Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED)
+                           .values_list("dialogue_id", flat=True)))
+    if method == "disagreement":
+        scores = disagreement_by_dialogue(campaign)
+        return sorted(submitted, key=lambda d: (-scores.get(d, 0), d))[:size]
+    if method != "random":
+        raise CampaignError(f"unknown sampling method {method!r}")
+    rng = random.Random(seed if seed is not None else timezone.now().timestamp())
+    return sorted(rng.sample(submitted, min(size, len(submitted))))

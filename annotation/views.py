@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import scales
 from annotation.forms import NewVersionForm
-from annotation.models import Corpus, Dialogue, Item, Scale, ScaleVersion
+from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
 
 STAFF_ROLES = (COORDINATOR, ANALYST)
@@ -38,6 +38,10 @@ def home(request):
         ]
     if has_role(request.user, *STAFF_ROLES):
         context["corpora"] = corpora_with_counts()
+    if PHYSICIAN in held:
+        context["my_campaigns"] = physician_queue(request.user)
+    if has_role(request.user, COORDINATOR, ANALYST):
+        context["campaigns"] = Campaign.objects.alive().select_related("corpus")[:20]
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [
@@ -46,9 +50,24 @@ def home(request):
     return render(request, "annotation/home.html", context)
 
 
+def physician_queue(user) -> list[dict]:
+    """The physician's campaigns with their own progress (never other raters' work)."""
+    rows = (Assignment.objects.filter(rater=user, campaign__deleted_at__isnull=True)
+            .exclude(status=Assignment.Status.WITHDRAWN)
+            .values("campaign_id", "campaign__name", "campaign__deadline", "campaign__status")
+            .annotate(total=Count("id"),
+                      done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])),
+                      returned=Count("id", filter=Q(status=Assignment.Status.RETURNED)))
+            .order_by("campaign__deadline", "campaign__name"))
+    return [{**row, "open": row["total"] - row["done"],
+             "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0} for row in rows]
+
+
 def corpora_with_counts():
     return Corpus.objects.alive().annotate(
-        n_dialogues=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True))
+        n_dialogues=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)),
+        n_flagged=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True,
+                                              dialogues__privacy_status=PrivacyStatus.FLAGGED)),
     ).order_by("-is_demo", "name")
 
 
@@ -162,10 +181,13 @@ def corpus_detail(request, pk: int):
         "language", "split", "source_model"
     )
     return render(request, "annotation/corpus_detail.html",
-                  {"corpus": corpus, "dialogues": dialogues, "summary": summary})
+                  {"corpus": corpus, "dialogues": dialogues, "summary": summary,
+                   "flagged_count": dialogues.filter(privacy_status=PrivacyStatus.FLAGGED).count()})
 
 
 @role_required(*STAFF_ROLES)
 def dialogue_detail(request, pk: int):
+    from annotation.dialogues import view_model
+
     dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk)
-    return render(request, "annotation/dialogue_detail.html", {"dialogue": dialogue})
+    return render(request, "annotation/dialogue_detail.html", {"dialogue": dialogue, "view": view_model(dialogue)})

@@ -6,4 +6,5 @@ urlpatterns = [
     path("system/", views.system_status, name="system"),
     path("system/worker-check/", views.worker_check_start, name="worker-check"),
     path("jobs/<int:pk>/", views.job_status, name="job-status"),
+    path("campaigns/<int:pk>/trial-report/", views.campaign_trial_report, name="campaign-trial-report"),
 ]

@@ -3,7 +3,7 @@
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from annotation.roles import ADMIN, COORDINATOR, role_required
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, role_required
 from config.health import health
 from scoring import jobs
 from scoring.models import Job
@@ -27,3 +27,12 @@ def worker_check_start(request):
 def job_status(request, pk: int):
     job = get_object_or_404(Job, pk=pk)
     return render(request, "scoring/partials/job.html", {"job": job})
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_trial_report(request, pk: int):
+    from annotation.models import Campaign
+    from scoring.trial import trial_report
+
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": trial_report(campaign)})

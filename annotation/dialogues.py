@@ -1,0 +1,113 @@
+"""Showing dialogues safely (redactions applied) and the privacy review of flagged dialogues."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import AuditEvent, Dialogue, PrivacyStatus, Redaction
+from annotation.privacy import apply_redactions
+
+
+def active_redactions(dialogue: Dialogue) -> list[dict]:
+    return [r.as_span() for r in dialogue.redactions.all() if r.revoked_at is None]
+
+
+def redacted(dialogue: Dialogue) -> tuple[str, list[dict]]:
+    """The self-report and turns as anyone may see them: every active redaction applied."""
+    spans = active_redactions(dialogue)
+    if not spans:
+        return dialogue.self_report, dialogue.turns
+    return apply_redactions(dialogue.self_report, dialogue.turns, spans)
+
+
+def display_turns(dialogue: Dialogue) -> list[dict]:
+    return redacted(dialogue)[1]
+
+
+def _text_of(dialogue: Dialogue, field: str, turn: int | None) -> str:
+    if field == "self_report":
+        return dialogue.self_report
+    if turn is None or not 0 <= turn < len(dialogue.turns):
+        raise ValueError("No such turn.")
+    return dialogue.turns[turn]["text"]
+
+
+@transaction.atomic
+def redact(dialogue: Dialogue, *, field: str, turn: int | None, start: int, end: int, user, source: str,
+           reason: str = "") -> Redaction:
+    """Hide a span of the original text (offsets refer to the original, unredacted text)."""
+    if field not in ("self_report", "turn"):
+        raise ValueError("field must be self_report or turn")
+    text = _text_of(dialogue, field, turn)
+    if not 0 <= start < end <= len(text):
+        raise ValueError(f"The span {start}-{end} is outside the text (length {len(text)}).")
+    redaction = Redaction.objects.create(dialogue=dialogue, field=field, turn=turn if field == "turn" else None,
+                                         start=start, end=end, source=source, reason=reason, created_by=user)
+    AuditEvent.record(user, "dialogue.redact", dialogue, reason=reason, field=field, turn=turn, start=start, end=end,
+                      source=source)
+    return redaction
+
+
+@transaction.atomic
+def revoke_redaction(redaction: Redaction, user, reason: str) -> None:
+    if not reason.strip():
+        raise ValueError("Say why the redaction is undone.")
+    redaction.revoked_at = timezone.now()
+    redaction.revoked_by = user
+    redaction.save(update_fields=["revoked_at", "revoked_by"])
+    AuditEvent.record(user, "dialogue.unredact", redaction.dialogue, reason=reason, redaction=redaction.pk)
+
+
+@transaction.atomic
+def review_privacy(dialogue: Dialogue, action: str, user, reason: str = "") -> Dialogue:
+    """Coordinator decision on a flagged dialogue: redact the matches, exclude the dialogue, or keep it."""
+    if action == "redact":
+        for match in dialogue.privacy_matches:
+            redact(dialogue, field=match["field"], turn=match.get("turn"), start=match["start"], end=match["end"],
+                   user=user, source=Redaction.Source.FILTER, reason=reason or f"privacy filter: {match['kind']}")
+        dialogue.privacy_status = PrivacyStatus.REDACTED
+    elif action == "exclude":
+        dialogue.privacy_status = PrivacyStatus.EXCLUDED
+    elif action == "accept":
+        dialogue.privacy_status = PrivacyStatus.ACCEPTED
+    else:
+        raise ValueError(f"unknown privacy action {action!r}")
+    dialogue.save(update_fields=["privacy_status"])
+    AuditEvent.record(user, f"privacy.{action}", dialogue, reason=reason)
+    return dialogue
+
+
+def segments(text: str, spans: list[tuple[int, int]]) -> list[dict]:
+    """Split ``text`` into visible pieces (with their offset in the original) and redacted pieces, so a page
+    can map a selection in what it shows back to offsets in the original text."""
+    merged: list[list[int]] = []
+    for start, end in sorted((max(0, s), min(len(text), e)) for s, e in spans if e > s):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces, pos = [], 0
+    for start, end in merged:
+        if start > pos:
+            pieces.append({"text": text[pos:start], "start": pos, "redacted": False})
+        pieces.append({"text": "[REDACTED]", "start": start, "redacted": True})
+        pos = end
+    if pos < len(text) or not pieces:
+        pieces.append({"text": text[pos:], "start": pos, "redacted": False})
+    return pieces
+
+
+def view_model(dialogue: Dialogue) -> dict:
+    """Self-report and turns as segments with redactions applied, for the rating and review pages."""
+    spans = active_redactions(dialogue)
+    by_place: dict[tuple[str, int | None], list[tuple[int, int]]] = {}
+    for span in spans:
+        by_place.setdefault((span["field"], span["turn"]), []).append((span["start"], span["end"]))
+    return {
+        "self_report": segments(dialogue.self_report, by_place.get(("self_report", None), [])),
+        "turns": [
+            {"index": i, "role": turn["role"], "segments": segments(turn["text"], by_place.get(("turn", i), []))}
+            for i, turn in enumerate(dialogue.turns)
+        ],
+    }

@@ -1,0 +1,263 @@
+"""Coordinator pages: corpus upload and privacy review, campaigns, progress, audit and adjudication."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation import campaigns as campaign_service
+from annotation import dialogues as dialogue_views
+from annotation import labels
+from annotation.forms import AddRatersForm, CampaignForm, UploadDialoguesForm
+from annotation.importers import ImportRejected, import_dialogues
+from annotation.models import (
+    Adjudication,
+    Assignment,
+    AuditEvent,
+    Campaign,
+    Corpus,
+    Dialogue,
+    GoldLabel,
+    Item,
+    Label,
+    LabelChange,
+    PrivacyStatus,
+)
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, role_required
+
+MAX_UPLOAD = getattr(settings, "DIALOGUE_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
+
+
+@role_required(COORDINATOR)
+def corpus_upload(request):
+    errors: list = []
+    form = UploadDialoguesForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        name = form.cleaned_data["corpus_name"].strip()
+        if upload.size > MAX_UPLOAD:
+            errors = [f"line 0: the file is {upload.size:,} bytes; the limit is {MAX_UPLOAD:,} bytes"]
+        else:
+            try:
+                with transaction.atomic():
+                    corpus, created = Corpus.objects.get_or_create(name=name, defaults={"created_by": request.user})
+                    counts = import_dialogues(corpus, upload.read().splitlines(),
+                                              update=form.cleaned_data["update"])
+            except ImportRejected as exc:
+                errors = [str(e) for e in exc.errors]
+            else:
+                AuditEvent.record(request.user, "corpus.import", corpus, file=upload.name, **counts)
+                flagged = counts.get("flagged", 0)
+                messages.success(request, f"Imported into {corpus.name}: {counts['created']} new, "
+                                          f"{counts['updated']} updated"
+                                          + (f", {flagged} flagged for privacy review." if flagged else "."))
+                return redirect("corpus-detail", pk=corpus.pk)
+    return render(request, "annotation/corpus_upload.html", {"form": form, "errors": errors})
+
+
+@role_required(COORDINATOR)
+def privacy_review(request, pk: int):
+    corpus = get_object_or_404(Corpus.objects.alive(), pk=pk)
+    if request.method == "POST":
+        dialogue = get_object_or_404(Dialogue, pk=request.POST.get("dialogue"), corpus=corpus)
+        try:
+            dialogue_views.review_privacy(dialogue, request.POST.get("action", ""), request.user,
+                                          request.POST.get("reason", ""))
+        except ValueError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"{dialogue.external_id}: {dialogue.get_privacy_status_display().lower()}.")
+        return redirect("privacy-review", pk=corpus.pk)
+    flagged = corpus.dialogues.alive().filter(privacy_status=PrivacyStatus.FLAGGED).order_by("external_id")
+    rows = []
+    for dialogue in flagged:
+        snippets = []
+        for match in dialogue.privacy_matches:
+            text = dialogue.self_report if match["field"] == "self_report" else dialogue.turns[match["turn"]]["text"]
+            snippets.append({**match, "before": text[max(0, match["start"] - 40):match["start"]],
+                             "after": text[match["end"]:match["end"] + 40]})
+        rows.append((dialogue, snippets))
+    return render(request, "annotation/privacy_review.html", {"corpus": corpus, "rows": rows})
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_list(request):
+    campaigns = Campaign.objects.alive().select_related("corpus", "scale_version__scale")
+    return render(request, "annotation/campaign_list.html", {"campaigns": campaigns})
+
+
+@role_required(COORDINATOR)
+def campaign_new(request):
+    form = CampaignForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            campaign = campaign_service.create_campaign(
+                name=data["name"], corpus=data["corpus"], scale_version=data["scale_version"],
+                overlap=data["overlap"], phase=data["phase"], user=request.user,
+                filter_split=data["filter_split"], filter_model=data["filter_model"].strip(),
+                filter_language=data["filter_language"].strip(), instructions=data["instructions"],
+                deadline=data["deadline"])
+        except campaign_service.CampaignError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Campaign {campaign.name} created with "
+                                      f"{campaign.dialogues().count()} dialogues in scope. Add raters next.")
+            return redirect("campaign-detail", pk=campaign.pk)
+    return render(request, "annotation/campaign_new.html", {"form": form})
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_detail(request, pk: int):
+    campaign = get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version__scale"), pk=pk)
+    context = {
+        "campaign": campaign, "raters": campaign_service.rater_progress(campaign),
+        "dialogues": campaign_service.dialogue_progress(campaign), "add_form": AddRatersForm(),
+        "in_scope": campaign.dialogues().count(),
+        "flagged": Assignment.objects.filter(campaign=campaign, flagged=True).select_related("dialogue", "rater"),
+        "skipped": Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SKIPPED)
+        .select_related("dialogue", "rater"),
+        "open_assignments": Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
+        .select_related("dialogue", "rater").order_by("rater__username", "position"),
+        "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username"),
+        "sample": None,
+    }
+    method = request.GET.get("sample")
+    if method in ("random", "disagreement"):
+        size = max(1, min(500, int(request.GET.get("size") or 10)))
+        ids = campaign_service.audit_sample(campaign, size=size, method=method,
+                                            seed=int(request.GET["seed"]) if request.GET.get("seed") else None)
+        scores = campaign_service.disagreement_by_dialogue(campaign)
+        context["sample"] = [(d, scores.get(d.pk, 0)) for d in Dialogue.objects.filter(pk__in=ids)
+                             .order_by("external_id")]
+        context["sample_method"] = method
+    return render(request, "annotation/campaign_detail.html", context)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_add_raters(request, pk: int):
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    form = AddRatersForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose at least one physician. " + " ".join(
+            e for errs in form.errors.values() for e in errs))
+        return redirect("campaign-detail", pk=pk)
+    for user in form.cleaned_data["users"]:
+        campaign_service.add_rater(campaign, user, team=form.cleaned_data["team"].strip(),
+                                   capacity=form.cleaned_data["capacity"],
+                                   available_until=form.cleaned_data["available_until"], added_by=request.user)
+    messages.success(request, f"Added {len(form.cleaned_data['users'])} rater(s). Press 'Assign dialogues'.")
+    return redirect("campaign-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_rater_toggle(request, pk: int, user_id: int):
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    rater = get_object_or_404(campaign.raters, user_id=user_id)
+    rater.active = not rater.active
+    rater.save(update_fields=["active"])
+    AuditEvent.record(request.user, "campaign.rater_available" if rater.active else "campaign.rater_unavailable",
+                      campaign, rater=rater.user.username)
+    return redirect("campaign-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_assign(request, pk: int):
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    result = campaign_service.assign(campaign, user=request.user)
+    if result.short:
+        messages.warning(request, f"Created {result.created} assignments; {len(result.short)} dialogue(s) still "
+                                  f"lack raters (not enough available raters for overlap {campaign.overlap}).")
+    else:
+        messages.success(request, f"Created {result.created} assignments; every dialogue has "
+                                  f"{campaign.overlap} rater(s).")
+    return redirect("campaign-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def assignment_reassign(request, pk: int):
+    assignment = get_object_or_404(Assignment, pk=pk)
+    to_user = get_object_or_404(get_user_model(), pk=request.POST.get("to_user"))
+    try:
+        campaign_service.reassign(assignment, to_user, by=request.user, reason=request.POST.get("reason", ""))
+    except campaign_service.CampaignError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{assignment.dialogue.external_id} moved to {to_user.username}.")
+    return redirect("campaign-detail", pk=assignment.campaign_id)
+
+
+@role_required(COORDINATOR, ADMIN)
+def campaign_dialogue(request, pk: int, dialogue_id: int):
+    """Review one dialogue: every rater's answers side by side, gold labels, adjudication and returns."""
+    campaign = get_object_or_404(Campaign.objects.alive().select_related("scale_version"), pk=pk)
+    dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
+    assignments = list(Assignment.objects.filter(campaign=campaign, dialogue=dialogue)
+                       .exclude(status=Assignment.Status.WITHDRAWN).select_related("rater").order_by("rater__username"))
+    values = {(lab.assignment_id, lab.item_id): lab for lab in Label.objects.filter(campaign=campaign,
+                                                                                   dialogue=dialogue)}
+    gold = {g.item_id: g.value for g in GoldLabel.objects.filter(campaign=campaign, dialogue=dialogue)}
+    final = {a.item_id: a for a in Adjudication.objects.filter(campaign=campaign, dialogue=dialogue)}
+    rows = []
+    for item in (Item.objects.filter(version=campaign.scale_version_id, response_type__in=["binary", "ordinal"])
+                 .prefetch_related("levels").order_by("order")):
+        answers = [values.get((a.pk, item.pk)) for a in assignments]
+        seen = {lab.value for lab in answers if lab is not None and lab.value is not None}
+        rows.append({"item": item, "answers": answers, "disagree": len(seen) > 1, "gold": gold.get(item.pk),
+                     "final": final.get(item.pk), "allowed": item.allowed_values()})
+    return render(request, "annotation/campaign_dialogue.html", {
+        "campaign": campaign, "dialogue": dialogue, "assignments": assignments, "rows": rows,
+        "view": dialogue_views.view_model(dialogue)})
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_dialogue_action(request, pk: int, dialogue_id: int):
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
+    action = request.POST.get("action")
+    try:
+        if action == "return":
+            assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment"), campaign=campaign,
+                                           dialogue=dialogue)
+            labels.return_for_reannotation(assignment, request.user, request.POST.get("note", ""))
+            messages.success(request, f"Returned to {assignment.rater.username} for re-annotation.")
+        elif action in ("adjudicate", "gold"):
+            item = get_object_or_404(Item, pk=request.POST.get("item"), version=campaign.scale_version_id)
+            raw = request.POST.get("value", "")
+            value = None if raw == "" else int(raw)
+            if action == "adjudicate":
+                if value is None:
+                    raise labels.LabelError("Choose the final value.")
+                labels.adjudicate(campaign, dialogue, item, value, request.user, request.POST.get("reason", ""))
+                messages.success(request, f"Item {item.code}: final label {value}.")
+            else:
+                if campaign.phase != Campaign.Phase.TRIAL:
+                    raise labels.LabelError("Gold labels belong to trial campaigns.")
+                labels.set_gold(campaign, dialogue, item, value, request.user)
+                messages.success(request, f"Item {item.code}: gold label {'cleared' if value is None else value}.")
+        else:
+            raise labels.LabelError("Unknown action.")
+    except (labels.LabelError, ValueError) as exc:
+        messages.error(request, str(exc))
+    return redirect("campaign-dialogue", pk=pk, dialogue_id=dialogue_id)
+
+
+@role_required(COORDINATOR, ADMIN)
+def label_history(request, pk: int):
+    """Every change to the labels of one assignment, and the assignment's own events."""
+    assignment = get_object_or_404(Assignment.objects.select_related("campaign", "dialogue", "rater"), pk=pk)
+    changes = (LabelChange.objects.filter(label__assignment=assignment)
+               .select_related("label__item", "changed_by").order_by("changed_at", "id"))
+    events = AuditEvent.objects.filter(target_type__model="assignment", target_id=str(assignment.pk)).select_related(
+        "actor").order_by("at")
+    return render(request, "annotation/label_history.html",
+                  {"assignment": assignment, "changes": changes, "events": events})

@@ -1,0 +1,175 @@
+"""The physician's rating page. Every click is posted at once by static/js/rating.js, which keeps unsent
+answers in the browser and retries until the server has them."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation import dialogues as dialogue_views
+from annotation import labels
+from annotation.campaigns import next_assignment
+from annotation.models import Assignment, Item, Label, Redaction
+from annotation.views import scale_language
+
+
+def _own_assignment(request, pk: int) -> Assignment:
+    """The requesting rater's assignment; anybody else's is a 404 (its existence is not revealed)."""
+    assignment = (Assignment.objects.select_related("campaign", "campaign__scale_version", "dialogue")
+                  .filter(pk=pk, rater=request.user).first())
+    if assignment is None or assignment.campaign.is_deleted:
+        raise Http404("No such assignment.")
+    return assignment
+
+
+def _error(exc: labels.LabelError) -> JsonResponse:
+    return JsonResponse({"detail": str(exc)}, status=exc.status)
+
+
+def _payload(request) -> dict:
+    if request.content_type == "application/json":
+        try:
+            data = json.loads(request.body or b"{}")
+        except json.JSONDecodeError:
+            return {}
+        return data if isinstance(data, dict) else {}
+    return request.POST.dict()
+
+
+@login_required
+def rate_next(request):
+    """Open the rater's next dialogue, or say that everything is done."""
+    assignment = next_assignment(request.user)
+    if assignment is None:
+        return render(request, "annotation/rate_done.html", {})
+    return redirect("rate", pk=assignment.pk)
+
+
+@login_required
+def rate(request, pk: int):
+    assignment = _own_assignment(request, pk)
+    campaign = assignment.campaign
+    lang = scale_language(request)
+    items = list(Item.objects.filter(version_id=campaign.scale_version_id, response_type__in=["binary", "ordinal"])
+                 .select_related("dimension").prefetch_related("levels").order_by("order"))
+    answers = {lab.item_id: lab for lab in Label.objects.filter(assignment=assignment)}
+    dimensions: list[tuple] = []
+    for item in items:
+        item.answer = answers.get(item.pk)
+        item.level_list = sorted(item.levels.all(), key=lambda lv: lv.order)
+        if not dimensions or dimensions[-1][0].pk != item.dimension_id:
+            dimensions.append((item.dimension, []))
+        dimensions[-1][1].append(item)
+    counts = (Assignment.objects.filter(rater=request.user, campaign=campaign)
+              .exclude(status=Assignment.Status.WITHDRAWN)
+              .aggregate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"]))))
+    context = {
+        "assignment": assignment, "campaign": campaign, "lang": lang, "dimensions": dimensions,
+        "dialogue": dialogue_views.view_model(assignment.dialogue), "language": assignment.dialogue.language,
+        "n_items": len(items), "n_answered": sum(1 for a in answers.values() if a.value is not None),
+        "counts": counts, "editable": assignment.is_open,
+    }
+    return render(request, "annotation/rate.html", context)
+
+
+@require_POST
+@login_required
+def rate_label(request, pk: int):
+    assignment = _own_assignment(request, pk)
+    data = _payload(request)
+    try:
+        item_id = int(data.get("item"))
+        raw = data.get("value")
+        value = None if raw in (None, "", "null") else int(raw)
+        seq = int(data.get("seq") or 0)
+    except (TypeError, ValueError):
+        return JsonResponse({"detail": "Send item (id), value (number or empty) and seq."}, status=400)
+    comment = data.get("comment")
+    try:
+        label = labels.save_label(assignment, item_id, value, request.user, comment=comment, client_seq=seq)
+    except labels.LabelError as exc:
+        return _error(exc)
+    return JsonResponse({"item": item_id, "value": label.value, "comment": label.comment,
+                         "saved_at": label.updated_at.isoformat(), "seq": label.client_seq})
+
+
+@require_POST
+@login_required
+def rate_comment(request, pk: int):
+    assignment = _own_assignment(request, pk)
+    try:
+        labels.save_comment(assignment, request.user, str(_payload(request).get("comment", "")))
+    except labels.LabelError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True})
+
+
+def _next_url(request, after: Assignment) -> str:
+    nxt = next_assignment(request.user, after=after)
+    return reverse("rate", args=[nxt.pk]) if nxt else reverse("rate-next")
+
+
+@require_POST
+@login_required
+def rate_submit(request, pk: int):
+    assignment = _own_assignment(request, pk)
+    try:
+        labels.submit(assignment, request.user)
+    except labels.LabelError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True, "next_url": _next_url(request, assignment)})
+
+
+@require_POST
+@login_required
+def rate_skip(request, pk: int):
+    assignment = _own_assignment(request, pk)
+    try:
+        labels.skip(assignment, request.user, str(_payload(request).get("reason", "")))
+    except labels.LabelError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True, "next_url": _next_url(request, assignment)})
+
+
+@require_POST
+@login_required
+def rate_flag(request, pk: int):
+    assignment = _own_assignment(request, pk)
+    try:
+        labels.flag(assignment, request.user, str(_payload(request).get("note", "")))
+    except labels.LabelError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True})
+
+
+@require_POST
+@login_required
+def rate_redact(request, pk: int):
+    """Fine-grained privacy removal while rating: hide a span of a turn or of the self-report."""
+    assignment = _own_assignment(request, pk)
+    if not assignment.is_open:
+        return JsonResponse({"detail": "This dialogue is closed."}, status=409)
+    data = _payload(request)
+    try:
+        field = str(data.get("field"))
+        turn = None if data.get("turn") in (None, "", "null") else int(data["turn"])
+        start, end = int(data.get("start")), int(data.get("end"))
+        dialogue_views.redact(assignment.dialogue, field=field, turn=turn, start=start, end=end, user=request.user,
+                              source=Redaction.Source.ANNOTATOR, reason=str(data.get("reason", ""))[:300])
+    except (TypeError, ValueError, KeyError) as exc:
+        return JsonResponse({"detail": f"Cannot redact that selection: {exc}"}, status=400)
+    return JsonResponse({"ok": True})
+
+
+@login_required
+def rate_goto_next(request, pk: int):
+    """Keyboard "n": the next open dialogue after this one (this one stays as it is, answers are saved)."""
+    assignment = _own_assignment(request, pk)
+    nxt = next_assignment(request.user, after=assignment)
+    return redirect("rate", pk=nxt.pk) if nxt else redirect("rate-next")

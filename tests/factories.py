@@ -1,0 +1,44 @@
+"""Small builders for campaign tests (plain functions over the services, no factory library)."""
+
+from __future__ import annotations
+
+from annotation.campaigns import add_rater, assign, create_campaign
+from annotation.models import Corpus, Dialogue, ScaleVersion
+
+
+def mini_cex():
+    return ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+
+
+def corpus_with(n: int, name: str = "study", turns: int = 4, **fields) -> Corpus:
+    corpus = Corpus.objects.create(name=name)
+    Dialogue.objects.bulk_create([
+        Dialogue(corpus=corpus, external_id=f"d{i:03d}", self_report=f"Complaint {i}",
+                 turns=[{"role": "doctor" if t % 2 == 0 else "patient", "text": f"turn {t} of dialogue {i}"}
+                        for t in range(turns)],
+                 source_model=fields.get("source_model", "model-A" if i % 2 else "model-B"),
+                 language=fields.get("language", "en"), split=fields.get("split", "test"))
+        for i in range(n)
+    ])
+    return corpus
+
+
+def campaign_with(raters, *, n: int = 6, overlap: int = 2, phase: str = "formal", name: str = "C1", **kwargs):
+    corpus = corpus_with(n, name=f"corpus-{name}")
+    campaign = create_campaign(name=name, corpus=corpus, scale_version=mini_cex(), overlap=overlap, phase=phase,
+                               **kwargs)
+    for user in raters:
+        add_rater(campaign, user)
+    assign(campaign)
+    return campaign
+
+
+def rating_items(campaign):
+    return list(campaign.scale_version.rating_items().order_by("order"))
+
+
+def answer_all(assignment, user, value: int = 1):
+    from annotation.labels import save_label
+
+    for item in rating_items(assignment.campaign):
+        save_label(assignment, item.pk, value if item.response_type == "binary" else 2, user)

@@ -1,6 +1,23 @@
 from django.contrib import admin
 
-from annotation.models import AuditEvent, Corpus, Dialogue, Dimension, Item, Scale, ScaleVersion
+from annotation.models import (
+    Adjudication,
+    Assignment,
+    AuditEvent,
+    Campaign,
+    CampaignRater,
+    Corpus,
+    Dialogue,
+    Dimension,
+    GoldLabel,
+    Item,
+    Label,
+    LabelChange,
+    RaterProfile,
+    Redaction,
+    Scale,
+    ScaleVersion,
+)
 
 
 class LockedVersionMixin:
@@ -93,3 +110,78 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyHistoryAdmin(admin.ModelAdmin):
+    """History rows are written by the application only."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class CampaignRaterInline(admin.TabularInline):
+    model = CampaignRater
+    extra = 0
+    raw_id_fields = ["user", "added_by"]
+
+
+@admin.register(Campaign)
+class CampaignAdmin(StudyDataAdmin):
+    list_display = ["name", "phase", "status", "corpus", "scale_version", "overlap", "deadline", "deleted_at"]
+    list_filter = ["phase", "status"]
+    readonly_fields = ["deleted_at", "deleted_by", "delete_reason", "scale_version", "corpus"]
+    inlines = [CampaignRaterInline]
+
+
+@admin.register(CampaignRater)
+class CampaignRaterAdmin(admin.ModelAdmin):
+    list_display = ["campaign", "user", "team", "capacity", "available_until", "active"]
+    list_filter = ["campaign", "active"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(StudyDataAdmin):
+    list_display = ["campaign", "dialogue", "rater", "status", "flagged", "submitted_at"]
+    list_filter = ["campaign", "status", "flagged"]
+    raw_id_fields = ["dialogue", "rater"]
+    readonly_fields = ["campaign", "dialogue", "rater"]
+
+
+@admin.register(Label)
+class LabelAdmin(ReadOnlyHistoryAdmin):
+    list_display = ["campaign", "dialogue", "rater", "item", "value", "updated_at"]
+    list_filter = ["campaign"]
+
+
+@admin.register(LabelChange)
+class LabelChangeAdmin(ReadOnlyHistoryAdmin):
+    list_display = ["label", "old_value", "new_value", "changed_by", "changed_at", "source", "reason"]
+    list_filter = ["source"]
+
+
+@admin.register(GoldLabel)
+class GoldLabelAdmin(ReadOnlyHistoryAdmin):
+    list_display = ["campaign", "dialogue", "item", "value", "set_by", "set_at"]
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(ReadOnlyHistoryAdmin):
+    list_display = ["campaign", "dialogue", "item", "value", "decided_by", "decided_at", "reason"]
+
+
+@admin.register(Redaction)
+class RedactionAdmin(ReadOnlyHistoryAdmin):
+    list_display = ["dialogue", "field", "turn", "start", "end", "source", "created_by", "created_at", "revoked_at"]
+    list_filter = ["source"]
+
+
+@admin.register(RaterProfile)
+class RaterProfileAdmin(admin.ModelAdmin):
+    list_display = ["pseudonym", "user", "is_external", "created_at"]
+    readonly_fields = ["pseudonym"]

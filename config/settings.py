@@ -216,6 +216,9 @@ SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 
+# Largest dialogue file accepted by the importer (browser and CLI).
+DIALOGUE_IMPORT_MAX_BYTES = env_int("DIALOGUE_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
+
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "minicex@localhost")
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("corpora/<int:pk>/", views.corpus_detail, name="corpus-detail"),
     path("corpora/<int:pk>/privacy/", views_campaigns.privacy_review, name="privacy-review"),
     path("dialogues/<int:pk>/", views.dialogue_detail, name="dialogue-detail"),
+    path("redactions/<int:pk>/revoke/", views.redaction_revoke, name="redaction-revoke"),
     path("campaigns/", views_campaigns.campaign_list, name="campaign-list"),
     path("campaigns/new/", views_campaigns.campaign_new, name="campaign-new"),
     path("campaigns/<int:pk>/", views_campaigns.campaign_detail, name="campaign-detail"),

@@ -190,4 +190,22 @@ def dialogue_detail(request, pk: int):
     from annotation.dialogues import view_model
 
     dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk)
-    return render(request, "annotation/dialogue_detail.html", {"dialogue": dialogue, "view": view_model(dialogue)})
+    redactions = dialogue.redactions.select_related("created_by", "revoked_by").order_by("created_at")
+    return render(request, "annotation/dialogue_detail.html",
+                  {"dialogue": dialogue, "view": view_model(dialogue), "redactions": redactions})
+
+
+@require_POST
+@role_required(COORDINATOR)
+def redaction_revoke(request, pk: int):
+    from annotation.dialogues import revoke_redaction
+    from annotation.models import Redaction
+
+    redaction = get_object_or_404(Redaction.objects.select_related("dialogue"), pk=pk, revoked_at__isnull=True)
+    try:
+        revoke_redaction(redaction, request.user, request.POST.get("reason", ""))
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Redaction undone; the text is visible again.")
+    return redirect("dialogue-detail", pk=redaction.dialogue_id)

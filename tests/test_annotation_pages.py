@@ -224,3 +224,23 @@ def test_assign_from_page_reports_shortfall(client, coordinator, make_user):
     response = client.post(reverse("campaign-assign", args=[campaign.pk]), follow=True)
     assert "still lack raters" in response.content.decode()
     assert assign(campaign).created == 0
+
+
+def test_coordinator_undoes_a_redaction_and_history_is_kept(client, campaign, two_raters, coordinator):
+    r1, _ = two_raters
+    mine = own(campaign, r1)
+    client.force_login(r1)
+    client.post(reverse("rate-redact", args=[mine.pk]), {"field": "self_report", "start": 0, "end": 9})
+    redaction = Redaction.objects.get()
+    client.force_login(coordinator)
+    page = client.get(reverse("dialogue-detail", args=[mine.dialogue_id])).content.decode()
+    assert "[REDACTED]" in page and "Annotator while rating" in page
+    assert client.post(reverse("redaction-revoke", args=[redaction.pk]), {"reason": ""}).status_code == 302
+    redaction.refresh_from_db()
+    assert redaction.revoked_at is None
+    client.post(reverse("redaction-revoke", args=[redaction.pk]), {"reason": "not personal data"})
+    redaction.refresh_from_db()
+    assert redaction.revoked_at and redaction.revoked_by == coordinator
+    page = client.get(reverse("dialogue-detail", args=[mine.dialogue_id])).content.decode()
+    assert "Complaint" in page and "undone by coord" in page
+    assert AuditEvent.objects.filter(action="dialogue.unredact", reason="not personal data").exists()

@@ -1,32 +1,92 @@
-"""REST API for the instrument (read-only) and the shared exception handler."""
+"""REST API: the instrument (read-only), corpora and dialogues, campaigns, assignments and labels, and the
+shared exception handler.
+
+Who sees what (DESIGN.md section 1): physicians reach only their own assignments, see dialogues there without
+the source model or metadata and with redactions applied, and never read other raters' or judges' labels;
+coordinators, analysts and admins read corpora, campaigns and labels; analysts see raters by pseudonym.
+"""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
+from django.db.models import Count, Prefetch, Q
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status, viewsets
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.decorators import action
+from rest_framework.exceptions import ParseError
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from annotation import labels as label_service
 from annotation import throttle
-from annotation.models import Dimension, Item, Scale, ScaleVersion
+from annotation.campaigns import CampaignError, add_rater, assign, create_campaign, rater_progress
+from annotation.dialogues import redacted
+from annotation.labels import LabelError
+from annotation.models import (
+    Assignment,
+    Campaign,
+    CampaignRater,
+    Corpus,
+    Dialogue,
+    Dimension,
+    Item,
+    Label,
+    PrivacyStatus,
+    RaterProfile,
+    Redaction,
+    Scale,
+    ScaleVersion,
+)
+from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role
+
+
+def _summary(errors) -> str:
+    """One readable line from DRF/Django error structures ({"field": ["msg"]}, ["msg"], "msg")."""
+    if isinstance(errors, dict):
+        parts = []
+        for key, value in errors.items():
+            text = _summary(value)
+            parts.append(text if key in ("non_field_errors", "__all__", "detail") else f"{key}: {text}")
+        return "; ".join(parts)
+    if isinstance(errors, list | tuple):
+        return " ".join(_summary(e) for e in errors)
+    return str(errors)
 
 
 def exception_handler(exc, context):
-    """DRF's handler, plus Django validation errors as 400 with their messages."""
+    """DRF's handler, plus the services' refusals and Django errors, always as JSON with a "detail" message."""
+    if isinstance(exc, LabelError):
+        return Response({"detail": str(exc)}, status=exc.status)
+    if isinstance(exc, CampaignError):
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, IntegrityError):
+        return Response({"detail": "This conflicts with data saved at the same time; reload and try again."},
+                        status=status.HTTP_409_CONFLICT)
     if isinstance(exc, DjangoValidationError):
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        if hasattr(exc, "error_dict"):
+            detail = {"detail": _summary(exc.message_dict), **exc.message_dict}
+        else:
+            detail = {"detail": " ".join(exc.messages)}
         return Response(detail, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoPermissionDenied):
         return Response({"detail": str(exc) or "Permission denied."}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, Http404):
         return Response({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None:
+        if isinstance(response.data, dict) and "detail" not in response.data:
+            response.data = {"detail": _summary(response.data), **response.data}
+        elif isinstance(response.data, list):
+            response.data = {"detail": _summary(response.data)}
+    return response
 
 
 class LevelSerializer(serializers.ModelSerializer):
@@ -137,3 +197,544 @@ class ObtainTokenView(APIView):
         throttle.reset(username, address)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})
+
+
+# --- Permissions and helpers -------------------------------------------------------------------------------------
+
+MAX_ID = 2**63 - 1
+
+
+class _RolePermission(BasePermission):
+    roles: tuple[str, ...] = ()
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user and user.is_authenticated and has_role(user, *self.roles))
+
+
+class IsReader(_RolePermission):
+    """Coordinators, analysts and admins."""
+
+    roles = (COORDINATOR, ANALYST)
+    message = "This is for coordinators, analysts and admins."
+
+
+class IsCoordinator(_RolePermission):
+    """Coordinators and admins."""
+
+    roles = (COORDINATOR,)
+    message = "Only coordinators and admins can do this."
+
+
+def _int_param(request, name: str) -> int | None:
+    """An optional whole-number query parameter; anything else is a 400, not a crash."""
+    raw = request.query_params.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ParseError(f'Query parameter "{name}" must be a whole-number id; got {raw!r}.') from None
+    if not 0 <= value <= MAX_ID:
+        raise ParseError(f'Query parameter "{name}" is out of range.')
+    return value
+
+
+def _shows_names(viewer) -> bool:
+    """Coordinators and admins see raters' usernames; everyone else (analysts) sees stable pseudonyms."""
+    return has_role(viewer, COORDINATOR)
+
+
+def _rater_name(rater, viewer) -> str:
+    if _shows_names(viewer):
+        return rater.username
+    try:
+        profile = rater.rater_profile
+    except RaterProfile.DoesNotExist:
+        profile = None
+    return (profile or RaterProfile.for_user(rater)).pseudonym
+
+
+def _viewer(serializer) -> object | None:
+    request = serializer.context.get("request")
+    return getattr(request, "user", None)
+
+
+def _shown(dialogue: Dialogue) -> tuple[str, list[dict]]:
+    """Self-report and turns with every active redaction applied (computed once per object)."""
+    cached = getattr(dialogue, "_api_shown", None)
+    if cached is None:
+        cached = dialogue._api_shown = redacted(dialogue)
+    return cached
+
+
+def _active_redactions() -> Prefetch:
+    return Prefetch("redactions", queryset=Redaction.objects.filter(revoked_at__isnull=True))
+
+
+@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}]})
+class IdOrTextField(serializers.Field):
+    """A reference given either as a numeric id or as text (an item code, a username)."""
+
+    default_error_messages = {"invalid": "Give a numeric id or a non-empty text reference."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            self.fail("invalid")
+        if isinstance(data, str):
+            data = data.strip()
+            if not data:
+                self.fail("invalid")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+def _status_field(choices, **kwargs) -> serializers.CharField:
+    """A read-only status, its values listed in the description. (Several models name a field "status"; plain
+    strings keep their enums from colliding in the schema's component names.)"""
+    values = ", ".join(value for value, _ in choices)
+    return serializers.CharField(read_only=True, help_text=f"One of: {values}.", **kwargs)
+
+
+# --- Serializers ---------------------------------------------------------------------------------------------------
+
+
+class TurnSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Dialogue.ROLES)
+    text = serializers.CharField()
+
+
+class CorpusSerializer(serializers.ModelSerializer):
+    dialogue_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Corpus
+        fields = ["id", "name", "description", "is_demo", "created_at", "dialogue_count"]
+
+
+class _ShownDialogueMixin(serializers.Serializer):
+    self_report = serializers.SerializerMethodField(help_text="The patient self-report, redactions applied.")
+    turns = serializers.SerializerMethodField(help_text="Ordered turns, redactions applied ([REDACTED]).")
+
+    def get_self_report(self, dialogue: Dialogue) -> str:
+        return _shown(dialogue)[0]
+
+    @extend_schema_field(TurnSerializer(many=True))
+    def get_turns(self, dialogue: Dialogue) -> list[dict]:
+        return _shown(dialogue)[1]
+
+
+class DialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
+    """A dialogue as coordinators and analysts see it (with source model and metadata)."""
+
+    class Meta:
+        model = Dialogue
+        fields = ["id", "corpus", "external_id", "self_report", "turns", "source_model", "language", "split",
+                  "meta", "privacy_status", "created_at"]
+
+
+class BlindDialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
+    """A dialogue as its rater sees it: no source model, no metadata, redactions applied."""
+
+    class Meta:
+        model = Dialogue
+        fields = ["id", "external_id", "language", "self_report", "turns"]
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    corpus = serializers.PrimaryKeyRelatedField(queryset=Corpus.objects.alive())
+    corpus_name = serializers.CharField(source="corpus.name", read_only=True)
+    scale_version = serializers.PrimaryKeyRelatedField(
+        queryset=ScaleVersion.objects.all(), help_text="A published scale version (it becomes locked).")
+    scale = serializers.CharField(source="scale_version.scale.slug", read_only=True)
+    scale_version_number = serializers.IntegerField(source="scale_version.number", read_only=True)
+    overlap = serializers.IntegerField(min_value=1, max_value=100, default=3, help_text="Raters per dialogue (k).")
+    filter_split = serializers.ChoiceField(choices=[c for c, _ in Dialogue.Split.choices], required=False,
+                                           allow_blank=True)
+    status = _status_field(Campaign.Status.choices)
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "name", "corpus", "corpus_name", "scale_version", "scale", "scale_version_number", "phase",
+                  "status", "overlap", "filter_split", "filter_model", "filter_language", "instructions", "deadline",
+                  "seed", "created_at"]
+        read_only_fields = ["status", "created_at"]
+
+    def create(self, validated_data):
+        return create_campaign(user=_viewer(self), **validated_data)
+
+
+class RaterInputSerializer(serializers.Serializer):
+    user = IdOrTextField(help_text="The physician's user id or username.")
+    team = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    capacity = serializers.IntegerField(min_value=0, max_value=1_000_000, required=False, allow_null=True,
+                                        default=None, help_text="Most dialogues to give; empty = no limit.")
+    available_until = serializers.DateField(required=False, allow_null=True, default=None)
+
+    def validate_user(self, ref):
+        users = get_user_model().objects.filter(is_active=True)
+        user = None
+        if isinstance(ref, str):
+            user = users.filter(username=ref).first()
+            if user is None and ref.isdigit():
+                ref = int(ref)
+        if user is None and isinstance(ref, int) and 0 <= ref <= MAX_ID:
+            user = users.filter(pk=ref).first()
+        if user is None:
+            raise serializers.ValidationError(f"No active user {ref!r}.")
+        if not has_role(user, PHYSICIAN):
+            raise serializers.ValidationError(f"{user.username} is not a physician; only physicians rate dialogues.")
+        return user
+
+
+class CampaignRaterSerializer(serializers.ModelSerializer):
+    rater = serializers.SerializerMethodField(help_text="Username (coordinators, admins) or pseudonym (analysts).")
+
+    class Meta:
+        model = CampaignRater
+        fields = ["rater", "team", "capacity", "available_until", "active", "added_at"]
+
+    def get_rater(self, row: CampaignRater) -> str:
+        return _rater_name(row.user, _viewer(self))
+
+
+class AssignResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField(help_text="Assignments created by this run.")
+    short = serializers.IntegerField(help_text="Dialogues that still have fewer raters than the overlap.")
+    missing = serializers.IntegerField(help_text="Rater slots still missing over all dialogues.")
+    complete = serializers.BooleanField()
+
+
+class RaterProgressSerializer(serializers.Serializer):
+    rater = serializers.CharField(help_text="Username (coordinators, admins) or pseudonym (analysts).")
+    team = serializers.CharField()
+    total = serializers.IntegerField()
+    submitted = serializers.IntegerField()
+    in_progress = serializers.IntegerField()
+    not_started = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    returned = serializers.IntegerField()
+    percent = serializers.IntegerField(help_text="Submitted as a percentage of the total.")
+
+
+class AssignmentCampaignSerializer(serializers.ModelSerializer):
+    status = _status_field(Campaign.Status.choices)
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "name", "phase", "status", "instructions", "deadline", "scale_version"]
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    campaign = AssignmentCampaignSerializer(read_only=True)
+    dialogue = BlindDialogueSerializer(read_only=True)
+    rater = serializers.CharField(source="rater.username", read_only=True)
+    status = _status_field(Assignment.Status.choices)
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "campaign", "dialogue", "rater", "status", "position", "comment", "skip_reason", "flagged",
+                  "flag_note", "return_note", "created_at", "started_at", "submitted_at", "updated_at"]
+
+
+class OwnLabelSerializer(serializers.ModelSerializer):
+    item_code = serializers.CharField(source="item.code", read_only=True)
+
+    class Meta:
+        model = Label
+        fields = ["id", "item", "item_code", "value", "comment", "client_seq", "updated_at"]
+
+
+class LabelInputSerializer(serializers.Serializer):
+    item = IdOrTextField(help_text='The item code ("1.1", "4"), or its numeric id given as a JSON number.')
+    value = serializers.IntegerField(allow_null=True, help_text="1/0 for binary items, 1-3 for item 4; null clears.")
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    client_seq = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_ID,
+                                          help_text="Increasing per click; an older click arriving late is ignored.")
+
+
+class SubmitInputSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000,
+                                    help_text="Optional comment on the whole dialogue.")
+
+
+class SkipInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(allow_blank=True, max_length=10_000)
+
+
+class FlagInputSerializer(serializers.Serializer):
+    note = serializers.CharField(allow_blank=True, max_length=10_000)
+
+
+class SubmitErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    missing = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="Codes of the items still unanswered.")
+
+
+class LabelSerializer(serializers.ModelSerializer):
+    """A rater's label, for coordinators and analysts."""
+
+    rater = serializers.SerializerMethodField(help_text="Username (coordinators, admins) or pseudonym (analysts).")
+    item_code = serializers.CharField(source="item.code", read_only=True)
+    dialogue_external_id = serializers.CharField(source="dialogue.external_id", read_only=True)
+    assignment_status = serializers.ChoiceField(choices=Assignment.Status.choices, source="assignment.status",
+                                                read_only=True)
+
+    class Meta:
+        model = Label
+        fields = ["id", "campaign", "dialogue", "dialogue_external_id", "assignment", "assignment_status", "rater",
+                  "item", "item_code", "value", "comment", "created_at", "updated_at"]
+
+    def get_rater(self, label: Label) -> str:
+        return _rater_name(label.rater, _viewer(self))
+
+
+# --- Viewsets ------------------------------------------------------------------------------------------------------
+
+DIALOGUE_FILTERS = [
+    OpenApiParameter("split", str, description="train, validation or test"),
+    OpenApiParameter("language", str),
+    OpenApiParameter("model", str, description="The doctor model that produced the dialogue."),
+    OpenApiParameter("privacy_status", str, enum=[c for c, _ in Dialogue._meta.get_field("privacy_status").choices]),
+]
+
+
+def _filter_dialogues(qs, request):
+    params = request.query_params
+    for param, lookup in (("split", "split"), ("language", "language"), ("model", "source_model"),
+                          ("privacy_status", "privacy_status")):
+        if params.get(param) is not None:
+            qs = qs.filter(**{lookup: params[param]})
+    return qs
+
+
+def _dialogues():
+    return Dialogue.objects.alive().filter(corpus__deleted_at__isnull=True).prefetch_related(_active_redactions())
+
+
+class CorpusViewSet(viewsets.ReadOnlyModelViewSet):
+    """Dialogue corpora (coordinators, analysts, admins)."""
+
+    serializer_class = CorpusSerializer
+    permission_classes = [IsReader]
+
+    def get_queryset(self):
+        return (Corpus.objects.alive()
+                .annotate(dialogue_count=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)))
+                .order_by("name"))
+
+    @extend_schema(parameters=DIALOGUE_FILTERS, responses=DialogueSerializer(many=True),
+                   summary="The corpus's dialogues, redactions applied")
+    @action(detail=True, methods=["get"])
+    def dialogues(self, request, pk=None):
+        corpus = self.get_object()
+        qs = _filter_dialogues(_dialogues().filter(corpus=corpus).order_by("external_id", "id"), request)
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(DialogueSerializer(page, many=True, context={"request": request}).data)
+
+
+@extend_schema_view(list=extend_schema(parameters=[OpenApiParameter("corpus", int), *DIALOGUE_FILTERS]))
+class DialogueViewSet(viewsets.ReadOnlyModelViewSet):
+    """Dialogues with redactions applied (coordinators, analysts, admins). Filter with ?corpus=ID."""
+
+    serializer_class = DialogueSerializer
+    permission_classes = [IsReader]
+
+    def get_queryset(self):
+        qs = _dialogues().order_by("corpus_id", "external_id", "id")
+        if self.action == "list":
+            corpus = _int_param(self.request, "corpus")
+            if corpus is not None:
+                qs = qs.filter(corpus_id=corpus)
+            qs = _filter_dialogues(qs, self.request)
+        return qs
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("corpus", int), OpenApiParameter("status", str, enum=["open", "closed"]),
+    OpenApiParameter("phase", str, enum=[c for c, _ in Campaign.Phase.choices])]))
+class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                      viewsets.GenericViewSet):
+    """Annotation campaigns: coordinators, analysts and admins read them; coordinators create and staff them."""
+
+    serializer_class = CampaignSerializer
+
+    def get_permissions(self):
+        writes = self.action in ("create", "assign") or (self.action == "raters" and self.request.method == "POST")
+        return [IsCoordinator()] if writes else [IsReader()]
+
+    def get_queryset(self):
+        qs = Campaign.objects.alive().select_related("corpus", "scale_version__scale").order_by("-created_at", "-id")
+        if self.action == "list":
+            corpus = _int_param(self.request, "corpus")
+            if corpus is not None:
+                qs = qs.filter(corpus_id=corpus)
+            for param in ("status", "phase"):
+                if self.request.query_params.get(param):
+                    qs = qs.filter(**{param: self.request.query_params[param]})
+        return qs
+
+    @extend_schema(methods=["GET"], responses=CampaignRaterSerializer(many=True), summary="The campaign's raters")
+    @extend_schema(methods=["POST"], request=RaterInputSerializer, responses={201: CampaignRaterSerializer},
+                   summary="Add a physician to the campaign (or update team, capacity, availability)")
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
+    def raters(self, request, pk=None):
+        campaign = self.get_object()
+        context = self.get_serializer_context()
+        if request.method == "GET":
+            rows = campaign.raters.select_related("user__rater_profile").order_by("team", "user__username")
+            return Response(CampaignRaterSerializer(rows, many=True, context=context).data)
+        data = RaterInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        row = add_rater(campaign, added_by=request.user, **data.validated_data)
+        return Response(CampaignRaterSerializer(row, context=context).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: AssignResultSerializer},
+                   summary="Give every dialogue in scope its overlap of raters (tops up; never moves work)")
+    @action(detail=True, methods=["post"])
+    def assign(self, request, pk=None):
+        campaign = self.get_object()
+        if campaign.status != Campaign.Status.OPEN:
+            return Response({"detail": "This campaign is closed; reopen it before assigning."},
+                            status=status.HTTP_409_CONFLICT)
+        result = assign(campaign, user=request.user)
+        return Response({"created": result.created, "short": len(result.short),
+                         "missing": sum(result.short.values()), "complete": result.complete})
+
+    @extend_schema(responses=RaterProgressSerializer(many=True), summary="Counts per rater")
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def progress(self, request, pk=None):
+        campaign = self.get_object()
+        rows = rater_progress(campaign)
+        for row in rows:
+            row["team"] = row["rater"].team
+            row["rater"] = _rater_name(row["rater"].user, request.user)
+        return Response(RaterProgressSerializer(rows, many=True).data)
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("campaign", int),
+    OpenApiParameter("status", str, enum=[c for c, _ in Assignment.Status.choices])]))
+class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """A physician's own assignments (coordinators and admins see all). The dialogue is shown blind: no source
+    model, no metadata, redactions applied."""
+
+    serializer_class = AssignmentSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Assignment.objects.none()
+        user = self.request.user
+        qs = (Assignment.objects.filter(campaign__deleted_at__isnull=True, dialogue__deleted_at__isnull=True)
+              .select_related("campaign", "dialogue", "rater")
+              .prefetch_related(Prefetch("dialogue__redactions",
+                                         queryset=Redaction.objects.filter(revoked_at__isnull=True)))
+              .order_by("campaign_id", "rater_id", "position", "id"))
+        if not has_role(user, COORDINATOR):
+            qs = qs.filter(rater=user).exclude(dialogue__privacy_status=PrivacyStatus.EXCLUDED)
+        if self.action == "list":
+            campaign = _int_param(self.request, "campaign")
+            if campaign is not None:
+                qs = qs.filter(campaign_id=campaign)
+            if self.request.query_params.get("status"):
+                qs = qs.filter(status=self.request.query_params["status"])
+        return qs
+
+    def _respond(self, assignment: Assignment) -> Response:
+        fresh = self.get_queryset().get(pk=assignment.pk)
+        return Response(AssignmentSerializer(fresh, context=self.get_serializer_context()).data)
+
+    @extend_schema(methods=["GET"], responses=OwnLabelSerializer(many=True), summary="The assignment's labels")
+    @extend_schema(methods=["POST"], request=LabelInputSerializer, responses={200: OwnLabelSerializer},
+                   summary="Save one answer at once (with history); only the assigned rater can")
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
+    def labels(self, request, pk=None):
+        assignment = self.get_object()
+        if request.method == "GET":
+            rows = assignment.labels.select_related("item").order_by("item__order", "id")
+            return Response(OwnLabelSerializer(rows, many=True).data)
+        data = LabelInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        item_id = _resolve_item(assignment, data.validated_data["item"])
+        label = label_service.save_label(assignment, item_id, data.validated_data["value"], request.user,
+                                         comment=data.validated_data.get("comment"),
+                                         client_seq=data.validated_data["client_seq"])
+        label = Label.objects.select_related("item").get(pk=label.pk)
+        return Response(OwnLabelSerializer(label).data)
+
+    @extend_schema(request=SubmitInputSerializer,
+                   responses={200: AssignmentSerializer, 400: SubmitErrorSerializer},
+                   summary="Submit the answers (every item must be answered)")
+    @action(detail=True, methods=["post"])
+    def submit(self, request, pk=None):
+        assignment = self.get_object()
+        data = SubmitInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            updated = label_service.submit(assignment, request.user, comment=data.validated_data.get("comment"))
+        except LabelError as exc:
+            body = {"detail": str(exc)}
+            if exc.status == status.HTTP_400_BAD_REQUEST:
+                body["missing"] = label_service.missing_items(assignment)
+            return Response(body, status=exc.status)
+        return self._respond(updated)
+
+    @extend_schema(request=SkipInputSerializer, responses={200: AssignmentSerializer},
+                   summary="Skip the dialogue, saying why")
+    @action(detail=True, methods=["post"])
+    def skip(self, request, pk=None):
+        assignment = self.get_object()
+        data = SkipInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self._respond(label_service.skip(assignment, request.user, data.validated_data["reason"]))
+
+    @extend_schema(request=FlagInputSerializer, responses={200: AssignmentSerializer},
+                   summary="Report a problem with the dialogue")
+    @action(detail=True, methods=["post"])
+    def flag(self, request, pk=None):
+        assignment = self.get_object()
+        data = FlagInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self._respond(label_service.flag(assignment, request.user, data.validated_data["note"]))
+
+
+def _resolve_item(assignment: Assignment, ref: int | str) -> int:
+    """The id of a rating item of the campaign's scale version, given its code or (as a number) its id."""
+    items = label_service.rating_items(assignment.campaign.scale_version_id)
+    if isinstance(ref, str):
+        by_code = {code: item_id for item_id, (code, _) in items.items()}
+        if ref in by_code:
+            return by_code[ref]
+        if ref.isdigit():
+            ref = int(ref)
+    if isinstance(ref, int) and ref in items:
+        return ref
+    raise LabelError(f"Item {ref!r} is not a rating item of this campaign's scale.")
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("campaign", int), OpenApiParameter("dialogue", int),
+    OpenApiParameter("item", str, description="Item code, e.g. 1.1 or 4")]))
+class LabelViewSet(viewsets.ReadOnlyModelViewSet):
+    """Raters' labels for coordinators, analysts and admins (analysts see raters by pseudonym).
+    Physicians read only their own labels, through their assignments."""
+
+    serializer_class = LabelSerializer
+    permission_classes = [IsReader]
+
+    def get_queryset(self):
+        qs = (Label.objects.filter(campaign__deleted_at__isnull=True)
+              .select_related("item", "dialogue", "assignment", "rater__rater_profile")
+              .order_by("campaign_id", "dialogue_id", "assignment_id", "item__order", "id"))
+        if self.action == "list":
+            for param in ("campaign", "dialogue"):
+                value = _int_param(self.request, param)
+                if value is not None:
+                    qs = qs.filter(**{f"{param}_id": value})
+            if self.request.query_params.get("item"):
+                qs = qs.filter(item__code=self.request.query_params["item"].strip())
+        return qs

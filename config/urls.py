@@ -11,6 +11,11 @@ from config.views import healthz
 router = DefaultRouter()
 router.register("scales", annotation_api.ScaleViewSet, basename="scale")
 router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="scale-version")
+router.register("corpora", annotation_api.CorpusViewSet, basename="api-corpus")
+router.register("dialogues", annotation_api.DialogueViewSet, basename="api-dialogue")
+router.register("campaigns", annotation_api.CampaignViewSet, basename="api-campaign")
+router.register("assignments", annotation_api.AssignmentViewSet, basename="api-assignment")
+router.register("labels", annotation_api.LabelViewSet, basename="api-label")
 
 accounts = [
     path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm,

@@ -230,7 +230,8 @@ def test_unavailable_rater_gets_no_new_work(physicians):
     corpus = campaign.corpus
     from annotation.models import Dialogue
 
-    Dialogue.objects.create(corpus=corpus, external_id="late", self_report="x", turns=[{"role": "doctor", "text": "hi"}])
+    Dialogue.objects.create(corpus=corpus, external_id="late", self_report="x",
+                            turns=[{"role": "doctor", "text": "hi"}])
     campaigns.assign(campaign)
     assert Assignment.objects.get(campaign=campaign, dialogue__external_id="late").rater == physicians[1]
 

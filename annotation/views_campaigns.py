@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -13,7 +12,7 @@ from annotation import campaigns as campaign_service
 from annotation import dialogues as dialogue_views
 from annotation import labels
 from annotation.forms import AddRatersForm, CampaignForm, UploadDialoguesForm
-from annotation.importers import ImportRejected, import_dialogues
+from annotation.importers import ImportRejected, import_dialogues, size_error
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -29,8 +28,6 @@ from annotation.models import (
 )
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, role_required
 
-MAX_UPLOAD = getattr(settings, "DIALOGUE_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
-
 
 @role_required(COORDINATOR)
 def corpus_upload(request):
@@ -39,18 +36,19 @@ def corpus_upload(request):
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         name = form.cleaned_data["corpus_name"].strip()
-        if upload.size > MAX_UPLOAD:
-            errors = [f"line 0: the file is {upload.size:,} bytes; the limit is {MAX_UPLOAD:,} bytes"]
+        too_large = size_error(upload.size)
+        if too_large:
+            errors = [str(too_large)]
         else:
             try:
                 with transaction.atomic():
                     corpus, created = Corpus.objects.get_or_create(name=name, defaults={"created_by": request.user})
                     counts = import_dialogues(corpus, upload.read().splitlines(),
-                                              update=form.cleaned_data["update"])
+                                              update=form.cleaned_data["update"], user=request.user,
+                                              source=upload.name)
             except ImportRejected as exc:
                 errors = [str(e) for e in exc.errors]
             else:
-                AuditEvent.record(request.user, "corpus.import", corpus, file=upload.name, **counts)
                 flagged = counts.get("flagged", 0)
                 messages.success(request, f"Imported into {corpus.name}: {counts['created']} new, "
                                           f"{counts['updated']} updated"

@@ -179,7 +179,7 @@ def test_upload_reports_every_bad_line_and_imports_nothing(client, coordinator):
     response = client.post(reverse("corpus-upload"), {"corpus_name": "Uploaded", "file": upload})
     corpus = Corpus.objects.get(name="Uploaded")
     assert response.url == reverse("corpus-detail", args=[corpus.pk]) and corpus.dialogues.count() == 1
-    assert AuditEvent.objects.filter(action="corpus.import").exists()
+    assert AuditEvent.objects.filter(action="corpus.import_dialogues").exists()
 
 
 def test_privacy_flags_are_reviewed(client, coordinator):

@@ -60,8 +60,9 @@ def test_import_is_all_or_nothing():
         import_dialogues(corpus, [good, bad])
     assert [e.line for e in rejected.value.errors] == [2]
     assert not Dialogue.objects.exists()
-    assert import_dialogues(corpus, [good]) == {"created": 1, "updated": 0}
+    assert import_dialogues(corpus, [good]) == {"created": 1, "updated": 0, "flagged": 0}
     with pytest.raises(ImportRejected, match="already in corpus"):
         import_dialogues(corpus, [good])
-    assert import_dialogues(corpus, [good.replace("cough", "fever")], update=True) == {"created": 0, "updated": 1}
+    updated = import_dialogues(corpus, [good.replace("cough", "fever")], update=True)
+    assert updated == {"created": 0, "updated": 1, "flagged": 0}
     assert Dialogue.objects.get().self_report == "fever"

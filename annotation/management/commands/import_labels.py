@@ -1,0 +1,64 @@
+"""``manage.py import_labels PATH --corpus NAME``: legacy labels in the CSV long format, all-or-nothing."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.importers import ImportRejected
+from annotation.label_import import DEFAULT_SCALE, LabelImportError, import_labels, resolve_scale_version
+from annotation.management.commands.import_dialogues import format_error
+from annotation.models import Corpus
+
+
+class Command(BaseCommand):
+    help = (
+        "Import legacy physician labels (CSV: dialogue_id,rater,item,value [,rater_kind,judge_run,created,comment]) "
+        "into a campaign of phase 'imported'. Unknown raters become external raters who cannot log in. "
+        "All-or-nothing: every bad line is reported as 'line N: message' (the header is line 1) and nothing is "
+        "written (exit status 1)."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # --version names the scale version here; it replaces Django's "show the Django version" option.
+        kwargs.setdefault("conflict_handler", "resolve")
+        return super().create_parser(prog_name, subcommand, **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="CSV file in the long format, with a header line")
+        parser.add_argument("--corpus", required=True, help="the corpus the dialogue ids belong to")
+        parser.add_argument("--campaign", help='campaign name (default "Imported labels: <file name>"); an existing '
+                                               "imported campaign of that name on the corpus is added to")
+        parser.add_argument("--scale", default=DEFAULT_SCALE, help=f"scale slug (default {DEFAULT_SCALE})")
+        parser.add_argument("--version", dest="scale_version", type=int,
+                            help="published scale version number (default: the newest published)")
+
+    def handle(self, *args, path: str, corpus: str, campaign: str | None, scale: str, scale_version: int | None,
+               **options):
+        target = Corpus.objects.filter(name=corpus.strip()).first()
+        if target is None or target.is_deleted:
+            raise CommandError(f'There is no corpus "{corpus}"; import its dialogues first (import_dialogues).')
+        if not os.path.isfile(path):
+            raise CommandError(f"{path}: no such file.")
+        try:
+            version = None  # default: the campaign's version, or the newest published Mini-CEX
+            if scale != DEFAULT_SCALE or scale_version is not None:
+                version = resolve_scale_version(scale, scale_version)
+            with open(path, "rb") as handle:
+                counts = import_labels(target, handle, file_name=os.path.basename(path), campaign_name=campaign,
+                                       scale_version=version)
+        except LabelImportError as exc:
+            raise CommandError(str(exc)) from None
+        except ImportRejected as rejected:
+            for error in rejected.errors:
+                self.stderr.write(format_error(error))
+            bad_lines = len({e.line for e in rejected.errors})
+            raise CommandError(f"Import refused: {bad_lines} bad line{'s' if bad_lines != 1 else ''} in {path}; "
+                               "nothing was written.") from None
+        if counts["raters_created"]:
+            self.stdout.write(f"Created {counts['raters_created']} external rater(s) (they cannot log in).")
+        self.stdout.write(self.style.SUCCESS(
+            f'Imported {counts["labels"]} labels on {counts["dialogues"]} dialogues by {counts["raters"]} raters '
+            f'into {"new " if counts["campaign_created"] else ""}campaign "{counts["campaign"]}" '
+            f'({counts["assignments"]} submitted assignments, overlap {counts["overlap"]}).'))

@@ -410,6 +410,8 @@ class Campaign(SoftDeletable):
     instructions = models.TextField(blank=True)
     deadline = models.DateField(null=True, blank=True)
     seed = models.PositiveIntegerField(default=0, help_text="Seeds the order of dialogues in each rater's queue.")
+    allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names instead of "
+                                                               "pseudonyms in reports and exports.")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

@@ -259,3 +259,15 @@ def label_history(request, pk: int):
         "actor").order_by("at")
     return render(request, "annotation/label_history.html",
                   {"assignment": assignment, "changes": changes, "events": events})
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_allow_names(request, pk: int):
+    """Let analysts see raters' names in this campaign's reports and exports (or take that back)."""
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign.allow_names = not campaign.allow_names
+    campaign.save(update_fields=["allow_names"])
+    AuditEvent.record(request.user, "campaign.allow_names" if campaign.allow_names else "campaign.pseudonyms_only",
+                      campaign)
+    return redirect("campaign-detail", pk=pk)

@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from annotation import api as annotation_api
 from annotation.forms import ThrottledAuthenticationForm
 from config.views import healthz
+from scoring import api as scoring_api
 
 router = DefaultRouter()
 router.register("scales", annotation_api.ScaleViewSet, basename="scale")
@@ -29,6 +30,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("accounts/", include(accounts)),
     path("admin/", admin.site.urls),
+    path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
     path("api/", include(router.urls)),
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

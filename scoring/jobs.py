@@ -78,3 +78,18 @@ def worker_check(job: Job) -> dict[str, Any]:
         "requested_at": job.created_at.isoformat(),
         "checked_at": timezone.now().isoformat(),
     }
+
+
+def set_progress(job: Job, fraction: float, message: str) -> None:
+    Job.objects.filter(pk=job.pk).update(progress=fraction, message=message[:200])
+
+
+@handler(Job.Kind.CAMPAIGN_REPORT)
+def campaign_report(job: Job) -> dict[str, Any]:
+    from annotation.models import Campaign
+    from scoring import reports
+
+    campaign = Campaign.objects.get(pk=job.params["campaign"])
+    study = reports.load_study([campaign], names=job.params.get("names", False))
+    set_progress(job, 0.05, "labels loaded")
+    return reports.compute(study, progress=lambda fraction, message: set_progress(job, fraction, message))

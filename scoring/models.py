@@ -16,6 +16,7 @@ class Job(models.Model):
 
     class Kind(models.TextChoices):
         WORKER_CHECK = "worker_check", "End-to-end worker check"
+        CAMPAIGN_REPORT = "campaign_report", "Campaign agreement report"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -29,6 +30,7 @@ class Job(models.Model):
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     progress = models.FloatField(default=0.0)
+    message = models.CharField(max_length=200, blank=True, help_text="What the job is doing now.")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

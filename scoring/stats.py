@@ -65,6 +65,7 @@ __all__ = [
     "kendall_w",
     "kmo",
     "krippendorff_alpha",
+    "krippendorff_alpha_counts",
     "krippendorff_alpha_detail",
     "percent_agreement",
     "percent_agreement_counts",
@@ -380,6 +381,49 @@ def fleiss_kappa_counts(table: np.ndarray, freq: np.ndarray | None = None
     with np.errstate(invalid="ignore", divide="ignore"):
         k = np.where(1.0 - pe > _EPS, (pa - pe) / (1.0 - pe), np.nan)
     return _scalar_or_array(k)
+
+
+def krippendorff_alpha_counts(table: np.ndarray, values: Sequence[float], level: str = "nominal",
+                              freq: np.ndarray | None = None) -> np.ndarray | float:
+    """Krippendorff's alpha from a subjects x categories count table, vectorised for the bootstrap.
+
+    Point estimates in reports come from the krippendorff package (:func:`krippendorff_alpha`);
+    this kernel exists because alpha is a function of the coincidence matrix, which is a sum of
+    per-unit contributions (Krippendorff 2011, "Computing Krippendorff's alpha-reliability",
+    eqs. for o_ck, n_c and the nominal / ordinal / interval metrics), so every bootstrap resample of
+    units is one matrix product with the multiplicities ``freq`` (B, n).  ``values``: the numeric
+    value of each category column (used by the interval metric and for ordering). Units with fewer
+    than two ratings are not pairable and drop out, as in the package.  NaN when undefined.
+    """
+    if level not in ("nominal", "ordinal", "interval"):
+        raise ValueError("level must be nominal, ordinal or interval")
+    t = np.asarray(table, dtype=float)
+    n_units, q = t.shape
+    m = t.sum(axis=1)
+    pairable = m >= 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = np.where(pairable, 1.0 / np.where(pairable, m - 1.0, 1.0), 0.0)
+    per_unit = (t[:, :, None] * t[:, None, :] - np.eye(q)[None] * t[:, :, None]) * weight[:, None, None]
+    flat = per_unit.reshape(n_units, q * q)
+    o = (flat.sum(axis=0)[None] if freq is None else np.asarray(freq, dtype=float) @ flat).reshape(-1, q, q)
+    n_c = o.sum(axis=2)
+    total = n_c.sum(axis=1)
+    if level == "nominal":
+        delta = np.broadcast_to(1.0 - np.eye(q), o.shape)
+    elif level == "interval":
+        v = np.asarray(values, dtype=float)
+        delta = np.broadcast_to((v[:, None] - v[None, :]) ** 2, o.shape)
+    else:  # ordinal: (sum_{g between c and k} n_g - (n_c + n_k) / 2)^2, from the (resampled) marginals
+        cum = np.cumsum(n_c, axis=1)
+        idx = np.arange(q)
+        lo, hi = np.minimum.outer(idx, idx), np.maximum.outer(idx, idx)
+        between = cum[:, hi] - np.where(lo > 0, cum[:, np.maximum(lo - 1, 0)], 0.0)
+        delta = (between - (n_c[:, :, None] + n_c[:, None, :]) / 2.0) ** 2
+    observed = (o * delta).sum(axis=(1, 2))
+    expected = (n_c[:, :, None] * n_c[:, None, :] * delta).sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.where(expected > _EPS, 1.0 - (total - 1.0) * observed / expected, np.nan)
+    return float(alpha[0]) if freq is None else alpha
 
 
 # --------------------------------------------------------------------------------------

@@ -8,3 +8,13 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_status, name="job-status"),
     path("campaigns/<int:pk>/trial-report/", views.campaign_trial_report, name="campaign-trial-report"),
 ]
+
+urlpatterns += [
+    path("campaigns/<int:pk>/report/", views.campaign_report, name="campaign-report"),
+    path("campaigns/<int:pk>/report/status/<int:job_id>/", views.campaign_report_status, name="campaign-report-status"),
+    path("campaigns/<int:pk>/report/download/", views.campaign_report_download, name="campaign-report-download"),
+]
+
+urlpatterns += [
+    path("campaigns/<int:pk>/labels.<str:fmt>", views.campaign_export, name="campaign-export"),
+]

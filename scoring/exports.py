@@ -1,0 +1,282 @@
+"""Label exports in the CSV long format of DESIGN.md section 5, and the same rows as XLSX, JSON and SPSS .sav.
+
+One row per label, columns exactly :data:`COLUMNS`::
+
+    dialogue_id, rater, item, value, rater_kind, judge_run, created
+
+* ``dialogue_id`` is the dialogue's external id, ``item`` the item code (``1.1`` ... ``3.7``, ``4``),
+  ``value`` an integer, ``created`` the time the label was last saved (ISO 8601 with offset).
+* Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, of the
+  corpus's campaigns that are not deleted (or of one campaign), whose assignment is not withdrawn and whose
+  dialogue is not deleted. Raters appear under their stable pseudonym (``RaterProfile``, created on the fly for
+  raters who have none) unless ``names=True``, which gives usernames; callers decide with :func:`may_see_names`.
+* Then every source in :data:`LABEL_SOURCES`, in order. Other modules (the LLM judge runs) append a generator
+  function there: ``source(corpus, campaign, names=...)`` yielding dicts of the same shape (``rater_kind``
+  "judge", ``judge_run`` naming the run).
+
+The CSV output reads back through ``manage.py import_labels`` (annotation.label_import) unchanged, as long as it
+holds only human rows of one campaign (the importer refuses judge rows, and a rater's label on a dialogue and
+item appears once per campaign).
+
+Memory: :func:`label_rows` streams from the database (server-side cursor, only the needed columns, no model
+instances), and the CSV, JSON and XLSX writers write row by row, so a 643,000-label study exports in constant
+memory. SPSS .sav is the exception: pyreadstat writes a whole pandas DataFrame, so :func:`write_sav` holds every
+row in memory (roughly 150-250 bytes a row).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
+
+COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created")
+HUMAN = "human"
+JUDGE = "judge"
+XLSX_MAX_ROWS = 1_048_576  # rows in an Excel sheet, the header line included
+SHEET_NAME = "labels"
+CHUNK_SIZE = 5000
+
+COLUMN_LABELS = {
+    "dialogue_id": "Dialogue (external id in the corpus)",
+    "rater": "Rater (pseudonym, username or judge)",
+    "item": "Mini-CEX item code",
+    "value": "Label value (binary items: 1 = met, 0 = not met; item 4: 1-3)",
+    "rater_kind": "Kind of rater (human physician or LLM judge)",
+    "judge_run": "Judge run (empty for physicians)",
+    "created": "Time the label was last saved (UTC)",
+}
+RATER_KIND_LABELS = {HUMAN: "Physician (human rater)", JUDGE: "LLM judge"}
+
+LabelSource = Callable[..., Iterable[dict[str, Any]]]
+#: Further label generators, called as ``source(corpus, campaign, names=names)`` after the physician labels;
+#: ``campaign`` is None for the whole corpus. Each yields dicts with the keys of :data:`COLUMNS`.
+LABEL_SOURCES: list[LabelSource] = []
+
+
+class ExportError(ValueError):
+    """An export that cannot be written as asked (too many rows for the format, a malformed source row)."""
+
+
+def register_label_source(source: LabelSource) -> LabelSource:
+    """Append ``source`` to :data:`LABEL_SOURCES` (once); usable as a decorator."""
+    if source not in LABEL_SOURCES:
+        LABEL_SOURCES.append(source)
+    return source
+
+
+# ------------------------------------------------------------------------------------------------ who sees names
+
+
+def may_see_names(user, campaigns) -> bool:
+    """True when ``user`` may see raters' usernames in an export of ``campaigns``.
+
+    Coordinators and admins always may; anyone else only when every campaign allows names (a campaign's
+    ``allow_names`` attribute, absent until a migration adds it, counts as False). With no campaign at all,
+    only coordinators and admins.
+    """
+    from annotation.roles import ADMIN, COORDINATOR, has_role
+
+    if user is not None and has_role(user, COORDINATOR, ADMIN):
+        return True
+    campaigns = list(campaigns)
+    return bool(campaigns) and all(getattr(c, "allow_names", False) for c in campaigns)
+
+
+# -------------------------------------------------------------------------------------------------------- rows
+
+
+def campaigns_in_scope(corpus, campaign=None):
+    """The campaigns whose labels an export of ``corpus`` (optionally one campaign) includes."""
+    from annotation.models import Campaign
+
+    qs = Campaign.objects.alive().filter(corpus=corpus)
+    if campaign is not None:
+        qs = qs.filter(pk=campaign.pk)
+    return qs.order_by("pk")
+
+
+def _human_labels(corpus, campaign=None):
+    from annotation.models import Assignment, Label
+
+    qs = Label.objects.filter(campaign__corpus=corpus, campaign__deleted_at__isnull=True,
+                              dialogue__deleted_at__isnull=True, value__isnull=False)
+    if campaign is not None:
+        qs = qs.filter(campaign=campaign)
+    return qs.exclude(assignment__status=Assignment.Status.WITHDRAWN)
+
+
+def _ensure_profiles(corpus, campaign=None) -> int:
+    """Give every rater in scope a pseudonym; returns how many profiles were created."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Assignment, RaterProfile
+
+    assignments = Assignment.objects.filter(campaign__in=campaigns_in_scope(corpus, campaign))
+    missing = get_user_model().objects.filter(
+        pk__in=assignments.values("rater_id"), rater_profile__isnull=True).order_by("pk")
+    created = 0
+    for user in missing:
+        if RaterProfile.for_user(user) is None:
+            raise ExportError(f"Could not give rater #{user.pk} a pseudonym; export with names or retry.")
+        created += 1
+    return created
+
+
+def human_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
+    """The physicians' labels, ordered by dialogue external id, rater and item order."""
+    if campaign is not None and campaign.corpus_id != corpus.pk:
+        raise ExportError(f'Campaign "{campaign}" rates corpus "{campaign.corpus}", not "{corpus}".')
+    rater_column = "rater__username"
+    if not names:
+        _ensure_profiles(corpus, campaign)
+        rater_column = "rater__rater_profile__pseudonym"
+    qs = (_human_labels(corpus, campaign)
+          .order_by("dialogue__external_id", rater_column, "item__order", "campaign_id")
+          .values_list("dialogue__external_id", rater_column, "item__code", "value", "updated_at"))
+    for dialogue_id, rater, code, value, updated in qs.iterator(chunk_size=CHUNK_SIZE):
+        yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
+               "judge_run": "", "created": updated.isoformat()}
+
+
+def _checked(rows: Iterable[dict[str, Any]], source: LabelSource) -> Iterator[dict[str, Any]]:
+    """Rows of a registered source in column order; missing optional columns become empty."""
+    name = getattr(source, "__qualname__", repr(source))
+    for row in rows:
+        missing = [c for c in ("dialogue_id", "rater", "item", "value", "rater_kind") if c not in row]
+        if missing:
+            raise ExportError(f"label source {name} yielded a row without {', '.join(missing)}: {row!r}")
+        yield {c: row.get(c, "") for c in COLUMNS}
+
+
+def label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
+    """Every label of ``corpus`` (or of one ``campaign`` on it) as dicts with the keys :data:`COLUMNS`:
+    the physicians' labels (streamed from the database), then each source in :data:`LABEL_SOURCES`.
+    ``names=True`` gives usernames instead of pseudonyms: check :func:`may_see_names` first."""
+    yield from human_label_rows(corpus, campaign, names=names)
+    for source in list(LABEL_SOURCES):
+        yield from _checked(source(corpus, campaign, names=names), source)
+
+
+# ----------------------------------------------------------------------------------------------------- writers
+
+
+def _cells(row: dict[str, Any]) -> list[Any]:
+    return [row[c] for c in COLUMNS]
+
+
+def write_csv(rows: Iterable[dict[str, Any]], fileobj: IO[str]) -> int:
+    """Write a header line and one line per row to a text file (open it with ``newline=""`` and UTF-8).
+    Returns the number of rows written."""
+    writer = csv.writer(fileobj, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    count = 0
+    for row in rows:
+        writer.writerow(_cells(row))
+        count += 1
+    return count
+
+
+def csv_stream(rows: Iterable[dict[str, Any]], *, chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:
+    """UTF-8 CSV in chunks of about ``chunk_bytes``, for ``StreamingHttpResponse``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow(_cells(row))
+        if buffer.tell() >= chunk_bytes:
+            yield buffer.getvalue().encode("utf-8")
+            buffer.seek(0)
+            buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue().encode("utf-8")
+
+
+def json_stream(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """A JSON array of row objects, one object a line, produced piece by piece."""
+    yield "["
+    separator = "\n"
+    for row in rows:
+        yield separator + json.dumps({c: row[c] for c in COLUMNS}, ensure_ascii=False)
+        separator = ",\n"
+    yield "\n]\n"
+
+
+def write_json(rows: Iterable[dict[str, Any]], fileobj: IO[str]) -> int:
+    """Write the rows as a JSON array, incrementally (never the whole array in memory). Returns the row count."""
+    count = 0
+    fileobj.write("[")
+    for row in rows:
+        fileobj.write(("\n" if count == 0 else ",\n") + json.dumps({c: row[c] for c in COLUMNS}, ensure_ascii=False))
+        count += 1
+    fileobj.write("\n]\n")
+    return count
+
+
+def write_xlsx(rows: Iterable[dict[str, Any]], path_or_fileobj) -> int:
+    """Write one sheet "labels" (header + rows) with openpyxl's write-only workbook. Raises ExportError before
+    saving anything when the rows do not fit in an Excel sheet (1,048,576 rows with the header): export CSV,
+    JSON or SPSS instead, or one campaign at a time. Returns the row count."""
+    from openpyxl import Workbook
+
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet(SHEET_NAME)
+    sheet.append(list(COLUMNS))
+    count = 0
+    for row in rows:
+        count += 1
+        if count >= XLSX_MAX_ROWS:
+            _discard(sheet)
+            raise ExportError(f"Too many labels for one Excel sheet (more than {XLSX_MAX_ROWS - 1:,} rows plus the "
+                              "header): export CSV, JSON or SPSS .sav instead, or one campaign at a time.")
+        sheet.append(_cells(row))
+    workbook.save(path_or_fileobj)
+    return count
+
+
+def _discard(sheet) -> None:
+    """Finish a write-only sheet that will not be saved and remove its temporary file."""
+    sheet.close()
+    writer = getattr(sheet, "_writer", None)  # openpyxl keeps the rows in a temp file until the workbook is saved
+    if writer is not None and hasattr(writer, "cleanup"):
+        writer.cleanup()
+
+
+def rows_dataframe(rows: Iterable[dict[str, Any]]):
+    """The rows as a pandas DataFrame (in memory): value as integer, created as naive UTC datetimes."""
+    import pandas as pd
+
+    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    for row in rows:
+        for c in COLUMNS:
+            columns[c].append(row[c])
+    frame = pd.DataFrame(columns, columns=list(COLUMNS))
+    for c in ("dialogue_id", "rater", "item", "rater_kind", "judge_run"):
+        frame[c] = frame[c].fillna("").astype(str)
+    frame["value"] = pd.to_numeric(frame["value"]).astype("float64")
+    created = frame["created"].fillna("").astype(str)
+    created = created.where(created != "", None)
+    frame["created"] = pd.to_datetime(created, utc=True, format="ISO8601").dt.tz_localize(None)
+    return frame
+
+
+def write_sav(rows: Iterable[dict[str, Any]], path) -> int:
+    """Write an SPSS .sav file with pyreadstat: variable labels for every column, value labels for rater_kind,
+    ``created`` as an SPSS date-time in UTC. pyreadstat needs a whole DataFrame, so unlike the other writers
+    this holds every row in memory. Returns the row count."""
+    import pyreadstat
+
+    frame = rows_dataframe(rows)
+    pyreadstat.write_sav(
+        frame, str(path), column_labels=[COLUMN_LABELS[c] for c in COLUMNS],
+        variable_value_labels={"rater_kind": dict(RATER_KIND_LABELS)},
+        variable_measure={"dialogue_id": "nominal", "rater": "nominal", "item": "nominal", "value": "ordinal",
+                          "rater_kind": "nominal", "judge_run": "nominal", "created": "scale"},
+        file_label="Mini-CEX Workbench label export")
+    return len(frame)
+
+
+FORMATS = ("csv", "xlsx", "json", "sav")
+STREAMABLE = ("csv", "json")  # may go to stdout / an open text file

@@ -1,0 +1,85 @@
+"""python manage.py agreement --corpus NAME [--campaign NAME] [--format json|csv]"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Campaign, Corpus
+from scoring import reports
+
+
+def csv_rows(report: dict):
+    """The report's figures as flat rows: section, scope, statistic, value, ci_low, ci_high, n, band."""
+    yield ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
+    for item in report.get("items", []):
+        for key, name in (("percent_agreement", "percent agreement"), ("fleiss_kappa", "Fleiss kappa"),
+                          ("gwet_ac1", "Gwet AC1"), ("krippendorff_alpha", f"Krippendorff alpha ({item['level']})")):
+            fig = item[key]
+            yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
+                   item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
+    icc = report.get("icc", {})
+    for code, dim in icc.get("dimensions", {}).items():
+        for form in ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
+            row = dim.get(form) or {}
+            yield ["icc", f"{code} {dim['name']}", form, row.get("icc"), row.get("ci_low"), row.get("ci_high"),
+                   dim.get("n_targets"), (row.get("interpretation") or {}).get("label", ""), icc.get("design", "")]
+    rel = report.get("reliability", {})
+    if "cronbach_alpha" in rel:
+        a = rel["cronbach_alpha"]
+        yield ["reliability", "whole scale", "Cronbach alpha", a["alpha"], a["ci_low"], a["ci_high"], a["n"],
+               a["interpretation"]["label"], " ".join(a["warnings"])]
+        for code, d in rel["dimensions"].items():
+            yield ["reliability", f"{code} {d['name']}", "Cronbach alpha", d["alpha"], d["ci_low"], d["ci_high"],
+                   d["n"], d["interpretation"]["label"], " ".join(d["warnings"])]
+        for code, value in rel["alpha_if_deleted"].items():
+            yield ["reliability", code, "alpha if item deleted", value, "", "", rel["n_ratings"], "", ""]
+        yield ["validity", "whole scale", "KMO", rel["kmo"]["overall"], "", "", rel["n_ratings"],
+               rel["kmo"]["interpretation"]["label"], " ".join(rel["kmo"].get("warnings", []))]
+        for code, value in rel["kmo"].get("items", {}).items():
+            yield ["validity", code, "KMO (MSA)", value, "", "", rel["n_ratings"], "", ""]
+        b = rel["bartlett"]
+        yield ["validity", "whole scale", "Bartlett chi2", b["chi2"], "", "", rel["n_ratings"], "",
+               f"dof={b['dof']} p={b['p']}"]
+    for model in report.get("models", []):
+        for code, d in model["dimensions"].items():
+            yield ["model comparison", model["model"], f"dimension {code} score %", d["score_pct"], d["ci_low"],
+                   d["ci_high"], model["n_dialogues"], "", ""]
+
+
+class Command(BaseCommand):
+    help = "Print the agreement report (the same figures as the browser report) as JSON or CSV."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--corpus", required=True, help="corpus name")
+        parser.add_argument("--campaign", help="campaign name (default: every campaign on the corpus)")
+        parser.add_argument("--format", choices=["json", "csv"], default="json")
+        parser.add_argument("--names", action="store_true", help="show rater usernames instead of pseudonyms")
+        parser.add_argument("--resamples", type=int, default=reports.N_RESAMPLES)
+        parser.add_argument("--seed", type=int, default=20240501)
+
+    def handle(self, *args, **options):
+        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
+        if corpus is None:
+            raise CommandError(f"No corpus named {options['corpus']!r}.")
+        campaigns = Campaign.objects.alive().filter(corpus=corpus)
+        if options["campaign"]:
+            campaigns = campaigns.filter(name=options["campaign"])
+            if not campaigns.exists():
+                raise CommandError(f"No campaign named {options['campaign']!r} on corpus {corpus.name!r}.")
+        elif not campaigns.exists():
+            raise CommandError(f"Corpus {corpus.name!r} has no campaigns.")
+        try:
+            study = reports.load_study(list(campaigns), names=options["names"])
+        except reports.ReportError as exc:
+            raise CommandError(f"{exc} Use --campaign.") from None
+        report = reports.compute(study, n_resamples=options["resamples"], seed=options["seed"], plots=False)
+        report.pop("seconds", None)
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False))
+        else:
+            writer = csv.writer(self.stdout, lineterminator="\n")
+            for row in csv_rows(report):
+                writer.writerow(["" if v is None else v for v in row])

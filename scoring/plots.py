@@ -1,0 +1,86 @@
+"""Report plots as inline SVG (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+
+
+def _svg(fig) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def item_agreement(items: list[dict]) -> str:
+    """Gwet's AC1 and Fleiss' kappa per item with their 95% bootstrap CIs."""
+    codes = [i["code"] for i in items]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(codes)), 3.2))
+    width = 0.38
+    for offset, (key, label, color) in enumerate([("gwet_ac1", "Gwet's AC1", "#1f5fbf"),
+                                                  ("fleiss_kappa", "Fleiss' kappa", "#c07a1b")]):
+        xs, ys, lo, hi = [], [], [], []
+        for n, item in enumerate(items):
+            fig_ = item[key]
+            if fig_["value"] is None:
+                continue
+            xs.append(n + (offset - 0.5) * width)
+            ys.append(fig_["value"])
+            lo.append(fig_["value"] - (fig_["ci_low"] if fig_["ci_low"] is not None else fig_["value"]))
+            hi.append((fig_["ci_high"] if fig_["ci_high"] is not None else fig_["value"]) - fig_["value"])
+        ax.bar(xs, ys, width, label=label, color=color, yerr=[lo, hi], capsize=2, error_kw={"linewidth": 0.8})
+    ax.set_xticks(range(len(codes)), codes, rotation=90)
+    ax.axhline(0, color="#444", linewidth=0.6)
+    ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.05)
+    ax.set_ylabel("agreement (95% CI)")
+    ax.legend(frameon=False, ncols=2, loc="lower left")
+    ax.set_title("Agreement among physicians per item")
+    return _svg(fig)
+
+
+def rater_heatmap(matrix: dict) -> str:
+    """Cohen's kappa between pairs of raters on the binary items they share."""
+    names = matrix["raters"]
+    size = len(names)
+    values = [[(v if v is not None else float("nan")) for v in row] for row in matrix["kappa"]]
+    fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * size + 1.5), max(3.0, 0.5 * size + 1.0)))
+    image = ax.imshow(values, vmin=-0.2, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(size), names, rotation=90)
+    ax.set_yticks(range(size), names)
+    if size <= 12:
+        for i in range(size):
+            for j in range(size):
+                v = values[i][j]
+                if v == v:  # not NaN
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if v < 0.5 else "black")
+    fig.colorbar(image, ax=ax, label="Cohen's kappa")
+    ax.set_title("Rater x rater agreement")
+    return _svg(fig)
+
+
+def model_scores(models: list[dict]) -> str:
+    """Distribution of per-dialogue total scores (sum of binary items, mean over raters) per doctor model."""
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(models) + 2), 3.2))
+    data = [m["total_scores"] for m in models]
+    ax.boxplot(data, tick_labels=[f"{m['model']}\n(n={m['n_dialogues']})" for m in models], showmeans=True)
+    ax.set_ylabel("total score per dialogue (0-23)")
+    ax.set_title("Scores per doctor model")
+    return _svg(fig)
+
+
+def all_plots(report: dict) -> dict[str, str]:
+    plots = {"item_agreement": item_agreement(report["items"])}
+    if len(report["rater_matrix"]["raters"]) >= 2:
+        plots["rater_heatmap"] = rater_heatmap(report["rater_matrix"])
+    if report["models"]:
+        plots["model_scores"] = model_scores(report["models"])
+    return plots

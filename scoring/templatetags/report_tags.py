@@ -1,0 +1,54 @@
+"""Formatting helpers for report tables: undefined values say so, CIs print as [low, high]."""
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+register = template.Library()
+
+
+@register.filter
+def num(value, digits=3):
+    if value is None:
+        return "undefined"
+    try:
+        return f"{float(value):.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def ci(figure, digits=3):
+    """'[low, high]' from a dict with ci_low / ci_high, or '' when there is no interval."""
+    if not isinstance(figure, dict) or figure.get("ci_low") is None or figure.get("ci_high") is None:
+        return ""
+    d = int(digits)
+    return f"[{figure['ci_low']:.{d}f}, {figure['ci_high']:.{d}f}]"
+
+
+@register.filter
+def fig(figure, digits=3):
+    """A coefficient with its CI and interpretation; undefined ones show the reason on hover."""
+    if not isinstance(figure, dict):
+        return ""
+    if figure.get("value") is None:
+        reason = " ".join(figure.get("warnings", [])) or "undefined for these data"
+        return format_html('<span class="undefined" title="{}">undefined</span>', reason)
+    text = f"{figure['value']:.{int(digits)}f}"
+    interval = ci(figure, digits)
+    label = (figure.get("interpretation") or {}).get("label")
+    return format_html('{} <small class="muted">{}</small>{}', text, interval,
+                       format_html(' <span class="band">{}</span>', label) if label else "")
+
+
+@register.filter
+def get(mapping, key):
+    if isinstance(mapping, dict):
+        return mapping.get(key, mapping.get(str(key)))
+    return None
+
+
+@register.filter
+def svg(text):
+    """Plots are produced by our own matplotlib code, never from user input."""
+    return mark_safe(text or "")  # noqa: S308

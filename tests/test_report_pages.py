@@ -1,0 +1,162 @@
+"""Analyst report pages: computed by a worker, cached until labels change, downloads."""
+
+import csv
+import io
+import random
+import time
+
+import pytest
+from django.urls import reverse
+
+from annotation import labels
+from annotation.models import Assignment
+from scoring import jobs
+from scoring.models import Job
+from tests.factories import campaign_with
+from tests.test_reports import rate_everything
+
+
+@pytest.fixture(autouse=True)
+def _fresh_item_cache():
+    labels._allowed.cache_clear()
+
+
+@pytest.fixture
+def rated(make_user):
+    raters = [make_user(f"doc{i}", "physician") for i in range(3)]
+    campaign = campaign_with(raters, n=6, overlap=3, name="Rep")
+    rate_everything(campaign, random.Random(1))
+    return campaign
+
+
+def run_pending():
+    for job in Job.objects.filter(status=Job.Status.QUEUED):
+        jobs.execute(job.pk)
+
+
+def test_report_is_computed_once_and_cached_until_labels_change(client, analyst, rated):
+    client.force_login(analyst)
+    pending = client.get(reverse("campaign-report", args=[rated.pk])).content.decode()
+    assert "Computing the report" in pending
+    job = Job.objects.get(kind="campaign_report")
+    status = client.get(reverse("campaign-report-status", args=[rated.pk, job.pk]))
+    assert status.status_code == 200 and "progress" in status.content.decode()
+    run_pending()
+    assert client.get(reverse("campaign-report-status", args=[rated.pk, job.pk]))["HX-Refresh"] == "true"
+    html = client.get(reverse("campaign-report", args=[rated.pk])).content.decode()
+    for marker in ("item-agreement", "icc", "reliability", "models", "<svg", "Landis", "Koo", "pingouin"):
+        assert marker in html, marker
+    assert "doc0" not in html  # pseudonyms for analysts
+    client.get(reverse("campaign-report", args=[rated.pk]))
+    assert Job.objects.filter(kind="campaign_report").count() == 1  # cached
+    assignment = Assignment.objects.filter(campaign=rated).first()
+    labels.return_for_reannotation(assignment, None, "recheck")
+    client.get(reverse("campaign-report", args=[rated.pk]))
+    assert Job.objects.filter(kind="campaign_report").count() == 2  # labels changed: recomputed
+
+
+def test_coordinator_sees_names_and_can_allow_them_for_analysts(client, coordinator, analyst, rated):
+    client.force_login(coordinator)
+    client.get(reverse("campaign-report", args=[rated.pk]))
+    run_pending()
+    assert "doc0" in client.get(reverse("campaign-report", args=[rated.pk])).content.decode()
+    client.post(reverse("campaign-allow-names", args=[rated.pk]))
+    rated.refresh_from_db()
+    assert rated.allow_names
+    client.force_login(analyst)
+    client.get(reverse("campaign-report", args=[rated.pk]))
+    run_pending()
+    assert "doc0" in client.get(reverse("campaign-report", args=[rated.pk])).content.decode()
+
+
+def test_downloads(client, analyst, rated):
+    client.force_login(analyst)
+    assert client.get(reverse("campaign-report-download", args=[rated.pk])).status_code == 409
+    client.get(reverse("campaign-report", args=[rated.pk]))
+    run_pending()
+    report = client.get(reverse("campaign-report-download", args=[rated.pk]))
+    assert report.status_code == 200 and "attachment" in report["Content-Disposition"]
+    body = report.content.decode()
+    assert "<style>" in body and "Methods" in body and "<svg" in body and "/static/" not in body
+    response = client.get(reverse("campaign-export", args=[rated.pk, "csv"]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 6 * 3 * 24 and set(rows[0]) >= {"dialogue_id", "rater", "item", "value"}
+    assert all(row["rater"].startswith("R") for row in rows)
+    for fmt in ("json", "xlsx", "sav"):
+        response = client.get(reverse("campaign-export", args=[rated.pk, fmt]))
+        content = b"".join(response.streaming_content) if response.streaming else response.content
+        assert response.status_code == 200 and len(content) > 100, fmt
+    assert client.get(reverse("campaign-export", args=[rated.pk, "exe"])).status_code == 404
+
+
+def test_physician_cannot_read_reports_or_exports(client, rated):
+    from django.contrib.auth import get_user_model
+
+    physician = get_user_model().objects.get(username="doc0")
+    client.force_login(physician)
+    assert client.get(reverse("campaign-report", args=[rated.pk])).status_code == 403
+    assert client.get(reverse("campaign-export", args=[rated.pk, "csv"])).status_code == 403
+
+
+@pytest.mark.integration
+def test_report_is_computed_by_a_real_worker(client, celery_worker, make_user, analyst):
+    raters = [make_user(f"w{i}", "physician") for i in range(2)]
+    campaign = campaign_with(raters, n=4, overlap=2, name="Worker report")
+    rate_everything(campaign, random.Random(2))
+    client.force_login(analyst)
+    client.get(reverse("campaign-report", args=[campaign.pk]))
+    job = Job.objects.get(kind="campaign_report")
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not Job.objects.get(pk=job.pk).is_finished:
+        time.sleep(0.5)
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    html = client.get(reverse("campaign-report", args=[campaign.pk])).content.decode()
+    assert 'data-testid="item-agreement"' in html
+
+
+def test_cli_prints_the_same_figures_as_the_browser_report(client, analyst, rated):
+    import json as jsonlib
+
+    from django.core.management import call_command
+
+    client.force_login(analyst)
+    client.get(reverse("campaign-report", args=[rated.pk]))
+    run_pending()
+    browser = Job.objects.get(kind="campaign_report").result
+    out = io.StringIO()
+    call_command("agreement", corpus=rated.corpus.name, campaign=rated.name, format="json", stdout=out)
+    cli = jsonlib.loads(out.getvalue())
+    for key in ("items", "icc", "reliability", "models", "rater_matrix", "n_labels"):
+        assert cli[key] == browser[key], key
+    out = io.StringIO()
+    call_command("agreement", corpus=rated.corpus.name, format="csv", stdout=out)
+    rows = list(csv.reader(io.StringIO(out.getvalue())))
+    assert rows[0][:4] == ["section", "scope", "statistic", "value"]
+    kappa_21 = next(r for r in rows if r[1] == "2.1" and r[2] == "Fleiss kappa")
+    item = next(i for i in browser["items"] if i["code"] == "2.1")
+    assert float(kappa_21[3]) == pytest.approx(item["fleiss_kappa"]["value"])
+
+
+def test_cli_errors_are_clear(db):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="No corpus"):
+        call_command("agreement", corpus="nope")
+
+
+def test_report_api(analyst, physician, rated):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(physician)
+    assert api.get(f"/api/campaigns/{rated.pk}/report/").status_code == 403
+    api.force_authenticate(analyst)
+    pending = api.get(f"/api/campaigns/{rated.pk}/report/")
+    assert pending.status_code == 202 and pending.json()["status"] == "queued"
+    run_pending()
+    ready = api.get(f"/api/campaigns/{rated.pk}/report/").json()
+    assert ready["n_labels"] == 6 * 3 * 24 and "plots" not in ready
+    assert "plots" in api.get(f"/api/campaigns/{rated.pk}/report/", {"plots": "1"}).json()
+    assert api.get("/api/campaigns/999999/report/").status_code == 404

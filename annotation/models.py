@@ -373,8 +373,10 @@ class RaterProfile(models.Model):
         if profile is None:
             from django.db import IntegrityError, transaction
 
+            number = cls.objects.count() + 1
             for _ in range(5):
-                number = cls.objects.count() + 1
+                while cls.objects.filter(pseudonym=f"R{number:04d}").exists():
+                    number += 1
                 try:
                     with transaction.atomic():
                         profile = cls.objects.create(user=user, pseudonym=f"R{number:04d}")

@@ -513,6 +513,8 @@ def cpu_snapshot(server_pid: int, database: str) -> dict:
                 snap["procs"][pid] = ("app", cpu)
             elif comm.startswith("postgres") and _is_bench_postgres(pid, database):
                 snap["procs"][pid] = ("db", cpu)
+            elif int(pid) != os.getpid():
+                snap["procs"][pid] = (f"other:{comm}", cpu)
     except (OSError, ValueError, IndexError):
         snap["busy"] = 0.0  # not Linux: the CPU line is left out
     return snap
@@ -521,8 +523,13 @@ def cpu_snapshot(server_pid: int, database: str) -> dict:
 def cpu_line(before: dict, after: dict, elapsed: float, requests: int) -> str:
     used = {"busy": after["busy"] - before["busy"], "client": after["client"] - before["client"], "app": 0.0,
             "db": 0.0}
+    others: dict[str, float] = {}
     for pid, (kind, cpu) in after["procs"].items():  # processes that ended during the phase are left out
-        used[kind] += cpu - before["procs"].get(pid, (kind, 0.0))[1]
+        delta = cpu - before["procs"].get(pid, (kind, 0.0))[1]
+        if kind.startswith("other:"):
+            others[kind[6:]] = others.get(kind[6:], 0.0) + delta
+        else:
+            used[kind] += delta
     if not used["busy"] or not requests:
         return "  CPU                      (not available)"
     other = max(0.0, used["busy"] - used["app"] - used["db"] - used["client"])
@@ -533,6 +540,8 @@ def cpu_line(before: dict, after: dict, elapsed: float, requests: int) -> str:
     if other / elapsed > 0.25:
         line += (f"\n  WARNING                  other processes used {other / elapsed:.2f} cores during this phase: "
                  "the machine was not dedicated to the benchmark, figures are pessimistic")
+        top = sorted(others.items(), key=lambda kv: -kv[1])[:3]
+        line += "\n                           busiest: " + ", ".join(f"{name} {cpu:.1f} s" for name, cpu in top)
     return line
 
 

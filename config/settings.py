@@ -263,6 +263,11 @@ else:
         "store_processed": False,
         "control_folder": str(BROKER_DIR / "control"),
     }
+# Queue of the LLM calls (judge runs, dialogue generation): I/O-bound, consumed by a threads-pool worker.
+CELERY_LLM_QUEUE = os.environ.get("CELERY_LLM_QUEUE", "minicex-llm")
+CELERY_TASK_ROUTES = {"scoring.judge_unit": {"queue": CELERY_LLM_QUEUE}}
+# Shared concurrency / rate limits for LLM calls: Redis when set (or when the broker is Redis), else file locks.
+LIMITER_URL = os.environ.get("LIMITER_URL", "").strip()
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None  # results live in the domain tables
 CELERY_TASK_ACKS_LATE = True

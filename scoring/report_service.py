@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from annotation.models import Campaign
-from annotation.roles import ADMIN, COORDINATOR, has_role
 from scoring import jobs
+from scoring.exports import may_see_names
 from scoring.models import Job
 from scoring.reports import study_fingerprint
 
 
 def names_allowed(user, campaign: Campaign) -> bool:
     """Coordinators and admins see names; analysts only where the coordinator allowed it."""
-    return has_role(user, COORDINATOR, ADMIN) or campaign.allow_names
+    return may_see_names(user, [campaign])
 
 
 def current_report_job(campaign: Campaign, user, *, start: bool = True) -> Job | None:

@@ -95,6 +95,9 @@ class Command(BaseCommand):
                 count = write_xlsx(rows, temp)
             else:
                 count = write_sav(rows, temp)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, 0o666 & ~umask)  # the mode a plain open() would give, not mkstemp's 0600
             os.replace(temp, out)
         finally:
             if os.path.exists(temp):

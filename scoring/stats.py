@@ -737,7 +737,10 @@ def krippendorff_alpha_detail(data: Any, level: str = "nominal",
     out = {"value": None, "warnings": warns, "n_units": int(df.shape[1]),
            "n_raters": int(df.shape[0]), "n_pairable": 0}
     try:
-        arr = df.apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
+        try:  # fast path: already numeric (a wide frame has one column per unit, so avoid per-column work)
+            arr = df.to_numpy(dtype=float)
+        except (ValueError, TypeError):
+            arr = df.apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
         domain = None if value_domain is None else np.asarray(value_domain, dtype=float)
     except (ValueError, TypeError):
         if level != "nominal":

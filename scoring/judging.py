@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotation.dialogues import redacted
@@ -279,7 +279,7 @@ def retry_failed(run: JudgeRun, user=None) -> int:
     """Put failed and unscored results back to pending and resume the run."""
     count = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED, JudgeResult.Status.UNSCORED]
                                        ).update(status=JudgeResult.Status.PENDING, attempts=0, error="",
-                                                claimed_until=None)
+                                                claimed_until=None, retry_round=F("retry_round") + 1)
     JudgeRun.objects.filter(pk=run.pk).exclude(status=JudgeRun.Status.CANCELLED).update(
         status=JudgeRun.Status.RUNNING, error="", finished_at=None)
     run.refresh_from_db()
@@ -396,6 +396,9 @@ def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutc
         return UnitOutcome("fatal")
     payload = build_payload(config, prompt_set, dialogue, ordered, questions)
     key = gateway.request_key(endpoint.base_url, payload)
+    retry_round = max(r.retry_round for r in results)
+    if retry_round:  # an explicit retry of an unscored/failed answer asks again: a cache entry of its own
+        key = gateway.request_key(endpoint.base_url, {**payload, "_retry_round": retry_round})
     cached = LLMCall.objects.filter(key=key).first()
     if cached is not None:
         _apply(cached, results, items, config["mode"], from_cache=True)

@@ -219,6 +219,8 @@ class JudgeResult(models.Model):
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
     from_cache = models.BooleanField(default=False)
     attempts = models.PositiveIntegerField(default=0)
+    retry_round = models.PositiveIntegerField(default=0, help_text="Bumped by 'retry': asks the endpoint again "
+                                                                     "instead of reusing the cached answer.")
     error = models.TextField(blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)

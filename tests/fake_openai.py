@@ -215,6 +215,16 @@ def _schema_value(schema: Any, seed: tuple, root: dict, yes_rate: float, name: s
     return f"Fake {name or 'text'} {hashlib.sha256(repr(seed).encode()).hexdigest()[:6]}."
 
 
+def mini_cex_answer(body: dict) -> str | dict:
+    """The Mini-CEX judge's questions: a level 1-3 when the prompt asks for item 4's levels, else the default
+    Yes/No (or JSON-schema) answer; deterministic like the default."""
+    last = next((m.get("content") or "" for m in reversed(body.get("messages") or []) if m.get("role") == "user"), "")
+    if "Answer with 1 (" in str(last) and not body.get("response_format"):
+        level = 1 + int(_unit(body.get("model", ""), messages_text(body), "level") * 3)
+        return f"{min(level, 3)}\nThe overall performance matches this level."
+    return default_answer(body)
+
+
 def schema_answer(body: dict, *, yes_rate: float = 0.5) -> dict:
     """The object the default responder returns for a ``json_schema`` request: every required property of the
     top-level object, each value chosen from a hash of (model, messages text, property name)."""
@@ -878,12 +888,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-next", default=None, help="JSON list of faults")
     parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (parent died)")
     parser.add_argument("--verbose", action="store_true", help="log requests on stderr")
+    parser.add_argument("--mini-cex", action="store_true", help="answer item 4's level questions with 1-3")
     args = parser.parse_args(argv)
 
     server = FakeOpenAI(host=args.host, port=args.port, latency=args.latency, require_api_key=args.require_api_key,
                         yes_rate=args.yes_rate, reasons=not args.no_reasons,
                         concurrency_limit=args.concurrency_limit,
-                        fail_next=json.loads(args.fail_next) if args.fail_next else None, verbose=args.verbose)
+                        fail_next=json.loads(args.fail_next) if args.fail_next else None, verbose=args.verbose,
+                        responder=mini_cex_answer if args.mini_cex else None)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -67,20 +67,34 @@ def banner(url: str) -> str:
     return "\n".join([rule, *lines, rule])
 
 
-def worker_command(concurrency: int | None, queues: str | None = None) -> list[str]:
+def worker_command(concurrency: int | None, queues: str | None = None, pool: str | None = None,
+                   name: str | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO"]
     if concurrency:
         cmd += ["--concurrency", str(concurrency)]
     if queues:
         cmd += ["--queues", queues]
+    if pool:
+        cmd += ["--pool", pool]
+    if name:
+        cmd += ["--hostname", name]
     return cmd
+
+
+def default_queues() -> tuple[str, str]:
+    from django.conf import settings
+
+    return settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_LLM_QUEUE
 
 
 def run_dev(host: str, port: int, concurrency: int | None) -> int:
     """Web server and worker as child processes; stop both when either stops or on Ctrl-C."""
     print(banner(f"http://{host}:{port}"), flush=True)
+    default_queue, llm_queue = default_queues()
     children = [
-        subprocess.Popen(worker_command(concurrency)),
+        subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
+        # LLM calls wait on the network: a threads pool keeps many in flight on few cores.
+        subprocess.Popen(worker_command(16, llm_queue, pool="threads", name="llm@%h")),
         subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"]),
     ]
     received: list[int] = []
@@ -128,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "3")))
     parser.add_argument("--concurrency", type=int, default=None, help="Celery worker processes")
-    parser.add_argument("--queues", default=None, help="Celery queues to consume (comma-separated)")
+    parser.add_argument("--queues", default=None, help="Celery queues to consume (comma-separated; default all)")
+    parser.add_argument("--pool", default=None, help="Celery pool: prefork (default) or threads (for LLM calls)")
     args = parser.parse_args(argv)
 
     preflight()
@@ -141,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         bind = f"{args.host}:{args.port}"
         os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", bind,
                                    "--workers", str(args.web_workers), "--access-logfile", "-"])
-    os.execvp(sys.executable, worker_command(args.concurrency, args.queues))
+    queues = args.queues or ",".join(default_queues())
+    os.execvp(sys.executable, worker_command(args.concurrency, queues, pool=args.pool))
     return 0  # not reached
 
 

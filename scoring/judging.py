@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from annotation.dialogues import redacted
@@ -41,7 +41,12 @@ PER_DIALOGUE_INSTRUCTION = (
 ROLE_NAMES = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement"}
 YES = re.compile(r"^\W*(yes|是)\b", re.IGNORECASE)
 NO = re.compile(r"^\W*(no|否)\b", re.IGNORECASE)
-LEASE_SECONDS_MARGIN = 30
+
+
+def lease_seconds(config: dict) -> float:
+    """How long a claimed unit stays reserved: longer than one request can take, so only a dead worker's
+    claims expire (and are then picked up again)."""
+    return float(config["timeout_seconds"]) * 1.5 + 5
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -379,9 +384,13 @@ def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutc
     if not results:
         maybe_finish(run_id)
         return UnitOutcome("skipped")
-    lease = float(config["timeout_seconds"]) + LEASE_SECONDS_MARGIN
+    lease = lease_seconds(config)
     if not _claim(results, lease):
-        return UnitOutcome("busy")
+        # Another task holds it. If that worker died, its claim expires: look again just after that.
+        until = JudgeResult.objects.filter(pk__in=[r.pk for r in results]).aggregate(
+            until=Max("claimed_until"))["until"]
+        wait = (until - timezone.now()).total_seconds() + 0.5 if until else 0.5
+        return UnitOutcome("busy", retry_in=max(0.5, wait))
     prompt_set = PromptSet.objects.get(pk=config["prompt_set"])
     items = {i.pk: i for i in Item.objects.filter(pk__in=[r.item_id for r in results]).prefetch_related("levels")}
     questions = dict(Prompt.objects.filter(prompt_set=prompt_set, item_id__in=items).values_list("item_id",

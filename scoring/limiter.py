@@ -141,10 +141,12 @@ def take(name: str, per_minute: int | None, amount: float = 1.0) -> float:
 
 
 def reset(name: str) -> None:
-    """Forget the state of ``name`` (tests and benchmarks)."""
+    """Forget every limit state whose name starts with ``name`` (tests and benchmarks)."""
     if limiter_url():
-        _redis().delete(f"minicex:sem:{name}", f"minicex:bucket:{name}")
-        _redis().delete(f"minicex:bucket:{name}:tokens")
+        client = _redis()
+        for kind in ("sem", "bucket"):
+            for key in client.scan_iter(match=f"minicex:{kind}:{name}*"):
+                client.delete(key)
         return
-    for path in _dir().glob(f"{name}.*"):
+    for path in _dir().glob(f"{name}*"):
         path.unlink(missing_ok=True)

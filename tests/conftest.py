@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -90,6 +91,7 @@ def worker_env() -> dict[str, str]:
         env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
     env["SECRET_KEY"] = settings.SECRET_KEY
     env["CELERY_TASK_DEFAULT_QUEUE"] = settings.CELERY_TASK_DEFAULT_QUEUE
+    env["CELERY_LLM_QUEUE"] = settings.CELERY_LLM_QUEUE
     env["MINICEX_VAR_DIR"] = str(settings.VAR_DIR)
     return env
 
@@ -107,7 +109,8 @@ class WorkerProcess:
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", pool,
                "--concurrency", str(concurrency), "-n", self.name, "--loglevel", "INFO",
-               "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-mingle", "--without-gossip"]
+               "-Q", f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_LLM_QUEUE}",
+               "--without-mingle", "--without-gossip"]
         self.proc = subprocess.Popen(cmd, cwd=BASE_DIR, env=worker_env(), stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -119,6 +122,12 @@ class WorkerProcess:
                 return
         raise RuntimeError(f"worker not ready after {timeout} s:\n{self.log_path.read_text()[-3000:]}")
 
+    def kill(self) -> None:
+        """SIGKILL: the worker dies mid-task, as on a crashed machine."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -127,15 +136,25 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
+
+
+def purge_queues() -> None:
+    """Drop messages left by earlier runs in both test queues."""
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        for queue in (settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_LLM_QUEUE):
+            with contextlib.suppress(Exception):  # the queue may not exist yet
+                conn.default_channel.queue_purge(queue)
 
 
 @pytest.fixture
 def celery_worker(transactional_db, instrument):
     """Start a real worker on the test database; purge stale messages of earlier runs first."""
-    from config.celery import app
 
-    app.control.purge()
+    purge_queues()
     worker = WorkerProcess()
     try:
         worker.wait_ready()

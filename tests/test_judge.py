@@ -187,7 +187,8 @@ def test_a_claimed_unit_is_not_sent_twice(make_config, corpus, server):
     run = start(make_config(), corpus, item_codes=["1.1"])
     result = JudgeResult.objects.filter(run=run).first()
     assert judging._claim([result], 60)
-    assert judging.process_unit(run.pk, result.dialogue_id, result.item_id).state == "busy"
+    busy = judging.process_unit(run.pk, result.dialogue_id, result.item_id)
+    assert busy.state == "busy" and 55 < busy.retry_in <= 61  # looks again when the claim would expire
     assert len(server.chat_requests) == 0
 
 

@@ -1,0 +1,91 @@
+"""Judge runs through real Celery worker processes: progress from the database, and a worker killed with
+SIGKILL mid-run loses no result and repeats no request except those in flight."""
+
+import time
+from collections import Counter
+
+import pytest
+
+from annotation import labels
+from annotation.models import Corpus, Dialogue, ScaleVersion
+from scoring import judging, limiter
+from scoring.models import JudgeConfig, JudgeResult, JudgeRun
+from tests.conftest import WorkerProcess, purge_queues
+from tests.fake_openai import FakeOpenAI, mini_cex_answer
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def workers(transactional_db, instrument):
+    started: list[WorkerProcess] = []
+    purge_queues()
+
+    def start(concurrency: int = 4) -> WorkerProcess:
+        worker = WorkerProcess(pool="threads", concurrency=concurrency)
+        started.append(worker)
+        worker.wait_ready()
+        return worker
+
+    yield start
+    for worker in started:
+        if worker.proc.poll() is None:
+            worker.stop()
+
+
+def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrency: int) -> JudgeRun:
+    labels._allowed.cache_clear()
+    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    corpus = Corpus.objects.create(name=f"kill-{time.time()}")
+    for i in range(n_dialogues):
+        Dialogue.objects.create(corpus=corpus, external_id=f"k{i}", self_report=f"Cough for {i + 1} days.",
+                                turns=[{"role": "doctor", "text": f"Hello, tell me about the cough ({i})."},
+                                       {"role": "patient", "text": "It started after a cold."}])
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    config = JudgeConfig.objects.create(
+        name=f"worker-judge-{time.time()}", base_url=server.base_url, api_key_env="MINICEX_TEST_KEY",
+        model="fake-judge", prompt_set=judging.default_prompt_set(version), concurrency=concurrency,
+        timeout_seconds=2, max_attempts=5)
+    limiter.reset(f"judge-{config.pk}")
+    run = judging.create_run(config, corpus, item_codes=codes)
+    judging.start(run)
+    return run
+
+
+def wait_until(predicate, timeout: float, message: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(message)
+
+
+def test_run_completes_through_a_worker_within_the_concurrency_limit(workers, monkeypatch):
+    with FakeOpenAI(latency=0.2, responder=mini_cex_answer) as server:
+        workers(concurrency=6)
+        run = make_run(server, monkeypatch, n_dialogues=6, codes=["1.1", "2.1", "4"], concurrency=3)
+        wait_until(lambda: JudgeRun.objects.get(pk=run.pk).status == "succeeded", 60, "run did not finish")
+        assert len(server.chat_requests) == 18
+        assert server.max_concurrency <= 3
+        assert JudgeResult.objects.filter(run=run, status="done").count() == 18
+
+
+def test_killed_worker_loses_nothing_and_repeats_only_in_flight_requests(workers, monkeypatch):
+    with FakeOpenAI(latency=0.3, responder=mini_cex_answer) as server:
+        first = workers(concurrency=4)
+        run = make_run(server, monkeypatch, n_dialogues=12, codes=["1.1", "1.2", "2.1"], concurrency=4)
+        wait_until(lambda: JudgeResult.objects.filter(run=run, status="done").count() >= 8, 60,
+                   "the first worker made no progress")
+        first.kill()
+        in_flight_at_kill = server.in_flight
+        sent_before = len(server.chat_requests)
+        assert JudgeRun.objects.get(pk=run.pk).status == "running"
+        workers(concurrency=4)  # a new worker recovers the run on start
+        wait_until(lambda: JudgeRun.objects.get(pk=run.pk).status == "succeeded", 90, "run did not resume")
+        assert JudgeResult.objects.filter(run=run).exclude(status="done").count() == 0
+        assert JudgeResult.objects.filter(run=run).count() == 36
+        repeats = sum(n - 1 for n in Counter(r["body_hash"] for r in server.chat_requests).values() if n > 1)
+        assert repeats <= 4, (repeats, in_flight_at_kill)
+        assert len(server.chat_requests) <= 36 + 4
+        assert sent_before < len(server.chat_requests)

@@ -18,3 +18,16 @@ urlpatterns += [
 urlpatterns += [
     path("campaigns/<int:pk>/labels.<str:fmt>", views.campaign_export, name="campaign-export"),
 ]
+
+from scoring import views_judge  # noqa: E402
+
+urlpatterns += [
+    path("judges/", views_judge.judge_list, name="judge-list"),
+    path("judges/new/", views_judge.judge_config_edit, name="judge-new"),
+    path("judges/<int:pk>/edit/", views_judge.judge_config_edit, name="judge-edit"),
+    path("judges/runs/new/", views_judge.judge_run_new, name="judge-run-new"),
+    path("judges/runs/<int:pk>/", views_judge.judge_run, name="judge-run"),
+    path("judges/runs/<int:pk>/progress/", views_judge.judge_run_progress, name="judge-run-progress"),
+    path("judges/runs/<int:pk>/action/", views_judge.judge_run_action, name="judge-run-action"),
+    path("judges/runs/<int:pk>/report/", views_judge.judge_run_report, name="judge-run-report"),
+]

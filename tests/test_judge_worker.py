@@ -89,3 +89,30 @@ def test_killed_worker_loses_nothing_and_repeats_only_in_flight_requests(workers
         assert repeats <= 4, (repeats, in_flight_at_kill)
         assert len(server.chat_requests) <= 36 + 4
         assert sent_before < len(server.chat_requests)
+
+
+def test_run_judge_command_waits_and_a_rerun_makes_zero_calls(workers, monkeypatch):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    corpus = Corpus.objects.create(name="cli-corpus")
+    for i in range(4):
+        Dialogue.objects.create(corpus=corpus, external_id=f"c{i}", self_report="Fever.",
+                                turns=[{"role": "doctor", "text": f"Hello {i}"}, {"role": "patient", "text": "Hi"}])
+    with FakeOpenAI(latency=0.05, responder=mini_cex_answer) as server:
+        workers(concurrency=4)
+        args = dict(corpus="cli-corpus", model="fake-judge", base_url=server.base_url, api_key_env="MINICEX_TEST_KEY",
+                    items="1.1,4", wait=True, poll=0.2)
+        out, err = io.StringIO(), io.StringIO()
+        call_command("run_judge", stdout=out, stderr=err, **args)
+        assert "succeeded" in out.getvalue() or "finished" in out.getvalue()
+        assert "calls made: 8" in out.getvalue() and len(server.chat_requests) == 8
+        out = io.StringIO()
+        call_command("run_judge", stdout=out, stderr=io.StringIO(), **args)
+        assert "calls made: 0  cached: 8" in out.getvalue() and len(server.chat_requests) == 8
+        server.inject({"status": 401})
+        with pytest.raises(CommandError, match="Incorrect API key"):
+            call_command("run_judge", stdout=io.StringIO(), stderr=io.StringIO(), **{**args, "items": "2.2"})

@@ -1,0 +1,97 @@
+"""python manage.py run_judge --corpus NAME --model MODEL [...] [--wait]"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Corpus, ScaleVersion
+from scoring import gateway, judging
+from scoring.models import JudgeConfig, JudgeRun
+
+
+def bar(fraction: float, width: int = 30) -> str:
+    filled = int(round(width * fraction))
+    return "#" * filled + "-" * (width - filled)
+
+
+def summary_lines(run: JudgeRun, progress: dict, wall: float) -> list[str]:
+    return [
+        f"run #{run.pk} {run.get_status_display().lower()}" + (f": {run.error}" if run.error else ""),
+        f"  calls made: {progress['calls']}  cached: {progress['cached']}  unscored: {progress['unscored']}  "
+        f"failed: {progress['failed']}  remaining: {progress['remaining']}",
+        f"  tokens: {progress['prompt_tokens']} in / {progress['completion_tokens']} out  "
+        f"cost: {progress['cost']:.4f}  wall time: {wall:.1f} s",
+    ]
+
+
+class Command(BaseCommand):
+    help = "Create and start an LLM judge run on a corpus (optionally wait for it with a progress bar)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--corpus", required=True)
+        parser.add_argument("--model", required=True, help="model name at the endpoint")
+        parser.add_argument("--base-url", default="", help="OpenAI-compatible base URL (default OPENAI_BASE_URL)")
+        parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+        parser.add_argument("--mode", choices=["per-item", "per-dialogue"], default="per-item")
+        parser.add_argument("--items", default="", help="comma-separated item codes (default: every item)")
+        parser.add_argument("--concurrency", type=int, default=8)
+        parser.add_argument("--config", default="", help="name of the judge configuration to create or reuse")
+        parser.add_argument("--temperature", type=float, default=0.0)
+        parser.add_argument("--wait", action="store_true", help="show progress until the run ends")
+        parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
+
+    def handle(self, *args, **options):
+        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
+        if corpus is None:
+            raise CommandError(f"No corpus named {options['corpus']!r}.")
+        version = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by(
+            "-number").first()
+        name = options["config"] or f"{options['model']} {options['mode']} @ {options['base_url'] or 'default'}"
+        defaults = {"base_url": options["base_url"], "api_key_env": options["api_key_env"],
+                    "model": options["model"], "mode": options["mode"], "concurrency": options["concurrency"],
+                    "temperature": options["temperature"], "prompt_set": judging.default_prompt_set(version)}
+        config, created = JudgeConfig.objects.get_or_create(name=name[:120], defaults=defaults)
+        if not created:
+            changed = [k for k, v in defaults.items() if k != "prompt_set" and getattr(config, k) != v]
+            if changed:
+                raise CommandError(f"Judge configuration {config.name!r} exists with other settings "
+                                   f"({', '.join(changed)}); pass --config NEW_NAME.")
+        codes = [c.strip() for c in options["items"].split(",") if c.strip()]
+        try:
+            run = judging.create_run(config, corpus, item_codes=codes)
+        except gateway.NotConfigured as exc:
+            raise CommandError(str(exc)) from None
+        except judging.RunError as exc:
+            raise CommandError(str(exc)) from None
+        units = judging.start(run)
+        self.stderr.write(f"run #{run.pk}: {units} unit(s) queued with configuration {config.name!r}")
+        if not options["wait"]:
+            return
+        started = time.monotonic()
+        while True:
+            run.refresh_from_db()
+            progress = judging.progress(run)
+            done = progress["total"] - progress["remaining"]
+            eta = progress["eta_seconds"]
+            line = (f"\r[{bar(progress['percent'] / 100)}] {done}/{progress['total']} "
+                    f"calls {progress['calls']} cached {progress['cached']} failed {progress['failed']} "
+                    f"{(progress['calls_per_second'] or 0):.1f}/s" + (f" ETA {eta:.0f}s" if eta else ""))
+            sys.stderr.write(line.ljust(100))
+            sys.stderr.flush()
+            if run.status not in JudgeRun.ACTIVE:
+                break
+            time.sleep(options["poll"])
+        sys.stderr.write("\n")
+        for line in summary_lines(run, judging.progress(run), time.monotonic() - started):
+            self.stdout.write(line)
+        if run.status != JudgeRun.Status.SUCCEEDED:
+            raise CommandError(f"run #{run.pk} {run.get_status_display().lower()}: {run.error or 'see the run page'}")
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS

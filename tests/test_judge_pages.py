@@ -1,0 +1,94 @@
+"""Coordinator pages for LLM judges."""
+
+import pytest
+from django.urls import reverse
+
+from annotation import labels
+from annotation.models import Corpus, Dialogue, ScaleVersion
+from scoring import judging
+from scoring.models import JudgeConfig, JudgeRun
+from tests.fake_openai import FakeOpenAI, mini_cex_answer
+from tests.test_judge import drain
+
+
+@pytest.fixture(autouse=True)
+def _fresh_item_cache():
+    labels._allowed.cache_clear()
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAI(responder=mini_cex_answer) as fake:
+        yield fake
+
+
+@pytest.fixture
+def corpus(db):
+    corpus = Corpus.objects.create(name="pages-judged")
+    for i in range(2):
+        Dialogue.objects.create(corpus=corpus, external_id=f"p{i}", self_report="Rash.",
+                                turns=[{"role": "doctor", "text": f"Hello {i}"}, {"role": "patient", "text": "Hi"}])
+    return corpus
+
+
+def test_without_endpoint_the_pages_say_how_to_configure(client, coordinator, settings):
+    settings.OPENAI_BASE_URL = ""
+    client.force_login(coordinator)
+    html = client.get(reverse("judge-list")).content.decode()
+    assert 'data-testid="endpoint-help"' in html and "OPENAI_BASE_URL" in html and "Ollama" in html
+
+
+def test_coordinator_configures_a_judge_and_runs_it(client, coordinator, corpus, server, monkeypatch):
+    monkeypatch.setenv("PAGES_KEY", "sk-test")
+    client.force_login(coordinator)
+    form = client.get(reverse("judge-new")).content.decode()
+    assert "Mini-CEX judge (default)" in form
+    prompt_set = judging.default_prompt_set(ScaleVersion.objects.get(number=1))
+    data = {"name": "GPT judge", "base_url": server.base_url, "api_key_env": "sk-live-abc123", "model": "fake",
+            "mode": "per-item", "temperature": 0, "max_tokens": 64, "concurrency": 4, "timeout_seconds": 5,
+            "max_attempts": 3, "price_input_per_1k": "0.1", "price_output_per_1k": "0.2",
+            "prompt_set": prompt_set.pk, "request_logprobs": "on"}
+    refused = client.post(reverse("judge-new"), data).content.decode()
+    assert "never the key itself" in refused and not JudgeConfig.objects.exists()
+    client.post(reverse("judge-new"), {**data, "api_key_env": "PAGES_KEY"})
+    config = JudgeConfig.objects.get(name="GPT judge")
+    response = client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "1.1, 4"})
+    run = JudgeRun.objects.get()
+    assert response.url == reverse("judge-run", args=[run.pk]) and run.status == "running"
+    page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
+    assert 'hx-trigger="every 2s"' in page and "sk-test" not in page
+    drain(run)
+    partial = client.get(reverse("judge-run-progress", args=[run.pk])).content.decode()
+    assert 'data-status="succeeded"' in partial and "every 2s" not in partial and "4 of 4" in partial
+    bad = client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "9.9"})
+    assert "Unknown item code" in bad.content.decode()
+
+
+def test_run_actions(client, coordinator, corpus, server, monkeypatch):
+    monkeypatch.setenv("PAGES_KEY", "sk-test")
+    config = JudgeConfig.objects.create(name="j", base_url=server.base_url, api_key_env="PAGES_KEY", model="fake",
+                                        prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+    run = judging.create_run(config, corpus, item_codes=["1.1"])
+    judging.start(run)
+    client.force_login(coordinator)
+    client.post(reverse("judge-run-action", args=[run.pk]), {"action": "pause"})
+    run.refresh_from_db()
+    assert run.status == "paused"
+    client.post(reverse("judge-run-action", args=[run.pk]), {"action": "resume"})
+    run.refresh_from_db()
+    assert run.status == "running"
+    server.inject({"malformed": True})
+    drain(run)
+    page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
+    assert 'data-testid="problems"' in page and "Retry failed and unscored (1)" in page
+    client.post(reverse("judge-run-action", args=[run.pk]), {"action": "retry"})
+    drain(run)
+    assert run.status == "succeeded"
+    client.post(reverse("judge-run-action", args=[run.pk]), {"action": "cancel"}, follow=True)
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+
+
+def test_physician_cannot_see_judges(client, physician):
+    client.force_login(physician)
+    assert client.get(reverse("judge-list")).status_code == 403

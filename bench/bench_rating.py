@@ -15,16 +15,23 @@ What it does:
      with an access log of the server time of every request (gunicorn's %(D)s, microseconds).
   3. A single-process asyncio load generator (hand-written HTTP/1.1 client, only 127.0.0.1) runs 50 raters.
      Each logs in through /accounts/login/, then walks its queue: GET /rate/<id>/, then one POST
-     /rate/<id>/label/ per item (item=<id>, value=0|1 or 1-3 for item 4, seq=<increasing>, X-CSRFToken).
+     /rate/<id>/label/ per item (item=<id>, value=0|1 or 1-3 for item 4, seq=<increasing>, X-CSRFToken);
+     BENCH_REVISE (default 10%) of the clicks go back and change an earlier answer of the dialogue.
      Phases: warm-up (not counted); "paced": raters click on a schedule so that together they offer
      BENCH_RATE saves/s (default 220, i.e. each rater clicks every ~230 ms); "saturation": no think time, which
      gives the capacity (with 50 closed-loop clients, latency = 50 / throughput by Little's law, so the
      saturation run's latency is queueing, not the target).
   4. Unloaded page time: one client, BENCH_PAGE_GETS (default 200) sequential GETs of one 40-turn rating page.
 
+Latency is reported twice: as the client sees it (includes waiting in the listen queue when all workers are
+busy) and as server time (gunicorn's access log). Per phase, a CPU line (Linux /proc) splits the CPU used per
+request between gunicorn, PostgreSQL (bench database), the load generator and the kernel, and warns when other
+processes used the machine at the same time (the figures are then pessimistic).
+
 Environment: BENCH_DATABASE_URL, BENCH_WORKERS (4), BENCH_SECONDS (30 per phase), BENCH_SAVES (optional cap per
-phase), BENCH_RATE (220), BENCH_RATERS (50), BENCH_DIALOGUES (200), BENCH_TURNS (40), BENCH_WARMUP (3 s),
-BENCH_PAGE_GETS (200), BENCH_SATURATION (1; 0 skips that phase). Command-line options override them.
+phase), BENCH_RATE (220), BENCH_RATERS (50), BENCH_DIALOGUES (200), BENCH_TURNS (40), BENCH_REVISE (0.1),
+BENCH_WARMUP (3 s), BENCH_PAGE_GETS (200), BENCH_SATURATION (1; 0 skips that phase), BENCH_GUNICORN_ARGS (extra
+gunicorn options for experiments). Command-line options override them.
 
 Exit status 0 when the benchmark ran (whether or not the targets are met), 1 when it could not run.
 
@@ -41,6 +48,7 @@ import math
 import os
 import random
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -221,10 +229,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_gunicorn(env: dict[str, str], workers: int, port: int, access_log: str, error_log: str):
+def start_gunicorn(env: dict[str, str], workers: int, port: int, access_log: str, error_log: str, extra: str):
     cmd = [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"{HOST}:{port}",
            "--access-logfile", access_log, "--access-logformat", "%(m)s %(U)s %(s)s %(D)s",
-           "--error-logfile", error_log]
+           "--error-logfile", error_log, *shlex.split(extra)]
     # Own process group: a Ctrl-C in the terminal reaches only this script, which then stops gunicorn cleanly.
     return subprocess.Popen(cmd, cwd=BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -354,8 +362,8 @@ class Phase:
 
 
 class Rater:
-    def __init__(self, port: int, username: str, queue: list[int], items, seed: int):
-        self.port, self.username, self.queue, self.items = port, username, queue, items
+    def __init__(self, port: int, username: str, queue: list[int], items, seed: int, revise: float = 0.0):
+        self.port, self.username, self.queue, self.items, self.revise = port, username, queue, items, revise
         self.client = HttpClient(port)
         self.rng = random.Random(seed)
         self.seq = 0
@@ -394,8 +402,12 @@ class Rater:
                     next_at = max(next_at, loop.time() - interval) + interval * self.rng.uniform(0.5, 1.5)
                     if phase.stop:
                         break
-                await self._save(phase, assignment, self.items[self.item_index], failures)
-                self.item_index += 1
+                if self.item_index and self.rng.random() < self.revise:
+                    item = self.items[self.rng.randrange(self.item_index)]  # go back and change an answer
+                else:
+                    item = self.items[self.item_index]
+                    self.item_index += 1
+                await self._save(phase, assignment, item, failures)
             if self.item_index >= len(self.items):
                 self.item_index = 0
                 self.position += 1  # next dialogue in the queue (wraps: raters revise earlier answers)
@@ -500,10 +512,13 @@ def _is_bench_postgres(pid: str, database: str) -> bool:
 def cpu_snapshot(server_pid: int, database: str) -> dict:
     """CPU seconds used so far by the whole machine (busy time) and per process: gunicorn (master and workers),
     PostgreSQL (serving the bench database); the load generator is this process."""
-    snap: dict = {"busy": 0.0, "client": sum(os.times()[:2]), "procs": {}}
+    snap: dict = {"busy": 0.0, "irq": 0.0, "steal": 0.0, "client": sum(os.times()[:2]), "procs": {}}
     try:
-        ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        snap["busy"] = (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+        # user nice system idle iowait irq softirq steal
+        ticks = [int(v) / os.sysconf("SC_CLK_TCK") for v in Path("/proc/stat").read_text().split()[1:9]]
+        snap["busy"] = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]
+        snap["irq"] = ticks[5] + ticks[6]
+        snap["steal"] = ticks[7]
         for pid in filter(str.isdigit, os.listdir("/proc")):
             info = _proc_stat(pid)
             if info is None:
@@ -521,8 +536,8 @@ def cpu_snapshot(server_pid: int, database: str) -> dict:
 
 
 def cpu_line(before: dict, after: dict, elapsed: float, requests: int) -> str:
-    used = {"busy": after["busy"] - before["busy"], "client": after["client"] - before["client"], "app": 0.0,
-            "db": 0.0}
+    used = {k: after[k] - before[k] for k in ("busy", "irq", "steal", "client")}
+    used.update(app=0.0, db=0.0)
     others: dict[str, float] = {}
     for pid, (kind, cpu) in after["procs"].items():  # processes that ended during the phase are left out
         delta = cpu - before["procs"].get(pid, (kind, 0.0))[1]
@@ -532,16 +547,18 @@ def cpu_line(before: dict, after: dict, elapsed: float, requests: int) -> str:
             used[kind] += delta
     if not used["busy"] or not requests:
         return "  CPU                      (not available)"
-    other = max(0.0, used["busy"] - used["app"] - used["db"] - used["client"])
+    other = max(0.0, used["busy"] - used["app"] - used["db"] - used["client"] - used["irq"])
     per = {k: v / requests * 1000 for k, v in used.items()}
-    line = (f"  CPU                      machine {used['busy'] / elapsed:.2f} of {os.cpu_count()} cores busy; "
-            f"per request: gunicorn {per['app']:.1f} ms, PostgreSQL {per['db']:.1f} ms, load generator "
-            f"{per['client']:.1f} ms, other {other / requests * 1000:.1f} ms")
+    stolen = used["steal"] / elapsed
+    line = (f"  CPU                      machine {used['busy'] / elapsed:.2f} of {os.cpu_count()} cores busy"
+            + (f" (and {stolen:.2f} cores stolen by the hypervisor)" if stolen > 0.05 else "")
+            + f"; per request: gunicorn {per['app']:.1f} ms, PostgreSQL {per['db']:.1f} ms, load generator "
+            f"{per['client']:.1f} ms, kernel interrupts {per['irq']:.1f} ms, other {other / requests * 1000:.1f} ms")
     if other / elapsed > 0.25:
-        line += (f"\n  WARNING                  other processes used {other / elapsed:.2f} cores during this phase: "
-                 "the machine was not dedicated to the benchmark, figures are pessimistic")
         top = sorted(others.items(), key=lambda kv: -kv[1])[:3]
-        line += "\n                           busiest: " + ", ".join(f"{name} {cpu:.1f} s" for name, cpu in top)
+        line += (f"\n  WARNING                  other processes used {other / elapsed:.2f} cores during this phase: "
+                 "the machine was not dedicated to the benchmark, figures are pessimistic"
+                 "\n                           busiest: " + ", ".join(f"{name} {cpu:.1f} s" for name, cpu in top))
     return line
 
 
@@ -618,6 +635,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--raters", type=int, default=env_number("BENCH_RATERS", 50))
     parser.add_argument("--dialogues", type=int, default=env_number("BENCH_DIALOGUES", 200))
     parser.add_argument("--turns", type=int, default=env_number("BENCH_TURNS", 40))
+    parser.add_argument("--revise", type=float, default=env_number("BENCH_REVISE", 0.1, float),
+                        help="probability that a click goes back and changes an earlier answer")
+    parser.add_argument("--gunicorn-args", default=os.environ.get("BENCH_GUNICORN_ARGS", ""),
+                        help="extra gunicorn options for experiments, e.g. '--worker-class gthread --threads 4'")
     parser.add_argument("--warmup", type=float, default=env_number("BENCH_WARMUP", 3.0, float))
     parser.add_argument("--page-gets", type=int, default=env_number("BENCH_PAGE_GETS", 200))
     parser.add_argument("--no-saturation", action="store_true", default=not env_number("BENCH_SATURATION", 1))
@@ -626,7 +647,8 @@ def parse_args() -> argparse.Namespace:
 
 async def load(args, data: BenchData, port: int, server_pid: int, database: str, access_log: str,
                failures: list) -> dict:
-    raters = [Rater(port, username, queue, data.items, seed=i) for i, (username, queue) in enumerate(data.queues)]
+    raters = [Rater(port, username, queue, data.items, seed=i, revise=args.revise)
+              for i, (username, queue) in enumerate(data.queues)]
     started = time.perf_counter()
     await asyncio.gather(*(r.login(failures) for r in raters))
     print(f"login: {len(raters)} raters logged in concurrently in {time.perf_counter() - started:.1f} s "
@@ -677,8 +699,8 @@ def main() -> int:
     database_url = os.environ.get("BENCH_DATABASE_URL", "").strip() or DEFAULT_DATABASE_URL
     env = server_env(database_url)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    print(f"== bench_rating: gunicorn ({args.workers} sync workers) + PostgreSQL, {os.cpu_count()} CPUs, "
-          f"load average before start {os.getloadavg()[0]:.2f}")
+    print(f"== bench_rating: gunicorn ({args.workers} workers{' ' + args.gunicorn_args if args.gunicorn_args else ''}"
+          f") + PostgreSQL, {os.cpu_count()} CPUs, load average before start {os.getloadavg()[0]:.2f}")
     try:
         print(f"database: {recreate_database(database_url)}")
     except Exception as exc:  # any connection problem: the benchmark cannot run
@@ -712,7 +734,7 @@ def main() -> int:
     proc = None
     failures: list = []
     try:
-        proc = start_gunicorn(env, args.workers, port, access_log, error_log)
+        proc = start_gunicorn(env, args.workers, port, access_log, error_log, args.gunicorn_args)
         asyncio.run(wait_until_up(port, proc))
         print(f"gunicorn: pid {proc.pid}, {HOST}:{port}, logs in {logdir}")
         database = urlsplit(database_url).path.lstrip("/")

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from scoring.models import Job
+from scoring.models import Job, JudgeConfig, JudgeResult, JudgeRun, LLMCall, Prompt, PromptSet
 
 
 @admin.register(Job)
@@ -8,3 +8,47 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "kind", "status", "requested_by", "created_at", "finished_at"]
     list_filter = ["kind", "status"]
     readonly_fields = ["result", "error", "started_at", "finished_at", "attempts"]
+
+
+class PromptInline(admin.TabularInline):
+    model = Prompt
+    extra = 0
+
+
+@admin.register(PromptSet)
+class PromptSetAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "scale_version", "locked_at", "created_at"]
+    inlines = [PromptInline]
+
+
+@admin.register(Prompt)
+class PromptAdmin(admin.ModelAdmin):
+    list_display = ["prompt_set", "item", "question"]
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    list_display = ["name", "model", "base_url", "api_key_env", "mode", "concurrency", "created_at"]
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "config", "corpus", "status", "created_at", "finished_at"]
+    list_filter = ["status"]
+    readonly_fields = ["snapshot", "error"]
+
+
+@admin.register(JudgeResult)
+class JudgeResultAdmin(admin.ModelAdmin):
+    list_display = ["run", "dialogue", "item", "status", "value", "p_yes", "from_cache", "attempts"]
+    list_filter = ["status", "from_cache"]
+    raw_id_fields = ["run", "dialogue", "item", "call"]
+
+
+@admin.register(LLMCall)
+class LLMCallAdmin(admin.ModelAdmin):
+    list_display = ["key", "model", "prompt_tokens", "completion_tokens", "cost", "latency_ms", "created_at"]
+    search_fields = ["key", "model"]
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -6,6 +6,11 @@ class ScoringConfig(AppConfig):
     verbose_name = "Scoring: LLM judges, statistics and reports"
     default_auto_field = "django.db.models.BigAutoField"
     role_permissions = {
-        "coordinator": ["add_job", "view_job"],
-        "analyst": ["view_job"],
+        "coordinator": ["add_job", "view_job", "add_judgeconfig", "change_judgeconfig", "view_judgeconfig",
+                        "add_judgerun", "change_judgerun", "view_judgerun", "view_judgeresult", "view_promptset",
+                        "add_promptset", "view_llmcall"],
+        "analyst": ["view_job", "view_judgeconfig", "view_judgerun", "view_judgeresult"],
     }
+
+    def ready(self) -> None:
+        from scoring import judge_labels  # noqa: F401 - registers judge labels in the label exports

@@ -116,7 +116,8 @@ def complete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcome:
 
     started = time.monotonic()
     try:
-        response = _client(endpoint, timeout).chat.completions.create(**payload)
+        # The raw response skips building pydantic models: the JSON is all we store, and it is cheaper on CPU.
+        raw = _client(endpoint, timeout).chat.completions.with_raw_response.create(**payload)
     except openai.APITimeoutError as exc:
         return Outcome(ok=False, retryable=True, error=f"timeout after {timeout:g} s ({exc})")
     except openai.APIConnectionError as exc:
@@ -127,7 +128,12 @@ def complete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcome:
         return Outcome(ok=False, retryable=retryable, status=status, retry_after=_retry_after(exc.response.headers),
                        error=f"HTTP {status}: {_message(exc)}")
     latency = int((time.monotonic() - started) * 1000)
-    data = response.model_dump(mode="json")
+    try:
+        data = raw.http_response.json()
+    except ValueError:
+        return Outcome(ok=False, retryable=True, error="the endpoint answered with something that is not JSON")
+    if not isinstance(data, dict):
+        return Outcome(ok=False, retryable=True, error="the endpoint answered with unexpected JSON")
     choice = (data.get("choices") or [{}])[0]
     usage = data.get("usage") or {}
     return Outcome(ok=True, content=(choice.get("message") or {}).get("content") or "", response=data,

@@ -316,6 +316,12 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
         warns.append(f"Cohen's kappa is undefined for {undefined_kappa} of {len(n_point)} {who}(s): no variation "
                      "(both gave one and the same answer on every shared dialogue, so chance agreement is 1); "
                      "left out of the kappa average.")
+    one_sided = np.isfinite(figs["kappa"]) & (((point.sum(axis=-1) > 0).sum(axis=-1) == 1)
+                                              | ((point.sum(axis=-2) > 0).sum(axis=-1) == 1))
+    if one_sided.any():
+        warns.append(f"For {int(one_sided.sum())} of {len(n_point)} {who}(s) one side gave the same answer on every "
+                     "shared dialogue (zero variance): kappa is 0 by construction there whatever the agreement; see "
+                     "percent agreement and Gwet's AC1.")
     for key in keys:
         value = weighted_mean(figs[key], n_point)
         reps = weighted_mean(boot_figs[key], boot_figs["n"]) if boot_figs is not None else None
@@ -360,8 +366,11 @@ def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> 
     humans = humans[rated]
     matrix = np.where(humans >= 0, values[np.clip(humans, 0, q - 1)], np.nan)
     with_judge = np.vstack([matrix, np.where(judge >= 0, values[np.clip(judge, 0, q - 1)], np.nan)[None, :]])
-    alone = stats.krippendorff_alpha_detail(matrix, level=item.level, value_domain=item.values)
-    joined = stats.krippendorff_alpha_detail(with_judge, level=item.level, value_domain=item.values)
+    names = [n for n, r in zip(settings.rater_names, rated, strict=True) if r]
+    alone = stats.krippendorff_alpha_detail(pd.DataFrame(matrix, index=names), level=item.level,
+                                            value_domain=item.values)
+    joined = stats.krippendorff_alpha_detail(pd.DataFrame(with_judge, index=[*names, "judge"]), level=item.level,
+                                             value_domain=item.values)
     table = stats.count_table(np.where(mask[None, :], item.humans, -1).T, q)
     table_judge = table + stats.count_table(np.where(mask, item.judge, -1)[:, None], q)
     reps_alone = reps_joined = None

@@ -245,6 +245,9 @@ def start(run: JudgeRun, user=None) -> int:
     if run.status != JudgeRun.Status.RUNNING:
         return 0
     AuditEvent.record(user, "judge_run.start", run)
+    resolve_cached(run)
+    if maybe_finish(run.pk):
+        return 0
     return enqueue_pending(run)
 
 
@@ -349,7 +352,12 @@ def _store_call(key: str, endpoint: str, payload: dict, outcome: gateway.Outcome
         return LLMCall.objects.get(key=key)
 
 
-def _apply(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mode: str, from_cache: bool) -> None:
+RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "claimed_until",
+                 "updated_at"]
+
+
+def _fill(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mode: str, from_cache: bool) -> None:
+    """Parse the answer into the result objects (not saved)."""
     now = timezone.now()
     if mode == JudgeConfig.Mode.PER_ITEM:
         result = results[0]
@@ -367,23 +375,102 @@ def _apply(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mo
             result.error = "" if value is not None else "The answer is not valid JSON for the item schema."
     for result in results:
         result.call, result.from_cache, result.claimed_until, result.updated_at = call, from_cache, None, now
-    JudgeResult.objects.bulk_update(results, ["value", "p_yes", "rationale", "status", "error", "call",
-                                              "from_cache", "claimed_until", "updated_at"])
+
+
+def _apply(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mode: str, from_cache: bool) -> None:
+    _fill(call, results, items, mode, from_cache)
+    if len(results) == 1:
+        JudgeResult.objects.filter(pk=results[0].pk).update(**{f: getattr(results[0], f) for f in RESULT_FIELDS})
+    else:
+        JudgeResult.objects.bulk_update(results, RESULT_FIELDS)
+
+
+def resolve_cached(run: JudgeRun, batch: int = 500) -> int:
+    """Answer every pending unit whose request is already cached, in bulk, before any task is sent: a re-run
+    of the same requests makes no call and finishes in seconds."""
+    context = run_context(run)
+    mode = context.config["mode"]
+    pending = list(JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).order_by("dialogue_id"))
+    units: dict[tuple, list[JudgeResult]] = {}
+    for result in pending:
+        key = (result.dialogue_id,) if mode == JudgeConfig.Mode.PER_DIALOGUE else (result.dialogue_id, result.item_id)
+        units.setdefault(key, []).append(result)
+    resolved = 0
+    unit_list = list(units.items())
+    for start_at in range(0, len(unit_list), batch):
+        chunk = unit_list[start_at:start_at + batch]
+        dialogues = Dialogue.objects.prefetch_related("redactions").in_bulk({k[0] for k, _ in chunk})
+        keys = {}
+        for unit, results in chunk:
+            try:
+                _, _, key = unit_request(context, dialogues[unit[0]], [r.item_id for r in results],
+                                         max(r.retry_round for r in results))
+            except gateway.NotConfigured:
+                return resolved
+            keys[key] = results
+        calls = LLMCall.objects.in_bulk(list(keys), field_name="key")
+        changed = []
+        for key, call in calls.items():
+            _fill(call, keys[key], context.items, mode, from_cache=True)
+            changed += keys[key]
+        JudgeResult.objects.bulk_update(changed, RESULT_FIELDS, batch_size=500)
+        resolved += len(changed)
+    return resolved
+
+
+@dataclass
+class RunContext:
+    """What every unit of a run shares; immutable once the run started (snapshot, locked prompt set)."""
+
+    config: dict
+    prompt_set: PromptSet
+    items: dict[int, Item]
+    questions: dict[int, str]
+
+
+_contexts: dict[int, RunContext] = {}
+
+
+def run_context(run: JudgeRun) -> RunContext:
+    context = _contexts.get(run.pk)
+    if context is None:
+        prompt_set = PromptSet.objects.get(pk=run.snapshot["prompt_set"])
+        items = {i.pk: i for i in Item.objects.filter(version_id=prompt_set.scale_version_id,
+                                                      response_type__in=["binary", "ordinal"])
+                 .prefetch_related("levels")}
+        questions = dict(Prompt.objects.filter(prompt_set=prompt_set).values_list("item_id", "question"))
+        context = RunContext(config=run.snapshot, prompt_set=prompt_set, items=items, questions=questions)
+        if len(_contexts) > 64:
+            _contexts.clear()
+        _contexts[run.pk] = context
+    return context
+
+
+def unit_request(context: RunContext, dialogue: Dialogue, item_ids: list[int], retry_round: int = 0
+                 ) -> tuple[gateway.Endpoint, dict, str]:
+    """Endpoint, payload and cache key of one unit."""
+    config = context.config
+    endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
+    payload = build_payload(config, context.prompt_set, dialogue, [context.items[i] for i in item_ids],
+                            context.questions)
+    key = gateway.request_key(endpoint.base_url, payload)
+    if retry_round:  # an explicit retry of an unscored/failed answer asks again: a cache entry of its own
+        key = gateway.request_key(endpoint.base_url, {**payload, "_retry_round": retry_round})
+    return endpoint, payload, key
 
 
 def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutcome:
     """Judge one unit. Returns what happened; ``retry_in`` asks the caller to schedule a retry."""
-    run = JudgeRun.objects.filter(pk=run_id).first()
-    if run is None or run.status != JudgeRun.Status.RUNNING:
-        return UnitOutcome("skipped")
-    config = run.snapshot
-    qs = JudgeResult.objects.filter(run_id=run_id, dialogue_id=dialogue_id, status=JudgeResult.Status.PENDING)
+    qs = JudgeResult.objects.filter(run_id=run_id, run__status=JudgeRun.Status.RUNNING, dialogue_id=dialogue_id,
+                                    status=JudgeResult.Status.PENDING).select_related("run")
     if item_id is not None:
         qs = qs.filter(item_id=item_id)
-    results = list(qs.order_by("item__order"))
-    if not results:
+    results = list(qs.order_by("item_id"))
+    if not results:  # done already, or the run is paused, cancelled or failed
         maybe_finish(run_id)
         return UnitOutcome("skipped")
+    run = results[0].run
+    config = run.snapshot
     lease = lease_seconds(config)
     if not _claim(results, lease):
         # Another task holds it. If that worker died, its claim expires: look again just after that.
@@ -391,30 +478,23 @@ def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutc
             until=Max("claimed_until"))["until"]
         wait = (until - timezone.now()).total_seconds() + 0.5 if until else 0.5
         return UnitOutcome("busy", retry_in=max(0.5, wait))
-    prompt_set = PromptSet.objects.get(pk=config["prompt_set"])
-    items = {i.pk: i for i in Item.objects.filter(pk__in=[r.item_id for r in results]).prefetch_related("levels")}
-    questions = dict(Prompt.objects.filter(prompt_set=prompt_set, item_id__in=items).values_list("item_id",
-                                                                                                 "question"))
-    dialogue = Dialogue.objects.get(pk=dialogue_id)
-    ordered = [items[r.item_id] for r in results]
+    context = run_context(run)
+    items = context.items
+    dialogue = Dialogue.objects.prefetch_related("redactions").get(pk=dialogue_id)
     try:
-        endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
+        endpoint, payload, key = unit_request(context, dialogue, [r.item_id for r in results],
+                                              max(r.retry_round for r in results))
     except gateway.NotConfigured as exc:
         _unclaim(results)
         fail_run(run_id, str(exc))
         return UnitOutcome("fatal")
-    payload = build_payload(config, prompt_set, dialogue, ordered, questions)
-    key = gateway.request_key(endpoint.base_url, payload)
-    retry_round = max(r.retry_round for r in results)
-    if retry_round:  # an explicit retry of an unscored/failed answer asks again: a cache entry of its own
-        key = gateway.request_key(endpoint.base_url, {**payload, "_retry_round": retry_round})
     cached = LLMCall.objects.filter(key=key).first()
     if cached is not None:
         _apply(cached, results, items, config["mode"], from_cache=True)
         maybe_finish(run_id)
         return UnitOutcome("cached")
     limit_name = f"judge-{config['config_id']}"
-    slot = limiter.acquire(limit_name, config["concurrency"], lease)
+    slot = limiter.acquire_waiting(limit_name, config["concurrency"], lease, wait_seconds=5.0)
     if slot is None:
         _unclaim(results)
         return UnitOutcome("retry", retry_in=random.uniform(0.05, 0.3))

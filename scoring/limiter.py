@@ -97,6 +97,19 @@ def acquire(name: str, limit: int, lease_seconds: float) -> Slot | None:
     return None
 
 
+def acquire_waiting(name: str, limit: int, lease_seconds: float, wait_seconds: float) -> Slot | None:
+    """``acquire``, polling for up to ``wait_seconds``: a worker with more threads than slots waits a moment for
+    a free slot instead of sending the task round the broker again."""
+    import random
+
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        slot = acquire(name, limit, lease_seconds)
+        if slot is not None or time.monotonic() >= deadline:
+            return slot
+        time.sleep(random.uniform(0.01, 0.03))
+
+
 def release(slot: Slot | None) -> None:
     if slot is None:
         return

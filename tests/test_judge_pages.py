@@ -92,3 +92,33 @@ def test_run_actions(client, coordinator, corpus, server, monkeypatch):
 def test_physician_cannot_see_judges(client, physician):
     client.force_login(physician)
     assert client.get(reverse("judge-list")).status_code == 403
+
+
+def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkeypatch):
+    from annotation.models import Assignment
+    from tests.factories import campaign_with
+    from tests.test_reports import rate_everything
+
+    raters = [make_user(f"jp{i}", "physician") for i in range(3)]
+    campaign = campaign_with(raters, n=4, overlap=3, name="JvP")
+    import random
+
+    rate_everything(campaign, random.Random(4))
+    assert Assignment.objects.filter(campaign=campaign, status="submitted").count() == 12
+    monkeypatch.setenv("PAGES_KEY", "sk-test")
+    config = JudgeConfig.objects.create(name="jvp", base_url=server.base_url, api_key_env="PAGES_KEY", model="fake",
+                                        prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+    run = judging.create_run(config, campaign.corpus, item_codes=["1.1", "2.1", "4"])
+    judging.start(run)
+    drain(run)
+    client.force_login(coordinator)
+    page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
+    assert f"?campaign={campaign.pk}" in page
+    html = client.get(reverse("judge-run-report", args=[run.pk]), {"campaign": campaign.pk}).content.decode()
+    assert 'data-testid="judge-items"' in html and ("judge can replace physicians" in html or "keep physicians" in html)
+    assert 'data-testid="judge-models"' in html
+    from scoring.exports import label_rows
+
+    rows = list(label_rows(campaign.corpus, campaign))
+    assert {r["rater_kind"] for r in rows} == {"human", "judge"}
+    assert all(r["judge_run"] == str(run.pk) for r in rows if r["rater_kind"] == "judge")

@@ -30,4 +30,5 @@ urlpatterns += [
     path("judges/runs/<int:pk>/progress/", views_judge.judge_run_progress, name="judge-run-progress"),
     path("judges/runs/<int:pk>/action/", views_judge.judge_run_action, name="judge-run-action"),
     path("judges/runs/<int:pk>/report/", views_judge.judge_run_report, name="judge-run-report"),
+    path("judges/runs/<int:pk>/compare/<int:other>/", views_judge.judge_run_compare, name="judge-run-compare"),
 ]

@@ -71,7 +71,8 @@ def _run_context(run: JudgeRun) -> dict:
                                                                  JudgeResult.Status.UNSCORED])
                 .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
     return {"run": run, "progress": judging.progress(run), "problems": problems,
-            "campaigns": Campaign.objects.alive().filter(corpus=run.corpus)}
+            "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
+            "partners": mode_partners(run) if run.status == JudgeRun.Status.SUCCEEDED else []}
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -122,3 +123,35 @@ def judge_run_report(request, pk: int):
         messages.error(request, str(exc))
         return redirect("judge-run", pk=pk)
     return render(request, "scoring/judge_report.html", {"run": run, "campaign": campaign, "report": report})
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_compare(request, pk: int, other: int):
+    """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians."""
+    from scoring.judge_report import compare_modes
+
+    run_a = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    run_b = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=other)
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=request.GET.get("campaign"), corpus=run_a.corpus)
+    try:
+        report = compare_modes(run_a, run_b, campaign)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("judge-run", pk=pk)
+    return render(request, "scoring/judge_compare.html", {"run_a": run_a, "run_b": run_b, "campaign": campaign,
+                                                           "report": report})
+
+
+def mode_partners(run: JudgeRun) -> list[JudgeRun]:
+    """Finished runs on the same corpus whose configuration differs from this one only in mode."""
+    from scoring.judge_report import MODE_COMPARISON_IGNORED
+
+    partners = []
+    for other in JudgeRun.objects.filter(corpus=run.corpus, status=JudgeRun.Status.SUCCEEDED).exclude(pk=run.pk):
+        a, b = run.snapshot, other.snapshot
+        if a.get("mode") == b.get("mode"):
+            continue
+        keys = (set(a) | set(b)) - set(MODE_COMPARISON_IGNORED) - {"mode", "name"}
+        if all(a.get(k) == b.get(k) for k in keys):
+            partners.append(other)
+    return partners

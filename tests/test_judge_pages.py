@@ -122,3 +122,30 @@ def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkey
     rows = list(label_rows(campaign.corpus, campaign))
     assert {r["rater_kind"] for r in rows} == {"human", "judge"}
     assert all(r["judge_run"] == str(run.pk) for r in rows if r["rater_kind"] == "judge")
+
+
+def test_runs_that_differ_only_in_mode_are_compared(client, coordinator, make_user, server, monkeypatch):
+    import random
+
+    from tests.factories import campaign_with
+    from tests.test_reports import rate_everything
+
+    raters = [make_user(f"mc{i}", "physician") for i in range(2)]
+    campaign = campaign_with(raters, n=3, overlap=2, name="Modes")
+    rate_everything(campaign, random.Random(5))
+    monkeypatch.setenv("PAGES_KEY", "sk-test")
+    prompt_set = judging.default_prompt_set(ScaleVersion.objects.get(number=1))
+    runs = []
+    for mode in ("per-item", "per-dialogue"):
+        config = JudgeConfig.objects.create(name=f"judge {mode}", base_url=server.base_url, api_key_env="PAGES_KEY",
+                                            model="fake", mode=mode, prompt_set=prompt_set)
+        run = judging.create_run(config, campaign.corpus)
+        judging.start(run)
+        drain(run)
+        runs.append(run)
+    client.force_login(coordinator)
+    page = client.get(reverse("judge-run", args=[runs[0].pk])).content.decode()
+    compare_url = reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
+    assert compare_url in page
+    html = client.get(compare_url, {"campaign": campaign.pk}).content.decode()
+    assert 'data-testid="mode-compare"' in html and html.count("<tr>") >= 25

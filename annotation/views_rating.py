@@ -19,11 +19,15 @@ from annotation.models import Assignment, Item, Label, Redaction
 from annotation.views import scale_language
 
 
-def _own_assignment(request, pk: int) -> Assignment:
-    """The requesting rater's assignment; anybody else's is a 404 (its existence is not revealed)."""
-    assignment = (Assignment.objects.select_related("campaign", "campaign__scale_version", "dialogue")
-                  .filter(pk=pk, rater=request.user).first())
-    if assignment is None or assignment.campaign.is_deleted:
+def _own_assignment(request, pk: int, *, with_dialogue: bool = True) -> Assignment:
+    """The requesting rater's assignment; anybody else's is a 404 (its existence is not revealed).
+    Saves skip the dialogue (its turns are large and a click does not need them)."""
+    related = ("campaign", "dialogue") if with_dialogue else ("campaign",)
+    try:
+        assignment = Assignment.objects.select_related(*related).get(pk=pk, rater=request.user)
+    except Assignment.DoesNotExist:
+        raise Http404("No such assignment.") from None
+    if assignment.campaign.is_deleted:
         raise Http404("No such assignment.")
     return assignment
 
@@ -81,7 +85,7 @@ def rate(request, pk: int):
 @require_POST
 @login_required
 def rate_label(request, pk: int):
-    assignment = _own_assignment(request, pk)
+    assignment = _own_assignment(request, pk, with_dialogue=False)
     data = _payload(request)
     try:
         item_id = int(data.get("item"))

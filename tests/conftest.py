@@ -24,6 +24,25 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @pytest.fixture(autouse=True)
+def _fresh_item_cache():
+    """annotation.labels caches the allowed values per scale version id; test databases reuse ids."""
+    from annotation import labels
+
+    labels._allowed.cache_clear()
+    yield
+    labels._allowed.cache_clear()
+
+
+@pytest.fixture
+def fake_llm():
+    """A fake OpenAI-compatible endpoint on loopback answering the Mini-CEX judge's questions."""
+    from tests.fake_openai import FakeOpenAI, mini_cex_answer
+
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache():
     """Login throttling counts live in the cache: every test starts from zero."""
     cache.clear()

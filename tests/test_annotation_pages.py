@@ -13,11 +13,6 @@ from annotation.models import Assignment, AuditEvent, Campaign, Corpus, Dialogue
 from tests.factories import answer_all, campaign_with, mini_cex, rating_items
 
 
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
-
-
 @pytest.fixture
 def two_raters(make_user):
     return make_user("rater1", "physician"), make_user("rater2", "physician")

@@ -4,15 +4,9 @@ import re
 
 import pytest
 
-from annotation import labels
 from annotation.models import Assignment, Corpus, Label
 from tests.conftest import ARTIFACTS
 from tests.factories import campaign_with
-
-
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
 
 
 def login(page, username, password):

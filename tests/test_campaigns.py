@@ -11,11 +11,6 @@ from scoring.trial import trial_report
 from tests.factories import answer_all, campaign_with, corpus_with, mini_cex, rating_items
 
 
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
-
-
 @pytest.fixture
 def physicians(make_user):
     return [make_user(f"p{i}", "physician") for i in range(5)]

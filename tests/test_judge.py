@@ -2,22 +2,14 @@
 
 import pytest
 
-from annotation import labels
 from annotation.models import Corpus, Dialogue, ScaleVersion
 from scoring import gateway, judging, limiter
 from scoring.models import JudgeConfig, JudgeResult, JudgeRun, LLMCall
-from tests.fake_openai import FakeOpenAI, mini_cex_answer
-
-
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI(responder=mini_cex_answer) as fake:
-        yield fake
+def server(fake_llm):
+    return fake_llm
 
 
 @pytest.fixture

@@ -3,23 +3,15 @@
 import pytest
 from django.urls import reverse
 
-from annotation import labels
 from annotation.models import Corpus, Dialogue, ScaleVersion
 from scoring import judging
 from scoring.models import JudgeConfig, JudgeRun
-from tests.fake_openai import FakeOpenAI, mini_cex_answer
 from tests.test_judge import drain
 
 
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
-
-
 @pytest.fixture
-def server():
-    with FakeOpenAI(responder=mini_cex_answer) as fake:
-        yield fake
+def server(fake_llm):
+    return fake_llm
 
 
 @pytest.fixture

@@ -16,11 +16,6 @@ from tests.factories import campaign_with
 from tests.test_reports import rate_everything
 
 
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
-
-
 @pytest.fixture
 def rated(make_user):
     raters = [make_user(f"doc{i}", "physician") for i in range(3)]

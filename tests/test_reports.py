@@ -13,11 +13,6 @@ from scoring import reports, stats
 from tests.factories import campaign_with, rating_items
 
 
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    labels._allowed.cache_clear()
-
-
 def rate_everything(campaign, rng: random.Random, agree: float = 0.8):
     """Each dialogue has a 'true' answer per item; raters give it with probability ``agree``."""
     truth = {}

@@ -119,37 +119,36 @@ def _next_url(request, after: Assignment) -> str:
     return reverse("rate", args=[nxt.pk]) if nxt else reverse("rate-next")
 
 
+def _act(request, pk: int, action, *, field: str | None = None, move_on: bool = True) -> JsonResponse:
+    """Run one assignment action (submit, skip, flag) and answer JSON: where to go next, or why not."""
+    assignment = _own_assignment(request, pk, with_dialogue=False)
+    args = (str(_payload(request).get(field, "")),) if field else ()
+    try:
+        action(assignment, request.user, *args)
+    except labels.LabelError as exc:
+        return _error(exc)
+    body = {"ok": True}
+    if move_on:
+        body["next_url"] = _next_url(request, assignment)
+    return JsonResponse(body)
+
+
 @require_POST
 @login_required
 def rate_submit(request, pk: int):
-    assignment = _own_assignment(request, pk)
-    try:
-        labels.submit(assignment, request.user)
-    except labels.LabelError as exc:
-        return _error(exc)
-    return JsonResponse({"ok": True, "next_url": _next_url(request, assignment)})
+    return _act(request, pk, labels.submit)
 
 
 @require_POST
 @login_required
 def rate_skip(request, pk: int):
-    assignment = _own_assignment(request, pk)
-    try:
-        labels.skip(assignment, request.user, str(_payload(request).get("reason", "")))
-    except labels.LabelError as exc:
-        return _error(exc)
-    return JsonResponse({"ok": True, "next_url": _next_url(request, assignment)})
+    return _act(request, pk, labels.skip, field="reason")
 
 
 @require_POST
 @login_required
 def rate_flag(request, pk: int):
-    assignment = _own_assignment(request, pk)
-    try:
-        labels.flag(assignment, request.user, str(_payload(request).get("note", "")))
-    except labels.LabelError as exc:
-        return _error(exc)
-    return JsonResponse({"ok": True})
+    return _act(request, pk, labels.flag, field="note", move_on=False)
 
 
 @require_POST

@@ -59,7 +59,10 @@ def save_label(assignment: Assignment, item_id: int, value: int | None, user, *,
             raise LabelError(f"This dialogue is {locked.get_status_display().lower()}; answers can no longer change.",
                              status=409)
         now = timezone.now()
-        label = Label.objects.select_for_update().filter(assignment=locked, item_id=item_id).first()
+        # Lock only the label row: the model's default ordering joins assignment, item and campaign, and a plain
+        # FOR UPDATE would lock those rows too (one campaign row for every save: queueing and deadlocks).
+        label = (Label.objects.select_for_update(of=("self",)).filter(assignment=locked, item_id=item_id)
+                 .order_by("pk").first())
         if label is None:
             label = Label.objects.create(
                 assignment=locked, campaign_id=locked.campaign_id, dialogue_id=locked.dialogue_id, rater=user,
@@ -173,7 +176,8 @@ def adjudicate(campaign, dialogue, item: Item, value: int, by, reason: str) -> A
         raise LabelError("Give the reason for the final label.")
     if item.version_id != campaign.scale_version_id or value not in item.allowed_values():
         raise LabelError(f"Item {item.code} takes {', '.join(map(str, item.allowed_values()))}.")
-    existing = Adjudication.objects.select_for_update().filter(campaign=campaign, dialogue=dialogue, item=item).first()
+    existing = (Adjudication.objects.select_for_update(of=("self",))
+                .filter(campaign=campaign, dialogue=dialogue, item=item).order_by("pk").first())
     old = existing.value if existing else None
     if existing:
         existing.value, existing.reason, existing.decided_by, existing.decided_at = value, reason, by, timezone.now()

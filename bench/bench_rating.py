@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import os
 import random
@@ -232,7 +233,7 @@ def free_port() -> int:
 def start_gunicorn(env: dict[str, str], workers: int, port: int, access_log: str, error_log: str, extra: str):
     cmd = [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"{HOST}:{port}",
            "--access-logfile", access_log, "--access-logformat", "%(m)s %(U)s %(s)s %(D)s",
-           "--error-logfile", error_log, *shlex.split(extra)]
+           "--error-logfile", error_log, "--capture-output", *shlex.split(extra)]
     # Own process group: a Ctrl-C in the terminal reaches only this script, which then stops gunicorn cleanly.
     return subprocess.Popen(cmd, cwd=BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -245,7 +246,8 @@ def stop_gunicorn(proc) -> None:
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this script started: master and workers
         proc.wait(timeout=5)
 
 
@@ -356,6 +358,7 @@ class Phase:
     n_raters: int = 0
     saves: list[float] = field(default_factory=list)  # client latency, ms
     pages: list[float] = field(default_factory=list)
+    loop_lag: list[float] = field(default_factory=list)
     errors: int = 0
     elapsed: float = 0.0
     stop: bool = False
@@ -376,8 +379,9 @@ class Rater:
         if status != 200 or not token:
             raise RuntimeError(f"{self.username}: login page answered {status} without a csrftoken cookie")
         form = urlencode({"username": self.username, "password": PASSWORD, "csrfmiddlewaretoken": token}).encode()
-        status, hdr, body = await self.client.request("POST", "/accounts/login/", form, {
-            "Content-Type": "application/x-www-form-urlencoded", "Referer": f"http://{HOST}:{self.port}/accounts/login/"})
+        headers = {"Content-Type": "application/x-www-form-urlencoded",
+                   "Referer": f"http://{HOST}:{self.port}/accounts/login/"}
+        status, _, body = await self.client.request("POST", "/accounts/login/", form, headers)
         if status != 302 or "sessionid" not in self.client.cookies:
             failures.append(("POST", "/accounts/login/", status, body[:300]))
             raise RuntimeError(f"{self.username}: login answered {status}")
@@ -464,9 +468,18 @@ async def run_phase(raters: list[Rater], phase: Phase, failures: list) -> Phase:
         await asyncio.sleep(phase.seconds)
         phase.stop = True
 
-    clock = asyncio.create_task(timer())
+    async def lag_probe():
+        """How late the load generator's event loop wakes up: its own delay, included in client latencies."""
+        loop = asyncio.get_running_loop()
+        while not phase.stop:
+            due = loop.time() + 0.01
+            await asyncio.sleep(0.01)
+            phase.loop_lag.append((loop.time() - due) * 1000)
+
+    clock, probe = asyncio.create_task(timer()), asyncio.create_task(lag_probe())
     await asyncio.gather(*(r.run(phase, failures) for r in raters))
     clock.cancel()
+    probe.cancel()
     phase.elapsed = time.perf_counter() - started
     return phase
 
@@ -616,6 +629,8 @@ def report_phase(phase: Phase, server: dict[str, list[float]], n_raters: int, cp
     print(f"  save server time         {fmt(server['save'])}")
     print(f"  page GET latency (client){fmt(phase.pages)}")
     print(f"  page GET server time     {fmt(server['page'])}")
+    print(f"  load generator loop lag  p50 {pct(phase.loop_lag, 50):6.1f}  p95 {pct(phase.loop_lag, 95):6.1f}  "
+          f"max {max(phase.loop_lag, default=float('nan')):6.1f} ms  (its own delay, part of client latency)")
     print(cpu)
     print(f"  errors                   {phase.errors}")
     return {"rate": rate, "save_p95": pct(phase.saves, 95), "page_server_p95": pct(server["page"], 95),
@@ -689,6 +704,7 @@ async def load(args, data: BenchData, port: int, server_pid: int, database: str,
 
 
 def _terminate(signum, frame):
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # no "task exception never retrieved" noise
     raise KeyboardInterrupt  # runs the cleanup (gunicorn is stopped in main's finally)
 
 
@@ -707,8 +723,11 @@ def main() -> int:
         print(f"bench: cannot prepare the database {database_url}: {exc}", file=sys.stderr)
         return 1
     started = time.perf_counter()
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=BASE_DIR, env=env,
-                   check=True)
+    migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=BASE_DIR,
+                             env=env, check=False)
+    if migrate.returncode:
+        print(f"bench: manage.py migrate failed with status {migrate.returncode}", file=sys.stderr)
+        return 1
     print(f"migrate: {time.perf_counter() - started:.1f} s")
 
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS",
@@ -771,6 +790,8 @@ def main() -> int:
     target_line("errors (non-2xx or failed requests) == 0", errors, "", errors == 0)
     for method, path, status, body in failures[:5]:
         print(f"    {method} {path} -> {status}: {body.decode('utf-8', 'replace')!r}")
+    if errors:
+        print(f"    server tracebacks: {error_log}")
     return 0
 
 

@@ -270,9 +270,13 @@ def test_coordinator_creates_campaign_adds_raters_and_assigns(corpus, version, c
     response = api.post(f"/api/campaigns/{campaign.pk}/assign/")
     assert response.status_code == 200
     assert response.json() == {"created": 3, "short": 0, "missing": 0, "complete": True}
-    assert Assignment.objects.filter(campaign=campaign, rater=physician).count() == 2  # capacity 2
+    # 3 dialogues over 2 raters: loads 2 and 1 (which rater gets 2 is a seeded tie-break); capacity 2 holds
+    mine = Assignment.objects.filter(campaign=campaign, rater=physician).count()
+    theirs = Assignment.objects.filter(campaign=campaign, rater=other_physician).count()
+    assert sorted([mine, theirs]) == [1, 2] and mine <= 2
     progress = {row["rater"]: row for row in api.get(f"/api/campaigns/{campaign.pk}/progress/").json()}
-    assert progress["dr_p"]["total"] == 2 and progress["dr_q"]["total"] == 1 and progress["dr_p"]["team"] == "A"
+    assert progress["dr_p"]["total"] == mine and progress["dr_q"]["total"] == theirs
+    assert progress["dr_p"]["team"] == "A"
     assert api.post(f"/api/campaigns/{campaign.pk}/assign/").json()["created"] == 0
 
     assert client_for(admin_user).get(f"/api/campaigns/{campaign.pk}/").json()["name"] == "Trial via API"

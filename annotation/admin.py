@@ -96,22 +96,6 @@ class DialogueAdmin(StudyDataAdmin):
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
 
 
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["at", "actor", "action", "target_repr", "reason"]
-    list_filter = ["action"]
-    search_fields = ["target_repr", "reason"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 class ReadOnlyHistoryAdmin(admin.ModelAdmin):
     """History rows are written by the application only."""
 
@@ -123,6 +107,13 @@ class ReadOnlyHistoryAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyHistoryAdmin):
+    list_display = ["at", "actor", "action", "target_repr", "reason"]
+    list_filter = ["action"]
+    search_fields = ["target_repr", "reason"]
 
 
 class CampaignRaterInline(admin.TabularInline):

@@ -1,8 +1,16 @@
 from django.apps import AppConfig
 
+MODELS = ["delphistudy", "round", "panelist", "participation", "response", "responsechange", "proposal",
+          "itemdecision"]
+
 
 class DelphiConfig(AppConfig):
     name = "delphi"
     verbose_name = "Delphi: studies, rounds and panels"
     default_auto_field = "django.db.models.BigAutoField"
-    role_permissions: dict[str, list[str]] = {}
+    # Coordinators create and run studies; analysts read statistics and exports. Panelists need no role:
+    # they answer through their personal signed link.
+    role_permissions: dict[str, list[str]] = {
+        "coordinator": [f"{verb}_{model}" for verb in ("add", "change", "view") for model in MODELS],
+        "analyst": [f"view_{model}" for model in MODELS],
+    }

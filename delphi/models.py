@@ -1,1 +1,309 @@
-"""Delphi studies, rounds, panelists and responses (built in the Delphi issue)."""
+"""Delphi studies: rounds over scale versions, panelists, their answers, and the focus group's decisions.
+
+Everything here is study data: deletes are soft (SoftDeletable) and changes are recorded in
+annotation.AuditEvent (who, when, why) or, for answers, in ResponseChange.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from annotation.models import SoftDeletable
+
+
+class Familiarity(models.IntegerChoices):
+    """Self-rated familiarity with the topic; the value is also the level used by the threshold."""
+
+    VERY_FAMILIAR = 5, "Very familiar"
+    FAMILIAR = 4, "Familiar"
+    GENERALLY = 3, "Generally familiar"
+    LESS = 2, "Less familiar"
+    VERY_UNFAMILIAR = 1, "Very unfamiliar"
+
+
+class Influence(models.TextChoices):
+    HIGH = "high", "High"
+    MEDIUM = "medium", "Medium"
+    LOW = "low", "Low"
+
+
+class DelphiStudy(SoftDeletable):
+    """A Delphi study over a scale: rounds, a panel, a consensus rule fixed before round 1."""
+
+    class Status(models.TextChoices):
+        SETUP = "setup", "Setting up"
+        RUNNING = "running", "Delphi rounds"
+        VALIDATION = "validation", "Validation survey"
+        PUBLISHED = "published", "Agreed version published"
+
+    title = models.CharField(max_length=200, unique=True)
+    scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies")
+    base_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SETUP)
+    invitation = models.TextField(blank=True, help_text="The e-mail text sent with each personal link.")
+    instructions = models.TextField(blank=True, help_text="Shown at the top of the questionnaire.")
+    # Consensus rule: every condition that is set must hold.
+    consensus_min_mean = models.DecimalField(max_digits=4, decimal_places=2, null=True, blank=True, default=3.5,
+                                             help_text="Mean importance at least this (empty: not used).")
+    consensus_max_cv = models.DecimalField(max_digits=4, decimal_places=2, null=True, blank=True, default=0.25,
+                                           help_text="Coefficient of variation at most this (empty: not used).")
+    consensus_min_agreement = models.DecimalField(
+        max_digits=5, decimal_places=1, null=True, blank=True,
+        help_text="At least this % of panelists rate the item at or above the agreement level (empty: not used).")
+    agreement_level = models.PositiveSmallIntegerField(default=4, help_text="Ratings at or above this agree (4 = 4-5).")
+    consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text="Last change of the rule.")
+    consensus_locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when round 1 opens.")
+    planned_rounds = models.PositiveSmallIntegerField(default=3)
+    familiarity_threshold = models.PositiveSmallIntegerField(
+        choices=Familiarity.choices, default=Familiarity.FAMILIAR,
+        help_text="Panelists who rate their familiarity below this are not invited to the next round.")
+    reminder_days = models.PositiveSmallIntegerField(default=7, help_text="Remind non-responders every N days "
+                                                                           "(0: no automatic reminders).")
+    link_valid_days = models.PositiveSmallIntegerField(default=60, help_text="Personal links expire after N days.")
+    site_url = models.CharField(max_length=300, blank=True, help_text="Base address used in e-mailed links.")
+    agreed_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                       related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "Delphi study"
+        verbose_name_plural = "Delphi studies"
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def consensus_locked(self) -> bool:
+        return self.consensus_locked_at is not None
+
+    def consensus_rule(self) -> dict:
+        return {
+            "min_mean": float(self.consensus_min_mean) if self.consensus_min_mean is not None else None,
+            "max_cv": float(self.consensus_max_cv) if self.consensus_max_cv is not None else None,
+            "min_agreement": float(self.consensus_min_agreement) if self.consensus_min_agreement is not None else None,
+            "agreement_level": self.agreement_level,
+        }
+
+
+class Round(models.Model):
+    """One questionnaire round over one scale version; ``validation`` is the final validation survey."""
+
+    class Kind(models.TextChoices):
+        DELPHI = "delphi", "Delphi round"
+        VALIDATION = "validation", "Validation survey"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Not opened"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="rounds")
+    number = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.DELPHI)
+    version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="delphi_rounds")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
+    deadline = models.DateField(null=True, blank=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="+")
+    close_note = models.TextField(blank=True)
+    next_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="+", help_text="The version the focus group's decisions produced.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [models.UniqueConstraint(fields=["study", "number"], name="unique_delphi_round_number")]
+
+    def __str__(self) -> str:
+        label = "Validation survey" if self.kind == self.Kind.VALIDATION else f"Round {self.number}"
+        return f"{self.study} · {label}"
+
+    @property
+    def label(self) -> str:
+        return "Validation survey" if self.kind == self.Kind.VALIDATION else f"Round {self.number}"
+
+    @property
+    def is_validation(self) -> bool:
+        return self.kind == self.Kind.VALIDATION
+
+
+class Panelist(SoftDeletable):
+    """An expert on a study's panel: invited by e-mail (personal signed link) or as a user account."""
+
+    study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="panelists")
+    pseudonym = models.CharField(max_length=12, help_text="Shown in exports instead of the name, e.g. P007.")
+    name = models.CharField(max_length=200, blank=True)
+    email = models.EmailField(blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="delphi_panelists")
+    token_version = models.PositiveIntegerField(default=1, help_text="Raising it revokes every link sent so far.")
+    gender = models.CharField(max_length=40, blank=True)
+    age = models.PositiveSmallIntegerField(null=True, blank=True)
+    education = models.CharField(max_length=100, blank=True)
+    professional_title = models.CharField(max_length=100, blank=True)
+    working_years = models.PositiveSmallIntegerField(null=True, blank=True)
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="+")
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "pseudonym"]
+        constraints = [models.UniqueConstraint(fields=["study", "pseudonym"], name="unique_panelist_pseudonym")]
+
+    def __str__(self) -> str:
+        return f"{self.pseudonym} ({self.study})"
+
+    @property
+    def contact(self) -> str:
+        return self.email or (self.user.email if self.user_id and self.user.email else "")
+
+
+class Participation(models.Model):
+    """A panelist's place in one round: invitation, reminders, self-assessment and completion."""
+
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="participations")
+    panelist = models.ForeignKey(Panelist, on_delete=models.PROTECT, related_name="participations")
+    invited_at = models.DateTimeField(null=True, blank=True)
+    last_reminded_at = models.DateTimeField(null=True, blank=True)
+    reminders_sent = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    familiarity = models.PositiveSmallIntegerField(choices=Familiarity.choices, null=True, blank=True)
+    basis_practice = models.CharField(max_length=6, choices=Influence.choices, blank=True)
+    basis_theory = models.CharField(max_length=6, choices=Influence.choices, blank=True)
+    basis_literature = models.CharField(max_length=6, choices=Influence.choices, blank=True)
+    basis_intuition = models.CharField(max_length=6, choices=Influence.choices, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["round", "panelist__pseudonym"]
+        constraints = [models.UniqueConstraint(fields=["round", "panelist"], name="unique_participation")]
+
+    def __str__(self) -> str:
+        return f"{self.panelist.pseudonym} in {self.round}"
+
+    @property
+    def is_complete(self) -> bool:
+        return self.completed_at is not None
+
+
+class Response(models.Model):
+    """A panelist's answer on one item in one round: importance 1-5, comment, proposed rewording.
+    The focus group records whether the opinion (comment / rewording) is adopted."""
+
+    class Adoption(models.TextChoices):
+        UNDECIDED = "", "Not decided"
+        ADOPT = "adopt", "Adopt"
+        NOT_ADOPT = "not_adopt", "Not adopt"
+
+    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="responses")
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="delphi_responses")
+    importance = models.PositiveSmallIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    proposed_wording = models.TextField(blank=True)
+    adoption = models.CharField(max_length=10, choices=Adoption.choices, blank=True, default="")
+    adoption_note = models.TextField(blank=True)
+    adoption_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                    related_name="+")
+    adoption_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["participation", "item__order"]
+        constraints = [models.UniqueConstraint(fields=["participation", "item"], name="unique_delphi_response")]
+
+    def __str__(self) -> str:
+        return f"{self.participation} {self.item.code}={self.importance}"
+
+    @property
+    def has_opinion(self) -> bool:
+        return bool(self.comment.strip() or self.proposed_wording.strip())
+
+
+class ResponseChange(models.Model):
+    """History of an answer: every save that changed it, with when."""
+
+    response = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="changes")
+    changed_at = models.DateTimeField(default=timezone.now)
+    old_importance = models.PositiveSmallIntegerField(null=True, blank=True)
+    new_importance = models.PositiveSmallIntegerField(null=True, blank=True)
+    old_comment = models.TextField(blank=True)
+    new_comment = models.TextField(blank=True)
+    old_wording = models.TextField(blank=True)
+    new_wording = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["response", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.response_id}: {self.old_importance} -> {self.new_importance}"
+
+
+class Proposal(SoftDeletable):
+    """A new item a panelist proposes in a round; the focus group adopts it (an Add decision) or not."""
+
+    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="proposals")
+    dimension_code = models.CharField(max_length=16, blank=True, help_text="The dimension it belongs to.")
+    text = models.TextField()
+    reason = models.TextField(blank=True)
+    adoption = models.CharField(max_length=10, choices=Response.Adoption.choices, blank=True, default="")
+    adoption_note = models.TextField(blank=True)
+    adoption_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                    related_name="+")
+    adoption_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["participation__round", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"proposal by {self.participation.panelist.pseudonym}: {self.text[:60]}"
+
+
+class ItemDecision(SoftDeletable):
+    """The focus group's decision on an item after a round (Reserve / Revise / Delete / Merge / Add)."""
+
+    class Action(models.TextChoices):
+        RESERVE = "reserve", "Reserve"
+        REVISE = "revise", "Revise"
+        DELETE = "delete", "Delete"
+        MERGE = "merge", "Merge"
+        ADD = "add", "Add"
+
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="decisions")
+    item = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                             help_text="The item decided on (empty for Add).")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    new_code = models.CharField(max_length=16, blank=True, help_text="Code of an added item.")
+    dimension_code = models.CharField(max_length=16, blank=True, help_text="Dimension of an added item.")
+    new_text_en = models.TextField(blank=True)
+    new_text_zh = models.TextField(blank=True)
+    new_guidance_en = models.TextField(blank=True)
+    merge_into = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+", help_text="Merge: the item that absorbs this one.")
+    proposal = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.PROTECT, related_name="decisions")
+    reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["round", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "item"],
+                                    condition=models.Q(item__isnull=False, deleted_at__isnull=True),
+                                    name="unique_item_decision"),
+        ]
+
+    def __str__(self) -> str:
+        target = self.item.code if self.item_id else self.new_code or "new item"
+        return f"{self.round}: {self.get_action_display()} {target}"

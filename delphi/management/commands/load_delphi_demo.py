@@ -1,0 +1,14 @@
+from django.core.management.base import BaseCommand
+
+from delphi.demo import load_delphi_demo
+
+
+class Command(BaseCommand):
+    help = "Create the demo Delphi study (round 1 answered and closed, round 2 prepared). Safe to run again."
+
+    def handle(self, *args, **options):
+        study = load_delphi_demo()
+        if study is None:
+            self.stderr.write("The Mini-CEX v1 is missing: run `manage.py migrate` first.")
+            return
+        self.stdout.write(f"Demo Delphi study ready: {study.title} (/delphi/{study.pk}/)")

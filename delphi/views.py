@@ -1,0 +1,500 @@
+"""Delphi pages. Thin: they read the request, call delphi.services and render.
+
+Coordinators create and run studies; analysts read statistics and exports; panelists answer through their
+personal signed link (no account needed) and never see anyone else's identity or answers.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.models import Item
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
+from annotation.views import scale_language
+from delphi import consensus, exports, services
+from delphi.forms import NewStudyForm, SettingsForm
+from delphi.models import DelphiStudy, Familiarity, Influence, ItemDecision, Panelist, Proposal, Response, Round
+from delphi.services import DelphiError, LinkError
+
+READERS = (COORDINATOR, ANALYST)
+BASIS_LABELS = [("basis_practice", "Practical experience"), ("basis_theory", "Theoretical analysis"),
+                ("basis_literature", "Literature (domestic and foreign)"), ("basis_intuition", "Intuition")]
+
+
+def _study(pk: int) -> DelphiStudy:
+    return get_object_or_404(DelphiStudy.objects.alive().select_related("scale", "base_version", "agreed_version"),
+                             pk=pk)
+
+
+def _round(pk: int) -> Round:
+    return get_object_or_404(Round.objects.select_related("study", "version__scale").filter(
+        study__deleted_at__isnull=True), pk=pk)
+
+
+def _fail(request, exc: DelphiError, to: str, *args):
+    messages.error(request, str(exc))
+    return redirect(to, *args)
+
+
+def _htmx_error(exc: DelphiError) -> HttpResponse:
+    return HttpResponse(str(exc), status=exc.status, content_type="text/plain; charset=utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# coordinator and analyst pages
+# ---------------------------------------------------------------------------------------------------------------
+@role_required(*READERS)
+def study_list(request):
+    studies = DelphiStudy.objects.alive().select_related("scale", "agreed_version").order_by("-created_at")
+    rows = [(s, services.current_round(s), s.rounds.count()) for s in studies]
+    return render(request, "delphi/study_list.html", {"rows": rows, "can_edit": has_role(request.user, COORDINATOR)})
+
+
+@role_required(COORDINATOR)
+def study_new(request):
+    form = NewStudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        fields = {k: data[k] for k in SettingsForm.Meta.fields}
+        try:
+            study = services.create_study(
+                title=data["title"], user=request.user,
+                version=data["version"] if data["source"] == "version" else None,
+                scale_name=data["scale_name"], item_lines=data["item_lines"], **fields)
+        except DelphiError as exc:
+            form.add_error(None, str(exc))
+        else:
+            services.remember_site(study, request)
+            messages.success(request, f"Study {study.title!r} created with round 1 (not opened yet). "
+                                      "Invite the panel, then open round 1.")
+            return redirect("delphi:study", study.pk)
+    return render(request, "delphi/study_new.html", {"form": form})
+
+
+@role_required(*READERS)
+def study_detail(request, pk: int):
+    study = _study(pk)
+    can_edit = has_role(request.user, COORDINATOR)
+    rounds = list(study.rounds.select_related("version", "next_version").order_by("number"))
+    summaries = [(r, services.round_summary(r)) for r in rounds]
+    current = services.current_round(study)
+    panel = []
+    if can_edit:
+        membership = {}
+        for p in current.participations.all() if current else []:
+            membership[p.panelist_id] = p
+        for panelist in study.panelists.alive().select_related("user"):
+            panel.append((panelist, membership.get(panelist.pk)))
+    User = get_user_model()
+    context = {
+        "study": study, "summaries": summaries, "current": current, "can_edit": can_edit, "panel": panel,
+        "settings_form": SettingsForm(instance=study, locked=study.consensus_locked) if can_edit else None,
+        "rule_text": exports.rule_text(study.consensus_rule()),
+        "users": User.objects.filter(is_active=True).order_by("username") if can_edit else [],
+        "last_closed": services.last_closed_delphi_round(study),
+        "has_validation": any(r.is_validation for r in rounds),
+        "open_round": next((r for r in rounds if r.status == Round.Status.OPEN), None),
+    }
+    return render(request, "delphi/study_detail.html", context)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def study_settings(request, pk: int):
+    study = _study(pk)
+    form = SettingsForm(request.POST, instance=DelphiStudy.objects.get(pk=study.pk), locked=study.consensus_locked)
+    attempted_rule_change = study.consensus_locked and any(
+        name in request.POST and not services._decimal_equal(request.POST.get(name) or None, getattr(study, name))
+        for name in services.RULE_FIELDS)
+    if attempted_rule_change:
+        messages.error(request, "The consensus rule was locked when round 1 opened and cannot change; "
+                                "other settings were not saved either.")
+        return redirect("delphi:study", pk)
+    if not form.is_valid():
+        messages.error(request, "Settings not saved: " + "; ".join(
+            f"{form.fields[f].label if f in form.fields else f}: {' '.join(e)}" for f, e in form.errors.items()))
+        return redirect("delphi:study", pk)
+    fields = {k: form.cleaned_data[k] for k in SettingsForm.Meta.fields if not form.fields[k].disabled}
+    try:
+        changed = services.update_settings(study, request.user, fields, reason=form.cleaned_data.get("reason", ""))
+    except DelphiError as exc:
+        return _fail(request, exc, "delphi:study", pk)
+    messages.success(request, f"Saved ({', '.join(changed)})." if changed else "Nothing changed.")
+    return redirect("delphi:study", pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def study_invite(request, pk: int):
+    study = _study(pk)
+    services.remember_site(study, request)
+    users = get_user_model().objects.filter(pk__in=[u for u in request.POST.getlist("users") if u.isdigit()])
+    try:
+        added = services.invite(study, request.user, text=request.POST.get("contacts", ""), users=users)
+    except DelphiError as exc:
+        return _fail(request, exc, "delphi:study", pk)
+    current = services.current_round(study)
+    when = "They were e-mailed their personal link." if current.status == Round.Status.OPEN else \
+        "They get their personal link by e-mail when the round opens."
+    messages.success(request, f"{len(added)} panelist(s) on {current.label.lower()}. {when}")
+    return redirect("delphi:study", pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def panelist_action(request, pk: int, action: str):
+    panelist = get_object_or_404(Panelist.objects.alive().select_related("study"), pk=pk)
+    services.remember_site(panelist.study, request)
+    try:
+        if action == "remove":
+            services.remove_panelist(panelist, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"{panelist.pseudonym} removed from the panel; their link no longer works.")
+        elif action == "new-link":
+            services.new_link(panelist, request.user)
+            messages.success(request, f"Old links of {panelist.pseudonym} revoked; a new link was e-mailed if a "
+                                      "round is open.")
+        else:
+            raise Http404("Unknown action.")
+    except (DelphiError, ValueError) as exc:
+        messages.error(request, str(exc))
+    return redirect("delphi:study", panelist.study_id)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def study_action(request, pk: int, action: str):
+    study = _study(pk)
+    services.remember_site(study, request)
+    try:
+        if action == "validation":
+            rnd = services.start_validation(study, request.user, copy_panel=bool(request.POST.get("copy_panel")))
+            messages.success(request, f"Validation survey created on {rnd.version}. Invite the (larger) expert "
+                                      "sample, then open it.")
+        elif action == "extra-round":
+            rnd = services.start_extra_round(study, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"{rnd.label} created on {rnd.version}.")
+        elif action == "publish":
+            version = services.publish_agreed(study, request.user)
+            messages.success(request, f"{version} is published: annotation campaigns can use it now.")
+        elif action == "delete":
+            services.delete_study(study, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Study {study.title!r} deleted (kept in the history).")
+            return redirect("delphi:list")
+        else:
+            raise Http404("Unknown action.")
+    except (DelphiError, ValueError) as exc:
+        messages.error(request, str(exc))
+    return redirect("delphi:study", pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def round_action(request, pk: int, action: str):
+    rnd = _round(pk)
+    services.remember_site(rnd.study, request)
+    try:
+        if action == "open":
+            services.open_round(rnd, request.user, deadline=request.POST.get("deadline") or None)
+            messages.success(request, f"{rnd.label} is open; every panelist was e-mailed their personal link.")
+        elif action == "close":
+            result = services.close_round(rnd, request.user, request.POST.get("note", ""))
+            text = f"{rnd.label} closed."
+            if result.next_version:
+                text += f" The decisions produced {result.next_version} (draft)."
+            if result.next_round:
+                text += (f" {result.next_round.label} is prepared with {result.carried} panelist(s)"
+                         + (f"; excluded for low familiarity: {', '.join(result.excluded)}" if result.excluded else "")
+                         + ".")
+            messages.success(request, text)
+            return redirect("delphi:study", rnd.study_id)
+        elif action == "remind":
+            sent = services.send_reminders(rnd, force=True)
+            messages.success(request, f"{sent} reminder(s) sent.")
+        else:
+            raise Http404("Unknown action.")
+    except DelphiError as exc:
+        messages.error(request, str(exc))
+    return redirect("delphi:round", pk)
+
+
+def focus_group_context(rnd: Round) -> dict:
+    """Everything the between-rounds page shows, loaded in a few queries."""
+    items = services.round_items(rnd)
+    frame = services.answers_frame(rnd)
+    stats = services.item_stats(rnd, items, frame)
+    decisions = {d.item_id: d for d in rnd.decisions.alive().select_related("merge_into") if d.item_id}
+    added = list(rnd.decisions.alive().filter(action=ItemDecision.Action.ADD).select_related("proposal"))
+    opinions: dict[int, list[dict]] = {}
+    for r in (Response.objects.filter(participation__round=rnd, participation__panelist__deleted_at__isnull=True)
+              .exclude(comment="", proposed_wording="")
+              .values("pk", "item_id", "importance", "comment", "proposed_wording", "adoption",
+                      "participation__panelist__pseudonym").order_by("participation__panelist__pseudonym")):
+        opinions.setdefault(r["item_id"], []).append(r)
+    rows = []
+    for item in items:
+        rows.append({"item": item, "s": stats[item.pk], "decision": decisions.get(item.pk),
+                     "opinions": opinions.get(item.pk, [])})
+    proposals = list(Proposal.objects.alive().filter(participation__round=rnd)
+                     .select_related("participation__panelist").order_by("created_at"))
+    return {
+        "round": rnd, "study": rnd.study, "rows": rows, "summary": services.round_summary(rnd, frame),
+        "added": added, "proposals": proposals, "actions": ItemDecision.Action.choices,
+        "adoptions": [c for c in Response.Adoption.choices if c[0]], "items": items,
+        "rule_text": exports.rule_text(rnd.study.consensus_rule()),
+        "quantile_method": consensus.QUANTILE_METHOD_LABEL,
+        "editable": rnd.status != Round.Status.CLOSED and not rnd.is_validation,
+        "dimensions": list(rnd.version.dimensions.order_by("order")),
+        "n_unfinished": rnd.participations.filter(started_at__isnull=False, completed_at__isnull=True).count(),
+    }
+
+
+@role_required(*READERS)
+def round_detail(request, pk: int):
+    rnd = _round(pk)
+    context = focus_group_context(rnd)
+    context["can_edit"] = has_role(request.user, COORDINATOR)
+    context["editable"] = context["editable"] and context["can_edit"]
+    return render(request, "delphi/round_detail.html", context)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def round_decide(request, pk: int, item_id: int):
+    rnd = _round(pk)
+    item = get_object_or_404(Item, pk=item_id, version=rnd.version)
+    merge_into = Item.objects.filter(pk=request.POST.get("merge_into") or 0, version=rnd.version).first()
+    try:
+        decision = services.decide(rnd, request.user, item=item, action=request.POST.get("action", ""),
+                                   reason=request.POST.get("reason", ""),
+                                   new_text_en=request.POST.get("new_text_en", ""),
+                                   new_text_zh=request.POST.get("new_text_zh", ""), merge_into=merge_into)
+    except DelphiError as exc:
+        return _htmx_error(exc)
+    return render(request, "delphi/partials/decision_saved.html", {"decision": decision})
+
+
+@require_POST
+@role_required(COORDINATOR)
+def round_add_item(request, pk: int):
+    rnd = _round(pk)
+    proposal = Proposal.objects.alive().filter(pk=request.POST.get("proposal") or 0,
+                                               participation__round=rnd).first()
+    try:
+        services.decide(rnd, request.user, item=None, action="add", reason=request.POST.get("reason", ""),
+                        new_text_en=request.POST.get("new_text_en", ""), new_code=request.POST.get("new_code", ""),
+                        dimension_code=request.POST.get("dimension_code", ""), proposal=proposal)
+        messages.success(request, "Item added to the next version.")
+    except DelphiError as exc:
+        messages.error(request, str(exc))
+    return redirect("delphi:round", pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def round_withdraw_added(request, pk: int, decision_id: int):
+    rnd = _round(pk)
+    decision = get_object_or_404(ItemDecision.objects.alive(), pk=decision_id, round=rnd)
+    try:
+        services.withdraw_added_item(decision, request.user, request.POST.get("reason", "") or "withdrawn")
+        messages.success(request, "Added item withdrawn.")
+    except (DelphiError, ValueError) as exc:
+        messages.error(request, str(exc))
+    return redirect("delphi:round", pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def round_adopt(request, pk: int, kind: str, obj_id: int):
+    rnd = _round(pk)
+    model = Response if kind == "response" else Proposal if kind == "proposal" else None
+    if model is None:
+        raise Http404("Unknown opinion kind.")
+    obj = get_object_or_404(model.objects.select_related("participation__round"), pk=obj_id,
+                            participation__round=rnd)
+    try:
+        services.set_adoption(obj, request.POST.get("adoption", ""), request.user, request.POST.get("note", ""))
+    except DelphiError as exc:
+        return _htmx_error(exc)
+    return HttpResponse(f"Saved: {obj.get_adoption_display()}", content_type="text/plain; charset=utf-8")
+
+
+@role_required(*READERS)
+def round_validation(request, pk: int):
+    rnd = _round(pk)
+    report = services.validation_stats(rnd)
+    return render(request, "delphi/validation.html", {
+        "round": rnd, "study": rnd.study, "report": report, "summary": services.round_summary(rnd),
+        "can_edit": has_role(request.user, COORDINATOR)})
+
+
+@role_required(*READERS)
+def round_export(request, pk: int, fmt: str):
+    rnd = _round(pk)
+    rows = exports.round_table(rnd)
+    name = f"delphi-{rnd.study.pk}-round-{rnd.number}-items"
+    if fmt == "csv":
+        resp = HttpResponse(exports.to_csv(rows, exports.TABLE_COLUMNS), content_type="text/csv; charset=utf-8")
+    elif fmt == "xlsx":
+        resp = HttpResponse(exports.to_xlsx([(rnd.label, exports.TABLE_COLUMNS, rows)]),
+                            content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+    else:
+        raise Http404("Export as csv or xlsx.")
+    resp["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return resp
+
+
+@role_required(*READERS)
+def study_export(request, pk: int, what: str, fmt: str):
+    study = _study(pk)
+    if what == "responses" and fmt in ("csv", "xlsx"):
+        rows = list(exports.response_rows(study))
+        body = (exports.to_csv(rows, exports.RESPONSE_COLUMNS) if fmt == "csv"
+                else exports.to_xlsx([("responses", exports.RESPONSE_COLUMNS, rows)]))
+    elif what == "reporting" and fmt == "xlsx":
+        body = exports.to_xlsx(exports.reporting_sheets(study))
+    else:
+        raise Http404("Exports: responses.csv, responses.xlsx, reporting.xlsx.")
+    ctype = "text/csv; charset=utf-8" if fmt == "csv" else \
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    resp = HttpResponse(body, content_type=ctype)
+    resp["Content-Disposition"] = f'attachment; filename="delphi-{study.pk}-{what}.{fmt}"'
+    return resp
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# panelists
+# ---------------------------------------------------------------------------------------------------------------
+@login_required
+def my_questionnaires(request):
+    """A panelist with an account sees their studies here (the links are their personal links)."""
+    rows = []
+    for panelist in Panelist.objects.alive().filter(user=request.user, study__deleted_at__isnull=True) \
+            .select_related("study"):
+        part = services.participation_for(panelist)
+        rows.append((panelist, part, services.make_token(panelist)))
+    return render(request, "delphi/my.html", {"rows": rows, "is_staff": has_role(request.user, COORDINATOR, ADMIN)})
+
+
+def _link_error(request, exc: LinkError) -> HttpResponse:
+    return render(request, "delphi/link_error.html", {"error": exc}, status=exc.status)
+
+
+def _panel_part(token: str, part_id: int):
+    panelist = services.resolve_token(token)
+    part = panelist.participations.select_related("round__study", "round__version", "panelist").filter(
+        pk=part_id).first()
+    if part is None:
+        raise Http404("No such questionnaire.")
+    return panelist, part
+
+
+def panel_home(request, token: str):
+    try:
+        panelist = services.resolve_token(token)
+    except LinkError as exc:
+        return _link_error(request, exc)
+    part = services.participation_for(panelist)
+    lang = scale_language(request)
+    if part is None:
+        return render(request, "delphi/panel_closed.html", {"panelist": panelist, "study": panelist.study})
+    rnd = part.round
+    items = services.round_items(rnd)
+    answers = {r.item_id: r for r in part.responses.all()}
+    feedback = services.feedback_for(part, items)
+    groups: list[tuple] = []
+    for item in items:
+        item.answer = answers.get(item.pk)
+        item.feedback = feedback.get(item.pk)
+        if not groups or groups[-1][0].pk != item.dimension_id:
+            groups.append((item.dimension, []))
+        groups[-1][1].append(item)
+    editable = rnd.status == Round.Status.OPEN and part.withdrawn_at is None
+    context = {
+        "token": token, "panelist": panelist, "part": part, "round": rnd, "study": rnd.study, "groups": groups,
+        "lang": lang, "editable": editable, "n_items": len(items),
+        "n_answered": sum(1 for a in answers.values() if a.importance is not None),
+        "familiarity": Familiarity.choices, "influence": Influence.choices,
+        "bases": [(name, label, getattr(part, name)) for name, label in BASIS_LABELS],
+        "proposals": part.proposals.alive(), "likert": consensus.LIKERT,
+        "missing": services.missing_answers(part) if editable else [],
+        "dimensions": rnd.version.dimensions.order_by("order"),
+        "quantile_method": consensus.QUANTILE_METHOD_LABEL,
+    }
+    return render(request, "delphi/questionnaire.html", context)
+
+
+def _panel_post(request, token: str, part_id: int, fn):
+    if request.method != "POST":
+        return HttpResponse("Use POST.", status=405)
+    try:
+        panelist, part = _panel_part(token, part_id)
+    except LinkError as exc:
+        return HttpResponse(str(exc), status=exc.status, content_type="text/plain; charset=utf-8")
+    try:
+        return fn(part)
+    except DelphiError as exc:
+        return _htmx_error(exc)
+
+
+def panel_answer(request, token: str, part_id: int, item_id: int):
+    def save(part):
+        raw = request.POST.get("importance", "")
+        try:
+            importance = int(raw) if raw not in ("", None) else None
+        except ValueError:
+            raise DelphiError("Importance is rated from 1 to 5.") from None
+        resp = services.save_answer(part, item_id, importance=importance, comment=request.POST.get("comment"),
+                                    wording=request.POST.get("wording"))
+        return HttpResponse(f"Saved {resp.updated_at:%H:%M:%S}", content_type="text/plain; charset=utf-8")
+
+    return _panel_post(request, token, part_id, save)
+
+
+def panel_profile(request, token: str, part_id: int):
+    def save(part):
+        fields = services.PROFILE_FIELDS + services.BASIS_FIELDS + ("familiarity",)
+        services.save_profile(part, {k: request.POST.get(k, "") for k in fields if k in request.POST})
+        return HttpResponse("Saved", content_type="text/plain; charset=utf-8")
+
+    return _panel_post(request, token, part_id, save)
+
+
+def panel_propose(request, token: str, part_id: int):
+    def save(part):
+        services.add_proposal(part, text=request.POST.get("text", ""),
+                              dimension_code=request.POST.get("dimension_code", ""),
+                              reason=request.POST.get("reason", ""))
+        return redirect("delphi:panel-home", token)
+
+    resp = _panel_post(request, token, part_id, save)
+    if resp.status_code >= 400 and resp.status_code not in (403, 410):
+        messages.error(request, resp.content.decode())
+        return redirect("delphi:panel-home", token)
+    return resp
+
+
+def panel_withdraw_proposal(request, token: str, part_id: int, proposal_id: int):
+    def save(part):
+        services.withdraw_proposal(part, proposal_id)
+        return redirect("delphi:panel-home", token)
+
+    return _panel_post(request, token, part_id, save)
+
+
+def panel_complete(request, token: str, part_id: int):
+    def save(part):
+        services.complete(part)
+        messages.success(request, "Thank you: your answers are complete. You can still change them until the "
+                                  "round closes.")
+        return redirect("delphi:panel-home", token)
+
+    resp = _panel_post(request, token, part_id, save)
+    if resp.status_code in (400, 409):
+        messages.error(request, resp.content.decode())
+        return redirect("delphi:panel-home", token)
+    return resp

@@ -1,0 +1,329 @@
+"""Double-blind preference studies (DESIGN.md section 3, seeds/003 appendix E).
+
+A study compares candidates of two or more sources (judge runs, doctor models, imported answers) on the same
+items. Each pair of candidates of one item is a comparison; raters (physicians) and LLM judges answer it per
+criterion with A better / tie / B better. Which candidate is shown as "A" is randomised per rater and task and
+recorded (``PreferenceTask.swapped``); the identity of the sources is sealed until the coordinator locks the study
+and unblinds it (an audited action).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from annotation.models import SoftDeletable
+
+
+class PreferenceStudy(SoftDeletable):
+    """A double-blind side-by-side comparison study."""
+
+    class Kind(models.TextChoices):
+        EVALUATION = "evaluation", "Judges' evaluations of the same dialogue"
+        DIALOGUE = "dialogue", "Doctor models' dialogues on the same case"
+        ANSWER = "answer", "Free-text answers to the same question"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft (setting up)"
+        OPEN = "open", "Open (raters answering)"
+        LOCKED = "locked", "Locked (answers final, identities sealed)"
+        UNBLINDED = "unblinded", "Unblinded"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    instructions = models.TextField(blank=True, help_text="Shown to raters above every task.")
+    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per comparison.")
+    seed = models.PositiveIntegerField(default=0, help_text="Seeds side randomisation and assignment.")
+    corpus = models.ForeignKey("annotation.Corpus", null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="+")
+    group_key = models.CharField(max_length=100, blank=True, default="case_id",
+                                 help_text="Dialogue metadata key grouping dialogues of the same case.")
+    item_codes = models.JSONField(default=list, blank=True,
+                                  help_text="Evaluation studies: the scale items shown (empty = all).")
+    allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    locked_at = models.DateTimeField(null=True, blank=True)
+    locked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="+")
+    unblinded_at = models.DateTimeField(null=True, blank=True)
+    unblinded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="+")
+    unblind_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "preference studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_unblinded(self) -> bool:
+        return self.status == self.Status.UNBLINDED and self.unblinded_at is not None
+
+    @property
+    def is_editable(self) -> bool:
+        return self.status == self.Status.DRAFT and not self.is_deleted
+
+
+class PreferenceCriterion(models.Model):
+    """One question answered A better / tie / B better (e.g. knowledge correctness)."""
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="criteria")
+    code = models.SlugField(max_length=40)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["study", "order", "id"]
+        constraints = [models.UniqueConstraint(fields=["study", "code"], name="unique_preference_criterion")]
+
+    def __str__(self) -> str:
+        return f"{self.study}: {self.name}"
+
+
+class PreferenceSource(models.Model):
+    """Where candidates come from: a judge run, a doctor model, or an imported answer source. ``label`` is the
+    sealed identity; it is shown nowhere before the study is unblinded."""
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="sources")
+    label = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0)
+    judge_run = models.ForeignKey("scoring.JudgeRun", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="+")
+    tells = models.JSONField(default=list, blank=True, help_text="Strings that would reveal the source "
+                                                                 "(model names, run ids); stripped from content.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["study", "label"], name="unique_preference_source")]
+
+    def __str__(self) -> str:
+        return f"source {self.position} of {self.study}"
+
+
+class PreferenceItem(SoftDeletable):
+    """What the candidates answer: a question, a case (self-report) or the dialogue judges evaluated."""
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    prompt = models.TextField(blank=True, help_text="The question or case shown above both candidates.")
+    reference = models.TextField(blank=True, help_text="A reference answer, if any (shown to raters).")
+    dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="+", help_text="Evaluation studies: the dialogue both judges rated.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "external_id"]
+        constraints = [models.UniqueConstraint(fields=["study", "external_id"], name="unique_preference_item")]
+
+    def __str__(self) -> str:
+        return f"{self.study} / {self.external_id}"
+
+
+class PreferenceCandidate(models.Model):
+    """One source's candidate for an item. ``content`` is the blinded snapshot raters see; ``original`` keeps
+    what was imported or read (never shown before unblinding)."""
+
+    item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="candidates")
+    source = models.ForeignKey(PreferenceSource, on_delete=models.PROTECT, related_name="candidates")
+    dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="+")
+    content = models.JSONField(default=dict)
+    original = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["item", "source__position"]
+        constraints = [models.UniqueConstraint(fields=["item", "source"], name="unique_preference_candidate")]
+
+    def __str__(self) -> str:
+        return f"candidate {self.pk} of {self.item}"
+
+
+class PreferencePair(models.Model):
+    """Two candidates of the same item compared; ``first`` belongs to the source listed first in the study."""
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="pairs")
+    item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="pairs")
+    first = models.ForeignKey(PreferenceCandidate, on_delete=models.PROTECT, related_name="+")
+    second = models.ForeignKey(PreferenceCandidate, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["study", "item", "id"]
+        constraints = [models.UniqueConstraint(fields=["item", "first", "second"], name="unique_preference_pair")]
+
+    def __str__(self) -> str:
+        return f"pair {self.pk} of {self.item}"
+
+
+class PreferenceRater(models.Model):
+    """A physician on a study."""
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="raters")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most comparisons; empty = no limit.")
+    active = models.BooleanField(default=True)
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="+")
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="unique_preference_rater")]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.study}"
+
+
+class PreferenceTask(models.Model):
+    """One rater's comparison of one pair. ``swapped`` records the side randomisation: False shows the pair's
+    first candidate as A, True shows the second as A."""
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", "Not started"
+        IN_PROGRESS = "in_progress", "In progress"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS)
+    COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.SUBMITTED)
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="tasks")
+    pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="tasks")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="preference_tasks")
+    position = models.PositiveIntegerField(default=0)
+    swapped = models.BooleanField(default=False)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
+    comment = models.TextField(blank=True)
+    skip_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study", "rater", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["study", "pair", "rater"], name="unique_preference_task")]
+        indexes = [models.Index(fields=["rater", "status"])]
+
+    def __str__(self) -> str:
+        return f"task {self.pk} ({self.study})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
+
+
+class PreferenceAnswer(models.Model):
+    """A rater's choice on one criterion of a task, in side terms (A / tie / B)."""
+
+    class Choice(models.TextChoices):
+        A = "A", "A is better"
+        TIE = "tie", "Tie"
+        B = "B", "B is better"
+
+    task = models.ForeignKey(PreferenceTask, on_delete=models.PROTECT, related_name="answers")
+    criterion = models.ForeignKey(PreferenceCriterion, on_delete=models.PROTECT, related_name="+")
+    choice = models.CharField(max_length=3, choices=Choice.choices, blank=True)
+    comment = models.TextField(blank=True)
+    client_seq = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task", "criterion__order"]
+        constraints = [models.UniqueConstraint(fields=["task", "criterion"], name="unique_preference_answer")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} {self.criterion_id}={self.choice}"
+
+
+class PreferenceAnswerChange(models.Model):
+    """History of an answer: who changed it, when, from what to what, and why."""
+
+    answer = models.ForeignKey(PreferenceAnswer, on_delete=models.PROTECT, related_name="changes")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    changed_at = models.DateTimeField(default=timezone.now)
+    old_choice = models.CharField(max_length=3, blank=True)
+    new_choice = models.CharField(max_length=3, blank=True)
+    old_comment = models.TextField(blank=True)
+    new_comment = models.TextField(blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["answer", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.answer_id}: {self.old_choice or '-'} -> {self.new_choice or '-'}"
+
+
+class PreferenceJudgeRun(models.Model):
+    """An LLM judge answering every comparison of a study, each pair asked in both orders."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        CANCELLED = "cancelled", "Cancelled"
+        SUCCEEDED = "succeeded", "Finished"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="judge_runs")
+    config = models.ForeignKey("scoring.JudgeConfig", on_delete=models.PROTECT, related_name="+")
+    snapshot = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"judge run {self.pk} on {self.study}"
+
+
+class PreferenceVerdict(models.Model):
+    """The judge's answer on one pair in one order. ``forward`` shows the pair's first candidate as A,
+    ``reverse`` shows the second as A; ``choices`` maps criterion code to A / tie / B (side terms)."""
+
+    class Order(models.TextChoices):
+        FORWARD = "forward", "First candidate as A"
+        REVERSE = "reverse", "Second candidate as A"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DONE = "done", "Answered"
+        UNSCORED = "unscored", "Unscored (unparseable answer)"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(PreferenceJudgeRun, on_delete=models.CASCADE, related_name="verdicts")
+    pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="+")
+    order = models.CharField(max_length=8, choices=Order.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    choices = models.JSONField(default=dict, blank=True)
+    rationale = models.TextField(blank=True)
+    call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    from_cache = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "pair", "order"]
+        constraints = [models.UniqueConstraint(fields=["run", "pair", "order"], name="unique_preference_verdict")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} pair {self.pair_id} {self.order}: {self.status}"

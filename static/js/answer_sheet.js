@@ -1,0 +1,271 @@
+// The answer sheet shared by the rating page (static/js/rating.js) and the preference comparison page
+// (static/js/compare.js). Every click is posted at once. Until the server confirms it, the answer waits in an
+// outbox kept in localStorage, so a network failure, a server error or a closed tab never loses it: the page
+// retries with backoff, says so, and replays the outbox when it is opened again.
+//
+// AnswerSheet(root, options) wires the fieldsets, their comments and the page comment, and returns what the page
+// script needs for its own keyboard shortcuts and buttons. Options (what differs between the pages):
+//   fieldsets     selector of the answer fieldsets inside root ("fieldset.item")
+//   idKey         dataset key of a fieldset and payload field naming it ("item")
+//   valueKey      payload field holding the chosen radio value ("value")
+//   storeKey      localStorage key of the outbox
+//   saveUrlKey    root dataset key of the URL answers are posted to ("labelUrl")
+//   commentId     id of the page comment textarea; its save state is "<commentId>-state"
+//   submitLabel   function (button, text) writing the submit button label (default: button.textContent = text)
+(function () {
+  "use strict";
+  window.AnswerSheet = function (root, options) {
+    const idKey = options.idKey;
+    const valueKey = options.valueKey;
+    const storeKey = options.storeKey;
+    const editable = root.dataset.editable === "1";
+    const items = Array.from(root.querySelectorAll(options.fieldsets));
+    const byId = new Map(items.map((el) => [el.dataset[idKey], el]));
+    const submitBtn = document.getElementById("submit-btn");
+    const banner = document.getElementById("sync-banner");
+    const actionMsg = document.getElementById("action-msg");
+    const submitLabel = options.submitLabel || ((button, text) => { button.textContent = text; });
+    let outbox = {};
+    try { outbox = JSON.parse(localStorage.getItem(storeKey) || "{}") || {}; } catch (e) { outbox = {}; }
+    let lastSeq = Date.now();
+    let retryDelay = 1000;
+    let retryTimer = null;
+    let sessionExpired = false;
+    const inFlight = new Set();
+
+    function nextSeq() { lastSeq = Math.max(lastSeq + 1, Date.now()); return lastSeq; }
+    function persist() {
+      try { localStorage.setItem(storeKey, JSON.stringify(outbox)); } catch (e) { /* storage full: still in memory */ }
+    }
+    function csrf() { const m = document.querySelector("meta[name=csrf-token]"); return m ? m.content : ""; }
+
+    function setState(key, state, message) {
+      const el = key === "comment" ? document.getElementById(options.commentId + "-state")
+        : byId.get(String(key)) && byId.get(String(key)).querySelector(".save-state");
+      if (!el) return;
+      el.dataset.state = state;
+      el.textContent = { saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…",
+        failed: "Not saved: " + (message || "refused"), empty: "" }[state] || "";
+      if (key !== "comment") byId.get(String(key)).classList.toggle("unsaved", state === "retrying" || state === "failed");
+    }
+
+    function currentValue(fieldset) {
+      const checked = fieldset.querySelector("input[type=radio]:checked");
+      return checked ? checked.value : "";
+    }
+
+    function refresh() {
+      const answered = items.filter((el) => currentValue(el) !== "").length;
+      const counter = document.getElementById("answered-count");
+      if (counter) counter.textContent = answered;
+      const pending = Object.keys(outbox).length;
+      if (banner) {
+        if (pending && sessionExpired) {
+          banner.hidden = false;
+          banner.textContent = "Your session has ended. Log in again in another tab: " + pending +
+            " answer(s) are kept in this browser and will be sent automatically.";
+        } else if (pending && (retryTimer || !navigator.onLine)) {
+          banner.hidden = false;
+          banner.textContent = pending + " answer(s) not saved yet" + (navigator.onLine ? "" : " (you are offline)") +
+            ". They are kept in this browser and sent as soon as the server answers.";
+        } else {
+          banner.hidden = true;
+        }
+      }
+      if (submitBtn) {
+        const ready = answered === items.length && pending === 0;
+        submitBtn.disabled = !ready;
+        submitLabel(submitBtn, pending ? "Saving…"
+          : (answered === items.length ? "Submit" : "Submit (" + (items.length - answered) + " left)"));
+      }
+    }
+
+    function scheduleRetry() {
+      if (retryTimer) return;
+      retryTimer = setTimeout(() => { retryTimer = null; flush(); }, retryDelay);
+      retryDelay = Math.min(retryDelay * 2, 30000);
+      refresh();
+    }
+
+    async function post(url, body) {
+      return fetch(url, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf() },
+        body: new URLSearchParams(body) });
+    }
+
+    async function send(key) {
+      const entry = outbox[key];
+      if (!entry || inFlight.has(key)) return;
+      inFlight.add(key);
+      setState(key, "saving");
+      let response;
+      try {
+        response = key === "comment"
+          ? await post(root.dataset.commentUrl, { comment: entry.comment })
+          : await post(root.dataset[options.saveUrlKey], { [idKey]: entry[idKey], [valueKey]: entry[valueKey],
+            comment: entry.comment, seq: entry.seq });
+      } catch (e) {
+        inFlight.delete(key);
+        setState(key, "retrying");
+        scheduleRetry();
+        return;
+      }
+      inFlight.delete(key);
+      const isJson = (response.headers.get("content-type") || "").includes("application/json");
+      if (!isJson || response.status >= 500 || response.status === 429 || response.status === 408) {
+        // Not JSON means a login page after a redirect: the session ended. Keep the answer and retry.
+        sessionExpired = !isJson;
+        setState(key, "retrying");
+        scheduleRetry();
+        return;
+      }
+      sessionExpired = false;
+      const data = await response.json().catch(() => ({}));
+      const current = outbox[key];
+      if (response.ok) {
+        if (current && current.seq === entry.seq) { delete outbox[key]; persist(); setState(key, "saved"); }
+        retryDelay = 1000;
+      } else {
+        // Refused for good (4xx): retrying cannot help; show why and drop it.
+        if (current && current.seq === entry.seq) { delete outbox[key]; persist(); }
+        setState(key, "failed", data.detail);
+      }
+      if (outbox[key] && outbox[key].seq !== entry.seq) send(key); // a newer answer came in meanwhile
+      refresh();
+    }
+
+    function flush() { Object.keys(outbox).forEach(send); refresh(); }
+
+    function queue(fieldset) {
+      const id = fieldset.dataset[idKey];
+      const comment = fieldset.querySelector("textarea[data-comment-for]");
+      outbox[id] = { [idKey]: id, [valueKey]: currentValue(fieldset), comment: comment ? comment.value : "", seq: nextSeq() };
+      persist();
+      send(id);
+      refresh();
+    }
+
+    // Restore answers the server has not confirmed yet (from an earlier visit or before a reload).
+    Object.values(outbox).forEach((entry) => {
+      if (!entry || !entry[idKey]) return;
+      const fieldset = byId.get(String(entry[idKey]));
+      if (!fieldset) { delete outbox[entry[idKey]]; return; }
+      const input = fieldset.querySelector('input[type=radio][value="' + entry[valueKey] + '"]');
+      if (input) input.checked = true;
+      const comment = fieldset.querySelector("textarea[data-comment-for]");
+      if (comment && entry.comment !== undefined) comment.value = entry.comment;
+      setState(entry[idKey], "retrying");
+    });
+    const pageComment = document.getElementById(options.commentId);
+    if (outbox.comment && pageComment) pageComment.value = outbox.comment.comment;
+    if (!editable) { outbox = {}; persist(); }
+
+    // The active fieldset (the one keyboard shortcuts answer).
+    let active = items.findIndex((el) => currentValue(el) === "");
+    if (active < 0) active = 0;
+    function activate(index, focus) {
+      if (!items.length) return;
+      active = Math.max(0, Math.min(items.length - 1, index));
+      items.forEach((el, i) => el.classList.toggle("active", i === active));
+      if (focus) { items[active].focus({ preventScroll: true }); items[active].scrollIntoView({ block: "nearest" }); }
+    }
+    activate(active, false);
+
+    items.forEach((fieldset, index) => {
+      fieldset.addEventListener("change", (event) => {
+        if (event.target.type === "radio") { activate(index, false); queue(fieldset); }
+      });
+      fieldset.addEventListener("focusin", () => activate(index, false));
+      const comment = fieldset.querySelector("textarea[data-comment-for]");
+      if (comment) {
+        let timer = null;
+        comment.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => queue(fieldset), 600); });
+        comment.addEventListener("blur", () => { clearTimeout(timer); if (comment.value !== (outbox[fieldset.dataset[idKey]] || {}).comment) queue(fieldset); });
+      }
+    });
+
+    if (pageComment && editable) {
+      let timer = null;
+      const queueComment = () => { outbox.comment = { comment: pageComment.value, seq: nextSeq() }; persist(); send("comment"); };
+      pageComment.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(queueComment, 600); });
+    }
+
+    // Posts a page action (submit, skip, flag); calls onOk with the JSON answer. Resolves to whether it worked.
+    async function action(url, body, onOk) {
+      actionMsg.textContent = "";
+      let response;
+      try { response = await post(url, body); } catch (e) {
+        actionMsg.textContent = "Could not reach the server; your answers are kept. Try again in a moment.";
+        return false;
+      }
+      const data = await response.json().catch(() => ({}));
+      if (response.ok) { onOk(data); return true; }
+      actionMsg.textContent = data.detail || "The server refused that.";
+      return false;
+    }
+
+    // Keys both pages share: j/k or arrows move between fieldsets, n goes to the next task. Returns true when the
+    // event is handled here or must be left alone (a modifier is held, or the user is typing), so the page script
+    // only handles its own answer keys.
+    function commonKey(event) {
+      if (event.ctrlKey || event.metaKey || event.altKey) return true;
+      if (event.target.closest("textarea, input[type=text], dialog[open], select")) return true;
+      const key = event.key;
+      if (key === "ArrowDown" || key === "j") { event.preventDefault(); activate(active + 1, true); return true; }
+      if (key === "ArrowUp" || key === "k") { event.preventDefault(); activate(active - 1, true); return true; }
+      if (key === "n") { event.preventDefault(); window.location.href = root.dataset.nextUrl; return true; }
+      return false;
+    }
+
+    // Answers the active fieldset with value (from a keyboard shortcut) and moves on; false if it cannot.
+    function answerActive(value) {
+      if (!editable || !items.length) return false;
+      const input = items[active].querySelector('input[type=radio][value="' + value + '"]');
+      if (!input) return false;
+      input.checked = true;
+      queue(items[active]);
+      activate(active + 1, true);
+      return true;
+    }
+
+    // A <dialog> opened by a button whose form posts one required text field as a page action.
+    function wireDialog(buttonId, dialogId, formId, fieldId, url, field, onOk) {
+      const button = document.getElementById(buttonId);
+      const dialog = document.getElementById(dialogId);
+      if (!button || !dialog) return;
+      button.addEventListener("click", () => dialog.showModal());
+      dialog.querySelector("[data-close]").addEventListener("click", () => dialog.close());
+      document.getElementById(formId).addEventListener("submit", (event) => {
+        event.preventDefault();
+        const text = document.getElementById(fieldId).value.trim();
+        if (!text) { document.getElementById(fieldId).focus(); return; }
+        dialog.close();
+        action(url, { [field]: text }, onOk);
+      });
+    }
+
+    window.addEventListener("online", () => { retryDelay = 1000; flush(); });
+    window.addEventListener("beforeunload", (event) => {
+      if (Object.keys(outbox).length) { event.preventDefault(); event.returnValue = ""; }
+    });
+    flush();
+
+    return {
+      root: root,
+      editable: editable,
+      items: items,
+      submitBtn: submitBtn,
+      actionMsg: actionMsg,
+      get active() { return active; },
+      activate: activate,
+      pending: () => Object.keys(outbox).length,
+      get outbox() { return outbox; },
+      queue: queue,
+      flush: flush,
+      post: post,
+      action: action,
+      commonKey: commonKey,
+      answerActive: answerActive,
+      wireDialog: wireDialog,
+    };
+  };
+})();

@@ -1,0 +1,223 @@
+"""Dialogue generation: patient cases, generation jobs, the dialogues they produce and their turns.
+
+Re-exported from scoring.models. A job's state lives in these rows: every turn is a row written as soon as its
+request is answered, so a killed worker resumes a dialogue at the next turn and never repeats a stored one.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from annotation.models import SoftDeletable
+
+
+class CaseSet(SoftDeletable):
+    """A named collection of patient cases, imported from one JSON Lines file (or several)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=300, blank=True, help_text="File the cases came from.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PatientCase(SoftDeletable):
+    """What the patient simulator plays: a free-text self-report (seeds/000) or an OSCE case in the AgentClinic
+    shape (seeds/002) with the doctor's objective, the patient actor, examination findings, test results and the
+    correct diagnosis. The diagnosis is for the moderator only."""
+
+    class Kind(models.TextChoices):
+        SELF_REPORT = "self_report", "Self-report"
+        OSCE = "osce", "OSCE case"
+
+    case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="cases")
+    external_id = models.CharField(max_length=200)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    self_report = models.TextField(help_text="What the patient tells the doctor first (OSCE: demographics and "
+                                             "main complaint).")
+    patient_info = models.JSONField(default=dict, blank=True,
+                                    help_text="Facts the patient simulator knows (OSCE: Patient_Actor; "
+                                              "self-report: the template slots).")
+    doctor_info = models.TextField(blank=True, help_text="What the doctor is told (OSCE: Objective_for_Doctor).")
+    examination = models.JSONField(default=dict, blank=True, help_text="Physical examination findings.")
+    test_results = models.JSONField(default=dict, blank=True, help_text="Answers of the measurement agent.")
+    diagnosis = models.TextField(blank=True, help_text="Correct diagnosis; only the moderator sees it.")
+    language = models.CharField(max_length=16, default="en")
+    meta = models.JSONField(default=dict, blank=True)
+    line = models.PositiveIntegerField(default=0, help_text="Line of the imported file.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["case_set", "line", "external_id"]
+        constraints = [models.UniqueConstraint(fields=["case_set", "external_id"], name="unique_case_external_id")]
+
+    def __str__(self) -> str:
+        return f"{self.case_set.name}/{self.external_id}"
+
+    @property
+    def has_tests(self) -> bool:
+        return bool(self.test_results or self.examination)
+
+
+class GenerationJob(models.Model):
+    """A doctor model (or several) under test talking with a patient simulator over a set of cases, for every
+    condition (temperature x doctor bias x patient bias). API keys are never stored: ``*_api_key_env`` names the
+    environment variable holding each key."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        CANCELLED = "cancelled", "Cancelled"
+        SUCCEEDED = "succeeded", "Finished"
+        FAILED = "failed", "Failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    name = models.CharField(max_length=200)
+    case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="jobs")
+    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="generation_jobs")
+    doctor_base_url = models.CharField(max_length=300, blank=True,
+                                       help_text="Empty: OPENAI_BASE_URL from the environment.")
+    doctor_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY")
+    doctor_models = models.JSONField(default=list, help_text="Model names of the doctors under test.")
+    patient_base_url = models.CharField(max_length=300, blank=True,
+                                        help_text="Empty: OPENAI_BASE_URL from the environment.")
+    patient_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY")
+    patient_model = models.CharField(max_length=200)
+    measurement_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
+    moderator_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
+    temperatures = models.JSONField(default=list, help_text="Doctor temperatures to sweep.")
+    doctor_biases = models.JSONField(default=list, blank=True, help_text='Doctor bias conditions ("none" = '
+                                                                         "unbiased).")
+    patient_biases = models.JSONField(default=list, blank=True)
+    repeats = models.PositiveIntegerField(default=1, help_text="Dialogues per case and condition.")
+    max_turns = models.PositiveIntegerField(default=10, help_text="Most doctor turns (test requests count).")
+    end_marker = models.CharField(max_length=60, default="DIAGNOSIS READY:")
+    reveal_diagnosis = models.BooleanField(default=False, help_text="Tell the patient simulator its diagnosis.")
+    snapshot = models.JSONField(default=dict, help_text="Prompts and every setting as they were at the start.")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Generation #{self.pk} {self.name}"
+
+
+class GeneratedDialogue(models.Model):
+    """One dialogue to generate: a case, a doctor model and a condition. Its turns are GenerationTurn rows."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "In progress"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    OPEN = (Status.PENDING, Status.RUNNING)
+
+    class Ending(models.TextChoices):
+        MARKER = "marker", "End marker"
+        TURN_LIMIT = "turn_limit", "Turn limit"
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="dialogues")
+    case = models.ForeignKey(PatientCase, on_delete=models.PROTECT, related_name="generated")
+    doctor_model = models.CharField(max_length=200)
+    temperature = models.FloatField()
+    doctor_bias = models.CharField(max_length=40, default="none")
+    patient_bias = models.CharField(max_length=40, default="none")
+    repeat = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    ended_by = models.CharField(max_length=12, choices=Ending.choices, blank=True)
+    turns_used = models.PositiveIntegerField(default=0, help_text="Doctor turns, test requests included.")
+    final_diagnosis = models.TextField(blank=True)
+    correct = models.BooleanField(null=True, blank=True, help_text="The moderator's verdict (OSCE cases).")
+    moderator_answer = models.TextField(blank=True)
+    moderator_call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT,
+                                       related_name="+")
+    moderator_from_cache = models.BooleanField(default=False)
+    masked = models.PositiveIntegerField(default=0, help_text="Patient turns where the diagnosis was masked.")
+    dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="+")
+    attempts = models.PositiveIntegerField(default=0)
+    retry_round = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["job", "case__line", "doctor_model", "temperature", "doctor_bias", "patient_bias", "repeat"]
+        constraints = [models.UniqueConstraint(
+            fields=["job", "case", "doctor_model", "temperature", "doctor_bias", "patient_bias", "repeat"],
+            name="unique_generated_dialogue")]
+        indexes = [models.Index(fields=["job", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.case.external_id} {self.doctor_model} t={self.temperature:g}"
+
+    @property
+    def condition(self) -> str:
+        parts = [f"T={self.temperature:g}"]
+        if self.doctor_bias != "none":
+            parts.append(f"doctor bias {self.doctor_bias}")
+        if self.patient_bias != "none":
+            parts.append(f"patient bias {self.patient_bias}")
+        return ", ".join(parts)
+
+
+class GenerationTurn(models.Model):
+    """One stored turn of a generated dialogue and the request that produced it (unique per position)."""
+
+    class Role(models.TextChoices):
+        DOCTOR = "doctor", "Doctor"
+        PATIENT = "patient", "Patient"
+        MEASUREMENT = "measurement", "Measurement"
+
+    generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="turn_rows")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=12, choices=Role.choices)
+    text = models.TextField()
+    call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    from_cache = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["generated", "index"]
+        constraints = [models.UniqueConstraint(fields=["generated", "index"], name="unique_generation_turn")]
+
+    def __str__(self) -> str:
+        return f"{self.generated_id}#{self.index} {self.role}"
+
+
+class GenerationCall(models.Model):
+    """Every paid request of a job (turns, retries after empty answers, moderator), for tokens and cost."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="calls")
+    generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="calls")
+    role = models.CharField(max_length=12)
+    call = models.ForeignKey("scoring.LLMCall", on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["job", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["job", "call"], name="unique_generation_call")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.role} {self.call_id}"

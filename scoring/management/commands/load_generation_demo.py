@@ -1,0 +1,37 @@
+"""python manage.py load_generation_demo: the demo patient cases for dialogue generation (no LLM calls)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from scoring import cases
+from scoring.generation_models import CaseSet
+
+DEMO_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "generation_demo_cases.jsonl"
+DEMO_NAME = "Demo cases (self-reports, templates, OSCE)"
+
+
+def load_generation_demo() -> int:
+    """Import the demo case set once; returns the number of cases imported now (0 when already there)."""
+    if CaseSet.objects.filter(name=DEMO_NAME).exists():
+        return 0
+    with transaction.atomic():
+        case_set = CaseSet.objects.create(
+            name=DEMO_NAME, source=DEMO_FILE.name,
+            description="Two self-reports, a self-report template (4 sampled cases) and two AgentClinic-style OSCE "
+                        "cases with hidden diagnoses. Written for the demo; not study data.")
+        return cases.import_case_file(case_set, DEMO_FILE)["created"]
+
+
+class Command(BaseCommand):
+    help = "Import the demo patient cases for dialogue generation. Safe to run again; makes no LLM calls."
+
+    def handle(self, *args, **options):
+        created = load_generation_demo()
+        if created:
+            self.stdout.write(f"Demo generation cases ready: {created} case(s) in {DEMO_NAME!r}.")
+        else:
+            self.stdout.write(f"Demo generation cases already loaded ({DEMO_NAME!r}).")

@@ -24,6 +24,9 @@ install-dev: $(VENV)/.installed-dev
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
+	$(PY) manage.py load_delphi_demo
+	$(PY) manage.py load_preference_demo
+	$(PY) manage.py load_generation_demo
 	$(PY) -m config.run
 
 lint: install-dev

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ class LineError:
     message: str
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
+        return f"line {self.line}: {self.message}" if self.line else self.message
 
 
 @dataclass
@@ -76,16 +76,15 @@ def _check_record(obj: Any) -> list[str]:
     return problems
 
 
-def parse_dialogues(lines: Iterable[str | bytes]) -> ParseResult:
-    """Parse and validate JSON Lines; blank lines are ignored; duplicate ids within the file are errors."""
-    result = ParseResult()
-    seen: dict[str, int] = {}
+def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON Lines file with their line numbers. Lines that are not UTF-8, not JSON or
+    not an object go to ``errors``; blank lines are skipped. Every JSONL import reads its file through this."""
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")
             except UnicodeDecodeError:
-                result.errors.append(LineError(number, "not valid UTF-8"))
+                errors.append(LineError(number, "not valid UTF-8"))
                 continue
         if number == 1:
             raw = raw.lstrip("\ufeff")  # a UTF-8 byte order mark some editors write
@@ -94,8 +93,19 @@ def parse_dialogues(lines: Iterable[str | bytes]) -> ParseResult:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
-            result.errors.append(LineError(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+            errors.append(LineError(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
             continue
+        if not isinstance(obj, dict):
+            errors.append(LineError(number, "expected a JSON object"))
+            continue
+        yield number, obj
+
+
+def parse_dialogues(lines: Iterable[str | bytes]) -> ParseResult:
+    """Parse and validate JSON Lines; blank lines are ignored; duplicate ids within the file are errors."""
+    result = ParseResult()
+    seen: dict[str, int] = {}
+    for number, obj in json_objects(lines, result.errors):
         problems = _check_record(obj)
         if problems:
             result.errors.extend(LineError(number, p) for p in problems)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import (
     Adjudication,
     Assignment,
     AuditEvent,
+    Campaign,
     GoldLabel,
     Item,
     Label,
@@ -41,51 +42,82 @@ def rating_items(version_id: int) -> dict[int, tuple[str, tuple[int, ...]]]:
     return _allowed(version_id)
 
 
-def save_label(assignment: Assignment, item_id: int, value: int | None, user, *, comment: str | None = None,
+def _sql(template: str) -> str:
+    """Fill table names into a hot-path statement (quoted for the current database)."""
+    q = connection.ops.quote_name
+    return template.format(assignment=q(Assignment._meta.db_table), campaign=q(Campaign._meta.db_table),
+                           label=q(Label._meta.db_table), change=q(LabelChange._meta.db_table))
+
+
+def save_label(assignment: Assignment | int, item_id: int, value: int | None, user, *, comment: str | None = None,
                client_seq: int = 0, reason: str = "") -> Label:
     """Store one answer at once. Retries are harmless (same value = no new history) and a late retry of an
-    older click never overwrites a newer one (``client_seq``)."""
-    if assignment.rater_id != user.pk:
-        raise LabelError("This dialogue is not assigned to you.", status=403)
-    items = _allowed(assignment.campaign.scale_version_id)
-    if item_id not in items:
-        raise LabelError("That item is not part of this campaign's scale.")
-    code, allowed = items[item_id]
-    if value is not None and value not in allowed:
-        raise LabelError(f"Item {code} takes {', '.join(map(str, allowed))}; got {value}.")
-    with transaction.atomic():
-        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
-        if not locked.is_open:
-            raise LabelError(f"This dialogue is {locked.get_status_display().lower()}; answers can no longer change.",
-                             status=409)
+    older click never overwrites a newer one (``client_seq``).
+
+    This is the busiest write of the app (every click of every rater), so it is a few plain statements rather
+    than ORM queries: lock the assignment (which serialises every write to its labels and orders saves against
+    submit), read the label, write it and its history row. Missing or deleted assignments are a 404."""
+    assignment_id = assignment if isinstance(assignment, int) else assignment.pk
+    with transaction.atomic(), connection.cursor() as cursor:
+        lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
+        cursor.execute(_sql("SELECT a.rater_id, a.status, a.campaign_id, a.dialogue_id, c.scale_version_id, "
+                            "c.deleted_at FROM {assignment} a JOIN {campaign} c ON c.id = a.campaign_id "
+                            "WHERE a.id = %s") + lock, [assignment_id])
+        row = cursor.fetchone()
+        if row is None or row[5] is not None:
+            raise LabelError("No such assignment.", status=404)
+        rater_id, status, campaign_id, dialogue_id, version_id, _ = row
+        if rater_id != user.pk:
+            raise LabelError("This dialogue is not assigned to you.", status=403)
+        items = _allowed(version_id)
+        if item_id not in items:
+            raise LabelError("That item is not part of this campaign's scale.")
+        code, allowed = items[item_id]
+        if value is not None and value not in allowed:
+            raise LabelError(f"Item {code} takes {', '.join(map(str, allowed))}; got {value}.")
+        if status not in Assignment.OPEN_STATUSES:
+            label_status = Assignment.Status(status).label.lower()
+            raise LabelError(f"This dialogue is {label_status}; answers can no longer change.", status=409)
         now = timezone.now()
-        # Lock only the label row: the model's default ordering joins assignment, item and campaign, and a plain
-        # FOR UPDATE would lock those rows too (one campaign row for every save: queueing and deadlocks).
-        label = (Label.objects.select_for_update(of=("self",)).filter(assignment=locked, item_id=item_id)
-                 .order_by("pk").first())
-        if label is None:
-            label = Label.objects.create(
-                assignment=locked, campaign_id=locked.campaign_id, dialogue_id=locked.dialogue_id, rater=user,
-                item_id=item_id, value=value, comment=comment or "", client_seq=client_seq, created_at=now,
-                updated_at=now)
-            LabelChange.objects.create(label=label, changed_by=user, changed_at=now, old_value=None, new_value=value,
-                                       new_comment=comment or "", reason=reason)
-        elif client_seq and client_seq < label.client_seq:
-            return label  # an older click arriving late: the newer answer stands
+        db_now = connection.ops.adapt_datetimefield_value(now)
+        cursor.execute(_sql("SELECT id, value, comment, client_seq, created_at, updated_at FROM {label} "
+                            "WHERE assignment_id = %s AND item_id = %s"), [assignment_id, item_id])
+        found = cursor.fetchone()
+        label = Label(assignment_id=assignment_id, campaign_id=campaign_id, dialogue_id=dialogue_id,
+                      rater_id=rater_id, item_id=item_id, value=value, comment=comment or "", client_seq=client_seq,
+                      created_at=now, updated_at=now)
+        old_value, old_comment = None, ""
+        if found is None:
+            returning = " RETURNING id" if connection.features.can_return_columns_from_insert else ""
+            cursor.execute(_sql("INSERT INTO {label} (assignment_id, campaign_id, dialogue_id, rater_id, item_id, "
+                                "value, comment, client_seq, created_at, updated_at) "
+                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)") + returning,
+                           [assignment_id, campaign_id, dialogue_id, rater_id, item_id, value, label.comment,
+                            client_seq, db_now, db_now])
+            label.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
+            changed = True
         else:
-            new_comment = label.comment if comment is None else comment
-            if label.value != value or label.comment != new_comment:
-                LabelChange.objects.create(label=label, changed_by=user, changed_at=now, old_value=label.value,
-                                           new_value=value, old_comment=label.comment, new_comment=new_comment,
-                                           reason=reason)
-                label.value, label.comment = value, new_comment
-            label.client_seq = max(label.client_seq, client_seq)
-            label.updated_at = now
-            label.save(update_fields=["value", "comment", "client_seq", "updated_at"])
-        if locked.status == Assignment.Status.ASSIGNED:
-            locked.status = Assignment.Status.IN_PROGRESS
-            locked.started_at = now
-            locked.save(update_fields=["status", "started_at", "updated_at"])
+            label.pk, old_value, old_comment, old_seq = found[:4]
+            if client_seq and client_seq < old_seq:
+                # An older click arriving late: the newer answer stands.
+                label.value, label.comment, label.client_seq = old_value, old_comment, old_seq
+                label.created_at = label.updated_at = None
+                label.refresh_from_db(fields=["created_at", "updated_at"])
+                return label
+            label.comment = old_comment if comment is None else comment
+            label.client_seq = max(old_seq, client_seq)
+            changed = old_value != value or old_comment != label.comment
+            cursor.execute(_sql("UPDATE {label} SET value = %s, comment = %s, client_seq = %s, updated_at = %s "
+                                "WHERE id = %s"), [value, label.comment, label.client_seq, db_now, label.pk])
+        if changed:
+            cursor.execute(_sql("INSERT INTO {change} (label_id, changed_by_id, changed_at, old_value, new_value, "
+                                "old_comment, new_comment, source, reason) "
+                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+                           [label.pk, user.pk, db_now, old_value, value, old_comment, label.comment,
+                            LabelChange.Source.RATER, reason])
+        if status == Assignment.Status.ASSIGNED:
+            Assignment.objects.filter(pk=assignment_id).update(status=Assignment.Status.IN_PROGRESS, started_at=now,
+                                                               updated_at=now)
     return label
 
 

@@ -90,7 +90,7 @@ def campaign_list(request):
 
 @role_required(COORDINATOR)
 def campaign_new(request):
-    form = CampaignForm(request.POST or None)
+    form = CampaignForm(request.POST or None, initial={"corpus": request.GET.get("corpus")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

@@ -85,7 +85,6 @@ def rate(request, pk: int):
 @require_POST
 @login_required
 def rate_label(request, pk: int):
-    assignment = _own_assignment(request, pk, with_dialogue=False)
     data = _payload(request)
     try:
         item_id = int(data.get("item"))
@@ -96,8 +95,11 @@ def rate_label(request, pk: int):
         return JsonResponse({"detail": "Send item (id), value (number or empty) and seq."}, status=400)
     comment = data.get("comment")
     try:
-        label = labels.save_label(assignment, item_id, value, request.user, comment=comment, client_seq=seq)
+        # save_label checks ownership inside its transaction; someone else's assignment is a 404 as everywhere.
+        label = labels.save_label(pk, item_id, value, request.user, comment=comment, client_seq=seq)
     except labels.LabelError as exc:
+        if exc.status in (403, 404):
+            raise Http404("No such assignment.") from None
         return _error(exc)
     return JsonResponse({"item": item_id, "value": label.value, "comment": label.comment,
                          "saved_at": label.updated_at.isoformat(), "seq": label.client_seq})

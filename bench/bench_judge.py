@@ -5,7 +5,7 @@ within 10% of that (41.25 s) with the Celery worker(s) on this 2-core machine; a
 finishes in under 10 s.
 
 Setup: PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/minicex_bench_judge, created and
-migrated), Redis broker and limiter (redis://127.0.0.1:6379/8), the fake server in its own process, and
+migrated), Redis broker and limiter (redis://127.0.0.1:6379/4), the fake server in its own process, and
 BENCH_WORKERS worker processes (default 4) each with a threads pool of BENCH_THREADS (default 6)
 consuming the LLM queue.
 
@@ -26,7 +26,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/minicex_bench_judge")
 ENV = {
-    "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/8", "SECRET_KEY": "bench-judge",
+    "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/4", "SECRET_KEY": "bench-judge",
     "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "BENCH_JUDGE_KEY": "sk-bench",
     "CELERY_TASK_DEFAULT_QUEUE": "bench-judge", "CELERY_LLM_QUEUE": "bench-judge-llm", "DEBUG": "0",
 }
@@ -107,15 +107,17 @@ def main() -> int:
         run = judging.create_run(config, corpus, item_codes=ITEMS)
         t0 = time.monotonic()
         judging.start(run)
+        sent = time.monotonic() - t0
         wait_run(run.pk, 600)
         wall = time.monotonic() - t0  # includes start(): building and sending the 2,000 tasks
         stats = fetch_stats(fake.base_url)
+        run.refresh_from_db()
         progress = judging.progress(run)
         verdict = "PASS" if wall <= IDEAL * 1.1 else "FAIL"
         print(f"first run: {progress['total']} units, {stats['requests']} calls, status {progress['status']}, "
               f"peak concurrency {stats['max_concurrency']} (limit {CONCURRENCY})")
         print(f"FIRST RUN: {wall:.2f} s (ideal {IDEAL:.1f} s, target <= {IDEAL * 1.1:.2f} s) {verdict}; "
-              f"{workers.__len__()} worker(s) x {threads} threads")
+              f"{workers.__len__()} worker(s) x {threads} threads; start() queued the units in {sent:.2f} s")
         ticks = os.sysconf("SC_CLK_TCK")
 
         def cpu(pid: int) -> float:

@@ -107,7 +107,7 @@ def server_env(database_url: str) -> dict[str, str]:
         "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
         "DEBUG": "0",
         "ALLOWED_HOSTS": HOST,
-        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/11",
+        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/3",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     })
     return env

@@ -266,9 +266,11 @@ else:
         "store_processed": False,
         "control_folder": str(BROKER_DIR / "control"),
     }
-# Queue of the LLM calls (judge runs, dialogue generation): I/O-bound, consumed by a threads-pool worker.
+# Queue of the LLM calls (judge runs, preference judging, dialogue generation): I/O-bound, consumed by a
+# threads-pool worker.
 CELERY_LLM_QUEUE = os.environ.get("CELERY_LLM_QUEUE", "minicex-llm")
-CELERY_TASK_ROUTES = {"scoring.judge_unit": {"queue": CELERY_LLM_QUEUE}}
+CELERY_TASK_ROUTES = {name: {"queue": CELERY_LLM_QUEUE}
+                      for name in ("scoring.judge_unit", "scoring.preference_judge_unit", "scoring.generation_step")}
 # Shared concurrency / rate limits for LLM calls: Redis when set (or when the broker is Redis), else file locks.
 LIMITER_URL = os.environ.get("LIMITER_URL", "").strip()
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None

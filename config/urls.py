@@ -8,6 +8,7 @@ from annotation import api as annotation_api
 from annotation.forms import ThrottledAuthenticationForm
 from config.views import healthz
 from scoring import api as scoring_api
+from scoring import api_preference
 
 router = DefaultRouter()
 router.register("scales", annotation_api.ScaleViewSet, basename="scale")
@@ -17,6 +18,8 @@ router.register("dialogues", annotation_api.DialogueViewSet, basename="api-dialo
 router.register("campaigns", annotation_api.CampaignViewSet, basename="api-campaign")
 router.register("assignments", annotation_api.AssignmentViewSet, basename="api-assignment")
 router.register("labels", annotation_api.LabelViewSet, basename="api-label")
+router.register("preference-studies", api_preference.PreferenceStudyViewSet, basename="api-preference-study")
+router.register("preference-tasks", api_preference.PreferenceTaskViewSet, basename="api-preference-task")
 
 accounts = [
     path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm,
@@ -35,6 +38,7 @@ urlpatterns = [
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("delphi/", include("delphi.urls")),
     path("", include("scoring.urls")),
     path("", include("annotation.urls")),
 ]

@@ -10,9 +10,25 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotation.models import AuditEvent
 from scoring.models import Job
 
 HANDLERS: dict[str, Callable[[Job], dict[str, Any]]] = {}
+
+# Pause and cancel of the fan-out runs (judge runs, generation jobs): from which statuses each is allowed.
+_STOPPABLE = {"paused": ("running", "queued"), "cancelled": ("running", "queued", "paused")}
+
+
+def pause_or_cancel(obj, status: str, user, reason: str, *, noun: str, action: str, error: type[Exception]):
+    """Move a judge run or generation job to paused or cancelled (one conditional UPDATE, so it races with
+    nothing) and record who and why; ``error`` is raised when its current status does not allow it."""
+    changed = type(obj).objects.filter(pk=obj.pk, status__in=_STOPPABLE[status]).update(
+        status=status, finished_at=timezone.now() if status == "cancelled" else None)
+    if not changed:
+        raise error(f"A {obj.get_status_display().lower()} {noun} cannot be {status}.")
+    AuditEvent.record(user, f"{action}.{status}", obj, reason=reason)
+    obj.refresh_from_db()
+    return obj
 
 
 def handler(kind: str):

@@ -9,6 +9,7 @@ never pays twice. Retries are scheduled by the caller (Celery countdown), never 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -24,7 +25,7 @@ from django.utils import timezone
 
 from annotation.dialogues import redacted
 from annotation.models import AuditEvent, Corpus, Dialogue, Item, ScaleVersion
-from scoring import gateway, limiter
+from scoring import gateway, jobs, limiter
 from scoring.models import JudgeConfig, JudgeResult, JudgeRun, LLMCall, Prompt, PromptSet
 
 DEFAULT_PROMPT_SET = "Mini-CEX judge (default)"
@@ -245,15 +246,21 @@ def start(run: JudgeRun, user=None) -> int:
     if run.status != JudgeRun.Status.RUNNING:
         return 0
     AuditEvent.record(user, "judge_run.start", run)
-    resolve_cached(run)
-    if maybe_finish(run.pk):
-        return 0
-    return enqueue_pending(run)
+    sent = 0
+
+    def send_uncached(units: list[tuple[int, int | None]]) -> None:
+        nonlocal sent
+        sent += _send_units(run, units)
+
+    # Units go out batch by batch as the cache is checked, so the workers start within a moment, not after
+    # thousands of prompts were built and hashed.
+    resolve_cached(run, on_uncached=send_uncached)
+    maybe_finish(run.pk)
+    return sent
 
 
 def enqueue_pending(run: JudgeRun) -> int:
     """Send a task for every pending unit. Duplicates are harmless: a unit is claimed before its call."""
-    from scoring.tasks import judge_unit
 
     pending = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING)
     if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE:
@@ -261,26 +268,26 @@ def enqueue_pending(run: JudgeRun) -> int:
     else:
         units = list(pending.order_by("dialogue_id", "item__order").values_list("dialogue_id", "item_id"))
 
-    def send():
-        for dialogue_id, item_id in units:
-            judge_unit.delay(run.pk, dialogue_id, item_id)
+    return _send_units(run, units)
 
-    transaction.on_commit(send)
+
+def _send_units(run: JudgeRun, units: list[tuple[int, int | None]]) -> int:
+    """Queue one task per unit once the current transaction commits."""
+    from scoring.tasks import judge_unit
+
+    def send():
+        # One producer (one broker connection) for all messages: thousands of units go out in a moment.
+        with judge_unit.app.producer_or_acquire() as producer:
+            for dialogue_id, item_id in units:
+                judge_unit.apply_async((run.pk, dialogue_id, item_id), producer=producer)
+
+    if units:
+        transaction.on_commit(send)
     return len(units)
 
 
 def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> JudgeRun:
-    allowed = {
-        JudgeRun.Status.PAUSED: [JudgeRun.Status.RUNNING, JudgeRun.Status.QUEUED],
-        JudgeRun.Status.CANCELLED: [JudgeRun.Status.RUNNING, JudgeRun.Status.QUEUED, JudgeRun.Status.PAUSED],
-    }[status]
-    changed = JudgeRun.objects.filter(pk=run.pk, status__in=allowed).update(status=status, finished_at=(
-        timezone.now() if status == JudgeRun.Status.CANCELLED else None))
-    if not changed:
-        raise RunError(f"A {run.get_status_display().lower()} run cannot be {status}.")
-    AuditEvent.record(user, f"judge_run.{status}", run, reason=reason)
-    run.refresh_from_db()
-    return run
+    return jobs.pause_or_cancel(run, status, user, reason, noun="run", action="judge_run", error=RunError)
 
 
 def retry_failed(run: JudgeRun, user=None) -> int:
@@ -385,9 +392,10 @@ def _apply(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mo
         JudgeResult.objects.bulk_update(results, RESULT_FIELDS)
 
 
-def resolve_cached(run: JudgeRun, batch: int = 500) -> int:
-    """Answer every pending unit whose request is already cached, in bulk, before any task is sent: a re-run
-    of the same requests makes no call and finishes in seconds."""
+def resolve_cached(run: JudgeRun, batch: int = 500, on_uncached=None) -> int:
+    """Answer every pending unit whose request is already cached, in bulk: a re-run of the same requests makes
+    no call and finishes in seconds. ``on_uncached`` receives, batch by batch, the units (dialogue id, item id
+    or None) that need a call; the first batch is small so that work can start at once."""
     context = run_context(run)
     mode = context.config["mode"]
     pending = list(JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).order_by("dialogue_id"))
@@ -397,24 +405,31 @@ def resolve_cached(run: JudgeRun, batch: int = 500) -> int:
         units.setdefault(key, []).append(result)
     resolved = 0
     unit_list = list(units.items())
-    for start_at in range(0, len(unit_list), batch):
-        chunk = unit_list[start_at:start_at + batch]
+    bounds = [0, min(32, batch)] + list(range(min(32, batch) + batch, len(unit_list) + batch, batch))
+    for start_at, end_at in itertools.pairwise(bounds):
+        chunk = unit_list[start_at:end_at]
+        if not chunk:
+            break
         dialogues = Dialogue.objects.prefetch_related("redactions").in_bulk({k[0] for k, _ in chunk})
-        keys = {}
+        unit_keys: list[tuple[tuple, str, list[JudgeResult]]] = []
         for unit, results in chunk:
             try:
                 _, _, key = unit_request(context, dialogues[unit[0]], [r.item_id for r in results],
                                          max(r.retry_round for r in results))
             except gateway.NotConfigured:
                 return resolved
-            keys[key] = results
-        calls = LLMCall.objects.in_bulk(list(keys), field_name="key")
+            unit_keys.append((unit, key, results))
+        calls = LLMCall.objects.in_bulk({key for _, key, _ in unit_keys}, field_name="key")
         changed = []
-        for key, call in calls.items():
-            _fill(call, keys[key], context.items, mode, from_cache=True)
-            changed += keys[key]
+        for _, key, results in unit_keys:
+            if key in calls:
+                _fill(calls[key], results, context.items, mode, from_cache=True)
+                changed += results
         JudgeResult.objects.bulk_update(changed, RESULT_FIELDS, batch_size=500)
         resolved += len(changed)
+        if on_uncached is not None:
+            on_uncached([(unit[0], None if mode == JudgeConfig.Mode.PER_DIALOGUE else unit[1])
+                         for unit, key, _ in unit_keys if key not in calls])
     return resolved
 
 
@@ -510,8 +525,9 @@ def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutc
     finally:
         limiter.release(slot)
     if outcome.ok:
-        call = _store_call(key, endpoint.base_url, payload, outcome, config)
-        _apply(call, results, items, config["mode"], from_cache=False)
+        with transaction.atomic():  # a worker killed in between must not leave a paid call counted as cached
+            call = _store_call(key, endpoint.base_url, payload, outcome, config)
+            _apply(call, results, items, config["mode"], from_cache=False)
         maybe_finish(run_id)
         return UnitOutcome("done")
     attempts = results[0].attempts + 1

@@ -105,9 +105,15 @@ def acquire_waiting(name: str, limit: int, lease_seconds: float, wait_seconds: f
     deadline = time.monotonic() + wait_seconds
     while True:
         slot = acquire(name, limit, lease_seconds)
-        if slot is not None or time.monotonic() >= deadline:
+        remaining = deadline - time.monotonic()
+        if slot is not None or remaining <= 0:
             return slot
-        time.sleep(random.uniform(0.01, 0.03))
+        if limiter_url():
+            # Block (without polling) until a release wakes one waiter; the timeout covers leases that expire
+            # because their holder died, and wake-ups nobody was waiting for (then the acquire above just fails).
+            _redis().blpop([f"minicex:wake:{name}"], timeout=min(remaining, 0.25))
+        else:
+            time.sleep(random.uniform(0.01, 0.03))
 
 
 def release(slot: Slot | None) -> None:
@@ -117,7 +123,13 @@ def release(slot: Slot | None) -> None:
         fcntl.flock(slot.fd, fcntl.LOCK_UN)
         os.close(slot.fd)
         return
-    _redis().zrem(f"minicex:sem:{slot.key}", slot.token)
+    wake = f"minicex:wake:{slot.key}"
+    pipe = _redis().pipeline(transaction=False)
+    pipe.zrem(f"minicex:sem:{slot.key}", slot.token)
+    pipe.lpush(wake, 1)
+    pipe.ltrim(wake, 0, 63)  # unclaimed wake-ups must not pile up
+    pipe.expire(wake, 3600)
+    pipe.execute()
 
 
 def take(name: str, per_minute: int | None, amount: float = 1.0) -> float:
@@ -157,7 +169,7 @@ def reset(name: str) -> None:
     """Forget every limit state whose name starts with ``name`` (tests and benchmarks)."""
     if limiter_url():
         client = _redis()
-        for kind in ("sem", "bucket"):
+        for kind in ("sem", "bucket", "wake"):
             for key in client.scan_iter(match=f"minicex:{kind}:{name}*"):
                 client.delete(key)
         return

@@ -232,3 +232,27 @@ class JudgeResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.dialogue_id} {self.item_id}: {self.status}"
+
+
+from scoring.generation_models import (  # noqa: E402,F401
+    CaseSet,
+    GeneratedDialogue,
+    GenerationCall,
+    GenerationJob,
+    GenerationTurn,
+    PatientCase,
+)
+from scoring.preference_models import (  # noqa: E402,F401
+    PreferenceAnswer,
+    PreferenceAnswerChange,
+    PreferenceCandidate,
+    PreferenceCriterion,
+    PreferenceItem,
+    PreferenceJudgeRun,
+    PreferencePair,
+    PreferenceRater,
+    PreferenceSource,
+    PreferenceStudy,
+    PreferenceTask,
+    PreferenceVerdict,
+)

@@ -50,7 +50,8 @@ def judge_config_edit(request, pk: int | None = None):
 
 @role_required(COORDINATOR)
 def judge_run_new(request):
-    form = JudgeRunForm(request.POST or None, initial={"config": request.GET.get("config")})
+    form = JudgeRunForm(request.POST or None, initial={"config": request.GET.get("config"),
+                                                       "corpus": request.GET.get("corpus")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

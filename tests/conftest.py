@@ -206,3 +206,31 @@ def page(browser, live_server, transactional_db, instrument):
     pg = context.new_page()
     yield pg
     context.close()
+
+
+def wait_until(predicate, timeout: float, message: str) -> None:
+    """Poll ``predicate`` until it holds; fail with ``message`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(message)
+
+
+@pytest.fixture
+def workers(transactional_db, instrument):
+    """Start real Celery worker processes (threads pool) on demand; stopped after the test."""
+    started: list[WorkerProcess] = []
+    purge_queues()
+
+    def start(concurrency: int = 4) -> WorkerProcess:
+        worker = WorkerProcess(pool="threads", concurrency=concurrency)
+        started.append(worker)
+        worker.wait_ready()
+        return worker
+
+    yield start
+    for worker in started:
+        if worker.proc.poll() is None:
+            worker.stop()

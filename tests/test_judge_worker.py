@@ -10,27 +10,10 @@ from annotation import labels
 from annotation.models import Corpus, Dialogue, ScaleVersion
 from scoring import judging, limiter
 from scoring.models import JudgeConfig, JudgeResult, JudgeRun
-from tests.conftest import WorkerProcess, purge_queues
+from tests.conftest import wait_until
 from tests.fake_openai import FakeOpenAI, mini_cex_answer
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def workers(transactional_db, instrument):
-    started: list[WorkerProcess] = []
-    purge_queues()
-
-    def start(concurrency: int = 4) -> WorkerProcess:
-        worker = WorkerProcess(pool="threads", concurrency=concurrency)
-        started.append(worker)
-        worker.wait_ready()
-        return worker
-
-    yield start
-    for worker in started:
-        if worker.proc.poll() is None:
-            worker.stop()
 
 
 def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrency: int) -> JudgeRun:
@@ -50,15 +33,6 @@ def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrenc
     run = judging.create_run(config, corpus, item_codes=codes)
     judging.start(run)
     return run
-
-
-def wait_until(predicate, timeout: float, message: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(message)
 
 
 def test_run_completes_through_a_worker_within_the_concurrency_limit(workers, monkeypatch):

@@ -72,7 +72,7 @@ def main() -> int:
     from config.celery import app
     from scoring import judging, limiter
     from scoring.models import JudgeConfig
-    from tests.fake_openai import FakeOpenAIProcess, fetch_stats
+    from tests.fake_openai import FakeOpenAIProcess, fetch_requests, fetch_stats
 
     n_dialogues = CALLS // len(ITEMS)
     corpus = Corpus.objects.create(name="bench-judge")
@@ -105,7 +105,7 @@ def main() -> int:
             pass
         time.sleep(1.0)
         run = judging.create_run(config, corpus, item_codes=ITEMS)
-        t0 = time.monotonic()
+        t0, t0_wall = time.monotonic(), time.time()
         judging.start(run)
         sent = time.monotonic() - t0
         wait_run(run.pk, 600)
@@ -118,6 +118,12 @@ def main() -> int:
               f"peak concurrency {stats['max_concurrency']} (limit {CONCURRENCY})")
         print(f"FIRST RUN: {wall:.2f} s (ideal {IDEAL:.1f} s, target <= {IDEAL * 1.1:.2f} s) {verdict}; "
               f"{workers.__len__()} worker(s) x {threads} threads; start() queued the units in {sent:.2f} s")
+        records = [r for r in fetch_requests(fake.base_url) if r["answered"] and r["path"].endswith("completions")]
+        span = max(r["answered"] for r in records) - min(r["received"] for r in records)
+        service = [r["answered"] - r["received"] for r in records]
+        print(f"endpoint view: first request {min(r['received'] for r in records) - t0_wall:.2f} s after start(), "
+              f"mean answer time {1000 * sum(service) / len(service):.0f} ms, mean requests in flight "
+              f"{sum(service) / span:.2f} of {CONCURRENCY} over {span:.2f} s")
         ticks = os.sysconf("SC_CLK_TCK")
 
         def cpu(pid: int) -> float:

@@ -286,6 +286,10 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "minicex")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# Celery's Django fixup closes the database connection around every task unless this is set: a new PostgreSQL
+# connection per task costs more CPU than a short LLM task itself. config/celery.py applies CONN_MAX_AGE and the
+# health checks instead (close_old_connections), as Django does around a request.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 CELERY_TIMEZONE = TIME_ZONE
 
 LOGGING = {

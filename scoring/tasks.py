@@ -1,7 +1,7 @@
 """Celery tasks. Thin: each loads its row and calls a plain function."""
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 from scoring import jobs
 
@@ -91,3 +91,12 @@ def recover_generation() -> int:
 @worker_ready.connect
 def _recover_generation_on_start(sender=None, **kwargs) -> None:
     recover_generation.delay()
+
+
+@worker_init.connect
+def _warm_up(sender=None, **kwargs) -> None:
+    """Import the LLM task modules (and the openai client, about half a second) before the worker consumes, so
+    the first tasks of a run call the endpoint at once instead of every worker importing them then."""
+    import openai  # noqa: F401
+
+    from scoring import generation, judging, preference_judging  # noqa: F401

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.conf import settings
+from django.db.models.signals import post_delete, post_migrate, post_save
 
 VIEW_INSTRUMENT = ["view_scale", "view_scaleversion", "view_dimension", "view_item"]
 MANAGE_INSTRUMENT = [f"{verb}_{model}" for verb in ("add", "change") for model in
@@ -20,6 +21,11 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_sync_roles, dispatch_uid="annotation.sync_roles")
+        from annotation.auth import evict
+
+        # Every process (web, workers, manage.py changepassword) evicts the cached user it changes.
+        post_save.connect(evict, sender=settings.AUTH_USER_MODEL, dispatch_uid="annotation.user_cache_save")
+        post_delete.connect(evict, sender=settings.AUTH_USER_MODEL, dispatch_uid="annotation.user_cache_delete")
 
 
 def _sync_roles(sender, app_config=None, verbosity=1, **kwargs) -> None:

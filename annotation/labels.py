@@ -10,6 +10,7 @@ from functools import lru_cache
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotation import scales
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -33,9 +34,8 @@ class LabelError(ValueError):
 @lru_cache(maxsize=64)
 def _allowed(version_id: int) -> dict[int, tuple[str, tuple[int, ...]]]:
     """Item id -> (code, allowed values) for the rating items of a (locked, hence immutable) version."""
-    items = Item.objects.filter(version_id=version_id, response_type__in=["binary", "ordinal"]).prefetch_related(
-        "levels")
-    return {item.pk: (item.code, tuple(item.allowed_values())) for item in items}
+    return {item.pk: (item.code, tuple(item.allowed_values()))
+            for _, items in scales.rating_sheet(version_id) for item in items}
 
 
 def rating_items(version_id: int) -> dict[int, tuple[str, tuple[int, ...]]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,22 @@ def lock(version, reason: str) -> None:
         locked_at=timezone.now(), locked_reason=reason[:200]
     )
     version.refresh_from_db(fields=["locked_at", "locked_reason"])
+
+
+@lru_cache(maxsize=32)
+def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
+    """The rating items of a version grouped by dimension, each with ``level_list`` (ordinal levels in order),
+    for the rating page. Cached per process: only locked versions are rated, and a locked version never changes.
+    Callers must not modify the returned items."""
+    from annotation.models import Item
+
+    items = (Item.objects.filter(version_id=version_id, response_type__in=[Item.ResponseType.BINARY,
+                                                                            Item.ResponseType.ORDINAL])
+             .select_related("dimension").prefetch_related("levels").order_by("order"))
+    sheet: list[tuple[Any, list[Any]]] = []
+    for item in items:
+        item.level_list = sorted(item.levels.all(), key=lambda level: level.order)
+        if not sheet or sheet[-1][0].pk != item.dimension_id:
+            sheet.append((item.dimension, []))
+        sheet[-1][1].append(item)
+    return tuple((dimension, tuple(members)) for dimension, members in sheet)

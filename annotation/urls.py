@@ -2,6 +2,20 @@ from django.urls import path
 
 from annotation import views, views_campaigns, views_rating
 
+# The rating page and its click endpoints take nearly all requests during a study: config.urls lists them first,
+# so resolving a click does not try every other pattern before them.
+rating_urlpatterns = [
+    path("rate/", views_rating.rate_next, name="rate-next"),
+    path("rate/<int:pk>/", views_rating.rate, name="rate"),
+    path("rate/<int:pk>/label/", views_rating.rate_label, name="rate-label"),
+    path("rate/<int:pk>/comment/", views_rating.rate_comment, name="rate-comment"),
+    path("rate/<int:pk>/submit/", views_rating.rate_submit, name="rate-submit"),
+    path("rate/<int:pk>/skip/", views_rating.rate_skip, name="rate-skip"),
+    path("rate/<int:pk>/flag/", views_rating.rate_flag, name="rate-flag"),
+    path("rate/<int:pk>/redact/", views_rating.rate_redact, name="rate-redact"),
+    path("rate/<int:pk>/next/", views_rating.rate_goto_next, name="rate-goto-next"),
+]
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("scales/", views.scale_list, name="scale-list"),
@@ -30,13 +44,4 @@ urlpatterns = [
          name="campaign-dialogue-action"),
     path("assignments/<int:pk>/reassign/", views_campaigns.assignment_reassign, name="assignment-reassign"),
     path("assignments/<int:pk>/history/", views_campaigns.label_history, name="label-history"),
-    path("rate/", views_rating.rate_next, name="rate-next"),
-    path("rate/<int:pk>/", views_rating.rate, name="rate"),
-    path("rate/<int:pk>/label/", views_rating.rate_label, name="rate-label"),
-    path("rate/<int:pk>/comment/", views_rating.rate_comment, name="rate-comment"),
-    path("rate/<int:pk>/submit/", views_rating.rate_submit, name="rate-submit"),
-    path("rate/<int:pk>/skip/", views_rating.rate_skip, name="rate-skip"),
-    path("rate/<int:pk>/flag/", views_rating.rate_flag, name="rate-flag"),
-    path("rate/<int:pk>/redact/", views_rating.rate_redact, name="rate-redact"),
-    path("rate/<int:pk>/next/", views_rating.rate_goto_next, name="rate-goto-next"),
 ]

@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
-from annotation import labels
+from annotation import labels, scales
 from annotation.campaigns import next_assignment
-from annotation.models import Assignment, Item, Label, Redaction
+from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
 
 
@@ -60,23 +60,17 @@ def rate(request, pk: int):
     assignment = _own_assignment(request, pk)
     campaign = assignment.campaign
     lang = scale_language(request)
-    items = list(Item.objects.filter(version_id=campaign.scale_version_id, response_type__in=["binary", "ordinal"])
-                 .select_related("dimension").prefetch_related("levels").order_by("order"))
     answers = {lab.item_id: lab for lab in Label.objects.filter(assignment=assignment)}
-    dimensions: list[tuple] = []
-    for item in items:
-        item.answer = answers.get(item.pk)
-        item.level_list = sorted(item.levels.all(), key=lambda lv: lv.order)
-        if not dimensions or dimensions[-1][0].pk != item.dimension_id:
-            dimensions.append((item.dimension, []))
-        dimensions[-1][1].append(item)
+    dimensions = [(dimension, [(item, answers.get(item.pk)) for item in items])
+                  for dimension, items in scales.rating_sheet(campaign.scale_version_id)]
     counts = (Assignment.objects.filter(rater=request.user, campaign=campaign)
               .exclude(status=Assignment.Status.WITHDRAWN)
               .aggregate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"]))))
     context = {
         "assignment": assignment, "campaign": campaign, "lang": lang, "dimensions": dimensions,
         "dialogue": dialogue_views.view_model(assignment.dialogue), "language": assignment.dialogue.language,
-        "n_items": len(items), "n_answered": sum(1 for a in answers.values() if a.value is not None),
+        "n_items": sum(len(items) for _, items in dimensions),
+        "n_answered": sum(1 for a in answers.values() if a.value is not None),
         "counts": counts, "editable": assignment.is_open,
     }
     return render(request, "annotation/rate.html", context)

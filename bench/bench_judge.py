@@ -61,6 +61,9 @@ def wait_run(run_id: int, timeout: float) -> float:
 
 
 def main() -> int:
+    from bench.machine import calibration_line
+
+    print(calibration_line())
     ensure_database()
     import django
 

@@ -14,7 +14,8 @@ What it does:
   2. Starts ``gunicorn config.wsgi`` (BENCH_WORKERS sync workers, default 4) in production mode on a free port,
      with an access log of the server time of every request (gunicorn's %(D)s, microseconds).
   3. A single-process asyncio load generator (hand-written HTTP/1.1 client, only 127.0.0.1) runs 50 raters.
-     Each logs in through /accounts/login/, then walks its queue: GET /rate/<id>/, then one POST
+     Each logs in through /accounts/login/, then walks its queue (starting at a random item of its first
+     dialogue, as in a study under way): GET /rate/<id>/, then one POST
      /rate/<id>/label/ per item (item=<id>, value=0|1 or 1-3 for item 4, seq=<increasing>, X-CSRFToken);
      BENCH_REVISE (default 10%) of the clicks go back and change an earlier answer of the dialogue.
      Phases: warm-up (not counted); "paced": raters click on a schedule so that together they offer
@@ -30,7 +31,8 @@ processes used the machine at the same time (the figures are then pessimistic).
 
 Environment: BENCH_DATABASE_URL, BENCH_WORKERS (4), BENCH_SECONDS (30 per phase), BENCH_SAVES (optional cap per
 phase), BENCH_RATE (220), BENCH_RATERS (50), BENCH_DIALOGUES (200), BENCH_TURNS (40), BENCH_REVISE (0.1),
-BENCH_WARMUP (3 s), BENCH_PAGE_GETS (200), BENCH_SATURATION (1; 0 skips that phase), BENCH_GUNICORN_ARGS (extra
+BENCH_WARMUP (3 s), BENCH_PAGE_GETS (200), BENCH_SATURATION (1; 0 skips that phase), BENCH_SYNC_START (0; 1 starts
+every phase with all raters opening a fresh dialogue at once, the worst case), BENCH_GUNICORN_ARGS (extra
 gunicorn options for experiments). Command-line options override them.
 
 Exit status 0 when the benchmark ran (whether or not the targets are met), 1 when it could not run.
@@ -365,13 +367,19 @@ class Phase:
 
 
 class Rater:
-    def __init__(self, port: int, username: str, queue: list[int], items, seed: int, revise: float = 0.0):
+    def __init__(self, port: int, username: str, queue: list[int], items, seed: int, revise: float = 0.0,
+                 sync_start: bool = False):
         self.port, self.username, self.queue, self.items, self.revise = port, username, queue, items, revise
+        self.sync_start = sync_start
         self.client = HttpClient(port)
         self.rng = random.Random(seed)
         self.seq = 0
-        self.position = 0  # (assignment index, item index) continues across phases
-        self.item_index = 0
+        # (assignment index, item index) continues across phases. Raters start at a random item of their first
+        # dialogue (its page already open), as in a study under way: 50 physicians do not open their pages in the
+        # same instant, and starting them in step would make every phase begin with a burst of 50 page loads.
+        # --sync-start measures that worst case: every phase starts all raters on a fresh dialogue.
+        self.position = 0
+        self.item_index = self.rng.randrange(len(items)) if items and not sync_start else 0
 
     async def login(self, failures: list) -> None:
         status, _, body = await self.client.request("GET", "/accounts/login/")
@@ -390,7 +398,7 @@ class Rater:
         loop = asyncio.get_running_loop()
         interval = phase.n_raters / phase.rate if phase.rate > 0 else 0.0  # this rater's mean time between clicks
         next_at = loop.time() + self.rng.uniform(0, interval)
-        if self.item_index:  # every phase starts on a fresh dialogue, so each phase opens rating pages
+        if self.sync_start and self.item_index:
             self.item_index = 0
             self.position += 1
         while not phase.stop:
@@ -620,10 +628,12 @@ def fmt(values: list[float]) -> str:
             f"max {max(values) if values else float('nan'):6.1f} ms  (n={len(values):,})")
 
 
-def report_phase(phase: Phase, server: dict[str, list[float]], n_raters: int, cpu: str) -> dict[str, float]:
+def report_phase(phase: Phase, server: dict[str, list[float]], n_raters: int, cpu: str,
+                 sync_start: bool = False) -> dict[str, float]:
     rate = len(phase.saves) / phase.elapsed if phase.elapsed else 0.0
     offered = f"offered {phase.rate:.0f} saves/s" if phase.rate else "no think time"
-    print(f"\n-- {phase.name}: {n_raters} raters, {offered}, {phase.elapsed:.1f} s")
+    start = "all raters open a fresh dialogue at the start" if sync_start else "raters at staggered items"
+    print(f"\n-- {phase.name}: {n_raters} raters ({start}), {offered}, {phase.elapsed:.1f} s")
     print(f"  saves/s                  {rate:8.1f}")
     print(f"  save latency (client)    {fmt(phase.saves)}")
     print(f"  save server time         {fmt(server['save'])}")
@@ -655,6 +665,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--gunicorn-args", default=os.environ.get("BENCH_GUNICORN_ARGS", ""),
                         help="extra gunicorn options for experiments, e.g. '--worker-class gthread --threads 4'")
     parser.add_argument("--warmup", type=float, default=env_number("BENCH_WARMUP", 3.0, float))
+    parser.add_argument("--sync-start", action="store_true", default=bool(env_number("BENCH_SYNC_START", 0)),
+                        help="worst case: every phase starts all raters on a fresh dialogue (50 page loads at once)")
     parser.add_argument("--page-gets", type=int, default=env_number("BENCH_PAGE_GETS", 200))
     parser.add_argument("--no-saturation", action="store_true", default=not env_number("BENCH_SATURATION", 1))
     return parser.parse_args()
@@ -662,7 +674,7 @@ def parse_args() -> argparse.Namespace:
 
 async def load(args, data: BenchData, port: int, server_pid: int, database: str, access_log: str,
                failures: list) -> dict:
-    raters = [Rater(port, username, queue, data.items, seed=i, revise=args.revise)
+    raters = [Rater(port, username, queue, data.items, seed=i, revise=args.revise, sync_start=args.sync_start)
               for i, (username, queue) in enumerate(data.queues)]
     started = time.perf_counter()
     await asyncio.gather(*(r.login(failures) for r in raters))
@@ -684,7 +696,7 @@ async def load(args, data: BenchData, port: int, server_pid: int, database: str,
         cpu = cpu_line(cpu_before, cpu_after, phase.elapsed, len(phase.saves) + len(phase.pages))
         await asyncio.sleep(0.5)  # let the workers write the last access-log lines
         server, _ = server_times(access_log, offset, os.path.getsize(access_log))
-        results[phase.name] = (phase, report_phase(phase, server, len(raters), cpu))
+        results[phase.name] = (phase, report_phase(phase, server, len(raters), cpu, args.sync_start))
     for rater in raters:
         await rater.client.close()
 
@@ -717,6 +729,10 @@ def main() -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     print(f"== bench_rating: gunicorn ({args.workers} workers{' ' + args.gunicorn_args if args.gunicorn_args else ''}"
           f") + PostgreSQL, {os.cpu_count()} CPUs, load average before start {os.getloadavg()[0]:.2f}")
+    sys.path.insert(0, str(BASE_DIR))
+    from bench.machine import calibration_line
+
+    print(calibration_line())
     try:
         print(f"database: {recreate_database(database_url)}")
     except Exception as exc:  # any connection problem: the benchmark cannot run

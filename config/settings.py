@@ -214,6 +214,9 @@ MEDIA_URL = "media/"
 # Sessions are stored in the database and read through the cache: every click on the rating page needs the
 # session, and the cache spares the database that read (a cache flush only costs a database read).
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+AUTHENTICATION_BACKENDS = ["annotation.auth.CachedUserBackend"]
+# How long the signed-in user's row may be served from the cache (saves and deletes evict it; 0 turns it off).
+USER_CACHE_SECONDS = env_int("USER_CACHE_SECONDS", 60)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
 from annotation.forms import ThrottledAuthenticationForm
+from annotation.urls import rating_urlpatterns
 from config.views import healthz
 from scoring import api as scoring_api
 from scoring import api_preference
@@ -30,6 +31,7 @@ accounts = [
 ]
 
 urlpatterns = [
+    *rating_urlpatterns,
     path("healthz", healthz, name="healthz"),
     path("accounts/", include(accounts)),
     path("admin/", admin.site.urls),

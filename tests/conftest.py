@@ -25,12 +25,14 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 @pytest.fixture(autouse=True)
 def _fresh_item_cache():
-    """annotation.labels caches the allowed values per scale version id; test databases reuse ids."""
-    from annotation import labels
+    """annotation.labels and annotation.scales cache per scale version id; test databases reuse ids."""
+    from annotation import labels, scales
 
     labels._allowed.cache_clear()
+    scales.rating_sheet.cache_clear()
     yield
     labels._allowed.cache_clear()
+    scales.rating_sheet.cache_clear()
 
 
 @pytest.fixture

@@ -101,3 +101,56 @@ def test_password_change(client, physician):
 def test_physician_cannot_open_coordinator_pages(client, physician, name):
     client.force_login(physician)
     assert client.get(reverse(name)).status_code == 403
+
+
+# ------------------------------------------------------------------------------------------ cached user backend
+def _user_queries(client, url: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return sum('FROM "auth_user"' in q["sql"] for q in ctx.captured_queries)
+
+
+def test_signed_in_user_is_read_from_the_cache_after_the_first_request(client, physician):
+    client.force_login(physician)
+    assert _user_queries(client, reverse("home")) == 1
+    assert _user_queries(client, reverse("home")) == 0
+
+
+def test_password_change_logs_out_other_sessions_but_not_this_one_despite_the_cache(client, physician):
+    from django.test import Client
+
+    other = Client()
+    other.force_login(physician)
+    client.force_login(physician)
+    assert other.get(reverse("home")).status_code == 200 and client.get(reverse("home")).status_code == 200
+    response = client.post(reverse("password_change"), {
+        "old_password": "correct-horse-battery", "new_password1": "a-new-long-passphrase-42",
+        "new_password2": "a-new-long-passphrase-42"})
+    assert response.status_code == 302
+    assert client.get(reverse("home")).status_code == 200  # still signed in with the new password's hash
+    assert other.get(reverse("home")).status_code == 302  # the old session is gone, not served a stale user
+
+
+def test_deactivated_user_is_refused_at_the_next_request(client, physician):
+    client.force_login(physician)
+    assert client.get(reverse("home")).status_code == 200
+    physician.is_active = False
+    physician.save()
+    assert client.get(reverse("home")).status_code == 302
+
+
+def test_per_process_cache_reads_the_database_every_time(client, physician, settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    client.force_login(physician)
+    assert _user_queries(client, reverse("home")) == 1
+    assert _user_queries(client, reverse("home")) == 1
+
+
+def test_user_cache_can_be_turned_off(client, physician, settings):
+    settings.USER_CACHE_SECONDS = 0
+    client.force_login(physician)
+    assert _user_queries(client, reverse("home")) == 1
+    assert _user_queries(client, reverse("home")) == 1

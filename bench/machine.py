@@ -1,0 +1,27 @@
+"""The machine's CPU speed at the time of a benchmark, for reading its figures.
+
+The machines here are virtual and their CPU speed varies over a day: the same 10-million-step Python loop has
+taken from 0.5 s to 1.0 s on the same machine. Benchmarks print this line so that a figure can be compared
+with one measured at another time.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def python_loop_seconds(steps: int = 10_000_000, repeats: int = 3) -> float:
+    """Best of ``repeats`` runs of a plain Python loop of ``steps`` additions."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        total = 0
+        for i in range(steps):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def calibration_line() -> str:
+    return (f"machine speed: a 10-million-step Python loop takes {python_loop_seconds():.2f} s "
+            "(seen here between 0.5 s and 1.0 s; slower means every figure below is pessimistic)")

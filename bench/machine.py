@@ -1,8 +1,8 @@
 """The machine's CPU speed at the time of a benchmark, for reading its figures.
 
-The machines here are virtual and their CPU speed varies over a day: the same 10-million-step Python loop has
-taken from 0.5 s to 1.0 s on the same machine. Benchmarks print this line so that a figure can be compared
-with one measured at another time.
+The machines here are virtual and their CPU speed varies over a day (the same plain Python loop has taken twice
+as long in the morning as in the evening on one machine). Benchmarks print this line so that a figure can be
+compared with one measured at another time.
 """
 
 from __future__ import annotations
@@ -24,4 +24,4 @@ def python_loop_seconds(steps: int = 10_000_000, repeats: int = 3) -> float:
 
 def calibration_line() -> str:
     return (f"machine speed: a 10-million-step Python loop takes {python_loop_seconds():.2f} s "
-            "(seen here between 0.5 s and 1.0 s; slower means every figure below is pessimistic)")
+            "(lower is faster; compare runs at similar speeds)")

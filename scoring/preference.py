@@ -599,6 +599,32 @@ def assign(study: PreferenceStudy, *, user=None) -> AssignResult:
     return result
 
 
+@transaction.atomic
+def withdraw_rater(study: PreferenceStudy, user, *, by, reason: str) -> tuple[int, AssignResult]:
+    """Take a physician off a study (they left, or their answers are not to be used from now on): their
+    unanswered comparisons are withdrawn and, in an open study, given to the other raters. Submitted
+    comparisons stay in the analysis; answers already given on a withdrawn comparison stay stored, unused.
+    Adding the physician again reactivates them (never with a pair they had). Returns the number withdrawn
+    and the top-up."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise PreferenceError("Say why the rater is withdrawn (kept in the audit trail).")
+    study = PreferenceStudy.objects.select_for_update().get(pk=study.pk)
+    if study.is_deleted or study.status not in (PreferenceStudy.Status.DRAFT, PreferenceStudy.Status.OPEN):
+        raise PreferenceError("Raters can be withdrawn from draft or open studies only.", status=409)
+    rater = PreferenceRater.objects.filter(study=study, user=user, active=True).first()
+    if rater is None:
+        raise PreferenceError(f"{user.username} is not an active rater of this study.", status=404)
+    rater.active = False
+    rater.save(update_fields=["active"])
+    withdrawn = PreferenceTask.objects.filter(study=study, rater=user, status__in=PreferenceTask.OPEN_STATUSES
+                                              ).update(status=PreferenceTask.Status.WITHDRAWN)
+    AuditEvent.record(by, "preference.withdraw_rater", study, rater=user.username, withdrawn=withdrawn,
+                      reason=reason)
+    topped_up = assign(study, user=by) if study.status == PreferenceStudy.Status.OPEN else AssignResult()
+    return withdrawn, topped_up
+
+
 def reblind(study: PreferenceStudy) -> int:
     """Strip every source's tells from every candidate once more (sources added later name competitors too)."""
     tells = study_tells(study)

@@ -84,6 +84,7 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
             context["source_form"] = AnswersForm()
     if study.status in (PreferenceStudy.Status.DRAFT, PreferenceStudy.Status.OPEN):
         context["raters_form"] = RatersForm()
+    context["can_withdraw"] = context["is_coordinator"] and study.status == PreferenceStudy.Status.OPEN
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
@@ -156,7 +157,7 @@ def study_raters(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def study_action(request, pk: int):
-    """open / assign / lock / unblind / delete / judge / cancel-judge."""
+    """open / assign / withdraw-rater / lock / unblind / delete / judge / cancel-judge."""
     study = _study(pk)
     action = request.POST.get("action")
     reason = request.POST.get("reason", "").strip()
@@ -168,6 +169,12 @@ def study_action(request, pk: int):
         elif action == "assign":
             result = preference.assign(study, user=request.user)
             messages.success(request, f"{result.created} comparison(s) assigned.")
+        elif action == "withdraw-rater":
+            rater = get_object_or_404(study.raters.select_related("user"), user_id=request.POST.get("rater"))
+            withdrawn, topped_up = preference.withdraw_rater(study, rater.user, by=request.user, reason=reason)
+            note = f" {len(topped_up.short)} comparison(s) lack raters: add raters." if topped_up.short else ""
+            messages.success(request, f"{rater.user.username} withdrawn: {withdrawn} open comparison(s) withdrawn, "
+                                      f"{topped_up.created} given to other raters.{note}")
         elif action == "lock":
             preference.lock(study, request.user, reason)
             messages.success(request, "Study locked. Identities stay sealed until you unblind it.")

@@ -136,6 +136,53 @@ def test_sides_are_balanced_per_rater_and_reproducible_from_the_seed(answer_stud
     assert abs(overall[True] - overall[False]) <= len(raters)
 
 
+def test_withdrawn_rater_loses_open_comparisons_to_the_others_and_keeps_submitted_ones(answer_study, raters,
+                                                                                      coordinator, make_user):
+    leaver, stayer, other = raters
+    open_with(answer_study, [leaver, stayer], coordinator)
+    mine = list(PreferenceTask.objects.filter(study=answer_study, rater=leaver).order_by("position"))
+    done, started = mine[0], mine[1]
+    for criterion in answer_study.criteria.all():
+        preference.save_answer(done, criterion.pk, "A", leaver)
+    preference.submit_task(done, leaver)
+    preference.save_answer(started, answer_study.criteria.first().pk, "B", leaver)
+    with pytest.raises(PreferenceError, match="Say why"):
+        preference.withdraw_rater(answer_study, leaver, by=coordinator, reason=" ")
+    preference.add_rater(answer_study, other, added_by=coordinator)  # someone to take the comparisons over
+    withdrawn, topped_up = preference.withdraw_rater(answer_study, leaver, by=coordinator, reason="left the study")
+    assert withdrawn == len(mine) - 1
+    statuses = Counter(PreferenceTask.objects.filter(study=answer_study, rater=leaver).values_list("status", flat=True))
+    assert statuses == {"submitted": 1, "withdrawn": len(mine) - 1}
+    # every pair is back at the overlap with active raters, and nobody got a pair twice
+    counted = Counter(PreferenceTask.objects.filter(study=answer_study, status__in=PreferenceTask.COUNTED_STATUSES)
+                      .values_list("pair_id", flat=True))
+    assert set(counted.values()) == {2} and topped_up.created == withdrawn and not topped_up.short
+    # the answer given on a withdrawn comparison is kept, but it can no longer change
+    assert PreferenceAnswer.objects.filter(task=started).exists()
+    with pytest.raises(PreferenceError) as info:
+        preference.save_answer(started, answer_study.criteria.first().pk, "A", leaver)
+    assert info.value.status == 409
+    event = AuditEvent.objects.get(action="preference.withdraw_rater")
+    assert event.reason == "left the study" and event.data["withdrawn"] == withdrawn
+    with pytest.raises(PreferenceError, match="not an active rater"):
+        preference.withdraw_rater(answer_study, leaver, by=coordinator, reason="again")
+
+
+def test_coordinator_withdraws_a_rater_from_the_study_page(client, answer_study, raters, coordinator):
+    open_with(answer_study, raters, coordinator)
+    client.force_login(coordinator)
+    page = client.get(reverse("preference-detail", args=[answer_study.pk])).content.decode()
+    assert "Withdraw and reassign open comparisons" in page
+    url = reverse("preference-action", args=[answer_study.pk])
+    response = client.post(url, {"action": "withdraw-rater", "rater": raters[0].pk, "reason": ""}, follow=True)
+    assert "Say why" in response.content.decode()
+    response = client.post(url, {"action": "withdraw-rater", "rater": raters[0].pk, "reason": "on leave"},
+                           follow=True)
+    assert "doc0 withdrawn" in response.content.decode() and "(withdrawn)" in response.content.decode()
+    assert not PreferenceTask.objects.filter(study=answer_study, rater=raters[0],
+                                             status__in=PreferenceTask.OPEN_STATUSES).exists()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # answering
 # ---------------------------------------------------------------------------------------------------------------

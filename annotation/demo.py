@@ -10,6 +10,7 @@ from django.db import transaction
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
 
 DEMO_CORPUS = "Demo corpus (synthetic)"
+DEMO_CAMPAIGN = "Demo campaign (synthetic)"
 DEMO_FILE = Path(__file__).parent / "demo_data" / "dialogues.jsonl"
 # Local demo only: these are printed at start-up. Never load demo data on a public server.
 DEMO_USERS = [
@@ -22,9 +23,11 @@ DEMO_USERS = [
 
 @transaction.atomic
 def load_demo() -> dict[str, int]:
-    """Create the demo users and corpus. Idempotent: existing users and dialogues are left alone."""
+    """Create the demo users, corpus and a campaign on it for the demo physician, so that a new user can rate at
+    once. Idempotent: existing users, dialogues and the campaign (even if deleted since) are left alone."""
+    from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.importers import import_dialogues
-    from annotation.models import Corpus, Dialogue
+    from annotation.models import Campaign, Corpus, Dialogue, ScaleVersion
 
     User = get_user_model()
     users_created = 0
@@ -53,7 +56,20 @@ def load_demo() -> dict[str, int]:
 
     missing = [line for line in lines if line.strip() and json.loads(line)["id"] not in present]
     counts = import_dialogues(corpus, missing) if missing else {"created": 0}
-    return {"users_created": users_created, "dialogues_created": counts["created"]}
+    campaigns_created = 0
+    if not Campaign.objects.filter(corpus=corpus, name=DEMO_CAMPAIGN).exists():
+        coordinator = User.objects.get(username="coordinator")
+        campaign = create_campaign(
+            name=DEMO_CAMPAIGN, corpus=corpus, scale_version=ScaleVersion.objects.get(scale__slug="llm-mini-cex",
+                                                                                      number=1),
+            overlap=1, user=coordinator,
+            instructions="Demo only: synthetic dialogues. Rate each item of the LLM-specific Mini-CEX; every click "
+                         "is saved at once.")
+        add_rater(campaign, User.objects.get(username="physician"), added_by=coordinator)
+        assign(campaign, user=coordinator)
+        campaigns_created = 1
+    return {"users_created": users_created, "dialogues_created": counts["created"],
+            "campaigns_created": campaigns_created}
 
 
 def demo_logins() -> list[tuple[str, str, str]]:

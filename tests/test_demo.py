@@ -3,9 +3,9 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.demo import DEMO_USERS, demo_logins, load_demo
+from annotation.demo import DEMO_CAMPAIGN, DEMO_USERS, demo_logins, load_demo
 from annotation.importers import ImportRejected, import_dialogues, parse_dialogues
-from annotation.models import Corpus, Dialogue
+from annotation.models import Assignment, Corpus, Dialogue
 from annotation.roles import roles_of
 
 
@@ -14,7 +14,11 @@ def test_demo_is_idempotent_and_complete():
     first = load_demo()
     second = load_demo()
     assert first["users_created"] == 4 and first["dialogues_created"] >= 12
-    assert second == {"users_created": 0, "dialogues_created": 0}
+    assert second == {"users_created": 0, "dialogues_created": 0, "campaigns_created": 0}
+    assert first["campaigns_created"] == 1
+    physician = get_user_model().objects.get(username="physician")
+    assigned = Assignment.objects.filter(rater=physician, campaign__name=DEMO_CAMPAIGN)
+    assert assigned.count() >= 10  # the demo physician can start rating at once
     corpus = Corpus.objects.get(is_demo=True)
     dialogues = Dialogue.objects.filter(corpus=corpus)
     assert dialogues.count() >= 12

@@ -9,7 +9,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         counts = load_demo()
         self.stdout.write(
-            f"Demo data ready: {counts['users_created']} new users, {counts['dialogues_created']} new dialogues."
+            f"Demo data ready: {counts['users_created']} new users, {counts['dialogues_created']} new dialogues, "
+            f"{counts['campaigns_created']} new campaign(s)."
         )
         for role, username, password in demo_logins():
             self.stdout.write(f"  {role:<12} {username} / {password}")

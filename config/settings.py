@@ -166,10 +166,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 def _cache() -> dict:
     url = os.environ.get("CACHE_URL", "").strip()
     if not url:
-        return {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "cache"),
-        }
+        return {"BACKEND": "config.cache.FileCache", "LOCATION": str(VAR_DIR / "cache")}
     scheme = urlsplit(url).scheme
     if scheme in {"redis", "rediss"}:
         return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}

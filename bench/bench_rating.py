@@ -748,7 +748,6 @@ def main() -> int:
 
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS",
                                            "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")})
-    sys.path.insert(0, str(BASE_DIR))
     import django
 
     django.setup()

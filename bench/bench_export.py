@@ -179,7 +179,7 @@ def run_export(names: bool) -> dict:
     """Child process: time write_csv(label_rows(...)) to a temp file; report figures as JSON."""
     setup_django()
     from annotation.models import Corpus
-    from scoring.exports import label_rows, write_csv
+    from scoring.reports.exports import label_rows, write_csv
 
     corpus = Corpus.objects.get(name=CORPUS)
     rss_before = proc_status_mb("VmRSS")

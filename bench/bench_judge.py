@@ -49,7 +49,7 @@ def ensure_database() -> None:
 
 
 def wait_run(run_id: int, timeout: float) -> float:
-    from scoring.models import JudgeRun
+    from scoring.judges.models import JudgeRun
 
     started = time.monotonic()
     while time.monotonic() - started < timeout:
@@ -73,8 +73,9 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     from annotation.models import Corpus, Dialogue, ScaleVersion
     from config.celery import app
-    from scoring import judging, limiter
-    from scoring.models import JudgeConfig
+    from scoring.judges import runs as judging
+    from scoring.judges.models import JudgeConfig
+    from scoring.llm import limiter
     from tests.fake_openai import FakeOpenAIProcess, fetch_requests, fetch_stats
 
     n_dialogues = CALLS // len(ITEMS)

@@ -33,7 +33,8 @@ def main() -> int:
     import numpy as np
 
     from annotation.models import Campaign
-    from scoring import reports, stats
+    from scoring import stats
+    from scoring.reports import agreement as reports
 
     campaign = Campaign.objects.get(name=bench_export.CAMPAIGN)
     started = time.monotonic()

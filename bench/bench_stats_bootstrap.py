@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from scoring.stats import (  # noqa: E402
+from scoring.stats import (
     bootstrap_ci,
     bootstrap_freq,
     bootstrap_indices,

@@ -10,6 +10,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("minicex")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# The scoring app keeps one tasks module per job's package.
+app.autodiscover_tasks([f"scoring.{package}" for package in ("jobs", "llm", "judges", "preference", "generation")])
 
 
 @task_prerun.connect

@@ -8,8 +8,8 @@ from annotation import api as annotation_api
 from annotation.forms import ThrottledAuthenticationForm
 from annotation.urls import rating_urlpatterns
 from config.views import healthz
-from scoring import api as scoring_api
-from scoring import api_preference
+from scoring.preference import api as api_preference
+from scoring.reports import api as scoring_api
 
 router = DefaultRouter()
 router.register("scales", annotation_api.ScaleViewSet, basename="scale")

@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pandas as pd
+from celery import current_app
 from django.conf import settings
 from django.core import signing
 from django.core.mail import send_mail
@@ -386,12 +387,10 @@ def schedule_reminders(rnd: Round) -> int:
     days = rnd.study.reminder_days
     if not days or not getattr(settings, "DELPHI_SCHEDULE_REMINDERS", True):
         return 0
-    from delphi.tasks import send_round_reminders
-
     queued = 0
     for k in range(1, MAX_SCHEDULED_REMINDERS + 1):
         try:
-            send_round_reminders.apply_async((rnd.pk,), countdown=k * days * 86400)
+            current_app.send_task("delphi.send_round_reminders", (rnd.pk,), countdown=k * days * 86400)
             queued += 1
         except Exception as exc:  # broker down: reminders can still be sent from the round page
             log.warning("could not schedule Delphi reminders for round %s: %s", rnd.pk, exc)

@@ -16,4 +16,5 @@ class ScoringConfig(AppConfig):
     }
 
     def ready(self) -> None:
-        from scoring import judge_labels  # noqa: F401 - registers judge labels in the label exports
+        from scoring.judges import labels  # noqa: F401 - registers judge labels in the label exports
+        from scoring.reports import service  # noqa: F401 - registers the campaign report job

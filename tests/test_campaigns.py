@@ -7,7 +7,7 @@ import pytest
 
 from annotation import campaigns, labels
 from annotation.models import Adjudication, Assignment, AuditEvent, CampaignRater, Label, LabelChange
-from scoring.trial import trial_report
+from scoring.reports.trial import trial_report
 from tests.factories import answer_all, campaign_with, corpus_with, mini_cex, rating_items
 
 

@@ -18,8 +18,8 @@ from django.core.management.base import CommandError
 from annotation.campaigns import add_rater, assign, create_campaign, reassign
 from annotation.labels import save_label, submit
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label, RaterProfile
-from scoring import exports
-from scoring.exports import (
+from scoring.reports import exports
+from scoring.reports.exports import (
     COLUMNS,
     LABEL_SOURCES,
     ExportError,

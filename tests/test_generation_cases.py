@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from annotation.importers import ImportRejected
-from scoring import cases
-from scoring.generation_models import CaseSet, PatientCase
+from scoring.generation import cases
+from scoring.generation.models import CaseSet, PatientCase
 from tests.test_generation import OSCE
 
 AGENTCLINIC_LINE = {"OSCE_Examination": {k: v for k, v in OSCE["OSCE_Examination"].items()}}  # no id, as published

@@ -7,8 +7,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation.models import Corpus
-from scoring import generation
-from scoring.generation_models import CaseSet, GeneratedDialogue, GenerationJob
+from scoring.generation import services as generation
+from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
 from tests.fake_openai import FakeOpenAI
 from tests.generation_fake import Clinic
 from tests.test_generation import OSCE, SELF, drive
@@ -69,7 +69,7 @@ def test_coordinator_imports_generates_for_two_models_and_two_temperatures(clien
             "patient_temperature": 0.2, "max_tokens": 200, "concurrency": 2, "timeout_seconds": 10,
             "max_attempts": 3, "doctor_price_in": "0.01", "doctor_price_out": "0.02", "patient_price_in": "0",
             "patient_price_out": "0"}
-    from scoring import generation_prompts as gp
+    from scoring.generation import prompts as gp
 
     data.update(gp.defaults())
     refused = client.post(reverse("generation-job-new"), data).content.decode()

@@ -10,8 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from scoring import generation, limiter
-from scoring.generation_models import CaseSet, GeneratedDialogue, GenerationJob, GenerationTurn
+from scoring.generation import services as generation
+from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob, GenerationTurn
+from scoring.llm import limiter
 from tests.conftest import wait_until
 from tests.fake_openai import FakeOpenAI
 from tests.generation_fake import Clinic

@@ -5,8 +5,8 @@ import time
 import pytest
 from django.urls import reverse
 
-from scoring import jobs
-from scoring.models import Job
+from scoring.jobs import services as jobs
+from scoring.jobs.models import Job
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):

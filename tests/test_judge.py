@@ -3,8 +3,10 @@
 import pytest
 
 from annotation.models import Corpus, Dialogue, ScaleVersion
-from scoring import gateway, judging, limiter
-from scoring.models import JudgeConfig, JudgeResult, JudgeRun, LLMCall
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.llm import gateway, limiter
+from scoring.llm.models import LLMCall
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Corpus, Dialogue, ScaleVersion
-from scoring import judging
-from scoring.models import JudgeConfig, JudgeRun
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeRun
 from tests.test_judge import drain
 
 
@@ -109,7 +109,7 @@ def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkey
     html = client.get(reverse("judge-run-report", args=[run.pk]), {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-items"' in html and ("judge can replace physicians" in html or "keep physicians" in html)
     assert 'data-testid="judge-models"' in html
-    from scoring.exports import label_rows
+    from scoring.reports.exports import label_rows
 
     rows = list(label_rows(campaign.corpus, campaign))
     assert {r["rater_kind"] for r in rows} == {"human", "judge"}

@@ -18,10 +18,11 @@ from django.db import transaction
 from annotation import labels
 from annotation.campaigns import create_campaign
 from annotation.models import Assignment, Corpus
-from scoring import judge_report, stats
-from scoring.judge_report import KEEP, REPLACE, JudgeReportError, compare_modes, judge_vs_physicians
-from scoring.judging import config_snapshot, default_prompt_set
-from scoring.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring import stats
+from scoring.judges import report as judge_report
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.judges.report import KEEP, REPLACE, JudgeReportError, compare_modes, judge_vs_physicians
+from scoring.judges.runs import config_snapshot, default_prompt_set
 from tests.factories import campaign_with, mini_cex, rating_items
 
 # physicians' answers per dialogue d000..d005 as (r0, r1, r2); every other item: binary 1, item 4 = 2
@@ -341,9 +342,9 @@ def test_compare_modes(study):
 
 
 def test_judge_labels_in_exports(study):
-    import scoring.judge_labels  # noqa: F401 - registers the label source
-    from scoring import exports
-    from scoring.judge_labels import judge_label_rows
+    import scoring.judges.labels  # noqa: F401 - registers the label source
+    from scoring.judges.labels import judge_label_rows
+    from scoring.reports import exports
 
     campaign, run = study
     assert exports.LABEL_SOURCES.count(judge_label_rows) == 1

@@ -8,8 +8,9 @@ import pytest
 
 from annotation import labels
 from annotation.models import Corpus, Dialogue, ScaleVersion
-from scoring import judging, limiter
-from scoring.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.llm import limiter
 from tests.conftest import wait_until
 from tests.fake_openai import FakeOpenAI, mini_cex_answer
 

@@ -12,15 +12,12 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import AuditEvent, Corpus, Dialogue, ScaleVersion
-from scoring import judging, preference, preference_analysis
-from scoring.models import JudgeConfig, JudgeResult, JudgeRun
-from scoring.preference import PreferenceError, side_for
-from scoring.preference_models import (
-    PreferenceAnswer,
-    PreferenceAnswerChange,
-    PreferenceStudy,
-    PreferenceTask,
-)
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.preference import analysis as preference_analysis
+from scoring.preference import services as preference
+from scoring.preference.models import PreferenceAnswer, PreferenceAnswerChange, PreferenceStudy, PreferenceTask
+from scoring.preference.services import PreferenceError, side_for
 
 SOURCES = ["ZephyrMed-7B", "OrcaDoc-13B", "PelicanCare"]
 
@@ -463,7 +460,7 @@ def test_dialogue_study_groups_by_case(db, coordinator):
 
 def test_demo_study_loads_once(instrument):
     from annotation.demo import load_demo
-    from scoring.preference_demo import load_preference_demo
+    from scoring.preference.demo import load_preference_demo
 
     load_demo()
     first = load_preference_demo()

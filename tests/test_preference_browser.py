@@ -2,8 +2,8 @@
 
 import pytest
 
-from scoring import preference
-from scoring.preference_models import PreferenceAnswer, PreferenceTask
+from scoring.preference import services as preference
+from scoring.preference.models import PreferenceAnswer, PreferenceTask
 from tests.conftest import ARTIFACTS
 from tests.test_browser_annotation import login
 from tests.test_preference import SOURCES, answers_jsonl

@@ -9,9 +9,14 @@ import time
 import pytest
 
 from annotation.models import ScaleVersion
-from scoring import judging, limiter, preference, preference_analysis, preference_judging
-from scoring.models import JudgeConfig, LLMCall
-from scoring.preference_models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask, PreferenceVerdict
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig
+from scoring.llm import limiter
+from scoring.llm.models import LLMCall
+from scoring.preference import analysis as preference_analysis
+from scoring.preference import judging as preference_judging
+from scoring.preference import services as preference
+from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask, PreferenceVerdict
 from tests.fake_openai import FakeOpenAI
 from tests.test_preference import answers_jsonl, open_with
 

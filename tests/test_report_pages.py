@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from annotation import labels
 from annotation.models import Assignment
-from scoring import jobs
-from scoring.models import Job
+from scoring.jobs import services as jobs
+from scoring.jobs.models import Job
 from tests.factories import campaign_with
 from tests.test_reports import rate_everything
 

@@ -9,7 +9,8 @@ import pytest
 
 from annotation import labels
 from annotation.models import Assignment
-from scoring import reports, stats
+from scoring import stats
+from scoring.reports import agreement as reports
 from tests.factories import campaign_with, rating_items
 
 

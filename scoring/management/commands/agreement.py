@@ -8,7 +8,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
-from scoring import reports
+from scoring.reports import agreement as reports
 
 
 def csv_rows(report: dict):

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
-from scoring.exports import (
+from scoring.reports.exports import (
     FORMATS,
     STREAMABLE,
     ExportError,

@@ -12,8 +12,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation.importers import ImportRejected
-from scoring import cases, gateway, generation
-from scoring.generation_models import CaseSet, GenerationJob
+from scoring.generation import cases
+from scoring.generation import services as generation
+from scoring.generation.models import CaseSet, GenerationJob
+from scoring.llm import gateway
 from scoring.management.commands.run_judge import bar
 
 

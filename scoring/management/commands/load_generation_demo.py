@@ -7,10 +7,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from scoring import cases
-from scoring.generation_models import CaseSet
+from scoring.generation import cases
+from scoring.generation.models import CaseSet
 
-DEMO_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "generation_demo_cases.jsonl"
+DEMO_FILE = Path(__file__).resolve().parents[2] / "generation" / "fixtures" / "generation_demo_cases.jsonl"
 DEMO_NAME = "Demo cases (self-reports, templates, OSCE)"
 
 

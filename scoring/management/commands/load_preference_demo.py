@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from scoring.preference_demo import load_preference_demo
+from scoring.preference.demo import load_preference_demo
 
 
 class Command(BaseCommand):

@@ -8,8 +8,9 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Corpus, ScaleVersion
-from scoring import gateway, judging
-from scoring.models import JudgeConfig, JudgeRun
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeRun
+from scoring.llm import gateway
 
 
 def bar(fraction: float, width: int = 30) -> str:

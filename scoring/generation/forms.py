@@ -1,0 +1,138 @@
+"""Forms of the dialogue generation pages."""
+
+from __future__ import annotations
+
+from django import forms
+
+from scoring.generation import prompts as gp
+from scoring.generation import services as generation
+from scoring.generation.models import CaseSet
+
+
+def _env_name(value: str) -> str:
+    value = (value or "").strip() or "OPENAI_API_KEY"
+    if not value.replace("_", "").isalnum() or value[0].isdigit():
+        raise forms.ValidationError("Give the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key "
+                                    "itself.")
+    return value
+
+
+class CaseImportForm(forms.Form):
+    file = forms.FileField(label="Cases file (JSON Lines)")
+    case_set = forms.CharField(max_length=200, label="Case set",
+                               help_text="An existing case set adds to it; a new name creates it.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+def _bias_choices(table: dict[str, str]) -> list[tuple[str, str]]:
+    return [(gp.NO_BIAS, "No bias")] + [
+        (name, f"{name.replace('_', ' ')} ({'cognitive' if name in gp.COGNITIVE else 'implicit'})") for name in table]
+
+
+class GenerationJobForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="Empty: the models' names.")
+    case_set = forms.ModelChoiceField(queryset=CaseSet.objects.none())
+    corpus_name = forms.CharField(max_length=200, label="Output corpus",
+                                  help_text="The dialogues go into this corpus (created if new; an existing "
+                                            "corpus gets them added).")
+    doctor_models = forms.CharField(max_length=500, label="Doctor model(s) under test",
+                                    help_text="Comma-separated model names at the doctor endpoint.")
+    doctor_base_url = forms.CharField(max_length=300, required=False, label="Doctor endpoint base URL",
+                                      help_text="Empty: OPENAI_BASE_URL.")
+    doctor_api_key_env = forms.CharField(max_length=100, initial="OPENAI_API_KEY",
+                                         label="Doctor key variable")
+    patient_model = forms.CharField(max_length=200, label="Patient simulator model")
+    patient_base_url = forms.CharField(max_length=300, required=False, label="Patient endpoint base URL",
+                                       help_text="Empty: OPENAI_BASE_URL. Also used by the measurement agent and "
+                                                 "the moderator.")
+    patient_api_key_env = forms.CharField(max_length=100, initial="OPENAI_API_KEY", label="Patient key variable")
+    measurement_model = forms.CharField(max_length=200, required=False, help_text="Empty: the patient model.")
+    moderator_model = forms.CharField(max_length=200, required=False, help_text="Empty: the patient model.")
+    temperatures = forms.CharField(max_length=200, initial="0.2, 0.8", label="Doctor temperatures",
+                                   help_text="Comma-separated; low and high temperatures give better and worse "
+                                             "dialogues (seeds/000 sec. 4.4).")
+    doctor_biases = forms.MultipleChoiceField(choices=_bias_choices(gp.DOCTOR_BIASES), initial=[gp.NO_BIAS],
+                                              widget=forms.CheckboxSelectMultiple,
+                                              help_text="Each checked condition is generated (AgentClinic).")
+    patient_biases = forms.MultipleChoiceField(choices=_bias_choices(gp.PATIENT_BIASES), initial=[gp.NO_BIAS],
+                                               widget=forms.CheckboxSelectMultiple)
+    repeats = forms.IntegerField(min_value=1, max_value=100, initial=1,
+                                 help_text="Dialogues per case, model and condition.")
+    max_turns = forms.IntegerField(min_value=1, max_value=100, initial=10, label="Turn limit",
+                                   help_text="Most doctor turns; a test request counts as one.")
+    end_marker = forms.CharField(max_length=60, initial=gp.END_MARKER)
+    reveal_diagnosis = forms.BooleanField(required=False, label="Tell the patient simulator its diagnosis",
+                                          help_text="Off by default: the diagnosis is for the moderator only.")
+    patient_temperature = forms.FloatField(min_value=0, max_value=2, initial=0.2)
+    max_tokens = forms.IntegerField(min_value=16, max_value=8000, initial=300, label="Max tokens per turn")
+    split = forms.ChoiceField(required=False, choices=[("", "None"), ("train", "Train"),
+                                                       ("validation", "Validation"), ("test", "Test")])
+    concurrency = forms.IntegerField(min_value=1, max_value=256, initial=4,
+                                     help_text="Most requests in flight per endpoint, all workers.")
+    requests_per_minute = forms.IntegerField(min_value=1, required=False)
+    tokens_per_minute = forms.IntegerField(min_value=1, required=False)
+    timeout_seconds = forms.FloatField(min_value=1, initial=60)
+    max_attempts = forms.IntegerField(min_value=1, max_value=50, initial=6)
+    doctor_price_in = forms.DecimalField(min_value=0, decimal_places=6, initial=0,
+                                         label="Doctor price per 1,000 prompt tokens")
+    doctor_price_out = forms.DecimalField(min_value=0, decimal_places=6, initial=0,
+                                          label="Doctor price per 1,000 completion tokens")
+    patient_price_in = forms.DecimalField(min_value=0, decimal_places=6, initial=0,
+                                          label="Patient endpoint price per 1,000 prompt tokens")
+    patient_price_out = forms.DecimalField(min_value=0, decimal_places=6, initial=0,
+                                           label="Patient endpoint price per 1,000 completion tokens")
+    doctor_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 7}), initial=gp.DOCTOR_PROMPT,
+                                    help_text="Slots: {information} {end_marker} {max_turns} {tests} {bias}.")
+    patient_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 7}), initial=gp.PATIENT_PROMPT,
+                                     help_text="Slots: {information} {bias}. The information never contains the "
+                                               "diagnosis unless it is revealed above.")
+    measurement_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), initial=gp.MEASUREMENT_PROMPT,
+                                         help_text="Slot: {information} (examination findings and test results).")
+    moderator_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), initial=gp.MODERATOR_PROMPT)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["case_set"].queryset = CaseSet.objects.alive()
+
+    def clean_doctor_api_key_env(self):
+        return _env_name(self.cleaned_data["doctor_api_key_env"])
+
+    def clean_patient_api_key_env(self):
+        return _env_name(self.cleaned_data["patient_api_key_env"])
+
+    def clean_doctor_models(self):
+        models = [m.strip() for m in self.cleaned_data["doctor_models"].split(",") if m.strip()]
+        if not models:
+            raise forms.ValidationError("Give at least one model.")
+        return models
+
+    def clean_temperatures(self):
+        values = generation.parse_list(self.cleaned_data["temperatures"])
+        try:
+            return generation._floats(values)
+        except generation.GenerationError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        for name in ("doctor_prompt", "patient_prompt", "measurement_prompt", "moderator_prompt"):
+            if data.get(name):
+                problem = gp.check_prompt(name, data[name])
+                if problem:
+                    self.add_error(name, problem)
+        return data
+
+    def job_kwargs(self) -> dict:
+        d = self.cleaned_data
+        keys = ["name", "case_set", "corpus_name", "doctor_models", "doctor_base_url", "doctor_api_key_env",
+                "patient_model", "patient_base_url", "patient_api_key_env", "measurement_model", "moderator_model",
+                "temperatures", "doctor_biases", "patient_biases", "repeats", "max_turns", "end_marker",
+                "reveal_diagnosis", "patient_temperature", "max_tokens", "split", "concurrency",
+                "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts", "doctor_price_in",
+                "doctor_price_out", "patient_price_in", "patient_price_out"]
+        kwargs = {k: d[k] for k in keys}
+        kwargs["doctor_base_url"] = kwargs["doctor_base_url"].strip()
+        kwargs["patient_base_url"] = kwargs["patient_base_url"].strip()
+        kwargs["prompt_texts"] = {k: d[k] for k in ("doctor_prompt", "patient_prompt", "measurement_prompt",
+                                                     "moderator_prompt")}
+        return kwargs

@@ -1,0 +1,161 @@
+"""Coordinator pages for dialogue generation: case sets, jobs with live progress, transcripts, the accuracy report."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.importers import ImportRejected, LineError, size_error
+from annotation.models import AuditEvent, Campaign
+from annotation.roles import ANALYST, COORDINATOR, role_required
+from scoring.generation import cases
+from scoring.generation import services as generation
+from scoring.generation.forms import CaseImportForm, GenerationJobForm
+from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
+from scoring.llm import gateway
+
+FIELD_GROUPS = [
+    ("Cases and output", ["name", "case_set", "corpus_name", "split"]),
+    ("Doctor under test", ["doctor_models", "doctor_base_url", "doctor_api_key_env"]),
+    ("Patient simulator, measurement agent and moderator", ["patient_model", "patient_base_url",
+                                                              "patient_api_key_env", "measurement_model",
+                                                              "moderator_model", "patient_temperature"]),
+    ("Conditions", ["temperatures", "doctor_biases", "patient_biases", "repeats"]),
+    ("Dialogue", ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
+    ("Limits and prices", ["concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds",
+                           "max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
+                           "patient_price_out"]),
+    ("Prompts (defaults written from AgentClinic, seeds/002 Appendix B)", ["doctor_prompt", "patient_prompt",
+                                                                           "measurement_prompt",
+                                                                           "moderator_prompt"]),
+]
+
+
+def _endpoint_help() -> str | None:
+    return None if settings.OPENAI_BASE_URL else gateway.HOW_TO_CONFIGURE
+
+
+@role_required(COORDINATOR, ANALYST)
+def generation_home(request):
+    return render(request, "scoring/generation_list.html", {
+        "case_sets": CaseSet.objects.alive().prefetch_related("cases"),
+        "jobs": GenerationJob.objects.select_related("case_set", "corpus")[:50],
+        "endpoint_help": _endpoint_help(),
+    })
+
+
+@role_required(COORDINATOR)
+def case_import(request):
+    form = CaseImportForm(request.POST or None, request.FILES or None,
+                          initial={"case_set": request.GET.get("case_set", "")})
+    errors = []
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        too_large = size_error(upload.size)
+        if too_large:
+            errors = [too_large]
+        else:
+            name = form.cleaned_data["case_set"].strip()
+            try:
+                with transaction.atomic():
+                    case_set = CaseSet.objects.filter(name=name).first()
+                    if case_set is not None and case_set.is_deleted:
+                        raise ImportRejected([LineError(0, f"case set {name!r} was deleted; "
+                                                                 "choose another name")])
+                    if case_set is None:
+                        case_set = CaseSet.objects.create(name=name, created_by=request.user, source=upload.name,
+                                                          description=form.cleaned_data["description"])
+                        AuditEvent.record(request.user, "case_set.create", case_set)
+                    counts = cases.import_cases(case_set, upload, user=request.user, source=upload.name)
+            except ImportRejected as exc:
+                errors = exc.errors
+            else:
+                messages.success(request, f"Imported {counts['created']} case(s) into {case_set.name} "
+                                          f"({counts['osce']} OSCE, {counts['self_report']} self-report, "
+                                          f"{counts['from_templates']} from templates).")
+                return redirect("generation-case-set", pk=case_set.pk)
+    return render(request, "scoring/generation_import.html", {"form": form, "errors": errors})
+
+
+@role_required(COORDINATOR, ANALYST)
+def case_set_detail(request, pk: int):
+    case_set = get_object_or_404(CaseSet.objects.alive(), pk=pk)
+    return render(request, "scoring/generation_case_set.html", {
+        "case_set": case_set, "cases": case_set.cases.alive()[:500], "count": case_set.cases.alive().count(),
+        "jobs": case_set.jobs.select_related("corpus")})
+
+
+@role_required(COORDINATOR)
+def job_new(request):
+    initial = {"case_set": request.GET.get("case_set")}
+    form = GenerationJobForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = generation.create_job(user=request.user, **form.job_kwargs())
+        except (gateway.NotConfigured, generation.GenerationError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            count = generation.start(job, request.user)
+            messages.success(request, f"Generation #{job.pk} started: {count} dialogue(s) queued.")
+            return redirect("generation-job", pk=job.pk)
+    groups = [(legend, [form[name] for name in names]) for legend, names in FIELD_GROUPS]
+    return render(request, "scoring/generation_job_new.html", {"form": form, "groups": groups,
+                                                               "endpoint_help": _endpoint_help()})
+
+
+def _job_context(job: GenerationJob) -> dict:
+    failed = (GeneratedDialogue.objects.filter(job=job, status=GeneratedDialogue.Status.FAILED)
+              .select_related("case")[:200])
+    return {"job": job, "progress": generation.progress(job), "failed": failed, "report": generation.report(job),
+            "dialogues": GeneratedDialogue.objects.filter(job=job).select_related("case")[:300]}
+
+
+@role_required(COORDINATOR, ANALYST)
+def job_detail(request, pk: int):
+    job = get_object_or_404(GenerationJob.objects.select_related("case_set", "corpus"), pk=pk)
+    context = _job_context(job)
+    context.update({
+        "campaigns": Campaign.objects.alive().filter(corpus=job.corpus),
+        "judge_runs": job.corpus.judge_runs.select_related("config")[:20],
+    })
+    return render(request, "scoring/generation_job.html", context)
+
+
+@role_required(COORDINATOR, ANALYST)
+def job_progress(request, pk: int):
+    """htmx partial, polled while the job is active."""
+    job = get_object_or_404(GenerationJob.objects.select_related("case_set", "corpus"), pk=pk)
+    return render(request, "scoring/generation_progress.html", _job_context(job))
+
+
+@require_POST
+@role_required(COORDINATOR)
+def job_action(request, pk: int):
+    job = get_object_or_404(GenerationJob, pk=pk)
+    action = request.POST.get("action")
+    try:
+        if action == "pause":
+            generation.set_status(job, GenerationJob.Status.PAUSED, request.user)
+        elif action == "cancel":
+            generation.set_status(job, GenerationJob.Status.CANCELLED, request.user)
+        elif action == "resume":
+            if job.status != GenerationJob.Status.PAUSED:
+                raise generation.GenerationError("Only a paused job can be resumed.")
+            generation.start(job, request.user)
+        elif action == "retry":
+            count = generation.retry_failed(job, request.user)
+            messages.success(request, f"{count} failed dialogue(s) will continue from their last stored turn.")
+        else:
+            raise generation.GenerationError("Unknown action.")
+    except generation.GenerationError as exc:
+        messages.error(request, str(exc))
+    return redirect("generation-job", pk=pk)
+
+
+@role_required(COORDINATOR, ANALYST)
+def generated_detail(request, pk: int):
+    gd = get_object_or_404(GeneratedDialogue.objects.select_related("job", "case", "dialogue"), pk=pk)
+    return render(request, "scoring/generation_dialogue.html", {"gd": gd, "turns": generation.transcript(gd)})

@@ -1,0 +1,61 @@
+"""Background jobs (reports, the worker check): state and result live in the database, not in Celery."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Job(models.Model):
+    """A unit of background work whose state and result live in the database, not in Celery.
+
+    The web process creates the row and enqueues the task with its id; the worker moves it through
+    the states and stores the result, so the browser can poll it and nothing depends on a result backend.
+    """
+
+    class Kind(models.TextChoices):
+        WORKER_CHECK = "worker_check", "End-to-end worker check"
+        CAMPAIGN_REPORT = "campaign_report", "Campaign agreement report"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    progress = models.FloatField(default=0.0)
+    message = models.CharField(max_length=200, blank=True, help_text="What the job is doing now.")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+    @property
+    def result_rows(self) -> list[tuple[str, object]]:
+        """The result as (key, value) pairs; templates cannot call ``.items`` on a dict with an "items" key."""
+        return list(self.result.items()) if isinstance(self.result, dict) else []
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None

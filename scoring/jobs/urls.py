@@ -1,0 +1,9 @@
+from django.urls import path
+
+from scoring.jobs import views
+
+urlpatterns = [
+    path("system/", views.system_status, name="system"),
+    path("system/worker-check/", views.worker_check_start, name="worker-check"),
+    path("jobs/<int:pk>/", views.job_status, name="job-status"),
+]

@@ -1,0 +1,40 @@
+"""Admin pages: judge configurations, prompt sets, runs and results."""
+
+from django.contrib import admin
+
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
+
+
+class PromptInline(admin.TabularInline):
+    model = Prompt
+    extra = 0
+
+
+@admin.register(PromptSet)
+class PromptSetAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "scale_version", "locked_at", "created_at"]
+    inlines = [PromptInline]
+
+
+@admin.register(Prompt)
+class PromptAdmin(admin.ModelAdmin):
+    list_display = ["prompt_set", "item", "question"]
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    list_display = ["name", "model", "base_url", "api_key_env", "mode", "concurrency", "created_at"]
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "config", "corpus", "status", "created_at", "finished_at"]
+    list_filter = ["status"]
+    readonly_fields = ["snapshot", "error"]
+
+
+@admin.register(JudgeResult)
+class JudgeResultAdmin(admin.ModelAdmin):
+    list_display = ["run", "dialogue", "item", "status", "value", "p_yes", "from_cache", "attempts"]
+    list_filter = ["status", "from_cache"]
+    raw_id_fields = ["run", "dialogue", "item", "call"]

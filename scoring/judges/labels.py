@@ -1,0 +1,52 @@
+"""LLM judge labels in the label exports (``export_labels``, the export pages): rows with ``rater_kind`` "judge".
+
+Importing this module registers :func:`judge_label_rows` in :data:`scoring.exports.LABEL_SOURCES` (once), so
+``exports.label_rows`` yields, after the physicians' labels, every scored judge answer on the corpus:
+
+* every judge run on the corpus whatever its status (a paused, cancelled or failed run's scored answers are final
+  answers too; ``judge_run`` tells the runs apart), in run order;
+* only results with status ``done`` and a value (unscored, failed and pending answers are not labels);
+* with a ``campaign``, only dialogues in that campaign's scope (``Campaign.dialogues()``: its split, model and
+  language filters, privacy-excluded and deleted dialogues left out); without, every dialogue of the corpus that
+  is not deleted.
+
+Row format (:data:`scoring.exports.COLUMNS`): ``rater`` = :func:`judge_rater_name` (the configuration's name as
+the run recorded it, plus the run number: stable even if the configuration is renamed later), ``rater_kind``
+"judge", ``judge_run`` = the run id as text, ``created`` = the result's ``updated_at`` in ISO 8601 UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from scoring.reports.exports import CHUNK_SIZE, JUDGE, iso_utc, register_label_source
+
+
+def judge_rater_name(run) -> str:
+    """The stable rater label of a run's answers, e.g. "gpt-4o per-item (run 12)"."""
+    name = (run.snapshot or {}).get("name") or run.config.name
+    return f"{name} (run {run.pk})"
+
+
+def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
+    """Scored judge answers on ``corpus`` (optionally only ``campaign``'s dialogues) in the export row format,
+    ordered by run, dialogue external id and item order. ``names`` is accepted for the source protocol; judges
+    have no personal names to hide."""
+    from scoring.judges.models import JudgeResult, JudgeRun
+
+    for run in JudgeRun.objects.filter(corpus=corpus).select_related("config").order_by("pk"):
+        qs = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False,
+                                        dialogue__deleted_at__isnull=True)
+        if campaign is not None:
+            qs = qs.filter(dialogue__in=campaign.dialogues().values("pk"))
+        rater = judge_rater_name(run)
+        run_id = str(run.pk)
+        rows = qs.order_by("dialogue__external_id", "item__order").values_list(
+            "dialogue__external_id", "item__code", "value", "updated_at")
+        for dialogue_id, code, value, updated in rows.iterator(chunk_size=CHUNK_SIZE):
+            yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": JUDGE,
+                   "judge_run": run_id, "created": iso_utc(updated)}
+
+
+register_label_source(judge_label_rows)

@@ -1,0 +1,159 @@
+"""Judge configurations, versioned prompt sets, runs and their per-item results."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from scoring.llm.models import LLMCall
+
+
+class PromptSet(models.Model):
+    """A versioned set of judge prompts for one scale version. Used sets are immutable; edits make a new version."""
+
+    name = models.CharField(max_length=120)
+    version = models.PositiveIntegerField(default=1)
+    scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
+    system_prompt = models.TextField()
+    dialogue_template = models.TextField(help_text="How the dialogue is shown; {self_report} and {turns} are filled.")
+    per_dialogue_instruction = models.TextField(help_text="Question for the one-call-per-dialogue mode.")
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when a run first uses it.")
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="unique_prompt_set_version")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class Prompt(models.Model):
+    """The per-item question (the paper's "Does the doctor ... in the following dialogue?")."""
+
+    prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts")
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="+")
+    question = models.TextField()
+
+    class Meta:
+        ordering = ["prompt_set", "item__order"]
+        constraints = [models.UniqueConstraint(fields=["prompt_set", "item"], name="unique_prompt_per_item")]
+
+    def __str__(self) -> str:
+        return f"{self.prompt_set} {self.item.code}"
+
+
+class JudgeConfig(models.Model):
+    """An LLM judge: an OpenAI-compatible endpoint, a model, parameters and a prompt set.
+
+    The API key is never stored: ``api_key_env`` names the environment variable that holds it.
+    """
+
+    class Mode(models.TextChoices):
+        PER_ITEM = "per-item", "One call per dialogue and item (the paper's method)"
+        PER_DIALOGUE = "per-dialogue", "One structured call per dialogue returning every item"
+
+    name = models.CharField(max_length=120, unique=True)
+    base_url = models.CharField(max_length=300, blank=True, help_text="Empty: OPENAI_BASE_URL from the environment.")
+    api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY",
+                                   help_text="Name of the environment variable holding the key.")
+    model = models.CharField(max_length=200)
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=256)
+    seed = models.BigIntegerField(null=True, blank=True)
+    mode = models.CharField(max_length=14, choices=Mode.choices, default=Mode.PER_ITEM)
+    structured_output = models.BooleanField(default=True, help_text="Ask for JSON-schema output (response_format).")
+    request_logprobs = models.BooleanField(default=True, help_text="Ask for logprobs to store P(yes).")
+    concurrency = models.PositiveIntegerField(default=8, help_text="Most requests in flight at once, all workers.")
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    timeout_seconds = models.FloatField(default=60.0)
+    max_attempts = models.PositiveIntegerField(default=6)
+    price_input_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
+    price_output_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
+    prompt_set = models.ForeignKey(PromptSet, on_delete=models.PROTECT, related_name="configs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JudgeRun(models.Model):
+    """One judge configuration applied to (part of) a corpus. State and results live in the database."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        CANCELLED = "cancelled", "Cancelled"
+        SUCCEEDED = "succeeded", "Finished"
+        FAILED = "failed", "Failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
+    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs")
+    filter_split = models.CharField(max_length=12, blank=True)
+    filter_model = models.CharField(max_length=200, blank=True)
+    filter_language = models.CharField(max_length=16, blank=True)
+    item_codes = models.JSONField(default=list, blank=True, help_text="Empty = every rating item.")
+    snapshot = models.JSONField(default=dict, help_text="The configuration and prompts as they were at the start.")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Run #{self.pk} {self.config} on {self.corpus}"
+
+
+class JudgeResult(models.Model):
+    """The judge's answer on one item of one dialogue in a run; upserted, so retries never duplicate."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DONE = "done", "Scored"
+        UNSCORED = "unscored", "Unscored (unparseable answer)"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results")
+    dialogue = models.ForeignKey("annotation.Dialogue", on_delete=models.PROTECT, related_name="judge_results")
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="judge_results")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    value = models.SmallIntegerField(null=True, blank=True)
+    p_yes = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
+    from_cache = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=0)
+    retry_round = models.PositiveIntegerField(default=0, help_text="Bumped by 'retry': asks the endpoint again "
+                                                                     "instead of reusing the cached answer.")
+    error = models.TextField(blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "dialogue", "item__order"]
+        constraints = [models.UniqueConstraint(fields=["run", "dialogue", "item"], name="unique_judge_result")]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.dialogue_id} {self.item_id}: {self.status}"

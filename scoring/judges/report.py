@@ -1,0 +1,791 @@
+"""Judge vs physicians: can an LLM judge replace the physicians on an item? (issue 5 item 6, DESIGN.md section 4)
+
+:func:`judge_vs_physicians` compares one judge run with the submitted labels of one annotation campaign on the
+same corpus and scale version and returns a plain, JSON-serialisable dict (``None`` where a figure is undefined,
+with the reason in ``warnings``). Per item the run judged, on the dialogues that have both a scored judge answer
+(result status ``done``) and at least one physician label:
+
+* **Table 5 layout** (seeds/000): accuracy, precision, recall and F1 of the judge against the physician majority.
+  Binary items: positive class 1. Item 4 (ordinal): accuracy plus macro-averaged precision, recall and F1.
+  Dialogues whose physician majority is tied are left out of these figures and counted (``n_tied``).
+* **Judge vs each physician**: Cohen's kappa (unweighted), Gwet's AC1, percent agreement and macro-F1, pairwise on
+  the dialogues the judge shares with each physician, averaged over physicians weighted by the number of shared
+  dialogues.
+* **Ceiling**: the same figures between physicians (every pair of physicians on their shared dialogues, averaged
+  the same way).
+* Percentile **bootstrap CIs** resampling dialogues: one resample matrix for every item and figure, evaluated with
+  :func:`scoring.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
+* **Krippendorff's alpha** of the physicians alone and with the judge as one more rater (nominal for binary items,
+  ordinal for item 4), on the compared dialogues.
+* The **acceptance rule** -> "judge can replace physicians" or "keep physicians" per item, with the rule, the
+  condition met, or the reasons none was.
+* Per doctor model, the **Table 6** comparison of physician and judge scores.
+
+:func:`compare_modes` puts two runs side by side that differ only in mode (per-item vs per-dialogue).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from django.db.models import Count
+
+from scoring import stats
+
+REPLACE = "judge can replace physicians"
+KEEP = "keep physicians"
+AVERAGING = ("mean over physicians weighted by the number of dialogues the judge shares with each physician; "
+             "physicians on whom a figure is undefined are left out of that figure's average")
+CEILING_AVERAGING = ("mean over all pairs of physicians weighted by the number of dialogues each pair shares; "
+                     "pairs on whom a figure is undefined are left out of that figure's average")
+#: Snapshot keys that may differ between two runs compared by :func:`compare_modes`, besides ``mode``: the
+#: configuration's identity, settings that never change an answer (rate limits, timeouts, prices, where the key
+#: lives), and the two switches that apply to one mode only (logprobs: per-item; JSON schema: per-dialogue).
+MODE_COMPARISON_IGNORED = ("name", "config_id", "prompt_set_name", "api_key_env", "concurrency",
+                           "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts",
+                           "price_input_per_1k", "price_output_per_1k", "request_logprobs", "structured_output")
+_TOL = 1e-9
+
+
+class JudgeReportError(ValueError):
+    """The run and the campaign cannot be compared (other corpus or scale version, runs not differing in mode)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# small helpers
+# ---------------------------------------------------------------------------------------------------------------
+def _f(x: Any) -> float | None:
+    """Python float, None for None / NaN / inf."""
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _dedupe(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _codes(values: np.ndarray, domain: Sequence[int]) -> np.ndarray:
+    """Category index of each value in ``domain`` (sorted); -1 for missing or values outside the domain."""
+    dom = np.asarray(domain, dtype=float)
+    vals = np.asarray(values, dtype=float)
+    pos = np.clip(np.searchsorted(dom, vals), 0, max(len(dom) - 1, 0))
+    ok = ~np.isnan(vals) & (dom[pos] == vals) if len(dom) else np.zeros(vals.shape, bool)
+    return np.where(ok, pos, -1).astype(np.int64)
+
+
+def acceptance_rule_text(accuracy_threshold: float, kappa_margin: float) -> str:
+    return (f"The judge can replace physicians on an item when its accuracy against the physician majority is at "
+            f"least {accuracy_threshold:.0%} (seeds/000 sec. 4.5), or when its Cohen's kappa against each physician "
+            f"(averaged) is within {kappa_margin:g} of the physician ceiling kappa (judge kappa >= ceiling kappa - "
+            f"{kappa_margin:g}); otherwise keep physicians. Point estimates decide; an undefined figure cannot meet "
+            f"its condition.")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# vectorised figures from confusion tables
+# ---------------------------------------------------------------------------------------------------------------
+def pair_tables(a: np.ndarray, b: np.ndarray, q: int, freq: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Confusion tables of P pairs of raters over the same n dialogues.
+
+    ``a``, ``b``: (P, n) category indices (-1 = missing; a dialogue counts for a pair when both rated it).
+    Returns the full-sample tables (P, q, q) -- rows ``a``, columns ``b`` -- and, with ``freq`` (B, n)
+    bootstrap multiplicities, the resampled tables (B, P, q, q): one matrix product for every pair.
+    """
+    a = np.atleast_2d(np.asarray(a, dtype=np.int64))
+    b = np.atleast_2d(np.asarray(b, dtype=np.int64))
+    n_pairs, n = a.shape
+    qq = q * q
+    cell = np.where((a >= 0) & (b >= 0), a * q + b, qq)
+    onehot = np.zeros((n, n_pairs, qq + 1))
+    onehot[np.arange(n)[None, :], np.arange(n_pairs)[:, None], cell] = 1.0
+    flat = onehot[:, :, :qq].reshape(n, n_pairs * qq)
+    point = flat.sum(axis=0).reshape(n_pairs, q, q)
+    boot = None if freq is None else (np.asarray(freq, dtype=float) @ flat).reshape(-1, n_pairs, q, q)
+    return point, boot
+
+
+def table_figures(tab: np.ndarray, positive: int | None = None) -> dict[str, np.ndarray]:
+    """Figures of confusion tables (..., q, q), rows = judge (prediction), columns = reference; NaN if undefined.
+
+    ``n``, ``accuracy`` (= percent agreement), ``kappa`` (Cohen 1960, unweighted: same as
+    :func:`stats.cohen_kappa_codes`), ``gwet_ac1`` (two raters, Gwet 2008: same as :func:`stats.gwet_ac1_counts`
+    on the two raters' count table), macro ``precision``/``recall``/``f1`` (``macro_*``: mean over the classes that
+    occur in prediction or reference; a class never predicted has precision 0 and one absent from the reference
+    recall 0, as scikit-learn's macro average) and, with ``positive`` (a category index), the binary
+    ``precision``, ``recall``, ``f1`` of that class (NaN on a zero denominator).
+    """
+    t = np.asarray(tab, dtype=float)
+    q = t.shape[-1]
+    n = t.sum(axis=(-1, -2))
+    tp = np.diagonal(t, axis1=-2, axis2=-1)
+    pred = t.sum(axis=-1)
+    ref = t.sum(axis=-2)
+    out: dict[str, np.ndarray] = {"n": n}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        po = tp.sum(axis=-1) / n
+        row, col = pred / n[..., None], ref / n[..., None]
+        pe = (row * col).sum(axis=-1)
+        out["accuracy"] = np.where(n > 0, po, np.nan)
+        out["kappa"] = np.where((n > 0) & (1.0 - pe > 1e-12), (po - pe) / (1.0 - pe), np.nan)
+        pi = (row + col) / 2.0
+        pe_g = (pi * (1.0 - pi)).sum(axis=-1) / (q - 1)
+        out["gwet_ac1"] = np.where(n > 0, (po - pe_g) / (1.0 - pe_g), np.nan)
+        present = (pred + ref) > 0
+        k = present.sum(axis=-1)
+        f1_k = np.where(present, 2.0 * tp / np.where(present, pred + ref, 1.0), 0.0)
+        prec_k = np.where(pred > 0, tp / np.where(pred > 0, pred, 1.0), 0.0)
+        rec_k = np.where(ref > 0, tp / np.where(ref > 0, ref, 1.0), 0.0)
+        out["macro_f1"] = np.where(k > 0, (f1_k * present).sum(axis=-1) / k, np.nan)
+        out["macro_precision"] = np.where(k > 0, (prec_k * present).sum(axis=-1) / k, np.nan)
+        out["macro_recall"] = np.where(k > 0, (rec_k * present).sum(axis=-1) / k, np.nan)
+        if positive is not None:
+            tpp, pp, rp = tp[..., positive], pred[..., positive], ref[..., positive]
+            out["precision"] = np.where(pp > 0, tpp / pp, np.nan)
+            out["recall"] = np.where(rp > 0, tpp / rp, np.nan)
+            out["f1"] = np.where(pp + rp > 0, 2.0 * tpp / (pp + rp), np.nan)
+    return out
+
+
+def weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Mean over the last axis weighted by ``weights``, leaving out NaN values; NaN when nothing is left."""
+    v = np.asarray(values, dtype=float)
+    w = np.where(np.isfinite(v), np.asarray(weights, dtype=float), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = w.sum(axis=-1)
+        return np.where(total > 0, (np.where(w > 0, v, 0.0) * w).sum(axis=-1) / np.where(total > 0, total, 1.0),
+                        np.nan)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# per-item computation on arrays (no database: testable and benchmarkable on synthetic data)
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class ItemData:
+    """One item on the compared dialogues: the judge's and each physician's category indices (-1 = missing)."""
+
+    code: str
+    text: str
+    dimension: str
+    dimension_name: str
+    response_type: str
+    values: list[int]
+    judge: np.ndarray  # (n,)
+    humans: np.ndarray  # (R, n)
+
+    @property
+    def level(self) -> str:
+        return "nominal" if self.response_type == "binary" else "ordinal"
+
+    @property
+    def binary(self) -> bool:
+        return self.response_type == "binary"
+
+    def compared(self) -> np.ndarray:
+        return (self.judge >= 0) & (self.humans >= 0).any(axis=0)
+
+
+@dataclass
+class ReportContext:
+    freq: np.ndarray | None
+    seed: int
+    n_resamples: int
+    accuracy_threshold: float
+    kappa_margin: float
+    rater_names: list[str]
+
+
+def _figure(value: Any, reps: np.ndarray | None, settings: ReportContext, warnings: Sequence[str] = (),
+            scale: str | None = None) -> dict:
+    value = _f(value)
+    if value is None:  # the reason says it all; no interval
+        out = {"value": None, "ci_low": None, "ci_high": None,
+               "warnings": _dedupe(list(warnings) or ["Undefined for these data."])}
+    else:
+        boot = stats.bootstrap_summary(value, [] if reps is None else np.asarray(reps, dtype=float).ravel(),
+                                       seed=settings.seed, n_resamples=settings.n_resamples)
+        out = {"value": value, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
+               "warnings": _dedupe(list(warnings) + boot["warnings"])}
+    if scale:
+        out["interpretation"] = stats.interpret(out["value"], scale)
+    return out
+
+
+def _majority(item: ItemData, mask: np.ndarray) -> dict[str, np.ndarray]:
+    q = len(item.values)
+    humans = np.where(mask[None, :], item.humans, -1)
+    counts = stats.count_table(humans.T, q)  # (n, q)
+    top = counts.max(axis=1)
+    n_modes = (counts == top[:, None]).sum(axis=1)
+    rated = counts.sum(axis=1)
+    tied = mask & (rated > 0) & (n_modes > 1)
+    valid = mask & (rated > 0) & ~tied
+    return {"code": np.where(valid, counts.argmax(axis=1), -1), "tied": tied, "valid": valid,
+            "single": valid & (rated == 1)}
+
+
+def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple[dict, np.ndarray]:
+    q = len(item.values)
+    major = _majority(item, mask)
+    judge = np.where(major["valid"], item.judge, -1)
+    point, boot = pair_tables(judge[None, :], major["code"][None, :], q, settings.freq)
+    n_tied = int(major["tied"].sum())
+    values = np.asarray(item.values)
+    entry: dict[str, Any] = {
+        "n": int(point[0].sum()), "n_tied": n_tied, "n_single_physician": int(major["single"].sum()),
+        "ties": (f"{n_tied} dialogue(s) whose physician majority is tied are left out of these figures."
+                 if n_tied else "No tied physician majority."),
+    }
+    warns: list[str] = []
+    if n_tied:
+        warns.append(entry["ties"])
+    if entry["n_single_physician"]:
+        warns.append(f"{entry['n_single_physician']} dialogue(s) have a single physician label, which is taken as "
+                     "the majority.")
+    if item.binary and 1 in item.values:
+        pos = item.values.index(1)
+        valid = major["valid"]
+        report = stats.classification_report(values[item.judge[valid]], values[major["code"][valid]], positive=1)
+        figs = table_figures(boot[:, 0], positive=pos) if boot is not None else {}
+        entry.update({"averaging": "binary: positive class 1 (done / met)", "positive_class": 1,
+                      "tp": report["tp"], "fp": report["fp"], "fn": report["fn"], "tn": report["tn"]})
+        by_metric = {"accuracy": "Accuracy", "precision": "Precision", "recall": "Recall", "f1": "F1"}
+        for key, word in by_metric.items():
+            reasons = [w for w in report["warnings"] if w.startswith(word)] if report[key] is None else []
+            entry[key] = _figure(report[key], figs.get(key), settings, reasons)
+        entry["macro_f1"] = _figure(table_figures(point[0])["macro_f1"], figs.get("macro_f1"), settings,
+                                    [] if entry["n"] else ["Macro-F1 is undefined: no labelled pairs."])
+    else:
+        fig_point = table_figures(point[0])
+        figs = table_figures(boot[:, 0]) if boot is not None else {}
+        none = [] if entry["n"] else ["Undefined: no dialogue with an untied physician majority."]
+        entry.update({"averaging": "macro: unweighted mean over the levels that occur in the judge's answers or the "
+                                   "majority (a level never predicted has precision 0, one absent from the majority "
+                                   "recall 0, as scikit-learn's macro average)",
+                      "positive_class": None})
+        entry["accuracy"] = _figure(fig_point["accuracy"], figs.get("accuracy"), settings, none)
+        entry["precision"] = _figure(fig_point["macro_precision"], figs.get("macro_precision"), settings, none)
+        entry["recall"] = _figure(fig_point["macro_recall"], figs.get("macro_recall"), settings, none)
+        entry["f1"] = _figure(fig_point["macro_f1"], figs.get("macro_f1"), settings, none)
+        entry["macro_f1"] = entry["f1"]
+        entry["confusion"] = {"rows": "judge", "columns": "physician majority", "values": list(item.values),
+                              "counts": [[int(x) for x in row] for row in point[0]]}
+    entry["warnings"] = warns
+    return entry, major["code"]
+
+
+def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: int, settings: ReportContext,
+              averaging: str, who: str) -> dict:
+    """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop."""
+    shared = ((first >= 0) & (second >= 0)).sum(axis=1)
+    keep = shared > 0
+    first, second = first[keep], second[keep]
+    names = [n for n, k in zip(names, keep, strict=True) if k]
+    out: dict[str, Any] = {"n_pairs": int(keep.sum()), "averaging": averaging}
+    keys = ("accuracy", "kappa", "gwet_ac1", "macro_f1")
+    if not keep.any():
+        reason = f"Undefined: no {who} shares a dialogue."
+        for key in keys:
+            out[key] = _figure(None, None, settings, [reason], "landis_koch" if key in ("kappa", "gwet_ac1") else None)
+        out["pairs"] = []
+        out["warnings"] = [reason]
+        return out
+    point, boot = pair_tables(first, second, q, settings.freq)
+    figs = table_figures(point)
+    # point estimates of the agreement coefficients from the statistics engine's kernels
+    figs["kappa"] = np.asarray(stats.cohen_kappa_codes(first, second, q), dtype=float).reshape(-1)
+    both = (first >= 0) & (second >= 0)
+    rater_counts = (stats.count_table(np.where(both, first, -1)[..., None], q)
+                    + stats.count_table(np.where(both, second, -1)[..., None], q))  # (P, n, q)
+    figs["gwet_ac1"] = np.asarray(stats.gwet_ac1_counts(rater_counts), dtype=float).reshape(-1)
+    boot_figs = table_figures(boot) if boot is not None else None
+    n_point = figs["n"]
+    warns: list[str] = []
+    undefined_kappa = int((~np.isfinite(figs["kappa"])).sum())
+    if undefined_kappa:
+        warns.append(f"Cohen's kappa is undefined for {undefined_kappa} of {len(n_point)} {who}(s): no variation "
+                     "(both gave one and the same answer on every shared dialogue, so chance agreement is 1); "
+                     "left out of the kappa average.")
+    one_sided = np.isfinite(figs["kappa"]) & (((point.sum(axis=-1) > 0).sum(axis=-1) == 1)
+                                              | ((point.sum(axis=-2) > 0).sum(axis=-1) == 1))
+    if one_sided.any():
+        warns.append(f"For {int(one_sided.sum())} of {len(n_point)} {who}(s) one side gave the same answer on every "
+                     "shared dialogue (zero variance): kappa is 0 by construction there whatever the agreement; see "
+                     "percent agreement and Gwet's AC1.")
+    for key in keys:
+        value = weighted_mean(figs[key], n_point)
+        reps = weighted_mean(boot_figs[key], boot_figs["n"]) if boot_figs is not None else None
+        reasons = []
+        if _f(value) is None:
+            reasons.append({"kappa": f"Cohen's kappa is undefined for every {who}: no variation on the shared "
+                                     "dialogues (chance agreement 1)."}.get(key, f"Undefined for every {who}."))
+        out[key] = _figure(value, reps, settings, reasons, "landis_koch" if key in ("kappa", "gwet_ac1") else None)
+    out["pairs"] = [{"raters": pair, "n": int(n), "accuracy": _f(acc), "kappa": _f(kap), "gwet_ac1": _f(ac1),
+                     "macro_f1": _f(mf1)}
+                    for pair, n, acc, kap, ac1, mf1 in zip(names, n_point, figs["accuracy"], figs["kappa"],
+                                                           figs["gwet_ac1"], figs["macro_f1"], strict=True)]
+    out["warnings"] = warns
+    return out
+
+
+def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+    humans = np.where(mask[None, :], item.humans, -1)
+    judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
+    names = [["judge", name] for name in settings.rater_names]
+    out = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician")
+    out["n_physicians"] = out.pop("n_pairs")
+    out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
+    return out
+
+
+def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+    humans = np.where(mask[None, :], item.humans, -1)
+    r = humans.shape[0]
+    i, j = np.triu_indices(r, k=1)
+    names = [[settings.rater_names[a], settings.rater_names[b]] for a, b in zip(i, j, strict=True)]
+    return _pairwise(humans[i], humans[j], names, len(item.values), settings, CEILING_AVERAGING,
+                     "pair of physicians")
+
+
+def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+    q = len(item.values)
+    values = np.asarray(item.values, dtype=float)
+    humans = np.where(mask[None, :], item.humans, -1)[:, mask]
+    judge = np.where(mask, item.judge, -1)[mask]
+    rated = (humans >= 0).any(axis=1)
+    humans = humans[rated]
+    matrix = np.where(humans >= 0, values[np.clip(humans, 0, q - 1)], np.nan)
+    with_judge = np.vstack([matrix, np.where(judge >= 0, values[np.clip(judge, 0, q - 1)], np.nan)[None, :]])
+    names = [n for n, r in zip(settings.rater_names, rated, strict=True) if r]
+    alone = stats.krippendorff_alpha_detail(pd.DataFrame(matrix, index=names), level=item.level,
+                                            value_domain=item.values)
+    joined = stats.krippendorff_alpha_detail(pd.DataFrame(with_judge, index=[*names, "judge"]), level=item.level,
+                                             value_domain=item.values)
+    table = stats.count_table(np.where(mask[None, :], item.humans, -1).T, q)
+    table_judge = table + stats.count_table(np.where(mask, item.judge, -1)[:, None], q)
+    reps_alone = reps_joined = None
+    if settings.freq is not None:
+        with np.errstate(all="ignore"):
+            reps_alone = stats.krippendorff_alpha_counts(table, item.values, item.level, settings.freq)
+            reps_joined = stats.krippendorff_alpha_counts(table_judge, item.values, item.level, settings.freq)
+    out = {"level": item.level, "n_units": int(mask.sum()),
+           "physicians": {**_figure(alone["value"], reps_alone, settings, alone["warnings"], "krippendorff"),
+                          "n_raters": int(humans.shape[0])},
+           "with_judge": {**_figure(joined["value"], reps_joined, settings, joined["warnings"], "krippendorff"),
+                          "n_raters": int(humans.shape[0]) + 1}}
+    a, b = _f(alone["value"]), _f(joined["value"])
+    out["change"] = None if a is None or b is None else b - a
+    return out
+
+
+def decide(accuracy: dict, judge_kappa: dict, ceiling_kappa: dict, accuracy_threshold: float,
+           kappa_margin: float) -> dict:
+    """The acceptance rule on point estimates; see :func:`acceptance_rule_text`."""
+    acc, jk, ck = accuracy["value"], judge_kappa["value"], ceiling_kappa["value"]
+    met: list[str] = []
+    reasons: list[str] = []
+    if acc is None:
+        reasons.append("Accuracy against the physician majority is undefined"
+                       + (f" ({'; '.join(accuracy['warnings'][:1])})" if accuracy["warnings"] else "") + ".")
+    elif acc >= accuracy_threshold - _TOL:
+        met.append("accuracy")
+    else:
+        reasons.append(f"Accuracy {acc:.1%} is below {accuracy_threshold:.0%}.")
+    if jk is None:
+        reasons.append("The judge's kappa against the physicians is undefined, so the kappa condition cannot be "
+                       "checked" + (f" ({judge_kappa['warnings'][0]})" if judge_kappa["warnings"] else "") + ".")
+    elif ck is None:
+        reasons.append("The physician ceiling kappa is undefined, so the kappa condition cannot be checked"
+                       + (f" ({ceiling_kappa['warnings'][0]})" if ceiling_kappa["warnings"] else "") + ".")
+    elif jk >= ck - kappa_margin - _TOL:
+        met.append("kappa")
+    else:
+        reasons.append(f"The judge's kappa {jk:.3f} is more than {kappa_margin:g} below the physician ceiling "
+                       f"{ck:.3f}.")
+    replace = bool(met)
+    return {"verdict": REPLACE if replace else KEEP, "replace": replace, "met": met,
+            "condition_met": " and ".join(met) if met else None, "reasons": [] if replace else reasons,
+            "notes": reasons if replace else [],
+            "inputs": {"accuracy": acc, "judge_kappa": jk, "ceiling_kappa": ck,
+                       "accuracy_threshold": accuracy_threshold, "kappa_margin": kappa_margin},
+            "rule": acceptance_rule_text(accuracy_threshold, kappa_margin)}
+
+
+def item_report(item: ItemData, settings: ReportContext) -> dict:
+    """Every per-item figure of :func:`judge_vs_physicians` for one item (arrays over the bootstrap dialogues)."""
+    mask = item.compared()
+    entry: dict[str, Any] = {"code": item.code, "text": item.text, "dimension": item.dimension,
+                             "response_type": item.response_type, "level": item.level, "values": list(item.values),
+                             "n_dialogues": int(mask.sum())}
+    entry["vs_majority"], _ = _vs_majority(item, mask, settings)
+    entry["vs_physicians"] = _vs_physicians(item, mask, settings)
+    entry["ceiling"] = _ceiling(item, mask, settings)
+    entry["krippendorff_alpha"] = _krippendorff(item, mask, settings)
+    entry["decision"] = decide(entry["vs_majority"]["accuracy"], entry["vs_physicians"]["kappa"],
+                               entry["ceiling"]["kappa"], settings.accuracy_threshold, settings.kappa_margin)
+    warns = []
+    if not mask.any():
+        warns.append("No dialogue has both a scored judge answer and a physician label on this item.")
+    entry["warnings"] = warns
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------------------------------------------
+def run_scale_version_id(run) -> int:
+    from scoring.judges.models import PromptSet
+
+    prompt_set_id = (run.snapshot or {}).get("prompt_set") or run.config.prompt_set_id
+    return PromptSet.objects.values_list("scale_version_id", flat=True).get(pk=prompt_set_id)
+
+
+def check_comparable(run, campaign) -> None:
+    """Raise :class:`JudgeReportError` unless ``campaign`` rates the run's corpus on its prompt set's scale version."""
+    if campaign.corpus_id != run.corpus_id:
+        raise JudgeReportError(f'Run #{run.pk} judged corpus "{run.corpus}" but campaign "{campaign}" rates corpus '
+                               f'"{campaign.corpus}": compare a run with a campaign on the same corpus.')
+    version_id = run_scale_version_id(run)
+    if campaign.scale_version_id != version_id:
+        from annotation.models import ScaleVersion
+
+        raise JudgeReportError(
+            f'Run #{run.pk} uses prompts for {ScaleVersion.objects.get(pk=version_id)} but campaign "{campaign}" rates '
+            f"on {campaign.scale_version}: compare a run with a campaign on the same scale version.")
+
+
+def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The run's scored answers (columns dialogue, item code, value) and its units by status."""
+    from annotation.models import Item
+    from scoring.judges.models import JudgeResult
+
+    counts = dict(JudgeResult.objects.filter(run=run).values_list("status").annotate(n=Count("id")).order_by())
+    units = {s: int(counts.get(s, 0)) for s in JudgeResult.Status.values}
+    units["total"] = sum(units.values())
+    code_of = dict(Item.objects.filter(version_id=run_scale_version_id(run)).values_list("pk", "code"))
+    rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
+            .values_list("dialogue_id", "item_id", "value"))
+    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=np.int64).reshape(-1, 3)
+    frame = pd.DataFrame({"dialogue": arr[:, 0], "item": [code_of.get(i, "") for i in arr[:, 1].tolist()],
+                          "value": arr[:, 2]})
+    return frame, units
+
+
+def judged_codes(run) -> set[str]:
+    from scoring.judges.models import JudgeResult
+
+    return set(JudgeResult.objects.filter(run=run).values_list("item__code", flat=True).distinct())
+
+
+def _item_arrays(study, judge: pd.DataFrame, codes: set[str], dialogues: pd.Index, raters: pd.Index
+                 ) -> tuple[list[ItemData], list[str]]:
+    """ItemData for every judged rating item, over ``dialogues`` and ``raters``."""
+    warns: list[str] = []
+    by_item = {str(code): frame for code, frame in study.labels.groupby("item", observed=True)}
+    judge_by_item = {code: frame for code, frame in judge.groupby("item")}
+    empty = study.labels.iloc[0:0]
+    items = []
+    for meta in study.items:
+        if meta.code not in codes:
+            continue
+        frame = by_item.get(meta.code, empty)
+        humans = np.full((len(raters), len(dialogues)), -1, dtype=np.int64)
+        d = dialogues.get_indexer(frame["dialogue"].to_numpy())
+        r = raters.get_indexer(frame["rater"].to_numpy())
+        c = _codes(frame["value"].to_numpy(), meta.values)
+        ok = (d >= 0) & (r >= 0)
+        if (ok & (c < 0)).any():
+            warns.append(f"Item {meta.code}: {int((ok & (c < 0)).sum())} physician label(s) outside "
+                         f"{meta.values} were ignored.")
+        ok &= c >= 0
+        humans[r[ok], d[ok]] = c[ok]
+        jframe = judge_by_item.get(meta.code, judge.iloc[0:0])
+        jd = dialogues.get_indexer(jframe["dialogue"].to_numpy())
+        jc = _codes(jframe["value"].to_numpy(), meta.values)
+        if ((jd >= 0) & (jc < 0)).any():
+            warns.append(f"Item {meta.code}: {int(((jd >= 0) & (jc < 0)).sum())} judge answer(s) outside "
+                         f"{meta.values} were ignored.")
+        judge_codes = np.full(len(dialogues), -1, dtype=np.int64)
+        judge_codes[jd[(jd >= 0) & (jc >= 0)]] = jc[(jd >= 0) & (jc >= 0)]
+        items.append(ItemData(code=meta.code, text=meta.text, dimension=meta.dimension,
+                              dimension_name=meta.dimension_name, response_type=meta.response_type,
+                              values=list(meta.values), judge=judge_codes, humans=humans))
+    return items, warns
+
+
+def _restrict(items: list[ItemData], keep: np.ndarray) -> list[ItemData]:
+    for item in items:
+        item.judge = item.judge[keep]
+        item.humans = item.humans[:, keep]
+    return items
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table 6
+# ---------------------------------------------------------------------------------------------------------------
+def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str]) -> list[dict]:
+    """seeds/000 Table 6 per doctor model: per dimension, sum of item scores / (items x dialogues) in %, physicians
+    (mean over raters per dialogue and item) next to the judge, on the (dialogue, item) cells both scored."""
+    models = np.asarray([dialogue_model.get(d, "(unknown model)") for d in dialogue_ids], dtype=object)
+    binary = [i for i in items if i.binary]
+    overall = next((i for i in items if not i.binary), None)
+    out = []
+    for model in sorted(set(models.tolist())):
+        in_model = models == model
+        entry: dict[str, Any] = {"model": model, "dimensions": {}}
+        groups: dict[str, list[ItemData]] = {}
+        for item in binary:
+            groups.setdefault(item.dimension, []).append(item)
+        totals = {"human": 0.0, "judge": 0.0, "cells": 0, "dialogues": np.zeros(len(dialogue_ids), bool)}
+        any_dialogue = np.zeros(len(dialogue_ids), bool)
+        for dim, dim_items in groups.items():
+            human_sum = judge_sum = 0.0
+            cells = 0
+            dialogues = np.zeros(len(dialogue_ids), bool)
+            for item in dim_items:
+                mask = item.compared() & in_model
+                vals = np.asarray(item.values, dtype=float)
+                rated = item.humans >= 0
+                h_vals = np.where(rated, vals[np.clip(item.humans, 0, len(vals) - 1)], 0.0)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    h_mean = h_vals.sum(axis=0) / rated.sum(axis=0)
+                human_sum += float(h_mean[mask].sum())
+                judge_sum += float(vals[item.judge[mask]].sum())
+                cells += int(mask.sum())
+                dialogues |= mask
+            human = 100.0 * human_sum / cells if cells else None
+            judge = 100.0 * judge_sum / cells if cells else None
+            entry["dimensions"][dim] = {
+                "name": dim_items[0].dimension_name, "n_items": len(dim_items), "n_dialogues": int(dialogues.sum()),
+                "n_cells": cells, "human_pct": human, "judge_pct": judge,
+                "difference_pct": None if human is None or judge is None else judge - human}
+            totals["human"] += human_sum
+            totals["judge"] += judge_sum
+            totals["cells"] += cells
+            any_dialogue |= dialogues
+        cells = totals["cells"]
+        human = 100.0 * totals["human"] / cells if cells else None
+        judge = 100.0 * totals["judge"] / cells if cells else None
+        entry["dimensions"]["all"] = {"name": "All binary items (the Average column of Table 6)",
+                                      "n_items": len(binary), "n_dialogues": int(any_dialogue.sum()),
+                                      "n_cells": cells, "human_pct": human, "judge_pct": judge,
+                                      "difference_pct": None if human is None or judge is None else judge - human}
+        if overall is not None:
+            mask = overall.compared() & in_model
+            vals = np.asarray(overall.values, dtype=float)
+            rated = overall.humans >= 0
+            h_vals = np.where(rated, vals[np.clip(overall.humans, 0, len(vals) - 1)], 0.0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                h_mean = h_vals.sum(axis=0) / rated.sum(axis=0)
+            entry["overall"] = {"code": overall.code, "n_dialogues": int(mask.sum()),
+                                "human_mean": _f(h_mean[mask].mean()) if mask.any() else None,
+                                "judge_mean": _f(vals[overall.judge[mask]].mean()) if mask.any() else None}
+        if overall is not None:
+            any_dialogue |= overall.compared() & in_model
+        entry["n_dialogues"] = int(any_dialogue.sum())
+        out.append(entry)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the report
+# ---------------------------------------------------------------------------------------------------------------
+def _run_info(run) -> dict:
+    snap = run.snapshot or {}
+    return {"id": run.pk, "config": snap.get("name") or run.config.name, "model": snap.get("model"),
+            "mode": snap.get("mode"), "status": run.status, "prompt_set": snap.get("prompt_set_name"),
+            "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
+
+
+def methods(seed: int, n_resamples: int, accuracy_threshold: float, kappa_margin: float) -> dict:
+    return {
+        "reference": "Physicians: the submitted labels of the campaign. Compared: per item, the dialogues with a "
+                     "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
+                     "least one physician label.",
+        "vs_majority": "seeds/000 Table 5: accuracy, precision, recall and F1 of the judge against the physician "
+                       "majority (the most frequent answer; a dialogue whose top answers tie is left out and counted "
+                       "in n_tied; a single physician label is its own majority). Binary items: positive class 1. "
+                       "Item 4: accuracy with macro-averaged precision, recall and F1.",
+        "vs_physicians": "Judge against each physician on the dialogues they share: percent agreement, Cohen's "
+                         "kappa (unweighted, item 4 too), Gwet's AC1 (two raters) and macro-F1 (physician as "
+                         "reference); " + AVERAGING + ".",
+        "ceiling": "The same figures between physicians, every pair on the dialogues it shares; "
+                   + CEILING_AVERAGING + ".",
+        "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
+                        "of the physicians and of the physicians plus the judge as one more rater, on the compared "
+                        "dialogues.",
+        "ci": f"Percentile bootstrap over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same "
+              "resampled dialogues for every item and figure (weights of the averages are resampled too).",
+        "acceptance_rule": acceptance_rule_text(accuracy_threshold, kappa_margin),
+        "models": "seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %, "
+                  "the physicians' score of a dialogue and item being the mean over its raters; on the (dialogue, "
+                  "item) cells both the judge and the physicians scored; 'all' pools every binary item (the "
+                  "Average column).",
+        "undefined": "A figure that is undefined for the data is null with the reason in its warnings, never 0 or 1.",
+    }
+
+
+def judge_vs_physicians(run, campaign, *, accuracy_threshold: float = 0.80, kappa_margin: float = 0.05,
+                        n_resamples: int = 1000, seed: int = 20240501, names: bool = False) -> dict:
+    """The judge vs physicians report of ``run`` against ``campaign`` (see the module docstring).
+
+    Raises :class:`JudgeReportError` (a ValueError) when the campaign rates another corpus or scale version.
+    ``names=True`` shows physicians' usernames instead of pseudonyms (check ``exports.may_see_names`` first).
+    """
+    from scoring.reports.agreement import load_study
+
+    check_comparable(run, campaign)
+    study = load_study([campaign], names=names)
+    judge, units = judge_frame(run)
+    codes = judged_codes(run)
+    warnings: list[str] = []
+    if units.get("unscored") or units.get("failed") or units.get("pending"):
+        warnings.append(f"{units.get('unscored', 0)} unscored, {units.get('failed', 0)} failed and "
+                        f"{units.get('pending', 0)} pending judge answer(s) are left out of every figure.")
+    labels = study.labels
+    candidates = pd.Index(sorted(set(judge["dialogue"].tolist()) & set(labels["dialogue"].tolist())))
+    raters_all = sorted(labels["rater"].unique().tolist(), key=lambda r: (study.rater_names.get(r, str(r)), r))
+    raters = pd.Index(raters_all)
+    items, load_warnings = _item_arrays(study, judge, codes, candidates, raters)
+    warnings += load_warnings
+    keep = np.zeros(len(candidates), bool)
+    for item in items:
+        keep |= item.compared()
+    items = _restrict(items, keep)
+    dialogue_ids = [int(d) for d in candidates[keep]]
+    n = len(dialogue_ids)
+    compared_raters = np.zeros(len(raters), bool)
+    for item in items:
+        compared_raters |= (item.humans >= 0).any(axis=1)
+    freq = stats.bootstrap_freq(stats.bootstrap_indices(n, n_resamples, seed), n) if n else None
+    settings = ReportContext(freq=freq, seed=seed, n_resamples=n_resamples, accuracy_threshold=accuracy_threshold,
+                        kappa_margin=kappa_margin, rater_names=[study.rater_names.get(r, str(r)) for r in raters_all])
+    if not n:
+        warnings.append("No dialogue has both a scored judge answer and a submitted physician label: every figure "
+                        "is undefined.")
+    item_entries = [item_report(item, settings) for item in items]
+    replace = [e["code"] for e in item_entries if e["decision"]["replace"]]
+    keep_codes = [e["code"] for e in item_entries if not e["decision"]["replace"]]
+    judge_dialogues = set(judge["dialogue"].tolist())
+    return {
+        "kind": "judge_vs_physicians",
+        "run": _run_info(run),
+        "campaign": {"id": campaign.pk, "name": campaign.name},
+        "scale_version": str(campaign.scale_version),
+        "seed": seed, "n_resamples": n_resamples,
+        "acceptance_rule": {"accuracy_threshold": accuracy_threshold, "kappa_margin": kappa_margin,
+                            "text": acceptance_rule_text(accuracy_threshold, kappa_margin)},
+        "methods": methods(seed, n_resamples, accuracy_threshold, kappa_margin),
+        "counts": {"units": units, "dialogues_judged": len(judge_dialogues),
+                   "dialogues_rated": int(labels["dialogue"].nunique()), "dialogues_compared": n,
+                   "physicians": len(raters_all), "physicians_compared": int(compared_raters.sum()),
+                   "items": len(item_entries)},
+        "physicians": [settings.rater_names[i] for i in range(len(raters_all)) if compared_raters[i]],
+        "names_shown": study.names_shown,
+        "items": item_entries,
+        "summary": {"replace": replace, "keep": keep_codes, "n_replace": len(replace), "n_keep": len(keep_codes)},
+        "models": model_scores(items, dialogue_ids, study.dialogue_model),
+        "warnings": _dedupe(warnings),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# per-mode comparison
+# ---------------------------------------------------------------------------------------------------------------
+def check_modes(run_a, run_b) -> list[str]:
+    """Raise :class:`JudgeReportError` unless the two runs' snapshots differ in mode and in nothing else that can
+    change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared."""
+    if run_a.pk == run_b.pk:
+        raise JudgeReportError("Compare two different runs.")
+    if run_a.corpus_id != run_b.corpus_id:
+        raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} judged different corpora.")
+    a, b = run_a.snapshot or {}, run_b.snapshot or {}
+    if a.get("mode") == b.get("mode"):
+        raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} both use mode {a.get('mode')!r}: a mode "
+                               "comparison needs one per-item and one per-dialogue run.")
+    keys = sorted((set(a) | set(b)) - set(MODE_COMPARISON_IGNORED) - {"mode"})
+    differing = [k for k in keys if a.get(k) != b.get(k)]
+    if differing:
+        detail = "; ".join(f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in differing)
+        raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} differ in more than the mode ({detail}); a mode "
+                               "comparison needs configurations that are the same apart from mode and name.")
+    return keys
+
+
+def compare_modes(run_a, run_b, campaign, *, names: bool = False) -> dict:
+    """Two runs differing only in mode, side by side: per item each run's accuracy and Cohen's kappa against the
+    physician majority (on the dialogues both runs scored whose majority is not tied), and the agreement between
+    the runs (percent agreement and kappa on the campaign's dialogues both runs scored)."""
+    from scoring.reports.agreement import load_study
+
+    check_comparable(run_a, campaign)
+    check_comparable(run_b, campaign)
+    compared_keys = check_modes(run_a, run_b)
+    study = load_study([campaign], names=names)
+    judge_a, units_a = judge_frame(run_a)
+    judge_b, units_b = judge_frame(run_b)
+    codes = judged_codes(run_a) & judged_codes(run_b)
+    scope = set(campaign.dialogues().values_list("pk", flat=True))
+    dialogues = pd.Index(sorted((set(judge_a["dialogue"].tolist()) | set(judge_b["dialogue"].tolist())) & scope))
+    raters = pd.Index(sorted(study.labels["rater"].unique().tolist()))
+    items_a, warns_a = _item_arrays(study, judge_a, codes, dialogues, raters)
+    items_b, warns_b = _item_arrays(study, judge_b, codes, dialogues, raters)
+    entries = []
+    for a, b in zip(items_a, items_b, strict=True):
+        q = len(a.values)
+        both = (a.judge >= 0) & (b.judge >= 0)
+        major = _majority(a, both & (a.humans >= 0).any(axis=0))
+        sides = {}
+        for key, item in (("a", a), ("b", b)):
+            judge = np.where(major["valid"], item.judge, -1)
+            point, _ = pair_tables(judge[None, :], major["code"][None, :], q)
+            figs = table_figures(point[0])
+            vals = np.asarray(item.values)
+            kappa = stats.cohen_kappa_detail(vals[judge[major["valid"]]], vals[major["code"][major["valid"]]],
+                                             categories=item.values)
+            sides[key] = {"accuracy": _f(figs["accuracy"]), "kappa": kappa["value"],
+                          "warnings": kappa["warnings"] if kappa["value"] is None else []}
+        point, _ = pair_tables(np.where(both, a.judge, -1)[None, :], np.where(both, b.judge, -1)[None, :], q)
+        vals = np.asarray(a.values)
+        agreement = stats.cohen_kappa_detail(vals[a.judge[both]], vals[b.judge[both]], categories=a.values)
+        entries.append({
+            "code": a.code, "text": a.text, "level": a.level,
+            "n": int(major["valid"].sum()), "n_tied": int(major["tied"].sum()),
+            "run_a": sides["a"], "run_b": sides["b"],
+            "agreement": {"n": int(both.sum()), "percent_agreement": _f(table_figures(point[0])["accuracy"]),
+                          "kappa": agreement["value"], "n_changed": int((a.judge[both] != b.judge[both]).sum()),
+                          "warnings": agreement["warnings"] if agreement["value"] is None else []},
+        })
+
+    def mean_of(key: str, side: str) -> float | None:
+        vals = [e[side][key] for e in entries if e[side][key] is not None]
+        return float(np.mean(vals)) if vals else None
+
+    return {
+        "kind": "compare_modes",
+        "campaign": {"id": campaign.pk, "name": campaign.name},
+        "run_a": {**_run_info(run_a), "units": units_a},
+        "run_b": {**_run_info(run_b), "units": units_b},
+        "compared_settings": compared_keys,
+        "ignored_settings": list(MODE_COMPARISON_IGNORED),
+        "method": "Against the physician majority: the dialogues both runs scored whose majority (submitted labels of "
+                  "the campaign) is not tied, the same dialogues for both runs. Between the runs: every dialogue of "
+                  "the campaign both runs scored. Cohen's kappa unweighted.",
+        "items": entries,
+        "summary": {"mean_accuracy_a": mean_of("accuracy", "run_a"), "mean_accuracy_b": mean_of("accuracy", "run_b"),
+                    "items_better_a": sum(1 for e in entries if (e["run_a"]["accuracy"] or 0) >
+                                          (e["run_b"]["accuracy"] or 0)),
+                    "items_better_b": sum(1 for e in entries if (e["run_b"]["accuracy"] or 0) >
+                                          (e["run_a"]["accuracy"] or 0))},
+        "warnings": _dedupe(warns_a + warns_b),
+    }

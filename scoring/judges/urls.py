@@ -1,0 +1,15 @@
+from django.urls import path
+
+from scoring.judges import views
+
+urlpatterns = [
+    path("judges/", views.judge_list, name="judge-list"),
+    path("judges/new/", views.judge_config_edit, name="judge-new"),
+    path("judges/<int:pk>/edit/", views.judge_config_edit, name="judge-edit"),
+    path("judges/runs/new/", views.judge_run_new, name="judge-run-new"),
+    path("judges/runs/<int:pk>/", views.judge_run, name="judge-run"),
+    path("judges/runs/<int:pk>/progress/", views.judge_run_progress, name="judge-run-progress"),
+    path("judges/runs/<int:pk>/action/", views.judge_run_action, name="judge-run-action"),
+    path("judges/runs/<int:pk>/report/", views.judge_run_report, name="judge-run-report"),
+    path("judges/runs/<int:pk>/compare/<int:other>/", views.judge_run_compare, name="judge-run-compare"),
+]

@@ -1,0 +1,159 @@
+"""Coordinator pages for LLM judges: configurations, runs with live progress, judge-vs-physician reports."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.models import Campaign, ScaleVersion
+from annotation.roles import ANALYST, COORDINATOR, role_required
+from scoring.judges import runs as judging
+from scoring.judges.forms import JudgeConfigForm, JudgeRunForm
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.llm import gateway
+
+
+def _endpoint_help() -> str | None:
+    return None if settings.OPENAI_BASE_URL else gateway.HOW_TO_CONFIGURE
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_list(request):
+    return render(request, "scoring/judge_list.html", {
+        "configs": JudgeConfig.objects.select_related("prompt_set"),
+        "runs": JudgeRun.objects.select_related("config", "corpus")[:50],
+        "endpoint_help": _endpoint_help(),
+    })
+
+
+@role_required(COORDINATOR)
+def judge_config_edit(request, pk: int | None = None):
+    config = get_object_or_404(JudgeConfig, pk=pk) if pk else None
+    if config is None and request.method == "GET":
+        version = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by(
+            "-number").first()
+        initial = {"prompt_set": judging.default_prompt_set(version, request.user).pk} if version else {}
+        form = JudgeConfigForm(initial=initial)
+    else:
+        form = JudgeConfigForm(request.POST or None, instance=config)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save(commit=False)
+        if config is None:
+            saved.created_by = request.user
+        saved.save()
+        messages.success(request, f"Judge {saved.name} saved.")
+        return redirect("judge-list")
+    return render(request, "scoring/judge_form.html", {"form": form, "config": config,
+                                                        "endpoint_help": _endpoint_help()})
+
+
+@role_required(COORDINATOR)
+def judge_run_new(request):
+    form = JudgeRunForm(request.POST or None, initial={"config": request.GET.get("config"),
+                                                       "corpus": request.GET.get("corpus")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = judging.create_run(data["config"], data["corpus"], user=request.user, item_codes=form.item_codes(),
+                                     filter_split=data["filter_split"], filter_model=data["filter_model"].strip(),
+                                     filter_language=data["filter_language"].strip())
+        except (gateway.NotConfigured, judging.RunError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            units = judging.start(run, request.user)
+            messages.success(request, f"Run #{run.pk} started: {units} request(s) queued.")
+            return redirect("judge-run", pk=run.pk)
+    return render(request, "scoring/judge_run_new.html", {"form": form, "endpoint_help": _endpoint_help()})
+
+
+def _run_context(run: JudgeRun) -> dict:
+    problems = (JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED,
+                                                                 JudgeResult.Status.UNSCORED])
+                .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
+    return {"run": run, "progress": judging.progress(run), "problems": problems,
+            "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
+            "partners": mode_partners(run) if run.status == JudgeRun.Status.SUCCEEDED else []}
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run(request, pk: int):
+    run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    return render(request, "scoring/judge_run.html", _run_context(run))
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_progress(request, pk: int):
+    """htmx partial, polled while the run is active."""
+    run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    return render(request, "scoring/partials/judge_progress.html", _run_context(run))
+
+
+@require_POST
+@role_required(COORDINATOR)
+def judge_run_action(request, pk: int):
+    run = get_object_or_404(JudgeRun, pk=pk)
+    action = request.POST.get("action")
+    try:
+        if action == "pause":
+            judging.set_status(run, JudgeRun.Status.PAUSED, request.user)
+        elif action == "cancel":
+            judging.set_status(run, JudgeRun.Status.CANCELLED, request.user)
+        elif action == "resume":
+            judging.start(run, request.user)
+        elif action == "retry":
+            count = judging.retry_failed(run, request.user)
+            messages.success(request, f"{count} failed or unscored answer(s) will be asked again.")
+        else:
+            raise judging.RunError("Unknown action.")
+    except judging.RunError as exc:
+        messages.error(request, str(exc))
+    return redirect("judge-run", pk=pk)
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_report(request, pk: int):
+    """Judge versus physicians (seeds/000 Table 5 layout) for a campaign on the same corpus."""
+    from scoring.judges.report import judge_vs_physicians
+
+    run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=request.GET.get("campaign"), corpus=run.corpus)
+    try:
+        report = judge_vs_physicians(run, campaign)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("judge-run", pk=pk)
+    return render(request, "scoring/judge_report.html", {"run": run, "campaign": campaign, "report": report})
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_compare(request, pk: int, other: int):
+    """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians."""
+    from scoring.judges.report import compare_modes
+
+    run_a = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    run_b = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=other)
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=request.GET.get("campaign"), corpus=run_a.corpus)
+    try:
+        report = compare_modes(run_a, run_b, campaign)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("judge-run", pk=pk)
+    return render(request, "scoring/judge_compare.html", {"run_a": run_a, "run_b": run_b, "campaign": campaign,
+                                                           "report": report})
+
+
+def mode_partners(run: JudgeRun) -> list[JudgeRun]:
+    """Finished runs on the same corpus whose configuration differs from this one only in mode."""
+    from scoring.judges.report import MODE_COMPARISON_IGNORED
+
+    partners = []
+    for other in JudgeRun.objects.filter(corpus=run.corpus, status=JudgeRun.Status.SUCCEEDED).exclude(pk=run.pk):
+        a, b = run.snapshot, other.snapshot
+        if a.get("mode") == b.get("mode"):
+            continue
+        keys = (set(a) | set(b)) - set(MODE_COMPARISON_IGNORED) - {"mode", "name"}
+        if all(a.get(k) == b.get(k) for k in keys):
+            partners.append(other)
+    return partners

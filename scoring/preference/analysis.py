@@ -1,0 +1,244 @@
+"""Analysis and exports of a preference study: win / tie / loss per source pair and criterion with Wilson CIs,
+Bradley-Terry strengths with bootstrap CIs, inter-rater agreement (Fleiss' kappa, Krippendorff's alpha),
+human-vs-judge agreement (MT-Bench convention, with and without ties, and Cohen's kappa), position bias and
+judges' position consistency. Per-source figures exist only after unblinding; the statistics are in scoring.stats.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from annotation.models import RaterProfile
+from scoring import stats
+from scoring.preference import judging as preference_judging
+from scoring.preference.models import (
+    PreferenceAnswer,
+    PreferenceJudgeRun,
+    PreferencePair,
+    PreferenceStudy,
+    PreferenceTask,
+    PreferenceVerdict,
+)
+from scoring.preference.services import PreferenceError
+
+OUTCOME_SCORE = {"first": 1.0, "tie": 0.5, "second": 0.0}
+NOTE_VOTES = ("Each rater's vote counts once; votes on the same comparison are not independent, so the Wilson "
+              "intervals are somewhat narrow when several raters answer each comparison.")
+
+
+def rater_names(study: PreferenceStudy, user_ids) -> dict[int, str]:
+    """Pseudonyms (R0001) unless the study allows names."""
+    from django.contrib.auth import get_user_model
+
+    ids = list(set(user_ids))
+    if study.allow_names:
+        return {u.pk: u.get_full_name() or u.username for u in get_user_model().objects.filter(pk__in=ids)}
+    names = dict(RaterProfile.objects.filter(user_id__in=ids).values_list("user_id", "pseudonym"))
+    return {pk: names.get(pk, f"rater-{pk}") for pk in ids}
+
+
+def human_votes(study: PreferenceStudy) -> list[dict]:
+    """Submitted human answers: pair, item, rater, criterion, side choice, and the outcome for the pair."""
+    answers = (PreferenceAnswer.objects.filter(task__study=study, task__status=PreferenceTask.Status.SUBMITTED,
+                                               task__pair__item__deleted_at__isnull=True)
+               .exclude(choice="")
+               .select_related("task", "criterion")
+               .order_by("task__pair_id", "task__rater_id", "criterion__order"))
+    rows = []
+    for ans in answers:
+        task = ans.task
+        rows.append({"pair": task.pair_id, "rater": task.rater_id, "criterion": ans.criterion.code,
+                     "choice": ans.choice, "swapped": task.swapped, "comment": ans.comment,
+                     "outcome": preference_judging.to_outcome(ans.choice, not task.swapped),
+                     "task": task.pk, "at": ans.updated_at})
+    return rows
+
+
+def _pair_sources(study: PreferenceStudy) -> dict[int, dict]:
+    return {p.pk: {"item": p.item.external_id, "item_id": p.item_id, "first": p.first.source.label,
+                   "second": p.second.source.label}
+            for p in PreferencePair.objects.filter(study=study).select_related("item", "first__source",
+                                                                              "second__source")}
+
+
+def _wtl_table(rows: list[dict], pairs: dict[int, dict], sources: list[str], code: str) -> list[dict]:
+    """Win / tie / loss per source pair (ordered as the study lists the sources)."""
+    order = {s: i for i, s in enumerate(sources)}
+    outcomes: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in rows:
+        if row["criterion"] != code or row["outcome"] is None:
+            continue
+        first, second = pairs[row["pair"]]["first"], pairs[row["pair"]]["second"]
+        outcome = row["outcome"]
+        if order[first] > order[second]:
+            first, second = second, first
+            outcome = {"first": "second", "second": "first", "tie": "tie"}[outcome]
+        outcomes[(first, second)].append(outcome)
+    table = []
+    for a, b in combinations(sources, 2):
+        if (a, b) in outcomes:
+            result = stats.win_tie_loss(outcomes[(a, b)])
+            table.append({"a": a, "b": b, **result})
+    return table
+
+
+def _bt(rows: list[dict], pairs: dict[int, dict], sources: list[str], code: str, n_resamples: int,
+        seed: int) -> dict:
+    data = [(pairs[r["pair"]]["item_id"], pairs[r["pair"]]["first"], pairs[r["pair"]]["second"],
+             OUTCOME_SCORE[r["outcome"]]) for r in rows if r["criterion"] == code and r["outcome"] is not None]
+    if len(sources) > 2:
+        return stats.bradley_terry_bootstrap(data, sources, n_resamples=n_resamples, seed=seed)
+    result = stats.bradley_terry([(a, b, s) for _, a, b, s in data], sources)
+    result["ci"] = None
+    return result
+
+
+def _agreement(rows: list[dict], code: str) -> dict:
+    votes = [r for r in rows if r["criterion"] == code and r["outcome"] is not None]
+    if not votes:
+        return {"fleiss_kappa": {"value": None, "warnings": ["No answers."]},
+                "krippendorff_alpha": {"value": None, "warnings": ["No answers."]}, "n_comparisons": 0}
+    frame = pd.DataFrame(votes).pivot_table(index="pair", columns="rater", values="outcome", aggfunc="first")
+    fleiss = stats.fleiss_kappa_detail(frame, categories=list(stats.PREFERENCE_OUTCOMES))
+    coded = frame.replace({"first": 0.0, "tie": 1.0, "second": 2.0}).astype(float)
+    alpha = stats.krippendorff_alpha_detail(coded.T.to_numpy(), level="nominal")
+    alpha_ord = stats.krippendorff_alpha_detail(coded.T.to_numpy(), level="ordinal", value_domain=[0, 1, 2])
+    return {"fleiss_kappa": {"value": fleiss["value"], "warnings": fleiss["warnings"]},
+            "krippendorff_alpha": {"value": alpha["value"], "warnings": alpha["warnings"]},
+            "krippendorff_alpha_ordinal": {"value": alpha_ord["value"], "warnings": alpha_ord["warnings"]},
+            "n_comparisons": int(frame.shape[0]), "n_raters": int(frame.shape[1])}
+
+
+def _human_human(rows: list[dict], code: str) -> dict:
+    """MT-Bench's human-human agreement: every pair of different raters' votes on the same comparison."""
+    by_pair: dict[int, list[str]] = defaultdict(list)
+    for r in rows:
+        if r["criterion"] == code and r["outcome"] is not None:
+            by_pair[r["pair"]].append(r["outcome"])
+    vote_pairs = [(a, b) for outcomes in by_pair.values() for a, b in combinations(outcomes, 2)]
+    return stats.vote_agreement(vote_pairs)
+
+
+def judge_summary(run: PreferenceJudgeRun, rows: list[dict], pairs: dict[int, dict], sources: list[str],
+                  codes: list[str], reveal: bool) -> dict:
+    combo = preference_judging.combined(run)
+    out = {"run": run.pk, "judge": run.snapshot.get("name", ""), "model": run.snapshot.get("model", ""),
+           "status": run.status, "position_consistency": combo["consistency"],
+           "position_consistency_overall": combo["consistency_overall"],
+           "position_bias": stats.position_bias(combo["side_choices"]), "criteria": {}}
+    for code in codes:
+        human_by_pair: dict[int, list[str]] = defaultdict(list)
+        for r in rows:
+            if r["criterion"] == code and r["outcome"] is not None:
+                human_by_pair[r["pair"]].append(r["outcome"])
+        vote_pairs = [(v["final"], h) for (pair_id, c), v in combo["verdicts"].items() if c == code
+                      and v["final"] is not None for h in human_by_pair.get(pair_id, [])]
+        entry = {"agreement_with_humans": stats.vote_agreement(vote_pairs)}
+        if reveal:
+            judge_rows = [{"pair": pair_id, "criterion": code, "outcome": v["final"]}
+                          for (pair_id, c), v in combo["verdicts"].items() if c == code and v["final"] is not None]
+            entry["win_tie_loss"] = _wtl_table(judge_rows, pairs, sources, code)
+        out["criteria"][code] = entry
+    return out
+
+
+def analysis(study: PreferenceStudy, *, n_resamples: int = 1000, seed: int | None = None) -> dict:
+    """The full analysis; refuses before unblinding (per-source results would break the blinding)."""
+    study = PreferenceStudy.objects.get(pk=study.pk)  # the current state, never a stale copy
+    if not study.is_unblinded:
+        raise PreferenceError("Results per source are sealed until the coordinator locks and unblinds the study.",
+                              status=409)
+    seed = study.seed if seed is None else seed
+    sources = list(study.sources.order_by("position").values_list("label", flat=True))
+    criteria = list(study.criteria.values_list("code", "name"))
+    codes = [c for c, _ in criteria]
+    pairs = _pair_sources(study)
+    rows = human_votes(study)
+    result = {"study": study.name, "sources": sources, "n_votes": len(rows), "seed": seed,
+              "n_resamples": n_resamples, "notes": [NOTE_VOTES], "criteria": [],
+              "position_bias": stats.position_bias([r["choice"] for r in rows]), "judges": []}
+    for code, name in criteria:
+        result["criteria"].append({
+            "code": code, "name": name,
+            "n_votes": sum(1 for r in rows if r["criterion"] == code),
+            "win_tie_loss": _wtl_table(rows, pairs, sources, code),
+            "bradley_terry": _bt(rows, pairs, sources, code, n_resamples, seed),
+            "agreement": _agreement(rows, code),
+            "human_human": _human_human(rows, code),
+            "position_bias": stats.position_bias([r["choice"] for r in rows if r["criterion"] == code]),
+        })
+    for run in study.judge_runs.order_by("created_at"):
+        result["judges"].append(judge_summary(run, rows, pairs, sources, codes, reveal=True))
+    return result
+
+
+def export_rows(study: PreferenceStudy) -> list[dict]:
+    """The long format: one row per rater (or judge and order), comparison and criterion. Source columns are
+    filled only after unblinding; before it they are absent."""
+    study = PreferenceStudy.objects.get(pk=study.pk)
+    reveal = study.is_unblinded
+    pairs = _pair_sources(study) if reveal else {}
+    rows = human_votes(study)
+    names = rater_names(study, [r["rater"] for r in rows])
+    items = dict(PreferencePair.objects.filter(study=study).values_list("pk", "item__external_id"))
+    out = []
+    for r in rows:
+        row = {"study": study.name, "item": items.get(r["pair"], ""), "comparison": r["pair"],
+               "rater": names[r["rater"]], "rater_kind": "human", "order": "", "criterion": r["criterion"],
+               "choice": r["choice"], "comment": r["comment"], "answered_at": r["at"].isoformat()}
+        if reveal:
+            first, second = pairs[r["pair"]]["first"], pairs[r["pair"]]["second"]
+            a, b = (second, first) if r["swapped"] else (first, second)
+            row.update({"source_a": a, "source_b": b,
+                        "preferred_source": {"A": a, "B": b, "tie": "tie"}[r["choice"]]})
+        out.append(row)
+    verdicts = (PreferenceVerdict.objects.filter(run__study=study, status=PreferenceVerdict.Status.DONE)
+                .select_related("run").order_by("run_id", "pair_id", "order"))
+    for v in verdicts:
+        for code, choice in sorted(v.choices.items()):
+            row = {"study": study.name, "item": items.get(v.pair_id, ""), "comparison": v.pair_id,
+                   "rater": f"judge-run-{v.run_id}", "rater_kind": "judge", "order": v.order, "criterion": code,
+                   "choice": choice, "comment": "", "answered_at": v.updated_at.isoformat()}
+            if reveal:
+                first, second = pairs[v.pair_id]["first"], pairs[v.pair_id]["second"]
+                a, b = (first, second) if v.order == "forward" else (second, first)
+                row.update({"source_a": a, "source_b": b,
+                            "preferred_source": {"A": a, "B": b, "tie": "tie"}[choice]})
+            out.append(row)
+    return out
+
+
+EXPORT_COLUMNS = ["study", "item", "comparison", "rater", "rater_kind", "order", "criterion", "choice", "comment",
+                  "answered_at"]
+SOURCE_COLUMNS = ["source_a", "source_b", "preferred_source"]
+
+
+def export_csv(study: PreferenceStudy) -> str:
+    study = PreferenceStudy.objects.get(pk=study.pk)
+    columns = EXPORT_COLUMNS + (SOURCE_COLUMNS if study.is_unblinded else [])
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(export_rows(study))
+    return buffer.getvalue()
+
+
+def blinded_summary(study: PreferenceStudy) -> dict:
+    """What may be shown before unblinding: humans' position bias and agreement between raters (both computed
+    without naming a source)."""
+    rows = human_votes(study)
+    codes = list(study.criteria.values_list("code", flat=True))
+    return {"position_bias": stats.position_bias([r["choice"] for r in rows]),
+            "agreement": {code: _agreement(rows, code) for code in codes}, "n_votes": len(rows)}
+
+
+def fmt(value) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "undefined"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)

@@ -1,0 +1,172 @@
+"""REST API of preference studies. Physicians reach only their own comparisons, blinded (A/B, no source, no
+candidate id); coordinators and analysts read studies and progress; sources, per-source results and the source
+columns of the export appear only after the study is unblinded. Refusals are 4xx with a "detail" message."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+
+from annotation.roles import ANALYST, COORDINATOR, has_role
+from scoring.preference import analysis as preference_analysis
+from scoring.preference import services as preference
+from scoring.preference.models import PreferenceStudy, PreferenceTask
+from scoring.preference.services import PreferenceError
+
+
+class _Refusals:
+    """Turn the services' refusals into 4xx answers with their message."""
+
+    def handle_exception(self, exc):
+        if isinstance(exc, PreferenceError):
+            body = {"detail": str(exc)}
+            if isinstance(exc, preference.ImportRejected):
+                body["errors"] = [{"line": e.line, "message": e.message} for e in exc.errors]
+            return Response(body, status=exc.status)
+        return super().handle_exception(exc)
+
+
+class IsStudyReader(BasePermission):
+    message = "Preference studies are for coordinators, analysts and admins."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated and has_role(user, COORDINATOR, ANALYST)):
+            return False
+        if view.action in ("lock", "unblind"):
+            return has_role(user, COORDINATOR)
+        return True
+
+
+class CriterionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    code = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+
+
+class StudySerializer(serializers.ModelSerializer):
+    criteria = CriterionSerializer(many=True, read_only=True)
+    progress = serializers.SerializerMethodField()
+    sources = serializers.SerializerMethodField(help_text="Source names; null until the study is unblinded.")
+    seed = serializers.SerializerMethodField(
+        help_text="The seed of the side randomisation; null until the study is unblinded (it reveals the sides).")
+
+    class Meta:
+        model = PreferenceStudy
+        fields = ["id", "name", "kind", "status", "overlap", "seed", "instructions", "criteria", "created_at",
+                  "opened_at", "locked_at", "unblinded_at", "unblind_reason", "progress", "sources"]
+
+    def get_progress(self, study) -> dict:
+        p = preference.progress(study)
+        return {k: p[k] for k in ("items", "sources", "pairs", "criteria", "tasks", "submitted", "percent")}
+
+    def get_seed(self, study) -> int | None:
+        return study.seed if study.is_unblinded else None
+
+    def get_sources(self, study) -> list[str] | None:
+        if not study.is_unblinded:
+            return None
+        return list(study.sources.order_by("position").values_list("label", flat=True))
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
+    """Preference studies (coordinators and analysts). Lock and unblind are coordinator actions."""
+
+    serializer_class = StudySerializer
+    permission_classes = [IsStudyReader]
+
+    def get_queryset(self):
+        return PreferenceStudy.objects.alive().prefetch_related("criteria").order_by("-created_at", "-id")
+
+    @extend_schema(request=ReasonSerializer, responses=StudySerializer)
+    @action(detail=True, methods=["post"])
+    def lock(self, request, pk=None):
+        data = ReasonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = preference.lock(self.get_object(), request.user, data.validated_data["reason"])
+        return Response(StudySerializer(study).data)
+
+    @extend_schema(request=ReasonSerializer, responses=StudySerializer)
+    @action(detail=True, methods=["post"])
+    def unblind(self, request, pk=None):
+        data = ReasonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = preference.unblind(self.get_object(), request.user, data.validated_data["reason"])
+        return Response(StudySerializer(study).data)
+
+    @extend_schema(responses={200: OpenApiResponse(description="scoring.preference_analysis.analysis"),
+                              409: OpenApiResponse(description="the study is not unblinded")})
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        try:
+            n = min(5000, max(100, int(request.query_params.get("resamples", 1000))))
+        except ValueError:
+            raise PreferenceError('"resamples" must be a whole number.') from None
+        return Response(preference_analysis.analysis(self.get_object(), n_resamples=n))
+
+    @extend_schema(responses={200: OpenApiResponse(description="CSV long format")})
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        return HttpResponse(preference_analysis.export_csv(self.get_object()), content_type="text/csv; charset=utf-8")
+
+
+class AnswerSerializer(serializers.Serializer):
+    criterion = serializers.IntegerField()
+    choice = serializers.ChoiceField(choices=["A", "tie", "B", ""])
+    comment = serializers.CharField(required=False, allow_blank=True, allow_null=True, default=None)
+    seq = serializers.IntegerField(required=False, default=0, min_value=0)
+
+
+class TaskSerializer(serializers.Serializer):
+    """A comparison as the rater sees it: sides A and B, never the source."""
+
+    def to_representation(self, task):
+        return preference.blinded_task(task)
+
+
+class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The requesting rater's own comparisons (blinded)."""
+
+    serializer_class = TaskSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no user
+            return PreferenceTask.objects.none()
+        return (PreferenceTask.objects.filter(rater=self.request.user, study__deleted_at__isnull=True)
+                .exclude(status=PreferenceTask.Status.WITHDRAWN)
+                .select_related("study", "pair__item__dialogue", "pair__first", "pair__second")
+                .order_by("study_id", "position", "id"))
+
+    @extend_schema(request=AnswerSerializer, responses=TaskSerializer)
+    @action(detail=True, methods=["post"])
+    def answer(self, request, pk=None):
+        task = self.get_object()
+        data = AnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        preference.save_answer(task, v["criterion"], v["choice"], request.user, comment=v["comment"],
+                               client_seq=v["seq"])
+        return Response(preference.blinded_task(self.get_object()))
+
+    @extend_schema(request=None, responses=TaskSerializer)
+    @action(detail=True, methods=["post"])
+    def submit(self, request, pk=None):
+        preference.submit_task(self.get_object(), request.user)
+        return Response(preference.blinded_task(self.get_object()))
+
+    @extend_schema(request=ReasonSerializer, responses=TaskSerializer)
+    @action(detail=True, methods=["post"])
+    def skip(self, request, pk=None):
+        data = ReasonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        preference.skip_task(self.get_object(), request.user, data.validated_data["reason"])
+        return Response(preference.blinded_task(self.get_object()))

@@ -1,0 +1,99 @@
+"""Forms of the preference study pages."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from annotation.models import Corpus
+from annotation.roles import PHYSICIAN
+from scoring.judges.models import JudgeConfig, JudgeRun
+from scoring.preference.models import PreferenceStudy
+from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
+
+PRESET_CHOICES = [
+    ("evaluation", "seeds/003 evaluations: knowledge correctness, reference correctness, fluency"),
+    ("response", "seeds/003 responses: relevancy, knowledge correctness, fluency"),
+    ("overall", "One overall preference"),
+    ("custom", "Custom (below)"),
+]
+
+
+class StudyForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=PreferenceStudy.Kind.choices, label="What is compared")
+    criteria_preset = forms.ChoiceField(choices=PRESET_CHOICES, label="Criteria", initial="evaluation")
+    custom_criteria = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                                      label="Custom criteria", help_text='One per line: "Name: description".')
+    overlap = forms.IntegerField(min_value=1, max_value=50, initial=3, label="Raters per comparison")
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                   help_text="Shown to raters above every comparison.")
+    item_codes = forms.CharField(required=False, label="Scale items shown (evaluation studies)",
+                                 help_text="Comma-separated codes, e.g. 1.1,3.2,4; empty: every item judged.")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("criteria_preset") == "custom":
+            try:
+                data["criteria"] = parse_criteria(data.get("custom_criteria", ""))
+            except PreferenceError as exc:
+                self.add_error("custom_criteria", str(exc))
+                return data
+            if not data["criteria"]:
+                self.add_error("custom_criteria", "Write at least one criterion.")
+        elif data.get("criteria_preset") in CRITERIA_PRESETS:
+            data["criteria"] = data["criteria_preset"]
+        data["codes"] = [c.strip() for c in (data.get("item_codes") or "").split(",") if c.strip()]
+        return data
+
+
+class JudgeRunsForm(forms.Form):
+    runs = forms.ModelMultipleChoiceField(queryset=JudgeRun.objects.none(), widget=forms.CheckboxSelectMultiple,
+                                          label="Finished judge runs to compare")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].queryset = (JudgeRun.objects.filter(status=JudgeRun.Status.SUCCEEDED)
+                                        .select_related("config", "corpus"))
+        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.config.name} on {r.corpus.name}"
+
+
+class DialoguesForm(forms.Form):
+    corpus = forms.ModelChoiceField(queryset=Corpus.objects.none())
+    group_key = forms.CharField(max_length=100, initial="case_id", label="Case key in dialogue metadata")
+    models = forms.CharField(required=False, label="Doctor models", help_text="Comma-separated; empty: all models.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["corpus"].queryset = Corpus.objects.alive()
+
+
+class AnswersForm(forms.Form):
+    file = forms.FileField(label="Answers (JSON Lines)",
+                           help_text='One answer a line: {"item": "q1", "prompt": "...", "source": "model-x", '
+                                     '"answer": "..."}')
+
+
+class RatersForm(forms.Form):
+    users = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
+                                           widget=forms.CheckboxSelectMultiple, label="Physicians")
+    capacity = forms.IntegerField(min_value=1, required=False,
+                                  help_text="Most comparisons per rater; empty = no limit.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["users"].queryset = (get_user_model().objects.filter(groups__name=PHYSICIAN, is_active=True)
+                                         .order_by("username"))
+
+
+class JudgeForm(forms.Form):
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge")
+
+    def __init__(self, *args, study: PreferenceStudy, **kwargs):
+        super().__init__(*args, **kwargs)
+        excluded = study.sources.exclude(judge_run=None).values_list("judge_run__config_id", flat=True)
+        self.fields["config"].queryset = JudgeConfig.objects.exclude(pk__in=list(excluded))
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)

@@ -1,0 +1,361 @@
+"""LLM judges answering a preference study's comparisons, through the same gateway, limits and request cache as
+judge runs (scoring.judging).
+
+Every pair is asked in both orders (``forward``: the pair's first candidate as A; ``reverse``: the second as A),
+one request per order answering every criterion as JSON. Combined per criterion: when the two orders name the
+same candidate (or both say tie) that is the judge's verdict; when they disagree it is a tie (MT-Bench's
+convention for position bias). Position consistency (share of agreeing orders) is reported per judge.
+Each (pair, order) is a Celery task; retries are scheduled with a countdown, never slept.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+
+from celery import current_app
+from django.db import transaction
+from django.db.models import Count, Max, Q, Sum
+from django.utils import timezone
+
+from annotation.models import AuditEvent
+from scoring.judges.models import JudgeConfig
+from scoring.judges.runs import backoff, config_snapshot, lease_seconds
+from scoring.llm import gateway, limiter
+from scoring.llm.models import LLMCall
+from scoring.preference.models import PreferenceJudgeRun, PreferencePair, PreferenceStudy, PreferenceVerdict
+from scoring.preference.services import PreferenceError
+
+SYSTEM_PROMPT = (
+    "You are an experienced physician acting as an impartial judge. You compare two candidates (A and B) for the "
+    "same case and decide, for each criterion, which one is better or whether they are equally good. Do not let "
+    "the order in which the candidates are shown, their length or their style influence you."
+)
+ROLE_NAMES = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement"}
+
+
+def render_content(content: dict) -> str:
+    """A candidate's blinded content as plain text for the judge."""
+    kind = content.get("type")
+    if kind == "answer":
+        return content.get("text", "")
+    if kind == "dialogue":
+        return "\n".join(f"{ROLE_NAMES.get(t['role'], t['role'])}: {t['text']}" for t in content.get("turns", []))
+    if kind == "evaluation":
+        lines = []
+        for row in content.get("rows", []):
+            line = f"Item {row['code']} ({row['text']}): {row['verdict']}"
+            if row.get("rationale"):
+                line += f". Reason: {row['rationale']}"
+            lines.append(line)
+        return "\n".join(lines)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def render_context(study: PreferenceStudy, pair: PreferencePair) -> str:
+    from annotation.dialogues import redacted
+
+    item = pair.item
+    if study.kind == PreferenceStudy.Kind.EVALUATION and item.dialogue_id:
+        self_report, turns = redacted(item.dialogue)
+        lines = "\n".join(f"{ROLE_NAMES.get(t['role'], t['role'])}: {t['text']}" for t in turns)
+        return ("Two evaluations of the doctor in the following consultation, each rating the doctor on the "
+                f"items of the LLM-specific Mini-CEX.\n\nThe patient's self-report:\n{self_report}\n\n"
+                f"The doctor-patient dialogue:\n{lines}")
+    if study.kind == PreferenceStudy.Kind.DIALOGUE:
+        return f"Two doctors' consultations with a patient who reported:\n{item.prompt}"
+    text = f"Two answers to the following question:\n{item.prompt}" if item.prompt else "Two answers."
+    if item.reference:
+        text += f"\n\nReference answer:\n{item.reference}"
+    return text
+
+
+def schema(codes: list[str]) -> dict:
+    return {"type": "object", "properties": {code: {"type": "string", "enum": ["A", "B", "tie"]} for code in codes},
+            "required": codes, "additionalProperties": False}
+
+
+def build_payload(config: dict, study: PreferenceStudy, pair: PreferencePair, order: str,
+                  criteria: list[tuple[str, str, str]]) -> dict:
+    a, b = (pair.first, pair.second) if order == PreferenceVerdict.Order.FORWARD else (pair.second, pair.first)
+    listing = "\n".join(f"- {code}: {name}. {desc}".rstrip() for code, name, desc in criteria)
+    user = (f"{render_context(study, pair)}\n\n[Candidate A]\n{render_content(a.content)}\n[End of candidate A]\n\n"
+            f"[Candidate B]\n{render_content(b.content)}\n[End of candidate B]\n\n"
+            f"Criteria:\n{listing}\n\nFor every criterion answer \"A\" if A is better, \"B\" if B is better, or "
+            "\"tie\". Return one JSON object whose keys are the criterion codes.")
+    payload = {"model": config["model"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
+               "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]}
+    if config.get("seed") is not None:
+        payload["seed"] = config["seed"]
+    if config.get("structured_output", True):
+        payload["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "preference", "strict": True, "schema": schema([c[0] for c in criteria])}}
+    return payload
+
+
+_CHOICE = {"a": "A", "b": "B", "tie": "tie", "equal": "tie", "same": "tie", "both": "tie", "none": "tie"}
+
+
+def parse_choices(content: str, codes: list[str]) -> dict[str, str] | None:
+    """The JSON answer with one of A / B / tie for every criterion code; None when anything is missing."""
+    text = (content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if not match:
+        return None
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    result = {}
+    for code in codes:
+        value = _CHOICE.get(str(data.get(code, "")).strip().lower())
+        if value is None:
+            return None
+        result[code] = value
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# runs
+# ---------------------------------------------------------------------------------------------------------------
+@transaction.atomic
+def create_run(study: PreferenceStudy, config: JudgeConfig, user=None) -> PreferenceJudgeRun:
+    """One pending verdict per pair and order."""
+    study.refresh_from_db(fields=["status", "deleted_at"])
+    if study.is_deleted or study.status == PreferenceStudy.Status.DRAFT:
+        raise PreferenceError("Open the study first: a judge answers the same comparisons as the raters.",
+                              status=409)
+    if study.sources.filter(judge_run__config=config).exists():
+        raise PreferenceError("This judge configuration is one of the sources compared; choose another judge.")
+    gateway.resolve_endpoint(config.base_url, config.api_key_env)
+    pairs = list(study.pairs.filter(item__deleted_at__isnull=True).values_list("id", flat=True))
+    if not pairs:
+        raise PreferenceError("The study has no comparisons.")
+    run = PreferenceJudgeRun.objects.create(study=study, config=config, snapshot=config_snapshot(config),
+                                            created_by=user)
+    PreferenceVerdict.objects.bulk_create([PreferenceVerdict(run=run, pair_id=p, order=o) for p in pairs
+                                           for o in PreferenceVerdict.Order.values])
+    AuditEvent.record(user, "preference.judge_run", study, run=run.pk, config=config.pk, units=2 * len(pairs))
+    return run
+
+
+def start(run: PreferenceJudgeRun, user=None) -> int:
+    PreferenceJudgeRun.objects.filter(pk=run.pk, status=PreferenceJudgeRun.Status.QUEUED).update(
+        status=PreferenceJudgeRun.Status.RUNNING, started_at=timezone.now())
+    run.refresh_from_db()
+    if run.status != PreferenceJudgeRun.Status.RUNNING:
+        return 0
+    if maybe_finish(run.pk):
+        return 0
+    return enqueue_pending(run)
+
+
+def enqueue_pending(run: PreferenceJudgeRun) -> int:
+    ids = list(PreferenceVerdict.objects.filter(run=run, status=PreferenceVerdict.Status.PENDING)
+               .order_by("pair_id", "order").values_list("id", flat=True))
+
+    def send():
+        for verdict_id in ids:
+            current_app.send_task("scoring.preference_judge_unit", (verdict_id,))
+
+    transaction.on_commit(send)
+    return len(ids)
+
+
+def cancel(run: PreferenceJudgeRun, user=None) -> PreferenceJudgeRun:
+    changed = PreferenceJudgeRun.objects.filter(pk=run.pk, status__in=[
+        PreferenceJudgeRun.Status.QUEUED, PreferenceJudgeRun.Status.RUNNING]).update(
+        status=PreferenceJudgeRun.Status.CANCELLED, finished_at=timezone.now())
+    if not changed:
+        raise PreferenceError("Only a queued or running judge run can be cancelled.", status=409)
+    AuditEvent.record(user, "preference.judge_cancel", run.study, run=run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def maybe_finish(run_id: int) -> bool:
+    if PreferenceVerdict.objects.filter(run_id=run_id, status=PreferenceVerdict.Status.PENDING).exists():
+        return False
+    return bool(PreferenceJudgeRun.objects.filter(pk=run_id, status=PreferenceJudgeRun.Status.RUNNING).update(
+        status=PreferenceJudgeRun.Status.SUCCEEDED, finished_at=timezone.now()))
+
+
+def _fail_run(run_id: int, message: str) -> None:
+    PreferenceJudgeRun.objects.filter(pk=run_id, status__in=["queued", "running"]).update(
+        status=PreferenceJudgeRun.Status.FAILED, error=message[:2000], finished_at=timezone.now())
+
+
+@dataclass
+class UnitOutcome:
+    state: str  # done, cached, skipped, busy, retry, failed, fatal
+    retry_in: float | None = None
+
+
+def _criteria(study: PreferenceStudy) -> list[tuple[str, str, str]]:
+    return list(study.criteria.values_list("code", "name", "description"))
+
+
+def _store(verdict: PreferenceVerdict, call: LLMCall, codes: list[str], from_cache: bool) -> None:
+    choices = parse_choices(call.content, codes)
+    PreferenceVerdict.objects.filter(pk=verdict.pk).update(
+        choices=choices or {}, rationale=(call.content or "")[:4000], call=call, from_cache=from_cache,
+        status=PreferenceVerdict.Status.DONE if choices else PreferenceVerdict.Status.UNSCORED,
+        error="" if choices else "The answer is not JSON with A, B or tie for every criterion.",
+        claimed_until=None, updated_at=timezone.now())
+
+
+def _request(run: PreferenceJudgeRun, verdict: PreferenceVerdict):
+    config = run.snapshot
+    endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
+    payload = build_payload(config, run.study, verdict.pair, verdict.order, _criteria(run.study))
+    return endpoint, payload, gateway.request_key(endpoint.base_url, payload)
+
+
+def process_verdict(verdict_id: int) -> UnitOutcome:
+    """Ask the judge one pair in one order (or take the cached answer). ``retry_in`` asks for a retry."""
+    verdict = (PreferenceVerdict.objects.select_related("run__study", "pair__item__dialogue", "pair__first",
+                                                        "pair__second")
+               .filter(pk=verdict_id, status=PreferenceVerdict.Status.PENDING,
+                       run__status=PreferenceJudgeRun.Status.RUNNING).first())
+    if verdict is None:
+        run_id = PreferenceVerdict.objects.filter(pk=verdict_id).values_list("run_id", flat=True).first()
+        if run_id:
+            maybe_finish(run_id)
+        return UnitOutcome("skipped")
+    run = verdict.run
+    config = run.snapshot
+    lease = lease_seconds(config)
+    now = timezone.now()
+    claimed = (PreferenceVerdict.objects.filter(pk=verdict.pk, status=PreferenceVerdict.Status.PENDING)
+               .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+               .update(claimed_until=now + timedelta(seconds=lease)))
+    if not claimed:
+        until = PreferenceVerdict.objects.filter(pk=verdict.pk).aggregate(u=Max("claimed_until"))["u"]
+        wait = (until - timezone.now()).total_seconds() + 0.5 if until else 0.5
+        return UnitOutcome("busy", retry_in=max(0.5, wait))
+    codes = [c[0] for c in _criteria(run.study)]
+
+    def unclaim():
+        PreferenceVerdict.objects.filter(pk=verdict.pk).update(claimed_until=None)
+
+    try:
+        endpoint, payload, key = _request(run, verdict)
+    except gateway.NotConfigured as exc:
+        unclaim()
+        _fail_run(run.pk, str(exc))
+        return UnitOutcome("fatal")
+    cached = LLMCall.objects.filter(key=key).first()
+    if cached is not None:
+        _store(verdict, cached, codes, from_cache=True)
+        maybe_finish(run.pk)
+        return UnitOutcome("cached")
+    limit_name = f"judge-{config['config_id']}"  # shared with the configuration's judge runs: one endpoint budget
+    slot = limiter.acquire_waiting(limit_name, config["concurrency"], lease, wait_seconds=5.0)
+    if slot is None:
+        unclaim()
+        return UnitOutcome("retry", retry_in=random.uniform(0.05, 0.3))
+    try:
+        wait = limiter.take(f"{limit_name}-rpm", config.get("requests_per_minute"))
+        if not wait and config.get("tokens_per_minute"):
+            estimate = sum(len(m["content"]) for m in payload["messages"]) / 3 + config["max_tokens"]
+            wait = limiter.take(f"{limit_name}-tpm", config["tokens_per_minute"], estimate)
+        if wait:
+            unclaim()
+            return UnitOutcome("retry", retry_in=wait + random.uniform(0, 0.2))
+        outcome = gateway.complete(endpoint, payload, float(config["timeout_seconds"]))
+    finally:
+        limiter.release(slot)
+    if outcome.ok:
+        from scoring.judges.runs import _store_call
+
+        with transaction.atomic():  # a worker killed in between must not leave a paid call counted as cached
+            call = _store_call(key, endpoint.base_url, payload, outcome, config)
+            _store(verdict, call, codes, from_cache=False)
+        maybe_finish(run.pk)
+        return UnitOutcome("done")
+    attempts = verdict.attempts + 1
+    if not outcome.retryable:
+        PreferenceVerdict.objects.filter(pk=verdict.pk).update(
+            status=PreferenceVerdict.Status.FAILED, error=outcome.error[:2000], attempts=attempts, claimed_until=None)
+        _fail_run(run.pk, f"The provider refused the request: {outcome.error}")
+        return UnitOutcome("fatal")
+    if attempts >= int(config["max_attempts"]):
+        PreferenceVerdict.objects.filter(pk=verdict.pk).update(
+            status=PreferenceVerdict.Status.FAILED, error=f"gave up after {attempts} attempts: {outcome.error}"[:2000],
+            attempts=attempts, claimed_until=None)
+        maybe_finish(run.pk)
+        return UnitOutcome("failed")
+    PreferenceVerdict.objects.filter(pk=verdict.pk).update(attempts=attempts, error=outcome.error[:2000],
+                                                           claimed_until=None)
+    return UnitOutcome("retry", retry_in=backoff(attempts, outcome.retry_after))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# combining the two orders
+# ---------------------------------------------------------------------------------------------------------------
+def to_outcome(side_choice: str, a_is_first: bool) -> str | None:
+    """A side choice (A / tie / B) as an outcome for the pair: first, tie or second."""
+    if side_choice == "tie":
+        return "tie"
+    if side_choice not in ("A", "B"):
+        return None
+    return "first" if (side_choice == "A") == a_is_first else "second"
+
+
+def combined(run: PreferenceJudgeRun) -> dict:
+    """Per (pair id, criterion code): the forward and reverse outcomes and the combined verdict (disagreement
+    between the orders is a tie; a missing order leaves the verdict missing), plus per-criterion position
+    consistency and the judge's share of "A" choices."""
+    codes = [c[0] for c in _criteria(run.study)]
+    by_pair: dict[int, dict[str, PreferenceVerdict]] = {}
+    for verdict in PreferenceVerdict.objects.filter(run=run, status=PreferenceVerdict.Status.DONE):
+        by_pair.setdefault(verdict.pair_id, {})[verdict.order] = verdict
+    verdicts: dict[tuple[int, str], dict] = {}
+    consistency: dict[str, Counter] = {code: Counter() for code in codes}
+    side_choices: list[str] = []
+    for pair_id, orders in by_pair.items():
+        for code in codes:
+            fwd = orders.get("forward")
+            rev = orders.get("reverse")
+            f = to_outcome(fwd.choices.get(code, ""), True) if fwd else None
+            r = to_outcome(rev.choices.get(code, ""), False) if rev else None
+            for v in (fwd, rev):
+                if v is not None and v.choices.get(code):
+                    side_choices.append(v.choices[code])
+            final = None
+            if f is not None and r is not None:
+                final = f if f == r else "tie"
+                consistency[code]["n"] += 1
+                consistency[code]["consistent"] += f == r
+            verdicts[(pair_id, code)] = {"forward": f, "reverse": r, "final": final}
+    per_criterion = {code: {"n": c["n"], "consistent": c["consistent"],
+                            "value": (c["consistent"] / c["n"]) if c["n"] else None}
+                     for code, c in consistency.items()}
+    total_n = sum(c["n"] for c in consistency.values())
+    total_ok = sum(c["consistent"] for c in consistency.values())
+    return {"verdicts": verdicts, "consistency": per_criterion,
+            "consistency_overall": {"n": total_n, "consistent": total_ok,
+                                    "value": total_ok / total_n if total_n else None},
+            "side_choices": side_choices}
+
+
+def progress(run: PreferenceJudgeRun) -> dict:
+    counts = dict(PreferenceVerdict.objects.filter(run=run).values_list("status").annotate(n=Count("id")))
+    total = sum(counts.values())
+    pending = counts.get("pending", 0)
+    calls = (LLMCall.objects.filter(pk__in=PreferenceVerdict.objects.filter(run=run, from_cache=False)
+                                    .exclude(call=None).values("call_id"))
+             .aggregate(n=Count("id"), cost=Sum("cost")))
+    return {"total": total, "done": counts.get("done", 0), "unscored": counts.get("unscored", 0),
+            "failed": counts.get("failed", 0), "pending": pending,
+            "percent": round(100 * (total - pending) / total) if total else 0, "calls": calls["n"] or 0,
+            "cost": float(calls["cost"] or 0), "status": run.status, "error": run.error}
+

@@ -1,0 +1,350 @@
+"""Preference study pages: coordinators set up, open, lock and unblind studies and ask LLM judges; physicians
+compare A and B (static/js/compare.js saves every click); analysts read results after unblinding."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation.models import AuditEvent
+from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, role_required
+from scoring.llm import gateway
+from scoring.preference import analysis as preference_analysis
+from scoring.preference import judging as preference_judging
+from scoring.preference import services as preference
+from scoring.preference.forms import (
+    AnswersForm,
+    DialoguesForm,
+    JudgeForm,
+    JudgeRunsForm,
+    RatersForm,
+    ReasonForm,
+    StudyForm,
+)
+from scoring.preference.models import PreferenceStudy, PreferenceTask
+from scoring.preference.services import PreferenceError
+
+
+def _study(pk: int) -> PreferenceStudy:
+    return get_object_or_404(PreferenceStudy.objects.alive(), pk=pk)
+
+
+@role_required(COORDINATOR, ANALYST)
+def study_list(request):
+    studies = (PreferenceStudy.objects.alive()
+               .annotate(n_items=Count("items", filter=Q(items__deleted_at__isnull=True), distinct=True),
+                         n_tasks=Count("tasks", distinct=True),
+                         n_done=Count("tasks", filter=Q(tasks__status="submitted"), distinct=True)))
+    return render(request, "scoring/preference_list.html", {"studies": studies})
+
+
+@role_required(COORDINATOR)
+def study_new(request):
+    form = StudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            study = preference.create_study(
+                name=data["name"], kind=data["kind"], criteria=data["criteria"], overlap=data["overlap"],
+                instructions=data.get("instructions", ""), item_codes=data["codes"],
+                user=request.user)
+        except PreferenceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Study {study.name} created. Add its candidates next.")
+            return redirect("preference-detail", pk=study.pk)
+    return render(request, "scoring/preference_new.html", {"form": form})
+
+
+def _detail_context(request, study: PreferenceStudy) -> dict:
+    events = AuditEvent.objects.filter(
+        target_type=ContentType.objects.get_for_model(PreferenceStudy), target_id=str(study.pk)
+    ).select_related("actor")[:100]
+    sealed = not study.is_unblinded and study.status != PreferenceStudy.Status.DRAFT
+    sources = list(study.sources.order_by("position"))
+    context = {
+        "study": study, "progress": preference.progress(study), "criteria": study.criteria.all(),
+        "sources": sources, "sealed": sealed, "events": events,
+        "judge_runs": [(run, preference_judging.progress(run)) for run in study.judge_runs.select_related("config")],
+        "is_coordinator": has_role(request.user, COORDINATOR), "reason_form": ReasonForm(),
+    }
+    if study.status == PreferenceStudy.Status.DRAFT:
+        context["items"] = study.items.alive().annotate(n=Count("candidates"))[:200]
+        if study.kind == PreferenceStudy.Kind.EVALUATION:
+            context["source_form"] = JudgeRunsForm()
+        elif study.kind == PreferenceStudy.Kind.DIALOGUE:
+            context["source_form"] = DialoguesForm(initial={"group_key": study.group_key or "case_id"})
+        else:
+            context["source_form"] = AnswersForm()
+    if study.status in (PreferenceStudy.Status.DRAFT, PreferenceStudy.Status.OPEN):
+        context["raters_form"] = RatersForm()
+    context["can_withdraw"] = context["is_coordinator"] and study.status == PreferenceStudy.Status.OPEN
+    if study.status != PreferenceStudy.Status.DRAFT:
+        context["judge_form"] = JudgeForm(study=study)
+    if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
+        context["blinded_summary"] = preference_analysis.blinded_summary(study)
+    return context
+
+
+@role_required(COORDINATOR, ANALYST)
+def study_detail(request, pk: int):
+    study = _study(pk)
+    return render(request, "scoring/preference_detail.html", _detail_context(request, study))
+
+
+@require_POST
+@role_required(COORDINATOR)
+def study_sources(request, pk: int):
+    """Add candidates: judge runs (evaluation), dialogues grouped by case (dialogue), or imported answers."""
+    study = _study(pk)
+    try:
+        if study.kind == PreferenceStudy.Kind.EVALUATION:
+            form = JudgeRunsForm(request.POST)
+            if not form.is_valid():
+                raise PreferenceError("Choose at least two finished judge runs.")
+            result = preference.add_judge_runs(study, list(form.cleaned_data["runs"]), request.user)
+            messages.success(request, f"{result['items']} dialogue(s) judged by every run added, "
+                                      f"{result['candidates']} evaluation(s).")
+        elif study.kind == PreferenceStudy.Kind.DIALOGUE:
+            form = DialoguesForm(request.POST)
+            if not form.is_valid():
+                raise PreferenceError("Choose a corpus and the metadata key of the case.")
+            data = form.cleaned_data
+            result = preference.add_dialogues(study, data["corpus"], group_key=data["group_key"],
+                                              models=data["models"].split(","), user=request.user)
+            messages.success(request, f"{result['items']} case(s) with {result['candidates']} dialogue(s) added; "
+                                      f"{result['skipped_cases']} case(s) with a single model left out.")
+        else:
+            form = AnswersForm(request.POST, request.FILES)
+            if not form.is_valid():
+                raise PreferenceError("Choose a JSON Lines file of answers.")
+            result = preference.import_answers(study, form.cleaned_data["file"].read().splitlines(), request.user)
+            messages.success(request, f"{result['answers']} answer(s) to {result['items']} item(s) imported.")
+    except preference.ImportRejected as exc:
+        messages.error(request, "Nothing was imported: " + "; ".join(str(e) for e in exc.errors[:30]))
+    except PreferenceError as exc:
+        messages.error(request, str(exc))
+    return redirect("preference-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def study_raters(request, pk: int):
+    study = _study(pk)
+    form = RatersForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one or more physicians.")
+        return redirect("preference-detail", pk=pk)
+    try:
+        for user in form.cleaned_data["users"]:
+            preference.add_rater(study, user, capacity=form.cleaned_data.get("capacity"), added_by=request.user)
+        if study.status == PreferenceStudy.Status.OPEN:
+            result = preference.assign(study, user=request.user)
+            messages.success(request, f"Raters added; {result.created} comparison(s) assigned.")
+        else:
+            messages.success(request, "Raters added; comparisons are assigned when the study opens.")
+    except PreferenceError as exc:
+        messages.error(request, str(exc))
+    return redirect("preference-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def study_action(request, pk: int):
+    """open / assign / withdraw-rater / lock / unblind / delete / judge / cancel-judge."""
+    study = _study(pk)
+    action = request.POST.get("action")
+    reason = request.POST.get("reason", "").strip()
+    try:
+        if action == "open":
+            result = preference.open_study(study, request.user)
+            note = f" {len(result.short)} comparison(s) lack raters: add raters." if result.short else ""
+            messages.success(request, f"Study open: {result.created} comparison(s) assigned.{note}")
+        elif action == "assign":
+            result = preference.assign(study, user=request.user)
+            messages.success(request, f"{result.created} comparison(s) assigned.")
+        elif action == "withdraw-rater":
+            rater = get_object_or_404(study.raters.select_related("user"), user_id=request.POST.get("rater"))
+            withdrawn, topped_up = preference.withdraw_rater(study, rater.user, by=request.user, reason=reason)
+            note = f" {len(topped_up.short)} comparison(s) lack raters: add raters." if topped_up.short else ""
+            messages.success(request, f"{rater.user.username} withdrawn: {withdrawn} open comparison(s) withdrawn, "
+                                      f"{topped_up.created} given to other raters.{note}")
+        elif action == "lock":
+            preference.lock(study, request.user, reason)
+            messages.success(request, "Study locked. Identities stay sealed until you unblind it.")
+        elif action == "unblind":
+            preference.unblind(study, request.user, reason)
+            messages.success(request, "Study unblinded; the action is recorded.")
+        elif action == "delete":
+            preference.delete_study(study, request.user, reason)
+            messages.success(request, f"Study {study.name} deleted (kept in the audit trail).")
+            return redirect("preference-list")
+        elif action == "judge":
+            form = JudgeForm(request.POST, study=study)
+            if not form.is_valid():
+                raise PreferenceError("Choose a judge configuration.")
+            run = preference_judging.create_run(study, form.cleaned_data["config"], request.user)
+            units = preference_judging.start(run, request.user)
+            messages.success(request, f"LLM judge started: {units} request(s) queued (each pair in both orders).")
+        elif action == "cancel-judge":
+            run = get_object_or_404(study.judge_runs, pk=request.POST.get("run"))
+            preference_judging.cancel(run, request.user)
+            messages.success(request, "Judge run cancelled.")
+        else:
+            raise PreferenceError("Unknown action.")
+    except (PreferenceError, gateway.NotConfigured) as exc:
+        messages.error(request, str(exc))
+    return redirect("preference-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def item_delete(request, pk: int, item_id: int):
+    study = _study(pk)
+    item = get_object_or_404(study.items.alive(), pk=item_id)
+    try:
+        preference.delete_item(item, request.user, request.POST.get("reason", ""))
+        messages.success(request, f"Item {item.external_id} left out.")
+    except PreferenceError as exc:
+        messages.error(request, str(exc))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("preference-detail", pk=pk)
+
+
+@role_required(COORDINATOR, ANALYST)
+def study_results(request, pk: int):
+    study = _study(pk)
+    if not study.is_unblinded:
+        return render(request, "scoring/preference_results.html", {"study": study, "sealed": True}, status=409)
+    try:
+        n = min(5000, max(100, int(request.GET.get("resamples", 1000))))
+    except ValueError:
+        n = 1000
+    report = preference_analysis.analysis(study, n_resamples=n)
+    return render(request, "scoring/preference_results.html", {"study": study, "report": report, "sealed": False})
+
+
+@role_required(COORDINATOR, ANALYST)
+def study_export(request, pk: int):
+    study = _study(pk)
+    response = HttpResponse(preference_analysis.export_csv(study), content_type="text/csv; charset=utf-8")
+    suffix = "unblinded" if study.is_unblinded else "blinded"
+    response["Content-Disposition"] = f'attachment; filename="preference-{study.pk}-{suffix}.csv"'
+    return response
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# physicians
+# ---------------------------------------------------------------------------------------------------------------
+def _task(request, pk: int) -> PreferenceTask:
+    try:
+        return preference.own_task(request.user, pk)
+    except PreferenceError:
+        raise Http404("No such comparison.") from None
+
+
+def _payload(request) -> dict:
+    if request.content_type == "application/json":
+        try:
+            data = json.loads(request.body or b"{}")
+        except json.JSONDecodeError:
+            return {}
+        return data if isinstance(data, dict) else {}
+    return request.POST.dict()
+
+
+def _error(exc: PreferenceError) -> JsonResponse:
+    return JsonResponse({"detail": str(exc)}, status=exc.status)
+
+
+@login_required
+def compare_next(request):
+    task = preference.next_task(request.user)
+    if task is None:
+        return render(request, "scoring/preference_done.html", {
+            "studies": preference.my_studies(request.user), "is_physician": has_role(request.user, PHYSICIAN)})
+    return redirect("compare-task", pk=task.pk)
+
+
+@login_required
+def compare_task(request, pk: int):
+    task = _task(request, pk)
+    view = preference.blinded_task(task)
+    counts = (PreferenceTask.objects.filter(rater=request.user, study=task.study)
+              .exclude(status=PreferenceTask.Status.WITHDRAWN)
+              .aggregate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"]))))
+    return render(request, "scoring/preference_task.html", {"task": task, "view": view, "counts": counts})
+
+
+@require_POST
+@login_required
+def compare_answer(request, pk: int):
+    task = _task(request, pk)
+    data = _payload(request)
+    try:
+        criterion = int(data.get("criterion"))
+        seq = int(data.get("seq") or 0)
+    except (TypeError, ValueError):
+        return JsonResponse({"detail": "Send criterion (id), choice (A, tie or B) and seq."}, status=400)
+    try:
+        answer = preference.save_answer(task, criterion, str(data.get("choice", "")), request.user,
+                                        comment=data.get("comment"), client_seq=seq)
+    except PreferenceError as exc:
+        return _error(exc)
+    return JsonResponse({"criterion": criterion, "choice": answer.choice, "comment": answer.comment,
+                         "saved_at": answer.updated_at.isoformat(), "seq": answer.client_seq})
+
+
+@require_POST
+@login_required
+def compare_comment(request, pk: int):
+    task = _task(request, pk)
+    try:
+        preference.save_task_comment(task, request.user, str(_payload(request).get("comment", "")))
+    except PreferenceError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True})
+
+
+def _next_url(request, after: PreferenceTask) -> str:
+    nxt = preference.next_task(request.user, after=after)
+    return reverse("compare-task", args=[nxt.pk]) if nxt else reverse("compare-next")
+
+
+@require_POST
+@login_required
+def compare_submit(request, pk: int):
+    task = _task(request, pk)
+    try:
+        preference.submit_task(task, request.user)
+    except PreferenceError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True, "next_url": _next_url(request, task)})
+
+
+@require_POST
+@login_required
+def compare_skip(request, pk: int):
+    task = _task(request, pk)
+    try:
+        preference.skip_task(task, request.user, str(_payload(request).get("reason", "")))
+    except PreferenceError as exc:
+        return _error(exc)
+    return JsonResponse({"ok": True, "next_url": _next_url(request, task)})
+
+
+@login_required
+def compare_goto_next(request, pk: int):
+    task = _task(request, pk)
+    nxt = preference.next_task(request.user, after=task)
+    return redirect("compare-task", pk=nxt.pk) if nxt else redirect("compare-next")

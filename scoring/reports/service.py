@@ -1,0 +1,45 @@
+"""Campaign reports are computed by a worker (a background job registered here) and cached until the labels change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotation.models import Campaign
+from scoring.jobs import services as jobs
+from scoring.jobs.models import Job
+from scoring.reports import agreement
+from scoring.reports.agreement import study_fingerprint
+from scoring.reports.exports import may_see_names
+
+
+def names_allowed(user, campaign: Campaign) -> bool:
+    """Coordinators and admins see names; analysts only where the coordinator allowed it."""
+    return may_see_names(user, [campaign])
+
+
+def current_report_job(campaign: Campaign, user, *, start: bool = True) -> Job | None:
+    """The report job for the campaign's current labels: a finished one if cached, else a running one;
+    with ``start`` a new one is queued when there is neither (or the last one failed)."""
+    fingerprint = study_fingerprint([campaign])
+    names = names_allowed(user, campaign)
+    job = (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+                              params__fingerprint=fingerprint, params__names=names)
+           .exclude(status=Job.Status.FAILED).order_by("-created_at").first())
+    if job is None and start:
+        job = jobs.submit(Job.Kind.CAMPAIGN_REPORT, user=user, campaign=campaign.pk, fingerprint=fingerprint,
+                          names=names)
+    return job
+
+
+def last_failure(campaign: Campaign) -> Job | None:
+    return (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+                               status=Job.Status.FAILED).order_by("-created_at").first())
+
+
+@jobs.handler(Job.Kind.CAMPAIGN_REPORT)
+def campaign_report(job: Job) -> dict[str, Any]:
+    """The job's body: load the campaign's labels and compute every section, reporting progress."""
+    campaign = Campaign.objects.get(pk=job.params["campaign"])
+    study = agreement.load_study([campaign], names=job.params.get("names", False))
+    jobs.set_progress(job, 0.05, "labels loaded")
+    return agreement.compute(study, progress=lambda fraction, message: jobs.set_progress(job, fraction, message))

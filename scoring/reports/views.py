@@ -1,0 +1,119 @@
+"""Report pages: the trial report, the campaign agreement report (computed by a worker) and label exports."""
+
+from django.shortcuts import get_object_or_404, render
+
+from annotation.roles import ANALYST, COORDINATOR, role_required
+from scoring.jobs.models import Job
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_trial_report(request, pk: int):
+    from annotation.models import Campaign
+    from scoring.reports.trial import trial_report
+
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": trial_report(campaign)})
+
+
+def _campaign(pk: int):
+    from annotation.models import Campaign
+
+    return get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version__scale"), pk=pk)
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_report(request, pk: int):
+    """The analyst's report: computed by a worker, cached until the labels change; progress while it runs."""
+    from scoring.reports.service import current_report_job, last_failure
+
+    campaign = _campaign(pk)
+    job = current_report_job(campaign, request.user)
+    context = {"campaign": campaign, "job": job, "failure": last_failure(campaign)}
+    if job.status == Job.Status.SUCCEEDED:
+        context["report"] = job.result
+        return render(request, "scoring/report.html", context)
+    return render(request, "scoring/report_pending.html", context)
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_report_status(request, pk: int, job_id: int):
+    """htmx poll: the progress bar, or a full-page refresh once the report is ready."""
+    from django.http import HttpResponse
+
+    job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=pk)
+    if job.is_finished:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "scoring/partials/report_progress.html", {"campaign": _campaign(pk), "job": job})
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_report_download(request, pk: int):
+    """The report as one self-contained HTML file (tables, plots, methods)."""
+    from django.http import HttpResponse
+    from django.template.loader import render_to_string
+    from django.utils import timezone
+
+    from scoring.reports.service import current_report_job
+
+    campaign = _campaign(pk)
+    job = current_report_job(campaign, request.user)
+    if job.status != Job.Status.SUCCEEDED:
+        return HttpResponse("The report is still being computed; try again when the report page shows it.",
+                            status=409, content_type="text/plain")
+    html = render_to_string("scoring/report_standalone.html",
+                            {"campaign": campaign, "report": job.result, "generated": timezone.now(),
+                             "css": _inline_css()}, request=request)
+    response = HttpResponse(html, content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="report-{campaign.pk}.html"'
+    return response
+
+
+def _inline_css() -> str:
+    from django.contrib.staticfiles import finders
+
+    path = finders.find("css/app.css")
+    return open(path, encoding="utf-8").read() if path else ""
+
+
+EXPORT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "sav": "application/x-spss-sav",
+}
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_export(request, pk: int, fmt: str):
+    """Every label of the campaign in the CSV long format (DESIGN.md section 5) as CSV, JSON, XLSX or SPSS."""
+    import os
+    import tempfile
+
+    from django.http import FileResponse, Http404, StreamingHttpResponse
+
+    from scoring.reports import exports
+    from scoring.reports.service import names_allowed
+
+    if fmt not in EXPORT_TYPES:
+        raise Http404("Unknown export format.")
+    campaign = _campaign(pk)
+    rows = exports.label_rows(campaign.corpus, campaign, names=names_allowed(request.user, campaign))
+    filename = f"labels-{campaign.pk}.{fmt}"
+    if fmt == "csv":
+        response = StreamingHttpResponse(exports.csv_stream(rows), content_type=EXPORT_TYPES[fmt])
+    elif fmt == "json":
+        response = StreamingHttpResponse((chunk.encode() for chunk in exports.json_stream(rows)),
+                                         content_type=EXPORT_TYPES[fmt])
+    else:
+        handle = tempfile.NamedTemporaryFile(suffix=f".{fmt}", delete=False)  # noqa: SIM115 - FileResponse closes
+        handle.close()
+        try:
+            (exports.write_xlsx if fmt == "xlsx" else exports.write_sav)(rows, handle.name)
+            data = open(handle.name, "rb")  # noqa: SIM115 - FileResponse closes it
+        finally:
+            os.unlink(handle.name)  # the open handle keeps the data readable on POSIX
+        response = FileResponse(data, content_type=EXPORT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

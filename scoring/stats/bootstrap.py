@@ -1,0 +1,190 @@
+"""Bootstrap confidence intervals over rows (dialogues) with a recorded seed."""
+
+from __future__ import annotations
+
+import warnings as _warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoring.stats._common import _num, _py
+
+
+# --------------------------------------------------------------------------------------
+# bootstrap
+# --------------------------------------------------------------------------------------
+def bootstrap_indices(n: int, n_resamples: int = 1000, seed: int | None = 0) -> np.ndarray:
+    """``(n_resamples, n)`` matrix of row indices drawn with replacement (numpy PCG64).
+
+    Reuse the same matrix across items / statistics so that all per-item CIs come from
+    the same resampled dialogues.
+    """
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(int(n_resamples), int(n)))
+
+
+def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float = 0.95,
+                      method: str = "percentile", seed: int | None = None,
+                      n_resamples: int | None = None,
+                      warnings: list[str] | None = None) -> dict:
+    """Turn an estimate and its bootstrap replicates into the :func:`bootstrap_ci` dict.
+
+    Non-finite replicates (undefined statistics) are dropped and counted.  ``method``:
+    "percentile" (Efron) or "basic" (reverse percentile, 2*estimate - quantiles).
+    """
+    if method not in ("percentile", "basic"):
+        raise ValueError("method must be 'percentile' or 'basic'")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    vals = np.asarray([np.nan if v is None else v for v in values], dtype=float).ravel()
+    warns = list(warnings or [])
+    total = int(vals.size if n_resamples is None else n_resamples)
+    finite = vals[np.isfinite(vals)]
+    est = _num(estimate)
+    out = {"estimate": est, "ci_low": None, "ci_high": None, "n_resamples": total,
+           "n_valid": int(finite.size), "seed": _py(seed), "method": method,
+           "confidence": float(confidence), "warnings": warns}
+    dropped = total - finite.size
+    if dropped:
+        warns.append(f"{dropped} of {total} bootstrap resample(s) gave an undefined statistic "
+                     "and were dropped.")
+    if est is None:
+        warns.append("Estimate is undefined on the full sample; no confidence interval.")
+        return out
+    if finite.size < 2:
+        warns.append("Too few valid bootstrap resamples for a confidence interval.")
+        return out
+    if finite.size < 0.9 * total:
+        warns.append("More than 10% of resamples were undefined; the interval may be "
+                     "biased.")
+    lo_q, hi_q = np.percentile(finite, [50 * (1 - confidence), 50 * (1 + confidence)])
+    if method == "basic":
+        lo_q, hi_q = 2 * est - hi_q, 2 * est - lo_q
+    out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)
+    return out
+
+
+def bootstrap_freq(indices: np.ndarray, n: int) -> np.ndarray:
+    """``(B, n)`` multiplicity matrix: how often row i is drawn in resample b.
+
+    For statistics that are functions of sums over subjects (kappa, AC1, Fleiss, percent
+    agreement) a resample is fully described by these counts, and the kernels
+    (:func:`cohen_kappa_codes`, :func:`gwet_ac1_counts`, ...) evaluate all resamples with
+    one matrix product when given ``freq=``.  Compute once and reuse across items.
+    """
+    idx = np.asarray(indices)
+    b = idx.shape[0]
+    flat = (idx + (np.arange(b) * n)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(float)
+
+
+def _take(arr: Any, idx: np.ndarray) -> Any:
+    if isinstance(arr, pd.DataFrame | pd.Series):
+        return arr.iloc[idx].reset_index(drop=True)
+    return arr[idx]
+
+
+def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
+                 seed: int | None = 0, confidence: float = 0.95, method: str = "percentile",
+                 indices: np.ndarray | None = None, vectorized: bool | str = False,
+                 batch_size: int | None = None, freq: np.ndarray | None = None) -> dict:
+    """Bootstrap confidence interval resampling dialogues (rows).
+
+    The same row indices are applied to every array / DataFrame in ``arrays`` (so paired
+    data stay paired).  ``fn(*resampled) -> float``; resamples where it returns NaN /
+    None are dropped and counted (``n_valid``).  The estimate is ``fn`` on the full data.
+    Returns ``{"estimate", "ci_low", "ci_high", "n_resamples", "n_valid", "seed",
+    "method", "confidence", "warnings"}``.
+
+    Fast paths:
+
+    * ``indices``: a precomputed ``(B, n)`` index matrix (:func:`bootstrap_indices`),
+      shared across items so every item is resampled identically; ``seed`` is then only
+      recorded.
+    * ``vectorized=True``: ``fn`` receives arrays with a leading resample axis
+      ``(b, n, ...)`` and returns ``b`` values -- e.g.
+      ``lambda a, b: cohen_kappa_codes(a, b, 2)``.  Resamples are processed in batches of
+      ``batch_size`` (default: about 2e7 elements per batch).
+    * ``vectorized="freq"``: ``fn(freq, *arrays)`` receives a ``(b, n)`` multiplicity
+      matrix (:func:`bootstrap_freq`) and the *original* arrays and returns ``b`` values,
+      e.g. ``lambda f, t: gwet_ac1_counts(t, freq=f)``.  Fastest for sum-decomposable
+      statistics; pass a precomputed ``freq`` matrix to share it across items.
+    """
+    if not arrays:
+        raise ValueError("at least one array is required")
+    arrays = tuple(a if isinstance(a, pd.DataFrame | pd.Series | np.ndarray) else np.asarray(a)
+                   for a in arrays)
+    if vectorized not in (False, True, "freq"):
+        raise ValueError("vectorized must be False, True or 'freq'")
+    n = len(arrays[0])
+    for a in arrays[1:]:
+        if len(a) != n:
+            raise ValueError("all arrays must have the same number of rows")
+    if freq is not None:
+        if vectorized != "freq":
+            raise ValueError("freq is only used with vectorized='freq'")
+        freq = np.asarray(freq, dtype=float)
+        if freq.ndim != 2 or freq.shape[1] != n:
+            raise ValueError("freq must be a (n_resamples, n) matrix")
+        idx = None
+        n_boot = int(freq.shape[0])
+    else:
+        if indices is None:
+            idx = bootstrap_indices(n, n_resamples, seed)
+        else:
+            idx = np.asarray(indices)
+            if idx.ndim != 2 or (idx.size and (idx.min() < 0 or idx.max() >= n)):
+                raise ValueError("indices must be a (n_resamples, n) matrix of valid row "
+                                 "indices")
+        n_boot = int(idx.shape[0])
+    warns: list[str] = []
+    if n == 0:
+        warns.append("Empty input: nothing to resample.")
+        return bootstrap_summary(None, [], confidence=confidence, method=method, seed=seed,
+                                 n_resamples=n_boot, warnings=warns)
+
+    def as_float(v: Any) -> float:
+        try:
+            return float("nan") if v is None else float(v)
+        except (TypeError, ValueError):
+            return float("nan")
+
+    def first(v: Any) -> float:
+        return as_float(np.asarray(v, dtype=float).ravel()[0])
+
+    with _warnings.catch_warnings(), np.errstate(all="ignore"):
+        _warnings.simplefilter("ignore", RuntimeWarning)
+        if vectorized:
+            arrs = [a.to_numpy() if isinstance(a, pd.DataFrame | pd.Series) else np.asarray(a)
+                    for a in arrays]
+            if vectorized == "freq":
+                estimate = first(fn(np.ones((1, n)), *arrs))
+                per_row = n
+            else:
+                estimate = first(fn(*[a[None, ...] for a in arrs]))
+                per_row = max(1, sum(int(np.prod(a.shape[1:])) for a in arrs) * n)
+            size = batch_size or max(1, int(2e7 // per_row))
+            chunks = []
+            for start in range(0, n_boot, size):
+                if vectorized == "freq":
+                    sub_f = (freq[start:start + size] if freq is not None
+                             else bootstrap_freq(idx[start:start + size], n))
+                    res = fn(sub_f, *arrs)
+                    m = sub_f.shape[0]
+                else:
+                    sub = idx[start:start + size]
+                    res = fn(*[a[sub] for a in arrs])
+                    m = sub.shape[0]
+                res = np.asarray(res, dtype=float).ravel()
+                if res.size != m:
+                    raise ValueError("vectorized fn must return one value per resample")
+                chunks.append(res)
+            values = np.concatenate(chunks) if chunks else np.array([])
+        else:
+            estimate = as_float(fn(*arrays))
+            values = np.fromiter((as_float(fn(*[_take(a, row) for a in arrays]))
+                                  for row in idx), dtype=float, count=n_boot)
+    return bootstrap_summary(estimate, values, confidence=confidence, method=method,
+                             seed=seed, n_resamples=n_boot, warnings=warns)

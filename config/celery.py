@@ -3,15 +3,16 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("minicex")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# The scoring app keeps one tasks module per job's package.
-app.autodiscover_tasks([f"scoring.{package}" for package in ("jobs", "llm", "judges", "preference", "generation")])
+# The scoring app keeps its tasks in the packages that have any (judge runs, preference judging and generation
+# are units of the LLM engine, woken by scoring.llm.wake).
+app.autodiscover_tasks(["scoring.jobs", "scoring.llm"])
 
 
 @task_prerun.connect
@@ -22,3 +23,18 @@ def _close_old_connections(**kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@worker_ready.connect
+def _start_reconciler(**kwargs) -> None:
+    """Every worker runs the reconciler (config/reconcile.py): it re-queues work whose message was lost."""
+    from config import reconcile
+
+    reconcile.start()
+
+
+@worker_shutdown.connect
+def _stop_reconciler(**kwargs) -> None:
+    from config import reconcile
+
+    reconcile.stop()

@@ -269,8 +269,16 @@ else:
 # Queue of the LLM calls (judge runs, preference judging, dialogue generation): I/O-bound, consumed by a
 # threads-pool worker.
 CELERY_LLM_QUEUE = os.environ.get("CELERY_LLM_QUEUE", "minicex-llm")
-CELERY_TASK_ROUTES = {name: {"queue": CELERY_LLM_QUEUE}
-                      for name in ("scoring.judge_unit", "scoring.preference_judge_unit", "scoring.generation_step")}
+CELERY_TASK_ROUTES = {name: {"queue": CELERY_LLM_QUEUE} for name in ("scoring.llm.wake", "scoring.llm.poll_batch")}
+# The LLM engine (scoring/llm/engine.py): requests in flight per worker process, units claimed per round trip, the
+# heartbeat of each engine and when a silent engine counts as gone (its claims and slots are then freed), how often
+# provider batches are polled, and how often the reconciler in every worker looks for work nobody does.
+LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 1024)
+LLM_CLAIM_BATCH = env_int("LLM_CLAIM_BATCH", 256)
+LLM_HEARTBEAT_SECONDS = env_int("LLM_HEARTBEAT_SECONDS", 2)
+LLM_WORKER_DEAD_AFTER = env_int("LLM_WORKER_DEAD_AFTER", 10)
+LLM_BATCH_POLL_SECONDS = env_int("LLM_BATCH_POLL_SECONDS", 60)
+RECONCILE_SECONDS = env_int("RECONCILE_SECONDS", 5)
 # Shared concurrency / rate limits for LLM calls: Redis when set (or when the broker is Redis), else file locks.
 LIMITER_URL = os.environ.get("LIMITER_URL", "").strip()
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None

@@ -14,3 +14,10 @@ class DelphiConfig(AppConfig):
         "coordinator": [f"{verb}_{model}" for verb in ("add", "change", "view") for model in MODELS],
         "analyst": [f"view_{model}" for model in MODELS],
     }
+
+    def ready(self) -> None:
+        from config import reconcile
+        from delphi import services
+
+        # Due reminders are found in the database by every worker's reconciler (every minute).
+        reconcile.register("Delphi reminders", services.reconcile_reminders, every=60)

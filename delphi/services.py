@@ -45,7 +45,6 @@ TOKEN_SALT = "delphi.panelist-link"
 RULE_FIELDS = ("consensus_min_mean", "consensus_max_cv", "consensus_min_agreement", "agreement_level")
 SETTING_FIELDS = ("invitation", "instructions", "planned_rounds", "familiarity_threshold", "reminder_days",
                   "link_valid_days")
-MAX_SCHEDULED_REMINDERS = 3
 
 
 class DelphiError(ValueError):
@@ -361,40 +360,53 @@ def send_invitation(participation: Participation) -> bool:
 
 def send_reminders(rnd: Round, *, force: bool = False, now=None) -> int:
     """Remind the open round's panelists who have not completed it. Without ``force`` only those not contacted
-    for ``reminder_days`` days (so a repeated or duplicated task sends nothing twice)."""
+    for ``reminder_days`` days. Each reminder is claimed by a conditional update before it is mailed, so a
+    repeated or duplicated task (or two workers at once) never sends one twice."""
     rnd = Round.objects.select_related("study").get(pk=rnd.pk)
     if rnd.status != Round.Status.OPEN:
         return 0
     now = now or timezone.now()
-    days = rnd.study.reminder_days
     sent = 0
+    for part in _due(rnd, now, force=force):
+        claimed = Participation.objects.filter(pk=part.pk, last_reminded_at=part.last_reminded_at).update(
+            last_reminded_at=now)
+        if not claimed:
+            continue
+        if _mail(part, f"Reminder: {rnd.study.title}, {rnd.label}",
+                 f"Dear {part.panelist.name or 'expert'},\n\nthis is a reminder: your answers to {rnd.label.lower()} "
+                 f"of the Delphi study \"{rnd.study.title}\" are not complete yet."):
+            Participation.objects.filter(pk=part.pk).update(reminders_sent=part.reminders_sent + 1)
+            sent += 1
+        else:  # not sent: due again next time
+            Participation.objects.filter(pk=part.pk).update(last_reminded_at=part.last_reminded_at)
+    return sent
+
+
+def _due(rnd: Round, now, *, force: bool = False) -> list[Participation]:
+    """Participations of an open round that have not completed and were not contacted for ``reminder_days``."""
+    days = rnd.study.reminder_days
+    due = []
     for part in (rnd.participations.select_related("panelist", "panelist__user", "round__study")
                  .filter(completed_at__isnull=True, withdrawn_at__isnull=True, panelist__deleted_at__isnull=True)):
         last = max(filter(None, [part.invited_at, part.last_reminded_at]), default=None)
         if not force and (not days or (last and (now - last).total_seconds() < days * 86400 - 60)):
             continue
-        if _mail(part, f"Reminder: {rnd.study.title}, {rnd.label}",
-                 f"Dear {part.panelist.name or 'expert'},\n\nthis is a reminder: your answers to {rnd.label.lower()} "
-                 f"of the Delphi study \"{rnd.study.title}\" are not complete yet."):
-            Participation.objects.filter(pk=part.pk).update(last_reminded_at=now,
-                                                            reminders_sent=part.reminders_sent + 1)
-            sent += 1
-    return sent
+        due.append(part)
+    return due
 
 
-def schedule_reminders(rnd: Round) -> int:
-    """Queue the automatic reminders (Celery tasks with a countdown) for an opened round."""
-    days = rnd.study.reminder_days
-    if not days or not getattr(settings, "DELPHI_SCHEDULE_REMINDERS", True):
-        return 0
-    queued = 0
-    for k in range(1, MAX_SCHEDULED_REMINDERS + 1):
-        try:
-            current_app.send_task("delphi.send_round_reminders", (rnd.pk,), countdown=k * days * 86400)
-            queued += 1
-        except Exception as exc:  # broker down: reminders can still be sent from the round page
-            log.warning("could not schedule Delphi reminders for round %s: %s", rnd.pk, exc)
-            break
+def reconcile_reminders() -> list[int]:
+    """Queue the reminders that are due (a reconciler hook run by every worker: reminders live in the database,
+    not in delayed broker messages, so a broker restart loses none). Turned off by DELPHI_SCHEDULE_REMINDERS=0."""
+    if not getattr(settings, "DELPHI_SCHEDULE_REMINDERS", True):
+        return []
+    now = timezone.now()
+    queued = []
+    for rnd in Round.objects.filter(status=Round.Status.OPEN, study__deleted_at__isnull=True,
+                                    study__reminder_days__gt=0).select_related("study"):
+        if _due(rnd, now):
+            current_app.send_task("delphi.send_round_reminders", (rnd.pk,))
+            queued.append(rnd.pk)
     return queued
 
 
@@ -428,7 +440,7 @@ def open_round(rnd: Round, user, *, deadline=None, notify: bool = True) -> Round
     parts = list(rnd.participations.filter(panelist__deleted_at__isnull=True).select_related("panelist__study",
                                                                                            "panelist__user", "round"))
     if notify:
-        transaction.on_commit(lambda: ([send_invitation(p) for p in parts], schedule_reminders(rnd)))
+        transaction.on_commit(lambda: [send_invitation(p) for p in parts])
     return rnd
 
 

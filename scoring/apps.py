@@ -16,5 +16,17 @@ class ScoringConfig(AppConfig):
     }
 
     def ready(self) -> None:
-        from scoring.judges import labels  # noqa: F401 - registers judge labels in the label exports
+        from config import reconcile
+        from scoring.generation import services as generation  # noqa: F401 - registers its engine handler
+        from scoring.jobs import services as jobs
+        from scoring.judges import (
+            labels,  # noqa: F401 - registers judge labels in the label exports
+            runs,  # noqa: F401 - registers its engine handler
+        )
+        from scoring.llm import batch, engine
+        from scoring.preference import judging  # noqa: F401 - registers its engine handler
         from scoring.reports import service  # noqa: F401 - registers the campaign report job
+
+        reconcile.register("LLM engines and their jobs", engine.reconcile)
+        reconcile.register("provider batches", batch.reconcile)
+        reconcile.register("background jobs", jobs.reconcile)

@@ -1,12 +1,15 @@
 """LLM judge runs against the fake OpenAI-compatible server (real HTTP, the real openai client)."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from annotation.models import Corpus, Dialogue, ScaleVersion
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
-from scoring.llm import gateway, limiter
-from scoring.llm.models import LLMCall
+from scoring.llm import engine, gateway, limiter
+from scoring.llm.models import LLMCall, LLMWorker
 
 
 @pytest.fixture
@@ -111,9 +114,8 @@ def test_a_second_run_makes_no_calls(make_config, corpus, server):
     drain(start(config, corpus, item_codes=["1.1", "1.2"]))
     server.reset()
     again = start(config, corpus, item_codes=["1.1", "1.2"])
-    again.refresh_from_db()
-    assert again.status == "succeeded"  # answered from the cache when it started: no task needed
-    assert drain(again) == [] and len(server.chat_requests) == 0
+    assert set(drain(again)) == {"cached"} and len(server.chat_requests) == 0
+    assert again.status == "succeeded"
     assert judging.progress(again)["cached"] == 6 and judging.progress(again)["calls"] == 0
     first_values = dict(JudgeResult.objects.filter(run__config=config).exclude(run=again)
                         .values_list("dialogue_id", "value"))
@@ -178,27 +180,31 @@ def test_timeouts_are_retried_and_give_up_after_max_attempts(make_config, corpus
     assert result.status == "failed" and "gave up after 3 attempts" in result.error
 
 
-def test_a_claimed_unit_is_not_sent_twice(make_config, corpus, server):
+def test_a_claimed_unit_is_not_sent_twice_until_its_engine_is_gone(make_config, corpus, server):
     run = start(make_config(), corpus, item_codes=["1.1"])
     result = JudgeResult.objects.filter(run=run).first()
-    assert judging._claim([result], 60)
+    engine.ensure_registered("other-engine")  # a live engine (its heartbeat is fresh) holds the unit
+    assert [u.pk for u in engine.claim(judging.HANDLER, run, 1, "other-engine")] == [result.pk]
     busy = judging.process_unit(run.pk, result.dialogue_id, result.item_id)
-    assert busy.state == "busy" and 55 < busy.retry_in <= 61  # looks again when the claim would expire
-    assert len(server.chat_requests) == 0
+    assert busy.state == "busy" and len(server.chat_requests) == 0
+    LLMWorker.objects.filter(owner="other-engine").update(seen_at=timezone.now() - timedelta(minutes=1))
+    engine.live_owners(fresh=True)  # its heartbeat stopped: the claim no longer counts
+    assert judging.process_unit(run.pk, result.dialogue_id, result.item_id).state == "done"
+    assert len(server.chat_requests) == 1
 
 
 def test_concurrency_limit_is_shared(make_config, corpus, server):
     config = make_config(concurrency=2)
     name = f"judge-{config.pk}"
-    first, second = limiter.acquire(name, 2, 30), limiter.acquire(name, 2, 30)
-    assert first and second and limiter.acquire(name, 2, 30) is None
+    taken = limiter.acquire_many(name, 2, 5, 30, "another-engine")
+    assert len(taken) == 2 and limiter.acquire_many(name, 2, 1, 30, "another-engine") == []
     run = start(config, corpus, item_codes=["1.1"])
     result = JudgeResult.objects.filter(run=run).first()
     outcome = judging.process_unit(run.pk, result.dialogue_id, result.item_id)
     assert outcome.state == "retry" and len(server.chat_requests) == 0
-    limiter.release(first)
+    limiter.release_many(name, taken[:1])
     assert judging.process_unit(run.pk, result.dialogue_id, result.item_id).state == "done"
-    limiter.release(second)
+    assert limiter.purge_owner("another-engine") == 1 and limiter.in_use(name) == 0
 
 
 def test_requests_per_minute_budget_delays_calls(make_config, corpus, server):

@@ -44,7 +44,13 @@ def test_coordinator_configures_a_judge_and_runs_it(client, coordinator, corpus,
     assert "never the key itself" in refused and not JudgeConfig.objects.exists()
     client.post(reverse("judge-new"), {**data, "api_key_env": "PAGES_KEY"})
     config = JudgeConfig.objects.get(name="GPT judge")
-    response = client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "1.1, 4"})
+    preview = client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "1.1, 4"})
+    html = preview.content.decode()
+    assert not JudgeRun.objects.exists() and len(server.chat_requests) == 0  # nothing created or sent yet
+    assert "Calls to make</th><td><strong>4</strong>" in html and "Estimated cost" in html
+    assert 'name="confirmed" value="True"' in html
+    response = client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "1.1, 4",
+                                                      "confirmed": "True"})
     run = JudgeRun.objects.get()
     assert response.url == reverse("judge-run", args=[run.pk]) and run.status == "running"
     page = client.get(reverse("judge-run", args=[run.pk])).content.decode()

@@ -56,8 +56,13 @@ def test_killed_worker_loses_nothing_and_repeats_only_in_flight_requests(workers
         in_flight_at_kill = server.in_flight
         sent_before = len(server.chat_requests)
         assert JudgeRun.objects.get(pk=run.pk).status == "running"
-        workers(concurrency=4)  # a new worker recovers the run on start
+        workers(concurrency=4)  # a new worker frees the dead engine's claims and slots and resumes the run
+        ready = time.monotonic()
+        wait_until(lambda: len(server.chat_requests) > sent_before, 10,
+                   "the run did not resume within 10 s of the new worker starting")
+        resumed_after = time.monotonic() - ready
         wait_until(lambda: JudgeRun.objects.get(pk=run.pk).status == "succeeded", 90, "run did not resume")
+        assert resumed_after < 10
         assert JudgeResult.objects.filter(run=run).exclude(status="done").count() == 0
         assert JudgeResult.objects.filter(run=run).count() == 36
         repeats = sum(n - 1 for n in Counter(r["body_hash"] for r in server.chat_requests).values() if n > 1)

@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from annotation.models import SoftDeletable
+from scoring.llm.models import EngineJob, WorkUnit
 
 
 class CaseSet(SoftDeletable):
@@ -69,7 +70,7 @@ class PatientCase(SoftDeletable):
         return bool(self.test_results or self.examination)
 
 
-class GenerationJob(models.Model):
+class GenerationJob(EngineJob):
     """A doctor model (or several) under test talking with a patient simulator over a set of cases, for every
     condition (temperature x doctor bias x patient bias). API keys are never stored: ``*_api_key_env`` names the
     environment variable holding each key."""
@@ -122,7 +123,7 @@ class GenerationJob(models.Model):
         return f"Generation #{self.pk} {self.name}"
 
 
-class GeneratedDialogue(models.Model):
+class GeneratedDialogue(WorkUnit):
     """One dialogue to generate: a case, a doctor model and a condition. Its turns are GenerationTurn rows."""
 
     class Status(models.TextChoices):
@@ -156,11 +157,7 @@ class GeneratedDialogue(models.Model):
     masked = models.PositiveIntegerField(default=0, help_text="Patient turns where the diagnosis was masked.")
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
                                  related_name="+")
-    attempts = models.PositiveIntegerField(default=0)
     retry_round = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["job", "case__line", "doctor_model", "temperature", "doctor_bias", "patient_bias", "repeat"]

@@ -15,7 +15,6 @@ sets ``reveal_diagnosis``; a patient turn that still names it verbatim (before t
 
 from __future__ import annotations
 
-import random
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -24,10 +23,8 @@ from decimal import Decimal
 from statistics import mean, median
 from typing import Any
 
-from celery import current_app
-from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotation.importers import privacy_fields
@@ -41,9 +38,7 @@ from scoring.generation.models import (
     GenerationTurn,
     PatientCase,
 )
-from scoring.jobs import services as jobs
-from scoring.judges.runs import backoff, lease_seconds
-from scoring.llm import gateway, limiter
+from scoring.llm import delivery, engine, gateway
 from scoring.llm.models import LLMCall
 from scoring.stats import wilson_ci
 
@@ -176,7 +171,7 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
 
 
 def start(job: GenerationJob, user=None) -> int:
-    """Mark the job running and enqueue a step for every open dialogue (also resumes a paused job)."""
+    """Mark the job running and wake the workers (also resumes a paused job). Returns the open dialogues."""
     changed = GenerationJob.objects.filter(pk=job.pk, status__in=[GenerationJob.Status.QUEUED,
                                                                   GenerationJob.Status.PAUSED]).update(
         status=GenerationJob.Status.RUNNING, started_at=timezone.now())
@@ -188,58 +183,38 @@ def start(job: GenerationJob, user=None) -> int:
     if maybe_finish(job.pk):
         job.refresh_from_db()
         return 0
-    return enqueue_open(job)
-
-
-def enqueue_open(job: GenerationJob) -> int:
-    """Send a step task for every open dialogue. Duplicates are harmless: a dialogue is claimed per step."""
-    ids = list(GeneratedDialogue.objects.filter(job=job, status__in=GeneratedDialogue.OPEN)
-               .order_by("pk").values_list("pk", flat=True))
-
-    def send():
-        for pk in ids:
-            current_app.send_task("scoring.generation_step", (pk,))
-
-    transaction.on_commit(send)
-    return len(ids)
+    engine.wake(HANDLER.kind, job.pk)
+    return GeneratedDialogue.objects.filter(job=job, status__in=GeneratedDialogue.OPEN).count()
 
 
 def set_status(job: GenerationJob, status: str, user=None, reason: str = "") -> GenerationJob:
-    return jobs.pause_or_cancel(job, status, user, reason, noun="job", action="generation_job",
-                                error=GenerationError)
+    return engine.pause_or_cancel(job, status, user, reason, noun="job", action="generation_job",
+                                  error=GenerationError)
 
 
 def retry_failed(job: GenerationJob, user=None) -> int:
     """Put failed dialogues back to open (their stored turns are kept) and resume the job."""
     if job.status == GenerationJob.Status.CANCELLED:
         raise GenerationError("A cancelled job cannot be retried.")
-    failed = GeneratedDialogue.objects.filter(job=job, status=GeneratedDialogue.Status.FAILED)
-    count = 0
-    for gd in failed:
-        # A fresh retry round asks the endpoint again instead of reusing an answer that failed.
-        GeneratedDialogue.objects.filter(pk=gd.pk).update(
-            status=GeneratedDialogue.Status.PENDING, attempts=0, error="", claimed_until=None,
-            retry_round=gd.retry_round + 1, updated_at=timezone.now())
-        count += 1
+    # A fresh retry round asks the endpoint again instead of reusing an answer that failed.
+    count = GeneratedDialogue.objects.filter(job=job, status=GeneratedDialogue.Status.FAILED).update(
+        status=GeneratedDialogue.Status.PENDING, attempts=0, error="", claimed_by="", claimed_until=None,
+        not_before=None, retry_round=F("retry_round") + 1, updated_at=timezone.now())
     GenerationJob.objects.filter(pk=job.pk).update(status=GenerationJob.Status.RUNNING, error="",
                                                    finished_at=None)
     job.refresh_from_db()
     AuditEvent.record(user, "generation_job.retry", job, dialogues=count)
-    enqueue_open(job)
+    engine.wake(HANDLER.kind, job.pk)
     return count
 
 
 def maybe_finish(job_id: int) -> bool:
     """Finish the job from database state once no dialogue is open."""
-    if GeneratedDialogue.objects.filter(job_id=job_id, status__in=GeneratedDialogue.OPEN).exists():
-        return False
-    return bool(GenerationJob.objects.filter(pk=job_id, status=GenerationJob.Status.RUNNING).update(
-        status=GenerationJob.Status.SUCCEEDED, finished_at=timezone.now()))
+    return HANDLER.maybe_finish(job_id)
 
 
 def fail_job(job_id: int, message: str) -> None:
-    GenerationJob.objects.filter(pk=job_id, status__in=GenerationJob.ACTIVE).update(
-        status=GenerationJob.Status.FAILED, error=message[:2000], finished_at=timezone.now())
+    HANDLER.fail_job(job_id, message)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -385,44 +360,8 @@ def parse_verdict(content: str) -> bool | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# one step
+# one step of a dialogue on the engine
 # ---------------------------------------------------------------------------------------------------------------
-@dataclass
-class StepOutcome:
-    state: str  # stored, cached, finished, skipped, busy, retry, failed, fatal
-    retry_in: float | None = None
-    next: bool = False  # another step of this dialogue should follow
-
-
-def _claim(gd_id: int, seconds: float) -> bool:
-    now = timezone.now()
-    return bool(GeneratedDialogue.objects.filter(pk=gd_id, status__in=GeneratedDialogue.OPEN)
-                .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-                .update(claimed_until=now + timedelta(seconds=seconds)))
-
-
-def _release(gd_id: int) -> None:
-    GeneratedDialogue.objects.filter(pk=gd_id).update(claimed_until=None)
-
-
-def _store_call(key: str, endpoint: str, payload: dict, outcome: gateway.Outcome, prices: list[str],
-                gd: GeneratedDialogue, action: str) -> LLMCall:
-    """Store the answer and charge it to the job in one transaction, so a worker killed in between never leaves a
-    paid call that the job's figures do not count."""
-    try:
-        with transaction.atomic():
-            call = LLMCall.objects.create(
-                key=key, endpoint=endpoint, model=payload["model"], request=payload, response=outcome.response,
-                content=outcome.content, prompt_tokens=outcome.prompt_tokens,
-                completion_tokens=outcome.completion_tokens, latency_ms=outcome.latency_ms,
-                cost=gateway.cost(outcome.prompt_tokens, outcome.completion_tokens, Decimal(prices[0]),
-                                  Decimal(prices[1])))
-            GenerationCall.objects.create(job_id=gd.job_id, call=call, generated=gd, role=action)
-            return call
-    except IntegrityError:  # answered meanwhile by another worker: keep the first
-        return LLMCall.objects.get(key=key)
-
-
 def request_key(endpoint: str, payload: dict, gd: GeneratedDialogue) -> str:
     """The cache key: repeats of a condition and explicit retries get answers of their own."""
     extra = {}
@@ -433,137 +372,128 @@ def request_key(endpoint: str, payload: dict, gd: GeneratedDialogue) -> str:
     return gateway.request_key(endpoint, {**payload, **extra})
 
 
-def _send(config: dict, side: str, job_id: int, endpoint: gateway.Endpoint, payload: dict
-          ) -> gateway.Outcome | float:
-    """The request within the job's shared limits: an Outcome, or the seconds to wait before trying again."""
-    name = f"gen-{job_id}-{side}"
-    slot = limiter.acquire_waiting(name, config["concurrency"], lease_seconds(config), wait_seconds=5.0)
-    if slot is None:
-        return random.uniform(0.05, 0.3)
-    try:
-        wait = limiter.take(f"{name}-rpm", config.get("requests_per_minute"))
-        if not wait and config.get("tokens_per_minute"):
-            estimate = sum(len(m["content"]) for m in payload["messages"]) / 3 + config["max_tokens"]
-            wait = limiter.take(f"{name}-tpm", config["tokens_per_minute"], estimate)
-        if wait:
-            return wait + random.uniform(0, 0.2)
-        return gateway.complete(endpoint, payload, float(config["timeout_seconds"]))
-    finally:
-        limiter.release(slot)
+@dataclass
+class Step:
+    """What one request of a dialogue is for."""
+
+    gd: GeneratedDialogue
+    action: str
+    turns: list[dict]
 
 
-def process_step(gd_id: int) -> StepOutcome:
-    """Generate the next turn (or verdict) of one dialogue. ``retry_in`` asks the caller to schedule a retry,
-    ``next`` to schedule the following step."""
-    gd = (GeneratedDialogue.objects.select_related("job", "case").filter(pk=gd_id).first())
-    if gd is None:
-        return StepOutcome("skipped")
-    job = gd.job
-    if job.status != GenerationJob.Status.RUNNING or gd.status not in GeneratedDialogue.OPEN:
-        maybe_finish(job.pk)
-        return StepOutcome("skipped")
-    config = job.snapshot
-    lease = lease_seconds(config)
-    if not _claim(gd.pk, lease):
-        gd.refresh_from_db(fields=["claimed_until", "status"])
-        if gd.status not in GeneratedDialogue.OPEN:
-            return StepOutcome("skipped")
-        until = gd.claimed_until
-        wait = (until - timezone.now()).total_seconds() + 0.5 if until else 0.5
-        return StepOutcome("busy", retry_in=max(0.5, wait))
-    try:
-        return _step(gd, job, config)
-    finally:
-        _release(gd.pk)
+class GenerationHandler(engine.Handler):
+    """A generated dialogue is a unit: each claim takes its next step (a turn, or the moderator's verdict); the
+    answer is stored as a turn and the dialogue is released for its following step."""
+
+    kind = "generation"
+    job_model = GenerationJob
+    unit_model = GeneratedDialogue
+    job_field = "job"
+    open_statuses = GeneratedDialogue.OPEN
+    active_statuses = GenerationJob.ACTIVE
+
+    def load(self, ids: list[int]) -> list[GeneratedDialogue]:
+        return list(GeneratedDialogue.objects.filter(pk__in=ids).select_related("case").order_by("pk"))
+
+    def prepare(self, job: GenerationJob, units: list[GeneratedDialogue]) -> list[engine.Request]:
+        config = job.snapshot
+        turns_of: dict[int, list[dict]] = defaultdict(list)
+        for row in GenerationTurn.objects.filter(generated__in=units).order_by("generated_id", "index").values(
+                "generated_id", "index", "role", "text"):
+            turns_of[row["generated_id"]].append(row)
+        endpoints = {side: gateway.resolve_endpoint(config[f"{name}_base_url"], config[f"{name}_api_key_env"])
+                     for side, name in ((DOCTOR, "doctor"), (AGENT, "patient"))}
+        requests = []
+        for gd in units:
+            turns = turns_of[gd.pk]
+            action, ending = next_action(config, gd, gd.case, turns)
+            if action == "finish":
+                finalize(gd, turns, ending)
+                continue
+            side, payload = build_request(action, config, gd, gd.case, turns)
+            endpoint = endpoints[side]
+            prices = config["prices"][side]
+            requests.append(engine.Request(
+                units=[gd.pk], endpoint=endpoint, payload=payload, key=request_key(endpoint.base_url, payload, gd),
+                limit=engine.Limit(f"gen-{job.pk}-{side}", int(config["concurrency"]),
+                                   config.get("requests_per_minute"), config.get("tokens_per_minute")),
+                timeout=float(config["timeout_seconds"]), prices=(Decimal(prices[0]), Decimal(prices[1])),
+                attempts=gd.attempts, max_attempts=int(config["max_attempts"]), data=Step(gd, action, turns)))
+        return requests
+
+    def record_call(self, job: GenerationJob, request: engine.Request, call: LLMCall) -> None:
+        GenerationCall.objects.bulk_create([GenerationCall(job_id=job.pk, call=call, generated_id=request.units[0],
+                                                           role=request.data.action)], ignore_conflicts=True)
+
+    def apply(self, job: GenerationJob, requests: list[engine.Request], open_ids: set[int]) -> None:
+        config = job.snapshot
+        for r in requests:
+            if r.units[0] in open_ids:
+                _store_step(config, r.data, r.call, r.from_cache)
 
 
-def _step(gd: GeneratedDialogue, job: GenerationJob, config: dict) -> StepOutcome:
-    case = gd.case
-    turns = list(GenerationTurn.objects.filter(generated=gd).order_by("index").values("index", "role", "text"))
-    action, ending = next_action(config, gd, case, turns)
-    if action == "finish":
-        finalize(gd, turns, ending)
-        maybe_finish(job.pk)
-        return StepOutcome("finished")
-    side, payload = build_request(action, config, gd, case, turns)
-    try:
-        endpoint = gateway.resolve_endpoint(config[f"{'doctor' if side == DOCTOR else 'patient'}_base_url"],
-                                            config[f"{'doctor' if side == DOCTOR else 'patient'}_api_key_env"])
-    except gateway.NotConfigured as exc:
-        fail_job(job.pk, str(exc))
-        return StepOutcome("fatal")
-    key = request_key(endpoint.base_url, payload, gd)
-    call = LLMCall.objects.filter(key=key).first()
-    from_cache = call is not None
-    if call is None:
-        # Two dialogues may need the same request at once (e.g. the moderator on the same diagnosis): only one
-        # sends it, the other takes the cached answer a moment later, so nothing is paid twice.
-        marker = f"minicex:gen-inflight:{key}"
-        if not cache.add(marker, 1, timeout=int(lease_seconds(config)) + 1):
-            return StepOutcome("busy", retry_in=random.uniform(0.3, 1.0))
-        try:
-            call = LLMCall.objects.filter(key=key).first()
-            from_cache = call is not None
-            if call is None:
-                outcome = _send(config, side, job.pk, endpoint, payload)
-                if isinstance(outcome, float):
-                    return StepOutcome("retry", retry_in=outcome)
-                if not outcome.ok:
-                    return _failure(gd, job, config, outcome)
-                call = _store_call(key, endpoint.base_url, payload, outcome, config["prices"][side], gd, action)
-        finally:
-            cache.delete(marker)
+def _store_step(config: dict, step: Step, call: LLMCall, from_cache: bool) -> None:
+    gd, action, turns = step.gd, step.action, step.turns
+    now = timezone.now()
+    released = {"claimed_by": "", "claimed_until": None, "not_before": None, "updated_at": now}
     content = (call.content or "").strip()
     if action == "moderator":
-        with transaction.atomic():
-            GeneratedDialogue.objects.filter(pk=gd.pk).update(
-                moderator_call=call, moderator_answer=content[:2000], moderator_from_cache=from_cache,
-                correct=parse_verdict(content), attempts=0, error="", updated_at=timezone.now())
-        return StepOutcome("cached" if from_cache else "stored", next=True)
+        GeneratedDialogue.objects.filter(pk=gd.pk).update(
+            moderator_call=call, moderator_answer=content[:2000], moderator_from_cache=from_cache,
+            correct=parse_verdict(content), attempts=0, error="", **released)
+        return
     if not content:
         # An empty answer is not a turn: ask again in a fresh retry round (the empty one stays paid and cached).
         attempts = gd.attempts + 1
         if attempts >= int(config["max_attempts"]):
-            _fail_dialogue(gd, f"the {action} model gave {attempts} empty answers", attempts)
-            maybe_finish(job.pk)
-            return StepOutcome("failed")
-        GeneratedDialogue.objects.filter(pk=gd.pk).update(attempts=attempts, retry_round=gd.retry_round + 1,
-                                                          error=f"empty answer from the {action} model")
-        return StepOutcome("retry", retry_in=backoff(attempts))
+            GeneratedDialogue.objects.filter(pk=gd.pk).update(
+                status=GeneratedDialogue.Status.FAILED, attempts=attempts,
+                error=f"the {action} model gave {attempts} empty answers", **released)
+            return
+        GeneratedDialogue.objects.filter(pk=gd.pk).update(
+            attempts=attempts, retry_round=gd.retry_round + 1, error=f"empty answer from the {action} model",
+            **{**released, "not_before": now + timedelta(seconds=engine.backoff(attempts))})
+        return
     masked = False
     if action == "patient" and not config["reveal_diagnosis"]:
-        content, masked = mask_diagnosis(content, case, turns)
-    index = len(turns)
+        content, masked = mask_diagnosis(content, gd.case, turns)
     try:
         with transaction.atomic():
-            GenerationTurn.objects.create(generated=gd, index=index, role=action, text=content, call=call,
+            GenerationTurn.objects.create(generated=gd, index=len(turns), role=action, text=content, call=call,
                                           from_cache=from_cache)
-            GeneratedDialogue.objects.filter(pk=gd.pk).update(
-                status=GeneratedDialogue.Status.RUNNING, attempts=0, error="", updated_at=timezone.now(),
-                turns_used=sum(t["role"] == "doctor" for t in turns) + (action == "doctor"),
-                masked=gd.masked + masked)
-    except IntegrityError:  # another worker stored this position meanwhile (an expired lease): keep theirs
-        pass
-    return StepOutcome("cached" if from_cache else "stored", next=True)
+    except IntegrityError:  # another engine stored this position meanwhile (an expired claim): keep theirs
+        GeneratedDialogue.objects.filter(pk=gd.pk).update(**released)
+        return
+    GeneratedDialogue.objects.filter(pk=gd.pk).update(
+        status=GeneratedDialogue.Status.RUNNING, attempts=0, error="",
+        turns_used=sum(t["role"] == "doctor" for t in turns) + (action == "doctor"), masked=gd.masked + masked,
+        **released)
 
 
-def _fail_dialogue(gd: GeneratedDialogue, message: str, attempts: int) -> None:
-    GeneratedDialogue.objects.filter(pk=gd.pk).update(status=GeneratedDialogue.Status.FAILED, error=message[:2000],
-                                                      attempts=attempts, updated_at=timezone.now())
+HANDLER = engine.register(GenerationHandler())
 
 
-def _failure(gd: GeneratedDialogue, job: GenerationJob, config: dict, outcome: gateway.Outcome) -> StepOutcome:
-    attempts = gd.attempts + 1
-    if not outcome.retryable:
-        _fail_dialogue(gd, outcome.error, attempts)
-        fail_job(job.pk, f"The provider refused the request: {outcome.error}")
-        return StepOutcome("fatal")
-    if attempts >= int(config["max_attempts"]):
-        _fail_dialogue(gd, f"gave up after {attempts} attempts: {outcome.error}", attempts)
-        maybe_finish(job.pk)
-        return StepOutcome("failed")
-    GeneratedDialogue.objects.filter(pk=gd.pk).update(attempts=attempts, error=outcome.error[:2000])
-    return StepOutcome("retry", retry_in=backoff(attempts, outcome.retry_after))
+@dataclass
+class StepOutcome:
+    state: str  # stored, cached, finished, skipped, busy, retry, failed, fatal
+    retry_in: float | None = None
+    next: bool = False  # another step of this dialogue should follow
+
+
+def process_step(gd_id: int) -> StepOutcome:
+    """Take the next step of one dialogue now, in this process (tests): the engine's synchronous path."""
+    gd = GeneratedDialogue.objects.filter(pk=gd_id).values("job_id", "status").first()
+    if gd is None:
+        return StepOutcome("skipped")
+    state = engine.process(HANDLER.kind, gd["job_id"], [gd_id], now=True).get(gd_id, "skipped")
+    status = GeneratedDialogue.objects.filter(pk=gd_id).values_list("status", flat=True).first()
+    if state == "done" and status == GeneratedDialogue.Status.DONE:
+        HANDLER.maybe_finish(gd["job_id"])
+        return StepOutcome("finished")
+    names = {"done": "stored", "cached": "cached"}
+    retry_in = engine.retry_in(HANDLER, [gd_id]) if state in ("retry", "busy") else None
+    return StepOutcome(names.get(state, state), retry_in=retry_in,
+                       next=state in ("done", "cached") and status in GeneratedDialogue.OPEN)
 
 
 def external_id(gd: GeneratedDialogue) -> str:
@@ -626,6 +556,7 @@ def progress(job: GenerationJob) -> dict:
         "calls": calls["n"] or 0, "prompt_tokens": calls["pt"] or 0, "completion_tokens": calls["ct"] or 0,
         "cost": float(calls["cost"] or 0), "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
         "status": job.status, "error": job.error,
+        "delivery": delivery.state(HANDLER, job, remaining=remaining),
     }
 
 

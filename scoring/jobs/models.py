@@ -38,6 +38,8 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last message sent to the workers.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the worker running it.")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from celery import current_app
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from annotation.models import AuditEvent
 from scoring.jobs.models import Job
 
+log = logging.getLogger(__name__)
+
 HANDLERS: dict[str, Callable[[Job], dict[str, Any]]] = {}
-
-# Pause and cancel of the fan-out runs (judge runs, generation jobs): from which statuses each is allowed.
-_STOPPABLE = {"paused": ("running", "queued"), "cancelled": ("running", "queued", "paused")}
-
-
-def pause_or_cancel(obj, status: str, user, reason: str, *, noun: str, action: str, error: type[Exception]):
-    """Move a judge run or generation job to paused or cancelled (one conditional UPDATE, so it races with
-    nothing) and record who and why; ``error`` is raised when its current status does not allow it."""
-    changed = type(obj).objects.filter(pk=obj.pk, status__in=_STOPPABLE[status]).update(
-        status=status, finished_at=timezone.now() if status == "cancelled" else None)
-    if not changed:
-        raise error(f"A {obj.get_status_display().lower()} {noun} cannot be {status}.")
-    AuditEvent.record(user, f"{action}.{status}", obj, reason=reason)
-    obj.refresh_from_db()
-    return obj
-
 
 def handler(kind: str):
     def register(fn):
@@ -41,22 +30,42 @@ def handler(kind: str):
 
 
 def submit(kind: str, user=None, **params) -> Job:
-    """Create a job and enqueue it once the surrounding transaction commits."""
+    """Create a job and enqueue it once the surrounding transaction commits (the reconciler enqueues it again
+    if the message is lost)."""
     job = Job.objects.create(kind=kind, params=params, requested_by=user)
-    transaction.on_commit(lambda: current_app.send_task("scoring.run_job", (job.pk,)))
+    transaction.on_commit(lambda: send(job.pk))
     return job
 
 
+def send(job_id: int) -> bool:
+    """Queue a job's task; False when the broker cannot be reached (the reconciler tries again)."""
+    Job.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
+    try:
+        current_app.send_task("scoring.run_job", (job_id,))
+    except Exception as exc:
+        log.warning("could not queue job %s: %s", job_id, exc)
+        return False
+    return True
+
+
 def execute(job_id: int) -> Job:
-    """Run one job to completion, recording the result or the error on the row."""
+    """Run one job to completion, recording the result or the error on the row. A message delivered twice runs
+    the job once: a finished job, or one another live worker is running, is left alone."""
+    now = timezone.now()
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
         if job.is_finished:
             return job  # a redelivered message after completion: nothing to do
+        if job.status == Job.Status.RUNNING and job.heartbeat_at and job.heartbeat_at > now - HEARTBEAT_STALE:
+            return job  # running elsewhere
         job.status = Job.Status.RUNNING
-        job.started_at = timezone.now()
+        job.started_at = now
+        job.heartbeat_at = now
         job.attempts += 1
-        job.save(update_fields=["status", "started_at", "attempts"])
+        job.save(update_fields=["status", "started_at", "heartbeat_at", "attempts"])
+    beating = threading.Event()
+    heart = threading.Thread(target=_beat, args=(job.pk, beating), name=f"job-{job.pk}-heartbeat", daemon=True)
+    heart.start()
     try:
         result = HANDLERS[job.kind](job)
     except Exception as exc:
@@ -65,12 +74,56 @@ def execute(job_id: int) -> Job:
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
         raise
+    finally:
+        beating.set()
+        heart.join(5)
     job.status = Job.Status.SUCCEEDED
     job.result = result
     job.progress = 1.0
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "result", "progress", "finished_at"])
     return job
+
+
+# A running job whose worker has not beaten for this long is taken to be lost with its worker.
+HEARTBEAT_EVERY = 5.0
+HEARTBEAT_STALE = timedelta(seconds=60)
+# A queued job whose message has not started a worker within this time is sent again.
+RESEND_AFTER = timedelta(seconds=15)
+MAX_ATTEMPTS = 3
+
+
+def _beat(job_id: int, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(HEARTBEAT_EVERY):
+            Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(heartbeat_at=timezone.now())
+    except Exception as exc:  # the database is down: the job itself will notice
+        log.warning("job %s heartbeat failed: %s", job_id, exc)
+    finally:
+        connection.close()
+
+
+def reconcile() -> dict[str, list[int]]:
+    """Queue again jobs whose message was lost (queued, not started) or whose worker died (running, silent)."""
+    now = timezone.now()
+    resent, requeued, failed = [], [], []
+    lost = Job.objects.filter(status=Job.Status.QUEUED).filter(
+        Q(enqueued_at__lt=now - RESEND_AFTER) | Q(enqueued_at__isnull=True, created_at__lt=now - RESEND_AFTER))
+    for job_id, enqueued in lost.values_list("pk", "enqueued_at"):
+        claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED, enqueued_at=enqueued).update(enqueued_at=now)
+        if claimed and send(job_id):
+            resent.append(job_id)
+    for job in Job.objects.filter(status=Job.Status.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE):
+        if job.attempts >= MAX_ATTEMPTS:
+            if Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
+                    status=Job.Status.FAILED, finished_at=now,
+                    error=f"The worker running it stopped {job.attempts} times; giving up."):
+                failed.append(job.pk)
+        elif Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
+                status=Job.Status.QUEUED, enqueued_at=now, message="worker lost; queued again"):
+            send(job.pk)
+            requeued.append(job.pk)
+    return {"resent": resent, "requeued": requeued, "failed": failed}
 
 
 @handler(Job.Kind.WORKER_CHECK)

@@ -33,6 +33,10 @@ class JudgeRunForm(forms.Form):
     filter_model = forms.CharField(required=False, max_length=200, label="Doctor model")
     filter_language = forms.CharField(required=False, max_length=16, label="Language")
     items = forms.CharField(required=False, help_text="Comma-separated item codes, e.g. 1.1,2.1 (empty: all items).")
+    batch = forms.BooleanField(required=False, label="Use the Batch API",
+                               help_text="Send the requests as one provider batch (/v1/batches): half the price, "
+                                         "results within 24 hours. Needs an endpoint that offers the Batch API.")
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

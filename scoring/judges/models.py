@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from scoring.llm.models import LLMCall
+from scoring.llm.models import EngineJob, LLMCall, WorkUnit
 
 
 class PromptSet(models.Model):
@@ -89,7 +89,7 @@ class JudgeConfig(models.Model):
         return self.name
 
 
-class JudgeRun(models.Model):
+class JudgeRun(EngineJob):
     """One judge configuration applied to (part of) a corpus. State and results live in the database."""
 
     class Status(models.TextChoices):
@@ -108,6 +108,8 @@ class JudgeRun(models.Model):
     filter_model = models.CharField(max_length=200, blank=True)
     filter_language = models.CharField(max_length=16, blank=True)
     item_codes = models.JSONField(default=list, blank=True, help_text="Empty = every rating item.")
+    batch = models.BooleanField(default=False, help_text="Send the requests through the provider's Batch API "
+                                "(half the price, results within 24 hours) instead of one by one.")
     snapshot = models.JSONField(default=dict, help_text="The configuration and prompts as they were at the start.")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     error = models.TextField(blank=True)
@@ -125,7 +127,7 @@ class JudgeRun(models.Model):
         return f"Run #{self.pk} {self.config} on {self.corpus}"
 
 
-class JudgeResult(models.Model):
+class JudgeResult(WorkUnit):
     """The judge's answer on one item of one dialogue in a run; upserted, so retries never duplicate."""
 
     class Status(models.TextChoices):
@@ -143,17 +145,15 @@ class JudgeResult(models.Model):
     rationale = models.TextField(blank=True)
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
     from_cache = models.BooleanField(default=False)
-    attempts = models.PositiveIntegerField(default=0)
     retry_round = models.PositiveIntegerField(default=0, help_text="Bumped by 'retry': asks the endpoint again "
                                                                      "instead of reusing the cached answer.")
-    error = models.TextField(blank=True)
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["run", "dialogue", "item__order"]
         constraints = [models.UniqueConstraint(fields=["run", "dialogue", "item"], name="unique_judge_result")]
-        indexes = [models.Index(fields=["run", "status"])]
+        # Claims take pending units in id order (per item) or dialogue order (per dialogue) straight from these.
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "status", "id"]),
+                   models.Index(fields=["run", "status", "dialogue"])]
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.dialogue_id} {self.item_id}: {self.status}"

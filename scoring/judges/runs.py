@@ -1,34 +1,29 @@
-"""LLM judge runs: prompts, requests, parsing, and the unit of work a Celery task executes.
+"""LLM judge runs: prompts, requests, parsing, and the judge's handler on the LLM engine.
 
-A run's state lives in the database. Every (dialogue, item) has a JudgeResult row that is upserted; a unit of
-work (one item of one dialogue, or one whole dialogue in per-dialogue mode) is claimed with a lease before its
-request is sent, so a redelivered or duplicated task never sends the same request twice while the first is in
-flight. Every request is cached by a hash of endpoint, model, messages and parameters, so re-running or resuming
-never pays twice. Retries are scheduled by the caller (Celery countdown), never slept here.
+A run's state lives in the database. Every (dialogue, item) has a JudgeResult row; a unit of work (one item of one
+dialogue, or every item of a dialogue in per-dialogue mode) is claimed by an engine before its request is sent and
+answered in one transaction with the call record (scoring.llm.engine). Every request is cached by a hash of
+endpoint, model, messages and parameters, so re-running or resuming never pays twice.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-import random
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import jsonschema
-from celery import current_app
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Max, Q, Sum
+from django.db import transaction
+from django.db.models import Avg, Count, F, Sum
 from django.utils import timezone
 
 from annotation.dialogues import redacted
 from annotation.models import AuditEvent, Corpus, Dialogue, Item, ScaleVersion
-from scoring.jobs import services as jobs
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
-from scoring.llm import gateway, limiter
+from scoring.llm import batch, delivery, engine, gateway
 from scoring.llm.models import LLMCall
 
 DEFAULT_PROMPT_SET = "Mini-CEX judge (default)"
@@ -45,12 +40,6 @@ PER_DIALOGUE_INSTRUCTION = (
 ROLE_NAMES = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement"}
 YES = re.compile(r"^\W*(yes|是)\b", re.IGNORECASE)
 NO = re.compile(r"^\W*(no|否)\b", re.IGNORECASE)
-
-
-def lease_seconds(config: dict) -> float:
-    """How long a claimed unit stays reserved: longer than one request can take, so only a dead worker's
-    claims expire (and are then picked up again)."""
-    return float(config["timeout_seconds"]) * 1.5 + 5
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,6 +171,9 @@ def parse_dialogue(content: str, items: list[Item]) -> dict[str, int] | None:
 # ---------------------------------------------------------------------------------------------------------------
 # runs
 # ---------------------------------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------------------------
+# runs
+# ---------------------------------------------------------------------------------------------------------------
 def config_snapshot(config: JudgeConfig) -> dict:
     return {
         "name": config.name, "base_url": config.base_url, "api_key_env": config.api_key_env, "model": config.model,
@@ -218,222 +210,99 @@ class RunError(ValueError):
     """A run that cannot start; the message says why."""
 
 
-@transaction.atomic
-def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: list[str] | None = None,
-               filter_split: str = "", filter_model: str = "", filter_language: str = "") -> JudgeRun:
-    """Create a run with one pending result per (dialogue, item); ``start`` enqueues the work."""
-    gateway.resolve_endpoint(config.base_url, config.api_key_env)  # NotConfigured says how to configure
+def _check_items(config: JudgeConfig, item_codes: list[str] | None) -> None:
     codes = set(config.prompt_set.scale_version.rating_items().values_list("code", flat=True))
     unknown = sorted(set(item_codes or []) - codes)
     if unknown:
         raise RunError(f"Unknown item code(s) {', '.join(unknown)}; the scale has {', '.join(sorted(codes))}.")
+
+
+@transaction.atomic
+def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: list[str] | None = None,
+               filter_split: str = "", filter_model: str = "", filter_language: str = "",
+               batch: bool = False) -> JudgeRun:
+    """Create a run with one pending result per (dialogue, item), written by the database in one statement (a
+    run of 250,000 units is created in seconds); ``start`` wakes the workers."""
+    gateway.resolve_endpoint(config.base_url, config.api_key_env)  # NotConfigured says how to configure
+    _check_items(config, item_codes)
     run = JudgeRun.objects.create(config=config, corpus=corpus, item_codes=list(item_codes or []),
-                                  snapshot=config_snapshot(config), created_by=user, filter_split=filter_split,
-                                  filter_model=filter_model, filter_language=filter_language)
-    items = run_items(run)
-    dialogue_ids = list(run_dialogues(run).values_list("pk", flat=True))
-    if not dialogue_ids or not items:
+                                  snapshot={**config_snapshot(config), "batch": bool(batch)}, created_by=user,
+                                  filter_split=filter_split, filter_model=filter_model,
+                                  filter_language=filter_language, batch=bool(batch))
+    item_ids = [item.pk for item in run_items(run)]
+    dialogues = run_dialogues(run).order_by("pk")
+    if not item_ids or not dialogues.exists():
         raise RunError("No dialogues (or no items) in scope for this run.")
-    JudgeResult.objects.bulk_create(
-        [JudgeResult(run=run, dialogue_id=d, item=item) for d in dialogue_ids for item in items], batch_size=5000)
+    units = _insert_units(run, dialogues, item_ids)
     PromptSet.objects.filter(pk=config.prompt_set_id, locked_at__isnull=True).update(locked_at=timezone.now())
-    AuditEvent.record(user, "judge_run.create", run, units=len(dialogue_ids) * len(items))
+    AuditEvent.record(user, "judge_run.create", run, units=units)
     return run
 
 
+def _insert_units(run: JudgeRun, dialogues, item_ids: list[int]) -> int:
+    """INSERT ... SELECT of every (dialogue, item) pair, in dialogue then item order (so the requests of one
+    dialogue go out together and providers can reuse the cached prompt prefix)."""
+    from django.db import connection
+
+    item_table = Item._meta.db_table
+    result_table = JudgeResult._meta.db_table
+    dialogue_sql, dialogue_params = dialogues.values_list("pk", flat=True).order_by().query.sql_with_params()
+    placeholders = ", ".join(["%s"] * len(item_ids))
+    sql = (f"INSERT INTO {result_table} (run_id, dialogue_id, item_id, status, attempts, retry_round, error, "
+           f"rationale, from_cache, claimed_by, updated_at) "
+           f"SELECT %s, d.pk, i.id, 'pending', 0, 0, '', '', %s, '', %s "
+           f"FROM ({dialogue_sql}) d CROSS JOIN {item_table} i WHERE i.id IN ({placeholders}) "
+           f"ORDER BY d.pk, i.{connection.ops.quote_name('order')}, i.id")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [run.pk, False, timezone.now(), *dialogue_params, *item_ids])
+        return cursor.rowcount
+
+
 def start(run: JudgeRun, user=None) -> int:
-    """Mark the run running and enqueue every pending unit (idempotent: also resumes a paused run)."""
+    """Mark the run running and wake the workers (also resumes a paused run). Returns the units to do."""
     JudgeRun.objects.filter(pk=run.pk, status__in=[JudgeRun.Status.QUEUED, JudgeRun.Status.PAUSED]).update(
         status=JudgeRun.Status.RUNNING, started_at=timezone.now())
     run.refresh_from_db()
     if run.status != JudgeRun.Status.RUNNING:
         return 0
     AuditEvent.record(user, "judge_run.start", run)
-    sent = 0
-
-    def send_uncached(units: list[tuple[int, int | None]]) -> None:
-        nonlocal sent
-        sent += _send_units(run, units)
-
-    # Units go out batch by batch as the cache is checked, so the workers start within a moment, not after
-    # thousands of prompts were built and hashed.
-    resolve_cached(run, on_uncached=send_uncached)
-    maybe_finish(run.pk)
-    return sent
-
-
-def enqueue_pending(run: JudgeRun) -> int:
-    """Send a task for every pending unit. Duplicates are harmless: a unit is claimed before its call."""
-
-    pending = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING)
-    if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE:
-        units = [(d, None) for d in pending.values_list("dialogue_id", flat=True).distinct().order_by("dialogue_id")]
-    else:
-        units = list(pending.order_by("dialogue_id", "item__order").values_list("dialogue_id", "item_id"))
-
-    return _send_units(run, units)
-
-
-def _send_units(run: JudgeRun, units: list[tuple[int, int | None]]) -> int:
-    """Queue one task per unit once the current transaction commits."""
-    def send():
-        # One producer (one broker connection) for all messages: thousands of units go out in a moment.
-        with current_app.producer_or_acquire() as producer:
-            for dialogue_id, item_id in units:
-                current_app.send_task("scoring.judge_unit", (run.pk, dialogue_id, item_id), producer=producer)
-
-    if units:
-        transaction.on_commit(send)
-    return len(units)
+    engine.wake(HANDLER.kind, run.pk)
+    return JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).count()
 
 
 def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> JudgeRun:
-    return jobs.pause_or_cancel(run, status, user, reason, noun="run", action="judge_run", error=RunError)
+    run = engine.pause_or_cancel(run, status, user, reason, noun="run", action="judge_run", error=RunError)
+    if status == JudgeRun.Status.CANCELLED and run.batch:
+        batch.cancel_open(HANDLER, run.pk)
+    return run
 
 
 def retry_failed(run: JudgeRun, user=None) -> int:
-    """Put failed and unscored results back to pending and resume the run."""
+    """Put failed and unscored results back to pending (asking the endpoint again) and resume the run."""
     count = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED, JudgeResult.Status.UNSCORED]
                                        ).update(status=JudgeResult.Status.PENDING, attempts=0, error="",
-                                                claimed_until=None, retry_round=F("retry_round") + 1)
+                                                claimed_by="", claimed_until=None, not_before=None,
+                                                retry_round=F("retry_round") + 1)
     JudgeRun.objects.filter(pk=run.pk).exclude(status=JudgeRun.Status.CANCELLED).update(
         status=JudgeRun.Status.RUNNING, error="", finished_at=None)
     run.refresh_from_db()
     AuditEvent.record(user, "judge_run.retry", run, results=count)
-    enqueue_pending(run)
+    if run.status == JudgeRun.Status.RUNNING:
+        engine.wake(HANDLER.kind, run.pk)
     return count
 
 
 def maybe_finish(run_id: int) -> bool:
-    """Finish the run from database state once no result is pending (no chords needed)."""
-    if JudgeResult.objects.filter(run_id=run_id, status=JudgeResult.Status.PENDING).exists():
-        return False
-    return bool(JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.RUNNING).update(
-        status=JudgeRun.Status.SUCCEEDED, finished_at=timezone.now()))
+    return HANDLER.maybe_finish(run_id)
 
 
 def fail_run(run_id: int, message: str) -> None:
-    JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE).update(
-        status=JudgeRun.Status.FAILED, error=message[:2000], finished_at=timezone.now())
+    HANDLER.fail_job(run_id, message)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# one unit of work
+# judge runs on the engine
 # ---------------------------------------------------------------------------------------------------------------
-@dataclass
-class UnitOutcome:
-    state: str  # done, cached, skipped, busy, retry, failed, fatal
-    retry_in: float | None = None
-
-
-def backoff(attempt: int, retry_after: float | None = None) -> float:
-    """Exponential backoff with jitter, at least what the provider asked for in Retry-After."""
-    delay = min(60.0, 1.0 * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
-    return max(delay, retry_after or 0.0)
-
-
-def _claim(results: list[JudgeResult], seconds: float) -> bool:
-    now = timezone.now()
-    ids = [r.pk for r in results]
-    claimed = (JudgeResult.objects.filter(pk__in=ids, status=JudgeResult.Status.PENDING)
-               .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-               .update(claimed_until=now + timedelta(seconds=seconds)))
-    return claimed == len(ids)
-
-
-def _unclaim(results: list[JudgeResult]) -> None:
-    JudgeResult.objects.filter(pk__in=[r.pk for r in results]).update(claimed_until=None)
-
-
-def _store_call(key: str, endpoint: str, payload: dict, outcome: gateway.Outcome, config: dict) -> LLMCall:
-    from decimal import Decimal
-
-    price_in, price_out = Decimal(config["price_input_per_1k"]), Decimal(config["price_output_per_1k"])
-    try:
-        with transaction.atomic():
-            return LLMCall.objects.create(
-                key=key, endpoint=endpoint, model=payload["model"], request=payload, response=outcome.response,
-                content=outcome.content, prompt_tokens=outcome.prompt_tokens,
-                completion_tokens=outcome.completion_tokens, latency_ms=outcome.latency_ms,
-                cost=gateway.cost(outcome.prompt_tokens, outcome.completion_tokens, price_in, price_out))
-    except IntegrityError:  # the same request answered meanwhile by another worker: keep the first
-        return LLMCall.objects.get(key=key)
-
-
-RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "claimed_until",
-                 "updated_at"]
-
-
-def _fill(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mode: str, from_cache: bool) -> None:
-    """Parse the answer into the result objects (not saved)."""
-    now = timezone.now()
-    if mode == JudgeConfig.Mode.PER_ITEM:
-        result = results[0]
-        value, rationale = parse_item(call.content, items[result.item_id])
-        result.value, result.rationale = value, rationale
-        result.p_yes = p_yes(call.response) if items[result.item_id].response_type == "binary" else None
-        result.status = JudgeResult.Status.DONE if value is not None else JudgeResult.Status.UNSCORED
-        result.error = "" if value is not None else "The answer could not be parsed as a verdict."
-    else:
-        parsed = parse_dialogue(call.content, [items[r.item_id] for r in results])
-        for result in results:
-            value = None if parsed is None else parsed.get(items[result.item_id].code)
-            result.value, result.p_yes, result.rationale = value, None, ""
-            result.status = JudgeResult.Status.DONE if value is not None else JudgeResult.Status.UNSCORED
-            result.error = "" if value is not None else "The answer is not valid JSON for the item schema."
-    for result in results:
-        result.call, result.from_cache, result.claimed_until, result.updated_at = call, from_cache, None, now
-
-
-def _apply(call: LLMCall, results: list[JudgeResult], items: dict[int, Item], mode: str, from_cache: bool) -> None:
-    _fill(call, results, items, mode, from_cache)
-    if len(results) == 1:
-        JudgeResult.objects.filter(pk=results[0].pk).update(**{f: getattr(results[0], f) for f in RESULT_FIELDS})
-    else:
-        JudgeResult.objects.bulk_update(results, RESULT_FIELDS)
-
-
-def resolve_cached(run: JudgeRun, batch: int = 500, on_uncached=None) -> int:
-    """Answer every pending unit whose request is already cached, in bulk: a re-run of the same requests makes
-    no call and finishes in seconds. ``on_uncached`` receives, batch by batch, the units (dialogue id, item id
-    or None) that need a call; the first batch is small so that work can start at once."""
-    context = run_context(run)
-    mode = context.config["mode"]
-    pending = list(JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).order_by("dialogue_id"))
-    units: dict[tuple, list[JudgeResult]] = {}
-    for result in pending:
-        key = (result.dialogue_id,) if mode == JudgeConfig.Mode.PER_DIALOGUE else (result.dialogue_id, result.item_id)
-        units.setdefault(key, []).append(result)
-    resolved = 0
-    unit_list = list(units.items())
-    bounds = [0, min(32, batch)] + list(range(min(32, batch) + batch, len(unit_list) + batch, batch))
-    for start_at, end_at in itertools.pairwise(bounds):
-        chunk = unit_list[start_at:end_at]
-        if not chunk:
-            break
-        dialogues = Dialogue.objects.prefetch_related("redactions").in_bulk({k[0] for k, _ in chunk})
-        unit_keys: list[tuple[tuple, str, list[JudgeResult]]] = []
-        for unit, results in chunk:
-            try:
-                _, _, key = unit_request(context, dialogues[unit[0]], [r.item_id for r in results],
-                                         max(r.retry_round for r in results))
-            except gateway.NotConfigured:
-                return resolved
-            unit_keys.append((unit, key, results))
-        calls = LLMCall.objects.in_bulk({key for _, key, _ in unit_keys}, field_name="key")
-        changed = []
-        for _, key, results in unit_keys:
-            if key in calls:
-                _fill(calls[key], results, context.items, mode, from_cache=True)
-                changed += results
-        JudgeResult.objects.bulk_update(changed, RESULT_FIELDS, batch_size=500)
-        resolved += len(changed)
-        if on_uncached is not None:
-            on_uncached([(unit[0], None if mode == JudgeConfig.Mode.PER_DIALOGUE else unit[1])
-                         for unit, key, _ in unit_keys if key not in calls])
-    return resolved
-
-
 @dataclass
 class RunContext:
     """What every unit of a run shares; immutable once the run started (snapshot, locked prompt set)."""
@@ -442,6 +311,8 @@ class RunContext:
     prompt_set: PromptSet
     items: dict[int, Item]
     questions: dict[int, str]
+    limit: engine.Limit
+    prices: tuple[Decimal, Decimal]
 
 
 _contexts: dict[int, RunContext] = {}
@@ -450,117 +321,222 @@ _contexts: dict[int, RunContext] = {}
 def run_context(run: JudgeRun) -> RunContext:
     context = _contexts.get(run.pk)
     if context is None:
-        prompt_set = PromptSet.objects.get(pk=run.snapshot["prompt_set"])
-        items = {i.pk: i for i in Item.objects.filter(version_id=prompt_set.scale_version_id,
-                                                      response_type__in=["binary", "ordinal"])
-                 .prefetch_related("levels")}
+        config = run.snapshot
+        prompt_set = PromptSet.objects.get(pk=config["prompt_set"])
+        items = {i.pk: i for i in Item.objects.filter(version_id=prompt_set.scale_version_id)
+                 .exclude(response_type=Item.ResponseType.LEVEL).prefetch_related("levels")}
         questions = dict(Prompt.objects.filter(prompt_set=prompt_set).values_list("item_id", "question"))
-        context = RunContext(config=run.snapshot, prompt_set=prompt_set, items=items, questions=questions)
+        price_in, price_out = Decimal(config["price_input_per_1k"]), Decimal(config["price_output_per_1k"])
+        if config.get("batch"):
+            price_in, price_out = price_in * BATCH_DISCOUNT, price_out * BATCH_DISCOUNT
+        context = RunContext(
+            config=config, prompt_set=prompt_set, items=items, questions=questions,
+            # One budget per judge configuration: its runs and its preference judging share the endpoint's limits.
+            limit=engine.Limit(f"judge-{config['config_id']}", int(config["concurrency"]),
+                               config.get("requests_per_minute"), config.get("tokens_per_minute")),
+            prices=(price_in, price_out))
         if len(_contexts) > 64:
             _contexts.clear()
         _contexts[run.pk] = context
     return context
 
 
-def unit_request(context: RunContext, dialogue: Dialogue, item_ids: list[int], retry_round: int = 0
-                 ) -> tuple[gateway.Endpoint, dict, str]:
-    """Endpoint, payload and cache key of one unit."""
-    config = context.config
-    endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
-    payload = build_payload(config, context.prompt_set, dialogue, [context.items[i] for i in item_ids],
-                            context.questions)
-    key = gateway.request_key(endpoint.base_url, payload)
-    if retry_round:  # an explicit retry of an unscored/failed answer asks again: a cache entry of its own
-        key = gateway.request_key(endpoint.base_url, {**payload, "_retry_round": retry_round})
-    return endpoint, payload, key
+# The Batch API costs half the price of live requests (OpenAI's published discount).
+BATCH_DISCOUNT = Decimal("0.5")
+
+
+@dataclass
+class UnitOutcome:
+    state: str  # done, cached, skipped, busy, retry, failed, fatal
+    retry_in: float | None = None
+
+
+class JudgeHandler(engine.Handler):
+    kind = "judge"
+    job_model = JudgeRun
+    unit_model = JudgeResult
+    job_field = "run"
+    active_statuses = JudgeRun.ACTIVE
+
+    def pick(self, run: JudgeRun, claimable, n: int) -> list[int]:
+        if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE:
+            # A unit is every pending item of a dialogue: claim whole dialogues.
+            dialogue_ids = list(claimable.order_by("dialogue_id").values_list("dialogue_id", flat=True)
+                                .distinct()[:max(1, n)])
+            return list(claimable.filter(dialogue_id__in=dialogue_ids).values_list("pk", flat=True))
+        return list(claimable.order_by("pk").values_list("pk", flat=True)[:n])
+
+    def load(self, ids: list[int]) -> list[JudgeResult]:
+        return list(JudgeResult.objects.filter(pk__in=ids).only(
+            "pk", "run_id", "dialogue_id", "item_id", "attempts", "retry_round").order_by("dialogue_id", "pk"))
+
+    def prepare(self, run: JudgeRun, units: list[JudgeResult]) -> list[engine.Request]:
+        context = run_context(run)
+        config = context.config
+        endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
+        per_dialogue = config["mode"] == JudgeConfig.Mode.PER_DIALOGUE
+        groups: dict[tuple, list[JudgeResult]] = {}
+        for unit in units:
+            groups.setdefault((unit.dialogue_id,) if per_dialogue else (unit.pk,), []).append(unit)
+        dialogues = Dialogue.objects.prefetch_related("redactions").in_bulk({u.dialogue_id for u in units})
+        timeout = float(config["timeout_seconds"])
+        requests = []
+        for members in groups.values():
+            items = [context.items[u.item_id] for u in members]
+            payload = build_payload(config, context.prompt_set, dialogues[members[0].dialogue_id], items,
+                                    context.questions)
+            retry_round = max(u.retry_round for u in members)
+            key = gateway.request_key(endpoint.base_url, payload if not retry_round else
+                                      {**payload, "_retry_round": retry_round})
+            requests.append(engine.Request(
+                units=[u.pk for u in members], endpoint=endpoint, payload=payload, key=key, limit=context.limit,
+                timeout=timeout, prices=context.prices, attempts=max(u.attempts for u in members),
+                max_attempts=int(config["max_attempts"]), data=[u.item_id for u in members]))
+        return requests
+
+    def apply(self, run: JudgeRun, requests: list[engine.Request], open_ids: set[int]) -> None:
+        context = run_context(run)
+        mode = context.config["mode"]
+        now = timezone.now()
+        rows = []
+        for r in requests:
+            members = [(pk, item_id) for pk, item_id in zip(r.units, r.data, strict=True) if pk in open_ids]
+            if not members:
+                continue
+            content = r.call.content
+            if mode == JudgeConfig.Mode.PER_ITEM:
+                pk, item_id = members[0]
+                item = context.items[item_id]
+                value, rationale = parse_item(content, item)
+                probability = p_yes(r.call.response) if item.response_type == Item.ResponseType.BINARY else None
+                error = "" if value is not None else "The answer could not be parsed as a verdict."
+                rows.append(JudgeResult(pk=pk, value=value, p_yes=probability, rationale=rationale, error=error,
+                                        status=JudgeResult.Status.DONE if value is not None else
+                                        JudgeResult.Status.UNSCORED))
+            else:
+                parsed = parse_dialogue(content, [context.items[item_id] for _, item_id in zip(r.units, r.data,
+                                                                                                strict=True)])
+                for pk, item_id in members:
+                    value = None if parsed is None else parsed.get(context.items[item_id].code)
+                    error = "" if value is not None else "The answer is not valid JSON for the item schema."
+                    rows.append(JudgeResult(pk=pk, value=value, p_yes=None, rationale="", error=error,
+                                            status=JudgeResult.Status.DONE if value is not None else
+                                            JudgeResult.Status.UNSCORED))
+            for row in rows[-len(members):]:
+                row.call_id, row.from_cache, row.updated_at = r.call.pk, r.from_cache, now
+                row.claimed_by, row.claimed_until, row.not_before = "", None, None
+        JudgeResult.objects.bulk_update(rows, RESULT_FIELDS, batch_size=500)
+
+
+RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "claimed_by",
+                 "claimed_until", "not_before", "updated_at"]
+HANDLER = engine.register(JudgeHandler())
 
 
 def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutcome:
-    """Judge one unit. Returns what happened; ``retry_in`` asks the caller to schedule a retry."""
-    qs = JudgeResult.objects.filter(run_id=run_id, run__status=JudgeRun.Status.RUNNING, dialogue_id=dialogue_id,
-                                    status=JudgeResult.Status.PENDING).select_related("run")
+    """Judge one unit now, in this process (tests, small runs): the engine's synchronous path. A retry time set
+    by an earlier failure is ignored (the caller asks now); ``retry_in`` says when the engine would retry."""
+    qs = JudgeResult.objects.filter(run_id=run_id, dialogue_id=dialogue_id, status=JudgeResult.Status.PENDING)
     if item_id is not None:
         qs = qs.filter(item_id=item_id)
-    results = list(qs.order_by("item_id"))
-    if not results:  # done already, or the run is paused, cancelled or failed
-        maybe_finish(run_id)
+    ids = list(qs.values_list("pk", flat=True))
+    if not ids:
+        HANDLER.maybe_finish(run_id)
         return UnitOutcome("skipped")
-    run = results[0].run
-    config = run.snapshot
-    lease = lease_seconds(config)
-    if not _claim(results, lease):
-        # Another task holds it. If that worker died, its claim expires: look again just after that.
-        until = JudgeResult.objects.filter(pk__in=[r.pk for r in results]).aggregate(
-            until=Max("claimed_until"))["until"]
-        wait = (until - timezone.now()).total_seconds() + 0.5 if until else 0.5
-        return UnitOutcome("busy", retry_in=max(0.5, wait))
-    context = run_context(run)
-    items = context.items
-    dialogue = Dialogue.objects.prefetch_related("redactions").get(pk=dialogue_id)
-    try:
-        endpoint, payload, key = unit_request(context, dialogue, [r.item_id for r in results],
-                                              max(r.retry_round for r in results))
-    except gateway.NotConfigured as exc:
-        _unclaim(results)
-        fail_run(run_id, str(exc))
-        return UnitOutcome("fatal")
-    cached = LLMCall.objects.filter(key=key).first()
-    if cached is not None:
-        _apply(cached, results, items, config["mode"], from_cache=True)
-        maybe_finish(run_id)
-        return UnitOutcome("cached")
-    limit_name = f"judge-{config['config_id']}"
-    slot = limiter.acquire_waiting(limit_name, config["concurrency"], lease, wait_seconds=5.0)
-    if slot is None:
-        _unclaim(results)
-        return UnitOutcome("retry", retry_in=random.uniform(0.05, 0.3))
-    try:
-        wait = limiter.take(f"{limit_name}-rpm", config.get("requests_per_minute"))
-        if not wait and config.get("tokens_per_minute"):
-            estimate = sum(len(m["content"]) for m in payload["messages"]) / 3 + config["max_tokens"]
-            wait = limiter.take(f"{limit_name}-tpm", config["tokens_per_minute"], estimate)
-        if wait:
-            _unclaim(results)
-            return UnitOutcome("retry", retry_in=wait + random.uniform(0, 0.2))
-        outcome = gateway.complete(endpoint, payload, float(config["timeout_seconds"]))
-    finally:
-        limiter.release(slot)
-    if outcome.ok:
-        with transaction.atomic():  # a worker killed in between must not leave a paid call counted as cached
-            call = _store_call(key, endpoint.base_url, payload, outcome, config)
-            _apply(call, results, items, config["mode"], from_cache=False)
-        maybe_finish(run_id)
-        return UnitOutcome("done")
-    attempts = results[0].attempts + 1
-    if not outcome.retryable:
-        JudgeResult.objects.filter(pk__in=[r.pk for r in results]).update(
-            status=JudgeResult.Status.FAILED, error=outcome.error[:2000], attempts=attempts, claimed_until=None)
-        fail_run(run_id, f"The provider refused the request: {outcome.error}")
-        return UnitOutcome("fatal")
-    if attempts >= int(config["max_attempts"]):
-        JudgeResult.objects.filter(pk__in=[r.pk for r in results]).update(
-            status=JudgeResult.Status.FAILED, error=f"gave up after {attempts} attempts: {outcome.error}"[:2000],
-            attempts=attempts, claimed_until=None)
-        maybe_finish(run_id)
-        return UnitOutcome("failed")
-    JudgeResult.objects.filter(pk__in=[r.pk for r in results]).update(
-        attempts=attempts, error=outcome.error[:2000], claimed_until=None)
-    return UnitOutcome("retry", retry_in=backoff(attempts, outcome.retry_after))
+    return outcome_of(engine.process(HANDLER.kind, run_id, ids, now=True), HANDLER, ids)
+
+
+def outcome_of(states: dict[int, str], handler: engine.Handler, ids: list[int]) -> UnitOutcome:
+    """The overall outcome of a synchronous step (the worst state of its units) and when a retry is due."""
+    found = set(states.values())
+    state = next((s for s in ("fatal", "failed", "retry", "busy", "done", "cached", "skipped") if s in found),
+                 "skipped")
+    return UnitOutcome(state, retry_in=engine.retry_in(handler, ids) if state in ("retry", "busy") else None)
+
+
+def drain(run: JudgeRun, *, timeout: float = 120.0) -> list[str]:
+    """Process a run in this process until nothing is left (tests, the CLI without workers)."""
+    return engine.run_until_idle(HANDLER.kind, run.pk, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cost before start
+# ---------------------------------------------------------------------------------------------------------------
+ESTIMATE_SAMPLE = 20_000
+
+
+def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | None = None, filter_split: str = "",
+             filter_model: str = "", filter_language: str = "", batch: bool = False) -> dict[str, Any]:
+    """What a run would send before anything is sent: calls (requests not already in the cache), tokens and cost.
+
+    Prompt tokens are estimated as characters / 4 (a common rule of thumb for English; Chinese text has more
+    tokens per character); completion tokens as the mean of this model's past answers at this endpoint, or
+    ``max_tokens`` (an upper bound) when there are none. Runs of more than ``ESTIMATE_SAMPLE`` requests are
+    estimated from an evenly spaced sample."""
+    gateway.resolve_endpoint(config.base_url, config.api_key_env)
+    _check_items(config, item_codes)
+    run = JudgeRun(config=config, corpus=corpus, item_codes=list(item_codes or []), filter_split=filter_split,
+                   filter_model=filter_model, filter_language=filter_language,
+                   snapshot={**config_snapshot(config), "batch": bool(batch)})
+    context = RunContext(config=run.snapshot, prompt_set=config.prompt_set,
+                         items={i.pk: i for i in run_items(run)},
+                         questions=dict(Prompt.objects.filter(prompt_set=config.prompt_set)
+                                        .values_list("item_id", "question")),
+                         limit=engine.Limit("estimate", 1), prices=(Decimal(0), Decimal(0)))
+    endpoint = gateway.resolve_endpoint(config.base_url, config.api_key_env)
+    dialogue_ids = list(run_dialogues(run).order_by("pk").values_list("pk", flat=True))
+    items = list(context.items.values())
+    per_dialogue = config.mode == JudgeConfig.Mode.PER_DIALOGUE
+    requests = len(dialogue_ids) * (1 if per_dialogue else len(items))
+    step = max(1, -(-requests // ESTIMATE_SAMPLE))
+    sampled_dialogues = dialogue_ids[::step] if per_dialogue else dialogue_ids
+    chars = cached = sampled = 0
+    keys = []
+    for start_at in range(0, len(sampled_dialogues), 500):
+        chunk = set(sampled_dialogues[start_at:start_at + 500])
+        dialogues = Dialogue.objects.prefetch_related("redactions").in_bulk(chunk)
+        for dialogue_id in sorted(chunk):
+            groups = [items] if per_dialogue else [[item] for item in items]
+            for group in groups:
+                sampled += 1
+                if not per_dialogue and sampled % step:
+                    continue
+                payload = build_payload(run.snapshot, config.prompt_set, dialogues[dialogue_id], group,
+                                        context.questions)
+                chars += sum(len(m["content"]) for m in payload["messages"])
+                keys.append(gateway.request_key(endpoint.base_url, payload))
+    for start_at in range(0, len(keys), 2000):
+        cached += LLMCall.objects.filter(key__in=keys[start_at:start_at + 2000]).count()
+    counted = len(keys) or 1
+    share_cached = cached / counted
+    calls = round(requests * (1 - share_cached))
+    prompt_tokens = round(chars / counted / 4 * calls)
+    past = LLMCall.objects.filter(endpoint=endpoint.base_url, model=config.model).aggregate(
+        n=Count("id"), mean=Avg("completion_tokens"))
+    per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
+    completion_tokens = round(per_call * calls)
+    discount = BATCH_DISCOUNT if batch else Decimal(1)
+    cost = gateway.cost(prompt_tokens, completion_tokens, config.price_input_per_1k * discount,
+                        config.price_output_per_1k * discount)
+    return {"requests": requests, "calls": calls, "cached": requests - calls, "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens, "completion_basis": "past answers" if past["n"] else
+            "max_tokens (upper bound)", "cost": float(cost), "sampled": step > 1, "batch": bool(batch)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # progress
 # ---------------------------------------------------------------------------------------------------------------
 def progress(run: JudgeRun) -> dict:
-    """Counts, tokens, cost, rate and ETA for the run page and the CLI."""
-    counts = dict(JudgeResult.objects.filter(run=run).values_list("status").annotate(n=Count("id")))
+    """Counts, tokens, cost, rate, ETA and delivery state for the run page and the CLI."""
+    counts = dict(JudgeResult.objects.filter(run=run).values_list("status").annotate(n=Count("id")).order_by())
     cached = JudgeResult.objects.filter(run=run, from_cache=True).exclude(status=JudgeResult.Status.PENDING).count()
     total = sum(counts.values())
     done = counts.get("done", 0)
     unscored = counts.get("unscored", 0)
     failed = counts.get("failed", 0)
     remaining = counts.get("pending", 0)
-    calls = (LLMCall.objects.filter(results__run=run, results__from_cache=False).distinct()
+    calls = (LLMCall.objects.filter(pk__in=JudgeResult.objects.filter(run=run, from_cache=False, call__isnull=False)
+                                    .values("call_id"))
              .aggregate(n=Count("id"), pt=Sum("prompt_tokens"), ct=Sum("completion_tokens"), cost=Sum("cost")))
     elapsed = None
     rate = None
@@ -578,4 +554,5 @@ def progress(run: JudgeRun) -> dict:
         "calls": calls["n"] or 0, "prompt_tokens": calls["pt"] or 0, "completion_tokens": calls["ct"] or 0,
         "cost": float(calls["cost"] or 0), "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
         "status": run.status, "error": run.error,
+        "delivery": delivery.state(HANDLER, run, remaining=remaining),
     }

@@ -51,21 +51,33 @@ def judge_config_edit(request, pk: int | None = None):
 
 @role_required(COORDINATOR)
 def judge_run_new(request):
+    """Two steps: the first submit shows what the run would send (calls, tokens, estimated cost) before anything is
+    sent; the second starts it."""
     form = JudgeRunForm(request.POST or None, initial={"config": request.GET.get("config"),
                                                        "corpus": request.GET.get("corpus")})
+    estimate = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        scope = {"item_codes": form.item_codes(), "filter_split": data["filter_split"],
+                 "filter_model": data["filter_model"].strip(), "filter_language": data["filter_language"].strip(),
+                 "batch": data["batch"]}
         try:
-            run = judging.create_run(data["config"], data["corpus"], user=request.user, item_codes=form.item_codes(),
-                                     filter_split=data["filter_split"], filter_model=data["filter_model"].strip(),
-                                     filter_language=data["filter_language"].strip())
+            if not data["confirmed"]:
+                estimate = judging.estimate(data["config"], data["corpus"], **scope)
+                form = JudgeRunForm(initial={**{k: v for k, v in data.items() if k not in ("config", "corpus")},
+                                             "config": data["config"].pk, "corpus": data["corpus"].pk,
+                                             "confirmed": True})
+            else:
+                run = judging.create_run(data["config"], data["corpus"], user=request.user, **scope)
         except (gateway.NotConfigured, judging.RunError) as exc:
             form.add_error(None, str(exc))
         else:
-            units = judging.start(run, request.user)
-            messages.success(request, f"Run #{run.pk} started: {units} request(s) queued.")
-            return redirect("judge-run", pk=run.pk)
-    return render(request, "scoring/judge_run_new.html", {"form": form, "endpoint_help": _endpoint_help()})
+            if data["confirmed"]:
+                units = judging.start(run, request.user)
+                messages.success(request, f"Run #{run.pk} started: {units} unit(s) to judge.")
+                return redirect("judge-run", pk=run.pk)
+    return render(request, "scoring/judge_run_new.html", {"form": form, "estimate": estimate,
+                                                           "endpoint_help": _endpoint_help()})
 
 
 def _run_context(run: JudgeRun) -> dict:

@@ -1,36 +1,43 @@
 """The LLM gateway: one place that talks to OpenAI-compatible endpoints (OpenAI, Azure, vLLM, Ollama).
 
-It resolves the endpoint and key of a judge configuration, sends one chat completion with the real ``openai``
-client (its own retries off: retries are scheduled by Celery, never slept in a worker), and sorts failures into
-retryable (429, 5xx, timeouts, dropped connections) and fatal (400, 401, 403, 404: the provider's message is
-shown on the run).
+It resolves the endpoint and key of a configuration, sends chat completions with the real ``openai`` client (its
+own retries off: the engine schedules retries, never sleeps on them), and sorts failures into retryable (429, 5xx,
+timeouts, dropped connections) and fatal (400, 401, 403, 404: the provider's message is shown on the run).
+
+Requests go through ``openai.AsyncOpenAI`` on one event loop per process (:class:`AsyncRunner`), so a worker keeps
+hundreds of requests in flight on one thread and without a database connection per request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hashlib
 import json
 import os
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 
-_clients: dict[tuple[str, str, float], Any] = {}
-_clients_lock = threading.Lock()
+# Keep-alive connections per endpoint: enough for the largest concurrency a run may ask for, so connections are
+# reused instead of opened for every request.
+MAX_CONNECTIONS = 2048
+KEEPALIVE_CONNECTIONS = 1024
 
 
 class NotConfigured(Exception):
     """No endpoint is configured; the message says how to configure one."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Endpoint:
     base_url: str
-    api_key: str
+    api_key: str = field(repr=False)
     key_source: str
 
 
@@ -74,19 +81,64 @@ def request_key(endpoint: str, payload: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _client(endpoint: Endpoint, timeout: float):
-    import openai
+def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal, price_out: Decimal) -> Decimal:
+    return (Decimal(prompt_tokens) * Decimal(price_in) + Decimal(completion_tokens) * Decimal(price_out)) / 1000
 
-    cache_key = (endpoint.base_url, endpoint.api_key, timeout)
-    with _clients_lock:
-        client = _clients.get(cache_key)
+
+# ---------------------------------------------------------------------------------------------------------------
+# one event loop per process
+# ---------------------------------------------------------------------------------------------------------------
+class AsyncRunner:
+    """An asyncio event loop on a daemon thread, with one ``AsyncOpenAI`` client per endpoint, key and timeout.
+
+    Threads hand it coroutines with :meth:`submit` and get ``concurrent.futures.Future`` objects back."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._clients: dict[tuple[str, str, float], Any] = {}
+        self._thread = threading.Thread(target=self._run, name="llm-event-loop", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def client(self, endpoint: Endpoint, timeout: float):
+        """The client of an endpoint (only called on the loop's thread)."""
+        import httpx2
+        import openai
+
+        cache_key = (endpoint.base_url, endpoint.api_key, timeout)
+        client = self._clients.get(cache_key)
         if client is None:
-            client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0,
-                                   timeout=timeout)
-            _clients[cache_key] = client
+            http = openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(
+                max_connections=MAX_CONNECTIONS, max_keepalive_connections=KEEPALIVE_CONNECTIONS))
+            client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0,
+                                        timeout=timeout, http_client=http)
+            self._clients[cache_key] = client
         return client
 
 
+_runner: AsyncRunner | None = None
+_runner_pid: int | None = None
+_runner_lock = threading.Lock()
+
+
+def runner() -> AsyncRunner:
+    """This process's event loop (a forked child starts its own)."""
+    global _runner, _runner_pid
+    with _runner_lock:
+        if _runner is None or _runner_pid != os.getpid():
+            _runner, _runner_pid = AsyncRunner(), os.getpid()
+        return _runner
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one chat completion
+# ---------------------------------------------------------------------------------------------------------------
 def _retry_after(headers) -> float | None:
     if headers is None:
         return None
@@ -110,14 +162,14 @@ def _message(exc) -> str:
     return str(exc)
 
 
-def complete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcome:
-    """Send one chat completion; never raises for provider or network failures."""
+async def acomplete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcome:
+    """Send one chat completion on the runner's loop; never raises for provider or network failures."""
     import openai
 
     started = time.monotonic()
     try:
         # The raw response skips building pydantic models: the JSON is all we store, and it is cheaper on CPU.
-        raw = _client(endpoint, timeout).chat.completions.with_raw_response.create(**payload)
+        raw = await runner().client(endpoint, timeout).chat.completions.with_raw_response.create(**payload)
     except openai.APITimeoutError as exc:
         return Outcome(ok=False, retryable=True, error=f"timeout after {timeout:g} s ({exc})")
     except openai.APIConnectionError as exc:
@@ -128,18 +180,34 @@ def complete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcome:
         return Outcome(ok=False, retryable=retryable, status=status, retry_after=_retry_after(exc.response.headers),
                        error=f"HTTP {status}: {_message(exc)}")
     latency = int((time.monotonic() - started) * 1000)
-    try:
-        data = raw.http_response.json()
-    except ValueError:
-        return Outcome(ok=False, retryable=True, error="the endpoint answered with something that is not JSON")
+    return parse_completion(raw.http_response.content, latency)
+
+
+def parse_completion(body: bytes | str | dict, latency_ms: int = 0) -> Outcome:
+    """An Outcome from a chat-completion body (live answers and Batch API result lines)."""
+    if isinstance(body, dict):
+        data = body
+    else:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return Outcome(ok=False, retryable=True, error="the endpoint answered with something that is not JSON")
     if not isinstance(data, dict):
         return Outcome(ok=False, retryable=True, error="the endpoint answered with unexpected JSON")
     choice = (data.get("choices") or [{}])[0]
     usage = data.get("usage") or {}
     return Outcome(ok=True, content=(choice.get("message") or {}).get("content") or "", response=data,
                    prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                   completion_tokens=int(usage.get("completion_tokens") or 0), latency_ms=latency)
+                   completion_tokens=int(usage.get("completion_tokens") or 0), latency_ms=latency_ms)
 
 
-def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal, price_out: Decimal) -> Decimal:
-    return (Decimal(prompt_tokens) * Decimal(price_in) + Decimal(completion_tokens) * Decimal(price_out)) / 1000
+def complete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcome:
+    """Send one chat completion and wait for it (for callers without an event loop)."""
+    return runner().submit(acomplete(endpoint, payload, timeout)).result()
+
+
+def sync_client(endpoint: Endpoint, timeout: float = 60.0):
+    """A plain ``openai.OpenAI`` client (Batch API files and batches)."""
+    import openai
+
+    return openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout)

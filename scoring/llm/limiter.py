@@ -1,53 +1,71 @@
-"""Concurrency and rate limits shared by every worker.
+"""Concurrency and rate limits shared by every worker, and in-flight reservations of request keys.
 
-With Redis (production, or whenever ``LIMITER_URL``/a Redis broker is configured) the limits are a leased
-semaphore (a sorted set; a dead worker's leases expire) and token buckets, both updated atomically in Lua.
-Without Redis (the embedded mode, one machine) they are file locks under ``var/limits``: a slot is an exclusive
-``flock`` on one of N files, released by the kernel if the process dies.
+* **Slots** (a leased semaphore per limit name): a request holds one slot while it is in flight. Slots are taken
+  and given back in batches. Each slot names the engine holding it, so the slots of a dead engine are freed at
+  once (:func:`purge_owner`), and every slot has a lease (longer than a request can take) as a last resort.
+* **Buckets** (requests or tokens per minute): token buckets from which a batch of requests takes what it may.
+* **Reservations**: the request keys being sent right now, so two engines never pay for the same request at once.
+
+With Redis (production, or whenever ``LIMITER_URL``/a Redis broker is configured) the state lives in Redis and is
+updated atomically in Lua. Without Redis (the embedded mode, one machine) it lives in small JSON files under
+``var/limits``, each updated under an exclusive ``flock``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import hashlib
 import json
-import os
+import math
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from django.conf import settings
 
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
-  redis.call('EXPIRE', KEYS[1], 3600)
-  return 1
+local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
+local n = math.min(free, tonumber(ARGV[4]))
+if n <= 0 then return 0 end
+for i = 1, n do
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[5] .. i)
 end
-return 0
+redis.call('EXPIRE', KEYS[1], 3600)
+return n
+"""
+_PURGE = """
+local removed = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(member, 1, string.len(ARGV[1])) == ARGV[1] then
+    redis.call('ZREM', KEYS[1], member)
+    removed = removed + 1
+  end
+end
+return removed
 """
 _BUCKET = """
 local rate = tonumber(ARGV[2])
 local capacity = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
+local each = tonumber(ARGV[4])
+local want = tonumber(ARGV[5])
 local now = tonumber(ARGV[1])
 local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens') or capacity)
 local ts = tonumber(redis.call('HGET', KEYS[1], 'ts') or now)
 tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate)
+local n = math.min(want, math.floor(tokens / each))
 local wait = 0
-if tokens >= cost then tokens = tokens - cost else wait = (cost - tokens) / rate end
+if n > 0 then tokens = tokens - n * each else wait = (each - tokens) / rate end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('EXPIRE', KEYS[1], 3600)
-return tostring(wait)
+return {n, tostring(wait)}
 """
 
 
-@dataclass
-class Slot:
-    key: str
-    token: str
-    fd: int | None = None
+class LimiterUnavailable(Exception):
+    """The limiter's store (Redis) cannot be reached; callers wait and try again."""
 
 
 def limiter_url() -> str | None:
@@ -67,9 +85,19 @@ def _redis():
     url = limiter_url()
     client = _redis_clients.get(url)
     if client is None:
-        client = redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=15)
         _redis_clients[url] = client
     return client
+
+
+@contextlib.contextmanager
+def _redis_errors() -> Iterator[None]:
+    import redis
+
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise LimiterUnavailable(f"the limiter's Redis cannot be reached: {exc}") from exc
 
 
 def _dir() -> Path:
@@ -78,100 +106,176 @@ def _dir() -> Path:
     return path
 
 
-def acquire(name: str, limit: int, lease_seconds: float) -> Slot | None:
-    """Take one of ``limit`` slots for ``name`` or return None when all are taken."""
-    limit = max(1, int(limit))
-    if limiter_url():
-        token = uuid.uuid4().hex
-        now = time.time()
-        ok = _redis().eval(_ACQUIRE, 1, f"minicex:sem:{name}", now, now + lease_seconds, limit, token)
-        return Slot(key=name, token=token) if ok else None
-    for index in range(limit):
-        fd = os.open(_dir() / f"{name}.{index}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+@contextlib.contextmanager
+def _locked_state(name: str) -> Iterator[dict]:
+    """A JSON state file, read and written back under an exclusive lock (the embedded mode)."""
+    safe = hashlib.sha1(name.encode()).hexdigest()[:16] if len(name) > 100 or "/" in name else name
+    with open(_dir() / f"{safe}.json", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return Slot(key=name, token=str(index), fd=fd)
-    return None
+            handle.seek(0)
+            try:
+                state = json.loads(handle.read() or "{}")
+            except json.JSONDecodeError:
+                state = {}
+            yield state
+            handle.seek(0)
+            handle.truncate()
+            handle.write(json.dumps(state))
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def acquire_waiting(name: str, limit: int, lease_seconds: float, wait_seconds: float) -> Slot | None:
-    """``acquire``, polling for up to ``wait_seconds``: a worker with more threads than slots waits a moment for
-    a free slot instead of sending the task round the broker again."""
-    import random
+# ---------------------------------------------------------------------------------------------------------------
+# slots
+# ---------------------------------------------------------------------------------------------------------------
+def acquire_many(name: str, limit: int, want: int, lease_seconds: float, owner: str) -> list[str]:
+    """Take up to ``want`` of the ``limit`` slots of ``name`` for ``owner``; returns the slot tokens taken."""
+    limit, want = max(1, int(limit)), int(want)
+    if want <= 0:
+        return []
+    prefix = f"{owner}|{uuid.uuid4().hex[:12]}|"
+    now = time.time()
+    if limiter_url():
+        with _redis_errors():
+            n = int(_redis().eval(_ACQUIRE, 1, f"minicex:sem:{name}", now, now + lease_seconds, limit, want, prefix))
+        return [f"{prefix}{i}" for i in range(1, n + 1)]
+    with _locked_state(f"sem-{name}") as state:
+        for member, expiry in list(state.items()):
+            if expiry < now:
+                del state[member]
+        n = max(0, min(want, limit - len(state)))
+        tokens = [f"{prefix}{i}" for i in range(1, n + 1)]
+        state.update({token: now + lease_seconds for token in tokens})
+    return tokens
 
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        slot = acquire(name, limit, lease_seconds)
-        remaining = deadline - time.monotonic()
-        if slot is not None or remaining <= 0:
-            return slot
-        if limiter_url():
-            # Block (without polling) until a release wakes one waiter; the timeout covers leases that expire
-            # because their holder died, and wake-ups nobody was waiting for (then the acquire above just fails).
-            _redis().blpop([f"minicex:wake:{name}"], timeout=min(remaining, 0.25))
+
+def release_many(name: str, tokens: Iterable[str]) -> None:
+    tokens = list(tokens)
+    if not tokens:
+        return
+    if limiter_url():
+        with _redis_errors():
+            _redis().zrem(f"minicex:sem:{name}", *tokens)
+        return
+    with _locked_state(f"sem-{name}") as state:
+        for token in tokens:
+            state.pop(token, None)
+
+
+def in_use(name: str) -> int:
+    """Slots of ``name`` held now (for progress pages and tests)."""
+    now = time.time()
+    if limiter_url():
+        with _redis_errors():
+            return int(_redis().zcount(f"minicex:sem:{name}", now, "+inf"))
+    with _locked_state(f"sem-{name}") as state:
+        return sum(1 for expiry in state.values() if expiry >= now)
+
+
+def purge_owner(owner: str) -> int:
+    """Free every slot a (dead) engine holds, in every limit."""
+    prefix = f"{owner}|"
+    removed = 0
+    if limiter_url():
+        with _redis_errors():
+            client = _redis()
+            for key in client.scan_iter(match="minicex:sem:*", count=500):
+                removed += int(client.eval(_PURGE, 1, key, prefix))
+        return removed
+    for path in _dir().glob("sem-*.json"):
+        with _locked_state(path.stem) as state:
+            for member in [m for m in state if m.startswith(prefix)]:
+                del state[member]
+                removed += 1
+    return removed
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# buckets
+# ---------------------------------------------------------------------------------------------------------------
+def take_upto(name: str, per_minute: int | None, want: int, each: float = 1.0) -> tuple[int, float]:
+    """Token bucket: take up to ``want`` portions of ``each`` (one request, or an estimate of its tokens) from a
+    budget of ``per_minute``. Returns (portions taken, seconds until the next portion when none was taken)."""
+    if not per_minute or want <= 0:
+        return want, 0.0
+    rate = per_minute / 60.0
+    capacity = float(per_minute)
+    each = min(max(float(each), 1e-9), capacity)
+    now = time.time()
+    if limiter_url():
+        with _redis_errors():
+            n, wait = _redis().eval(_BUCKET, 1, f"minicex:bucket:{name}", now, rate, capacity, each, int(want))
+        return int(n), float(wait)
+    with _locked_state(f"bucket-{name}") as state:
+        elapsed = max(0.0, now - float(state.get("ts", now)))
+        tokens = min(capacity, float(state.get("tokens", capacity)) + elapsed * rate)
+        n = int(min(want, math.floor(tokens / each)))
+        wait = 0.0
+        if n > 0:
+            tokens -= n * each
         else:
-            time.sleep(random.uniform(0.01, 0.03))
-
-
-def release(slot: Slot | None) -> None:
-    if slot is None:
-        return
-    if slot.fd is not None:
-        fcntl.flock(slot.fd, fcntl.LOCK_UN)
-        os.close(slot.fd)
-        return
-    wake = f"minicex:wake:{slot.key}"
-    pipe = _redis().pipeline(transaction=False)
-    pipe.zrem(f"minicex:sem:{slot.key}", slot.token)
-    pipe.lpush(wake, 1)
-    pipe.ltrim(wake, 0, 63)  # unclaimed wake-ups must not pile up
-    pipe.expire(wake, 3600)
-    pipe.execute()
+            wait = (each - tokens) / rate
+        state.update(tokens=tokens, ts=now)
+    return n, wait
 
 
 def take(name: str, per_minute: int | None, amount: float = 1.0) -> float:
-    """Token bucket: take ``amount`` (one request, or an estimate of tokens) from a budget of ``per_minute``.
-    Returns 0 when allowed now, else the seconds to wait (nothing is taken then)."""
-    if not per_minute:
-        return 0.0
-    rate = per_minute / 60.0
-    capacity = float(per_minute)
-    amount = min(float(amount), capacity)
+    """Take one portion of ``amount``: 0 when allowed now, else the seconds to wait (nothing is taken then)."""
+    n, wait = take_upto(name, per_minute, 1, amount)
+    return 0.0 if n else wait
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reservations of request keys
+# ---------------------------------------------------------------------------------------------------------------
+def reserve(keys: Iterable[str], seconds: float, owner: str) -> set[str]:
+    """Reserve request keys about to be sent; returns those reserved (the others are being sent by someone else)."""
+    keys = list(keys)
+    if not keys:
+        return set()
+    ttl = max(1, int(math.ceil(seconds)))
     if limiter_url():
-        return float(_redis().eval(_BUCKET, 1, f"minicex:bucket:{name}", time.time(), rate, capacity, amount))
-    lock_path = _dir() / f"{name}.bucket"
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.seek(0)
-        try:
-            state = json.loads(handle.read() or "{}")
-        except json.JSONDecodeError:
-            state = {}
-        now = time.time()
-        elapsed = max(0.0, now - float(state.get("ts", now)))
-        tokens = min(capacity, float(state.get("tokens", capacity)) + elapsed * rate)
-        wait = 0.0
-        if tokens >= amount:
-            tokens -= amount
-        else:
-            wait = (amount - tokens) / rate
-        handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps({"tokens": tokens, "ts": now}))
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return wait
+        with _redis_errors():
+            pipe = _redis().pipeline(transaction=False)
+            for key in keys:
+                pipe.set(f"minicex:inflight:{key}", owner, nx=True, ex=ttl)
+            return {key for key, ok in zip(keys, pipe.execute(), strict=True) if ok}
+    now = time.time()
+    reserved = set()
+    with _locked_state("inflight") as state:
+        for key in keys:
+            holder = state.get(key)
+            if holder is None or holder[1] < now:
+                state[key] = [owner, now + ttl]
+                reserved.add(key)
+        if len(state) > 10_000:
+            for key in [k for k, (_, expiry) in state.items() if expiry < now]:
+                del state[key]
+    return reserved
+
+
+def unreserve(keys: Iterable[str]) -> None:
+    keys = list(keys)
+    if not keys:
+        return
+    if limiter_url():
+        with _redis_errors():
+            _redis().delete(*[f"minicex:inflight:{key}" for key in keys])
+        return
+    with _locked_state("inflight") as state:
+        for key in keys:
+            state.pop(key, None)
 
 
 def reset(name: str) -> None:
     """Forget every limit state whose name starts with ``name`` (tests and benchmarks)."""
     if limiter_url():
         client = _redis()
-        for kind in ("sem", "bucket", "wake"):
+        for kind in ("sem", "bucket"):
             for key in client.scan_iter(match=f"minicex:{kind}:{name}*"):
                 client.delete(key)
         return
-    for path in _dir().glob(f"{name}*"):
-        path.unlink(missing_ok=True)
+    for kind in ("sem", "bucket"):
+        for path in _dir().glob(f"{kind}-{name}*.json"):
+            path.unlink(missing_ok=True)

@@ -1,31 +1,28 @@
 """LLM judges answering a preference study's comparisons, through the same gateway, limits and request cache as
-judge runs (scoring.judging).
+judge runs (the LLM engine, scoring.llm.engine).
 
 Every pair is asked in both orders (``forward``: the pair's first candidate as A; ``reverse``: the second as A),
 one request per order answering every criterion as JSON. Combined per criterion: when the two orders name the
 same candidate (or both say tie) that is the judge's verdict; when they disagree it is a tie (MT-Bench's
 convention for position bias). Position consistency (share of agreeing orders) is reported per judge.
-Each (pair, order) is a Celery task; retries are scheduled with a countdown, never slept.
+Each (pair, order) is a unit of work on the LLM engine.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections import Counter
-from dataclasses import dataclass
-from datetime import timedelta
+from decimal import Decimal
 
-from celery import current_app
 from django.db import transaction
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from annotation.models import AuditEvent
 from scoring.judges.models import JudgeConfig
-from scoring.judges.runs import backoff, config_snapshot, lease_seconds
-from scoring.llm import gateway, limiter
+from scoring.judges.runs import UnitOutcome, config_snapshot, outcome_of
+from scoring.llm import delivery, engine, gateway
 from scoring.llm.models import LLMCall
 from scoring.preference.models import PreferenceJudgeRun, PreferencePair, PreferenceStudy, PreferenceVerdict
 from scoring.preference.services import PreferenceError
@@ -155,19 +152,8 @@ def start(run: PreferenceJudgeRun, user=None) -> int:
         return 0
     if maybe_finish(run.pk):
         return 0
-    return enqueue_pending(run)
-
-
-def enqueue_pending(run: PreferenceJudgeRun) -> int:
-    ids = list(PreferenceVerdict.objects.filter(run=run, status=PreferenceVerdict.Status.PENDING)
-               .order_by("pair_id", "order").values_list("id", flat=True))
-
-    def send():
-        for verdict_id in ids:
-            current_app.send_task("scoring.preference_judge_unit", (verdict_id,))
-
-    transaction.on_commit(send)
-    return len(ids)
+    engine.wake(HANDLER.kind, run.pk)
+    return PreferenceVerdict.objects.filter(run=run, status=PreferenceVerdict.Status.PENDING).count()
 
 
 def cancel(run: PreferenceJudgeRun, user=None) -> PreferenceJudgeRun:
@@ -182,120 +168,67 @@ def cancel(run: PreferenceJudgeRun, user=None) -> PreferenceJudgeRun:
 
 
 def maybe_finish(run_id: int) -> bool:
-    if PreferenceVerdict.objects.filter(run_id=run_id, status=PreferenceVerdict.Status.PENDING).exists():
-        return False
-    return bool(PreferenceJudgeRun.objects.filter(pk=run_id, status=PreferenceJudgeRun.Status.RUNNING).update(
-        status=PreferenceJudgeRun.Status.SUCCEEDED, finished_at=timezone.now()))
-
-
-def _fail_run(run_id: int, message: str) -> None:
-    PreferenceJudgeRun.objects.filter(pk=run_id, status__in=["queued", "running"]).update(
-        status=PreferenceJudgeRun.Status.FAILED, error=message[:2000], finished_at=timezone.now())
-
-
-@dataclass
-class UnitOutcome:
-    state: str  # done, cached, skipped, busy, retry, failed, fatal
-    retry_in: float | None = None
+    return HANDLER.maybe_finish(run_id)
 
 
 def _criteria(study: PreferenceStudy) -> list[tuple[str, str, str]]:
     return list(study.criteria.values_list("code", "name", "description"))
 
 
-def _store(verdict: PreferenceVerdict, call: LLMCall, codes: list[str], from_cache: bool) -> None:
-    choices = parse_choices(call.content, codes)
-    PreferenceVerdict.objects.filter(pk=verdict.pk).update(
-        choices=choices or {}, rationale=(call.content or "")[:4000], call=call, from_cache=from_cache,
-        status=PreferenceVerdict.Status.DONE if choices else PreferenceVerdict.Status.UNSCORED,
-        error="" if choices else "The answer is not JSON with A, B or tie for every criterion.",
-        claimed_until=None, updated_at=timezone.now())
+class PreferenceJudgeHandler(engine.Handler):
+    """Each (pair, order) is a unit: one request answering every criterion as JSON."""
+
+    kind = "preference"
+    job_model = PreferenceJudgeRun
+    unit_model = PreferenceVerdict
+    job_field = "run"
+
+    def load(self, ids: list[int]) -> list[PreferenceVerdict]:
+        return list(PreferenceVerdict.objects.filter(pk__in=ids).select_related(
+            "pair__item__dialogue", "pair__first", "pair__second").prefetch_related(
+            "pair__item__dialogue__redactions").order_by("pk"))
+
+    def prepare(self, run: PreferenceJudgeRun, units: list[PreferenceVerdict]) -> list[engine.Request]:
+        config = run.snapshot
+        endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
+        criteria = _criteria(run.study)
+        # Shared with the configuration's judge runs: one endpoint budget.
+        limit = engine.Limit(f"judge-{config['config_id']}", int(config["concurrency"]),
+                             config.get("requests_per_minute"), config.get("tokens_per_minute"))
+        prices = (Decimal(config["price_input_per_1k"]), Decimal(config["price_output_per_1k"]))
+        requests = []
+        for verdict in units:
+            payload = build_payload(config, run.study, verdict.pair, verdict.order, criteria)
+            requests.append(engine.Request(
+                units=[verdict.pk], endpoint=endpoint, payload=payload,
+                key=gateway.request_key(endpoint.base_url, payload), limit=limit,
+                timeout=float(config["timeout_seconds"]), prices=prices, attempts=verdict.attempts,
+                max_attempts=int(config["max_attempts"]), data=[c[0] for c in criteria]))
+        return requests
+
+    def apply(self, run: PreferenceJudgeRun, requests: list[engine.Request], open_ids: set[int]) -> None:
+        now = timezone.now()
+        for r in requests:
+            if r.units[0] not in open_ids:
+                continue
+            choices = parse_choices(r.call.content, r.data)
+            PreferenceVerdict.objects.filter(pk=r.units[0]).update(
+                choices=choices or {}, rationale=(r.call.content or "")[:4000], call=r.call,
+                from_cache=r.from_cache,
+                status=PreferenceVerdict.Status.DONE if choices else PreferenceVerdict.Status.UNSCORED,
+                error="" if choices else "The answer is not JSON with A, B or tie for every criterion.",
+                claimed_by="", claimed_until=None, not_before=None, updated_at=now)
 
 
-def _request(run: PreferenceJudgeRun, verdict: PreferenceVerdict):
-    config = run.snapshot
-    endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
-    payload = build_payload(config, run.study, verdict.pair, verdict.order, _criteria(run.study))
-    return endpoint, payload, gateway.request_key(endpoint.base_url, payload)
+HANDLER = engine.register(PreferenceJudgeHandler())
 
 
 def process_verdict(verdict_id: int) -> UnitOutcome:
-    """Ask the judge one pair in one order (or take the cached answer). ``retry_in`` asks for a retry."""
-    verdict = (PreferenceVerdict.objects.select_related("run__study", "pair__item__dialogue", "pair__first",
-                                                        "pair__second")
-               .filter(pk=verdict_id, status=PreferenceVerdict.Status.PENDING,
-                       run__status=PreferenceJudgeRun.Status.RUNNING).first())
-    if verdict is None:
-        run_id = PreferenceVerdict.objects.filter(pk=verdict_id).values_list("run_id", flat=True).first()
-        if run_id:
-            maybe_finish(run_id)
+    """Ask the judge one pair in one order now, in this process (tests): the engine's synchronous path."""
+    run_id = PreferenceVerdict.objects.filter(pk=verdict_id).values_list("run_id", flat=True).first()
+    if run_id is None:
         return UnitOutcome("skipped")
-    run = verdict.run
-    config = run.snapshot
-    lease = lease_seconds(config)
-    now = timezone.now()
-    claimed = (PreferenceVerdict.objects.filter(pk=verdict.pk, status=PreferenceVerdict.Status.PENDING)
-               .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-               .update(claimed_until=now + timedelta(seconds=lease)))
-    if not claimed:
-        until = PreferenceVerdict.objects.filter(pk=verdict.pk).aggregate(u=Max("claimed_until"))["u"]
-        wait = (until - timezone.now()).total_seconds() + 0.5 if until else 0.5
-        return UnitOutcome("busy", retry_in=max(0.5, wait))
-    codes = [c[0] for c in _criteria(run.study)]
-
-    def unclaim():
-        PreferenceVerdict.objects.filter(pk=verdict.pk).update(claimed_until=None)
-
-    try:
-        endpoint, payload, key = _request(run, verdict)
-    except gateway.NotConfigured as exc:
-        unclaim()
-        _fail_run(run.pk, str(exc))
-        return UnitOutcome("fatal")
-    cached = LLMCall.objects.filter(key=key).first()
-    if cached is not None:
-        _store(verdict, cached, codes, from_cache=True)
-        maybe_finish(run.pk)
-        return UnitOutcome("cached")
-    limit_name = f"judge-{config['config_id']}"  # shared with the configuration's judge runs: one endpoint budget
-    slot = limiter.acquire_waiting(limit_name, config["concurrency"], lease, wait_seconds=5.0)
-    if slot is None:
-        unclaim()
-        return UnitOutcome("retry", retry_in=random.uniform(0.05, 0.3))
-    try:
-        wait = limiter.take(f"{limit_name}-rpm", config.get("requests_per_minute"))
-        if not wait and config.get("tokens_per_minute"):
-            estimate = sum(len(m["content"]) for m in payload["messages"]) / 3 + config["max_tokens"]
-            wait = limiter.take(f"{limit_name}-tpm", config["tokens_per_minute"], estimate)
-        if wait:
-            unclaim()
-            return UnitOutcome("retry", retry_in=wait + random.uniform(0, 0.2))
-        outcome = gateway.complete(endpoint, payload, float(config["timeout_seconds"]))
-    finally:
-        limiter.release(slot)
-    if outcome.ok:
-        from scoring.judges.runs import _store_call
-
-        with transaction.atomic():  # a worker killed in between must not leave a paid call counted as cached
-            call = _store_call(key, endpoint.base_url, payload, outcome, config)
-            _store(verdict, call, codes, from_cache=False)
-        maybe_finish(run.pk)
-        return UnitOutcome("done")
-    attempts = verdict.attempts + 1
-    if not outcome.retryable:
-        PreferenceVerdict.objects.filter(pk=verdict.pk).update(
-            status=PreferenceVerdict.Status.FAILED, error=outcome.error[:2000], attempts=attempts, claimed_until=None)
-        _fail_run(run.pk, f"The provider refused the request: {outcome.error}")
-        return UnitOutcome("fatal")
-    if attempts >= int(config["max_attempts"]):
-        PreferenceVerdict.objects.filter(pk=verdict.pk).update(
-            status=PreferenceVerdict.Status.FAILED, error=f"gave up after {attempts} attempts: {outcome.error}"[:2000],
-            attempts=attempts, claimed_until=None)
-        maybe_finish(run.pk)
-        return UnitOutcome("failed")
-    PreferenceVerdict.objects.filter(pk=verdict.pk).update(attempts=attempts, error=outcome.error[:2000],
-                                                           claimed_until=None)
-    return UnitOutcome("retry", retry_in=backoff(attempts, outcome.retry_after))
+    return outcome_of(engine.process(HANDLER.kind, run_id, [verdict_id], now=True), HANDLER, [verdict_id])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -357,5 +290,6 @@ def progress(run: PreferenceJudgeRun) -> dict:
     return {"total": total, "done": counts.get("done", 0), "unscored": counts.get("unscored", 0),
             "failed": counts.get("failed", 0), "pending": pending,
             "percent": round(100 * (total - pending) / total) if total else 0, "calls": calls["n"] or 0,
-            "cost": float(calls["cost"] or 0), "status": run.status, "error": run.error}
+            "cost": float(calls["cost"] or 0), "status": run.status, "error": run.error,
+            "delivery": delivery.state(HANDLER, run, remaining=pending)}
 

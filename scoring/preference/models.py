@@ -14,6 +14,7 @@ from django.db import models
 from django.utils import timezone
 
 from annotation.models import SoftDeletable
+from scoring.llm.models import EngineJob, WorkUnit
 
 
 class PreferenceStudy(SoftDeletable):
@@ -266,7 +267,7 @@ class PreferenceAnswerChange(models.Model):
         return f"{self.answer_id}: {self.old_choice or '-'} -> {self.new_choice or '-'}"
 
 
-class PreferenceJudgeRun(models.Model):
+class PreferenceJudgeRun(EngineJob):
     """An LLM judge answering every comparison of a study, each pair asked in both orders."""
 
     class Status(models.TextChoices):
@@ -294,7 +295,7 @@ class PreferenceJudgeRun(models.Model):
         return f"judge run {self.pk} on {self.study}"
 
 
-class PreferenceVerdict(models.Model):
+class PreferenceVerdict(WorkUnit):
     """The judge's answer on one pair in one order. ``forward`` shows the pair's first candidate as A,
     ``reverse`` shows the second as A; ``choices`` maps criterion code to A / tie / B (side terms)."""
 
@@ -316,10 +317,6 @@ class PreferenceVerdict(models.Model):
     rationale = models.TextField(blank=True)
     call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     from_cache = models.BooleanField(default=False)
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["run", "pair", "order"]

@@ -98,6 +98,8 @@ class Command(BaseCommand):
             line = (f"\r[{bar(progress['percent'] / 100)}] {progress['done'] + progress['failed']}/{progress['total']} "
                     f"turns {progress['turns']} calls {progress['calls']} failed {progress['failed']}"
                     + (f" ETA {eta:.0f}s" if eta else ""))
+            if progress["delivery"]["notice"]:
+                line += f"  {progress['delivery']['notice']}"
             sys.stderr.write(line.ljust(100))
             sys.stderr.flush()
             if job.status not in GenerationJob.ACTIVE:

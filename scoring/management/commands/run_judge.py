@@ -28,6 +28,13 @@ def summary_lines(run: JudgeRun, progress: dict, wall: float) -> list[str]:
     ]
 
 
+def estimate_line(estimate: dict) -> str:
+    return (f"{estimate['requests']} request(s): {estimate['calls']} call(s) to make, {estimate['cached']} answered "
+            f"from the cache; about {estimate['prompt_tokens']} prompt + {estimate['completion_tokens']} completion "
+            f"tokens (completion estimated from {estimate['completion_basis']}); estimated cost "
+            f"{estimate['cost']:.4f}" + (" (Batch API: half price)" if estimate["batch"] else ""))
+
+
 class Command(BaseCommand):
     help = "Create and start an LLM judge run on a corpus (optionally wait for it with a progress bar)."
 
@@ -41,6 +48,11 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=8)
         parser.add_argument("--config", default="", help="name of the judge configuration to create or reuse")
         parser.add_argument("--temperature", type=float, default=0.0)
+        parser.add_argument("--batch", action="store_true",
+                            help="send the requests through the provider's Batch API (half the price, results "
+                                 "within 24 hours)")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print the calls, tokens and estimated cost, then exit without sending anything")
         parser.add_argument("--wait", action="store_true", help="show progress until the run ends")
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
@@ -62,13 +74,15 @@ class Command(BaseCommand):
                                    f"({', '.join(changed)}); pass --config NEW_NAME.")
         codes = [c.strip() for c in options["items"].split(",") if c.strip()]
         try:
-            run = judging.create_run(config, corpus, item_codes=codes)
-        except gateway.NotConfigured as exc:
-            raise CommandError(str(exc)) from None
-        except judging.RunError as exc:
+            estimate = judging.estimate(config, corpus, item_codes=codes, batch=options["batch"])
+            self.stdout.write(estimate_line(estimate))
+            if options["dry_run"]:
+                return
+            run = judging.create_run(config, corpus, item_codes=codes, batch=options["batch"])
+        except (gateway.NotConfigured, judging.RunError) as exc:
             raise CommandError(str(exc)) from None
         units = judging.start(run)
-        self.stderr.write(f"run #{run.pk}: {units} unit(s) queued with configuration {config.name!r}")
+        self.stderr.write(f"run #{run.pk}: {units} unit(s) to judge with configuration {config.name!r}")
         if not options["wait"]:
             return
         started = time.monotonic()
@@ -80,6 +94,9 @@ class Command(BaseCommand):
             line = (f"\r[{bar(progress['percent'] / 100)}] {done}/{progress['total']} "
                     f"calls {progress['calls']} cached {progress['cached']} failed {progress['failed']} "
                     f"{(progress['calls_per_second'] or 0):.1f}/s" + (f" ETA {eta:.0f}s" if eta else ""))
+            notice = progress["delivery"]["notice"]
+            if notice:
+                line += f"  {notice}"
             sys.stderr.write(line.ljust(100))
             sys.stderr.flush()
             if run.status not in JudgeRun.ACTIVE:

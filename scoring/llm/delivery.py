@@ -1,0 +1,81 @@
+"""What the run and job pages (and ``--wait`` progress bars) say about delivery: whether the broker can be reached,
+whether an engine works on the job, and the state of its provider batches.
+
+The broker only wakes workers up, so while it is down a running job either goes on (an engine already works on it)
+or waits; the page says "waiting for the broker" instead of showing a rate that silently falls, then "resumed".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from scoring.llm import batch, engine
+from scoring.llm.models import LLMBatch, LLMWorker
+
+# How long a page keeps saying "resumed" after the broker came back.
+RESUMED_FOR = 60.0
+_PING_EVERY = 3.0
+
+_lock = threading.Lock()
+_state = {"checked": 0.0, "reachable": True, "down_since": None, "up_since": None, "error": ""}
+
+
+def broker() -> dict[str, Any]:
+    """Whether this process can reach the broker now (pinged at most every few seconds), since when it has been
+    down, and when it came back."""
+    from config.health import check_broker
+
+    now = time.monotonic()
+    with _lock:
+        if now - _state["checked"] < _PING_EVERY:
+            return dict(_state)
+        _state["checked"] = now
+    result = check_broker(timeout=1.0)
+    with _lock:
+        if result["ok"]:
+            if not _state["reachable"]:
+                _state["up_since"] = time.time()
+            _state.update(reachable=True, down_since=None, error="")
+        else:
+            if _state["reachable"]:
+                _state["down_since"] = time.time()
+            _state.update(reachable=False, error=result.get("error", ""))
+        return dict(_state)
+
+
+def state(handler: engine.Handler, job, *, remaining: int) -> dict[str, Any]:
+    """The delivery notice of a job: ``{"notice", "level", "broker_reachable", "engines", "batches"}``."""
+    status = broker()
+    key = f"{handler.kind}:{job.pk}"
+    engines = sum(1 for jobs in LLMWorker.objects.filter(owner__in=engine.live_owners(include_batches=False))
+                  .values_list("jobs", flat=True) if key in (jobs or []))
+    batches = batch.summary(handler.kind, job.pk) if getattr(job, "batch", False) or \
+        LLMBatch.objects.filter(kind=handler.kind, job_id=job.pk).exists() else []
+    notice, level = "", "info"
+    running = job.status == handler.running_status and remaining
+    if running and not status["reachable"]:
+        since = status["down_since"]
+        ago = f" for {int(time.time() - since)} s" if since else ""
+        notice, level = (f"Waiting for the broker: the message queue has been unreachable{ago}. Work goes on where a "
+                         "worker already has it and resumes by itself when the broker is back."), "warning"
+    elif running and status["up_since"] and time.time() - status["up_since"] < RESUMED_FOR:
+        notice = "Resumed: the broker is reachable again."
+    elif running and not engines and not any(b["status"] == "Submitted" for b in batches):
+        quiet = job.activity_at is None or job.activity_at < timezone.now() - timedelta(seconds=30)
+        if quiet and not _waiting_for_retry(handler, job):
+            notice, level = ("No LLM worker is working on this job. Start one (python -m config.run worker "
+                             "--queues minicex-llm --pool threads) or check the workers on the System page."), \
+                "warning"
+    return {"notice": notice, "level": level, "broker_reachable": status["reachable"], "engines": engines,
+            "batches": batches}
+
+
+def _waiting_for_retry(handler: engine.Handler, job) -> bool:
+    """All open units wait for a retry time (backoff after 429/5xx): nothing is wrong."""
+    now = timezone.now()
+    return not handler.open_units(job.pk).filter(engine.due(now)).exists()

@@ -1,0 +1,942 @@
+"""The engine for LLM work: units claimed in batches, requests sent concurrently on one event loop, answers stored
+in batches, retries scheduled in the database.
+
+A job kind (judge runs, preference judging, dialogue generation) registers a :class:`Handler` that knows its run
+and unit tables, how to build the request of a unit and how to store an answer; the engine knows nothing else
+about it. The database is the source of truth: a unit is *open* until its answer is stored, *claimed* by the engine
+that sends its request (the claim names the engine; an engine whose heartbeat stopped loses its claims at once),
+and *due* once its retry time has come. The broker only wakes engines up (:func:`wake`); a reconciler in every
+worker wakes them again when a message was lost.
+
+Exactly once: an answer is stored together with its units in one transaction, and only into units still open; a
+request whose answer is stored is never sent again (every request is cached by a hash of endpoint, model, messages
+and parameters, and checked before it is sent); two engines never send the same request at once (reservations).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import queue
+import random
+import socket
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import Max, Model, Q, QuerySet
+from django.utils import timezone
+
+from scoring.llm import gateway, limiter
+from scoring.llm.models import LLMBatch, LLMCall, LLMWorker
+
+log = logging.getLogger(__name__)
+
+WAKE_TASK = "scoring.llm.wake"
+
+
+def _setting(name: str, default: float) -> float:
+    return float(getattr(settings, name, default))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# what a job kind provides
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Limit:
+    """A shared budget: concurrency (requests in flight, all workers) and requests / tokens per minute."""
+
+    name: str
+    concurrency: int
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+
+@dataclass(eq=False)
+class Request:
+    """One request to send for one or more units (a per-dialogue judge answers every item of a dialogue)."""
+
+    units: list[int]
+    endpoint: gateway.Endpoint
+    payload: dict
+    key: str
+    limit: Limit
+    timeout: float
+    prices: tuple[Decimal, Decimal]
+    attempts: int
+    max_attempts: int
+    data: Any = None
+    # filled in by the engine
+    slot: str | None = None
+    reserved: bool = False
+    call: LLMCall | None = None
+    from_cache: bool = False
+    outcome: gateway.Outcome | None = None
+    job_id: int = 0
+
+    @property
+    def token_estimate(self) -> float:
+        chars = sum(len(str(m.get("content") or "")) for m in self.payload.get("messages", []))
+        return chars / 3 + float(self.payload.get("max_tokens") or 0)
+
+
+class Handler:
+    """A job kind on the engine. Subclasses set the models and implement :meth:`prepare` and :meth:`apply`."""
+
+    kind: str
+    job_model: type[Model]
+    unit_model: type[Model]
+    job_field: str = "run"  # the unit's foreign key to its job
+    open_statuses: tuple[str, ...] = ("pending",)
+    failed_status: str = "failed"
+    running_status: str = "running"
+    active_statuses: tuple[str, ...] = ("queued", "running")
+
+    # -- the job --------------------------------------------------------------------------------------------
+    def config(self, job) -> dict:
+        return job.snapshot
+
+    def open_units(self, job_id: int) -> QuerySet:
+        return self.unit_model.objects.filter(**{f"{self.job_field}_id": job_id, "status__in": self.open_statuses})
+
+    def pick(self, job, claimable: QuerySet, n: int) -> list[int]:
+        """The ids of the next ``n`` units to claim (a handler may claim groups)."""
+        return list(claimable.order_by("pk").values_list("pk", flat=True)[:n])
+
+    def load(self, ids: list[int]) -> list:
+        """The claimed unit rows, with what :meth:`prepare` needs."""
+        return list(self.unit_model.objects.filter(pk__in=ids).order_by("pk"))
+
+    def maybe_finish(self, job_id: int) -> bool:
+        """Finish the job from database state once no unit is open."""
+        if self.open_units(job_id).exists():
+            return False
+        return bool(self.job_model.objects.filter(pk=job_id, status=self.running_status).update(
+            status="succeeded", finished_at=timezone.now()))
+
+    def fail_job(self, job_id: int, message: str) -> None:
+        self.job_model.objects.filter(pk=job_id, status__in=self.active_statuses).update(
+            status="failed", error=message[:2000], finished_at=timezone.now())
+
+    # -- the units ------------------------------------------------------------------------------------------
+    def prepare(self, job, units: list) -> list[Request]:
+        """The requests of claimed units. A unit that needs no request may be finished here (its claim released);
+        raise ``gateway.NotConfigured`` to fail the job."""
+        raise NotImplementedError
+
+    def apply(self, job, requests: list[Request], open_ids: set[int]) -> None:
+        """Store the answers (``request.call``, ``request.from_cache``) into the units still open
+        (``open_ids``), releasing their claims. Called inside the transaction that stored the calls."""
+        raise NotImplementedError
+
+    def record_call(self, job, request: Request, call: LLMCall) -> None:
+        """Charge a paid call to the job when its figures are not derived from the units (generation)."""
+
+
+HANDLERS: dict[str, Handler] = {}
+# Set by scoring.llm.batch when it is imported: ``submit(handler, job, owner)`` sends a job's due units as one
+# provider batch (jobs whose configuration has ``"batch": true``).
+batch_submitter = None
+
+
+def register(handler: Handler) -> Handler:
+    HANDLERS[handler.kind] = handler
+    return handler
+
+
+def handler_for(kind: str) -> Handler:
+    try:
+        return HANDLERS[kind]
+    except KeyError:
+        raise LookupError(f"no engine handler registered for {kind!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# waking workers
+# ---------------------------------------------------------------------------------------------------------------
+def wake(kind: str, job_id: int, *, copies: int | None = None) -> None:
+    """Ask the LLM workers to work on a job, once the current transaction commits. One message per live worker
+    (at least one): each engine works on the job until nothing of it is left to claim."""
+    from celery import current_app
+
+    def send() -> None:
+        n = copies or max(1, min(8, len(live_owners(include_batches=False))))
+        handler_for(kind).job_model.objects.filter(pk=job_id).update(woken_at=timezone.now())
+        try:
+            with current_app.producer_or_acquire() as producer:
+                for _ in range(n):
+                    current_app.send_task(WAKE_TASK, (kind, job_id), producer=producer)
+        except Exception as exc:  # the broker is down: the reconciler wakes the job when it is back
+            log.warning("could not wake the workers for %s %s: %s", kind, job_id, exc)
+
+    transaction.on_commit(send)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# engines' liveness
+# ---------------------------------------------------------------------------------------------------------------
+HOSTNAME = socket.gethostname()
+_live_cache: tuple[float, frozenset[str], frozenset[str]] = (0.0, frozenset(), frozenset())
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dead_after() -> float:
+    return _setting("LLM_WORKER_DEAD_AFTER", 10.0)
+
+
+def live_owners(*, include_batches: bool = True, fresh: bool = False) -> frozenset[str]:
+    """Engines whose heartbeat is recent (on this host: whose process exists), plus open provider batches."""
+    global _live_cache
+    now = time.monotonic()
+    stamp, engines, batches = _live_cache
+    if fresh or now - stamp > 1.0:
+        cutoff = timezone.now() - timedelta(seconds=dead_after())
+        rows = LLMWorker.objects.filter(seen_at__gte=cutoff).values_list("owner", "hostname", "pid")
+        engines = frozenset(owner for owner, host, pid in rows if host != HOSTNAME or _pid_alive(pid))
+        batches = frozenset(f"batch:{pk}" for pk in LLMBatch.objects.filter(status__in=LLMBatch.OPEN)
+                            .values_list("pk", flat=True))
+        _live_cache = (now, engines, batches)
+    return engines | batches if include_batches else engines
+
+
+def free_claim(now, live: Iterable[str]) -> Q:
+    """Units nobody holds: never claimed, released, expired, or held by an engine that is gone."""
+    return Q(claimed_by="") | Q(claimed_until__isnull=True) | Q(claimed_until__lt=now) | ~Q(claimed_by__in=list(live))
+
+
+def due(now) -> Q:
+    return Q(not_before__isnull=True) | Q(not_before__lte=now)
+
+
+def claimable(handler: Handler, job_id: int, now=None) -> QuerySet:
+    now = now or timezone.now()
+    return handler.open_units(job_id).filter(free_claim(now, live_owners())).filter(due(now))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the steps of a cycle (shared by the worker's engine and the synchronous path)
+# ---------------------------------------------------------------------------------------------------------------
+def lease_seconds(config: dict) -> float:
+    """How long a claim or slot stays reserved without its engine: longer than one request can take."""
+    return float(config.get("timeout_seconds", 60)) * 1.5 + 5
+
+
+def backoff(attempt: int, retry_after: float | None = None) -> float:
+    """Exponential backoff with jitter, at least what the provider asked for in Retry-After."""
+    delay = min(60.0, 1.0 * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
+    return max(delay, retry_after or 0.0)
+
+
+def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = None) -> list:
+    """Claim up to ``n`` due units of a running job for ``owner`` (or the given ``ids`` if they are claimable).
+    Claims of one job are serialised by a lock on its row, so groups are never split between engines."""
+    if n <= 0:
+        return []
+    now = timezone.now()
+    until = now + timedelta(seconds=lease_seconds(handler.config(job)))
+    with transaction.atomic():
+        running = list(handler.job_model.objects.select_for_update().filter(
+            pk=job.pk, status=handler.running_status).values_list("pk", flat=True))
+        if not running:
+            return []
+        qs = claimable(handler, job.pk, now)
+        picked = list(qs.filter(pk__in=ids).values_list("pk", flat=True)) if ids is not None else \
+            handler.pick(job, qs, n)
+        if not picked:
+            return []
+        handler.unit_model.objects.filter(pk__in=picked).update(claimed_by=owner, claimed_until=until)
+    return handler.load(picked)
+
+
+def release(handler: Handler, ids: Iterable[int], *, not_before=None) -> None:
+    """Give units back unanswered (optionally not before a time)."""
+    ids = list(ids)
+    if ids:
+        handler.unit_model.objects.filter(pk__in=ids).update(claimed_by="", claimed_until=None,
+                                                             not_before=not_before)
+
+
+def _store_calls(requests: list[Request]) -> None:
+    """Store the paid answers (bulk); a request answered meanwhile by another engine keeps the first answer."""
+    rows = []
+    for r in requests:
+        o = r.outcome
+        rows.append(LLMCall(key=r.key, endpoint=r.endpoint.base_url, model=r.payload.get("model", ""),
+                            request=r.payload, response=o.response, content=o.content,
+                            prompt_tokens=o.prompt_tokens, completion_tokens=o.completion_tokens,
+                            latency_ms=o.latency_ms,
+                            cost=gateway.cost(o.prompt_tokens, o.completion_tokens, *r.prices)))
+    LLMCall.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    calls = LLMCall.objects.in_bulk({r.key for r in requests}, field_name="key")
+    for r in requests:
+        r.call = calls[r.key]
+
+
+def store(handler: Handler, job, requests: list[Request], *, from_cache: bool = False) -> None:
+    """Store answers and apply them to their units in one transaction (a worker killed in between leaves neither
+    a paid call uncounted nor an answer half applied)."""
+    if not requests:
+        return
+    with transaction.atomic():
+        if not from_cache:
+            _store_calls(requests)
+            for r in requests:
+                handler.record_call(job, r, r.call)
+        ids = [u for r in requests for u in r.units]
+        open_ids = set(handler.unit_model.objects.select_for_update().filter(
+            pk__in=ids, status__in=handler.open_statuses).values_list("pk", flat=True))
+        handler.apply(job, requests, open_ids)
+
+
+def resolve_cached(handler: Handler, job, requests: list[Request]) -> list[Request]:
+    """Answer from the cache every request already paid for; returns the others (the same key once)."""
+    if not requests:
+        return []
+    calls = LLMCall.objects.in_bulk({r.key for r in requests}, field_name="key")
+    hits, misses, seen = [], [], set()
+    for r in requests:
+        if r.key in calls:
+            r.call, r.from_cache = calls[r.key], True
+            hits.append(r)
+        elif r.key in seen:  # the same request twice in one batch: ask once, the other waits for the cache
+            release(handler, r.units, not_before=timezone.now() + timedelta(seconds=0.5))
+        else:
+            seen.add(r.key)
+            misses.append(r)
+    store(handler, job, hits, from_cache=True)
+    return misses
+
+
+def fail_requests(handler: Handler, job, failed: list[Request]) -> bool:
+    """Retry later, give up on, or stop the job for failed requests. Returns True when the job was failed."""
+    stopped = False
+    now = timezone.now()
+    for r in failed:
+        o = r.outcome
+        attempts = r.attempts + 1
+        base = handler.unit_model.objects.filter(pk__in=r.units, status__in=handler.open_statuses)
+        if not o.retryable:
+            base.update(status=handler.failed_status, error=o.error[:2000], attempts=attempts, claimed_by="",
+                        claimed_until=None, updated_at=now)
+            if not stopped:
+                handler.fail_job(job.pk, f"The provider refused the request: {o.error}")
+                stopped = True
+        elif attempts >= r.max_attempts:
+            base.update(status=handler.failed_status, error=f"gave up after {attempts} attempts: {o.error}"[:2000],
+                        attempts=attempts, claimed_by="", claimed_until=None, updated_at=now)
+        else:
+            base.update(attempts=attempts, error=o.error[:2000], claimed_by="", claimed_until=None,
+                        not_before=now + timedelta(seconds=backoff(attempts, o.retry_after)), updated_at=now)
+    return stopped
+
+
+@dataclass
+class Admission:
+    admitted: list[Request]
+    deferred_for: float = 0.0  # the limit refused everything: look again after this many seconds
+    cooled: bool = False
+
+
+def admit(handler: Handler, requests: list[Request], owner: str) -> Admission:
+    """Take slots, rate budget and reservations for requests about to be sent; release the units of the rest."""
+    if not requests:
+        return Admission([])
+    limit = requests[0].limit
+    lease = max(r.timeout for r in requests) * 1.5 + 5
+    try:
+        tokens = limiter.acquire_many(limit.name, limit.concurrency, len(requests), lease, owner)
+        n, wait = limiter.take_upto(f"{limit.name}-rpm", limit.requests_per_minute, len(tokens))
+        if limit.tokens_per_minute and n:
+            each = sum(r.token_estimate for r in requests[:n]) / n
+            n, wait = limiter.take_upto(f"{limit.name}-tpm", limit.tokens_per_minute, n, each)
+        keep = requests[:n]
+        reserved = limiter.reserve([r.key for r in keep], lease, owner)
+    except limiter.LimiterUnavailable as exc:
+        log.warning("%s; waiting", exc)
+        release(handler, [u for r in requests for u in r.units])
+        return Admission([], deferred_for=1.0)
+    admitted, busy = [], []
+    for r in keep:
+        (admitted if r.key in reserved else busy).append(r)
+    for r, token in zip(admitted, tokens, strict=False):
+        r.slot, r.reserved = token, True
+    with _quiet_limiter():
+        limiter.release_many(limit.name, tokens[len(admitted):])
+    now = timezone.now()
+    # Another engine is sending the same request: its answer will be in the cache in a moment.
+    release(handler, [u for r in busy for u in r.units], not_before=now + timedelta(seconds=1))
+    rest = requests[n:]
+    later = now + timedelta(seconds=wait) if wait else None
+    release(handler, [u for r in rest for u in r.units], not_before=later)
+    deferred = 0.0 if admitted else (wait or 0.05)
+    return Admission(admitted, deferred_for=deferred)
+
+
+class _quiet_limiter:
+    """Ignore an unreachable limiter while giving slots back (their leases expire anyway)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, limiter.LimiterUnavailable):
+            log.warning("%s; slots are freed when their lease expires", exc)
+            return True
+        return False
+
+
+def give_back(requests: list[Request]) -> None:
+    """Free the slots and reservations of finished requests."""
+    by_limit: dict[str, list[str]] = defaultdict(list)
+    for r in requests:
+        if r.slot:
+            by_limit[r.limit.name].append(r.slot)
+            r.slot = None
+    with _quiet_limiter():
+        for name, tokens in by_limit.items():
+            limiter.release_many(name, tokens)
+        limiter.unreserve([r.key for r in requests if r.reserved])
+    for r in requests:
+        r.reserved = False
+
+
+def finish(handler: Handler, job, done: list[Request]) -> None:
+    """Store what came back: answers in one transaction, failures as retries or failed units."""
+    ok = [r for r in done if r.outcome is not None and r.outcome.ok]
+    failed = [r for r in done if r.outcome is None or not r.outcome.ok]
+    for r in failed:
+        if r.outcome is None:
+            r.outcome = gateway.Outcome(ok=False, retryable=True, error="the request was not answered")
+    try:
+        store(handler, job, ok)
+        fail_requests(handler, job, failed)
+    finally:
+        give_back(done)
+    handler.job_model.objects.filter(pk=job.pk).update(activity_at=timezone.now())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the synchronous path: one cycle for given units (tests, the CLI's small runs, the web's "retry now")
+# ---------------------------------------------------------------------------------------------------------------
+def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int = 256,
+            owner: str | None = None, now: bool = False) -> dict[int, str]:
+    """Claim (the given or the next) units of a job, send their requests concurrently, store the answers and return
+    what happened per unit: done, cached, retry, failed, fatal, busy (claimed elsewhere) or skipped. With ``now``
+    the given units are due at once (their retry time is ignored)."""
+    handler = handler_for(kind)
+    if now and ids:
+        handler.open_units(job_id).filter(pk__in=ids).update(not_before=None)
+    job = handler.job_model.objects.filter(pk=job_id).first()
+    if job is None or job.status != handler.running_status:
+        if job is not None:
+            handler.maybe_finish(job_id)
+        return dict.fromkeys(ids or [], "skipped")
+    owner = owner or engine_owner()
+    ensure_registered(owner)
+    units = claim(handler, job, len(ids) if ids is not None else limit, owner, ids=ids)
+    states: dict[int, str] = {}
+    if ids is not None:
+        open_ids = set(handler.open_units(job_id).filter(pk__in=ids).values_list("pk", flat=True))
+        states = {i: ("busy" if i in open_ids else "skipped") for i in ids}
+    if not units:
+        handler.maybe_finish(job_id)
+        return states
+    try:
+        requests = handler.prepare(job, units)
+    except gateway.NotConfigured as exc:
+        release(handler, [u.pk for u in units])
+        handler.fail_job(job_id, str(exc))
+        states.update({u.pk: "fatal" for u in units})
+        return states
+    for unit in units:
+        states[unit.pk] = "done"  # units finished by prepare (no request needed)
+    misses = resolve_cached(handler, job, requests)
+    for r in requests:
+        if r.from_cache:
+            states.update(dict.fromkeys(r.units, "cached"))
+    missed = {u for r in misses for u in r.units}
+    for r in requests:
+        if not r.from_cache and not set(r.units) & missed:
+            states.update(dict.fromkeys(r.units, "retry"))  # the same request twice in the batch
+    by_limit: dict[str, list[Request]] = defaultdict(list)
+    for r in misses:
+        by_limit[r.limit.name].append(r)
+    admitted: list[Request] = []
+    for group in by_limit.values():
+        admission = admit(handler, group, owner)
+        admitted += admission.admitted
+        sent = {u for r in admission.admitted for u in r.units}
+        for r in group:
+            if not set(r.units) & sent:
+                states.update(dict.fromkeys(r.units, "retry"))
+    runner = gateway.runner()
+    futures = [(r, runner.submit(gateway.acomplete(r.endpoint, r.payload, r.timeout))) for r in admitted]
+    for r, future in futures:
+        try:
+            r.outcome = future.result()
+        except Exception as exc:  # a bug in the client must not lose the claim
+            r.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+    finish(handler, job, admitted)
+    for r in admitted:
+        o = r.outcome
+        state = "done" if o.ok else ("fatal" if not o.retryable else
+                                     ("failed" if r.attempts + 1 >= r.max_attempts else "retry"))
+        states.update(dict.fromkeys(r.units, state))
+    handler.maybe_finish(job_id)
+    return states
+
+
+def retry_in(handler: Handler, ids: list[int]) -> float:
+    """Seconds until the units' retry time (rounded up to a tenth; at least half a second)."""
+    due = handler.unit_model.objects.filter(pk__in=ids).aggregate(at=Max("not_before"))["at"]
+    if due is None:
+        return 0.5
+    return max(0.5, math.ceil((due - timezone.now()).total_seconds() * 10) / 10)
+
+
+def run_until_idle(kind: str, job_id: int, *, timeout: float = 120.0, ignore_backoff: bool = True) -> list[str]:
+    """Process a job synchronously until nothing is left to do (tests and small runs). With ``ignore_backoff``
+    retries are due at once."""
+    handler = handler_for(kind)
+    deadline = time.monotonic() + timeout
+    states: list[str] = []
+    while time.monotonic() < deadline:
+        if ignore_backoff:
+            handler.open_units(job_id).filter(not_before__isnull=False).update(not_before=None)
+        result = process(kind, job_id)
+        states += list(result.values())
+        if not result:
+            job = handler.job_model.objects.get(pk=job_id)
+            if job.status != handler.running_status or not handler.open_units(job_id).exists():
+                break
+            time.sleep(0.05)
+    return states
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the worker's engine: one per process, driving every job it was woken for
+# ---------------------------------------------------------------------------------------------------------------
+_owner: str | None = None
+_owner_pid: int | None = None
+
+
+def engine_owner() -> str:
+    """This process's engine id (a forked child gets its own)."""
+    global _owner, _owner_pid
+    if _owner is None or _owner_pid != os.getpid():
+        _owner, _owner_pid = f"{HOSTNAME}:{os.getpid()}:{uuid.uuid4().hex[:8]}", os.getpid()
+    return _owner
+
+
+def ensure_registered(owner: str, *, in_flight: int = 0, jobs: list[str] | None = None) -> None:
+    """Create or refresh this engine's heartbeat row."""
+    now = timezone.now()
+    updated = LLMWorker.objects.filter(owner=owner).update(seen_at=now, in_flight=in_flight,
+                                                           **({"jobs": jobs} if jobs is not None else {}))
+    if not updated:
+        try:
+            with transaction.atomic():
+                LLMWorker.objects.create(owner=owner, hostname=HOSTNAME, pid=os.getpid(), seen_at=now,
+                                         in_flight=in_flight, jobs=jobs or [])
+        except IntegrityError:
+            pass
+    global _live_cache
+    stamp, engines, batches = _live_cache
+    if owner not in engines:
+        _live_cache = (stamp, engines | {owner}, batches)
+
+
+@dataclass
+class _JobState:
+    handler: Handler
+    job: Any
+    in_flight: int = 0
+    hit_rate: float = 0.5
+    next_at: float = 0.0       # monotonic time of the next claim attempt
+    checked_at: float = 0.0    # monotonic time the job row was last read
+    stopping: bool = False     # paused, cancelled or finished: send nothing more
+    idle_rounds: int = 0
+    done_since_activity: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.handler.kind}:{self.job.pk}"
+
+
+@dataclass
+class _Finished:
+    state: _JobState
+    request: Request
+
+
+class Engine:
+    """Drives the jobs a worker process was woken for: one thread claims, prepares and stores; the gateway's
+    event loop keeps the requests in flight; a heartbeat thread keeps the claims alive."""
+
+    def __init__(self) -> None:
+        self.owner = engine_owner()
+        self.max_in_flight = int(_setting("LLM_MAX_IN_FLIGHT", 1024))
+        self.claim_batch = int(_setting("LLM_CLAIM_BATCH", 256))
+        self.jobs: dict[str, _JobState] = {}
+        self.in_flight = 0
+        self.wakes: queue.SimpleQueue[tuple[str, int]] = queue.SimpleQueue()
+        self.finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.runner = gateway.runner()
+        self.driver = threading.Thread(target=self._drive, name="llm-engine", daemon=True)
+        self.heart = threading.Thread(target=self._beat, name="llm-heartbeat", daemon=True)
+
+    def start(self) -> Engine:
+        self.driver.start()
+        self.heart.start()
+        return self
+
+    def wake(self, kind: str, job_id: int) -> None:
+        handler_for(kind)  # unknown kinds fail in the task, not in the engine
+        self.wakes.put((kind, job_id))
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop claiming, let requests in flight finish (up to ``timeout``), release what is left."""
+        self._stop.set()
+        self.driver.join(timeout)
+
+    # -- heartbeat ------------------------------------------------------------------------------------------
+    def _beat(self) -> None:
+        interval = _setting("LLM_HEARTBEAT_SECONDS", 2.0)
+        while not self._stop.wait(interval):
+            try:
+                with self._lock:
+                    jobs = sorted(self.jobs)
+                ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs)
+            except Exception as exc:  # the database is down: keep beating when it is back
+                log.warning("engine heartbeat failed: %s", exc)
+                close_old_connections()
+
+    # -- the driver -----------------------------------------------------------------------------------------
+    def _drive(self) -> None:
+        try:
+            ensure_registered(self.owner)
+        except Exception as exc:
+            log.warning("engine could not register: %s", exc)
+        while True:
+            try:
+                if self._stop.is_set():
+                    self._drain_and_release()
+                    return
+                self._cycle()
+            except Exception:
+                log.exception("LLM engine cycle failed; retrying")
+                close_old_connections()
+                time.sleep(1.0)
+
+    def _cycle(self) -> None:
+        self._take_wakes()
+        now = time.monotonic()
+        self._refresh(now)
+        for state in list(self.jobs.values()):
+            if not state.stopping and state.next_at <= now:
+                self._top_up(state)
+        timeout = self._next_wait()
+        batch = self._collect(timeout)
+        if batch:
+            self._finish(batch)
+        self._retire()
+
+    def _take_wakes(self) -> None:
+        while True:
+            try:
+                kind, job_id = self.wakes.get_nowait()
+            except queue.Empty:
+                return
+            key = f"{kind}:{job_id}"
+            state = self.jobs.get(key)
+            if state is not None:
+                state.next_at = 0.0
+                state.idle_rounds = 0
+                continue
+            handler = handler_for(kind)
+            job = handler.job_model.objects.filter(pk=job_id).first()
+            if job is None or job.status != handler.running_status:
+                continue
+            with self._lock:
+                self.jobs[key] = _JobState(handler, job, checked_at=time.monotonic())
+            handler.job_model.objects.filter(pk=job_id).update(activity_at=timezone.now())
+
+    def _refresh(self, now: float) -> None:
+        """Re-read the jobs' rows every second: a paused, cancelled or failed job gets nothing more sent."""
+        stale = [s for s in self.jobs.values() if now - s.checked_at > 1.0]
+        by_kind: dict[Handler, list[_JobState]] = defaultdict(list)
+        for s in stale:
+            by_kind[s.handler].append(s)
+        for handler, states in by_kind.items():
+            rows = handler.job_model.objects.in_bulk([s.job.pk for s in states])
+            for s in states:
+                s.checked_at = now
+                row = rows.get(s.job.pk)
+                if row is None or row.status != handler.running_status:
+                    s.stopping = True
+                else:
+                    s.job = row
+
+    def _top_up(self, state: _JobState) -> None:
+        handler, job = state.handler, state.job
+        config = handler.config(job)
+        if config.get("batch") and batch_submitter is not None:
+            submitted = batch_submitter(handler, job, self.owner)
+            state.idle_rounds = 0 if submitted else state.idle_rounds + 1
+            state.next_at = time.monotonic() + (1.0 if submitted else 5.0)
+            return
+        cap = min(int(config.get("concurrency") or 1), self.max_in_flight - self.in_flight) - state.in_flight
+        if cap <= 0:
+            state.next_at = time.monotonic() + 0.02
+            return
+        want = min(self.claim_batch, max(1, int(cap / max(0.1, 1.0 - state.hit_rate))))
+        units = claim(handler, job, want, self.owner)
+        if not units:
+            if state.in_flight:  # answers coming back free units (a dialogue's next step): look again then
+                state.next_at = time.monotonic() + 0.5
+                return
+            state.idle_rounds += 1
+            state.next_at = time.monotonic() + min(2.0, 0.05 * 2 ** min(state.idle_rounds, 6))
+            return
+        state.idle_rounds = 0
+        try:
+            requests = handler.prepare(job, units)
+        except gateway.NotConfigured as exc:
+            release(handler, [u.pk for u in units])
+            handler.fail_job(job.pk, str(exc))
+            state.stopping = True
+            return
+        misses = resolve_cached(handler, job, requests)
+        if requests:
+            hits = len(requests) - len(misses)
+            state.hit_rate = 0.7 * state.hit_rate + 0.3 * (hits / len(requests))
+        by_limit: dict[str, list[Request]] = defaultdict(list)
+        for r in misses:
+            by_limit[r.limit.name].append(r)
+        sent = 0
+        wait = 0.0
+        for group in by_limit.values():
+            admission = admit(handler, group, self.owner)
+            for r in admission.admitted:
+                self._send(state, r)
+                sent += 1
+            wait = max(wait, admission.deferred_for)
+        state.next_at = time.monotonic() + (min(wait, 1.0) if wait and not sent else 0.0)
+
+    def _send(self, state: _JobState, request: Request) -> None:
+        request.job_id = state.job.pk
+        state.in_flight += 1
+        self.in_flight += 1
+        future = self.runner.submit(gateway.acomplete(request.endpoint, request.payload, request.timeout))
+
+        def done(f) -> None:
+            try:
+                request.outcome = f.result()
+            except Exception as exc:
+                request.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+            self.finished.put(_Finished(state, request))
+
+        future.add_done_callback(done)
+
+    def _next_wait(self) -> float:
+        if not self.jobs:
+            return 0.5
+        now = time.monotonic()
+        soonest = min((s.next_at for s in self.jobs.values() if not s.stopping), default=now + 0.5)
+        return max(0.0, min(0.5, soonest - now))
+
+    def _collect(self, timeout: float) -> list[_Finished]:
+        """Wait up to ``timeout`` for answers, then take every answer that is in (one batch to store)."""
+        batch: list[_Finished] = []
+        try:
+            batch.append(self.finished.get(timeout=timeout) if timeout > 0 else self.finished.get_nowait())
+        except queue.Empty:
+            return batch
+        while len(batch) < 1000:
+            try:
+                batch.append(self.finished.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+    def _finish(self, batch: list[_Finished]) -> None:
+        by_job: dict[str, list[_Finished]] = defaultdict(list)
+        for item in batch:
+            by_job[item.state.key].append(item)
+        for items in by_job.values():
+            state = items[0].state
+            requests = [i.request for i in items]
+            try:
+                finish(state.handler, state.job, requests)
+            finally:
+                state.in_flight -= len(requests)
+                self.in_flight -= len(requests)
+                state.next_at, state.idle_rounds = 0.0, 0  # capacity is free again
+            if any(r.outcome and r.outcome.retry_after for r in requests):
+                # The provider asked everyone to wait: so do we, for this job, rather than keep hitting it.
+                pause = max(r.outcome.retry_after or 0 for r in requests)
+                state.next_at = max(state.next_at, time.monotonic() + min(pause, 30.0))
+
+    def _retire(self) -> None:
+        """Forget jobs with nothing in flight that are stopped, or have had nothing to claim for a while."""
+        for key, state in list(self.jobs.items()):
+            if state.in_flight:
+                continue
+            if state.stopping or state.idle_rounds >= 8:
+                if not state.stopping:
+                    state.handler.maybe_finish(state.job.pk)
+                    if claimable(state.handler, state.job.pk).exists():
+                        state.idle_rounds = 0
+                        continue
+                    if state.handler.open_units(state.job.pk).exists():
+                        # Units wait for a retry time (or another engine holds them): look again later; the
+                        # reconciler wakes the job if we are gone by then.
+                        state.idle_rounds = 4
+                        state.next_at = time.monotonic() + 2.0
+                        continue
+                with self._lock:
+                    del self.jobs[key]
+
+    def _drain_and_release(self) -> None:
+        deadline = time.monotonic() + 10.0
+        while self.in_flight and time.monotonic() < deadline:
+            batch = self._collect(0.2)
+            if batch:
+                self._finish(batch)
+        for state in self.jobs.values():
+            state.handler.unit_model.objects.filter(claimed_by=self.owner).update(claimed_by="",
+                                                                                  claimed_until=None)
+        LLMWorker.objects.filter(owner=self.owner).delete()
+
+
+_engine: Engine | None = None
+_engine_pid: int | None = None
+_engine_lock = threading.Lock()
+
+
+def engine() -> Engine:
+    """This process's engine, started on first use (in a worker process: by the first wake-up)."""
+    global _engine, _engine_pid
+    with _engine_lock:
+        if _engine is None or _engine_pid != os.getpid():
+            _engine, _engine_pid = Engine().start(), os.getpid()
+        return _engine
+
+
+def stop_engine() -> None:
+    global _engine
+    with _engine_lock:
+        if _engine is not None and _engine_pid == os.getpid():
+            _engine.stop()
+            _engine = None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the reconciler's part: dead engines and jobs nobody works on
+# ---------------------------------------------------------------------------------------------------------------
+def reap_dead_engines() -> list[str]:
+    """Forget engines whose heartbeat stopped (or whose process on this host is gone) and free their slots; their
+    claims are free already (claims of engines that are not live do not count)."""
+    cutoff = timezone.now() - timedelta(seconds=dead_after())
+    dead = []
+    for owner, host, pid, seen in LLMWorker.objects.values_list("owner", "hostname", "pid", "seen_at"):
+        if seen < cutoff or (host == HOSTNAME and not _pid_alive(pid)):
+            dead.append(owner)
+    for owner in dead:
+        try:
+            limiter.purge_owner(owner)
+        except limiter.LimiterUnavailable as exc:
+            log.warning("could not free the slots of %s yet: %s", owner, exc)
+            continue
+        LLMWorker.objects.filter(owner=owner).delete()
+        log.info("freed the claims and slots of the stopped LLM engine %s", owner)
+    if dead:
+        live_owners(fresh=True)
+    return dead
+
+
+def stalled_jobs(handler: Handler, quiet_seconds: float = 5.0) -> list[int]:
+    """Running jobs with units to claim now that no live engine works on, not woken within ``quiet_seconds``
+    (or woken and idle since for 30 s: the message may have been lost)."""
+    now = timezone.now()
+    working = {int(key.split(":", 1)[1]) for jobs in LLMWorker.objects.filter(
+        owner__in=live_owners(include_batches=False)).values_list("jobs", flat=True)
+        for key in jobs or [] if key.startswith(f"{handler.kind}:")}
+    out = []
+    for job_id, woken, active in handler.job_model.objects.filter(status=handler.running_status).values_list(
+            "pk", "woken_at", "activity_at"):
+        if job_id in working:
+            continue
+        recent = woken is not None and woken > now - timedelta(seconds=quiet_seconds)
+        ignored = woken is not None and (active is None or active < woken) and \
+            woken > now - timedelta(seconds=30)
+        if recent or ignored:
+            continue
+        if claimable(handler, job_id, now).exists():
+            out.append(job_id)
+    return out
+
+
+def reconcile() -> dict[str, Any]:
+    """Free dead engines' claims and slots and wake every job with work nobody does."""
+    dead = reap_dead_engines()
+    woken = []
+    for handler in HANDLERS.values():
+        for job_id in stalled_jobs(handler):
+            # Conditional: of several reconcilers, one wakes the job.
+            cutoff = timezone.now() - timedelta(seconds=5)
+            if handler.job_model.objects.filter(pk=job_id).filter(
+                    Q(woken_at__isnull=True) | Q(woken_at__lt=cutoff)).update(woken_at=timezone.now()):
+                wake(handler.kind, job_id, copies=1)
+                woken.append(f"{handler.kind}:{job_id}")
+    return {"dead_engines": dead, "woken": woken}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# shared by the job kinds
+# ---------------------------------------------------------------------------------------------------------------
+_STOPPABLE = {"paused": ("running", "queued"), "cancelled": ("running", "queued", "paused")}
+
+
+def pause_or_cancel(obj, status: str, user, reason: str, *, noun: str, action: str, error: type[Exception]):
+    """Move a run or job to paused or cancelled (one conditional UPDATE, so it races with nothing) and record who
+    and why; ``error`` is raised when its current status does not allow it. Requests in flight finish and are
+    stored; nothing more is sent."""
+    from annotation.models import AuditEvent
+
+    changed = type(obj).objects.filter(pk=obj.pk, status__in=_STOPPABLE[status]).update(
+        status=status, finished_at=timezone.now() if status == "cancelled" else None)
+    if not changed:
+        raise error(f"A {obj.get_status_display().lower()} {noun} cannot be {status}.")
+    AuditEvent.record(user, f"{action}.{status}", obj, reason=reason)
+    obj.refresh_from_db()
+    return obj
+
+
+def connection_count() -> int:
+    """Open database connections of this database (benchmarks)."""
+    if connection.vendor != "postgresql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return int(cursor.fetchone()[0])

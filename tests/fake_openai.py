@@ -20,6 +20,9 @@ Endpoints (each also without the ``/v1`` prefix):
 
 * ``POST /v1/chat/completions``: OpenAI-shaped ``chat.completion``; answers come from ``responder(body)``.
 * ``GET /v1/models`` and ``GET /v1/models/{id}``.
+* The Batch API: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}`` and ``/content``, ``POST /v1/batches``,
+  ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. A batch answers every line of its input file with the
+  same responder after ``batch_delay`` seconds; ``batch_fail_lines`` makes chosen lines fail.
 * ``POST /_control`` (JSON: any of ``latency``, ``fail_next``, ``add_faults``, ``require_api_key``, ``yes_rate``,
   ``reasons``, ``concurrency_limit``, ``reset``), ``GET /_control`` (current configuration).
 * ``GET /_stats`` (counters, peak concurrency, status counts, body hashes) and ``GET /_requests`` (all records).
@@ -299,6 +302,21 @@ def _logprobs(body: dict, content: str) -> dict:
     return {"content": [{**entry(first, chosen), "top_logprobs": top}], "refusal": None}
 
 
+def completion_payload(body: dict, content: str, completion_id: str) -> dict:
+    """An OpenAI-shaped ``chat.completion`` answering ``body`` with ``content``."""
+    completion_tokens = _words(content)
+    usage = {"prompt_tokens": prompt_tokens(body), "completion_tokens": completion_tokens}
+    usage["total_tokens"] = usage["prompt_tokens"] + completion_tokens
+    logprobs = _logprobs(body, content) if body.get("logprobs") else None
+    choices = [
+        {"index": i, "message": {"role": "assistant", "content": content, "refusal": None},
+         "finish_reason": "stop", "logprobs": logprobs}
+        for i in range(max(1, int(body.get("n") or 1)))
+    ]
+    return {"id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
+            "choices": choices, "usage": usage, "system_fingerprint": "fp_fake"}
+
+
 # ---------------------------------------------------------------------------------------------------- the server
 
 
@@ -399,6 +417,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, fake.request_log())
         elif path == "/_control":
             self._send_json(200, fake.config())
+        elif path.startswith(("/files", "/batches")) and self._refuse_unauthorised():
+            return
+        elif path.startswith("/files/") and path.endswith("/content"):
+            self._file_content(path[len("/files/"):-len("/content")])
+        elif path.startswith("/files/"):
+            self._json_or_404(fake.file_object(path[len("/files/"):]))
+        elif path.startswith("/batches/"):
+            self._json_or_404(fake.batch_object(path[len("/batches/"):]))
         elif path == "/models" or path.startswith("/models/"):
             record = fake._begin(self, None, count=False)
             model_id = path[len("/models/"):] if path.startswith("/models/") else None
@@ -415,7 +441,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         fake = self.server.fake
         path = self._route()
+        if path.startswith(("/files", "/batches")) and self._refuse_unauthorised():
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            return
+        if path == "/files":
+            self._upload()
+            return
         body, error = self._read_json()
+        if path == "/batches":
+            self._create_batch(body)
+            return
+        if path.startswith("/batches/") and path.endswith("/cancel"):
+            self._json_or_404(fake.cancel_batch(path[len("/batches/"):-len("/cancel")]))
+            return
         if path == "/_control":
             if error or not isinstance(body, dict):
                 self._send_json(400, {"error": "JSON object expected"})
@@ -430,6 +468,63 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat(body, error)
         else:
             self._not_found()
+
+    # -------------------------------------------------------------------------------------------- Batch API
+
+    def _refuse_unauthorised(self) -> bool:
+        """401 (and True) when the server requires a key and the request does not carry it."""
+        key = self.server.fake.require_api_key
+        if key is None or self.headers.get("Authorization", "") == f"Bearer {key}":
+            return False
+        message = _ERRORS[401][0]
+        self._send_json(401, {"error": {"message": message, "type": "invalid_request_error",
+                                        "code": "invalid_api_key"}})
+        return True
+
+    def _json_or_404(self, payload: dict | None):
+        if payload is None:
+            self._not_found()
+        else:
+            self._send_json(200, payload)
+
+    def _upload(self):
+        """POST /v1/files (multipart: ``purpose`` and ``file``)."""
+        import email.parser
+        import email.policy
+
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        header = f"Content-Type: {self.headers.get('Content-Type', '')}\r\n\r\n".encode()
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(header + raw)
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            fields[name] = (part.get_filename(), part.get_payload(decode=True) or b"")
+        if "file" not in fields:
+            self._send_json(400, {"error": {"message": "file is required", "type": "invalid_request_error"}})
+            return
+        purpose = fields.get("purpose", (None, b"batch"))[1].decode()
+        self._send_json(200, self.server.fake.add_file(fields["file"][1], fields["file"][0] or "upload.jsonl",
+                                                       purpose))
+
+    def _file_content(self, file_id: str):
+        data = self.server.fake.file_bytes(file_id)
+        if data is None:
+            self._not_found()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _create_batch(self, body: Any):
+        fake = self.server.fake
+        if not isinstance(body, dict) or fake.file_bytes(body.get("input_file_id", "")) is None:
+            self._send_json(400, {"error": {"message": "input_file_id must name an uploaded file",
+                                            "type": "invalid_request_error"}})
+            return
+        self._send_json(200, fake.create_batch(body))
 
     def _not_found(self):
         self._send_json(404, {"error": {"message": f"Invalid URL ({self.command} {self.path})",
@@ -522,26 +617,9 @@ class _Handler(BaseHTTPRequestHandler):
             content = _malformed_content(body, fake.respond(body), fault)
         else:
             content = json.dumps(answer) if isinstance(answer, dict | list) else str(answer)
-        completion_tokens = _words(content)
-        usage = {"prompt_tokens": prompt_tokens(body), "completion_tokens": completion_tokens}
-        usage["total_tokens"] = usage["prompt_tokens"] + completion_tokens
-        logprobs = _logprobs(body, content) if body.get("logprobs") else None
-        choices = [
-            {"index": i, "message": {"role": "assistant", "content": content, "refusal": None},
-             "finish_reason": "stop", "logprobs": logprobs}
-            for i in range(max(1, int(body.get("n") or 1)))
-        ]
-        payload = {
-            "id": f"chatcmpl-fake{record['id']:06d}{record['body_hash'][:12]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": choices,
-            "usage": usage,
-            "system_fingerprint": "fp_fake",
-        }
+        payload = completion_payload(body, content, f"chatcmpl-fake{record['id']:06d}{record['body_hash'][:12]}")
         record["content"] = content
-        record["usage"] = usage
+        record["usage"] = payload["usage"]
         headers = {"x-request-id": f"req_fake_{record['id']}",
                    "openai-processing-ms": int((time.time() - record["received"]) * 1000)}
         return 200 if self._send_json(200, payload, headers, record) else "client_gone"
@@ -585,6 +663,11 @@ class FakeOpenAI:
         self.in_flight = 0
         self.max_concurrency = 0
         self._seq = 0
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.batch_requests: list[dict] = []
+        self.batch_delay = 0.2
+        self.batch_fail_lines: list[dict] = []
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._httpd: _Server | None = None
@@ -689,6 +772,101 @@ class FakeOpenAI:
         if self.responder is not None:
             return self.responder(body)
         return default_answer(body, yes_rate=self.yes_rate, reasons=self.reasons)
+
+    # ------------------------------------------------------------------------------------------ Batch API
+
+    def add_file(self, data: bytes, filename: str, purpose: str) -> dict:
+        with self._lock:
+            file_id = f"file-fake{len(self.files) + 1:04d}"
+            self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                                   "filename": filename, "purpose": purpose, "data": data}
+            return self.file_object(file_id)
+
+    def file_object(self, file_id: str) -> dict | None:
+        with self._lock:
+            entry = self.files.get(file_id)
+            return None if entry is None else {k: v for k, v in entry.items() if k != "data"}
+
+    def file_bytes(self, file_id: str) -> bytes | None:
+        with self._lock:
+            entry = self.files.get(file_id)
+            return None if entry is None else entry["data"]
+
+    def create_batch(self, body: dict) -> dict:
+        """A batch answers every line of its input file after ``batch_delay`` seconds (in a thread); lines whose
+        index is in ``batch_fail_lines`` (dicts with ``line`` and ``status``) fail with that status."""
+        with self._lock:
+            batch_id = f"batch_fake{len(self.batches) + 1:04d}"
+            now = int(time.time())
+            self.batches[batch_id] = {
+                "id": batch_id, "object": "batch", "endpoint": body.get("endpoint", "/v1/chat/completions"),
+                "errors": None, "input_file_id": body["input_file_id"],
+                "completion_window": body.get("completion_window", "24h"), "status": "validating",
+                "output_file_id": None, "error_file_id": None, "created_at": now, "in_progress_at": None,
+                "expires_at": now + 86400, "finalizing_at": None, "completed_at": None, "failed_at": None,
+                "expired_at": None, "cancelling_at": None, "cancelled_at": None,
+                "request_counts": {"total": 0, "completed": 0, "failed": 0}, "metadata": body.get("metadata") or {}}
+            batch = dict(self.batches[batch_id])
+        threading.Thread(target=self._run_batch, args=(batch_id,), daemon=True).start()
+        return batch
+
+    def _run_batch(self, batch_id: str) -> None:
+        if self._stop.wait(self.batch_delay):
+            return
+        with self._lock:
+            batch = self.batches[batch_id]
+            if batch["status"] in ("cancelling", "cancelled"):
+                batch.update(status="cancelled", cancelled_at=int(time.time()))
+                return
+            batch.update(status="in_progress", in_progress_at=int(time.time()))
+            lines = [json.loads(line) for line in self.files[batch["input_file_id"]]["data"].decode().splitlines()
+                     if line.strip()]
+            failing = {int(f["line"]): int(f.get("status", 500)) for f in self.batch_fail_lines}
+        out, errors = [], []
+        for index, line in enumerate(lines):
+            body = line.get("body") or {}
+            with self._lock:
+                self.batch_requests.append(body)
+            request_id = f"batch_req_{batch_id}_{index}"
+            if index in failing:
+                status = failing[index]
+                message, kind, code = _ERRORS.get(status, ("Fake error.", "server_error", None))
+                errors.append({"id": request_id, "custom_id": line.get("custom_id"), "error": None,
+                               "response": {"status_code": status, "request_id": request_id,
+                                            "body": {"error": {"message": message.format(model=body.get("model"),
+                                                                                         retry=1),
+                                                               "type": kind, "code": code}}}})
+                continue
+            answer = self.respond(body)
+            content = json.dumps(answer) if isinstance(answer, dict | list) else str(answer)
+            out.append({"id": request_id, "custom_id": line.get("custom_id"), "error": None,
+                        "response": {"status_code": 200, "request_id": request_id,
+                                     "body": completion_payload(body, content, f"chatcmpl-{request_id}")}})
+        with self._lock:
+            batch = self.batches[batch_id]
+            now = int(time.time())
+            if out:
+                batch["output_file_id"] = self.add_file("\n".join(json.dumps(o) for o in out).encode(),
+                                                        f"{batch_id}_output.jsonl", "batch_output")["id"]
+            if errors:
+                batch["error_file_id"] = self.add_file("\n".join(json.dumps(e) for e in errors).encode(),
+                                                       f"{batch_id}_error.jsonl", "batch_output")["id"]
+            batch.update(status="completed", finalizing_at=now, completed_at=now,
+                         request_counts={"total": len(lines), "completed": len(out), "failed": len(errors)})
+
+    def batch_object(self, batch_id: str) -> dict | None:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            return None if batch is None else dict(batch)
+
+    def cancel_batch(self, batch_id: str) -> dict | None:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                return None
+            if batch["status"] in ("validating", "in_progress"):
+                batch.update(status="cancelling", cancelling_at=int(time.time()))
+            return dict(batch)
 
     # ------------------------------------------------------------------------------------------ records
 

@@ -516,8 +516,8 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
     completion_tokens = round(per_call * calls)
     discount = BATCH_DISCOUNT if batch else Decimal(1)
-    cost = gateway.cost(prompt_tokens, completion_tokens, config.price_input_per_1k * discount,
-                        config.price_output_per_1k * discount)
+    cost = gateway.cost(prompt_tokens, completion_tokens, Decimal(str(config.price_input_per_1k)) * discount,
+                        Decimal(str(config.price_output_per_1k)) * discount)
     return {"requests": requests, "calls": calls, "cached": requests - calls, "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens, "completion_basis": "past answers" if past["n"] else
             "max_tokens (upper bound)", "cost": float(cost), "sampled": step > 1, "batch": bool(batch)}

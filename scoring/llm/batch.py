@@ -40,6 +40,7 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
     """Claim the job's due units (up to one file), answer cached ones, upload the rest as one batch."""
     units = engine.claim(handler, job, MAX_REQUESTS, owner)
     if not units:
+        handler.maybe_finish(job.pk)
         return None
     try:
         requests = handler.prepare(job, units)
@@ -49,6 +50,7 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
         return None
     misses = engine.resolve_cached(handler, job, requests)
     if not misses:
+        handler.maybe_finish(job.pk)
         return None
     lines, size, kept = [], 0, []
     for r in misses:
@@ -78,6 +80,7 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
                                         metadata={"minicex": f"{handler.kind}:{job.pk}"})
     except Exception as exc:  # the provider refused or is unreachable: the units go back to the job
         _give_up(batch, handler, f"could not submit the batch: {exc}", retryable=_retryable(exc))
+        batch.refresh_from_db()
         return batch
     LLMBatch.objects.filter(pk=batch.pk).update(provider_id=created.id, input_file_id=uploaded.id,
                                                 provider_status=created.status or "validating",

@@ -120,7 +120,7 @@ def worker_env() -> dict[str, str]:
 class WorkerProcess:
     """A real ``celery worker`` process started for a test."""
 
-    def __init__(self, pool: str = "solo", concurrency: int = 1):
+    def __init__(self, pool: str = "solo", concurrency: int = 1, env: dict[str, str] | None = None):
         from config.celery import app
 
         self.app = app
@@ -132,14 +132,20 @@ class WorkerProcess:
                "--concurrency", str(concurrency), "-n", self.name, "--loglevel", "INFO",
                "-Q", f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_LLM_QUEUE}",
                "--without-mingle", "--without-gossip"]
-        self.proc = subprocess.Popen(cmd, cwd=BASE_DIR, env=worker_env(), stdout=self.log, stderr=subprocess.STDOUT)
+        self.own_broker = bool(env and "CELERY_BROKER_URL" in env)
+        self.proc = subprocess.Popen(cmd, cwd=BASE_DIR, env={**worker_env(), **(env or {})}, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited early:\n{self.log_path.read_text()[-3000:]}")
-            if self.app.control.ping(destination=[self.name], timeout=0.5):
+            if self.own_broker:  # on a broker of its own the test cannot ping it: its log says when it is ready
+                if f"{self.name} ready." in self.log_path.read_text(errors="replace"):
+                    return
+                time.sleep(0.2)
+            elif self.app.control.ping(destination=[self.name], timeout=0.5):
                 return
         raise RuntimeError(f"worker not ready after {timeout} s:\n{self.log_path.read_text()[-3000:]}")
 
@@ -226,8 +232,8 @@ def workers(transactional_db, instrument):
     started: list[WorkerProcess] = []
     purge_queues()
 
-    def start(concurrency: int = 4) -> WorkerProcess:
-        worker = WorkerProcess(pool="threads", concurrency=concurrency)
+    def start(concurrency: int = 4, env: dict[str, str] | None = None) -> WorkerProcess:
+        worker = WorkerProcess(pool="threads", concurrency=concurrency, env=env)
         started.append(worker)
         worker.wait_ready()
         return worker

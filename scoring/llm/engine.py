@@ -44,6 +44,17 @@ log = logging.getLogger(__name__)
 WAKE_TASK = "scoring.llm.wake"
 
 
+_warned: dict[str, float] = {}
+
+
+def warn_now_and_then(key: str, message: str, *args, every: float = 30.0) -> None:
+    """Log a warning at most every ``every`` seconds per key (an outage must not flood the log)."""
+    now = time.monotonic()
+    if now - _warned.get(key, -every) >= every:
+        _warned[key] = now
+        log.warning(message, *args)
+
+
 def _setting(name: str, default: float) -> float:
     return float(getattr(settings, name, default))
 
@@ -163,22 +174,27 @@ def handler_for(kind: str) -> Handler:
 # ---------------------------------------------------------------------------------------------------------------
 # waking workers
 # ---------------------------------------------------------------------------------------------------------------
-def wake(kind: str, job_id: int, *, copies: int | None = None) -> None:
-    """Ask the LLM workers to work on a job, once the current transaction commits. One message per live worker
-    (at least one): each engine works on the job until nothing of it is left to claim."""
+def wake(kind: str, job_id: int) -> None:
+    """Ask the LLM workers to work on a job, once the current transaction commits. If the broker cannot be reached,
+    the reconciler wakes the job when it is back."""
+    transaction.on_commit(lambda: send_wake(kind, job_id))
+
+
+def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
+    """Send the wake-up messages now: one per live worker (at least one); each engine works on the job until
+    nothing of it is left to claim. Returns False when the broker cannot be reached."""
     from celery import current_app
 
-    def send() -> None:
-        n = copies or max(1, min(8, len(live_owners(include_batches=False))))
-        handler_for(kind).job_model.objects.filter(pk=job_id).update(woken_at=timezone.now())
-        try:
-            with current_app.producer_or_acquire() as producer:
-                for _ in range(n):
-                    current_app.send_task(WAKE_TASK, (kind, job_id), producer=producer)
-        except Exception as exc:  # the broker is down: the reconciler wakes the job when it is back
-            log.warning("could not wake the workers for %s %s: %s", kind, job_id, exc)
-
-    transaction.on_commit(send)
+    n = copies or max(1, min(8, len(live_owners(include_batches=False))))
+    try:
+        with current_app.producer_or_acquire() as producer:
+            for _ in range(n):
+                current_app.send_task(WAKE_TASK, (kind, job_id), producer=producer)
+    except Exception as exc:
+        warn_now_and_then(f"wake-{kind}-{job_id}", "could not wake the workers for %s %s: %s", kind, job_id, exc)
+        return False
+    handler_for(kind).job_model.objects.filter(pk=job_id).update(woken_at=timezone.now())
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -370,7 +386,7 @@ def admit(handler: Handler, requests: list[Request], owner: str) -> Admission:
         keep = requests[:n]
         reserved = limiter.reserve([r.key for r in keep], lease, owner)
     except limiter.LimiterUnavailable as exc:
-        log.warning("%s; waiting", exc)
+        warn_now_and_then("limiter", "%s; waiting", exc)
         release(handler, [u for r in requests for u in r.units])
         return Admission([], deferred_for=1.0)
     admitted, busy = [], []
@@ -398,7 +414,7 @@ class _quiet_limiter:
 
     def __exit__(self, kind, exc, tb):
         if kind is not None and issubclass(kind, limiter.LimiterUnavailable):
-            log.warning("%s; slots are freed when their lease expires", exc)
+            warn_now_and_then("limiter-release", "%s; slots are freed when their lease expires", exc)
             return True
         return False
 
@@ -888,8 +904,10 @@ def stalled_jobs(handler: Handler, quiet_seconds: float = 5.0) -> list[int]:
         if job_id in working:
             continue
         recent = woken is not None and woken > now - timedelta(seconds=quiet_seconds)
+        # Woken, but no engine took it up (an engine notes activity as soon as it is woken): wake again after 15 s
+        # (the message may have died with the broker), not every few seconds (no LLM worker may be running).
         ignored = woken is not None and (active is None or active < woken) and \
-            woken > now - timedelta(seconds=30)
+            woken > now - timedelta(seconds=15)
         if recent or ignored:
             continue
         if claimable(handler, job_id, now).exists():
@@ -903,12 +921,17 @@ def reconcile() -> dict[str, Any]:
     woken = []
     for handler in HANDLERS.values():
         for job_id in stalled_jobs(handler):
-            # Conditional: of several reconcilers, one wakes the job.
-            cutoff = timezone.now() - timedelta(seconds=5)
-            if handler.job_model.objects.filter(pk=job_id).filter(
-                    Q(woken_at__isnull=True) | Q(woken_at__lt=cutoff)).update(woken_at=timezone.now()):
-                wake(handler.kind, job_id, copies=1)
+            # Conditional: of several reconcilers, one wakes the job (and gives the claim back if it cannot).
+            before = handler.job_model.objects.filter(pk=job_id).values_list("woken_at", flat=True).first()
+            claimed = handler.job_model.objects.filter(pk=job_id, woken_at=before).update(woken_at=timezone.now()) \
+                if before is not None else \
+                handler.job_model.objects.filter(pk=job_id, woken_at__isnull=True).update(woken_at=timezone.now())
+            if not claimed:
+                continue
+            if send_wake(handler.kind, job_id, copies=1):
                 woken.append(f"{handler.kind}:{job_id}")
+            else:
+                handler.job_model.objects.filter(pk=job_id).update(woken_at=before)
     return {"dead_engines": dead, "woken": woken}
 
 

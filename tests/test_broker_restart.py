@@ -1,0 +1,101 @@
+"""The database is the source of truth for pending work; the broker only wakes workers up. A Redis restart (no
+persistence, as on these machines) in the middle of a judge run, and while a report job's message is in it, loses
+nothing: both finish, and every prompt is answered exactly once.
+
+The test runs its own ``redis-server`` on a spare port (the shared one is untouched), a real worker and the real
+``run_judge --wait`` command on it."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import Corpus, Dialogue
+from scoring.jobs.models import Job
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeResult, JudgeRun
+from tests.conftest import BASE_DIR, worker_env
+from tests.factories import campaign_with
+from tests.fake_openai import FakeOpenAIProcess
+from tests.services import RedisServer
+from tests.test_reports import rate_everything
+
+pytestmark = pytest.mark.integration
+
+
+def wait_for(predicate, timeout: float, message: str) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic()
+        time.sleep(0.2)
+    raise AssertionError(message)
+
+
+def test_a_judge_run_and_a_report_job_survive_a_broker_restart(workers, make_user):
+    raters = [make_user(f"br{i}", "physician") for i in range(2)]
+    campaign = campaign_with(raters, n=4, overlap=2, name="Broker report")
+    rate_everything(campaign, random.Random(5))
+    corpus = Corpus.objects.create(name="broker-restart")
+    Dialogue.objects.bulk_create([
+        Dialogue(corpus=corpus, external_id=f"r{i}", self_report=f"Fever for {i + 1} days.",
+                 turns=[{"role": "doctor", "text": f"Hello ({i}), how long?"}, {"role": "patient", "text": "Days."}])
+        for i in range(30)])
+    with RedisServer() as redis, FakeOpenAIProcess(latency=0.2, extra_args=("--mini-cex",)) as server:
+        env = {"CELERY_BROKER_URL": redis.url, "LIMITER_URL": redis.url, "MINICEX_TEST_KEY": "sk-test"}
+        workers(concurrency=4, env=env)
+        command = [sys.executable, "manage.py", "run_judge", "--corpus", corpus.name, "--model", "fake-judge",
+                   "--base-url", server.base_url, "--api-key-env", "MINICEX_TEST_KEY", "--items", "1.1,2.1,4",
+                   "--concurrency", "4", "--wait", "--poll", "0.5"]
+        cli = subprocess.Popen(command, cwd=BASE_DIR, env={**worker_env(), **env}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: JudgeResult.objects.filter(status="done").count() >= 15, 90,
+                     "the judge run made no progress")
+            redis.stop()
+            # While the broker is down a report is asked for and a second judge run is started: neither message
+            # reaches a worker.
+            job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, enqueued_at=None,
+                                     params={"campaign": campaign.pk, "fingerprint": "test", "names": False})
+            config = JudgeRun.objects.get().config
+            second = judging.create_run(config, corpus, item_codes=["1.2"])
+            JudgeRun.objects.filter(pk=second.pk).update(status="running", started_at=timezone.now())
+            time.sleep(2)
+            redis.start()
+            back = time.monotonic()
+            resumed: dict[str, float] = {}
+
+            def both_resumed() -> bool:
+                if "report" not in resumed and Job.objects.get(pk=job.pk).status != "queued":
+                    resumed["report"] = time.monotonic() - back
+                if "judge" not in resumed and JudgeResult.objects.filter(run=second, status="done").exists():
+                    resumed["judge"] = time.monotonic() - back
+                return len(resumed) == 2
+
+            wait_for(both_resumed, 30, f"not resumed within 30 s of the broker coming back: {resumed}")
+            wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, 120, "the report job did not finish")
+            wait_for(lambda: JudgeRun.objects.get(pk=second.pk).status == "succeeded", 120,
+                     "the second run did not finish")
+            out, err = cli.communicate(timeout=180)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+        assert cli.returncode == 0, err[-2000:]
+        run = JudgeRun.objects.exclude(pk=second.pk).get()
+        assert run.status == "succeeded" and JudgeResult.objects.filter(run=run, status="done").count() == 90
+        assert JudgeResult.objects.filter(run=second, status="done").count() == 30
+        hashes = Counter(r["body_hash"] for r in server.requests() if r["path"].endswith("/chat/completions"))
+        assert len(hashes) == 120 and max(hashes.values()) == 1  # every prompt answered exactly once
+        assert "calls made: 90" in out
+        job.refresh_from_db()
+        assert job.status == "succeeded", job.error
+        print(f"after the broker came back: the report job started in {resumed['report']:.1f} s, the lost "
+              f"judge run in {resumed['judge']:.1f} s")
+    assert os.environ.get("CELERY_BROKER_URL") != redis.url  # the shared broker was never touched

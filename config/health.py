@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -65,6 +66,15 @@ def check_workers(timeout: float = 1.5) -> dict[str, Any]:
     return result
 
 
+# Facts about pending work that apps add to the staff view of /healthz (name -> callable returning a dict);
+# registered from AppConfig.ready, so this module imports no app.
+DETAILS: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def register_detail(name: str, fn: Callable[[], dict[str, Any]]) -> None:
+    DETAILS[name] = fn
+
+
 def health() -> tuple[bool, dict[str, Any]]:
     """All checks; the broker is pinged for workers only when it is reachable."""
     database = check_database()
@@ -72,7 +82,14 @@ def health() -> tuple[bool, dict[str, Any]]:
     workers = check_workers() if broker["ok"] else {"ok": False, "count": 0, "workers": [],
                                                     "error": "broker unreachable"}
     ok = database["ok"] and broker["ok"] and workers["ok"]
-    return ok, {"status": "ok" if ok else "degraded", "database": database, "broker": broker, "workers": workers}
+    body = {"status": "ok" if ok else "degraded", "database": database, "broker": broker, "workers": workers}
+    if database["ok"]:
+        for name, fn in DETAILS.items():
+            try:
+                body[name] = fn()
+            except Exception as exc:
+                body[name] = {"error": _first_line(exc)}
+    return ok, body
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ class ScoringConfig(AppConfig):
     }
 
     def ready(self) -> None:
-        from config import reconcile
+        from config import health, reconcile
         from scoring.generation import services as generation  # noqa: F401 - registers its engine handler
         from scoring.jobs import services as jobs
         from scoring.judges import (
@@ -27,6 +27,7 @@ class ScoringConfig(AppConfig):
         from scoring.preference import judging  # noqa: F401 - registers its engine handler
         from scoring.reports import service  # noqa: F401 - registers the campaign report job
 
+        health.register_detail("llm_work", engine.backlog)
         reconcile.register("LLM engines and their jobs", engine.reconcile)
         reconcile.register("provider batches", batch.reconcile)
         reconcile.register("background jobs", jobs.reconcile)

@@ -104,3 +104,29 @@ def test_celery_is_configured_for_reliable_delivery(settings):
     assert app.conf.worker_prefetch_multiplier == 1
     assert app.conf.task_serializer == "json" and app.conf.accept_content == ["json"]
     assert app.conf.task_time_limit > app.conf.task_soft_time_limit > 0
+
+
+def test_health_details_show_the_oldest_pending_llm_unit(instrument, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Corpus, Dialogue, ScaleVersion
+    from config.health import health
+    from scoring.judges import runs as judging
+    from scoring.judges.models import JudgeConfig, JudgeResult
+
+    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    corpus = Corpus.objects.create(name="health")
+    Dialogue.objects.create(corpus=corpus, external_id="h1", self_report="Cough.",
+                            turns=[{"role": "doctor", "text": "Hello"}])
+    config = JudgeConfig.objects.create(name="health judge", base_url="http://127.0.0.1:9/v1",
+                                        api_key_env="MINICEX_TEST_KEY", model="m",
+                                        prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+    run = judging.create_run(config, corpus, item_codes=["1.1"])
+    judging.start(run)
+    JudgeResult.objects.filter(run=run).update(updated_at=timezone.now() - timedelta(minutes=5))
+    _, body = health()
+    work = body["llm_work"]
+    assert work["running_jobs"]["judge"] == 1 and 299 < work["oldest_pending_unit_seconds"] < 400
+    assert body["broker"]["ok"] in (True, False)

@@ -11,17 +11,21 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import jsonschema
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Avg, Count, F, Sum
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 
 from annotation.dialogues import redacted
-from annotation.models import AuditEvent, Corpus, Dialogue, Item, ScaleVersion
+from annotation.models import AuditEvent, Corpus, Dialogue, Item, Redaction, ScaleVersion
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
 from scoring.llm import batch, delivery, engine, gateway
 from scoring.llm.models import LLMCall
@@ -345,6 +349,38 @@ def run_context(run: JudgeRun) -> RunContext:
 BATCH_DISCOUNT = Decimal("0.5")
 
 
+# Dialogues as the prompts show them, kept per process: a run asks about each dialogue once per item, and loading
+# it (turns and redactions) each time costs more than the rest of a request. Any saved redaction or dialogue bumps
+# a version in the shared cache, which empties this one; entries also expire after a minute.
+_dialogue_cache: dict[int, tuple[float, int, Dialogue]] = {}
+DIALOGUE_CACHE_SECONDS = 60.0
+DIALOGUE_CACHE_SIZE = 5000
+VERSION_KEY = "minicex:dialogue-text-version"
+
+
+def cached_dialogues(ids: set[int]) -> dict[int, Dialogue]:
+    version = cache.get(VERSION_KEY, 0)
+    now = time.monotonic()
+    missing = [d for d in ids if d not in _dialogue_cache or _dialogue_cache[d][1] != version
+               or now - _dialogue_cache[d][0] > DIALOGUE_CACHE_SECONDS]
+    if missing:
+        if len(_dialogue_cache) > DIALOGUE_CACHE_SIZE:
+            _dialogue_cache.clear()
+        for dialogue in Dialogue.objects.prefetch_related("redactions").filter(pk__in=missing):
+            _dialogue_cache[dialogue.pk] = (now, version, dialogue)
+    return {d: _dialogue_cache[d][2] for d in ids if d in _dialogue_cache}
+
+
+@receiver([post_save, post_delete], sender=Redaction)
+@receiver([post_save, post_delete], sender=Dialogue)
+def _dialogue_text_changed(sender, **kwargs) -> None:
+    """A redaction (or a dialogue) changed: the next requests are built from the text as it is now."""
+    try:
+        cache.incr(VERSION_KEY)
+    except ValueError:
+        cache.set(VERSION_KEY, 1, None)
+
+
 @dataclass
 class UnitOutcome:
     state: str  # done, cached, skipped, busy, retry, failed, fatal
@@ -357,6 +393,12 @@ class JudgeHandler(engine.Handler):
     unit_model = JudgeResult
     job_field = "run"
     active_statuses = JudgeRun.ACTIVE
+    applies_conditionally = True
+    claim_columns = ("id", "run", "dialogue", "item", "attempts", "retry_round")
+
+    def claim_columns_for(self, run: JudgeRun) -> tuple[str, ...]:
+        # Per-dialogue units are groups (every pending item of a dialogue): claimed under the run's lock instead.
+        return () if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE else self.claim_columns
 
     def pick(self, run: JudgeRun, claimable, n: int) -> list[int]:
         if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE:
@@ -378,7 +420,7 @@ class JudgeHandler(engine.Handler):
         groups: dict[tuple, list[JudgeResult]] = {}
         for unit in units:
             groups.setdefault((unit.dialogue_id,) if per_dialogue else (unit.pk,), []).append(unit)
-        dialogues = Dialogue.objects.prefetch_related("redactions").in_bulk({u.dialogue_id for u in units})
+        dialogues = cached_dialogues({u.dialogue_id for u in units})
         timeout = float(config["timeout_seconds"])
         requests = []
         for members in groups.values():
@@ -396,40 +438,35 @@ class JudgeHandler(engine.Handler):
 
     def apply(self, run: JudgeRun, requests: list[engine.Request], open_ids: set[int]) -> None:
         context = run_context(run)
-        mode = context.config["mode"]
+        per_item = context.config["mode"] == JudgeConfig.Mode.PER_ITEM
         now = timezone.now()
         rows = []
         for r in requests:
             members = [(pk, item_id) for pk, item_id in zip(r.units, r.data, strict=True) if pk in open_ids]
             if not members:
                 continue
-            content = r.call.content
-            if mode == JudgeConfig.Mode.PER_ITEM:
+            content, call_id = r.call.content, r.call.pk
+            if per_item:
                 pk, item_id = members[0]
                 item = context.items[item_id]
                 value, rationale = parse_item(content, item)
                 probability = p_yes(r.call.response) if item.response_type == Item.ResponseType.BINARY else None
-                error = "" if value is not None else "The answer could not be parsed as a verdict."
-                rows.append(JudgeResult(pk=pk, value=value, p_yes=probability, rationale=rationale, error=error,
-                                        status=JudgeResult.Status.DONE if value is not None else
-                                        JudgeResult.Status.UNSCORED))
-            else:
-                parsed = parse_dialogue(content, [context.items[item_id] for _, item_id in zip(r.units, r.data,
-                                                                                                strict=True)])
-                for pk, item_id in members:
-                    value = None if parsed is None else parsed.get(context.items[item_id].code)
-                    error = "" if value is not None else "The answer is not valid JSON for the item schema."
-                    rows.append(JudgeResult(pk=pk, value=value, p_yes=None, rationale="", error=error,
-                                            status=JudgeResult.Status.DONE if value is not None else
-                                            JudgeResult.Status.UNSCORED))
-            for row in rows[-len(members):]:
-                row.call_id, row.from_cache, row.updated_at = r.call.pk, r.from_cache, now
-                row.claimed_by, row.claimed_until, row.not_before = "", None, None
-        JudgeResult.objects.bulk_update(rows, RESULT_FIELDS, batch_size=500)
+                rows.append((pk, [value, probability, rationale, DONE if value is not None else UNSCORED,
+                                  "" if value is not None else "The answer could not be parsed as a verdict.",
+                                  call_id, r.from_cache, now]))
+                continue
+            parsed = parse_dialogue(content, [context.items[item_id] for item_id in r.data])
+            for pk, item_id in members:
+                value = None if parsed is None else parsed.get(context.items[item_id].code)
+                rows.append((pk, [value, None, "", DONE if value is not None else UNSCORED,
+                                  "" if value is not None else "The answer is not valid JSON for the item schema.",
+                                  call_id, r.from_cache, now]))
+        engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None,
+                                                            "not_before": None}, only_status=["pending"])
 
 
-RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "claimed_by",
-                 "claimed_until", "not_before", "updated_at"]
+DONE, UNSCORED = JudgeResult.Status.DONE, JudgeResult.Status.UNSCORED
+RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "updated_at"]
 HANDLER = engine.register(JudgeHandler())
 
 

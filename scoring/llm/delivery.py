@@ -52,7 +52,7 @@ def state(handler: engine.Handler, job, *, remaining: int) -> dict[str, Any]:
     """The delivery notice of a job: ``{"notice", "level", "broker_reachable", "engines", "batches"}``."""
     status = broker()
     key = f"{handler.kind}:{job.pk}"
-    engines = sum(1 for jobs in LLMWorker.objects.filter(owner__in=engine.live_owners(include_batches=False))
+    engines = sum(1 for jobs in LLMWorker.objects.filter(owner__in=engine.live_owners())
                   .values_list("jobs", flat=True) if key in (jobs or []))
     batches = batch.summary(handler.kind, job.pk) if getattr(job, "batch", False) or \
         LLMBatch.objects.filter(kind=handler.kind, job_id=job.pk).exists() else []

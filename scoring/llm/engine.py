@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, connection, models, transaction
 from django.db.models import Max, Model, Q, QuerySet
 from django.utils import timezone
 
@@ -119,6 +119,16 @@ class Handler:
     def open_units(self, job_id: int) -> QuerySet:
         return self.unit_model.objects.filter(**{f"{self.job_field}_id": job_id, "status__in": self.open_statuses})
 
+    # Units claimed one by one in id order can be claimed with a single UPDATE ... RETURNING on PostgreSQL (the
+    # columns :meth:`load` needs); handlers that claim groups leave this empty.
+    claim_columns: tuple[str, ...] = ()
+    # Handlers whose apply() only updates rows still open (a condition in its own UPDATE) need no locked read of
+    # the open units first.
+    applies_conditionally: bool = False
+
+    def claim_columns_for(self, job) -> tuple[str, ...]:
+        return self.claim_columns
+
     def pick(self, job, claimable: QuerySet, n: int) -> list[int]:
         """The ids of the next ``n`` units to claim (a handler may claim groups)."""
         return list(claimable.order_by("pk").values_list("pk", flat=True)[:n])
@@ -185,7 +195,7 @@ def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
     nothing of it is left to claim. Returns False when the broker cannot be reached."""
     from celery import current_app
 
-    n = copies or max(1, min(8, len(live_owners(include_batches=False))))
+    n = copies or max(1, min(8, len(live_owners())))
     try:
         with current_app.producer_or_acquire() as producer:
             for _ in range(n):
@@ -201,7 +211,8 @@ def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
 # engines' liveness
 # ---------------------------------------------------------------------------------------------------------------
 HOSTNAME = socket.gethostname()
-_live_cache: tuple[float, frozenset[str], frozenset[str]] = (0.0, frozenset(), frozenset())
+_live_cache: tuple[float, frozenset[str]] = (0.0, frozenset())
+BATCH_OWNER = "batch:"  # units handed to a provider batch; held until the batch gives them back (claimed_until)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -218,24 +229,24 @@ def dead_after() -> float:
     return _setting("LLM_WORKER_DEAD_AFTER", 10.0)
 
 
-def live_owners(*, include_batches: bool = True, fresh: bool = False) -> frozenset[str]:
-    """Engines whose heartbeat is recent (on this host: whose process exists), plus open provider batches."""
+def live_owners(*, fresh: bool = False) -> frozenset[str]:
+    """Engines whose heartbeat is recent (on this host: whose process exists)."""
     global _live_cache
     now = time.monotonic()
-    stamp, engines, batches = _live_cache
+    stamp, engines = _live_cache
     if fresh or now - stamp > 1.0:
         cutoff = timezone.now() - timedelta(seconds=dead_after())
         rows = LLMWorker.objects.filter(seen_at__gte=cutoff).values_list("owner", "hostname", "pid")
         engines = frozenset(owner for owner, host, pid in rows if host != HOSTNAME or _pid_alive(pid))
-        batches = frozenset(f"batch:{pk}" for pk in LLMBatch.objects.filter(status__in=LLMBatch.OPEN)
-                            .values_list("pk", flat=True))
-        _live_cache = (now, engines, batches)
-    return engines | batches if include_batches else engines
+        _live_cache = (now, engines)
+    return engines
 
 
 def free_claim(now, live: Iterable[str]) -> Q:
-    """Units nobody holds: never claimed, released, expired, or held by an engine that is gone."""
-    return Q(claimed_by="") | Q(claimed_until__isnull=True) | Q(claimed_until__lt=now) | ~Q(claimed_by__in=list(live))
+    """Units nobody holds: never claimed, released, expired, or held by an engine that is gone (a provider
+    batch's units are held until the batch gives them back or its claim expires)."""
+    return (Q(claimed_by="") | Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+            | (~Q(claimed_by__startswith=BATCH_OWNER) & ~Q(claimed_by__in=list(live))))
 
 
 def due(now) -> Q:
@@ -268,6 +279,9 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
         return []
     now = timezone.now()
     until = now + timedelta(seconds=lease_seconds(handler.config(job)))
+    columns = handler.claim_columns_for(job)
+    if columns and ids is None and connection.vendor == "postgresql":
+        return _claim_returning(handler, job, columns, n, owner, now, until)
     with transaction.atomic():
         running = list(handler.job_model.objects.select_for_update().filter(
             pk=job.pk, status=handler.running_status).values_list("pk", flat=True))
@@ -282,12 +296,112 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     return handler.load(picked)
 
 
+def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, until) -> list:
+    """One statement: claim the next ``n`` due units of a running job (skipping rows another claim has locked)
+    and return the columns the handler needs."""
+    unit, parent = handler.unit_model._meta, handler.job_model._meta
+    quote = connection.ops.quote_name
+    job_column = quote(unit.get_field(handler.job_field).column)
+    wanted = {unit.get_field(name).attname for name in names}
+    columns = [f for f in unit.concrete_fields if f.attname in wanted]  # from_db() takes them in this order
+    statuses = ", ".join(["%s"] * len(handler.open_statuses))
+    sql = (f"UPDATE {quote(unit.db_table)} SET claimed_by = %s, claimed_until = %s WHERE id IN ("
+           f"SELECT u.id FROM {quote(unit.db_table)} u WHERE u.{job_column} = %s AND u.status IN ({statuses}) "
+           f"AND (u.claimed_by = '' OR u.claimed_until IS NULL OR u.claimed_until < %s "
+           f"OR (u.claimed_by NOT LIKE 'batch:%%' AND NOT (u.claimed_by = ANY(%s)))) "
+           f"AND (u.not_before IS NULL OR u.not_before <= %s) "
+           f"AND EXISTS (SELECT 1 FROM {quote(parent.db_table)} j WHERE j.id = %s AND j.status = %s) "
+           f"ORDER BY u.id LIMIT %s FOR UPDATE SKIP LOCKED) "
+           f"RETURNING {', '.join(quote(c.column) for c in columns)}")
+    params = [owner, until, job.pk, *handler.open_statuses, now, list(live_owners()), now, job.pk,
+              handler.running_status, n]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    names = [c.attname for c in columns]
+    units = [handler.unit_model.from_db(connection.alias, names, row) for row in rows]
+    units.sort(key=lambda u: u.pk)
+    return units
+
+
 def release(handler: Handler, ids: Iterable[int], *, not_before=None) -> None:
     """Give units back unanswered (optionally not before a time)."""
     ids = list(ids)
     if ids:
         handler.unit_model.objects.filter(pk__in=ids).update(claimed_by="", claimed_until=None,
                                                              not_before=not_before)
+
+
+def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str], constants: dict | None = None,
+             *, only_status: Iterable[str] | None = None) -> None:
+    """Set ``fields`` (to each row's values) and ``constants`` on many rows in one statement (only on rows whose
+    status is in ``only_status``, when given). On PostgreSQL an ``UPDATE ... FROM (VALUES ...)``, which costs a
+    fraction of Django's ``bulk_update`` (a CASE per field)."""
+    if not rows:
+        return
+    constants = constants or {}
+    if only_status is not None and connection.vendor != "postgresql":
+        still_open = set(model.objects.filter(pk__in=[pk for pk, _ in rows], status__in=list(only_status))
+                         .values_list("pk", flat=True))
+        rows = [row for row in rows if row[0] in still_open]
+    if connection.vendor != "postgresql":
+        objects = []
+        for pk, values in rows:
+            obj = model(pk=pk)
+            for name, value in [*zip(fields, values, strict=True), *constants.items()]:
+                setattr(obj, name, value)
+            objects.append(obj)
+        model.objects.bulk_update(objects, [*fields, *constants], batch_size=500)
+        return
+    meta = model._meta
+    columns = [meta.get_field(name) for name in fields]
+    quote = connection.ops.quote_name
+    casts = ", ".join(f"%s::{field.db_type(connection)}" for field in columns)
+    assignments = [f"{quote(f.column)} = v.{quote(f.column)}" for f in columns]
+    params_const = []
+    for name, value in constants.items():
+        assignments.append(f"{quote(meta.get_field(name).column)} = %s")
+        params_const.append(value)
+    alias = ", ".join(quote(f.column) for f in columns)
+    for start in range(0, len(rows), 1000):
+        chunk = rows[start:start + 1000]
+        values = ", ".join([f"(%s::bigint, {casts})"] * len(chunk))
+        params = [*params_const]
+        for pk, row in chunk:
+            params.append(pk)
+            params.extend(f.get_db_prep_save(v, connection) for f, v in zip(columns, row, strict=True))
+        condition = ""
+        if only_status is not None:
+            statuses = list(only_status)
+            condition = f" AND t.{quote('status')} IN ({', '.join(['%s'] * len(statuses))})"
+            params.extend(statuses)
+        sql = (f"UPDATE {quote(meta.db_table)} AS t SET {', '.join(assignments)} "
+               f"FROM (VALUES {values}) AS v(id, {alias}) WHERE t.{quote(meta.pk.column)} = v.id{condition}")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+
+CALL_COLUMNS = ["key", "endpoint", "model", "request", "response", "content", "prompt_tokens", "completion_tokens",
+                "cost", "latency_ms", "created_at"]
+
+
+def _insert_calls(rows: list[LLMCall]) -> dict[str, int]:
+    """INSERT ... ON CONFLICT (key) DO NOTHING RETURNING on PostgreSQL: the keys this insert stored, with ids."""
+    meta = LLMCall._meta
+    fields = [meta.get_field(name) for name in CALL_COLUMNS]
+    quote = connection.ops.quote_name
+    placeholders = "(" + ", ".join(f"%s::{f.db_type(connection)}" for f in fields) + ")"
+    inserted: dict[str, int] = {}
+    for start in range(0, len(rows), 500):
+        chunk = rows[start:start + 500]
+        params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in chunk for f in fields]
+        sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+               f"VALUES {', '.join([placeholders] * len(chunk))} ON CONFLICT ({quote('key')}) DO NOTHING "
+               f"RETURNING {quote('id')}, {quote('key')}")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            inserted.update({key: pk for pk, key in cursor.fetchall()})
+    return inserted
 
 
 def _store_calls(requests: list[Request]) -> None:
@@ -300,8 +414,20 @@ def _store_calls(requests: list[Request]) -> None:
                             prompt_tokens=o.prompt_tokens, completion_tokens=o.completion_tokens,
                             latency_ms=o.latency_ms,
                             cost=gateway.cost(o.prompt_tokens, o.completion_tokens, *r.prices)))
-    LLMCall.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-    calls = LLMCall.objects.in_bulk({r.key for r in requests}, field_name="key")
+    now = timezone.now()
+    for row in rows:
+        row.created_at = now
+    if connection.vendor == "postgresql":
+        inserted = _insert_calls(rows)
+        calls = {row.key: row for row in rows if row.key in inserted}
+        for row in calls.values():
+            row.pk = inserted[row.key]
+        missing = {r.key for r in requests} - set(calls)
+        if missing:  # stored meanwhile by another engine: keep (and apply) the first answer
+            calls.update(LLMCall.objects.in_bulk(missing, field_name="key"))
+    else:
+        LLMCall.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        calls = LLMCall.objects.in_bulk({r.key for r in requests}, field_name="key")
     for r in requests:
         r.call = calls[r.key]
 
@@ -317,8 +443,11 @@ def store(handler: Handler, job, requests: list[Request], *, from_cache: bool = 
             for r in requests:
                 handler.record_call(job, r, r.call)
         ids = [u for r in requests for u in r.units]
-        open_ids = set(handler.unit_model.objects.select_for_update().filter(
-            pk__in=ids, status__in=handler.open_statuses).values_list("pk", flat=True))
+        if handler.applies_conditionally:
+            open_ids = set(ids)  # apply() itself updates only rows still open
+        else:
+            open_ids = set(handler.unit_model.objects.select_for_update().filter(
+                pk__in=ids, status__in=handler.open_statuses).values_list("pk", flat=True))
         handler.apply(job, requests, open_ids)
 
 
@@ -427,9 +556,7 @@ def give_back(requests: list[Request]) -> None:
             by_limit[r.limit.name].append(r.slot)
             r.slot = None
     with _quiet_limiter():
-        for name, tokens in by_limit.items():
-            limiter.release_many(name, tokens)
-        limiter.unreserve([r.key for r in requests if r.reserved])
+        limiter.give_back(by_limit, [r.key for r in requests if r.reserved])
     for r in requests:
         r.reserved = False
 
@@ -446,7 +573,19 @@ def finish(handler: Handler, job, done: list[Request]) -> None:
         fail_requests(handler, job, failed)
     finally:
         give_back(done)
-    handler.job_model.objects.filter(pk=job.pk).update(activity_at=timezone.now())
+    note_activity(handler, job.pk)
+
+
+_activity: dict[tuple[str, int], float] = {}
+
+
+def note_activity(handler: Handler, job_id: int, *, every: float = 1.0) -> None:
+    """Record that the job made progress (at most once a second per job and process)."""
+    now = time.monotonic()
+    key = (handler.kind, job_id)
+    if now - _activity.get(key, -every) >= every:
+        _activity[key] = now
+        handler.job_model.objects.filter(pk=job_id).update(activity_at=timezone.now())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -575,9 +714,9 @@ def ensure_registered(owner: str, *, in_flight: int = 0, jobs: list[str] | None 
         except IntegrityError:
             pass
     global _live_cache
-    stamp, engines, batches = _live_cache
+    stamp, engines = _live_cache
     if owner not in engines:
-        _live_cache = (stamp, engines | {owner}, batches)
+        _live_cache = (stamp, engines | {owner})
 
 
 @dataclass
@@ -896,7 +1035,7 @@ def stalled_jobs(handler: Handler, quiet_seconds: float = 5.0) -> list[int]:
     (or woken and idle since for 30 s: the message may have been lost)."""
     now = timezone.now()
     working = {int(key.split(":", 1)[1]) for jobs in LLMWorker.objects.filter(
-        owner__in=live_owners(include_batches=False)).values_list("jobs", flat=True)
+        owner__in=live_owners()).values_list("jobs", flat=True)
         for key in jobs or [] if key.startswith(f"{handler.kind}:")}
     out = []
     for job_id, woken, active in handler.job_model.objects.filter(status=handler.running_status).values_list(
@@ -933,6 +1072,28 @@ def reconcile() -> dict[str, Any]:
             else:
                 handler.job_model.objects.filter(pk=job_id).update(woken_at=before)
     return {"dead_engines": dead, "woken": woken}
+
+
+def backlog() -> dict[str, Any]:
+    """For the staff view of /healthz: live engines, running jobs, and the age of the oldest pending unit of a
+    running job (how long work has been waiting)."""
+    now = timezone.now()
+    oldest = None
+    running = {}
+    for handler in HANDLERS.values():
+        ids = list(handler.job_model.objects.filter(status=handler.running_status).values_list("pk", flat=True))
+        running[handler.kind] = len(ids)
+        if ids:
+            first = handler.unit_model.objects.filter(**{f"{handler.job_field}_id__in": ids},
+                                                      status__in=handler.open_statuses).aggregate(
+                at=models.Min("updated_at"))["at"]
+            if first is not None and (oldest is None or first < oldest):
+                oldest = first
+    engines = LLMWorker.objects.filter(owner__in=live_owners())
+    return {"engines": [{"owner": e.owner, "in_flight": e.in_flight, "jobs": e.jobs} for e in engines],
+            "running_jobs": running,
+            "oldest_pending_unit_seconds": round((now - oldest).total_seconds(), 1) if oldest else None,
+            "open_batches": LLMBatch.objects.filter(status__in=LLMBatch.OPEN).count()}
 
 
 # ---------------------------------------------------------------------------------------------------------------

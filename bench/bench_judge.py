@@ -108,7 +108,9 @@ def start_workers(env: dict) -> list[subprocess.Popen]:
     return [subprocess.Popen([*common, "-Q", "bench-judge", "--concurrency", "4", "-n", "default@%h"], cwd=BASE_DIR,
                              env=env),
             subprocess.Popen([*common, "-Q", "bench-judge-llm", "--pool", "threads", "--concurrency", "16",
-                              "-n", "llm@%h"], cwd=BASE_DIR, env=env)]
+                              "-n", "llm@%h"], cwd=BASE_DIR, env=env,
+                             stderr=open(os.environ["BENCH_WORKER_LOG"], "w") if os.environ.get("BENCH_WORKER_LOG")  # noqa: SIM115
+                             else None)]
 
 
 def run_case(label: str, config, corpus, items: list[str], calls: int, latency: float, concurrency: int, fake,
@@ -123,16 +125,19 @@ def run_case(label: str, config, corpus, items: list[str], calls: int, latency: 
                                      f"{os.environ['BENCH_PROFILE']}-{concurrency}.txt", "--format", "raw",
                                      "--threads", "--gil", "-r", "200"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    before_cpu = cpu(llm_worker.pid)
+    before_cpu, before_fake = cpu(llm_worker.pid), cpu(fake.pid)
     sampler = ConnectionSampler()
     sampler.start()
     run = judging.create_run(config, corpus, item_codes=items)
     t0, t0_wall = time.monotonic(), time.time()
     judging.start(run)
+    if os.environ.get("BENCH_TIMELINE"):
+        print(f"  start() called at {time.strftime('%H:%M:%S', time.localtime(t0_wall))}.{int(t0_wall % 1 * 1000):03d},"
+              f" returned after {1000 * (time.monotonic() - t0):.0f} ms")
     wait_run(run.pk, 900)
     wall = time.monotonic() - t0  # from start(), which wakes the workers
     sampler.stop.set()
-    worker_cpu = cpu(llm_worker.pid) - before_cpu
+    worker_cpu, fake_cpu = cpu(llm_worker.pid) - before_cpu, cpu(fake.pid) - before_fake
     if profiler is not None:
         profiler.send_signal(2)
         profiler.wait(30)
@@ -151,7 +156,13 @@ def run_case(label: str, config, corpus, items: list[str], calls: int, latency: 
         service = [r["answered"] - r["received"] for r in records]
         print(f"  endpoint view: first request {first - t0_wall:.2f} s after start(), mean answer time "
               f"{1000 * sum(service) / len(service):.0f} ms, mean requests in flight {sum(service) / span:.1f} of "
-              f"{concurrency} over {span:.2f} s")
+              f"{concurrency} over {span:.2f} s; the fake endpoint used {fake_cpu:.1f} s of CPU")
+        if os.environ.get("BENCH_TIMELINE"):
+            buckets = {}
+            for r in records:
+                b = int((r["received"] - first) * 2)
+                buckets[b] = buckets.get(b, 0) + 1
+            print("  requests received per 0.5 s: " + " ".join(str(buckets.get(b, 0)) for b in range(max(buckets) + 1)))
     per_call = 1000 * worker_cpu / max(1, stats["requests"])
     print(f"  LLM worker CPU: {worker_cpu:.2f} s = {per_call:.2f} ms per call (target <= 5 ms) "
           f"{'PASS' if per_call <= 5 else 'FAIL'}; peak database connections {sampler.peak} (target <= 40) "

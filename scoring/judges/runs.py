@@ -358,9 +358,14 @@ DIALOGUE_CACHE_SIZE = 5000
 VERSION_KEY = "minicex:dialogue-text-version"
 
 
+_version_seen = [0.0, 0]  # when the shared version was last read, and its value
+
+
 def cached_dialogues(ids: set[int]) -> dict[int, Dialogue]:
-    version = cache.get(VERSION_KEY, 0)
     now = time.monotonic()
+    if now - _version_seen[0] > 1.0:  # a changed dialogue reaches the prompts within a second
+        _version_seen[:] = [now, cache.get(VERSION_KEY, 0)]
+    version = _version_seen[1]
     missing = [d for d in ids if d not in _dialogue_cache or _dialogue_cache[d][1] != version
                or now - _dialogue_cache[d][0] > DIALOGUE_CACHE_SECONDS]
     if missing:
@@ -379,6 +384,7 @@ def _dialogue_text_changed(sender, **kwargs) -> None:
         cache.incr(VERSION_KEY)
     except ValueError:
         cache.set(VERSION_KEY, 1, None)
+    _version_seen[0] = 0.0  # this process reads it again at once
 
 
 @dataclass

@@ -15,6 +15,7 @@ and parameters, and checked before it is sent); two engines never send the same 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -24,9 +25,9 @@ import socket
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -42,6 +43,7 @@ from scoring.llm.models import LLMBatch, LLMCall, LLMWorker
 log = logging.getLogger(__name__)
 
 WAKE_TASK = "scoring.llm.wake"
+TRACE = bool(os.environ.get("LLM_ENGINE_TRACE"))
 
 
 _warned: dict[str, float] = {}
@@ -451,11 +453,30 @@ def store(handler: Handler, job, requests: list[Request], *, from_cache: bool = 
         handler.apply(job, requests, open_ids)
 
 
+def cached_calls(keys: set[str]) -> dict[str, LLMCall]:
+    """The stored answers of these request keys (what ``apply`` needs of them: id, content, response)."""
+    if not keys:
+        return {}
+    if connection.vendor != "postgresql":
+        return LLMCall.objects.only("pk", "key", "content", "response").in_bulk(keys, field_name="key")
+    names = ["id", "key", "response", "content"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, key, response, content FROM {LLMCall._meta.db_table} WHERE key = ANY(%s)",
+                       [list(keys)])
+        rows = cursor.fetchall()
+    response = LLMCall._meta.get_field("response")
+    out = {}
+    for pk, key, raw, content in rows:
+        value = response.from_db_value(raw, None, connection) if isinstance(raw, str) else raw
+        out[key] = LLMCall.from_db(connection.alias, names, (pk, key, value, content))
+    return out
+
+
 def resolve_cached(handler: Handler, job, requests: list[Request]) -> list[Request]:
     """Answer from the cache every request already paid for; returns the others (the same key once)."""
     if not requests:
         return []
-    calls = LLMCall.objects.in_bulk({r.key for r in requests}, field_name="key")
+    calls = cached_calls({r.key for r in requests})
     hits, misses, seen = [], [], set()
     for r in requests:
         if r.key in calls:
@@ -496,12 +517,14 @@ def fail_requests(handler: Handler, job, failed: list[Request]) -> bool:
 @dataclass
 class Admission:
     admitted: list[Request]
+    refused: list[Request] = field(default_factory=list)  # no slot or rate budget now (still claimed)
     deferred_for: float = 0.0  # the limit refused everything: look again after this many seconds
-    cooled: bool = False
 
 
-def admit(handler: Handler, requests: list[Request], owner: str) -> Admission:
-    """Take slots, rate budget and reservations for requests about to be sent; release the units of the rest."""
+def admit(handler: Handler, requests: list[Request], owner: str, *, keep_refused: bool = False) -> Admission:
+    """Take slots, rate budget and reservations for requests about to be sent. Requests another engine is sending
+    right now are released (retried in a second, when the answer is cached); the others refused are released too,
+    or returned still claimed with ``keep_refused`` (the engine keeps them ready to send)."""
     if not requests:
         return Admission([])
     limit = requests[0].limit
@@ -516,6 +539,8 @@ def admit(handler: Handler, requests: list[Request], owner: str) -> Admission:
         reserved = limiter.reserve([r.key for r in keep], lease, owner)
     except limiter.LimiterUnavailable as exc:
         warn_now_and_then("limiter", "%s; waiting", exc)
+        if keep_refused:
+            return Admission([], refused=list(requests), deferred_for=1.0)
         release(handler, [u for r in requests for u in r.units])
         return Admission([], deferred_for=1.0)
     admitted, busy = [], []
@@ -529,9 +554,11 @@ def admit(handler: Handler, requests: list[Request], owner: str) -> Admission:
     # Another engine is sending the same request: its answer will be in the cache in a moment.
     release(handler, [u for r in busy for u in r.units], not_before=now + timedelta(seconds=1))
     rest = requests[n:]
+    deferred = 0.0 if admitted else (wait or 0.05)
+    if keep_refused:
+        return Admission(admitted, refused=rest, deferred_for=wait if rest and wait else deferred)
     later = now + timedelta(seconds=wait) if wait else None
     release(handler, [u for r in rest for u in r.units], not_before=later)
-    deferred = 0.0 if admitted else (wait or 0.05)
     return Admission(admitted, deferred_for=deferred)
 
 
@@ -549,7 +576,7 @@ class _quiet_limiter:
 
 
 def give_back(requests: list[Request]) -> None:
-    """Free the slots and reservations of finished requests."""
+    """Free the slots and reservations of finished requests (slots already freed are skipped)."""
     by_limit: dict[str, list[str]] = defaultdict(list)
     for r in requests:
         if r.slot:
@@ -562,7 +589,8 @@ def give_back(requests: list[Request]) -> None:
 
 
 def finish(handler: Handler, job, done: list[Request]) -> None:
-    """Store what came back: answers in one transaction, failures as retries or failed units."""
+    """Store what came back: answers in one transaction, failures as retries or failed units. On any error the
+    units are released, so they are claimed again at once instead of when the lease runs out."""
     ok = [r for r in done if r.outcome is not None and r.outcome.ok]
     failed = [r for r in done if r.outcome is None or not r.outcome.ok]
     for r in failed:
@@ -571,6 +599,10 @@ def finish(handler: Handler, job, done: list[Request]) -> None:
     try:
         store(handler, job, ok)
         fail_requests(handler, job, failed)
+    except Exception:
+        with contextlib.suppress(Exception):
+            release(handler, [u for r in done for u in r.units])
+        raise
     finally:
         give_back(done)
     note_activity(handler, job.pk)
@@ -724,16 +756,25 @@ class _JobState:
     handler: Handler
     job: Any
     in_flight: int = 0
-    hit_rate: float = 0.5
-    next_at: float = 0.0       # monotonic time of the next claim attempt
+    next_at: float = 0.0       # monotonic time of the next attempt to send or claim
     checked_at: float = 0.0    # monotonic time the job row was last read
     stopping: bool = False     # paused, cancelled or finished: send nothing more
     idle_rounds: int = 0
-    done_since_activity: int = 0
+    # Claimed and prepared, waiting for a free slot: a freed slot is refilled without a database round trip.
+    ready: deque = field(default_factory=deque)
+    # Answered, not yet stored: stored in batches (every STORE_BATCH answers or STORE_LINGER seconds).
+    answered: list = field(default_factory=list)
+    answered_at: float = 0.0
+    storing: int = 0           # answers handed to the store thread and not yet stored
 
     @property
     def key(self) -> str:
         return f"{self.handler.kind}:{self.job.pk}"
+
+
+# Answers are stored in batches of up to STORE_BATCH, at the latest STORE_LINGER seconds after the first of them.
+STORE_BATCH = 128
+STORE_LINGER = 0.05
 
 
 @dataclass
@@ -743,8 +784,9 @@ class _Finished:
 
 
 class Engine:
-    """Drives the jobs a worker process was woken for: one thread claims, prepares and stores; the gateway's
-    event loop keeps the requests in flight; a heartbeat thread keeps the claims alive."""
+    """Drives the jobs a worker process was woken for: one thread claims, prepares and sends; the gateway's event
+    loop keeps the requests in flight; one thread stores the answers in batches; a heartbeat thread keeps the
+    engine's claims alive."""
 
     def __init__(self) -> None:
         self.owner = engine_owner()
@@ -757,22 +799,45 @@ class Engine:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.runner = gateway.runner()
+        self.to_store: queue.SimpleQueue[tuple[_JobState, list[Request]] | None] = queue.SimpleQueue()
         self.driver = threading.Thread(target=self._drive, name="llm-engine", daemon=True)
+        self.storer = threading.Thread(target=self._store_loop, name="llm-store", daemon=True)
         self.heart = threading.Thread(target=self._beat, name="llm-heartbeat", daemon=True)
 
     def start(self) -> Engine:
         self.driver.start()
+        self.storer.start()
         self.heart.start()
         return self
 
     def wake(self, kind: str, job_id: int) -> None:
         handler_for(kind)  # unknown kinds fail in the task, not in the engine
         self.wakes.put((kind, job_id))
+        self.finished.put(None)  # interrupts the driver's wait
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop claiming, let requests in flight finish (up to ``timeout``), release what is left."""
         self._stop.set()
+        self.finished.put(None)
         self.driver.join(timeout)
+
+    # -- storing answers (its own thread and database connection: sending never waits for it) ----------------
+    def _store_loop(self) -> None:
+        while True:
+            item = self.to_store.get()
+            if item is None:
+                return
+            state, requests = item
+            try:
+                finish(state.handler, state.job, requests)
+            except Exception:
+                log.exception("storing %d answers of %s failed; their units are released", len(requests),
+                              state.key)
+                close_old_connections()
+            finally:
+                with self._lock:
+                    state.storing -= len(requests)
+                self.finished.put(None)  # the driver may finish the job now
 
     # -- heartbeat ------------------------------------------------------------------------------------------
     def _beat(self) -> None:
@@ -804,17 +869,28 @@ class Engine:
                 time.sleep(1.0)
 
     def _cycle(self) -> None:
+        """Wait for answers (or the next thing due), free their slots, refill the freed capacity from the ready
+        requests, then store answers in batches: sending again never waits for the database."""
+        t0 = time.monotonic()
         self._take_wakes()
+        self._refresh(time.monotonic())
+        batch = self._collect(self._next_wait())
+        t1 = time.monotonic()
+        if batch:
+            self._free(batch)
         now = time.monotonic()
-        self._refresh(now)
+        sent_before = self.in_flight
         for state in list(self.jobs.values()):
             if not state.stopping and state.next_at <= now:
                 self._top_up(state)
-        timeout = self._next_wait()
-        batch = self._collect(timeout)
-        if batch:
-            self._finish(batch)
+        t2 = time.monotonic()
+        stored = self._store_due()
         self._retire()
+        if TRACE:
+            log.warning("cycle wait %.0f ms, answers %d, top-up %.0f ms (+%d sent), stored %d in %.0f ms, "
+                        "in flight %d", 1000 * (t1 - t0), len(batch), 1000 * (t2 - now),
+                        self.in_flight - sent_before + len(batch), stored, 1000 * (time.monotonic() - t2),
+                        self.in_flight)
 
     def _take_wakes(self) -> None:
         while True:
@@ -834,6 +910,8 @@ class Engine:
                 continue
             with self._lock:
                 self.jobs[key] = _JobState(handler, job, checked_at=time.monotonic())
+            if TRACE:
+                log.warning("woken for %s", key)
             handler.job_model.objects.filter(pk=job_id).update(activity_at=timezone.now())
 
     def _refresh(self, now: float) -> None:
@@ -860,19 +938,34 @@ class Engine:
             state.idle_rounds = 0 if submitted else state.idle_rounds + 1
             state.next_at = time.monotonic() + (1.0 if submitted else 5.0)
             return
-        cap = min(int(config.get("concurrency") or 1), self.max_in_flight - self.in_flight) - state.in_flight
+        concurrency = int(config.get("concurrency") or 1)
+        cap = min(concurrency, self.max_in_flight - self.in_flight) - state.in_flight
         if cap <= 0:
             state.next_at = time.monotonic() + 0.02
             return
-        want = min(self.claim_batch, max(1, int(cap / max(0.1, 1.0 - state.hit_rate))))
-        units = claim(handler, job, want, self.owner)
+        # Keep up to a batch of requests prepared beyond the free capacity, so the next freed slots are refilled
+        # at once; claiming and preparing happen a batch at a time.
+        target = min(self.claim_batch, max(cap, min(concurrency, 64)))
+        if len(state.ready) < cap and not self._refill(state, target - len(state.ready)):
+            return
+        self._send_ready(state, cap)
+
+    def _refill(self, state: _JobState, want: int) -> bool:
+        """Claim and prepare up to ``want`` units (answering cached ones at once); False when the job is done."""
+        handler, job = state.handler, state.job
+        units = claim(handler, job, max(1, want), self.owner)
         if not units:
-            if state.in_flight:  # answers coming back free units (a dialogue's next step): look again then
+            if state.ready:
+                return True
+            if state.in_flight or state.answered or state.storing:  # answers free units (a dialogue's next step)
                 state.next_at = time.monotonic() + 0.5
-                return
+                return False
+            if handler.maybe_finish(job.pk):  # one cheap query; the job is done the moment its last answer is in
+                state.stopping = True
+                return False
             state.idle_rounds += 1
             state.next_at = time.monotonic() + min(2.0, 0.05 * 2 ** min(state.idle_rounds, 6))
-            return
+            return False
         state.idle_rounds = 0
         try:
             requests = handler.prepare(job, units)
@@ -880,23 +973,30 @@ class Engine:
             release(handler, [u.pk for u in units])
             handler.fail_job(job.pk, str(exc))
             state.stopping = True
-            return
-        misses = resolve_cached(handler, job, requests)
-        if requests:
-            hits = len(requests) - len(misses)
-            state.hit_rate = 0.7 * state.hit_rate + 0.3 * (hits / len(requests))
+            return False
+        except Exception:
+            release(handler, [u.pk for u in units])
+            raise
+        state.ready.extend(resolve_cached(handler, job, requests))
+        return bool(state.ready)
+
+    def _send_ready(self, state: _JobState, cap: int) -> None:
+        group = [state.ready.popleft() for _ in range(min(cap, len(state.ready)))]
         by_limit: dict[str, list[Request]] = defaultdict(list)
-        for r in misses:
+        for r in group:
             by_limit[r.limit.name].append(r)
-        sent = 0
         wait = 0.0
-        for group in by_limit.values():
-            admission = admit(handler, group, self.owner)
+        sent = 0
+        for requests in by_limit.values():
+            admission = admit(state.handler, requests, self.owner, keep_refused=True)
             for r in admission.admitted:
                 self._send(state, r)
                 sent += 1
-            wait = max(wait, admission.deferred_for)
-        state.next_at = time.monotonic() + (min(wait, 1.0) if wait and not sent else 0.0)
+            state.ready.extendleft(reversed(admission.refused))
+            if admission.refused:
+                wait = max(wait, admission.deferred_for or 0.05)
+        if wait and not sent:
+            state.next_at = time.monotonic() + min(wait, 1.0)
 
     def _send(self, state: _JobState, request: Request) -> None:
         request.job_id = state.job.pk
@@ -918,44 +1018,75 @@ class Engine:
             return 0.5
         now = time.monotonic()
         soonest = min((s.next_at for s in self.jobs.values() if not s.stopping), default=now + 0.5)
+        stores = [s.answered_at + STORE_LINGER for s in self.jobs.values() if s.answered]
+        if stores:
+            soonest = min(soonest, min(stores))
         return max(0.0, min(0.5, soonest - now))
 
     def _collect(self, timeout: float) -> list[_Finished]:
         """Wait up to ``timeout`` for answers, then take every answer that is in (one batch to store)."""
         batch: list[_Finished] = []
         try:
-            batch.append(self.finished.get(timeout=timeout) if timeout > 0 else self.finished.get_nowait())
+            first = self.finished.get(timeout=timeout) if timeout > 0 else self.finished.get_nowait()
         except queue.Empty:
             return batch
+        if first is not None:  # None only interrupts the wait (a wake-up, a stored batch)
+            batch.append(first)
         while len(batch) < 1000:
             try:
-                batch.append(self.finished.get_nowait())
+                item = self.finished.get_nowait()
             except queue.Empty:
                 break
+            if item is not None:
+                batch.append(item)
         return batch
 
-    def _finish(self, batch: list[_Finished]) -> None:
-        by_job: dict[str, list[_Finished]] = defaultdict(list)
+    def _free(self, batch: list[_Finished]) -> None:
+        """The requests are answered: their slots (not yet their reservations) go back, the capacity is free, and
+        the answers wait to be stored with the next batch."""
+        slots: dict[str, list[str]] = defaultdict(list)
+        now = time.monotonic()
         for item in batch:
-            by_job[item.state.key].append(item)
-        for items in by_job.values():
-            state = items[0].state
-            requests = [i.request for i in items]
-            try:
-                finish(state.handler, state.job, requests)
-            finally:
-                state.in_flight -= len(requests)
-                self.in_flight -= len(requests)
-                state.next_at, state.idle_rounds = 0.0, 0  # capacity is free again
-            if any(r.outcome and r.outcome.retry_after for r in requests):
+            r, state = item.request, item.state
+            if not state.answered:
+                state.answered_at = now
+            state.answered.append(r)
+            if r.slot:
+                slots[r.limit.name].append(r.slot)
+                r.slot = None
+            state.in_flight -= 1
+            self.in_flight -= 1
+            state.next_at, state.idle_rounds = 0.0, 0
+            if r.outcome is not None and r.outcome.retry_after:
                 # The provider asked everyone to wait: so do we, for this job, rather than keep hitting it.
-                pause = max(r.outcome.retry_after or 0 for r in requests)
-                state.next_at = max(state.next_at, time.monotonic() + min(pause, 30.0))
+                state.next_at = max(state.next_at, time.monotonic() + min(r.outcome.retry_after, 30.0))
+        with _quiet_limiter():
+            limiter.give_back(slots, [])
+
+    def _store_due(self, *, everything: bool = False) -> int:
+        """Store the answers of jobs whose batch is full, old enough, or that have nothing else in flight."""
+        now = time.monotonic()
+        stored = 0
+        for state in list(self.jobs.values()):
+            if not state.answered:
+                continue
+            if everything or state.stopping or not state.in_flight or len(state.answered) >= STORE_BATCH or \
+                    now - state.answered_at >= STORE_LINGER:
+                requests, state.answered = state.answered, []
+                stored += len(requests)
+                with self._lock:
+                    state.storing += len(requests)
+                self.to_store.put((state, requests))
+        return stored
 
     def _retire(self) -> None:
         """Forget jobs with nothing in flight that are stopped, or have had nothing to claim for a while."""
         for key, state in list(self.jobs.items()):
-            if state.in_flight:
+            if state.stopping and state.ready:  # paused or cancelled: the prepared requests go back unsent
+                release(state.handler, [u for r in state.ready for u in r.units])
+                give_back(list(state.ready))
+                state.ready.clear()
+            if state.in_flight or state.answered or state.ready or state.storing:
                 continue
             if state.stopping or state.idle_rounds >= 8:
                 if not state.stopping:
@@ -977,7 +1108,10 @@ class Engine:
         while self.in_flight and time.monotonic() < deadline:
             batch = self._collect(0.2)
             if batch:
-                self._finish(batch)
+                self._free(batch)
+        self._store_due(everything=True)
+        self.to_store.put(None)
+        self.storer.join(30)
         for state in self.jobs.values():
             state.handler.unit_model.objects.filter(claimed_by=self.owner).update(claimed_by="",
                                                                                   claimed_until=None)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(BASE_DIR))
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/minicex_bench_judge")
 ENV = {
     "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/4", "SECRET_KEY": "bench-judge",
-    "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "BENCH_JUDGE_KEY": "sk-bench",
+    "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "LLM_KEY_BENCH_JUDGE": "sk-bench",
     "CELERY_TASK_DEFAULT_QUEUE": "bench-judge", "CELERY_LLM_QUEUE": "bench-judge-llm", "DEBUG": "0",
 }
 os.environ.update(ENV)
@@ -92,7 +92,7 @@ def main() -> int:
     fake = FakeOpenAIProcess(latency=LATENCY, extra_args=("--mini-cex",)).start()
     try:
         config = JudgeConfig.objects.create(
-            name="bench", base_url=fake.base_url, api_key_env="BENCH_JUDGE_KEY", model="fake-judge",
+            name="bench", base_url=fake.base_url, api_key_env="LLM_KEY_BENCH_JUDGE", model="fake-judge",
             concurrency=CONCURRENCY, timeout_seconds=10,
             prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
         limiter.reset(f"judge-{config.pk}")

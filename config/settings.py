@@ -228,6 +228,9 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "minicex@localhost")
 # LLM endpoint used when a judge configuration names none (OpenAI, Azure, vLLM, Ollama...).
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip()
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
+# Environment variables an LLM key may be read from, besides OPENAI_API_KEY and names starting with LLM_KEY_
+# (scoring/llm/keys.py). Any other name is refused, so nobody can have SECRET_KEY or DATABASE_URL sent to an endpoint.
+LLM_KEY_VARIABLES = [v.strip() for v in os.environ.get("LLM_KEY_VARIABLES", "").split(",") if v.strip()]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

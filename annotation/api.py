@@ -177,7 +177,8 @@ class TokenSerializer(serializers.Serializer):
 
 
 class ObtainTokenView(APIView):
-    """Exchange a username and password for an API token (throttled like the login page)."""
+    """Exchange a username and password for an API token (failed attempts are counted and paused like the login
+    page's, annotation/throttle.py)."""
 
     authentication_classes: list = []
     permission_classes: list = []
@@ -185,16 +186,12 @@ class ObtainTokenView(APIView):
 
     @extend_schema(request=AuthTokenSerializer, responses={200: TokenSerializer})
     def post(self, request):
-        username = str(request.data.get("username", ""))
-        address = throttle.client_address(request)
-        if throttle.is_locked(username, address):
-            return Response({"detail": "Too many failed attempts; try again later."},
-                            status=status.HTTP_429_TOO_MANY_REQUESTS)
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
-        if not serializer.is_valid():
-            throttle.record_failure(username, address)
+        valid = serializer.is_valid()  # authenticate(): axes refuses a paused login and counts a failed one
+        if getattr(request, "axes_locked_out", False):
+            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        if not valid:
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
-        throttle.reset(username, address)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})
 

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "annotation",
     "scoring",
     "delphi",
@@ -99,6 +100,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Turns a login lockout (annotation/throttle.py) into a 429 page or JSON answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -187,10 +190,25 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Login throttling: after LOGIN_MAX_FAILURES failed attempts for one username or one address within
-# LOGIN_LOCKOUT_SECONDS, further attempts are refused until the window passes.
+# Login throttling (django-axes, annotation/throttle.py): failed logins on the login page, the admin and
+# /api/auth/token/ are counted per (username, client address), per username and per address, each with its own
+# limit; reaching one pauses logging in for LOGIN_LOCKOUT_SECONDS after the last failure.
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
+LOGIN_MAX_FAILURES_PER_USERNAME = env_int("LOGIN_MAX_FAILURES_PER_USERNAME", 20)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 200)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 15 * 60)
+# How many reverse proxies in front of the app append to X-Forwarded-For. 0 (the default): the client address is
+# REMOTE_ADDR and X-Forwarded-For is ignored (anyone can send one). N: the client address is the N-th entry from
+# the right of X-Forwarded-For, the one the outermost trusted proxy saw.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+AXES_HANDLER = "annotation.throttle.LoginThrottle"
+AXES_FAILURE_LIMIT = LOGIN_MAX_FAILURES
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username", "ip_address"]
+AXES_COOLOFF_TIME = "annotation.throttle.cool_off"
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "annotation.throttle.lockout_response"
+AXES_ENABLE_ADMIN = False  # counts live in the cache, not in axes' tables
+AXES_CLIENT_IP_CALLABLE = "annotation.throttle.client_address"
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
@@ -211,7 +229,8 @@ MEDIA_URL = "media/"
 # Sessions are stored in the database and read through the cache: every click on the rating page needs the
 # session, and the cache spares the database that read (a cache flush only costs a database read).
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
-AUTHENTICATION_BACKENDS = ["annotation.auth.CachedUserBackend"]
+# axes first: it refuses a paused login before the password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "annotation.auth.CachedUserBackend"]
 # How long the signed-in user's row may be served from the cache (saves and deletes evict it; 0 turns it off).
 USER_CACHE_SECONDS = env_int("USER_CACHE_SECONDS", 60)
 SESSION_COOKIE_HTTPONLY = True

@@ -5,7 +5,6 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
-from annotation.forms import ThrottledAuthenticationForm
 from annotation.urls import rating_urlpatterns
 from config.views import healthz
 from scoring.preference import api as api_preference
@@ -23,8 +22,8 @@ router.register("preference-studies", api_preference.PreferenceStudyViewSet, bas
 router.register("preference-tasks", api_preference.PreferenceTaskViewSet, basename="api-preference-task")
 
 accounts = [
-    path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm,
-                                                 redirect_authenticated_user=True), name="login"),
+    # Failed logins are counted and paused by django-axes (annotation/throttle.py), here and on the API token.
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),

@@ -83,8 +83,8 @@ def validate_base_url(value: str) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # provider error text
 # ---------------------------------------------------------------------------------------------------------------
-_HEADER_LINE = re.compile(r"(?im)\b(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)\b"
-                          r"\s*[:=]\s*[^\n,;'\"}]*")
+_HEADER_LINE = re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)\b['\"]?"
+                          r"\s*[:=]\s*['\"]?[^'\"\n,;}]*")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[^\s,;'\"]+")
 _KEY_LIKE = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_-]{8,}|\b[A-Za-z0-9_-]{32,}\b")
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(:[^/\s@]*)?@")

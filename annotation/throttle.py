@@ -10,8 +10,9 @@ address alone would lock everyone out after a few typos. Failed logins (the logi
 * client address, any username: ``LOGIN_MAX_FAILURES_PER_ADDRESS`` (200) pauses the address (one machine trying
   many usernames), high enough for a ward of physicians behind one NAT.
 
-Each pause lasts ``LOGIN_LOCKOUT_SECONDS`` after the last failure; a successful login clears its pair counter. axes has one limit for all its lockout parameters; a handler of our own is how its maintainers suggest
-having several (jazzband/django-axes#661).
+Each pause lasts ``LOGIN_LOCKOUT_SECONDS`` after the last failure; a successful login clears its pair counter.
+axes has one limit for all its lockout parameters; a handler of our own is how its maintainers suggest having
+several (jazzband/django-axes#661).
 
 The client address is ``REMOTE_ADDR`` unless ``TRUSTED_PROXY_COUNT`` says how many reverse proxies append to
 ``X-Forwarded-For``; then it is that many entries from the right (what the outermost trusted proxy saw), as

@@ -251,10 +251,12 @@ OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
 # (scoring/llm/keys.py). Any other name is refused, so nobody can have SECRET_KEY or DATABASE_URL sent to an endpoint.
 LLM_KEY_VARIABLES = [v.strip() for v in os.environ.get("LLM_KEY_VARIABLES", "").split(",") if v.strip()]
 
+# API tokens expire this many days after they are made (annotation/tokens.py); a password change replaces them.
+API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 30)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.tokens.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
+from annotation import views as annotation_views
 from annotation.urls import rating_urlpatterns
 from config.views import healthz
 from scoring.preference import api as api_preference
@@ -27,6 +28,7 @@ accounts = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("token/", annotation_views.api_token, name="api-token-page"),
 ]
 
 urlpatterns = [

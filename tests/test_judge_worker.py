@@ -79,7 +79,8 @@ def test_run_judge_command_waits_and_a_rerun_makes_zero_calls(workers, monkeypat
                                 turns=[{"role": "doctor", "text": f"Hello {i}"}, {"role": "patient", "text": "Hi"}])
     with FakeOpenAI(latency=0.05, responder=mini_cex_answer) as server:
         workers(concurrency=4)
-        args = dict(corpus="cli-corpus", model="fake-judge", base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST",
+        args = dict(corpus="cli-corpus", model="fake-judge", base_url=server.base_url,
+                    api_key_env="LLM_KEY_MINICEX_TEST",
                     items="1.1,4", wait=True, poll=0.2)
         out, err = io.StringIO(), io.StringIO()
         call_command("run_judge", stdout=out, stderr=err, **args)

@@ -181,7 +181,7 @@ def test_existing_judges_get_endpoints_from_the_migration(prompt_set):
     LLMEndpoint.objects.all().delete()
     a = JudgeConfig.objects.create(name="a", base_url="https://api.example.org/v1", api_key_env="OPENAI_API_KEY",
                                    model="m", prompt_set=prompt_set, concurrency=3)
-    b = JudgeConfig.objects.create(name="b", base_url="https://api.example.org/v1", api_key_env="OPENAI_API_KEY",
+    JudgeConfig.objects.create(name="b", base_url="https://api.example.org/v1", api_key_env="OPENAI_API_KEY",
                                    model="n", prompt_set=prompt_set, concurrency=3)
     c = JudgeConfig.objects.create(name="c", model="m", prompt_set=prompt_set)  # OPENAI_BASE_URL defaults
     bad = JudgeConfig.objects.create(name="bad", base_url="https://x.example.org", model="m", prompt_set=prompt_set)
@@ -192,7 +192,7 @@ def test_existing_judges_get_endpoints_from_the_migration(prompt_set):
     assert by_name["c"].endpoint.name == "Default (OPENAI_BASE_URL, OPENAI_API_KEY)"
     assert by_name["bad"].endpoint is None
     assert LLMEndpoint.objects.count() == 2
-    assert a.pk and c.pk
+    assert by_name["a"].endpoint.name == "api.example.org with OPENAI_API_KEY" and a.pk and c.pk
 
 
 # ----------------------------------------------------------------------------------------- provider error text

@@ -269,6 +269,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Scales, corpora, annotation, LLM judges and agreement statistics for the LLM-specific Mini-CEX.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

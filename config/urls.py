@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.contrib.auth.decorators import login_required
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
@@ -39,8 +40,10 @@ urlpatterns = [
     path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
     path("api/", include(router.urls)),
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
+    # Signed-in users only (SERVE_PERMISSIONS); the docs page sends others to the login page. The split view loads
+    # its start-up script from a URL instead of an inline <script>, which the Content-Security-Policy forbids.
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="swagger-ui"),
     path("delphi/", include("delphi.urls")),
     path("", include("scoring.urls")),
     path("", include("annotation.urls")),

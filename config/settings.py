@@ -11,11 +11,13 @@ Everything comes from environment variables with safe defaults. Two run modes:
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 from config.errors import ConfigError
 
@@ -93,6 +95,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "config.middleware.PrivateResponsesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -238,6 +242,55 @@ SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 
+
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto: the TLS-terminating proxy says the request came over https, so
+    links the app builds (e-mailed panel links among them) start with https:// and secure cookies work. Only set
+    it when the proxy always sets (or strips) that header: otherwise a client could claim https."""
+    raw = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+    if not raw:
+        return None
+    name, _, value = raw.partition("=")
+    if not re.fullmatch(r"[A-Za-z0-9-]+", name.strip()):
+        raise ConfigError(f"SECURE_PROXY_SSL_HEADER={raw!r}: give a header name, e.g. X-Forwarded-Proto "
+                          "(or X-Forwarded-Proto=https).")
+    return "HTTP_" + name.strip().upper().replace("-", "_"), (value.strip() or "https")
+
+
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
+# Served over HTTPS (SECURE_COOKIES=1): plain http is redirected and browsers are told to use https only (HSTS).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=SESSION_COOKIE_SECURE)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if SESSION_COOKIE_SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=SESSION_COOKIE_SECURE)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=SESSION_COOKIE_SECURE)
+if SECURE_SSL_REDIRECT and not SECURE_PROXY_SSL_HEADER and "SECURE_SSL_REDIRECT" not in os.environ:
+    raise ConfigError(
+        "SECURE_COOKIES=1 redirects http to https; behind a TLS-terminating proxy that loops forever unless the app "
+        "reads the proxy's header: set SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto (or SECURE_SSL_REDIRECT=0 when the "
+        "proxy redirects, or =1 when gunicorn itself serves TLS).")
+# /healthz answers load balancers over plain http inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy (django-csp): scripts, styles, fonts and fetches only from this site, no inline code
+# (templates and static/js use none; htmx is told not to add its own <style> or to eval), images from this
+# site or data: URIs (Swagger UI's icons), nothing may frame the app.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
 # Largest dialogue file accepted by the importer (browser and CLI).
 DIALOGUE_IMPORT_MAX_BYTES = env_int("DIALOGUE_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
 
@@ -270,6 +323,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Several models have a "status" field; name the scale versions' enum (otherwise "Status860Enum" and a
+    # warning from `manage.py check --deploy`).
+    "ENUM_NAME_OVERRIDES": {"ScaleVersionStatusEnum": "annotation.models.ScaleVersion.Status"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -321,12 +377,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Personal Delphi panel links hold a token: never written to the log (config/logredact.py).
+    "filters": {"redact_tokens": {"()": "config.logredact.RedactTokens"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
+    # django's own loggers go through the filtered handler only (its default handlers would print unfiltered).
+    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+                "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+                "django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
                 "httpx2": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
 }
 
-if not DEBUG:
-    SECURE_CONTENT_TYPE_NOSNIFF = True
-    SECURE_REFERRER_POLICY = "same-origin"
+

@@ -7,8 +7,9 @@ from django.utils.cache import patch_cache_control
 
 class PrivateResponsesMiddleware:
     """``Cache-Control: no-store`` on downloads (label exports, reports, Delphi workbooks: study data must not sit
-    in a shared or browser cache) and API answers; personal panel links also get ``Referrer-Policy: no-referrer``
-    so their token is not sent on to the next page's request."""
+    in a shared or browser cache), API answers and the pages of personal panel links. (The referrer policy stays
+    ``same-origin`` everywhere, so a panel link's token never goes to another site; ``no-referrer`` would make the
+    browser send ``Origin: null`` with the questionnaire's forms, which the CSRF check refuses.)"""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -16,9 +17,7 @@ class PrivateResponsesMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         path = request.path
-        if response.get("Content-Disposition", "").startswith("attachment") or path.startswith("/api/"):
+        attachment = response.get("Content-Disposition", "").startswith("attachment")
+        if attachment or path.startswith(("/api/", "/delphi/p/")):
             patch_cache_control(response, no_store=True, private=True)
-        if path.startswith("/delphi/p/"):
-            patch_cache_control(response, no_store=True, private=True)
-            response["Referrer-Policy"] = "no-referrer"
         return response

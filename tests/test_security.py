@@ -149,13 +149,13 @@ def test_check_deploy_with_the_readme_production_settings_prints_no_warning():
     assert "System check identified no issues" in done.stdout and "WARNING" not in done.stderr + done.stdout
 
 
-def test_panel_pages_send_no_referrer_and_are_not_cached(client, instrument, coordinator):
+def test_panel_pages_are_not_cached_and_send_their_address_to_no_other_site(client, instrument, coordinator):
     study = make_study(coordinator, n_panel=1)
     delphi.open_round(study.rounds.get(), coordinator)
     token = delphi.make_token(study.panelists.get())
     response = client.get(reverse("delphi:panel-home", args=[token]))
     assert response.status_code == 200
-    assert response["Referrer-Policy"] == "no-referrer" and "no-store" in response["Cache-Control"]
+    assert response["Referrer-Policy"] == "same-origin" and "no-store" in response["Cache-Control"]
 
 
 def test_panel_link_tokens_are_redacted_in_the_logs(caplog):

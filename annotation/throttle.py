@@ -31,6 +31,7 @@ from axes.helpers import get_client_username
 from axes.signals import user_locked_out
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.cache import cache
 from django.http import JsonResponse
 from django.shortcuts import render
 
@@ -63,13 +64,19 @@ def _key(kind: str, *parts: str) -> str:
     return f"minicex:login-fail:{kind}:{digest}"
 
 
+def _generation_key(name: str) -> str:
+    return _key("generation", name)
+
+
 def counters(username: str | None, address: str | None) -> list[tuple[str, int]]:
-    """(cache key, limit) of every counter a login attempt touches; a limit of 0 turns that counter off."""
+    """(cache key, limit) of every counter a login attempt touches; a limit of 0 turns that counter off. A
+    username's pair counters carry its generation, which ``reset_attempts`` bumps to clear them all at once."""
     name = (username or "").strip().lower()
     address = address or "unknown"
     found = [(_key("address", address), settings.LOGIN_MAX_FAILURES_PER_ADDRESS)]
     if name:
-        found = [(_key("pair", name, address), settings.LOGIN_MAX_FAILURES),
+        generation = str(cache.get(_generation_key(name), 0))
+        found = [(_key("pair", name, address, generation), settings.LOGIN_MAX_FAILURES),
                  (_key("username", name), settings.LOGIN_MAX_FAILURES_PER_USERNAME), *found]
     return [(key, limit) for key, limit in found if limit > 0]
 
@@ -111,21 +118,23 @@ class LoginThrottle(AxesCacheHandler):
     def user_logged_in(self, sender, request, user, **kwargs):
         # Only the pair is cleared: the real user's login must not give a guesser spread over many addresses
         # (the username counter) or a machine trying many usernames (the address counter) fresh attempts.
-        name = user.get_username().strip().lower()
-        self.cache.delete(_key("pair", name, getattr(request, "axes_ip_address", None) or "unknown"))
+        address = getattr(request, "axes_ip_address", None)
+        self.cache.delete_many([key for key, _ in counters(user.get_username(), address) if ":pair:" in key])
 
     def reset_attempts(self, *, ip_address=None, username=None, ip_or_username=False) -> int:
-        """``manage.py axes_reset_username NAME`` / ``axes_reset_ip ADDRESS``: clears that counter (and the pair
-        when both are given)."""
-        keys = []
+        """``manage.py axes_reset_username NAME``: the username's counter and all its (username, address) counters;
+        ``axes_reset_ip ADDRESS``: the address's counter."""
+        count = 0
         if username:
-            keys.append(_key("username", username.strip().lower()))
+            name = username.strip().lower()
+            self.cache.delete(_key("username", name))
+            if not self.cache.add(_generation_key(name), 1, timeout=None):
+                self.cache.incr(_generation_key(name))
+            count += 1
         if ip_address:
-            keys.append(_key("address", ip_address))
-        if username and ip_address:
-            keys.append(_key("pair", username.strip().lower(), ip_address))
-        self.cache.delete_many(keys)
-        return len(keys)
+            self.cache.delete(_key("address", ip_address))
+            count += 1
+        return count
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -4,6 +4,7 @@ Policy (annotation/throttle.py): LOGIN_MAX_FAILURES per (username, address), LOG
 username from any address, LOGIN_MAX_FAILURES_PER_ADDRESS per address; X-Forwarded-For only with
 TRUSTED_PROXY_COUNT."""
 
+import io
 import time
 
 import pytest
@@ -73,6 +74,20 @@ def test_a_pause_ends_after_the_lockout_time(client, physician, settings):
     assert login(client, "dr_p", "correct-horse-battery").status_code == 429
     time.sleep(3.5)  # past the lockout after the last attempt (a refused attempt while paused counts as one)
     assert login(client, "dr_p", "correct-horse-battery").status_code == 302
+
+
+def test_an_administrator_ends_a_pause_at_once(client, physician, settings):
+    from django.core.management import call_command
+
+    settings.LOGIN_MAX_FAILURES = 2
+    for address in ("192.0.2.1", "192.0.2.2"):
+        for _ in range(2):
+            login(client, "dr_p", "wrong", address=address)
+    assert login(client, "dr_p", "correct-horse-battery", address="192.0.2.1").status_code == 429
+    call_command("axes_reset_username", "dr_p", stdout=io.StringIO())
+    assert login(client, "dr_p", "correct-horse-battery", address="192.0.2.2").status_code == 302
+    client.post(reverse("logout"))
+    assert login(client, "dr_p", "correct-horse-battery", address="192.0.2.1").status_code == 302
 
 
 def test_x_forwarded_for_is_ignored_unless_proxies_are_trusted(client, physician, settings):

@@ -303,6 +303,11 @@ OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
 # Environment variables an LLM key may be read from, besides OPENAI_API_KEY and names starting with LLM_KEY_
 # (scoring/llm/keys.py). Any other name is refused, so nobody can have SECRET_KEY or DATABASE_URL sent to an endpoint.
 LLM_KEY_VARIABLES = [v.strip() for v in os.environ.get("LLM_KEY_VARIABLES", "").split(",") if v.strip()]
+_SERVER_SECRETS = {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "LIMITER_URL",
+                   "CELERY_RESULT_BACKEND", "EMAIL_HOST_PASSWORD"}
+if _SERVER_SECRETS & set(LLM_KEY_VARIABLES):
+    raise ConfigError(f"LLM_KEY_VARIABLES lists {', '.join(sorted(_SERVER_SECRETS & set(LLM_KEY_VARIABLES)))}: the "
+                      "server's own secrets can never hold an LLM key (they would be sent to the endpoint).")
 
 # API tokens expire this many days after they are made (annotation/tokens.py); a password change replaces them.
 API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 30)

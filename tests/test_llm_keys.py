@@ -230,3 +230,11 @@ def test_provider_error_on_the_run_page_is_short_and_echoes_no_header(client, co
     page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
     assert "Incorrect API key provided" in page and "sk-live-0123456789abcdef" not in page
     assert "internal detail " * 30 not in page
+
+
+@pytest.mark.integration
+def test_the_server_secrets_can_never_be_listed_as_key_variables(tmp_path):
+    from tests.test_startup import assert_one_line_error, run
+
+    result = run(["manage.py", "check"], tmp_path, SECRET_KEY="k", LLM_KEY_VARIABLES="AZURE_KEY, DATABASE_URL")
+    assert_one_line_error(result, "LLM_KEY_VARIABLES lists DATABASE_URL")

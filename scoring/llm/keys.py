@@ -36,7 +36,7 @@ def allowed_names_text() -> str:
     extra = listed_variables()
     listed = f", or one listed in LLM_KEY_VARIABLES ({', '.join(extra)})" if extra else (
         " (an administrator can allow more names in the setting LLM_KEY_VARIABLES)")
-    return f"{DEFAULT_KEY_VARIABLE} or a name starting with {PREFIX}{listed}"
+    return f"{DEFAULT_KEY_VARIABLE} or a name starting with {PREFIX} (capital letters, digits and _){listed}"
 
 
 def is_allowed(name: str) -> bool:
@@ -104,7 +104,9 @@ def _secret_values() -> list[str]:
 def sanitize_error(text: str | None, limit: int = MAX_ERROR_CHARS) -> str:
     """Provider error text fit to store and show: one line, shortened, with anything that looks like a header,
     a bearer token, a key, a URL's credentials or a server secret blanked out."""
-    text = " ".join(str(text or "").split())
+    if not text:  # every successful call makes an Outcome too: keep that path free
+        return ""
+    text = " ".join(str(text).split())
     for value in _secret_values():
         text = text.replace(value, "[redacted]")
     text = _HEADER_LINE.sub(lambda m: f"{m.group(1)}: [redacted]", text)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 from datetime import timedelta
 
+from axes.backends import AxesStandaloneBackend
 from axes.handlers.cache import AxesCacheHandler
 from axes.helpers import get_client_username
 from axes.signals import user_locked_out
@@ -135,6 +136,17 @@ class LoginThrottle(AxesCacheHandler):
             self.cache.delete(_key("address", ip_address))
             count += 1
         return count
+
+
+class LoginThrottleBackend(AxesStandaloneBackend):
+    """First of AUTHENTICATION_BACKENDS: refuses a paused login before the password is checked. ``authenticate()``
+    without a request (a script, the test client's ``login``) is no web login: nothing to count or refuse (axes'
+    own backend raises instead)."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username, password, **kwargs)
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -234,7 +234,7 @@ MEDIA_URL = "media/"
 # session, and the cache spares the database that read (a cache flush only costs a database read).
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 # axes first: it refuses a paused login before the password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "annotation.auth.CachedUserBackend"]
+AUTHENTICATION_BACKENDS = ["annotation.throttle.LoginThrottleBackend", "annotation.auth.CachedUserBackend"]
 # How long the signed-in user's row may be served from the cache (saves and deletes evict it; 0 turns it off).
 USER_CACHE_SECONDS = env_int("USER_CACHE_SECONDS", 60)
 SESSION_COOKIE_HTTPONLY = True

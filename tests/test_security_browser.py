@@ -6,8 +6,9 @@ import random
 
 import pytest
 
+from annotation.models import GoldLabel
 from scoring.llm.models import LLMEndpoint
-from tests.conftest import ARTIFACTS, wait_js
+from tests.conftest import ARTIFACTS, wait_js, wait_until
 from tests.factories import campaign_with
 from tests.test_browser_annotation import login
 from tests.test_report_pages import run_pending
@@ -31,6 +32,20 @@ def test_pages_work_under_the_content_security_policy(page, make_user):
     # the plots' colours come from presentation attributes: drawn, not black boxes
     assert plot.locator("[fill='#ffffff']").count() > 0
     page.screenshot(path=str(ARTIFACTS / "csp-report.png"), full_page=False)
+
+    # behaviour moved out of inline handlers: a gold value is saved on choosing it; the reassign form posts to
+    # the chosen assignment
+    trial = campaign_with(raters[:1], n=1, overlap=1, phase="trial", name="Trial")
+    dialogue = trial.corpus.dialogues.get()
+    page.goto(f"/campaigns/{trial.pk}/dialogues/{dialogue.pk}/")
+    page.get_by_label("Gold for 1.1", exact=True).select_option("1")
+    wait_until(lambda: GoldLabel.objects.filter(dialogue=dialogue, item__code="1.1", value=1).exists(), 10,
+               "the gold value was not saved")
+    page.goto(f"/campaigns/{trial.pk}/")
+    assignment = trial.assignments.get()
+    page.locator("#reassign-assignment").select_option(index=1)
+    action = page.locator("#reassign-form").evaluate("form => form.getAttribute('action')")
+    assert action == f"/assignments/{assignment.pk}/reassign/"
 
     page.goto("/judges/new/")
     page.get_by_label("Endpoint").select_option(label="Local vLLM")

@@ -16,7 +16,6 @@ from django.db.models import Count, Prefetch, Q
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.decorators import action
 from rest_framework.exceptions import ParseError
@@ -26,7 +25,7 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import labels as label_service
-from annotation import throttle
+from annotation import throttle, tokens
 from annotation.campaigns import CampaignError, add_rater, assign, create_campaign, rater_progress
 from annotation.dialogues import redacted
 from annotation.labels import LabelError
@@ -174,10 +173,12 @@ class ScaleVersionViewSet(viewsets.ReadOnlyModelViewSet):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
+    expires = serializers.DateTimeField(help_text="The token is refused from then on; ask for a new one.")
 
 
 class ObtainTokenView(APIView):
-    """Exchange a username and password for an API token (throttled like the login page)."""
+    """Exchange a username and password for an API token (failed attempts are counted and paused like the login
+    page's, annotation/throttle.py)."""
 
     authentication_classes: list = []
     permission_classes: list = []
@@ -185,18 +186,14 @@ class ObtainTokenView(APIView):
 
     @extend_schema(request=AuthTokenSerializer, responses={200: TokenSerializer})
     def post(self, request):
-        username = str(request.data.get("username", ""))
-        address = throttle.client_address(request)
-        if throttle.is_locked(username, address):
-            return Response({"detail": "Too many failed attempts; try again later."},
-                            status=status.HTTP_429_TOO_MANY_REQUESTS)
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
-        if not serializer.is_valid():
-            throttle.record_failure(username, address)
+        valid = serializer.is_valid()  # authenticate(): axes refuses a paused login and counts a failed one
+        if getattr(request, "axes_locked_out", False):
+            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        if not valid:
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
-        throttle.reset(username, address)
-        token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
-        return Response({"token": token.key})
+        token = tokens.issue(serializer.validated_data["user"])
+        return Response({"token": token.key, "expires": tokens.expires_at(token)})
 
 
 # --- Permissions and helpers -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 from django.conf import settings
-from django.db.models.signals import post_delete, post_migrate, post_save
+from django.db.models.signals import post_delete, post_migrate, post_save, pre_save
 
 VIEW_INSTRUMENT = ["view_scale", "view_scaleversion", "view_dimension", "view_item"]
 MANAGE_INSTRUMENT = [f"{verb}_{model}" for verb in ("add", "change") for model in
@@ -26,6 +26,12 @@ class AnnotationConfig(AppConfig):
         # Every process (web, workers, manage.py changepassword) evicts the cached user it changes.
         post_save.connect(evict, sender=settings.AUTH_USER_MODEL, dispatch_uid="annotation.user_cache_save")
         post_delete.connect(evict, sender=settings.AUTH_USER_MODEL, dispatch_uid="annotation.user_cache_delete")
+        from annotation.tokens import remember_password, rotate_on_password_change
+
+        # A password change (any way: the page, the admin, manage.py changepassword) replaces the API token.
+        pre_save.connect(remember_password, sender=settings.AUTH_USER_MODEL, dispatch_uid="annotation.token_pw")
+        post_save.connect(rotate_on_password_change, sender=settings.AUTH_USER_MODEL,
+                          dispatch_uid="annotation.token_rotate")
 
 
 def _sync_roles(sender, app_config=None, verbosity=1, **kwargs) -> None:

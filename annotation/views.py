@@ -10,8 +10,9 @@ from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
 
-from annotation import scales
+from annotation import scales, tokens
 from annotation.forms import NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
@@ -209,3 +210,20 @@ def redaction_revoke(request, pk: int):
     else:
         messages.success(request, "Redaction undone; the text is visible again.")
     return redirect("dialogue-detail", pk=redaction.dialogue_id)
+
+
+@login_required
+def api_token(request):
+    """The signed-in user's API token: when it expires, and a button to make a new one."""
+    if request.method == "POST":
+        if request.POST.get("action") == "delete":
+            Token.objects.filter(user=request.user).delete()
+            messages.success(request, "Your API token was deleted; it no longer works.")
+        else:
+            tokens.replace(request.user)
+            messages.success(request, "A new API token was made; the previous one no longer works.")
+        return redirect("api-token-page")
+    token = Token.objects.filter(user=request.user).first()
+    return render(request, "registration/api_token.html", {
+        "token": token, "expires": tokens.expires_at(token) if token else None,
+        "expired": bool(token) and tokens.is_expired(token), "days": tokens.lifetime().days})

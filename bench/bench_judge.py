@@ -32,7 +32,7 @@ sys.path.insert(0, str(BASE_DIR))
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/minicex_bench_judge")
 ENV = {
     "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/4", "SECRET_KEY": "bench-judge",
-    "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "BENCH_JUDGE_KEY": "sk-bench",
+    "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "LLM_KEY_BENCH_JUDGE": "sk-bench",
     "CELERY_TASK_DEFAULT_QUEUE": "bench-judge", "CELERY_LLM_QUEUE": "bench-judge-llm", "DEBUG": "0",
 }
 os.environ.update(ENV)
@@ -202,7 +202,7 @@ def main() -> int:
             pass
         time.sleep(1.0)
         # 1. 2,000 calls, 300 ms, concurrency 16
-        config = JudgeConfig.objects.create(name="bench-16", base_url=fake.base_url, api_key_env="BENCH_JUDGE_KEY",
+        config = JudgeConfig.objects.create(name="bench-16", base_url=fake.base_url, api_key_env="LLM_KEY_BENCH_JUDGE",
                                             model="fake-judge", concurrency=16, timeout_seconds=10,
                                             prompt_set=prompt_set)
         limiter.reset(f"judge-{config.pk}")
@@ -225,7 +225,7 @@ def main() -> int:
               f"cached {judging.progress(rerun)['cached']}")
         # 2. study scale: 2,001 calls, 1 s, concurrency 256
         config256 = JudgeConfig.objects.create(name="bench-256", base_url=fake.base_url,
-                                               api_key_env="BENCH_JUDGE_KEY", model="fake-judge-256",
+                                               api_key_env="LLM_KEY_BENCH_JUDGE", model="fake-judge-256",
                                                concurrency=256, timeout_seconds=30, prompt_set=prompt_set)
         limiter.reset(f"judge-{config256.pk}")
         corpus87 = corpus_of("bench-scale", 87)

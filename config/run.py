@@ -155,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         call_command("collectstatic", interactive=False, verbosity=0)
         bind = f"{args.host}:{args.port}"
         os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", bind,
-                                   "--workers", str(args.web_workers), "--access-logfile", "-"])
+                                   "--workers", str(args.web_workers), "--access-logfile", "-",
+                                   # personal panel links carry a token: the access log gets it redacted
+                                   "--logger-class", "config.logredact.GunicornLogger"])
     queues = args.queues or ",".join(default_queues())
     os.execvp(sys.executable, worker_command(args.concurrency, queues, pool=args.pool))
     return 0  # not reached

@@ -11,11 +11,13 @@ Everything comes from environment variables with safe defaults. Two run modes:
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 from config.errors import ConfigError
 
@@ -85,6 +87,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "annotation",
     "scoring",
     "delphi",
@@ -92,6 +95,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "config.middleware.PrivateResponsesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -99,6 +104,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Turns a login lockout (annotation/throttle.py) into a 429 page or JSON answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -187,10 +194,25 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Login throttling: after LOGIN_MAX_FAILURES failed attempts for one username or one address within
-# LOGIN_LOCKOUT_SECONDS, further attempts are refused until the window passes.
+# Login throttling (django-axes, annotation/throttle.py): failed logins on the login page, the admin and
+# /api/auth/token/ are counted per (username, client address), per username and per address, each with its own
+# limit; reaching one pauses logging in for LOGIN_LOCKOUT_SECONDS after the last failure.
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
+LOGIN_MAX_FAILURES_PER_USERNAME = env_int("LOGIN_MAX_FAILURES_PER_USERNAME", 20)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 200)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 15 * 60)
+# How many reverse proxies in front of the app append to X-Forwarded-For. 0 (the default): the client address is
+# REMOTE_ADDR and X-Forwarded-For is ignored (anyone can send one). N: the client address is the N-th entry from
+# the right of X-Forwarded-For, the one the outermost trusted proxy saw.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+AXES_HANDLER = "annotation.throttle.LoginThrottle"
+AXES_FAILURE_LIMIT = LOGIN_MAX_FAILURES
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username", "ip_address"]
+AXES_COOLOFF_TIME = "annotation.throttle.cool_off"
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "annotation.throttle.lockout_response"
+AXES_ENABLE_ADMIN = False  # counts live in the cache, not in axes' tables
+AXES_CLIENT_IP_CALLABLE = "annotation.throttle.client_address"
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
@@ -211,13 +233,63 @@ MEDIA_URL = "media/"
 # Sessions are stored in the database and read through the cache: every click on the rating page needs the
 # session, and the cache spares the database that read (a cache flush only costs a database read).
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
-AUTHENTICATION_BACKENDS = ["annotation.auth.CachedUserBackend"]
+# axes first: it refuses a paused login before the password is checked.
+AUTHENTICATION_BACKENDS = ["annotation.throttle.LoginThrottleBackend", "annotation.auth.CachedUserBackend"]
 # How long the signed-in user's row may be served from the cache (saves and deletes evict it; 0 turns it off).
 USER_CACHE_SECONDS = env_int("USER_CACHE_SECONDS", 60)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
+
+
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto: the TLS-terminating proxy says the request came over https, so
+    links the app builds (e-mailed panel links among them) start with https:// and secure cookies work. Only set
+    it when the proxy always sets (or strips) that header: otherwise a client could claim https."""
+    raw = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+    if not raw:
+        return None
+    name, _, value = raw.partition("=")
+    if not re.fullmatch(r"[A-Za-z0-9-]+", name.strip()):
+        raise ConfigError(f"SECURE_PROXY_SSL_HEADER={raw!r}: give a header name, e.g. X-Forwarded-Proto "
+                          "(or X-Forwarded-Proto=https).")
+    return "HTTP_" + name.strip().upper().replace("-", "_"), (value.strip() or "https")
+
+
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
+# Served over HTTPS (SECURE_COOKIES=1): plain http is redirected and browsers are told to use https only (HSTS).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=SESSION_COOKIE_SECURE)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if SESSION_COOKIE_SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=SESSION_COOKIE_SECURE)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=SESSION_COOKIE_SECURE)
+if SECURE_SSL_REDIRECT and not SECURE_PROXY_SSL_HEADER and "SECURE_SSL_REDIRECT" not in os.environ:
+    raise ConfigError(
+        "SECURE_COOKIES=1 redirects http to https; behind a TLS-terminating proxy that loops forever unless the app "
+        "reads the proxy's header: set SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto (or SECURE_SSL_REDIRECT=0 when the "
+        "proxy redirects, or =1 when gunicorn itself serves TLS).")
+# /healthz answers load balancers over plain http inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy (django-csp): scripts, styles, fonts and fetches only from this site, no inline code
+# (templates and static/js use none; htmx is told not to add its own <style> or to eval), images from this
+# site or data: URIs (Swagger UI's icons), nothing may frame the app.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 # Largest dialogue file accepted by the importer (browser and CLI).
 DIALOGUE_IMPORT_MAX_BYTES = env_int("DIALOGUE_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
@@ -228,11 +300,21 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "minicex@localhost")
 # LLM endpoint used when a judge configuration names none (OpenAI, Azure, vLLM, Ollama...).
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip()
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()
+# Environment variables an LLM key may be read from, besides OPENAI_API_KEY and names starting with LLM_KEY_
+# (scoring/llm/keys.py). Any other name is refused, so nobody can have SECRET_KEY or DATABASE_URL sent to an endpoint.
+LLM_KEY_VARIABLES = [v.strip() for v in os.environ.get("LLM_KEY_VARIABLES", "").split(",") if v.strip()]
+_SERVER_SECRETS = {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "LIMITER_URL",
+                   "CELERY_RESULT_BACKEND", "EMAIL_HOST_PASSWORD"}
+if _SERVER_SECRETS & set(LLM_KEY_VARIABLES):
+    raise ConfigError(f"LLM_KEY_VARIABLES lists {', '.join(sorted(_SERVER_SECRETS & set(LLM_KEY_VARIABLES)))}: the "
+                      "server's own secrets can never hold an LLM key (they would be sent to the endpoint).")
 
+# API tokens expire this many days after they are made (annotation/tokens.py); a password change replaces them.
+API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 30)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.tokens.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -245,6 +327,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Scales, corpora, annotation, LLM judges and agreement statistics for the LLM-specific Mini-CEX.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Several models have a "status" field; name the scale versions' enum (otherwise "Status860Enum" and a
+    # warning from `manage.py check --deploy`).
+    "ENUM_NAME_OVERRIDES": {"ScaleVersionStatusEnum": "annotation.models.ScaleVersion.Status"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -304,12 +390,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Personal Delphi panel links hold a token: never written to the log (config/logredact.py).
+    "filters": {"redact_tokens": {"()": "config.logredact.RedactTokens"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
+    # django's own loggers go through the filtered handler only (its default handlers would print unfiltered).
+    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+                "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+                "django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
                 "httpx2": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
 }
 
-if not DEBUG:
-    SECURE_CONTENT_TYPE_NOSNIFF = True
-    SECURE_REFERRER_POLICY = "same-origin"
+

@@ -8,10 +8,10 @@ class ScoringConfig(AppConfig):
     role_permissions = {
         "coordinator": ["add_job", "view_job", "add_judgeconfig", "change_judgeconfig", "view_judgeconfig",
                         "add_judgerun", "change_judgerun", "view_judgerun", "view_judgeresult", "view_promptset",
-                        "add_promptset", "view_llmcall",
+                        "add_promptset", "view_llmcall", "view_llmendpoint",
                         "add_caseset", "view_caseset", "view_patientcase", "add_generationjob",
                         "change_generationjob", "view_generationjob", "view_generateddialogue"],
-        "analyst": ["view_job", "view_judgeconfig", "view_judgerun", "view_judgeresult",
+        "analyst": ["view_job", "view_llmendpoint", "view_judgeconfig", "view_judgerun", "view_judgeresult",
                     "view_caseset", "view_patientcase", "view_generationjob", "view_generateddialogue"],
     }
 

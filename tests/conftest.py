@@ -207,13 +207,33 @@ def browser():
         instance.close()
 
 
+def watch_csp(page) -> list[str]:
+    """The Content-Security-Policy violations the page reports (the app must cause none)."""
+    violations: list[str] = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    return violations
+
+
+def wait_js(page, expression: str, timeout: float = 15.0) -> None:
+    """Wait until a JavaScript expression (or function) is true in the page. Playwright's wait_for_function polls
+    with eval inside the page, which the app's Content-Security-Policy forbids; page.evaluate runs through the
+    DevTools protocol, outside the policy."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true after {timeout:g} s: {expression}")
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def page(browser, live_server, transactional_db, instrument):
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     pg = context.new_page()
+    violations = watch_csp(pg)
     yield pg
     context.close()
+    assert violations == [], "the page broke its Content-Security-Policy"
 
 
 def wait_until(predicate, timeout: float, message: str) -> None:

@@ -66,13 +66,16 @@ def test_login_and_logout(client, physician):
 
 def test_login_is_throttled_after_repeated_failures(client, physician, settings):
     settings.LOGIN_MAX_FAILURES = 3
-    for _ in range(3):
+    for _ in range(2):
         response = client.post(reverse("login"), {"username": "dr_p", "password": "wrong"})
         assert response.status_code == 200 and "Please enter a correct username" in response.content.decode()
+    # the third failure reaches the limit and says so
+    response = client.post(reverse("login"), {"username": "dr_p", "password": "wrong"})
+    assert response.status_code == 429 and "Too many failed attempts" in response.content.decode()
     # Even the right password is refused while the lockout lasts.
     response = client.post(reverse("login"), {"username": "dr_p", "password": "correct-horse-battery"})
-    assert response.status_code == 200
-    assert "Too many failed attempts" in response.content.decode()
+    assert response.status_code == 429
+    assert "Too many failed attempts" in response.content.decode() and 'value="dr_p"' in response.content.decode()
     assert "_auth_user_id" not in client.session
 
 

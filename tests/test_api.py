@@ -12,8 +12,9 @@ def api():
     return APIClient()
 
 
-@pytest.mark.django_db
-def test_schema_is_valid_openapi_3(api):
+def test_schema_is_valid_openapi_3(api, physician):
+    assert api.get("/api/schema/").status_code in (401, 403)
+    api.force_authenticate(physician)
     response = api.get("/api/schema/")
     assert response.status_code == 200
     schema = yaml.safe_load(response.content)
@@ -22,11 +23,16 @@ def test_schema_is_valid_openapi_3(api):
     assert "/api/scales/" in schema["paths"] and "/api/scale-versions/{id}/" in schema["paths"]
 
 
-@pytest.mark.django_db
-def test_swagger_ui_serves_local_assets(api):
-    html = api.get("/api/docs/").content.decode()
+def test_swagger_ui_serves_local_assets(client, physician):
+    response = client.get("/api/docs/")
+    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+    client.force_login(physician)
+    html = client.get("/api/docs/").content.decode()
     assert "swagger-ui" in html and "cdn" not in html.lower()
     assert "/static/drf_spectacular_sidecar/" in html
+    assert "<script>" not in html and "<style>" not in html  # nothing inline: the CSP allows none
+    script = client.get("/api/docs/?script=")
+    assert script.status_code == 200 and "SwaggerUIBundle" in script.content.decode()
 
 
 @pytest.mark.django_db
@@ -60,9 +66,10 @@ def test_scale_endpoints_are_read_only(api, coordinator):
 
 def test_token_endpoint_rejects_bad_credentials_and_throttles(api, physician, settings):
     settings.LOGIN_MAX_FAILURES = 2
-    for _ in range(2):
-        response = api.post(reverse("api-token"), {"username": "dr_p", "password": "nope"})
-        assert response.status_code == 400 and response.json()
+    response = api.post(reverse("api-token"), {"username": "dr_p", "password": "nope"})
+    assert response.status_code == 400 and response.json()
+    response = api.post(reverse("api-token"), {"username": "dr_p", "password": "nope"})
+    assert response.status_code == 429 and "Too many" in response.json()["detail"]
     response = api.post(reverse("api-token"), {"username": "dr_p", "password": "correct-horse-battery"})
     assert response.status_code == 429 and "Too many" in response.json()["detail"]
 

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from annotation.models import Assignment, Corpus, Label
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, wait_js
 from tests.factories import campaign_with
 
 
@@ -18,7 +18,7 @@ def login(page, username, password):
 
 
 def wait_all_saved(page):
-    page.wait_for_function("""() => {
+    wait_js(page, """() => {
         const states = Array.from(document.querySelectorAll('fieldset.item .save-state'));
         return states.length && states.every(s => s.dataset.state === 'saved');
     }""")
@@ -81,7 +81,7 @@ def test_no_click_is_lost_when_the_server_is_unreachable(page, make_user):
     # The server comes back: everything is sent and confirmed.
     page.unroute("**/label/")
     page.evaluate("window.dispatchEvent(new Event('online'))")
-    page.wait_for_function("document.querySelectorAll('fieldset.item .save-state[data-state=saved]').length === 2")
+    wait_js(page, "document.querySelectorAll('fieldset.item .save-state[data-state=saved]').length === 2")
     assert dict(Label.objects.values_list("item__code", "value")) == {"1.1": 1, "1.2": 0}
     assert page.locator("#sync-banner").is_hidden()
 

@@ -9,7 +9,7 @@ from django.core import mail
 
 from annotation.models import ScaleVersion
 from delphi.models import DelphiStudy, Response
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, wait_js, watch_csp
 
 PASSWORD = "a-long-password-1"
 
@@ -35,13 +35,13 @@ def answer_questionnaire(panel, ratings: list[str], *, self_assessment: bool = T
         panel.locator("label[for=fam-5]").click()
         for basis in ("basis_practice", "basis_theory", "basis_literature", "basis_intuition"):
             panel.locator(f"input[name={basis}][value=high]").check()
-        panel.wait_for_function("document.querySelector('#profile-state').textContent.includes('Saved')")
+        wait_js(panel, "document.querySelector('#profile-state').textContent.includes('Saved')")
     panel.locator("body").click(position={"x": 5, "y": 5})
     n = panel.locator("form.q-item").count()
     for k in range(n):
         panel.keyboard.press("j")
         panel.keyboard.press(ratings[k % len(ratings)])
-    panel.wait_for_function("""() => Array.from(document.querySelectorAll('form.q-item .save-state'))
+    wait_js(panel, """() => Array.from(document.querySelectorAll('form.q-item .save-state'))
         .every(s => s.textContent.startsWith('Saved'))""")
     return n
 
@@ -75,6 +75,7 @@ def test_three_delphi_rounds_validation_and_publish(page, browser, live_server, 
     panel_context = browser.new_context(viewport={"width": 1100, "height": 900})
     panel_context.set_default_timeout(15_000)
     panel = panel_context.new_page()
+    panel_violations = watch_csp(panel)
     panel.goto(link)
     panel.get_by_role("heading", name="LLM Mini-CEX Delphi").wait_for()
     assert "Dr Expert" not in panel.content() and "second@example.org" not in panel.content()
@@ -84,7 +85,7 @@ def test_three_delphi_rounds_validation_and_publish(page, browser, live_server, 
     first.get_by_text("Comment or rewording").click()
     first.locator(".save-state").evaluate("el => el.textContent = ''")
     first.get_by_label("Comment on 1.1").fill("Name the elements of the present illness")
-    panel.wait_for_function("document.querySelector('form.q-item .save-state').textContent.startsWith('Saved')")
+    wait_js(panel, "document.querySelector('form.q-item .save-state').textContent.startsWith('Saved')")
     # leave and resume: the answers are still there
     panel.goto(link)
     assert panel.locator("form.q-item").first.locator("input[name=importance][value='4']").is_checked()
@@ -126,6 +127,8 @@ def test_three_delphi_rounds_validation_and_publish(page, browser, live_server, 
     assert first.get_by_test_id("own-previous").inner_text().startswith("Your answer: 4")
     assert "Name the elements of the present illness" in first.get_by_test_id("own-previous").inner_text()
     assert "median 4" in first.get_by_test_id("feedback").inner_text()
+    # the distribution bars are sized by delphi.js (no style attribute: the CSP forbids it)
+    assert first.locator(".bar").last.evaluate("el => el.style.width").endswith("%")
     assert panel.locator("form.q-item[data-code='2.7']").count() == 0
     panel.screenshot(path=str(ARTIFACTS / "delphi-round2-feedback.png"), full_page=False)
     assert answer_questionnaire(panel, ["5", "4"]) == 25
@@ -174,3 +177,4 @@ def test_three_delphi_rounds_validation_and_publish(page, browser, live_server, 
     agreed = ScaleVersion.objects.get(pk=study.agreed_version_id)
     assert agreed.status == "published" and agreed.number == 4
     panel_context.close()
+    assert panel_violations == [], "the questionnaire broke its Content-Security-Policy"

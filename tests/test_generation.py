@@ -35,8 +35,8 @@ SELF = {"id": "s1", "self_report": "I hit my ring finger playing basketball thre
 
 @pytest.fixture
 def key(monkeypatch):
-    monkeypatch.setenv("GEN_TEST_KEY", "sk-test")
-    return "GEN_TEST_KEY"
+    monkeypatch.setenv("LLM_KEY_GEN_TEST", "sk-test")
+    return "LLM_KEY_GEN_TEST"
 
 
 def case_set(*records, name="cases") -> CaseSet:

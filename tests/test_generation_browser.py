@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from scoring.llm.models import LLMEndpoint
 from tests.conftest import ARTIFACTS, WorkerProcess, purge_queues
 from tests.fake_openai import FakeOpenAI
 from tests.generation_fake import Clinic
@@ -22,6 +23,7 @@ def test_coordinator_generates_dialogues_in_the_browser(page, make_user, tmp_pat
     try:
         worker.wait_ready()
         with FakeOpenAI(latency=0.02, responder=Clinic(diagnose_at=2)) as server:
+            LLMEndpoint.objects.create(name="Browser clinic", base_url=server.base_url)  # an administrator's
             page.goto("/accounts/login/")
             page.get_by_label("Username").fill("gencoord")
             page.get_by_label("Password").fill("a-long-password-1")
@@ -36,9 +38,9 @@ def test_coordinator_generates_dialogues_in_the_browser(page, make_user, tmp_pat
             page.get_by_role("link", name="Generate dialogues").click()
             page.get_by_label("Output corpus").fill("Browser generated")
             page.get_by_label("Doctor model(s) under test").fill("doc-a, doc-b")
-            page.get_by_label("Doctor endpoint base URL").fill(server.base_url)
+            page.get_by_label("Doctor endpoint", exact=True).select_option(label="Browser clinic")
             page.get_by_label("Patient simulator model").fill("patient-sim")
-            page.get_by_label("Patient endpoint base URL").fill(server.base_url)
+            page.get_by_label("Patient endpoint", exact=True).select_option(label="Browser clinic")
             page.get_by_label("Doctor temperatures").fill("0.2, 0.8")
             page.get_by_role("button", name="Start generating").click()
             page.wait_for_selector('#generation-progress[data-status="succeeded"]', timeout=60_000)

@@ -9,6 +9,7 @@ from django.urls import reverse
 from annotation.models import Corpus
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
+from scoring.llm.models import LLMEndpoint
 from tests.fake_openai import FakeOpenAI
 from tests.generation_fake import Clinic
 from tests.test_generation import OSCE, SELF, drive
@@ -54,33 +55,42 @@ def test_import_errors_are_listed_and_nothing_is_kept(client, coordinator):
 
 def test_coordinator_imports_generates_for_two_models_and_two_temperatures(client, coordinator, clinic_server,
                                                                             monkeypatch, instrument):
-    monkeypatch.setenv("PAGE_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_PAGE", "sk-test")
     client.force_login(coordinator)
     response = upload(client, CASES)
     case_set = CaseSet.objects.get(name="Page cases")
     assert response.url == reverse("generation-case-set", args=[case_set.pk])
     page = client.get(response.url).content.decode()
     assert "pe1" in page and "s1" in page and "Pulmonary embolism" in page
+    doctor_endpoint = LLMEndpoint.objects.create(name="Clinic doctors", base_url=clinic_server.base_url,
+                                                 api_key_env="LLM_KEY_PAGE", concurrency=2, timeout_seconds=10)
+    patient_endpoint = LLMEndpoint.objects.create(name="Clinic patients", base_url=clinic_server.base_url,
+                                                  api_key_env="LLM_KEY_PAGE", concurrency=3, timeout_seconds=20,
+                                                  requests_per_minute=600)
+    form = client.get(reverse("generation-job-new")).content.decode()
+    assert "Clinic doctors" in form and 'name="doctor_base_url"' not in form and "api_key_env" not in form
     data = {"case_set": case_set.pk, "corpus_name": "Generated on the page", "doctor_models": "doc-a, doc-b",
-            "doctor_base_url": clinic_server.base_url, "doctor_api_key_env": "sk-live-123",
-            "patient_model": "patient-sim", "patient_base_url": clinic_server.base_url,
-            "patient_api_key_env": "PAGE_KEY", "temperatures": "0.2, 0.8", "doctor_biases": ["none"],
+            "doctor_endpoint": doctor_endpoint.pk, "patient_model": "patient-sim",
+            "patient_endpoint": patient_endpoint.pk, "temperatures": "0.2, 0.8", "doctor_biases": ["none"],
             "patient_biases": ["none"], "repeats": 1, "max_turns": 5, "end_marker": "DIAGNOSIS READY:",
-            "patient_temperature": 0.2, "max_tokens": 200, "concurrency": 2, "timeout_seconds": 10,
-            "max_attempts": 3, "doctor_price_in": "0.01", "doctor_price_out": "0.02", "patient_price_in": "0",
-            "patient_price_out": "0"}
+            "patient_temperature": 0.2, "max_tokens": 200, "max_attempts": 3, "doctor_price_in": "0.01",
+            "doctor_price_out": "0.02", "patient_price_in": "0", "patient_price_out": "0"}
     from scoring.generation import prompts as gp
 
     data.update(gp.defaults())
-    refused = client.post(reverse("generation-job-new"), data).content.decode()
-    assert "never the key itself" in refused and not GenerationJob.objects.exists()
-    bad_prompt = client.post(reverse("generation-job-new"), {**data, "doctor_api_key_env": "PAGE_KEY",
-                                                              "patient_prompt": "Act ill."}).content.decode()
+    bad_prompt = client.post(reverse("generation-job-new"), {**data, "patient_prompt": "Act ill."}).content.decode()
     assert "{information}" in bad_prompt and not GenerationJob.objects.exists()
-    response = client.post(reverse("generation-job-new"), {**data, "doctor_api_key_env": "PAGE_KEY"})
+    # a typed URL or key variable is ignored: only the administrator's endpoints count
+    response = client.post(reverse("generation-job-new"), {**data, "doctor_api_key_env": "SECRET_KEY",
+                                                            "doctor_base_url": "http://127.0.0.1:9/v1"})
     job = GenerationJob.objects.get()
     assert response.url == reverse("generation-job", args=[job.pk]) and job.status == "running"
     assert GeneratedDialogue.objects.filter(job=job).count() == 8
+    assert (job.snapshot["doctor_base_url"], job.snapshot["doctor_api_key_env"]) == (clinic_server.base_url,
+                                                                                     "LLM_KEY_PAGE")
+    # one job, one set of limits: the stricter endpoint's (the longer timeout)
+    assert (job.snapshot["concurrency"], job.snapshot["requests_per_minute"], job.snapshot["timeout_seconds"]) == (
+        2, 600, 20.0)
     page = client.get(response.url).content.decode()
     assert 'hx-trigger="every 2s"' in page and "sk-test" not in page
     drive(job)
@@ -102,13 +112,13 @@ def test_coordinator_imports_generates_for_two_models_and_two_temperatures(clien
 
 
 def test_job_actions(client, coordinator, clinic_server, monkeypatch):
-    monkeypatch.setenv("PAGE_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_PAGE", "sk-test")
     client.force_login(coordinator)
     upload(client, CASES)
     job = generation.create_job(case_set=CaseSet.objects.get(), corpus_name="acts", doctor_models=["doc-a"],
                                 patient_model="p", temperatures=[0.5], doctor_base_url=clinic_server.base_url,
-                                patient_base_url=clinic_server.base_url, doctor_api_key_env="PAGE_KEY",
-                                patient_api_key_env="PAGE_KEY", max_attempts=1)
+                                patient_base_url=clinic_server.base_url, doctor_api_key_env="LLM_KEY_PAGE",
+                                patient_api_key_env="LLM_KEY_PAGE", max_attempts=1)
     generation.start(job)
     act = reverse("generation-job-action", args=[job.pk])
     client.post(act, {"action": "pause"})

@@ -26,7 +26,7 @@ def selfs(n: int) -> list[dict]:
 
 
 def test_killed_worker_resumes_mid_dialogue_without_repeating_stored_turns(workers, monkeypatch):
-    monkeypatch.setenv("GEN_WORKER_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_GEN_WORKER", "sk-test")
     clinic = Clinic(diagnose_at=6)
     with FakeOpenAI(latency=0.25, responder=clinic) as server:
         first = workers(concurrency=4)
@@ -34,7 +34,7 @@ def test_killed_worker_resumes_mid_dialogue_without_repeating_stored_turns(worke
         job = generation.create_job(case_set=cs, corpus_name=f"killed-{time.time()}", doctor_models=["doc-a"],
                                     patient_model="patient-sim", temperatures=[0.2, 0.8],
                                     doctor_base_url=server.base_url, patient_base_url=server.base_url,
-                                    doctor_api_key_env="GEN_WORKER_KEY", patient_api_key_env="GEN_WORKER_KEY",
+                                    doctor_api_key_env="LLM_KEY_GEN_WORKER", patient_api_key_env="LLM_KEY_GEN_WORKER",
                                     max_turns=8, concurrency=4, timeout_seconds=2, doctor_price_in="0.01")
         limiter.reset(f"gen-{job.pk}")
         generation.start(job)

@@ -30,7 +30,9 @@ def test_task_result_reaches_the_database_through_a_real_worker(celery_worker, c
 
 
 @pytest.mark.integration
-def test_healthz_is_200_with_a_worker(client, celery_worker):
+def test_healthz_is_200_with_a_worker(client, celery_worker, admin_user):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    client.force_login(admin_user)
     response = client.get("/healthz")
     body = response.json()
     assert response.status_code == 200, body
@@ -51,11 +53,13 @@ def test_system_page_runs_the_check_through_htmx(client, celery_worker, admin_us
     assert 'data-status="succeeded"' in final and "hx-trigger" not in final
 
 
-@pytest.mark.django_db
-def test_healthz_is_503_without_a_worker(client):
+def test_healthz_is_503_without_a_worker(client, admin_user):
     from config.celery import app
 
     app.control.purge()
+    anonymous = client.get("/healthz")
+    assert anonymous.status_code == 503 and anonymous.json() == {"status": "degraded"}
+    client.force_login(admin_user)
     response = client.get("/healthz")
     body = response.json()
     assert response.status_code == 503
@@ -63,12 +67,12 @@ def test_healthz_is_503_without_a_worker(client):
     assert not body["workers"]["ok"] and "no Celery worker" in body["workers"]["error"]
 
 
-@pytest.mark.django_db
-def test_healthz_is_503_when_the_broker_is_unreachable(client, monkeypatch):
+def test_healthz_is_503_when_the_broker_is_unreachable(client, monkeypatch, admin_user):
     from config.celery import app
 
     for name in ("broker_url", "broker_write_url", "broker_read_url"):
         monkeypatch.setattr(app.conf, name, "redis://127.0.0.1:1/0")
+    client.force_login(admin_user)
     response = client.get("/healthz")
     body = response.json()
     assert response.status_code == 503

@@ -31,12 +31,12 @@ def corpus(db):
 
 @pytest.fixture
 def make_config(server, monkeypatch):
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
 
     def make(name="judge", mode=JudgeConfig.Mode.PER_ITEM, **extra):
         version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
         config = JudgeConfig.objects.create(
-            name=name, base_url=server.base_url, api_key_env="MINICEX_TEST_KEY", model="fake-judge", mode=mode,
+            name=name, base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST", model="fake-judge", mode=mode,
             prompt_set=judging.default_prompt_set(version), timeout_seconds=2, max_attempts=3,
             price_input_per_1k="0.5", price_output_per_1k="1.5", **extra)
         limiter.reset(f"judge-{config.pk}")

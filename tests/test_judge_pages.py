@@ -6,6 +6,7 @@ from django.urls import reverse
 from annotation.models import Corpus, Dialogue, ScaleVersion
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
+from scoring.llm.models import LLMEndpoint
 from tests.test_judge import drain
 
 
@@ -31,19 +32,22 @@ def test_without_endpoint_the_pages_say_how_to_configure(client, coordinator, se
 
 
 def test_coordinator_configures_a_judge_and_runs_it(client, coordinator, corpus, server, monkeypatch):
-    monkeypatch.setenv("PAGES_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
+    endpoint = LLMEndpoint.objects.create(name="Fake", base_url=server.base_url, api_key_env="LLM_KEY_PAGES",
+                                          concurrency=4, timeout_seconds=5)
     client.force_login(coordinator)
     form = client.get(reverse("judge-new")).content.decode()
-    assert "Mini-CEX judge (default)" in form
+    assert "Mini-CEX judge (default)" in form and "Fake" in form
+    # coordinators choose an endpoint; they cannot type a URL or a key variable
+    assert 'name="base_url"' not in form and 'name="api_key_env"' not in form
     prompt_set = judging.default_prompt_set(ScaleVersion.objects.get(number=1))
-    data = {"name": "GPT judge", "base_url": server.base_url, "api_key_env": "sk-live-abc123", "model": "fake",
-            "mode": "per-item", "temperature": 0, "max_tokens": 64, "concurrency": 4, "timeout_seconds": 5,
-            "max_attempts": 3, "price_input_per_1k": "0.1", "price_output_per_1k": "0.2",
+    data = {"name": "GPT judge", "endpoint": endpoint.pk, "model": "fake", "mode": "per-item", "temperature": 0,
+            "max_tokens": 64, "max_attempts": 3, "price_input_per_1k": "0.1", "price_output_per_1k": "0.2",
             "prompt_set": prompt_set.pk, "request_logprobs": "on"}
-    refused = client.post(reverse("judge-new"), data).content.decode()
-    assert "never the key itself" in refused and not JudgeConfig.objects.exists()
-    client.post(reverse("judge-new"), {**data, "api_key_env": "PAGES_KEY"})
+    client.post(reverse("judge-new"), {**data, "base_url": "http://127.0.0.1:9/v1", "api_key_env": "SECRET_KEY"})
     config = JudgeConfig.objects.get(name="GPT judge")
+    assert (config.endpoint, config.base_url, config.api_key_env) == (endpoint, server.base_url, "LLM_KEY_PAGES")
+    assert (config.concurrency, config.timeout_seconds) == (4, 5)
     preview = client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "1.1, 4"})
     html = preview.content.decode()
     assert not JudgeRun.objects.exists() and len(server.chat_requests) == 0  # nothing created or sent yet
@@ -63,8 +67,8 @@ def test_coordinator_configures_a_judge_and_runs_it(client, coordinator, corpus,
 
 
 def test_run_actions(client, coordinator, corpus, server, monkeypatch):
-    monkeypatch.setenv("PAGES_KEY", "sk-test")
-    config = JudgeConfig.objects.create(name="j", base_url=server.base_url, api_key_env="PAGES_KEY", model="fake",
+    monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
+    config = JudgeConfig.objects.create(name="j", base_url=server.base_url, api_key_env="LLM_KEY_PAGES", model="fake",
                                         prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
     run = judging.create_run(config, corpus, item_codes=["1.1"])
     judging.start(run)
@@ -103,8 +107,8 @@ def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkey
 
     rate_everything(campaign, random.Random(4))
     assert Assignment.objects.filter(campaign=campaign, status="submitted").count() == 12
-    monkeypatch.setenv("PAGES_KEY", "sk-test")
-    config = JudgeConfig.objects.create(name="jvp", base_url=server.base_url, api_key_env="PAGES_KEY", model="fake",
+    monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
+    config = JudgeConfig.objects.create(name="jvp", base_url=server.base_url, api_key_env="LLM_KEY_PAGES", model="fake",
                                         prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
     run = judging.create_run(config, campaign.corpus, item_codes=["1.1", "2.1", "4"])
     judging.start(run)
@@ -131,11 +135,11 @@ def test_runs_that_differ_only_in_mode_are_compared(client, coordinator, make_us
     raters = [make_user(f"mc{i}", "physician") for i in range(2)]
     campaign = campaign_with(raters, n=3, overlap=2, name="Modes")
     rate_everything(campaign, random.Random(5))
-    monkeypatch.setenv("PAGES_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
     prompt_set = judging.default_prompt_set(ScaleVersion.objects.get(number=1))
     runs = []
     for mode in ("per-item", "per-dialogue"):
-        config = JudgeConfig.objects.create(name=f"judge {mode}", base_url=server.base_url, api_key_env="PAGES_KEY",
+        config = JudgeConfig.objects.create(name=f"judge {mode}", base_url=server.base_url, api_key_env="LLM_KEY_PAGES",
                                             model="fake", mode=mode, prompt_set=prompt_set)
         run = judging.create_run(config, campaign.corpus)
         judging.start(run)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrency: int) -> JudgeRun:
     labels._allowed.cache_clear()
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
     corpus = Corpus.objects.create(name=f"kill-{time.time()}")
     for i in range(n_dialogues):
         Dialogue.objects.create(corpus=corpus, external_id=f"k{i}", self_report=f"Cough for {i + 1} days.",
@@ -27,7 +27,7 @@ def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrenc
                                        {"role": "patient", "text": "It started after a cold."}])
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
     config = JudgeConfig.objects.create(
-        name=f"worker-judge-{time.time()}", base_url=server.base_url, api_key_env="MINICEX_TEST_KEY",
+        name=f"worker-judge-{time.time()}", base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST",
         model="fake-judge", prompt_set=judging.default_prompt_set(version), concurrency=concurrency,
         timeout_seconds=2, max_attempts=5)
     limiter.reset(f"judge-{config.pk}")
@@ -77,14 +77,15 @@ def test_run_judge_command_waits_and_a_rerun_makes_zero_calls(workers, monkeypat
     from django.core.management import call_command
     from django.core.management.base import CommandError
 
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
     corpus = Corpus.objects.create(name="cli-corpus")
     for i in range(4):
         Dialogue.objects.create(corpus=corpus, external_id=f"c{i}", self_report="Fever.",
                                 turns=[{"role": "doctor", "text": f"Hello {i}"}, {"role": "patient", "text": "Hi"}])
     with FakeOpenAI(latency=0.05, responder=mini_cex_answer) as server:
         workers(concurrency=4)
-        args = dict(corpus="cli-corpus", model="fake-judge", base_url=server.base_url, api_key_env="MINICEX_TEST_KEY",
+        args = dict(corpus="cli-corpus", model="fake-judge", base_url=server.base_url,
+                    api_key_env="LLM_KEY_MINICEX_TEST",
                     items="1.1,4", wait=True, poll=0.2)
         out, err = io.StringIO(), io.StringIO()
         call_command("run_judge", stdout=out, stderr=err, **args)

@@ -4,13 +4,13 @@ import pytest
 
 from scoring.preference import services as preference
 from scoring.preference.models import PreferenceAnswer, PreferenceTask
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, wait_js
 from tests.test_browser_annotation import login
 from tests.test_preference import SOURCES, answers_jsonl
 
 
 def wait_all_saved(page):
-    page.wait_for_function("""() => {
+    wait_js(page, """() => {
         const states = Array.from(document.querySelectorAll('fieldset.criterion .save-state'));
         return states.length && states.every(s => s.dataset.state === 'saved');
     }""")

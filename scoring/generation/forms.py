@@ -7,14 +7,20 @@ from django import forms
 from scoring.generation import prompts as gp
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet
+from scoring.llm.endpoints import EndpointChoiceField
+from scoring.llm.models import LLMEndpoint
 
 
-def _env_name(value: str) -> str:
-    value = (value or "").strip() or "OPENAI_API_KEY"
-    if not value.replace("_", "").isalnum() or value[0].isdigit():
-        raise forms.ValidationError("Give the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key "
-                                    "itself.")
-    return value
+def endpoint_limits(doctor: LLMEndpoint, patient: LLMEndpoint) -> dict:
+    """One job has one set of limits: the stricter of its two endpoints' (the longer timeout)."""
+    def stricter(a, b):
+        values = [v for v in (a, b) if v]
+        return min(values) if values else None
+
+    return {"concurrency": min(doctor.concurrency, patient.concurrency),
+            "requests_per_minute": stricter(doctor.requests_per_minute, patient.requests_per_minute),
+            "tokens_per_minute": stricter(doctor.tokens_per_minute, patient.tokens_per_minute),
+            "timeout_seconds": max(doctor.timeout_seconds, patient.timeout_seconds)}
 
 
 class CaseImportForm(forms.Form):
@@ -37,15 +43,11 @@ class GenerationJobForm(forms.Form):
                                             "corpus gets them added).")
     doctor_models = forms.CharField(max_length=500, label="Doctor model(s) under test",
                                     help_text="Comma-separated model names at the doctor endpoint.")
-    doctor_base_url = forms.CharField(max_length=300, required=False, label="Doctor endpoint base URL",
-                                      help_text="Empty: OPENAI_BASE_URL.")
-    doctor_api_key_env = forms.CharField(max_length=100, initial="OPENAI_API_KEY",
-                                         label="Doctor key variable")
+    doctor_endpoint = EndpointChoiceField(label="Doctor endpoint")
     patient_model = forms.CharField(max_length=200, label="Patient simulator model")
-    patient_base_url = forms.CharField(max_length=300, required=False, label="Patient endpoint base URL",
-                                       help_text="Empty: OPENAI_BASE_URL. Also used by the measurement agent and "
-                                                 "the moderator.")
-    patient_api_key_env = forms.CharField(max_length=100, initial="OPENAI_API_KEY", label="Patient key variable")
+    patient_endpoint = EndpointChoiceField(
+        label="Patient endpoint", help_text="Also used by the measurement agent and the moderator. Defined by an "
+                                            "administrator (URL, key variable and limits).")
     measurement_model = forms.CharField(max_length=200, required=False, help_text="Empty: the patient model.")
     moderator_model = forms.CharField(max_length=200, required=False, help_text="Empty: the patient model.")
     temperatures = forms.CharField(max_length=200, initial="0.2, 0.8", label="Doctor temperatures",
@@ -67,11 +69,6 @@ class GenerationJobForm(forms.Form):
     max_tokens = forms.IntegerField(min_value=16, max_value=8000, initial=300, label="Max tokens per turn")
     split = forms.ChoiceField(required=False, choices=[("", "None"), ("train", "Train"),
                                                        ("validation", "Validation"), ("test", "Test")])
-    concurrency = forms.IntegerField(min_value=1, max_value=256, initial=4,
-                                     help_text="Most requests in flight per endpoint, all workers.")
-    requests_per_minute = forms.IntegerField(min_value=1, required=False)
-    tokens_per_minute = forms.IntegerField(min_value=1, required=False)
-    timeout_seconds = forms.FloatField(min_value=1, initial=60)
     max_attempts = forms.IntegerField(min_value=1, max_value=50, initial=6)
     doctor_price_in = forms.DecimalField(min_value=0, decimal_places=6, initial=0,
                                          label="Doctor price per 1,000 prompt tokens")
@@ -93,12 +90,6 @@ class GenerationJobForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["case_set"].queryset = CaseSet.objects.alive()
-
-    def clean_doctor_api_key_env(self):
-        return _env_name(self.cleaned_data["doctor_api_key_env"])
-
-    def clean_patient_api_key_env(self):
-        return _env_name(self.cleaned_data["patient_api_key_env"])
 
     def clean_doctor_models(self):
         models = [m.strip() for m in self.cleaned_data["doctor_models"].split(",") if m.strip()]
@@ -124,15 +115,15 @@ class GenerationJobForm(forms.Form):
 
     def job_kwargs(self) -> dict:
         d = self.cleaned_data
-        keys = ["name", "case_set", "corpus_name", "doctor_models", "doctor_base_url", "doctor_api_key_env",
-                "patient_model", "patient_base_url", "patient_api_key_env", "measurement_model", "moderator_model",
-                "temperatures", "doctor_biases", "patient_biases", "repeats", "max_turns", "end_marker",
-                "reveal_diagnosis", "patient_temperature", "max_tokens", "split", "concurrency",
-                "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts", "doctor_price_in",
-                "doctor_price_out", "patient_price_in", "patient_price_out"]
+        keys = ["name", "case_set", "corpus_name", "doctor_models", "patient_model", "measurement_model",
+                "moderator_model", "temperatures", "doctor_biases", "patient_biases", "repeats", "max_turns",
+                "end_marker", "reveal_diagnosis", "patient_temperature", "max_tokens", "split", "max_attempts",
+                "doctor_price_in", "doctor_price_out", "patient_price_in", "patient_price_out"]
         kwargs = {k: d[k] for k in keys}
-        kwargs["doctor_base_url"] = kwargs["doctor_base_url"].strip()
-        kwargs["patient_base_url"] = kwargs["patient_base_url"].strip()
+        doctor, patient = d["doctor_endpoint"], d["patient_endpoint"]
+        kwargs.update(doctor_base_url=doctor.base_url, doctor_api_key_env=doctor.api_key_env,
+                      patient_base_url=patient.base_url, patient_api_key_env=patient.api_key_env,
+                      **endpoint_limits(doctor, patient))
         kwargs["prompt_texts"] = {k: d[k] for k in ("doctor_prompt", "patient_prompt", "measurement_prompt",
                                                      "moderator_prompt")}
         return kwargs

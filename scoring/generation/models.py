@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from annotation.models import SoftDeletable
+from scoring.llm.keys import validate_key_variable
 from scoring.llm.models import EngineJob, WorkUnit
 
 
@@ -90,11 +91,12 @@ class GenerationJob(EngineJob):
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="generation_jobs")
     doctor_base_url = models.CharField(max_length=300, blank=True,
                                        help_text="Empty: OPENAI_BASE_URL from the environment.")
-    doctor_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY")
+    doctor_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable])
     doctor_models = models.JSONField(default=list, help_text="Model names of the doctors under test.")
     patient_base_url = models.CharField(max_length=300, blank=True,
                                         help_text="Empty: OPENAI_BASE_URL from the environment.")
-    patient_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY")
+    patient_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY",
+                                           validators=[validate_key_variable])
     patient_model = models.CharField(max_length=200)
     measurement_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
     moderator_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,17 +15,17 @@ from scoring.generation import services as generation
 from scoring.generation.forms import CaseImportForm, GenerationJobForm
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
 from scoring.llm import gateway
+from scoring.llm.endpoints import endpoint_help
 
 FIELD_GROUPS = [
     ("Cases and output", ["name", "case_set", "corpus_name", "split"]),
-    ("Doctor under test", ["doctor_models", "doctor_base_url", "doctor_api_key_env"]),
-    ("Patient simulator, measurement agent and moderator", ["patient_model", "patient_base_url",
-                                                              "patient_api_key_env", "measurement_model",
-                                                              "moderator_model", "patient_temperature"]),
+    ("Doctor under test", ["doctor_models", "doctor_endpoint"]),
+    ("Patient simulator, measurement agent and moderator", ["patient_model", "patient_endpoint",
+                                                              "measurement_model", "moderator_model",
+                                                              "patient_temperature"]),
     ("Conditions", ["temperatures", "doctor_biases", "patient_biases", "repeats"]),
     ("Dialogue", ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
-    ("Limits and prices", ["concurrency", "requests_per_minute", "tokens_per_minute", "timeout_seconds",
-                           "max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
+    ("Limits and prices", ["max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
                            "patient_price_out"]),
     ("Prompts (defaults written from AgentClinic, seeds/002 Appendix B)", ["doctor_prompt", "patient_prompt",
                                                                            "measurement_prompt",
@@ -34,16 +33,12 @@ FIELD_GROUPS = [
 ]
 
 
-def _endpoint_help() -> str | None:
-    return None if settings.OPENAI_BASE_URL else gateway.HOW_TO_CONFIGURE
-
-
 @role_required(COORDINATOR, ANALYST)
 def generation_home(request):
     return render(request, "scoring/generation_list.html", {
         "case_sets": CaseSet.objects.alive().prefetch_related("cases"),
         "jobs": GenerationJob.objects.select_related("case_set", "corpus")[:50],
-        "endpoint_help": _endpoint_help(),
+        "endpoint_help": endpoint_help(),
     })
 
 
@@ -103,7 +98,7 @@ def job_new(request):
             return redirect("generation-job", pk=job.pk)
     groups = [(legend, [form[name] for name in names]) for legend, names in FIELD_GROUPS]
     return render(request, "scoring/generation_job_new.html", {"form": form, "groups": groups,
-                                                               "endpoint_help": _endpoint_help()})
+                                                               "endpoint_help": endpoint_help()})
 
 
 def _job_context(job: GenerationJob) -> dict:

@@ -2,27 +2,25 @@ from django import forms
 
 from annotation.models import Corpus
 from scoring.judges.models import JudgeConfig, PromptSet
+from scoring.llm.endpoints import EndpointChoiceField
 
 
 class JudgeConfigForm(forms.ModelForm):
+    """A coordinator's judge: an administrator's endpoint (URL, key variable, limits) and a model; the endpoint's
+    settings are copied into the configuration when it is saved."""
+
+    endpoint = EndpointChoiceField(label="Endpoint")
+
     class Meta:
         model = JudgeConfig
-        fields = ["name", "base_url", "api_key_env", "model", "mode", "temperature", "max_tokens", "seed",
-                  "structured_output", "request_logprobs", "concurrency", "requests_per_minute", "tokens_per_minute",
-                  "timeout_seconds", "max_attempts", "price_input_per_1k", "price_output_per_1k", "prompt_set"]
+        fields = ["name", "endpoint", "model", "mode", "temperature", "max_tokens", "seed", "structured_output",
+                  "request_logprobs", "max_attempts", "price_input_per_1k", "price_output_per_1k", "prompt_set"]
         help_texts = {"price_input_per_1k": "Price per 1,000 prompt tokens (your currency).",
                       "price_output_per_1k": "Price per 1,000 completion tokens."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["prompt_set"].queryset = PromptSet.objects.select_related("scale_version__scale")
-
-    def clean_api_key_env(self):
-        value = self.cleaned_data["api_key_env"].strip()
-        if not value.replace("_", "").isalnum() or value[0].isdigit():
-            raise forms.ValidationError("Give the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                                        "never the key itself.")
-        return value
 
 
 class JudgeRunForm(forms.Form):

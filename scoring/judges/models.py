@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 from django.utils import timezone
 
-from scoring.llm.models import EngineJob, LLMCall, WorkUnit
+from scoring.llm.keys import validate_key_variable
+from scoring.llm.models import EngineJob, LLMCall, LLMEndpoint, WorkUnit
 
 
 class PromptSet(models.Model):
@@ -51,7 +54,9 @@ class Prompt(models.Model):
 class JudgeConfig(models.Model):
     """An LLM judge: an OpenAI-compatible endpoint, a model, parameters and a prompt set.
 
-    The API key is never stored: ``api_key_env`` names the environment variable that holds it.
+    The API key is never stored: ``api_key_env`` names the environment variable that holds it. Judges made in the
+    browser use an administrator's ``endpoint``, whose URL, key variable and limits are copied into the fields
+    below on every save (of either), which are what runs read; ``run_judge`` fills them from its options.
     """
 
     class Mode(models.TextChoices):
@@ -59,8 +64,10 @@ class JudgeConfig(models.Model):
         PER_DIALOGUE = "per-dialogue", "One structured call per dialogue returning every item"
 
     name = models.CharField(max_length=120, unique=True)
+    endpoint = models.ForeignKey(LLMEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="judges",
+                                 help_text="Defined by an administrator; empty for judges made by run_judge.")
     base_url = models.CharField(max_length=300, blank=True, help_text="Empty: OPENAI_BASE_URL from the environment.")
-    api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY",
+    api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable],
                                    help_text="Name of the environment variable holding the key.")
     model = models.CharField(max_length=200)
     temperature = models.FloatField(default=0.0)
@@ -87,6 +94,18 @@ class JudgeConfig(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self.endpoint_id:
+            for field, value in self.endpoint.settings_dict().items():
+                setattr(self, field, value)
+        super().save(*args, **kwargs)
+
+
+@receiver(post_save, sender=LLMEndpoint, dispatch_uid="judges-follow-endpoint")
+def follow_endpoint(sender, instance: LLMEndpoint, **kwargs) -> None:
+    """An administrator's change to an endpoint applies to every judge using it (runs keep their snapshot)."""
+    JudgeConfig.objects.filter(endpoint=instance).update(**instance.settings_dict())
 
 
 class JudgeRun(EngineJob):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -13,18 +12,15 @@ from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.llm import gateway
-
-
-def _endpoint_help() -> str | None:
-    return None if settings.OPENAI_BASE_URL else gateway.HOW_TO_CONFIGURE
+from scoring.llm.endpoints import endpoint_help
 
 
 @role_required(COORDINATOR, ANALYST)
 def judge_list(request):
     return render(request, "scoring/judge_list.html", {
-        "configs": JudgeConfig.objects.select_related("prompt_set"),
+        "configs": JudgeConfig.objects.select_related("prompt_set", "endpoint"),
         "runs": JudgeRun.objects.select_related("config", "corpus")[:50],
-        "endpoint_help": _endpoint_help(),
+        "endpoint_help": endpoint_help(),
     })
 
 
@@ -46,7 +42,7 @@ def judge_config_edit(request, pk: int | None = None):
         messages.success(request, f"Judge {saved.name} saved.")
         return redirect("judge-list")
     return render(request, "scoring/judge_form.html", {"form": form, "config": config,
-                                                        "endpoint_help": _endpoint_help()})
+                                                        "endpoint_help": endpoint_help()})
 
 
 @role_required(COORDINATOR)
@@ -77,7 +73,7 @@ def judge_run_new(request):
                 messages.success(request, f"Run #{run.pk} started: {units} unit(s) to judge.")
                 return redirect("judge-run", pk=run.pk)
     return render(request, "scoring/judge_run_new.html", {"form": form, "estimate": estimate,
-                                                           "endpoint_help": _endpoint_help()})
+                                                           "endpoint_help": endpoint_help()})
 
 
 def _run_context(run: JudgeRun) -> dict:

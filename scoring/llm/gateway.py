@@ -26,6 +26,8 @@ from typing import Any
 
 from django.conf import settings
 
+from scoring.llm.keys import is_allowed, refusal, sanitize_error
+
 # Keep-alive connections per endpoint: enough for the largest concurrency a run may ask for, so connections are
 # reused instead of opened for every request.
 MAX_CONNECTIONS = 2048
@@ -57,6 +59,9 @@ class Outcome:
     status: int | None = None
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.error = sanitize_error(self.error)  # stored on runs and shown on pages: short, no headers or keys
+
 
 HOW_TO_CONFIGURE = (
     "No LLM endpoint is configured. Set OPENAI_BASE_URL (e.g. https://api.openai.com/v1, an Azure OpenAI "
@@ -70,6 +75,8 @@ def resolve_endpoint(base_url: str, api_key_env: str) -> Endpoint:
     if not url:
         raise NotConfigured(HOW_TO_CONFIGURE)
     env = (api_key_env or "OPENAI_API_KEY").strip()
+    if not is_allowed(env):  # checked again here: a name that slipped past a form never sends its value out
+        raise NotConfigured(refusal(env))
     key = os.environ.get(env, "").strip()
     if not key and env == "OPENAI_API_KEY":
         key = settings.OPENAI_API_KEY

@@ -17,7 +17,8 @@ DEMO_FILE = Path(__file__).parent / "demo_data" / "preference_answers.jsonl"
 
 @transaction.atomic
 def load_preference_demo() -> dict:
-    """Create and open the demo study (idempotent). Needs the demo users of ``load_demo``."""
+    """Create and open the demo study (idempotent). Needs the demo users of ``load_demo``. Its seed is drawn by
+    the server like any study's: a seed written here would let anyone reading the source unblind the demo."""
     existing = PreferenceStudy.objects.filter(name=DEMO_STUDY).first()
     if existing is not None:
         return {"study": existing.pk, "created": False}
@@ -25,7 +26,7 @@ def load_preference_demo() -> dict:
     coordinator = User.objects.filter(username="coordinator").first()
     physician = User.objects.filter(username="physician").first()
     study = preference.create_study(
-        name=DEMO_STUDY, kind=PreferenceStudy.Kind.ANSWER, criteria="response", overlap=1, seed=2024,
+        name=DEMO_STUDY, kind=PreferenceStudy.Kind.ANSWER, criteria="response", overlap=1,
         instructions="Read the question, then both answers. For each criterion choose A, tie or B "
                      "(keys a / t / b). Which model wrote an answer is hidden.", user=coordinator)
     preference.import_answers(study, DEMO_FILE.read_text(encoding="utf-8").splitlines(), coordinator)

@@ -17,3 +17,16 @@ document.addEventListener("htmx:sendError", (event) => {
   note.textContent = "Could not reach the server. Check your connection and try again.";
   target.insertAdjacentElement("afterend", note);
 });
+
+// Behaviour that used to sit in inline attributes, which the Content-Security-Policy forbids.
+// <form data-no-submit>: answers are saved as they are clicked; Enter must not submit the form.
+document.addEventListener("submit", (event) => {
+  if (event.target.matches("form[data-no-submit]")) event.preventDefault();
+});
+document.addEventListener("change", (event) => {
+  const el = event.target;
+  // <select data-sets-form-action>: the chosen option's value is where the form posts.
+  if (el.matches("select[data-sets-form-action]")) el.form.action = el.value;
+  // <select data-autosubmit>: choosing submits the form.
+  if (el.matches("[data-autosubmit]") && el.form) el.form.requestSubmit();
+});

@@ -26,6 +26,19 @@
     if (counter) counter.textContent = document.querySelectorAll("form.q-item input[name=importance]:checked").length;
   });
 
+  // Typing in a comment saves after a pause: the form's hx-trigger listens for "typed" (an htmx trigger filter
+  // would need eval, which the Content-Security-Policy forbids).
+  document.addEventListener("input", (event) => {
+    const form = event.target.tagName === "TEXTAREA" && event.target.closest("form.q-item");
+    if (form) form.dispatchEvent(new CustomEvent("typed"));
+  });
+  // Distribution bars: widths set here, as style attributes are not allowed by the Content-Security-Policy.
+  function sizeBars(root) {
+    root.querySelectorAll(".bar[data-pct]").forEach((bar) => { bar.style.width = `${bar.dataset.pct}%`; });
+  }
+  sizeBars(document);
+  document.addEventListener("htmx:afterSwap", (event) => sizeBars(event.detail.target));
+
   function items() { return Array.from(document.querySelectorAll("form.q-item")); }
   let active = null;
   function activate(el, scroll) {

@@ -15,7 +15,7 @@ from annotation.importers import ImportRejected
 from scoring.generation import cases
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet, GenerationJob
-from scoring.llm import gateway
+from scoring.llm import gateway, keys
 from scoring.management.commands.run_judge import bar
 
 
@@ -59,14 +59,20 @@ class Command(BaseCommand):
         parser.add_argument("--cases", required=True, help="JSON Lines file of self-reports, templates or OSCE cases")
         parser.add_argument("--doctor-model", required=True, help="doctor model(s) under test, comma-separated")
         parser.add_argument("--patient-model", required=True, help="patient simulator (also measurement, moderator)")
-        parser.add_argument("--base-url", default="", help="OpenAI-compatible base URL (default OPENAI_BASE_URL); "
-                                                          "the key is read from OPENAI_API_KEY")
+        parser.add_argument("--base-url", default="", help="OpenAI-compatible base URL (default OPENAI_BASE_URL)")
+        parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                            help="environment variable holding the key: OPENAI_API_KEY (default), a name starting "
+                                 "with LLM_KEY_, or one listed in LLM_KEY_VARIABLES")
         parser.add_argument("--turns", type=int, default=10, help="most doctor turns per dialogue (default 10)")
         parser.add_argument("--temperatures", default="0.2,0.8", help="doctor temperatures (default 0.2,0.8)")
         parser.add_argument("--corpus", default="", help="output corpus (default: 'Generated from <case set>')")
         parser.add_argument("--wait", action="store_true", help="show progress until the job ends")
 
     def handle(self, *args, **options):
+        try:
+            key_env = keys.check_key_variable(options["api_key_env"])
+        except keys.KeyVariableRefused as exc:
+            raise CommandError(str(exc)) from None
         path = options["cases"]
         if not os.path.isfile(path):
             raise CommandError(f"No such file: {path}")
@@ -82,7 +88,8 @@ class Command(BaseCommand):
                 case_set=case_set, corpus_name=options["corpus"],
                 doctor_models=[m for m in options["doctor_model"].split(",") if m.strip()],
                 patient_model=options["patient_model"], temperatures=generation.parse_list(options["temperatures"]),
-                doctor_base_url=options["base_url"], patient_base_url=options["base_url"], max_turns=options["turns"])
+                doctor_base_url=options["base_url"], patient_base_url=options["base_url"], max_turns=options["turns"],
+                doctor_api_key_env=key_env, patient_api_key_env=key_env)
         except (gateway.NotConfigured, generation.GenerationError) as exc:
             raise CommandError(str(exc)) from None
         queued = generation.start(job)

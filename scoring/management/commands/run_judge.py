@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Corpus, ScaleVersion
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
-from scoring.llm import gateway
+from scoring.llm import gateway, keys
 
 
 def bar(fraction: float, width: int = 30) -> str:
@@ -42,7 +42,9 @@ class Command(BaseCommand):
         parser.add_argument("--corpus", required=True)
         parser.add_argument("--model", required=True, help="model name at the endpoint")
         parser.add_argument("--base-url", default="", help="OpenAI-compatible base URL (default OPENAI_BASE_URL)")
-        parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+        parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                            help="environment variable holding the key: OPENAI_API_KEY (default), a name starting "
+                                 "with LLM_KEY_, or one listed in LLM_KEY_VARIABLES")
         parser.add_argument("--mode", choices=["per-item", "per-dialogue"], default="per-item")
         parser.add_argument("--items", default="", help="comma-separated item codes (default: every item)")
         parser.add_argument("--concurrency", type=int, default=8)
@@ -57,6 +59,10 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
     def handle(self, *args, **options):
+        try:  # before anything is stored or sent
+            options["api_key_env"] = keys.check_key_variable(options["api_key_env"])
+        except keys.KeyVariableRefused as exc:
+            raise CommandError(str(exc)) from None
         corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
         if corpus is None:
             raise CommandError(f"No corpus named {options['corpus']!r}.")

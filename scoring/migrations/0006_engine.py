@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0004_campaign_allow_names'),
-        ('scoring', '0004_preference_generation'),
+        ('scoring', '0005_llm_endpoints'),
     ]
 
     operations = [

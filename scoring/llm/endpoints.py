@@ -1,0 +1,42 @@
+"""Choosing an administrator's endpoint in the coordinators' forms, and what the pages say when there is none."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from scoring.llm.models import LLMEndpoint
+
+NO_ENDPOINT = ("No LLM endpoint is defined yet. An administrator adds one under Admin → LLM endpoints: the base "
+               "URL (OpenAI, Azure OpenAI, vLLM at http://localhost:8000/v1, Ollama at http://localhost:11434/v1), "
+               "the NAME of the environment variable holding its key (OPENAI_API_KEY or a name starting with "
+               "LLM_KEY_) and its limits.")
+NO_URL = ("The endpoints use the server's default URL, and OPENAI_BASE_URL is not set. Set OPENAI_BASE_URL "
+          "(e.g. https://api.openai.com/v1, http://localhost:8000/v1 for vLLM or http://localhost:11434/v1 for "
+          "Ollama) and the key in OPENAI_API_KEY, then restart the app; or have an administrator give an endpoint "
+          "its own base URL under Admin → LLM endpoints.")
+
+
+def active_endpoints():
+    return LLMEndpoint.objects.filter(is_active=True)
+
+
+def endpoint_help() -> str | None:
+    """What to do when no endpoint can be used; None when one can."""
+    endpoints = list(active_endpoints().values_list("base_url", flat=True))
+    if not endpoints:
+        return NO_ENDPOINT
+    if not settings.OPENAI_BASE_URL and not any(url.strip() for url in endpoints):
+        return NO_URL
+    return None
+
+
+class EndpointChoiceField(forms.ModelChoiceField):
+    """An active endpoint; coordinators never type a URL or a key variable."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "Defined by an administrator (URL, key variable and limits).")
+        super().__init__(queryset=active_endpoints(), **kwargs)
+
+    def label_from_instance(self, obj: LLMEndpoint) -> str:
+        return f"{obj.name} — {obj.note}" if obj.note else obj.name

@@ -20,7 +20,6 @@ from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.decorators import action
 from rest_framework.exceptions import ParseError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -221,13 +220,6 @@ class ObtainTokenView(APIView):
 # --- Permissions and helpers -------------------------------------------------------------------------------------
 
 MAX_ID = 2**63 - 1
-
-
-class Pagination(LimitOffsetPagination):
-    """Limit/offset pages of at most 1,000 rows: a larger ``limit`` is cut to that (a limit beyond the
-    database's integer range would otherwise fail the query)."""
-
-    max_limit = 1000
 
 
 class _RolePermission(BasePermission):

@@ -237,7 +237,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "annotation.api.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "annotation.pagination.Pagination",
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "annotation.api.exception_handler",
 }

@@ -1,9 +1,10 @@
 """REST API: the instrument (read-only), corpora and dialogues, campaigns, assignments and labels, and the
 shared exception handler.
 
-Who sees what (DESIGN.md section 1): physicians reach only their own assignments, see dialogues there without
-the source model or metadata and with redactions applied, and never read other raters' or judges' labels;
-coordinators, analysts and admins read corpora, campaigns and labels; analysts see raters by pseudonym.
+Who sees what (DESIGN.md section 1): physicians reach only their own assignments, see dialogues there under an
+opaque per-campaign id (no external or database id, no source model or metadata) with redactions applied, and
+never read other raters' or judges' labels; coordinators, analysts and admins read corpora, campaigns and
+labels; analysts see raters by pseudonym unless the campaign allows names.
 """
 
 from __future__ import annotations

@@ -77,8 +77,10 @@ def exception_handler(exc, context):
     request = context.get("request")
     if db_errors.is_database_outage(exc):
         db_errors.log_outage(request, exc)
-        return Response({"detail": db_errors.OUTAGE_MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                        headers={"Retry-After": str(db_errors.RETRY_AFTER_SECONDS)})
+        response = Response({"detail": db_errors.OUTAGE_MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": str(db_errors.RETRY_AFTER_SECONDS)})
+        response._has_been_logged = True  # Django would log a second line for the 5xx
+        return response
     if db_errors.is_refused_value(exc):
         db_errors.log_refused_value(request, exc)
         return Response({"detail": db_errors.DATA_MESSAGE}, status=status.HTTP_400_BAD_REQUEST)

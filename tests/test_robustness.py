@@ -215,6 +215,23 @@ def test_non_numeric_page_parameters_are_a_400_with_a_message(client, coordinato
     assert "must be" in response.content.decode()
 
 
+def test_non_numeric_campaign_on_judge_pages_is_a_400(client, analyst, campaign, monkeypatch):
+    from annotation.models import ScaleVersion
+    from scoring.judges import runs as judging
+    from scoring.judges.models import JudgeConfig
+
+    monkeypatch.setenv("ROBUST_KEY", "sk-test")
+    config = JudgeConfig.objects.create(name="robust", base_url="http://127.0.0.1:9/v1", api_key_env="ROBUST_KEY",
+                                        model="m", prompt_set=judging.default_prompt_set(
+                                            ScaleVersion.objects.get(number=1)))
+    run = judging.create_run(config, campaign.corpus, item_codes=["1.1"])
+    client.force_login(analyst)
+    for url in (reverse("judge-run-report", args=[run.pk]), reverse("judge-run-compare", args=[run.pk, run.pk])):
+        for value in ("abc", "99999999999999999999999"):
+            response = client.get(url, {"campaign": value})
+            assert response.status_code == 400 and "campaign" in response.content.decode(), (url, value)
+
+
 def test_non_numeric_ids_in_forms_are_a_400(client, coordinator, campaign):
     client.force_login(coordinator)
     assignment = Assignment.objects.filter(campaign=campaign).first()

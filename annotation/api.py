@@ -9,6 +9,8 @@ labels; analysts see raters by pseudonym unless the campaign allows names.
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -102,11 +104,17 @@ def exception_handler(exc, context):
     if isinstance(exc, Http404):
         return Response({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
     response = drf_exception_handler(exc, context)
-    if response is not None:
-        if isinstance(response.data, dict) and "detail" not in response.data:
-            response.data = {"detail": _summary(response.data), **response.data}
-        elif isinstance(response.data, list):
-            response.data = {"detail": _summary(response.data)}
+    if response is None:
+        # A bug: logged with its traceback as Django would, answered as JSON (also with DEBUG on).
+        logging.getLogger("django.request").error("Internal Server Error: %s", getattr(request, "path", "?"),
+                                                  exc_info=(type(exc), exc, exc.__traceback__))
+        response = Response({"detail": "The server failed to answer this request; the error was logged."},
+                            status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+        response._has_been_logged = True
+    elif isinstance(response.data, dict) and "detail" not in response.data:
+        response.data = {"detail": _summary(response.data), **response.data}
+    elif isinstance(response.data, list):
+        response.data = {"detail": _summary(response.data)}
     return response
 
 

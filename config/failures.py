@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from django.core.exceptions import BadRequest
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
 
@@ -54,7 +55,10 @@ def handler500(request, *args, **kwargs):
 
 
 def handler400(request, exception=None, *args, **kwargs):
-    return error_response(request, 400, "Bad request", str(exception) if exception else "The request is malformed.")
+    """Our own refusals (BadRequest, e.g. a non-numeric parameter) say why; Django's security refusals
+    (SuspiciousOperation) stay generic."""
+    message = str(exception) if type(exception) is BadRequest and str(exception) else "The request is malformed."
+    return error_response(request, 400, "Bad request", message)
 
 
 NUL_MESSAGE = "The request contains a NUL character (\\x00), which cannot be stored; remove it and try again."

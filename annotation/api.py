@@ -1,12 +1,15 @@
 """REST API: the instrument (read-only), corpora and dialogues, campaigns, assignments and labels, and the
 shared exception handler.
 
-Who sees what (DESIGN.md section 1): physicians reach only their own assignments, see dialogues there without
-the source model or metadata and with redactions applied, and never read other raters' or judges' labels;
-coordinators, analysts and admins read corpora, campaigns and labels; analysts see raters by pseudonym.
+Who sees what (DESIGN.md section 1): physicians reach only their own assignments, see dialogues there under an
+opaque per-campaign id (no external or database id, no source model or metadata) with redactions applied, and
+never read other raters' or judges' labels; coordinators, analysts and admins read corpora, campaigns and
+labels; analysts see raters by pseudonym unless the campaign allows names.
 """
 
 from __future__ import annotations
+
+import logging
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -24,9 +27,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from annotation import failures as db_errors
 from annotation import labels as label_service
 from annotation import throttle, tokens
-from annotation.campaigns import CampaignError, add_rater, assign, create_campaign, rater_progress
+from annotation.campaigns import (
+    CampaignError,
+    add_rater,
+    assign,
+    blind_id,
+    create_campaign,
+    rater_progress,
+    shows_names,
+)
 from annotation.dialogues import redacted
 from annotation.labels import LabelError
 from annotation.models import (
@@ -61,7 +73,18 @@ def _summary(errors) -> str:
 
 
 def exception_handler(exc, context):
-    """DRF's handler, plus the services' refusals and Django errors, always as JSON with a "detail" message."""
+    """DRF's handler, plus the services' refusals and Django errors, always as JSON with a "detail" message.
+    A database outage is a 503 with Retry-After (one warning line in the log, no traceback)."""
+    request = context.get("request")
+    if db_errors.is_database_outage(exc):
+        db_errors.log_outage(request, exc)
+        response = Response({"detail": db_errors.OUTAGE_MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": str(db_errors.RETRY_AFTER_SECONDS)})
+        response._has_been_logged = True  # Django would log a second line for the 5xx
+        return response
+    if db_errors.is_refused_value(exc):
+        db_errors.log_refused_value(request, exc)
+        return Response({"detail": db_errors.DATA_MESSAGE}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, LabelError):
         return Response({"detail": str(exc)}, status=exc.status)
     if isinstance(exc, CampaignError):
@@ -80,11 +103,17 @@ def exception_handler(exc, context):
     if isinstance(exc, Http404):
         return Response({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
     response = drf_exception_handler(exc, context)
-    if response is not None:
-        if isinstance(response.data, dict) and "detail" not in response.data:
-            response.data = {"detail": _summary(response.data), **response.data}
-        elif isinstance(response.data, list):
-            response.data = {"detail": _summary(response.data)}
+    if response is None:
+        # A bug: logged with its traceback as Django would, answered as JSON (also with DEBUG on).
+        logging.getLogger("django.request").error("Internal Server Error: %s", getattr(request, "path", "?"),
+                                                  exc_info=(type(exc), exc, exc.__traceback__))
+        response = Response({"detail": "The server failed to answer this request; the error was logged."},
+                            status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+        response._has_been_logged = True
+    elif isinstance(response.data, dict) and "detail" not in response.data:
+        response.data = {"detail": _summary(response.data), **response.data}
+    elif isinstance(response.data, list):
+        response.data = {"detail": _summary(response.data)}
     return response
 
 
@@ -237,13 +266,9 @@ def _int_param(request, name: str) -> int | None:
     return value
 
 
-def _shows_names(viewer) -> bool:
-    """Coordinators and admins see raters' usernames; everyone else (analysts) sees stable pseudonyms."""
-    return has_role(viewer, COORDINATOR)
-
-
-def _rater_name(rater, viewer) -> str:
-    if _shows_names(viewer):
+def _rater_name(rater, viewer, campaign: Campaign | None = None) -> str:
+    """Username or stable pseudonym, by the rule of annotation.campaigns.shows_names."""
+    if shows_names(viewer, campaign):
         return rater.username
     try:
         profile = rater.rater_profile
@@ -333,11 +358,27 @@ class DialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
 
 
 class BlindDialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
-    """A dialogue as its rater sees it: no source model, no metadata, redactions applied."""
+    """A dialogue as its rater sees it: an opaque id per campaign, no external or database id, no source model,
+    no metadata, redactions applied. Coordinators and admins also get ``id`` and ``external_id``."""
+
+    blind_id = serializers.SerializerMethodField(
+        help_text='Opaque id of the dialogue in this campaign (e.g. "D-K3QZ7M2A"); quote it when reporting a problem.')
+    id = serializers.IntegerField(required=False, help_text="Database id: coordinators and admins only.")
+    external_id = serializers.CharField(required=False, help_text="Id in the corpus: coordinators and admins only.")
 
     class Meta:
         model = Dialogue
-        fields = ["id", "external_id", "language", "self_report", "turns"]
+        fields = ["blind_id", "id", "external_id", "language", "self_report", "turns"]
+
+    def get_blind_id(self, dialogue: Dialogue) -> str:
+        return blind_id(self.context["campaign_id"], dialogue.pk)
+
+    def to_representation(self, dialogue: Dialogue) -> dict:
+        data = super().to_representation(dialogue)
+        if not has_role(_viewer(self), COORDINATOR):
+            data.pop("id", None)
+            data.pop("external_id", None)
+        return data
 
 
 class CampaignSerializer(serializers.ModelSerializer):
@@ -387,14 +428,15 @@ class RaterInputSerializer(serializers.Serializer):
 
 
 class CampaignRaterSerializer(serializers.ModelSerializer):
-    rater = serializers.SerializerMethodField(help_text="Username (coordinators, admins) or pseudonym (analysts).")
+    rater = serializers.SerializerMethodField(
+        help_text="Username (coordinators, admins) or pseudonym (analysts, unless the campaign allows names).")
 
     class Meta:
         model = CampaignRater
         fields = ["rater", "team", "capacity", "available_until", "active", "added_at"]
 
     def get_rater(self, row: CampaignRater) -> str:
-        return _rater_name(row.user, _viewer(self))
+        return _rater_name(row.user, _viewer(self), row.campaign)
 
 
 class AssignResultSerializer(serializers.Serializer):
@@ -405,7 +447,8 @@ class AssignResultSerializer(serializers.Serializer):
 
 
 class RaterProgressSerializer(serializers.Serializer):
-    rater = serializers.CharField(help_text="Username (coordinators, admins) or pseudonym (analysts).")
+    rater = serializers.CharField(
+        help_text="Username (coordinators, admins) or pseudonym (analysts, unless the campaign allows names).")
     team = serializers.CharField()
     total = serializers.IntegerField()
     submitted = serializers.IntegerField()
@@ -426,7 +469,7 @@ class AssignmentCampaignSerializer(serializers.ModelSerializer):
 
 class AssignmentSerializer(serializers.ModelSerializer):
     campaign = AssignmentCampaignSerializer(read_only=True)
-    dialogue = BlindDialogueSerializer(read_only=True)
+    dialogue = serializers.SerializerMethodField()
     rater = serializers.CharField(source="rater.username", read_only=True)
     status = _status_field(Assignment.Status.choices)
 
@@ -434,6 +477,11 @@ class AssignmentSerializer(serializers.ModelSerializer):
         model = Assignment
         fields = ["id", "campaign", "dialogue", "rater", "status", "position", "comment", "skip_reason", "flagged",
                   "flag_note", "return_note", "created_at", "started_at", "submitted_at", "updated_at"]
+
+    @extend_schema_field(BlindDialogueSerializer)
+    def get_dialogue(self, assignment: Assignment) -> dict:
+        context = {**self.context, "campaign_id": assignment.campaign_id}
+        return BlindDialogueSerializer(assignment.dialogue, context=context).data
 
 
 class OwnLabelSerializer(serializers.ModelSerializer):
@@ -474,7 +522,8 @@ class SubmitErrorSerializer(serializers.Serializer):
 class LabelSerializer(serializers.ModelSerializer):
     """A rater's label, for coordinators and analysts."""
 
-    rater = serializers.SerializerMethodField(help_text="Username (coordinators, admins) or pseudonym (analysts).")
+    rater = serializers.SerializerMethodField(
+        help_text="Username (coordinators, admins) or pseudonym (analysts, unless the campaign allows names).")
     item_code = serializers.CharField(source="item.code", read_only=True)
     dialogue_external_id = serializers.CharField(source="dialogue.external_id", read_only=True)
     assignment_status = serializers.ChoiceField(choices=Assignment.Status.choices, source="assignment.status",
@@ -486,7 +535,7 @@ class LabelSerializer(serializers.ModelSerializer):
                   "item", "item_code", "value", "comment", "created_at", "updated_at"]
 
     def get_rater(self, label: Label) -> str:
-        return _rater_name(label.rater, _viewer(self))
+        return _rater_name(label.rater, _viewer(self), label.campaign)
 
 
 # --- Viewsets ------------------------------------------------------------------------------------------------------
@@ -582,7 +631,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         campaign = self.get_object()
         context = self.get_serializer_context()
         if request.method == "GET":
-            rows = campaign.raters.select_related("user__rater_profile").order_by("team", "user__username")
+            rows = campaign.raters.select_related("campaign", "user__rater_profile").order_by("team", "user__username")
             return Response(CampaignRaterSerializer(rows, many=True, context=context).data)
         data = RaterInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -608,7 +657,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         rows = rater_progress(campaign)
         for row in rows:
             row["team"] = row["rater"].team
-            row["rater"] = _rater_name(row["rater"].user, request.user)
+            row["rater"] = _rater_name(row["rater"].user, request.user, campaign)
         return Response(RaterProgressSerializer(rows, many=True).data)
 
 
@@ -725,7 +774,7 @@ class LabelViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         qs = (Label.objects.filter(campaign__deleted_at__isnull=True)
-              .select_related("item", "dialogue", "assignment", "rater__rater_profile")
+              .select_related("item", "dialogue", "assignment", "campaign", "rater__rater_profile")
               .order_by("campaign_id", "dialogue_id", "assignment_id", "item__order", "id"))
         if self.action == "list":
             for param in ("campaign", "dialogue"):

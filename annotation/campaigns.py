@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from annotation import scales
 from annotation.models import (
@@ -19,10 +21,47 @@ from annotation.models import (
     Label,
     RaterProfile,
 )
+from annotation.roles import COORDINATOR, has_role
 
 
 class CampaignError(ValueError):
     """A request the campaign rules refuse; the message says why."""
+
+
+def blind_id(campaign_id: int, dialogue_id: int) -> str:
+    """The opaque id under which the raters of a campaign see a dialogue, e.g. "D-K3QZ7M2A".
+
+    Raters never see the external id or the database id (both can reveal the source model or the order in
+    which dialogues were made). Stable per campaign and dialogue, so a rater can quote it to the coordinator,
+    who sees it next to the external id; unguessable without the server's secret key.
+    """
+    digest = salted_hmac("minicex.blind-dialogue", f"{campaign_id}:{dialogue_id}").digest()
+    return "D-" + base64.b32encode(digest[:5]).decode()
+
+
+# ------------------------------------------------------------------------------------------- who sees names
+
+
+def shows_names(viewer, campaign: Campaign | None = None) -> bool:
+    """Coordinators and admins see raters' usernames; everyone else (analysts) sees stable pseudonyms, unless
+    the coordinator allowed names in ``campaign`` (the rule of the API, the pages, the reports and exports)."""
+    if viewer is not None and has_role(viewer, COORDINATOR):
+        return True
+    return campaign is not None and bool(campaign.allow_names)
+
+
+def rater_names(users, viewer, campaign: Campaign | None = None) -> dict[int, str]:
+    """User id -> the name ``viewer`` may see: the username, or the rater's stable pseudonym (R0001...),
+    created on first use so that pages, the API and exports agree."""
+    users = [u for u in users if u is not None]
+    if shows_names(viewer, campaign):
+        return {u.pk: u.username for u in users}
+    known = dict(RaterProfile.objects.filter(user__in=[u.pk for u in users]).values_list("user_id", "pseudonym"))
+    for user in users:
+        if user.pk not in known:
+            profile = RaterProfile.for_user(user)
+            known[user.pk] = profile.pseudonym if profile else f"rater #{user.pk}"
+    return {u.pk: known[u.pk] for u in users}
 
 
 @transaction.atomic

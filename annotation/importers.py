@@ -4,6 +4,7 @@ reported with its number and nothing is written unless every line is good."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -44,14 +45,54 @@ class ImportRejected(Exception):
         super().__init__("; ".join(str(e) for e in errors[:20]) + (" ..." if len(errors) > 20 else ""))
 
 
+def _max_length(name: str) -> int:
+    return Dialogue._meta.get_field(name).max_length
+
+
+def storable_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
+    """Why a parsed JSON value cannot be stored as it is on every database, or None: PostgreSQL refuses NUL
+    characters and unpaired surrogates ("\\u0000", "\\ud800") in text and JSON, and NaN or Infinity in JSON."""
+    where = f'"{path[:80]}"' if path else "the record"
+    if depth > 100:
+        return f"{where} is nested too deeply"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{where} contains a NUL character (\\u0000)"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where} contains an unpaired surrogate (an invalid \\u escape)"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value!r}, which cannot be stored"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = (storable_problem(key, f"{path}: a key" if path else "a key", depth + 1)
+                       or storable_problem(item, f"{path}.{key}" if path else str(key), depth + 1))
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for n, item in enumerate(value, start=1):
+            problem = storable_problem(item, f"{path}[{n}]", depth + 1)
+            if problem:
+                return problem
+    return None
+
+
 def _check_record(obj: Any) -> list[str]:
     if not isinstance(obj, dict):
         return ["expected a JSON object"]
     problems = [f'missing field "{name}"' for name in REQUIRED if name not in obj]
     if problems:
         return problems
+    unstorable = storable_problem(obj)
+    if unstorable:
+        return [unstorable]
     if not isinstance(obj["id"], str | int) or not str(obj["id"]).strip():
         problems.append('"id" must be a non-empty string')
+    elif len(str(obj["id"]).strip()) > _max_length("external_id"):
+        problems.append(f'"id" is {len(str(obj["id"]).strip())} characters long; '
+                        f'at most {_max_length("external_id")} are allowed')
     if not isinstance(obj["self_report"], str) or not obj["self_report"].strip():
         problems.append('"self_report" must be non-empty text')
     turns = obj["turns"]
@@ -70,9 +111,12 @@ def _check_record(obj: Any) -> list[str]:
         problems.append(f'"split" must be one of train, validation, test (got {obj["split"]!r})')
     if "meta" in obj and not isinstance(obj["meta"], dict):
         problems.append('"meta" must be an object')
-    for name in ("model", "language"):
+    for name, column in (("model", "source_model"), ("language", "language")):
         if name in obj and obj[name] is not None and not isinstance(obj[name], str):
             problems.append(f'"{name}" must be text')
+        elif len((obj.get(name) or "").strip()) > _max_length(column):
+            problems.append(f'"{name}" is {len(obj[name].strip())} characters long; '
+                            f"at most {_max_length(column)} are allowed")
     return problems
 
 
@@ -94,6 +138,9 @@ def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Itera
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             errors.append(LineError(number, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        except RecursionError:
+            errors.append(LineError(number, "the JSON is nested too deeply"))
             continue
         if not isinstance(obj, dict):
             errors.append(LineError(number, "expected a JSON object"))

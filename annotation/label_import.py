@@ -166,6 +166,9 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
         if len(fields) != len(columns):
             errors.append(LineError(number, f"{len(fields)} fields, but the header has {len(columns)}"))
             continue
+        if any("\x00" in f for f in fields):
+            errors.append(LineError(number, "contains a NUL character, which cannot be stored"))
+            continue
 
         def get(name: str, row: list[str] = fields) -> str:
             return row[index[name]].strip() if name in index else ""

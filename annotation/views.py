@@ -188,10 +188,17 @@ def corpus_detail(request, pk: int):
 
 @role_required(*STAFF_ROLES)
 def dialogue_detail(request, pk: int):
+    from annotation.campaigns import rater_names
     from annotation.dialogues import view_model
+    from annotation.models import Redaction
 
     dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk)
-    redactions = dialogue.redactions.select_related("created_by", "revoked_by").order_by("created_at")
+    redactions = list(dialogue.redactions.select_related("created_by", "revoked_by").order_by("created_at"))
+    # Redactions made while rating name a physician: analysts see the rater's pseudonym.
+    by_raters = rater_names([r.created_by for r in redactions if r.source == Redaction.Source.ANNOTATOR],
+                            request.user)
+    for redaction in redactions:
+        redaction.by_name = by_raters.get(redaction.created_by_id) or getattr(redaction.created_by, "username", "")
     return render(request, "annotation/dialogue_detail.html",
                   {"dialogue": dialogue, "view": view_model(dialogue), "redactions": redactions})
 

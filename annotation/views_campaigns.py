@@ -26,7 +26,8 @@ from annotation.models import (
     LabelChange,
     PrivacyStatus,
 )
-from annotation.roles import ADMIN, ANALYST, COORDINATOR, role_required
+from annotation.params import whole_number
+from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
 
 
 @role_required(COORDINATOR)
@@ -61,7 +62,7 @@ def corpus_upload(request):
 def privacy_review(request, pk: int):
     corpus = get_object_or_404(Corpus.objects.alive(), pk=pk)
     if request.method == "POST":
-        dialogue = get_object_or_404(Dialogue, pk=request.POST.get("dialogue"), corpus=corpus)
+        dialogue = get_object_or_404(Dialogue, pk=whole_number(request.POST, "dialogue"), corpus=corpus)
         try:
             dialogue_views.review_privacy(dialogue, request.POST.get("action", ""), request.user,
                                           request.POST.get("reason", ""))
@@ -112,23 +113,34 @@ def campaign_new(request):
 @role_required(COORDINATOR, ANALYST)
 def campaign_detail(request, pk: int):
     campaign = get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version__scale"), pk=pk)
+    coordinating = has_role(request.user, COORDINATOR)
+    raters = campaign_service.rater_progress(campaign)
+    flagged = list(Assignment.objects.filter(campaign=campaign, flagged=True).select_related("dialogue", "rater"))
+    skipped = list(Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SKIPPED)
+                   .select_related("dialogue", "rater"))
+    # Analysts see raters under the pseudonyms of the API and exports unless the coordinator allowed names.
+    names = campaign_service.rater_names([row["rater"].user for row in raters] + [a.rater for a in flagged + skipped],
+                                         request.user, campaign)
+    for row in raters:
+        row["name"] = names[row["rater"].user_id]
+    for assignment in flagged + skipped:
+        assignment.rater_name = names[assignment.rater_id]
+        assignment.blind_id = campaign_service.blind_id(campaign.pk, assignment.dialogue_id)  # as raters quote it
     context = {
-        "campaign": campaign, "raters": campaign_service.rater_progress(campaign),
+        "campaign": campaign, "raters": raters, "names_shown": campaign_service.shows_names(request.user, campaign),
         "dialogues": campaign_service.dialogue_progress(campaign), "add_form": AddRatersForm(),
-        "in_scope": campaign.dialogues().count(),
-        "flagged": Assignment.objects.filter(campaign=campaign, flagged=True).select_related("dialogue", "rater"),
-        "skipped": Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SKIPPED)
-        .select_related("dialogue", "rater"),
+        "in_scope": campaign.dialogues().count(), "flagged": flagged, "skipped": skipped,
         "open_assignments": Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
-        .select_related("dialogue", "rater").order_by("rater__username", "position"),
-        "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username"),
+        .select_related("dialogue", "rater").order_by("rater__username", "position") if coordinating else [],
+        "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username")
+        if coordinating else [],
         "sample": None,
     }
     method = request.GET.get("sample")
     if method in ("random", "disagreement"):
-        size = max(1, min(500, int(request.GET.get("size") or 10)))
+        size = max(1, min(500, whole_number(request.GET, "size", default=10)))
         ids = campaign_service.audit_sample(campaign, size=size, method=method,
-                                            seed=int(request.GET["seed"]) if request.GET.get("seed") else None)
+                                            seed=whole_number(request.GET, "seed"))
         scores = campaign_service.disagreement_by_dialogue(campaign)
         context["sample"] = [(d, scores.get(d.pk, 0)) for d in Dialogue.objects.filter(pk__in=ids)
                              .order_by("external_id")]
@@ -183,7 +195,7 @@ def campaign_assign(request, pk: int):
 @role_required(COORDINATOR)
 def assignment_reassign(request, pk: int):
     assignment = get_object_or_404(Assignment, pk=pk)
-    to_user = get_object_or_404(get_user_model(), pk=request.POST.get("to_user"))
+    to_user = get_object_or_404(get_user_model(), pk=whole_number(request.POST, "to_user"))
     try:
         campaign_service.reassign(assignment, to_user, by=request.user, reason=request.POST.get("reason", ""))
     except campaign_service.CampaignError as exc:
@@ -213,6 +225,7 @@ def campaign_dialogue(request, pk: int, dialogue_id: int):
                      "final": final.get(item.pk), "allowed": item.allowed_values()})
     return render(request, "annotation/campaign_dialogue.html", {
         "campaign": campaign, "dialogue": dialogue, "assignments": assignments, "rows": rows,
+        "blind_id": campaign_service.blind_id(campaign.pk, dialogue.pk),
         "view": dialogue_views.view_model(dialogue)})
 
 
@@ -224,12 +237,12 @@ def campaign_dialogue_action(request, pk: int, dialogue_id: int):
     action = request.POST.get("action")
     try:
         if action == "return":
-            assignment = get_object_or_404(Assignment, pk=request.POST.get("assignment"), campaign=campaign,
+            assignment = get_object_or_404(Assignment, pk=whole_number(request.POST, "assignment"), campaign=campaign,
                                            dialogue=dialogue)
             labels.return_for_reannotation(assignment, request.user, request.POST.get("note", ""))
             messages.success(request, f"Returned to {assignment.rater.username} for re-annotation.")
         elif action in ("adjudicate", "gold"):
-            item = get_object_or_404(Item, pk=request.POST.get("item"), version=campaign.scale_version_id)
+            item = get_object_or_404(Item, pk=whole_number(request.POST, "item"), version=campaign.scale_version_id)
             raw = request.POST.get("value", "")
             value = None if raw == "" else int(raw)
             if action == "adjudicate":

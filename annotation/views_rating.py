@@ -14,9 +14,11 @@ from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
 from annotation import labels, scales
-from annotation.campaigns import next_assignment
+from annotation.campaigns import blind_id, next_assignment
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
+
+MAX_ID = 2**63 - 1  # PostgreSQL bigint: larger ids and sequence numbers cannot be stored or looked up
 
 
 def _own_assignment(request, pk: int, *, with_dialogue: bool = True) -> Assignment:
@@ -37,13 +39,18 @@ def _error(exc: labels.LabelError) -> JsonResponse:
 
 
 def _payload(request) -> dict:
+    """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400."""
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"{}")
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return {}
-        return data if isinstance(data, dict) else {}
-    return request.POST.dict()
+        data = data if isinstance(data, dict) else {}
+    else:
+        data = request.POST.dict()
+    if any(isinstance(value, str) and "\x00" in value for value in data.values()):
+        raise labels.LabelError("The text contains a NUL character (\\x00), which cannot be stored; remove it.")
+    return data
 
 
 @login_required
@@ -71,7 +78,7 @@ def rate(request, pk: int):
         "dialogue": dialogue_views.view_model(assignment.dialogue), "language": assignment.dialogue.language,
         "n_items": sum(len(items) for _, items in dimensions),
         "n_answered": sum(1 for a in answers.values() if a.value is not None),
-        "counts": counts, "editable": assignment.is_open,
+        "counts": counts, "editable": assignment.is_open, "blind_id": blind_id(campaign.pk, assignment.dialogue_id),
     }
     return render(request, "annotation/rate.html", context)
 
@@ -79,7 +86,10 @@ def rate(request, pk: int):
 @require_POST
 @login_required
 def rate_label(request, pk: int):
-    data = _payload(request)
+    try:
+        data = _payload(request)
+    except labels.LabelError as exc:
+        return _error(exc)
     try:
         item_id = int(data.get("item"))
         raw = data.get("value")
@@ -87,7 +97,11 @@ def rate_label(request, pk: int):
         seq = int(data.get("seq") or 0)
     except (TypeError, ValueError):
         return JsonResponse({"detail": "Send item (id), value (number or empty) and seq."}, status=400)
+    if not (0 <= item_id <= MAX_ID and 0 <= seq <= MAX_ID and (value is None or abs(value) < 2**15)):
+        return JsonResponse({"detail": f"item and seq are whole numbers from 0 to {MAX_ID}; value is small."},
+                            status=400)
     comment = data.get("comment")
+    comment = None if comment is None else str(comment)
     try:
         # save_label checks ownership inside its transaction; someone else's assignment is a 404 as everywhere.
         label = labels.save_label(pk, item_id, value, request.user, comment=comment, client_seq=seq)
@@ -118,8 +132,8 @@ def _next_url(request, after: Assignment) -> str:
 def _act(request, pk: int, action, *, field: str | None = None, move_on: bool = True) -> JsonResponse:
     """Run one assignment action (submit, skip, flag) and answer JSON: where to go next, or why not."""
     assignment = _own_assignment(request, pk, with_dialogue=False)
-    args = (str(_payload(request).get(field, "")),) if field else ()
     try:
+        args = (str(_payload(request).get(field, "")),) if field else ()
         action(assignment, request.user, *args)
     except labels.LabelError as exc:
         return _error(exc)
@@ -154,7 +168,10 @@ def rate_redact(request, pk: int):
     assignment = _own_assignment(request, pk)
     if not assignment.is_open:
         return JsonResponse({"detail": "This dialogue is closed."}, status=409)
-    data = _payload(request)
+    try:
+        data = _payload(request)
+    except labels.LabelError as exc:
+        return _error(exc)
     try:
         field = str(data.get("field"))
         turn = None if data.get("turn") in (None, "", "null") else int(data["turn"])

@@ -12,6 +12,9 @@ from config.views import healthz
 from scoring.preference import api as api_preference
 from scoring.reports import api as scoring_api
 
+handler400 = "config.failures.handler400"
+handler500 = "config.failures.handler500"
+
 router = DefaultRouter()
 router.register("scales", annotation_api.ScaleViewSet, basename="scale")
 router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="scale-version")

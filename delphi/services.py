@@ -507,6 +507,8 @@ def save_profile(participation: Participation, data: dict[str, Any]) -> Particip
             value = data[name]
             if name in ("age", "working_years"):
                 value = _int_or_none(value, name.replace("_", " "), 0, 100)
+            else:
+                value = _fitting_text(Panelist, name, value)
             setattr(panelist, name, value if value is not None else ("" if name not in ("age", "working_years")
                                                                       else None))
     panelist.save()
@@ -522,6 +524,16 @@ def save_profile(participation: Participation, data: dict[str, Any]) -> Particip
     part.started_at = part.started_at or timezone.now()
     part.save()
     return part
+
+
+def _fitting_text(model, name: str, value) -> str:
+    """Text for a CharField of ``model``: at most its max_length, or a DelphiError saying so."""
+    value = "" if value is None else str(value).strip()
+    limit = model._meta.get_field(name).max_length
+    if limit is not None and len(value) > limit:
+        label = str(model._meta.get_field(name).verbose_name).capitalize()
+        raise DelphiError(f"{label}: at most {limit} characters (you gave {len(value)}).")
+    return value
 
 
 def _int_or_none(value, label: str, low: int, high: int) -> int | None:
@@ -543,7 +555,8 @@ def add_proposal(participation: Participation, *, text: str, dimension_code: str
         raise DelphiError("The validation survey rates the agreed items; new items are proposed in Delphi rounds.")
     if not text.strip():
         raise DelphiError("Write the item you propose.")
-    return Proposal.objects.create(participation=part, text=text.strip(), dimension_code=dimension_code.strip(),
+    return Proposal.objects.create(participation=part, text=text.strip(),
+                                   dimension_code=_fitting_text(Proposal, "dimension_code", dimension_code),
                                    reason=reason.strip())
 
 

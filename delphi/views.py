@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.models import Item
+from annotation.params import whole_number
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
 from annotation.views import scale_language
 from delphi import consensus, exports, services
@@ -267,7 +268,7 @@ def round_detail(request, pk: int):
 def round_decide(request, pk: int, item_id: int):
     rnd = _round(pk)
     item = get_object_or_404(Item, pk=item_id, version=rnd.version)
-    merge_into = Item.objects.filter(pk=request.POST.get("merge_into") or 0, version=rnd.version).first()
+    merge_into = Item.objects.filter(pk=whole_number(request.POST, "merge_into") or 0, version=rnd.version).first()
     try:
         decision = services.decide(rnd, request.user, item=item, action=request.POST.get("action", ""),
                                    reason=request.POST.get("reason", ""),
@@ -282,7 +283,7 @@ def round_decide(request, pk: int, item_id: int):
 @role_required(COORDINATOR)
 def round_add_item(request, pk: int):
     rnd = _round(pk)
-    proposal = Proposal.objects.alive().filter(pk=request.POST.get("proposal") or 0,
+    proposal = Proposal.objects.alive().filter(pk=whole_number(request.POST, "proposal") or 0,
                                                participation__round=rnd).first()
     try:
         services.decide(rnd, request.user, item=None, action="add", reason=request.POST.get("reason", ""),

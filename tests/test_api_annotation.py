@@ -144,7 +144,7 @@ def test_assignment_dialogue_is_blind_and_redacted(campaign, physician, coordina
     assert response.status_code == 200
     assert SECRET_MODEL not in response.content.decode() and "internal" not in response.content.decode()
     shown = response.json()["dialogue"]
-    assert set(shown) == {"id", "external_id", "language", "self_report", "turns"}
+    assert set(shown) == {"blind_id", "language", "self_report", "turns"}  # no external or database id
     assert shown["turns"][1]["text"].startswith("A [REDACTED], doctor")
     assert shown["turns"][0]["text"] == "Hello, what brings you in today?"  # revoked redaction not applied
     assert shown["self_report"].startswith("[REDACTED] had a cough")

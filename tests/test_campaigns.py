@@ -210,7 +210,7 @@ def test_trial_report_scores_raters_and_teams_against_gold(make_user, coordinato
             value = right if assignment.rater.username.startswith("a") else 1 - right
             labels.save_label(assignment, item.pk, value, assignment.rater)
         labels.submit(assignment, assignment.rater)
-    report = trial_report(campaign)
+    report = trial_report(campaign, names=True)
     assert report["gold_dialogues"] == 4 and report["gold_items"] == ["1.1", "1.2"]
     by_rater = {r["rater"]: r for r in report["raters"]}
     assert by_rater["a1"]["overall"]["accuracy"] == 1.0 and by_rater["a1"]["overall"]["kappa"] == pytest.approx(1.0)

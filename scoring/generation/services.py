@@ -26,6 +26,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from annotation.importers import privacy_fields
 from annotation.models import AuditEvent, Corpus, Dialogue
@@ -497,7 +498,11 @@ def process_step(gd_id: int) -> StepOutcome:
 
 
 def external_id(gd: GeneratedDialogue) -> str:
-    return f"gen{gd.job_id}-{gd.pk}-{gd.case.external_id}"[:200]
+    """The corpus id of a generated dialogue: "gen<job>-<opaque>-<case>". The opaque part is a keyed hash of
+    the generated dialogue, so sorting by id neither groups nor orders dialogues by model or temperature
+    (sequential ids follow the case x model x temperature order of the job)."""
+    token = salted_hmac("minicex.generated-dialogue", f"{gd.job_id}:{gd.pk}").hexdigest()[:10]
+    return f"gen{gd.job_id}-{token}-{gd.case.external_id}"[:200]
 
 
 @transaction.atomic

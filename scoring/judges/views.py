@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.models import Campaign, ScaleVersion
+from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, role_required
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm
@@ -126,7 +127,7 @@ def judge_run_report(request, pk: int):
     from scoring.judges.report import judge_vs_physicians
 
     run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=request.GET.get("campaign"), corpus=run.corpus)
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=whole_number(request.GET, "campaign"), corpus=run.corpus)
     try:
         report = judge_vs_physicians(run, campaign)
     except ValueError as exc:
@@ -142,7 +143,8 @@ def judge_run_compare(request, pk: int, other: int):
 
     run_a = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
     run_b = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=other)
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=request.GET.get("campaign"), corpus=run_a.corpus)
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=whole_number(request.GET, "campaign"),
+                                 corpus=run_a.corpus)
     try:
         report = compare_modes(run_a, run_b, campaign)
     except ValueError as exc:

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import AuditEvent
+from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, role_required
 from scoring.llm import gateway
 from scoring.preference import analysis as preference_analysis
@@ -173,7 +174,7 @@ def study_action(request, pk: int):
             result = preference.assign(study, user=request.user)
             messages.success(request, f"{result.created} comparison(s) assigned.")
         elif action == "withdraw-rater":
-            rater = get_object_or_404(study.raters.select_related("user"), user_id=request.POST.get("rater"))
+            rater = get_object_or_404(study.raters.select_related("user"), user_id=whole_number(request.POST, "rater"))
             withdrawn, topped_up = preference.withdraw_rater(study, rater.user, by=request.user, reason=reason)
             note = f" {len(topped_up.short)} comparison(s) lack raters: add raters." if topped_up.short else ""
             messages.success(request, f"{rater.user.username} withdrawn: {withdrawn} open comparison(s) withdrawn, "
@@ -196,7 +197,7 @@ def study_action(request, pk: int):
             units = preference_judging.start(run, request.user)
             messages.success(request, f"LLM judge started: {units} request(s) queued (each pair in both orders).")
         elif action == "cancel-judge":
-            run = get_object_or_404(study.judge_runs, pk=request.POST.get("run"))
+            run = get_object_or_404(study.judge_runs, pk=whole_number(request.POST, "run"))
             preference_judging.cancel(run, request.user)
             messages.success(request, "Judge run cancelled.")
         else:

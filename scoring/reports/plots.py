@@ -11,7 +11,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+# Labels come from users (model names, item codes): "$...$" in them is text, never mathtext to parse.
+plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
+                     "text.parse_math": False, "text.usetex": False})
 
 
 _STYLE_ATTRIBUTE = re.compile(r'\sstyle="([^"]*)"')

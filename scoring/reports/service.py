@@ -17,14 +17,17 @@ def names_allowed(user, campaign: Campaign) -> bool:
     return may_see_names(user, [campaign])
 
 
-def current_report_job(campaign: Campaign, user, *, start: bool = True) -> Job | None:
-    """The report job for the campaign's current labels: a finished one if cached, else a running one;
-    with ``start`` a new one is queued when there is neither (or the last one failed)."""
+def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: bool = False) -> Job | None:
+    """The report job for the campaign's current labels: a finished one if cached, else a running one, else
+    the one that failed (its error is shown; the same labels would fail again). With ``start`` a new one is
+    queued when there is none, or with ``retry`` when the last one failed."""
     fingerprint = study_fingerprint([campaign])
     names = names_allowed(user, campaign)
-    job = (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
-                              params__fingerprint=fingerprint, params__names=names)
-           .exclude(status=Job.Status.FAILED).order_by("-created_at").first())
+    jobs_for_labels = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+                                         params__fingerprint=fingerprint, params__names=names)
+    job = jobs_for_labels.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
+    if job is None and not retry:
+        job = jobs_for_labels.order_by("-created_at").first()
     if job is None and start:
         job = jobs.submit(Job.Kind.CAMPAIGN_REPORT, user=user, campaign=campaign.pk, fingerprint=fingerprint,
                           names=names)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.contrib.auth import get_user_model
+
+from annotation.campaigns import rater_names
 from annotation.models import Assignment, Campaign, GoldLabel, Label
 from scoring import stats
 
@@ -20,11 +23,12 @@ def _score(pairs: list[tuple[int, int]]) -> dict:
             "kappa": kappa["value"], "warnings": kappa["warnings"]}
 
 
-def trial_report(campaign: Campaign) -> dict:
+def trial_report(campaign: Campaign, *, names: bool = False) -> dict:
     """Per rater and per team: per-item and overall accuracy and kappa against gold (submitted work only).
 
     The overall kappa pools the binary items only (one 0/1 category set); the ordinal item 4 is reported
-    per item.
+    per item. Raters appear under their stable pseudonyms; ``names=True`` gives usernames (check
+    ``scoring.reports.service.names_allowed`` first).
     """
     gold = {(g.dialogue_id, g.item_id): g.value
             for g in GoldLabel.objects.filter(campaign=campaign).select_related("item")}
@@ -33,15 +37,16 @@ def trial_report(campaign: Campaign) -> dict:
         items[g.item_id] = g.item
     teams = {r.user_id: (r.team or "—") for r in campaign.raters.all()}
     per_rater: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
-    names: dict[int, str] = {}
     rows = (Label.objects.filter(campaign=campaign, assignment__status=Assignment.Status.SUBMITTED,
                                  value__isnull=False)
-            .values_list("rater_id", "rater__username", "dialogue_id", "item_id", "value"))
-    for rater_id, username, dialogue_id, item_id, value in rows:
+            .values_list("rater_id", "dialogue_id", "item_id", "value"))
+    for rater_id, dialogue_id, item_id, value in rows:
         key = (dialogue_id, item_id)
         if key in gold:
             per_rater[rater_id][item_id].append((value, gold[key]))
-            names[rater_id] = username
+    users = get_user_model().objects.filter(pk__in=list(per_rater))
+    shown = ({u.pk: u.username for u in users} if names
+             else rater_names(users, viewer=None))  # nobody as viewer: pseudonyms
 
     def summarise(by_item: dict[int, list]) -> dict:
         binary = [p for item_id, pairs in by_item.items() if items[item_id].response_type == "binary" for p in pairs]
@@ -53,8 +58,8 @@ def trial_report(campaign: Campaign) -> dict:
 
     raters = []
     team_pairs: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
-    for rater_id, by_item in sorted(per_rater.items(), key=lambda kv: names[kv[0]]):
-        raters.append({"rater": names[rater_id], "team": teams.get(rater_id, "—"), **summarise(by_item)})
+    for rater_id, by_item in sorted(per_rater.items(), key=lambda kv: shown[kv[0]]):
+        raters.append({"rater": shown[rater_id], "team": teams.get(rater_id, "—"), **summarise(by_item)})
         for item_id, pairs in by_item.items():
             team_pairs[teams.get(rater_id, "—")][item_id].extend(pairs)
     teams_out = [{"team": team, **summarise(by_item)} for team, by_item in sorted(team_pairs.items())]

@@ -9,10 +9,12 @@ from scoring.jobs.models import Job
 @role_required(COORDINATOR, ANALYST)
 def campaign_trial_report(request, pk: int):
     from annotation.models import Campaign
+    from scoring.reports.service import names_allowed
     from scoring.reports.trial import trial_report
 
     campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
-    return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": trial_report(campaign)})
+    report = trial_report(campaign, names=names_allowed(request.user, campaign))
+    return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": report})
 
 
 def _campaign(pk: int):
@@ -24,11 +26,18 @@ def _campaign(pk: int):
 @role_required(COORDINATOR, ANALYST)
 def campaign_report(request, pk: int):
     """The analyst's report: computed by a worker, cached until the labels change; progress while it runs."""
+    from django.shortcuts import redirect
+
     from scoring.reports.service import current_report_job, last_failure
 
     campaign = _campaign(pk)
+    if request.method == "POST":  # "Try again" after a failure
+        current_report_job(campaign, request.user, retry=True)
+        return redirect("campaign-report", pk=pk)
     job = current_report_job(campaign, request.user)
     context = {"campaign": campaign, "job": job, "failure": last_failure(campaign)}
+    if job.status == Job.Status.FAILED:
+        return render(request, "scoring/report_pending.html", context)
     if job.status == Job.Status.SUCCEEDED:
         context["report"] = job.result
         return render(request, "scoring/report.html", context)
@@ -59,6 +68,8 @@ def campaign_report_download(request, pk: int):
 
     campaign = _campaign(pk)
     job = current_report_job(campaign, request.user)
+    if job.status == Job.Status.FAILED:
+        return HttpResponse(f"The report could not be computed: {job.error}", status=409, content_type="text/plain")
     if job.status != Job.Status.SUCCEEDED:
         return HttpResponse("The report is still being computed; try again when the report page shows it.",
                             status=409, content_type="text/plain")

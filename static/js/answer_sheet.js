@@ -88,7 +88,7 @@
     }
 
     async function post(url, body) {
-      return fetch(url, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf() },
+      return fetch(url, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf(), Accept: "application/json" },
         body: new URLSearchParams(body) });
     }
 

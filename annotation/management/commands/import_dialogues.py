@@ -35,6 +35,9 @@ class Command(BaseCommand):
         name = corpus.strip()
         if not name:
             raise CommandError("--corpus needs a name.")
+        limit = Corpus._meta.get_field("name").max_length
+        if len(name) > limit or "\x00" in name:
+            raise CommandError(f"--corpus: a name of at most {limit} characters, without NUL characters.")
         if not os.path.isfile(path):
             raise CommandError(f"{path}: no such file.")
         existing = Corpus.objects.filter(name=name).first()

@@ -1,0 +1,392 @@
+"""Fault benchmarks (issue 21): what users see while part of the system fails, and how fast it recovers.
+
+Each fault is one function returning a row of figures; ``main`` runs the chosen faults and prints a table.
+Faults so far:
+
+* ``database_restart``: starts its own PostgreSQL cluster (``initdb`` and ``pg_ctl`` from
+  /usr/lib/postgresql/*/bin, run as the ``postgres`` OS user when this runs as root, since initdb refuses root)
+  on a free loopback port, migrates a fresh database, creates N physicians on a campaign, starts gunicorn
+  against it and lets the N simulated raters save labels on the rating page's endpoint (POST /rate/<id>/label/,
+  as static/js/answer_sheet.js does, including its retry queue: an unacknowledged click is sent again with
+  backoff until the server acknowledges it). Mid-run the cluster is stopped (``pg_ctl stop -m fast``, which
+  ends every connection: "the database system is shutting down"), kept down for ``--down`` seconds and
+  started again. Printed: requests, 5xx answers other than 503 (must be 0), 503 answers, tracebacks in the
+  server log, acknowledged saves missing from the database afterwards (must be 0), and the recovery time (from
+  the database accepting connections again to the first acknowledged save).
+
+Add a fault: write ``def my_fault(args) -> dict`` returning the same keys as ``database_restart`` (missing
+ones print as "—"), and add it to ``FAULTS``.
+
+Run:  .venv/bin/python bench/faults.py [--faults database_restart] [--raters 10] [--down 3.5] [--seconds 20]
+Exit status 0 when every fault ran and met its targets (no 5xx but 503, nothing lost), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import http.client
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A PostgreSQL cluster of our own
+# ---------------------------------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def postgres_bin_dir() -> Path:
+    """The newest /usr/lib/postgresql/<version>/bin holding initdb and pg_ctl."""
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0)
+    if candidates:
+        return Path(candidates[-1]).parent
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    raise RuntimeError("initdb not found: install PostgreSQL's server package (Debian: postgresql)")
+
+
+class PostgresCluster:
+    """A throw-away cluster in a temporary directory on a free port (trust authentication, loopback only)."""
+
+    def __init__(self, port: int | None = None):
+        self.bin = postgres_bin_dir()
+        self.port = port or free_port()
+        self.root = Path(tempfile.mkdtemp(prefix="minicex-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "postgres.log"
+        self.as_postgres = os.geteuid() == 0  # initdb refuses to run as root
+        if self.as_postgres:
+            shutil.chown(self.root, "postgres", "postgres")
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def database_url(self, name: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        command = [str(self.bin / args[0]), *args[1:]]
+        if self.as_postgres:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, check=check, capture_output=True, text=True, timeout=120)
+
+    def init(self) -> PostgresCluster:
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        return self
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=100"
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop", check=False)
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.database_url(name)
+
+    def destroy(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> PostgresCluster:
+        self.init()
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The app against that cluster
+# ---------------------------------------------------------------------------------------------------------------
+def app_env(database_url: str, var_dir: Path) -> dict[str, str]:
+    """Production mode on the given database; cache per process (no Redis needed), no broker needed."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "CACHE_URL", "DEBUG")}
+    env.update(DATABASE_URL=database_url, SECRET_KEY=os.environ.get("SECRET_KEY") or "faults-bench-insecure-key",
+               DEBUG="0", CACHE_URL="locmem://", MINICEX_VAR_DIR=str(var_dir), ALLOWED_HOSTS="127.0.0.1",
+               DB_CONNECT_TIMEOUT="2", DJANGO_SETTINGS_MODULE="config.settings", PYTHONUNBUFFERED="1")
+    return env
+
+
+SETUP_SCRIPT = r"""
+import json, sys
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from annotation.campaigns import add_rater, assign, create_campaign
+from annotation.importers import import_dialogues
+from annotation.labels import rating_items
+from annotation.models import Assignment, Corpus, ScaleVersion
+from annotation.roles import assign_role, sync_roles
+
+raters, dialogues = int(sys.argv[1]), int(sys.argv[2])
+sync_roles()
+corpus = Corpus.objects.create(name="faults")
+import_dialogues(corpus, [json.dumps({"id": f"d{n}", "self_report": f"Complaint {n}", "model": "m",
+                                      "turns": [{"role": "patient", "text": f"I feel unwell ({n})."},
+                                                {"role": "doctor", "text": "Since when?"}]})
+                          for n in range(dialogues)])
+version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+campaign = create_campaign(name="faults", corpus=corpus, scale_version=version, overlap=min(3, raters))
+users = []
+for n in range(raters):
+    user = get_user_model().objects.create_user(f"rater{n}", password=None)
+    assign_role(user, "physician")
+    add_rater(campaign, user)
+    users.append(user)
+assign(campaign)
+items = [[item_id, list(allowed)] for item_id, (code, allowed) in rating_items(version.pk).items()]
+out = []
+for user in users:
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "annotation.auth.CachedUserBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    out.append({"session": session.session_key,
+                "assignments": list(Assignment.objects.filter(rater=user).order_by("position")
+                                    .values_list("pk", flat=True))})
+print(json.dumps({"raters": out, "items": items}))
+"""
+
+
+def prepare_database(database_url: str, var_dir: Path, raters: int, dialogues: int) -> dict:
+    env = app_env(database_url, var_dir)
+    subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True,
+                   capture_output=True, timeout=600)
+    done = subprocess.run([PYTHON, "-c", SETUP_SCRIPT, str(raters), str(dialogues)], cwd=BASE_DIR, env=env,
+                          check=True, capture_output=True, text=True, timeout=600)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class Gunicorn:
+    def __init__(self, database_url: str, var_dir: Path, workers: int = 2):
+        self.port = free_port()
+        self.log_path = var_dir / "gunicorn.log"
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "gunicorn", "config.wsgi", "-w", str(workers), "-b", f"127.0.0.1:{self.port}",
+             "--timeout", "30", "--graceful-timeout", "5"],
+            cwd=BASE_DIR, env=app_env(database_url, var_dir), stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited:\n{self.log_path.read_text(errors='replace')[-3000:]}")
+            with contextlib.suppress(OSError):
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/accounts/login/")
+                if conn.getresponse().status == 200:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError("gunicorn did not answer")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def tracebacks(self) -> int:
+        return self.log_path.read_text(errors="replace").count("Traceback (most recent call last)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Simulated raters
+# ---------------------------------------------------------------------------------------------------------------
+CSRF = "f" * 32  # any 32-character secret: the cookie and the header carry the same value
+
+
+@dataclass
+class Tally:
+    requests: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+    errors: int = 0  # connection errors (no HTTP answer)
+    acked: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)  # (assignment, item) -> (seq, value)
+    ack_times: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, status: int | None) -> None:
+        with self.lock:
+            self.requests += 1
+            if status is None:
+                self.errors += 1
+            else:
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+
+
+def rater_loop(port: int, session: str, assignments: list[int], items: list, until: float, tally: Tally,
+               seed: int) -> None:
+    """Click answers one after the other; an unacknowledged click is retried (backoff) until acknowledged,
+    like the rating page's outbox. Stops at ``until`` (a click in flight is finished first)."""
+    rng = random.Random(seed)
+    seq = 0
+    headers = {"Cookie": f"sessionid={session}; csrftoken={CSRF}", "X-CSRFToken": CSRF,
+               "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
+               "Referer": f"http://127.0.0.1:{port}/"}
+    conn = None
+    while time.monotonic() < until:
+        assignment = rng.choice(assignments)
+        item_id, allowed = rng.choice(items)
+        value = rng.choice(allowed)
+        seq += 1
+        body = f"item={item_id}&value={value}&seq={seq}"
+        delay = 0.1
+        while True:
+            status = None
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                conn.request("POST", f"/rate/{assignment}/label/", body=body, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                status = response.status
+            except (OSError, http.client.HTTPException):
+                conn = None
+            tally.count(status)
+            if status == 200:
+                with tally.lock:
+                    tally.acked[(assignment, item_id)] = (seq, value)
+                    tally.ack_times.append(time.monotonic())
+                break
+            if status is not None and 400 <= status < 500:
+                break  # refused for good: the page drops it too
+            if time.monotonic() > until + 30:
+                return  # never acknowledged; counted as not delivered by the caller
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        time.sleep(rng.uniform(0.02, 0.08))  # think time
+
+
+def stored_labels(database_url: str) -> dict[tuple[int, int], tuple[int, int]]:
+    import psycopg
+
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        rows = conn.execute("SELECT assignment_id, item_id, client_seq, value FROM annotation_label").fetchall()
+    return {(a, i): (seq, value) for a, i, seq, value in rows}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Faults
+# ---------------------------------------------------------------------------------------------------------------
+def database_restart(args) -> dict:
+    """N raters save labels while PostgreSQL stops for ``args.down`` seconds and starts again."""
+    with PostgresCluster() as cluster:
+        var_dir = cluster.root / "var"
+        var_dir.mkdir()
+        database_url = cluster.create_database("minicex_faults")
+        data = prepare_database(database_url, var_dir, args.raters, max(20, args.raters * 2))
+        server = Gunicorn(database_url, var_dir, workers=args.workers)
+        try:
+            server.wait_ready()
+            tally = Tally()
+            started = time.monotonic()
+            until = started + args.seconds
+            threads = [threading.Thread(target=rater_loop, daemon=True,
+                                        args=(server.port, r["session"], r["assignments"], data["items"], until,
+                                              tally, n))
+                       for n, r in enumerate(data["raters"]) if r["assignments"]]
+            for thread in threads:
+                thread.start()
+            time.sleep(args.before)
+            stop_at = time.monotonic()
+            cluster.stop("fast")
+            time.sleep(args.down)
+            cluster.start()
+            back_at = time.monotonic()
+            for thread in threads:
+                thread.join(timeout=args.seconds + 60)
+            stuck = sum(thread.is_alive() for thread in threads)
+        finally:
+            server.stop()
+        stored = stored_labels(database_url)
+        lost = sum(1 for key, (seq, value) in tally.acked.items()
+                   if key not in stored or stored[key][0] < seq or (stored[key][0] == seq and stored[key][1] != value))
+        after = [t for t in tally.ack_times if t >= back_at]
+        five_xx = sum(n for status, n in tally.statuses.items() if status >= 500 and status != 503)
+        return {
+            "fault": f"database restart ({args.down:g} s down)", "raters": len(threads), "requests": tally.requests,
+            "acknowledged": len(tally.ack_times), "5xx": five_xx, "503": tally.statuses.get(503, 0),
+            "other_4xx": sum(n for s, n in tally.statuses.items() if 400 <= s < 500),
+            "no_answer": tally.errors, "tracebacks": server.tracebacks(), "lost": lost, "stuck": stuck,
+            "outage_s": round(back_at - stop_at, 2),
+            "recovery_s": round(min(after) - back_at, 2) if after else None,
+        }
+
+
+FAULTS = {"database_restart": database_restart}
+COLUMNS = [("fault", "fault"), ("requests", "requests"), ("acknowledged", "acked saves"), ("5xx", "5xx (not 503)"),
+           ("503", "503"), ("tracebacks", "tracebacks in log"), ("lost", "acked saves lost"),
+           ("outage_s", "outage s"), ("recovery_s", "recovery s")]
+
+
+def healthy(row: dict) -> bool:
+    """The targets: no 5xx but 503, no traceback, nothing acknowledged lost, service back by itself."""
+    return (row.get("5xx") == 0 and row.get("tracebacks", 0) == 0 and row.get("lost") == 0
+            and row.get("stuck", 0) == 0 and row.get("recovery_s") is not None)
+
+
+def print_table(rows: list[dict]) -> None:
+    cells = [[str(row.get(key)) if row.get(key) is not None else "—" for key, _ in COLUMNS] for row in rows]
+    widths = [max(len(title), *(len(c[n]) for c in cells)) for n, (_, title) in enumerate(COLUMNS)]
+    print("  ".join(title.ljust(w) for (_, title), w in zip(COLUMNS, widths, strict=True)))
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated: {', '.join(FAULTS)}")
+    parser.add_argument("--raters", type=int, default=10, help="simulated physicians saving labels (10)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
+    parser.add_argument("--seconds", type=float, default=20, help="length of the saving run (20)")
+    parser.add_argument("--before", type=float, default=5, help="seconds of saving before the fault (5)")
+    parser.add_argument("--down", type=float, default=3.5, help="seconds the database stays down (3.5)")
+    args = parser.parse_args(argv)
+    os.chdir(BASE_DIR)
+    rows = []
+    for name in [f.strip() for f in args.faults.split(",") if f.strip()]:
+        if name not in FAULTS:
+            parser.error(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
+        rows.append(FAULTS[name](args))
+    print_table(rows)
+    for row in rows:
+        print(json.dumps(row))
+    return 0 if all(healthy(row) for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -193,3 +193,10 @@ def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
             sheet.append((item.dimension, []))
         sheet[-1][1].append(item)
     return tuple((dimension, tuple(members)) for dimension, members in sheet)
+
+
+def shows_reference(version_id: int) -> bool:
+    """Whether raters of this version's answers see the reference answer (the scale's ``show_reference``)."""
+    from annotation.models import Scale
+
+    return bool(Scale.objects.filter(versions=version_id).values_list("show_reference", flat=True).first())

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
+from annotation.campaigns import check_target
 from annotation.models import AuditEvent, Corpus, Dialogue, Item
 from scoring.jobs import services as jobs
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
@@ -94,6 +95,7 @@ def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: li
                filter_split: str = "", filter_model: str = "", filter_language: str = "") -> JudgeRun:
     """Create a run with one pending result per (dialogue, item); ``start`` enqueues the work."""
     gateway.resolve_endpoint(config.base_url, config.api_key_env)  # NotConfigured says how to configure
+    check_target(config.prompt_set.scale_version, corpus, RunError)
     codes = set(config.prompt_set.scale_version.rating_items().values_list("code", flat=True))
     unknown = sorted(set(item_codes or []) - codes)
     if unknown:
@@ -323,7 +325,7 @@ def run_context(run: JudgeRun) -> RunContext:
     if context is None:
         prompt_set = PromptSet.objects.get(pk=run.snapshot["prompt_set"])
         items = {i.pk: i for i in Item.objects.filter(version_id=prompt_set.scale_version_id,
-                                                      response_type__in=["binary", "ordinal"])
+                                                      response_type__in=Item.SCORED_TYPES)
                  .prefetch_related("levels")}
         questions = dict(Prompt.objects.filter(prompt_set=prompt_set).values_list("item_id", "question"))
         context = RunContext(config=run.snapshot, prompt_set=prompt_set, items=items, questions=questions)

@@ -12,6 +12,9 @@ from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
 DEMO_CORPUS = "Demo corpus (synthetic)"
 DEMO_CAMPAIGN = "Demo campaign (synthetic)"
 DEMO_FILE = Path(__file__).parent / "demo_data" / "dialogues.jsonl"
+DEMO_ANSWERS = "Demo answers (synthetic)"
+DEMO_ANSWER_CAMPAIGN = "Demo HIVMedQA rubric (synthetic)"
+DEMO_ANSWER_FILE = Path(__file__).parent / "demo_data" / "answers.jsonl"
 # Local demo only: these are printed at start-up. Never load demo data on a public server.
 DEMO_USERS = [
     (PHYSICIAN, "physician", "physician-demo", "Dr Demo Physician"),
@@ -69,6 +72,43 @@ def load_demo() -> dict[str, int]:
         assign(campaign, user=coordinator)
         campaigns_created = 1
     return {"users_created": users_created, "dialogues_created": counts["created"],
+            "campaigns_created": campaigns_created}
+
+
+@transaction.atomic
+def load_instrument_demo() -> dict[str, int]:
+    """Install the ready instruments (HIVMedQA's rubric, AgentClinic's ratings) and a small corpus of synthetic
+    question-answer items rated on HIVMedQA's rubric by the demo physician. Run after :func:`load_demo`;
+    idempotent like it."""
+    import json
+
+    from annotation.campaigns import add_rater, assign, create_campaign
+    from annotation.importers import import_dialogues
+    from annotation.instruments import SHIPPED, install_shipped
+    from annotation.models import Campaign, Corpus, Dialogue
+
+    installed = sum(install_shipped(slug)[1] for slug in SHIPPED)
+    corpus, _ = Corpus.objects.get_or_create(
+        name=DEMO_ANSWERS, defaults={"is_demo": True, "kind": Corpus.Kind.ANSWER, "description": (
+            "Questions, model answers and reference answers written for this demo by the developers (in the style "
+            "of HIVMedQA). Not clinical advice, not study data.")})
+    present = set(Dialogue.objects.filter(corpus=corpus).values_list("external_id", flat=True))
+    lines = DEMO_ANSWER_FILE.read_text(encoding="utf-8").splitlines()
+    missing = [line for line in lines if line.strip() and json.loads(line)["id"] not in present]
+    counts = import_dialogues(corpus, missing) if missing else {"created": 0}
+    campaigns_created = 0
+    if not Campaign.objects.filter(corpus=corpus, name=DEMO_ANSWER_CAMPAIGN).exists():
+        User = get_user_model()
+        coordinator = User.objects.get(username="coordinator")
+        version = install_shipped("hivmedqa-medgpt")[0]
+        campaign = create_campaign(
+            name=DEMO_ANSWER_CAMPAIGN, corpus=corpus, scale_version=version, overlap=1, user=coordinator,
+            instructions="Demo only: synthetic answers. Score each answer from 0 to 5 on the five criteria of "
+                         "HIVMedQA's rubric, comparing it with the reference answer.")
+        add_rater(campaign, User.objects.get(username="physician"), added_by=coordinator)
+        assign(campaign, user=coordinator)
+        campaigns_created = 1
+    return {"instruments_installed": installed, "answers_created": counts["created"],
             "campaigns_created": campaigns_created}
 
 

@@ -45,6 +45,7 @@ MAX_SCALE_STEPS = 20
 SCALE_LIMIT = 1000
 CODE_MAX = 16
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
+RESERVED_SLUGS = ("new",)  # /scales/new/ is the page that builds one
 
 TOP_REQUIRED = ("name", "slug", "language", "target", "dimensions", "items")
 TOP_OPTIONAL = ("description", "source", "version_note", "show_reference", "version")
@@ -214,6 +215,8 @@ def check(data: Any) -> dict[str, Any]:
     slug = data.get("slug")
     if "slug" in data and (not isinstance(slug, str) or not SLUG_RE.match(slug) or len(slug) > 50):
         checker.error("$.slug", "must be 1-50 letters, digits, hyphens or underscores")
+    elif slug in RESERVED_SLUGS:
+        checker.error("$.slug", f'"{slug}" is reserved; choose another slug')
     for key in ("description", "source", "version_note"):
         if key in data and not isinstance(data[key], str):
             checker.error(f"$.{key}", "must be text")
@@ -453,7 +456,7 @@ def create_scale(*, slug: str, name_en: str, name_zh: str = "", language: str = 
                                  name_zh=spec["name"]["zh"], language=language, target=target,
                                  show_reference=show_reference, description=description.strip(), created_by=user)
     version = ScaleVersion.objects.create(scale=scale, number=1, note="Built in the browser.", created_by=user)
-    AuditEvent.record(user, "scale.create", scale, target=target)
+    AuditEvent.record(user, "scale.create", scale, rates=target)
     return version
 
 

@@ -58,6 +58,10 @@ class DimensionForm(forms.Form):
     name_en = forms.CharField(label="Name (English)", max_length=300, required=False)
     name_zh = forms.CharField(label="Name (中文)", max_length=300, required=False)
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "dimension_%s")  # shares its page with the item form
+        super().__init__(*args, **kwargs)
+
 
 def _pairs(text: str, field: str) -> dict:
     """Lines "value = English label | 中文" -> {"value": {"en": ..., "zh": ...}} (value kept as typed)."""
@@ -93,6 +97,7 @@ class ItemForm(forms.Form):
                              help_text='One level a line, lowest first: "1 = Unsatisfactory | 不合格".')
 
     def __init__(self, *args, dimensions=(), **kwargs):
+        kwargs.setdefault("auto_id", "item_%s")
         super().__init__(*args, **kwargs)
         self.fields["dimension"].choices = [(d.code, f"{d.code} {d.name_en or d.name_zh}") for d in dimensions]
 

@@ -178,5 +178,6 @@ class UploadDialoguesForm(forms.Form):
     corpus_name = forms.CharField(max_length=200, label="Corpus",
                                   help_text="An existing corpus name adds to it; a new name creates it.")
     file = forms.FileField(help_text="JSON Lines: one dialogue per line (id, self_report, turns, model, language, "
-                                     "split, meta).")
+                                     "split, meta), or one question-answer item per line (id, question, answer, "
+                                     "reference, model, language, split, meta).")
     update = forms.BooleanField(required=False, label="Replace dialogues whose id is already in the corpus")

@@ -147,3 +147,31 @@ def test_run_judge_takes_the_scale(hivmedqa, qa_corpus, fake_llm, monkeypatch, c
     assert JudgeResult.objects.filter(run__config=config).count() == 15
     with pytest.raises(Exception, match="No published scale 'nope'"):
         call_command("run_judge", "--corpus", "hiv answers", "--model", "m", "--scale", "nope")
+
+
+def test_the_judge_report_on_a_rubric_without_binary_items_does_not_crash(hivmedqa, qa_corpus, configure,
+                                                                          make_user, client, analyst):
+    from annotation import labels
+    from annotation.campaigns import add_rater, assign, create_campaign
+    from annotation.models import Assignment
+    from scoring.judges.report import judge_vs_physicians
+
+    rater = make_user("rater", "physician")
+    campaign = create_campaign(name="Rubric", corpus=qa_corpus, scale_version=hivmedqa, overlap=1)
+    add_rater(campaign, rater)
+    assign(campaign)
+    for assignment in Assignment.objects.filter(campaign=campaign):
+        for item in hivmedqa.rating_items():
+            labels.save_label(assignment, item.pk, 3, rater)
+        labels.submit(assignment, rater)
+    run = start(configure(hivmedqa), qa_corpus)
+    drain(run)
+    report = judge_vs_physicians(run, campaign, n_resamples=20)
+    assert report["items"] == [] and report["counts"]["dialogues_judged"] == 3
+    json.dumps(report)  # JSON-safe
+    client.force_login(analyst)
+    assert client.get(f"/judges/runs/{run.pk}/report/?campaign={campaign.pk}").status_code == 200
+    export = client.get(f"/campaigns/{campaign.pk}/labels.csv")
+    lines = b"".join(export.streaming_content if export.streaming else [export.content]).decode().splitlines()
+    assert export.status_code == 200 and len(lines) == 1 + 15 + 15  # header, physician labels, judge labels
+    assert {line.split(",")[2] for line in lines[1:]} == set(CRITERIA)

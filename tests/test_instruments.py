@@ -402,3 +402,18 @@ def test_delphi_studies_start_from_any_instruments_items(hivmedqa, agentclinic, 
     assert "comments" not in codes and len(codes) == 7
     assert list(Item.objects.filter(version=hivmedqa, response_type="scale").values_list("scale_min", flat=True)) \
         == [0] * 5
+
+
+def test_the_demo_installs_the_ready_instruments_and_answers_for_the_demo_physician(db):
+    from django.contrib.auth import get_user_model
+
+    from annotation.demo import DEMO_ANSWER_CAMPAIGN, load_demo, load_instrument_demo
+
+    load_demo()
+    first = load_instrument_demo()
+    assert first == {"instruments_installed": 2, "answers_created": 5, "campaigns_created": 1}
+    assert load_instrument_demo() == {"instruments_installed": 0, "answers_created": 0, "campaigns_created": 0}
+    physician = get_user_model().objects.get(username="physician")
+    assigned = Assignment.objects.filter(rater=physician, campaign__name=DEMO_ANSWER_CAMPAIGN)
+    assert assigned.count() == 5 and all(a.dialogue.is_answer for a in assigned)
+    assert Corpus.objects.get(name="Demo answers (synthetic)").kind == "answer"

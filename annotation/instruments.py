@@ -313,6 +313,13 @@ def _content(spec: dict) -> str:
     return json.dumps([spec["dimensions"], spec["items"]], sort_keys=True, ensure_ascii=False)
 
 
+def _same_content(version: ScaleVersion, spec: dict) -> bool:
+    try:
+        return _content(check(export_instrument(version))) == _content(spec)
+    except InstrumentError:  # an unfinished draft (built in the browser) is never the same content
+        return False
+
+
 @transaction.atomic
 def import_instrument(data: Any, *, draft: bool = False, user=None, source: str = "") -> tuple[ScaleVersion, bool]:
     """Create a scale version from instrument JSON: a new scale, or the next version of the scale with that slug
@@ -325,7 +332,7 @@ def import_instrument(data: Any, *, draft: bool = False, user=None, source: str 
         if scale.target != spec["target"]:
             raise InstrumentError([f'$.target: scale "{scale.slug}" rates {scale.get_target_display().lower()}; '
                                    f'a new version cannot rate "{spec["target"]}" (use another slug)'])
-        if latest is not None and _content(check(export_instrument(latest))) == _content(spec):
+        if latest is not None and _same_content(latest, spec):
             return latest, False
     else:
         name = spec["name"]

@@ -99,7 +99,7 @@ def item_question(item: Item, target: str = "dialogue") -> str:
         return head + f"Score the answer above on this criterion. Answer with {scoring} on the first line, then " \
                       "give one sentence of reason."
     if kind == Item.ResponseType.ORDINAL:
-        return (f"Item {item.code}: {item.text_en}. {item.guidance_en}\nHow do you rate the doctor in the dialogue "
+        return (f"Item {item.code}: {text}. {guidance}\nHow do you rate the doctor in the dialogue "
                 f"above? Answer with {_levels(item)} on the first line, then give one sentence of reason.")
     if kind == Item.ResponseType.SCALE:
         return (f"Item {item.code}: {text}. {guidance}".rstrip() + "\nHow do you rate the doctor in the dialogue "

@@ -43,13 +43,14 @@ class ItemInline(LockedVersionMixin, admin.StackedInline):
     model = Item
     extra = 0
     fk_name = "version"
-    fields = [("code", "order", "response_type", "value"), ("dimension", "parent"), ("text_en", "text_zh"),
-              ("guidance_en", "guidance_zh")]
+    fields = [("code", "order", "response_type", "value"), ("scale_min", "scale_max", "anchors"),
+              ("dimension", "parent"), ("text_en", "text_zh"), ("guidance_en", "guidance_zh")]
 
 
 @admin.register(Scale)
 class ScaleAdmin(admin.ModelAdmin):
-    list_display = ["name_en", "name_zh", "slug", "created_at"]
+    list_display = ["name_en", "name_zh", "slug", "target", "created_at"]
+    list_filter = ["target"]
     prepopulated_fields = {"slug": ["name_en"]}
 
 
@@ -83,8 +84,8 @@ class StudyDataAdmin(admin.ModelAdmin):
 
 @admin.register(Corpus)
 class CorpusAdmin(StudyDataAdmin):
-    list_display = ["name", "is_demo", "created_at", "deleted_at"]
-    list_filter = ["is_demo"]
+    list_display = ["name", "kind", "is_demo", "created_at", "deleted_at"]
+    list_filter = ["kind", "is_demo"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
 
 

@@ -131,7 +131,7 @@ class ItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = Item
         fields = ["id", "code", "dimension", "response_type", "text_en", "text_zh", "guidance_en",
-                  "guidance_zh", "allowed_values", "levels"]
+                  "guidance_zh", "allowed_values", "levels", "scale_min", "scale_max", "anchors"]
 
     def get_allowed_values(self, item: Item) -> list[int]:
         return item.allowed_values()
@@ -146,7 +146,9 @@ class DimensionSerializer(serializers.ModelSerializer):
 class ScaleVersionSerializer(serializers.ModelSerializer):
     scale = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     dimensions = DimensionSerializer(many=True, read_only=True)
-    rating_items = serializers.SerializerMethodField(help_text="Items rated on a dialogue (binary and ordinal).")
+    rating_items = serializers.SerializerMethodField(
+        help_text="Items rated with a number on a dialogue or answer (binary, levels ('ordinal') and scale).")
+    text_items = serializers.SerializerMethodField(help_text="Free-comment items (answered with text, not analysed).")
     secondary_items = serializers.SerializerMethodField(
         help_text="Codes of the secondary items rated for importance in surveys (5-point Likert)."
     )
@@ -155,11 +157,16 @@ class ScaleVersionSerializer(serializers.ModelSerializer):
     class Meta:
         model = ScaleVersion
         fields = ["id", "scale", "number", "status", "note", "created_at", "published_at", "is_locked",
-                  "dimensions", "rating_items", "secondary_items"]
+                  "dimensions", "rating_items", "text_items", "secondary_items"]
 
     @extend_schema(responses=ItemSerializer(many=True))
     def get_rating_items(self, version: ScaleVersion) -> list[dict]:
         items = version.rating_items().select_related("dimension").prefetch_related("levels").order_by("order")
+        return ItemSerializer(items, many=True).data
+
+    @extend_schema(responses=ItemSerializer(many=True))
+    def get_text_items(self, version: ScaleVersion) -> list[dict]:
+        items = version.text_items().select_related("dimension").order_by("order")
         return ItemSerializer(items, many=True).data
 
     def get_secondary_items(self, version: ScaleVersion) -> list[str]:
@@ -177,7 +184,8 @@ class ScaleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Scale
-        fields = ["id", "slug", "name_en", "name_zh", "description", "versions"]
+        fields = ["id", "slug", "name_en", "name_zh", "description", "source", "target", "language",
+                  "show_reference", "versions"]
 
 
 class ScaleViewSet(viewsets.ReadOnlyModelViewSet):
@@ -333,7 +341,7 @@ class CorpusSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Corpus
-        fields = ["id", "name", "description", "is_demo", "created_at", "dialogue_count"]
+        fields = ["id", "name", "kind", "description", "is_demo", "created_at", "dialogue_count"]
 
 
 class _ShownDialogueMixin(serializers.Serializer):

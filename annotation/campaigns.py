@@ -64,6 +64,14 @@ def rater_names(users, viewer, campaign: Campaign | None = None) -> dict[int, st
     return {u.pk: known[u.pk] for u in users}
 
 
+def check_target(scale_version, corpus, error: type[Exception]) -> None:
+    """Raise ``error`` unless the scale rates what the corpus holds (dialogues, or answers to questions)."""
+    scale = scale_version.scale
+    if scale.target != corpus.kind:
+        raise error(f"{scale} rates {scale.get_target_display().lower()}, but corpus \"{corpus}\" holds "
+                    f"{corpus.get_kind_display().lower()}: choose a matching scale or corpus.")
+
+
 @transaction.atomic
 def create_campaign(*, name: str, corpus, scale_version, overlap: int, phase: str = Campaign.Phase.FORMAL,
                     user=None, **options) -> Campaign:
@@ -72,6 +80,7 @@ def create_campaign(*, name: str, corpus, scale_version, overlap: int, phase: st
         raise CampaignError("Overlap must be at least 1 rater per dialogue.")
     if scale_version.status != "published":
         raise CampaignError(f"{scale_version} is not published; publish it before rating with it.")
+    check_target(scale_version, corpus, CampaignError)
     campaign = Campaign.objects.create(name=name.strip(), corpus=corpus, scale_version=scale_version,
                                        overlap=overlap, phase=phase, created_by=user, **options)
     scales.lock(scale_version, f"used by campaign {campaign.name}"[:200])

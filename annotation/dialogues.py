@@ -113,8 +113,13 @@ def segments_html(pieces: list[dict]) -> str:
         for piece in pieces))
 
 
+ROLE_LABELS = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement", "question": "Question",
+               "answer": "Answer", "reference": "Reference answer"}
+
+
 def view_model(dialogue: Dialogue) -> dict:
-    """Self-report and turns as segments with redactions applied (and as HTML), for the rating and review pages."""
+    """Self-report and turns as segments with redactions applied (and as HTML), for the rating and review pages.
+    A question-answer item's question, answer and reference come as turns of those roles (``is_answer``)."""
     spans = active_redactions(dialogue)
     by_place: dict[tuple[str, int | None], list[tuple[int, int]]] = {}
     for span in spans:
@@ -123,5 +128,7 @@ def view_model(dialogue: Dialogue) -> dict:
     turns = []
     for i, turn in enumerate(dialogue.turns):
         pieces = segments(turn["text"], by_place.get(("turn", i), []))
-        turns.append({"index": i, "role": turn["role"], "segments": pieces, "html": segments_html(pieces)})
-    return {"self_report": self_report, "self_report_html": segments_html(self_report), "turns": turns}
+        turns.append({"index": i, "role": turn["role"], "label": ROLE_LABELS.get(turn["role"], turn["role"]),
+                      "segments": pieces, "html": segments_html(pieces)})
+    return {"self_report": self_report, "self_report_html": segments_html(self_report), "turns": turns,
+            "is_answer": dialogue.is_answer}

@@ -8,6 +8,97 @@ class NewVersionForm(forms.Form):
     )
 
 
+class NewScaleForm(forms.Form):
+    name_en = forms.CharField(label="Name (English)", max_length=200, required=False)
+    name_zh = forms.CharField(label="Name (中文)", max_length=200, required=False)
+    slug = forms.SlugField(max_length=50, help_text="Short identifier used in URLs, files and the command line, "
+                                                    "e.g. my-rubric.")
+    language = forms.ChoiceField(choices=[("en", "English"), ("zh", "中文")], initial="en",
+                                 help_text="The language the instrument is written in (its text is required in it).")
+    target = forms.ChoiceField(choices=[("dialogue", "Doctor-patient dialogues"),
+                                        ("answer", "Answers to questions (question-answer items)")],
+                               label="Rates", initial="dialogue")
+    show_reference = forms.BooleanField(required=False, initial=True, label="Show raters the reference answer "
+                                                                            "(answers only)")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class DimensionForm(forms.Form):
+    code = forms.CharField(max_length=16, help_text='e.g. "1" or "P"')
+    name_en = forms.CharField(label="Name (English)", max_length=300, required=False)
+    name_zh = forms.CharField(label="Name (中文)", max_length=300, required=False)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "dimension_%s")  # shares its page with the item form
+        super().__init__(*args, **kwargs)
+
+
+def _pairs(text: str, field: str) -> dict:
+    """Lines "value = English label | 中文" -> {"value": {"en": ..., "zh": ...}} (value kept as typed)."""
+    out = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        value, sep, label = line.partition("=")
+        if not sep:
+            raise forms.ValidationError(f'{field}, line {n}: write "value = label", e.g. "0 = lowest".')
+        en, _, zh = label.partition("|")
+        out[value.strip()] = {"en": en.strip(), "zh": zh.strip()}
+    return out
+
+
+class ItemForm(forms.Form):
+    """One item as the instrument file has it; the instrument rules (instruments.add_item) check it."""
+
+    dimension = forms.ChoiceField(choices=[])
+    code = forms.CharField(max_length=16, help_text='e.g. "1.1"')
+    text_en = forms.CharField(label="Text (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    text_zh = forms.CharField(label="Text (中文)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    guidance_en = forms.CharField(label="Guidance (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    guidance_zh = forms.CharField(label="Guidance (中文)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    response = forms.ChoiceField(label="Response type", choices=[
+        ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a whole number from min to max"),
+        ("levels", "Levels: one of its named levels"), ("text", "Free text: a comment, not analysed")])
+    scale_min = forms.IntegerField(label="Scale: lowest point", required=False, initial=1)
+    scale_max = forms.IntegerField(label="Scale: highest point", required=False, initial=5)
+    anchors = forms.CharField(required=False, label="Scale: anchor labels", widget=forms.Textarea(attrs={"rows": 2}),
+                              help_text='One point a line: "1 = poor | 差" (Chinese after | is optional).')
+    levels = forms.CharField(required=False, label="Levels", widget=forms.Textarea(attrs={"rows": 3}),
+                             help_text='One level a line, lowest first: "1 = Unsatisfactory | 不合格".')
+
+    def __init__(self, *args, dimensions=(), **kwargs):
+        kwargs.setdefault("auto_id", "item_%s")
+        super().__init__(*args, **kwargs)
+        self.fields["dimension"].choices = [(d.code, f"{d.code} {d.name_en or d.name_zh}") for d in dimensions]
+
+    def clean_anchors(self):
+        return _pairs(self.cleaned_data.get("anchors", ""), "Anchor labels")
+
+    def clean_levels(self):
+        return _pairs(self.cleaned_data.get("levels", ""), "Levels")
+
+    def entry(self) -> dict:
+        """The item in the instrument file's format."""
+        data = self.cleaned_data
+        response: dict = {"type": data["response"]}
+        if data["response"] == "scale":
+            response.update({"min": data["scale_min"], "max": data["scale_max"], "anchors": data["anchors"]})
+        elif data["response"] == "levels":
+            levels = []
+            for value, label in data["levels"].items():
+                try:
+                    number = int(value)
+                except ValueError:
+                    number = value  # reported by the instrument rules as not a whole number
+                levels.append({"value": number, "label": label})
+            response["levels"] = levels
+        entry = {"code": data["code"].strip(), "dimension": data["dimension"],
+                 "text": {"en": data["text_en"], "zh": data["text_zh"]}, "response": response}
+        if data["guidance_en"] or data["guidance_zh"]:
+            entry["guidance"] = {"en": data["guidance_en"], "zh": data["guidance_zh"]}
+        return entry
+
+
 class CampaignForm(forms.Form):
     name = forms.CharField(max_length=200)
     corpus = forms.ModelChoiceField(queryset=None)
@@ -57,5 +148,6 @@ class UploadDialoguesForm(forms.Form):
     corpus_name = forms.CharField(max_length=200, label="Corpus",
                                   help_text="An existing corpus name adds to it; a new name creates it.")
     file = forms.FileField(help_text="JSON Lines: one dialogue per line (id, self_report, turns, model, language, "
-                                     "split, meta).")
+                                     "split, meta), or one question-answer item per line (id, question, answer, "
+                                     "reference, model, language, split, meta).")
     update = forms.BooleanField(required=False, label="Replace dialogues whose id is already in the corpus")

@@ -1,5 +1,7 @@
-"""Dialogue import in the JSON Lines format of DESIGN.md section 5. All-or-nothing: every bad line is
-reported with its number and nothing is written unless every line is good."""
+"""Dialogue import in the JSON Lines format of DESIGN.md section 5, and question-answer items
+(``{"id", "question", "answer", "reference", "model", "language", "split", "meta"}``, reference optional) for
+instruments that rate answers. A corpus holds one kind. All-or-nothing: every bad line is reported with its number
+and nothing is written unless every line is good."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from annotation.privacy import scan_dialogue
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 
 REQUIRED = ("id", "self_report", "turns")
+QA_REQUIRED = ("id", "question", "answer")
 SPLITS = {"train", "validation", "test", ""}
+DIALOGUE, ANSWER = Corpus.Kind.DIALOGUE.value, Corpus.Kind.ANSWER.value
 
 
 @dataclass
@@ -79,10 +83,19 @@ def storable_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
     return None
 
 
+def record_kind(obj: dict[str, Any]) -> str:
+    """"answer" for a question-answer line, else "dialogue"."""
+    return ANSWER if ("question" in obj or "answer" in obj) and "turns" not in obj else DIALOGUE
+
+
 def _check_record(obj: Any) -> list[str]:
     if not isinstance(obj, dict):
         return ["expected a JSON object"]
-    problems = [f'missing field "{name}"' for name in REQUIRED if name not in obj]
+    if "question" in obj and "turns" in obj:
+        return ['a line is a dialogue ("self_report", "turns") or an answer ("question", "answer"), not both']
+    answer = record_kind(obj) == ANSWER
+    required = QA_REQUIRED if answer else REQUIRED
+    problems = [f'missing field "{name}"' for name in required if name not in obj]
     if problems:
         return problems
     unstorable = storable_problem(obj)
@@ -93,6 +106,34 @@ def _check_record(obj: Any) -> list[str]:
     elif len(str(obj["id"]).strip()) > _max_length("external_id"):
         problems.append(f'"id" is {len(str(obj["id"]).strip())} characters long; '
                         f'at most {_max_length("external_id")} are allowed')
+    problems += _check_answer(obj) if answer else _check_dialogue(obj)
+    if "split" in obj and (obj["split"] or "") not in SPLITS:
+        problems.append(f'"split" must be one of train, validation, test (got {obj["split"]!r})')
+    if "meta" in obj and not isinstance(obj["meta"], dict):
+        problems.append('"meta" must be an object')
+    for name, column in (("model", "source_model"), ("language", "language")):
+        if name in obj and obj[name] is not None and not isinstance(obj[name], str):
+            problems.append(f'"{name}" must be text')
+        elif len((obj.get(name) or "").strip()) > _max_length(column):
+            problems.append(f'"{name}" is {len(obj[name].strip())} characters long; '
+                            f"at most {_max_length(column)} are allowed")
+    return problems
+
+
+def _check_answer(obj: dict[str, Any]) -> list[str]:
+    problems = []
+    if "self_report" in obj:
+        problems.append('a question-answer line has no "self_report" (dialogues have self_report and turns)')
+    for name in ("question", "answer"):
+        if not isinstance(obj[name], str) or not obj[name].strip():
+            problems.append(f'"{name}" must be non-empty text')
+    if obj.get("reference") is not None and not isinstance(obj["reference"], str):
+        problems.append('"reference" must be text (or left out)')
+    return problems
+
+
+def _check_dialogue(obj: dict[str, Any]) -> list[str]:
+    problems = []
     if not isinstance(obj["self_report"], str) or not obj["self_report"].strip():
         problems.append('"self_report" must be non-empty text')
     turns = obj["turns"]
@@ -107,16 +148,6 @@ def _check_record(obj: Any) -> list[str]:
                 problems.append(f'turn {n} has unknown role {turn.get("role")!r} (use {", ".join(Dialogue.ROLES)})')
             if not isinstance(turn.get("text"), str) or not turn["text"].strip():
                 problems.append(f"turn {n} has no text")
-    if "split" in obj and (obj["split"] or "") not in SPLITS:
-        problems.append(f'"split" must be one of train, validation, test (got {obj["split"]!r})')
-    if "meta" in obj and not isinstance(obj["meta"], dict):
-        problems.append('"meta" must be an object')
-    for name, column in (("model", "source_model"), ("language", "language")):
-        if name in obj and obj[name] is not None and not isinstance(obj[name], str):
-            problems.append(f'"{name}" must be text')
-        elif len((obj.get(name) or "").strip()) > _max_length(column):
-            problems.append(f'"{name}" is {len(obj[name].strip())} characters long; '
-                            f"at most {_max_length(column)} are allowed")
     return problems
 
 
@@ -149,11 +180,20 @@ def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Itera
 
 
 def parse_dialogues(lines: Iterable[str | bytes]) -> ParseResult:
-    """Parse and validate JSON Lines; blank lines are ignored; duplicate ids within the file are errors."""
+    """Parse and validate JSON Lines; blank lines are ignored; duplicate ids within the file are errors, and so
+    are lines of the other kind than the first line (dialogues and answers go to separate corpora)."""
     result = ParseResult()
     seen: dict[str, int] = {}
+    first_kind: tuple[str, int] | None = None
     for number, obj in json_objects(lines, result.errors):
         problems = _check_record(obj)
+        kind = record_kind(obj)
+        if first_kind is None:
+            first_kind = (kind, number)
+        elif kind != first_kind[0]:
+            problems.append(f"this line is {'an answer' if kind == ANSWER else 'a dialogue'} but line "
+                            f"{first_kind[1]} is {'an answer' if first_kind[0] == ANSWER else 'a dialogue'}; "
+                            "a corpus holds dialogues or answers, not both")
         if problems:
             result.errors.extend(LineError(number, p) for p in problems)
             continue
@@ -163,6 +203,7 @@ def parse_dialogues(lines: Iterable[str | bytes]) -> ParseResult:
             continue
         seen[ext_id] = number
         obj["_line"] = number
+        obj["_kind"] = kind
         result.records.append(obj)
     if not result.records and not result.errors:
         result.errors.append(LineError(0, "the file contains no dialogues"))
@@ -187,10 +228,20 @@ def size_error(size: int, limit: int | None = None) -> LineError | None:
     return None
 
 
+def answer_turns(question: str, answer: str, reference: str | None = None) -> list[dict[str, str]]:
+    """A question-answer item's parts as stored (turns with the roles question, answer and reference)."""
+    parts = [("question", question), ("answer", answer), ("reference", reference or "")]
+    return [{"role": role, "text": text.strip()} for role, text in parts if text and text.strip()]
+
+
 def dialogue_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    if record_kind(obj) == ANSWER:
+        content = {"self_report": "", "turns": answer_turns(obj["question"], obj["answer"], obj.get("reference"))}
+    else:
+        content = {"self_report": obj["self_report"].strip(),
+                   "turns": [{"role": t["role"], "text": t["text"].strip()} for t in obj["turns"]]}
     return {
-        "self_report": obj["self_report"].strip(),
-        "turns": [{"role": t["role"], "text": t["text"].strip()} for t in obj["turns"]],
+        **content,
         "source_model": (obj.get("model") or "").strip(),
         "language": (obj.get("language") or "en").strip(),
         "split": (obj.get("split") or "").strip(),
@@ -264,6 +315,11 @@ def import_dialogues(corpus: Corpus, lines: Iterable[str | bytes], *, update: bo
     errors = list(parsed.errors)
     ids = [str(r["id"]).strip() for r in parsed.records]
     existing = _existing(corpus, ids)
+    kind = parsed.records[0]["_kind"] if parsed.records else None
+    holds_any = Dialogue.objects.filter(corpus=corpus).exists()
+    if kind is not None and holds_any and kind != corpus.kind:
+        errors.insert(0, LineError(0, f'corpus "{corpus.name}" holds {corpus.get_kind_display().lower()}; '
+                                      f'import {"answers" if kind == ANSWER else "dialogues"} into another corpus'))
     for record, ext_id in zip(parsed.records, ids, strict=True):
         if ext_id not in existing:
             continue
@@ -286,6 +342,9 @@ def import_dialogues(corpus: Corpus, lines: Iterable[str | bytes], *, update: bo
             changed.append(Dialogue(pk=existing[ext_id][0], corpus=corpus, external_id=ext_id, **fields))
         else:
             new_rows.append(Dialogue(corpus=corpus, external_id=ext_id, **fields))
+    if kind is not None and corpus.kind != kind:  # an empty corpus takes the kind of its first import
+        corpus.kind = kind
+        corpus.save(update_fields=["kind"])
     Dialogue.objects.bulk_create(new_rows, batch_size=1000)
     if changed:
         _update_rows(changed)

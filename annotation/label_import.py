@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.campaigns import CampaignError, add_rater, create_campaign
+from annotation.campaigns import CampaignError, add_rater, check_target, create_campaign
 from annotation.importers import ImportRejected, LineError
 from annotation.models import (
     Assignment,
@@ -32,6 +32,7 @@ from annotation.models import (
     CampaignRater,
     Corpus,
     Dialogue,
+    Item,
     Label,
     LabelChange,
     RaterProfile,
@@ -57,7 +58,7 @@ class LabelRow:
     rater: str
     item_id: int
     item_code: str
-    value: int
+    value: int | None  # None for free-text items, whose answer is the comment
     comment: str
     created: datetime | None
 
@@ -118,14 +119,24 @@ def _parse_created(raw: str) -> datetime | None:
 
 
 def _rating_items(version: ScaleVersion) -> tuple[dict[str, tuple[int, tuple[int, ...]]], dict[str, tuple[str, int]]]:
-    """code -> (item id, allowed values) of the rating items; level code -> (parent code, value)."""
+    """code -> (item id, allowed values) of the items rated on a dialogue (free-text items allow no value: their
+    label's value is the comment); level code -> (parent code, value)."""
     items = {}
     levels = {}
-    for item in version.rating_items().prefetch_related("levels"):
+    for item in version.items.filter(response_type__in=Item.RATED_TYPES).prefetch_related("levels"):
         items[item.code] = (item.pk, tuple(item.allowed_values()))
         for level in item.levels.all():
             levels[level.code] = (item.code, level.value)
     return items, levels
+
+
+def _value_error(code: str, allowed: tuple[int, ...], raw: str) -> str:
+    if allowed == (0, 1):
+        return f'item {code} takes binary, 0, 1; got "{raw}"'
+    if len(allowed) > 3 and allowed == tuple(range(allowed[0], allowed[-1] + 1)):
+        return f'item {code} takes a whole number from {allowed[0]} to {allowed[-1]}; got "{raw}"'
+    return f'item {code} takes {", ".join(map(str, allowed))}; got "{raw}"'
+
 
 
 def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[list[LabelRow], list[LineError]]:
@@ -198,6 +209,7 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
                 line_errors.append(f'created "{get("created")}" is in the future')
                 created = None
         value = None
+        comment = get("comment")
         if code and code not in items:
             if code in levels:
                 parent, level_value = levels[code]
@@ -205,13 +217,16 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
                                    f"with value {level_value}")
             else:
                 line_errors.append(f'unknown item "{code}" (rating items of {version}: {", ".join(items)})')
+        elif code and raw_value and not items[code][1]:  # a free-text item: the value is the comment
+            if comment:
+                line_errors.append(f"item {code} is a free-text item: its value is the comment; leave the comment "
+                                   "column empty")
+            comment = raw_value
         elif code and raw_value:
             value = _parse_value(raw_value)
             allowed = items[code][1]
             if value not in allowed:
-                kind_text = "binary, " if allowed == (0, 1) else ""
-                line_errors.append(f'item {code} takes {kind_text}{", ".join(map(str, allowed))}; '
-                                   f'got "{raw_value}"')
+                line_errors.append(_value_error(code, allowed, raw_value))
         key = (dialogue_id, rater, code)
         if all(key) and key in seen:
             line_errors.append(f'duplicate label: dialogue "{dialogue_id}", rater "{rater}", item {code} '
@@ -222,7 +237,7 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
             errors.extend(LineError(number, message) for message in line_errors)
             continue
         rows.append(LabelRow(line=number, dialogue_id=dialogue_id, rater=rater, item_id=items[code][0],
-                             item_code=code, value=value, comment=get("comment"), created=created))
+                             item_code=code, value=value, comment=comment, created=created))
     if not rows and not errors:
         errors.append(LineError(0, "the file contains no labels"))
     return rows, errors
@@ -279,6 +294,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
     if version.status != ScaleVersion.Status.PUBLISHED:
         raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
+    check_target(version, corpus, LabelImportError)
     rows, errors = parse_labels(lines, version)
 
     dialogues = _dialogues(corpus, {r.dialogue_id for r in rows})

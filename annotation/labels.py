@@ -33,7 +33,8 @@ class LabelError(ValueError):
 
 @lru_cache(maxsize=64)
 def _allowed(version_id: int) -> dict[int, tuple[str, tuple[int, ...]]]:
-    """Item id -> (code, allowed values) for the rating items of a (locked, hence immutable) version."""
+    """Item id -> (code, allowed values) for the items rated on the rating page of a (locked, hence immutable)
+    version. Free-text items allow no value (their answer is the label's comment) and are never required."""
     return {item.pk: (item.code, tuple(item.allowed_values()))
             for _, items in scales.rating_sheet(version_id) for item in items}
 
@@ -74,7 +75,7 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
             raise LabelError("That item is not part of this campaign's scale.")
         code, allowed = items[item_id]
         if value is not None and value not in allowed:
-            raise LabelError(f"Item {code} takes {', '.join(map(str, allowed))}; got {value}.")
+            raise LabelError(_refusal(code, allowed, value))
         if status not in Assignment.OPEN_STATUSES:
             label_status = Assignment.Status(status).label.lower()
             raise LabelError(f"This dialogue is {label_status}; answers can no longer change.", status=409)
@@ -121,10 +122,20 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
     return label
 
 
+def _refusal(code: str, allowed: tuple[int, ...], value) -> str:
+    if not allowed:
+        return f"Item {code} is answered with a comment, not a value; got {value}."
+    if len(allowed) > 3 and allowed == tuple(range(allowed[0], allowed[-1] + 1)):
+        return f"Item {code} takes a whole number from {allowed[0]} to {allowed[-1]}; got {value}."
+    return f"Item {code} takes {', '.join(map(str, allowed))}; got {value}."
+
+
 def missing_items(assignment: Assignment) -> list[str]:
+    """Codes of the items that need a value before submitting (free-text items are optional)."""
     items = _allowed(assignment.campaign.scale_version_id)
     answered = set(Label.objects.filter(assignment=assignment, value__isnull=False).values_list("item_id", flat=True))
-    return [code for item_id, (code, _) in sorted(items.items(), key=lambda kv: kv[1][0]) if item_id not in answered]
+    return [code for item_id, (code, allowed) in sorted(items.items(), key=lambda kv: kv[1][0])
+            if allowed and item_id not in answered]
 
 
 def _open_for(assignment: Assignment, user) -> Assignment:

@@ -49,12 +49,25 @@ class Language(models.TextChoices):
 
 
 class Scale(models.Model):
-    """A rating instrument, e.g. the LLM-specific Mini-CEX; its content lives in versions."""
+    """A rating instrument, e.g. the LLM-specific Mini-CEX; its content lives in versions.
+
+    ``target`` says what it rates: doctor-patient dialogues, or answers to questions (question-answer items,
+    shown with their reference answer when ``show_reference`` is set)."""
+
+    class Target(models.TextChoices):
+        DIALOGUE = "dialogue", "Dialogues"
+        ANSWER = "answer", "Answers to questions"
 
     slug = models.SlugField(unique=True)
     name_en = models.CharField(max_length=200)
     name_zh = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
+    source = models.TextField(blank=True, help_text="Where the instrument comes from (publication, section).")
+    target = models.CharField(max_length=10, choices=Target.choices, default=Target.DIALOGUE)
+    language = models.CharField(max_length=16, choices=Language.choices, default=Language.EN,
+                                help_text="The language the instrument was written in.")
+    show_reference = models.BooleanField(default=True, help_text="Answers: show raters and judges the reference "
+                                                                 "answer when an item has one.")
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -67,7 +80,11 @@ class Scale(models.Model):
         return self.name_en
 
     def name(self, lang: str = "en") -> str:
-        return (self.name_zh if lang == "zh" else "") or self.name_en
+        return (self.name_zh if lang == "zh" else "") or self.name_en or self.name_zh
+
+    @property
+    def rates_answers(self) -> bool:
+        return self.target == self.Target.ANSWER
 
     def latest_version(self) -> ScaleVersion | None:
         return self.versions.order_by("-number").first()
@@ -121,12 +138,19 @@ class ScaleVersion(models.Model):
             )
 
     def rating_items(self) -> models.QuerySet[Item]:
-        """Items a rater answers on a dialogue: the binary items and the ordinal overall rating."""
-        return self.items.filter(response_type__in=[Item.ResponseType.BINARY, Item.ResponseType.ORDINAL])
+        """Items answered with a number on a dialogue (or answer), judged and analysed: binary, levels (the
+        Mini-CEX's ordinal overall rating) and scale items. Free-text items are :meth:`text_items`."""
+        return self.items.filter(response_type__in=Item.SCORED_TYPES)
+
+    def text_items(self) -> models.QuerySet[Item]:
+        """Free-comment items: answered on the rating page, never judged or analysed."""
+        return self.items.filter(response_type=Item.ResponseType.TEXT)
 
     def secondary_items(self) -> models.QuerySet[Item]:
-        """The scale's secondary items, rated for importance in Delphi and validation surveys."""
-        return self.items.filter(response_type__in=[Item.ResponseType.BINARY, Item.ResponseType.LEVEL])
+        """The items rated for importance in Delphi and validation surveys: binary and scale items and the
+        levels of levels items (the Mini-CEX's 4.1-4.3)."""
+        return self.items.filter(response_type__in=[Item.ResponseType.BINARY, Item.ResponseType.LEVEL,
+                                                    Item.ResponseType.SCALE])
 
 
 class Dimension(models.Model):
@@ -160,14 +184,24 @@ class Dimension(models.Model):
 class Item(models.Model):
     """A secondary item with its code, bilingual text and guidance, and how it is answered.
 
-    ``binary``: 1 = done / met, 0 = not. ``ordinal``: one choice among the item's levels (children of
-    type ``level``, e.g. 4.1-4.3 of item 4). Surveys rate binary items and levels for importance.
+    ``binary``: 1 = done / met, 0 = not. ``ordinal`` (called ``levels`` in instrument files): one choice among the
+    item's named levels (children of type ``level`` with a value, e.g. 4.1-4.3 of item 4). ``scale``: a whole
+    number from ``scale_min`` to ``scale_max`` (e.g. 0-5, 1-10), some points with anchor labels. ``text``: a free
+    comment, kept with the labels but never judged or analysed. Surveys rate binary and scale items and levels
+    for importance.
     """
 
     class ResponseType(models.TextChoices):
         BINARY = "binary", "Binary (1 = met, 0 = not met)"
-        ORDINAL = "ordinal", "Ordinal (one of its levels)"
-        LEVEL = "level", "Level of an ordinal item"
+        ORDINAL = "ordinal", "Levels (one of its named levels)"
+        SCALE = "scale", "Scale (a whole number from min to max)"
+        TEXT = "text", "Free text (a comment, not analysed)"
+        LEVEL = "level", "Level of a levels item"
+
+    #: Response types answered with a number (rated, judged, analysed).
+    SCORED_TYPES = ("binary", "ordinal", "scale")
+    #: Response types a rater answers on the rating page.
+    RATED_TYPES = ("binary", "ordinal", "scale", "text")
 
     version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="items")
     dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="items")
@@ -176,6 +210,10 @@ class Item(models.Model):
     order = models.PositiveIntegerField(default=0)
     response_type = models.CharField(max_length=10, choices=ResponseType.choices)
     value = models.SmallIntegerField(null=True, blank=True, help_text="The value a level stands for (1, 2, 3).")
+    scale_min = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the lowest point.")
+    scale_max = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the highest point.")
+    anchors = models.JSONField(default=dict, blank=True,
+                               help_text='Scale items: labels of some points, {"0": {"en": "...", "zh": "..."}}.')
     text_en = models.TextField()
     text_zh = models.TextField(blank=True)
     guidance_en = models.TextField(blank=True)
@@ -197,30 +235,51 @@ class Item(models.Model):
         return super().delete(*args, **kwargs)
 
     def text(self, lang: str = "en") -> str:
-        return (self.text_zh if lang == "zh" else "") or self.text_en
+        """The item text in ``lang``, else in the other language."""
+        return (self.text_zh if lang == "zh" else "") or self.text_en or self.text_zh
 
     def guidance(self, lang: str = "en") -> str:
+        if self.text_zh and not self.text_en:  # a Chinese-only item: its guidance is Chinese too
+            return self.guidance_zh or self.guidance_en
         return (self.guidance_zh if lang == "zh" else "") or self.guidance_en
 
     def allowed_values(self) -> list[int]:
-        """Values a dialogue label on this item may take."""
+        """Values a dialogue label on this item may take (none for free-text items)."""
         if self.response_type == self.ResponseType.BINARY:
             return [0, 1]
         if self.response_type == self.ResponseType.ORDINAL:
             return sorted(level.value for level in self.levels.all())
+        if self.response_type == self.ResponseType.SCALE and self.scale_min is not None and self.scale_max is not None:
+            return list(range(self.scale_min, self.scale_max + 1))
         return []
+
+    def anchor_label(self, value: int, lang: str = "en") -> str:
+        """The anchor label of a scale point ("" when the point has none)."""
+        entry = (self.anchors or {}).get(str(value)) or {}
+        if isinstance(entry, str):
+            return entry
+        return (entry.get("zh") if lang == "zh" else "") or entry.get("en") or entry.get("zh") or ""
 
     def clean(self) -> None:
         if self.response_type == self.ResponseType.LEVEL and (self.parent_id is None or self.value is None):
             raise ValidationError("A level needs its ordinal parent item and a value.")
         if self.response_type != self.ResponseType.LEVEL and self.parent_id is not None:
             raise ValidationError("Only levels have a parent item.")
+        if self.response_type == self.ResponseType.SCALE and (
+                self.scale_min is None or self.scale_max is None or self.scale_min >= self.scale_max):
+            raise ValidationError("A scale item needs a lowest point below its highest point.")
 
 
 class Corpus(SoftDeletable):
-    """A named collection of dialogues (imported, generated, or the demo corpus)."""
+    """A named collection of dialogues (imported, generated, or the demo corpus), or of answers to questions
+    (question-answer items): ``kind`` is set by the first import and every later import must match it."""
+
+    class Kind(models.TextChoices):
+        DIALOGUE = "dialogue", "Dialogues"
+        ANSWER = "answer", "Answers to questions"
 
     name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIALOGUE)
     description = models.TextField(blank=True)
     is_demo = models.BooleanField(default=False, help_text="Written for the demo; not study data.")
     created_at = models.DateTimeField(default=timezone.now)
@@ -245,7 +304,11 @@ class PrivacyStatus(models.TextChoices):
 
 
 class Dialogue(SoftDeletable):
-    """A doctor-patient dialogue: the patient's self-report and ordered turns."""
+    """A doctor-patient dialogue: the patient's self-report and ordered turns.
+
+    A question-answer item (in a corpus of kind "answer") is stored in the same row: an empty self-report and
+    the parts as turns with the roles ``question``, ``answer`` and, when there is one, ``reference`` (in that
+    order). Privacy filter, redactions, assignment and audit then work on its parts as on turns."""
 
     class Split(models.TextChoices):
         TRAIN = "train", "Train"
@@ -254,6 +317,7 @@ class Dialogue(SoftDeletable):
         NONE = "", "None"
 
     ROLES = ("doctor", "patient", "measurement")
+    QA_ROLES = ("question", "answer", "reference")
 
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="dialogues")
     external_id = models.CharField(max_length=200)
@@ -278,13 +342,23 @@ class Dialogue(SoftDeletable):
     def __str__(self) -> str:
         return f"{self.corpus.name}/{self.external_id}"
 
+    @property
+    def is_answer(self) -> bool:
+        """A question-answer item rather than a dialogue."""
+        return bool(self.turns) and isinstance(self.turns[0], dict) and self.turns[0].get("role") == "question"
+
+    def part(self, role: str) -> str:
+        """A question-answer item's question, answer or reference ("" when absent); unredacted."""
+        return next((t.get("text", "") for t in self.turns or () if isinstance(t, dict) and t.get("role") == role), "")
+
     def clean(self) -> None:
         if not isinstance(self.turns, list) or not self.turns:
             raise ValidationError({"turns": "A dialogue needs at least one turn."})
+        roles = self.QA_ROLES if self.is_answer else self.ROLES
         for n, turn in enumerate(self.turns, start=1):
-            if (not isinstance(turn, dict) or turn.get("role") not in self.ROLES
+            if (not isinstance(turn, dict) or turn.get("role") not in roles
                     or not str(turn.get("text", "")).strip()):
-                raise ValidationError({"turns": f"Turn {n} needs a role ({', '.join(self.ROLES)}) and text."})
+                raise ValidationError({"turns": f"Turn {n} needs a role ({', '.join(roles)}) and text."})
 
 
 class AuditEvent(models.Model):

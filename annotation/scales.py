@@ -113,26 +113,33 @@ def new_version(version, user, note: str):
             version=draft, dimension=dim_map[item.dimension_id],
             parent=item_map.get(item.parent_id), code=item.code, order=item.order,
             response_type=item.response_type, value=item.value, text_en=item.text_en, text_zh=item.text_zh,
-            guidance_en=item.guidance_en, guidance_zh=item.guidance_zh,
+            guidance_en=item.guidance_en, guidance_zh=item.guidance_zh, scale_min=item.scale_min,
+            scale_max=item.scale_max, anchors=item.anchors,
         )
     AuditEvent.record(user, "scale_version.create", draft, reason=note, based_on=version.number)
     return draft
 
 
 def validate_version(version) -> list[str]:
-    """Problems that stop a version from being published (empty, ordinal items without levels...)."""
+    """Problems that stop a version from being published (empty, levels items without levels, scale items
+    without a range...)."""
     problems = []
     if not version.rating_items().exists():
         problems.append("The version has no items to rate.")
     for item in version.items.filter(response_type="ordinal"):
         values = [lv.value for lv in item.levels.all()]
         if len(values) < 2:
-            problems.append(f"Item {item.code} is ordinal but has fewer than two levels.")
+            problems.append(f"Item {item.code} has fewer than two levels.")
         elif len(set(values)) != len(values):
             problems.append(f"Item {item.code} has levels with the same value.")
+    for item in version.items.filter(response_type="scale"):
+        if item.scale_min is None or item.scale_max is None or item.scale_min >= item.scale_max:
+            problems.append(f"Item {item.code} is a scale but has no range (lowest point below the highest).")
+    language = version.scale.language
     for item in version.items.all():
-        if not item.text_en.strip():
-            problems.append(f"Item {item.code} has no English text.")
+        if not (item.text_zh if language == "zh" else item.text_en).strip():
+            name = "Chinese" if language == "zh" else "English"
+            problems.append(f"Item {item.code} has no {name} text.")
     return problems
 
 
@@ -169,18 +176,27 @@ def lock(version, reason: str) -> None:
 
 @lru_cache(maxsize=32)
 def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
-    """The rating items of a version grouped by dimension, each with ``level_list`` (ordinal levels in order),
+    """The items a rater answers (binary, levels, scale and free-text items) grouped by dimension, each with
+    ``level_list`` (levels in order) and ``points`` (scale items: ``(value, anchor en, anchor zh)`` per point),
     for the rating page. Cached per process: only locked versions are rated, and a locked version never changes.
     Callers must not modify the returned items."""
     from annotation.models import Item
 
-    items = (Item.objects.filter(version_id=version_id, response_type__in=[Item.ResponseType.BINARY,
-                                                                            Item.ResponseType.ORDINAL])
+    items = (Item.objects.filter(version_id=version_id, response_type__in=Item.RATED_TYPES)
              .select_related("dimension").prefetch_related("levels").order_by("order"))
     sheet: list[tuple[Any, list[Any]]] = []
     for item in items:
         item.level_list = sorted(item.levels.all(), key=lambda level: level.order)
+        item.points = tuple((value, item.anchor_label(value, "en"), item.anchor_label(value, "zh"))
+                            for value in item.allowed_values()) if item.response_type == "scale" else ()
         if not sheet or sheet[-1][0].pk != item.dimension_id:
             sheet.append((item.dimension, []))
         sheet[-1][1].append(item)
     return tuple((dimension, tuple(members)) for dimension, members in sheet)
+
+
+def shows_reference(version_id: int) -> bool:
+    """Whether raters of this version's answers see the reference answer (the scale's ``show_reference``)."""
+    from annotation.models import Scale
+
+    return bool(Scale.objects.filter(versions=version_id).values_list("show_reference", flat=True).first())

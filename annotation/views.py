@@ -9,11 +9,12 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from annotation import scales, tokens
-from annotation.forms import NewVersionForm
+from annotation import instruments, scales, tokens
+from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
 
@@ -75,7 +76,9 @@ def corpora_with_counts():
 @login_required
 def scale_list(request):
     rows = [(scale, scale.versions.order_by("-number")) for scale in Scale.objects.order_by("name_en")]
-    return render(request, "annotation/scale_list.html", {"rows": rows})
+    can_build = has_role(request.user, COORDINATOR)
+    ready = [r for r in instruments.shipped_available() if not r["installed"]] if can_build else []
+    return render(request, "annotation/scale_list.html", {"rows": rows, "can_build": can_build, "ready": ready})
 
 
 @login_required
@@ -84,27 +87,140 @@ def scale_detail(request, slug: str, number: int | None = None):
     version = (
         get_object_or_404(ScaleVersion, scale=scale, number=number) if number else scale.current_version()
     )
+    return render(request, "annotation/scale_detail.html", _scale_context(request, scale, version))
+
+
+def _scale_context(request, scale: Scale, version: ScaleVersion | None, **forms) -> dict:
     if version is None:
-        return render(request, "annotation/scale_detail.html", {"scale": scale, "version": None})
+        return {"scale": scale, "version": None}
     lang = scale_language(request)
     dimensions = []
     items = list(version.items.select_related("dimension", "parent").order_by("order"))
-    for dim in version.dimensions.order_by("order"):
+    dims = list(version.dimensions.order_by("order"))
+    for dim in dims:
         dim_items = [i for i in items if i.dimension_id == dim.pk and i.parent_id is None]
         for item in dim_items:
             item.level_list = [lv for lv in items if lv.parent_id == item.pk]
         dimensions.append((dim, dim_items))
-    can_edit = has_role(request.user, COORDINATOR)
+    can_version = has_role(request.user, COORDINATOR)
+    can_edit = can_version and not version.is_locked
     context = {
         "scale": scale, "version": version, "lang": lang, "dimensions": dimensions,
         "versions": scale.versions.order_by("-number"),
-        "n_secondary": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.LEVEL)),
-        "n_rating": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.ORDINAL)),
-        "can_edit": can_edit and not version.is_locked,
-        "can_version": can_edit,
-        "new_version_form": NewVersionForm() if can_edit else None,
+        "n_secondary": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.LEVEL,
+                                                                   Item.ResponseType.SCALE)),
+        "n_rating": sum(1 for i in items if i.response_type in Item.SCORED_TYPES),
+        "n_text": sum(1 for i in items if i.response_type == Item.ResponseType.TEXT),
+        "can_edit": can_edit,
+        "can_version": can_version,
+        "new_version_form": NewVersionForm() if can_version else None,
     }
-    return render(request, "annotation/scale_detail.html", context)
+    if can_edit:
+        context["dimension_form"] = forms.get("dimension_form") or DimensionForm()
+        context["item_form"] = forms.get("item_form") or ItemForm(dimensions=dims)
+    return context
+
+
+@role_required(COORDINATOR)
+def scale_new(request):
+    """Build an instrument in the browser: a new scale with an empty draft, then dimensions and items."""
+    form = NewScaleForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = instruments.create_scale(**form.cleaned_data, user=request.user)
+        except instruments.InstrumentError as exc:
+            _form_errors(form, exc, {"slug": "slug", "name": "name_en", "language": "language", "target": "target"})
+        else:
+            messages.success(request, f"Created {version.scale}: add its dimensions and items, then publish it.")
+            return redirect("scale-version", slug=version.scale.slug, number=version.number)
+    return render(request, "annotation/scale_new.html", {"form": form})
+
+
+def _form_errors(form, exc: instruments.InstrumentError, fields: dict[str, str]) -> None:
+    """Show "path: message" errors of the instrument rules on the form field the path names."""
+    for error in exc.errors:
+        path, _, message = error.partition(": ")
+        parts = path.replace("item.", "", 1).replace("response.", "", 1).split(".")
+        key = parts[0].split("[")[0]
+        field = fields.get(key)
+        form.add_error(field if field in form.fields else None, message if field in form.fields else error)
+
+
+ITEM_ERROR_FIELDS = {"code": "code", "dimension": "dimension", "text": "text_en", "guidance": "guidance_en",
+                     "type": "response", "min": "scale_min", "max": "scale_max", "anchors": "anchors",
+                     "levels": "levels"}
+
+
+def _draft(slug: str, number: int) -> ScaleVersion:
+    return get_object_or_404(ScaleVersion.objects.select_related("scale"), scale__slug=slug, number=number)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def scale_add_dimension(request, slug: str, number: int):
+    version = _draft(slug, number)
+    form = DimensionForm(request.POST)
+    if form.is_valid():
+        try:
+            instruments.add_dimension(version, **form.cleaned_data, user=request.user)
+        except (instruments.InstrumentError, ValidationError) as exc:
+            if isinstance(exc, instruments.InstrumentError):
+                _form_errors(form, exc, {"code": "code", "name": "name_en"})
+            else:
+                form.add_error(None, " ".join(exc.messages))
+        else:
+            messages.success(request, f"Dimension {form.cleaned_data['code']} added.")
+            return redirect("scale-version", slug=slug, number=number)
+    context = _scale_context(request, version.scale, version, dimension_form=form)
+    return render(request, "annotation/scale_detail.html", context, status=400)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def scale_add_item(request, slug: str, number: int):
+    version = _draft(slug, number)
+    form = ItemForm(request.POST, dimensions=version.dimensions.order_by("order"))
+    if form.is_valid():
+        try:
+            item = instruments.add_item(version, form.entry(), user=request.user)
+        except (instruments.InstrumentError, ValidationError) as exc:
+            if isinstance(exc, instruments.InstrumentError):
+                _form_errors(form, exc, ITEM_ERROR_FIELDS)
+            else:
+                form.add_error(None, " ".join(exc.messages))
+        else:
+            messages.success(request, f"Item {item.code} added.")
+            return redirect(f"{reverse('scale-version', args=[slug, number])}#item-{item.pk}")
+    context = _scale_context(request, version.scale, version, item_form=form)
+    return render(request, "annotation/scale_detail.html", context, status=400)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def item_remove(request, pk: int):
+    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk, parent__isnull=True)
+    version = item.version
+    try:
+        instruments.remove_item(item, request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Item {item.code} removed from draft version {version.number}.")
+    return redirect("scale-version", slug=version.scale.slug, number=version.number)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def scale_install(request, slug: str):
+    """Install one of the ready instruments shipped with the app (HIVMedQA, AgentClinic)."""
+    try:
+        version, created = instruments.install_shipped(slug, request.user)
+    except instruments.InstrumentError as exc:
+        messages.error(request, str(exc))
+        return redirect("scale-list")
+    if created:
+        messages.success(request, f"Installed {version}.")
+    return redirect("scale-version", slug=version.scale.slug, number=version.number)
 
 
 @require_POST
@@ -140,7 +256,7 @@ ITEM_FIELDS = ("text_en", "text_zh", "guidance_en", "guidance_zh")
 @role_required(COORDINATOR)
 def item_edit(request, pk: int):
     """htmx partial: show or save one item's texts in a draft version."""
-    item = get_object_or_404(Item.objects.select_related("version"), pk=pk)
+    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk)
     lang = scale_language(request)
     if item.version.is_locked:
         return HttpResponseBadRequest(f"Version {item.version.number} is locked; create a new version to edit it.")
@@ -148,8 +264,11 @@ def item_edit(request, pk: int):
     if request.method == "POST":
         for name in ITEM_FIELDS:
             setattr(item, name, request.POST.get(name, "").strip())
-        if not item.text_en:
-            errors["text_en"] = "English text is required."
+        language = item.version.scale.language
+        if not (item.text_zh if language == "zh" else item.text_en):
+            field = "text_zh" if language == "zh" else "text_en"
+            errors[field] = f"{'Chinese' if language == 'zh' else 'English'} text is required (the instrument's " \
+                            "language)."
         if not errors:
             try:
                 item.save()

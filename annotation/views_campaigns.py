@@ -77,7 +77,9 @@ def privacy_review(request, pk: int):
         snippets = []
         for match in dialogue.privacy_matches:
             text = dialogue.self_report if match["field"] == "self_report" else dialogue.turns[match["turn"]]["text"]
-            snippets.append({**match, "before": text[max(0, match["start"] - 40):match["start"]],
+            where = ("self-report" if match["field"] == "self_report" else dialogue.turns[match["turn"]]["role"]
+                     if dialogue.is_answer else f"turn {match['turn'] + 1}")
+            snippets.append({**match, "where": where, "before": text[max(0, match["start"] - 40):match["start"]],
                              "after": text[match["end"]:match["end"] + 40]})
         rows.append((dialogue, snippets))
     return render(request, "annotation/privacy_review.html", {"corpus": corpus, "rows": rows})
@@ -217,7 +219,7 @@ def campaign_dialogue(request, pk: int, dialogue_id: int):
     gold = {g.item_id: g.value for g in GoldLabel.objects.filter(campaign=campaign, dialogue=dialogue)}
     final = {a.item_id: a for a in Adjudication.objects.filter(campaign=campaign, dialogue=dialogue)}
     rows = []
-    for item in (Item.objects.filter(version=campaign.scale_version_id, response_type__in=["binary", "ordinal"])
+    for item in (Item.objects.filter(version=campaign.scale_version_id, response_type__in=Item.RATED_TYPES)
                  .prefetch_related("levels").order_by("order")):
         answers = [values.get((a.pk, item.pk)) for a in assignments]
         seen = {lab.value for lab in answers if lab is not None and lab.value is not None}

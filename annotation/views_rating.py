@@ -73,12 +73,14 @@ def rate(request, pk: int):
     counts = (Assignment.objects.filter(rater=request.user, campaign=campaign)
               .exclude(status=Assignment.Status.WITHDRAWN)
               .aggregate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"]))))
+    view = dialogue_views.view_model(assignment.dialogue)
     context = {
         "assignment": assignment, "campaign": campaign, "lang": lang, "dimensions": dimensions,
-        "dialogue": dialogue_views.view_model(assignment.dialogue), "language": assignment.dialogue.language,
-        "n_items": sum(len(items) for _, items in dimensions),
+        "dialogue": view, "language": assignment.dialogue.language,
+        "n_items": sum(1 for _, items in dimensions for item, _ in items if item.response_type != "text"),
         "n_answered": sum(1 for a in answers.values() if a.value is not None),
         "counts": counts, "editable": assignment.is_open, "blind_id": blind_id(campaign.pk, assignment.dialogue_id),
+        "show_reference": view["is_answer"] and scales.shows_reference(campaign.scale_version_id),
     }
     return render(request, "annotation/rate.html", context)
 

@@ -445,7 +445,8 @@ def open_round(rnd: Round, user, *, deadline=None, notify: bool = True) -> Round
 
 
 def round_items(rnd: Round) -> list[Item]:
-    """The items panelists rate in a round: every secondary item (binary items and the levels of item 4)."""
+    """The items panelists rate in a round: every secondary item (binary and scale items, and the levels of levels
+    items such as the Mini-CEX's item 4)."""
     return list(rnd.version.secondary_items().select_related("dimension").order_by("order"))
 
 
@@ -781,8 +782,14 @@ def apply_decisions(rnd: Round, user) -> ScaleVersion:
         elif d.action == ItemDecision.Action.ADD:
             dim = dims[d.dimension_code]
             last = max((i.order for i in items.values() if i.dimension_id == dim.pk), default=0)
+            # A new item is answered like the scale items of its dimension (e.g. 0-5), else binary.
+            like = max((i for i in items.values() if i.dimension_id == dim.pk
+                        and i.response_type == Item.ResponseType.SCALE), key=lambda i: i.order, default=None)
             items[d.new_code] = Item.objects.create(
-                version=draft, dimension=dim, code=d.new_code, order=last, response_type=Item.ResponseType.BINARY,
+                version=draft, dimension=dim, code=d.new_code, order=last,
+                response_type=like.response_type if like else Item.ResponseType.BINARY,
+                scale_min=like.scale_min if like else None, scale_max=like.scale_max if like else None,
+                anchors=like.anchors if like else {},
                 text_en=d.new_text_en, text_zh=d.new_text_zh, guidance_en=d.new_guidance_en)
     for code in remove:
         item = items.pop(code, None)

@@ -42,6 +42,7 @@ import contextlib
 import hashlib
 import json
 import math
+import re
 import signal
 import socket
 import subprocess
@@ -67,6 +68,7 @@ __all__ = [
     "fetch_requests",
     "fetch_stats",
     "messages_text",
+    "scale_answer",
     "schema_answer",
 ]
 
@@ -218,14 +220,30 @@ def _schema_value(schema: Any, seed: tuple, root: dict, yes_rate: float, name: s
     return f"Fake {name or 'text'} {hashlib.sha256(repr(seed).encode()).hexdigest()[:6]}."
 
 
+_SCALE_QUESTION = re.compile(r"Answer with a whole number from (-?\d+) to (-?\d+)")
+
+
+def scale_answer(body: dict) -> str | None:
+    """A per-item question on a scale item ("Answer with a whole number from 0 to 5 ..."): a point of that range on
+    the first line and a reason, deterministic in model and messages; None for any other request."""
+    last = next((m.get("content") or "" for m in reversed(body.get("messages") or []) if m.get("role") == "user"), "")
+    match = _SCALE_QUESTION.search(str(last))
+    if match is None or body.get("response_format"):
+        return None
+    low, high = int(match.group(1)), int(match.group(2))
+    point = low + min(int(_unit(body.get("model", ""), messages_text(body), "point") * (high - low + 1)), high - low)
+    return f"{point}\nThe answer meets this criterion to this degree."
+
+
 def mini_cex_answer(body: dict) -> str | dict:
-    """The Mini-CEX judge's questions: a level 1-3 when the prompt asks for item 4's levels, else the default
-    Yes/No (or JSON-schema) answer; deterministic like the default."""
+    """The judge's questions on any instrument: a level 1-3 when the prompt asks for item 4's levels, a point of
+    the range for a scale item, else the default Yes/No (or JSON-schema) answer; deterministic like the default.
+    Per-dialogue requests (a ``json_schema``) get one object with every item, each value from its enum."""
     last = next((m.get("content") or "" for m in reversed(body.get("messages") or []) if m.get("role") == "user"), "")
     if "Answer with 1 (" in str(last) and not body.get("response_format"):
         level = 1 + int(_unit(body.get("model", ""), messages_text(body), "level") * 3)
         return f"{min(level, 3)}\nThe overall performance matches this level."
-    return default_answer(body)
+    return scale_answer(body) or default_answer(body)
 
 
 def schema_answer(body: dict, *, yes_rate: float = 0.5) -> dict:

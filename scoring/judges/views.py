@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 from annotation.models import Campaign, ScaleVersion
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, role_required
+from scoring.judges import prompts
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
@@ -31,6 +32,7 @@ def judge_config_edit(request, pk: int | None = None):
     if config is None and request.method == "GET":
         version = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by(
             "-number").first()
+        prompts.ensure_default_prompt_sets(request.user)  # every published instrument can be judged
         initial = {"prompt_set": judging.default_prompt_set(version, request.user).pk} if version else {}
         form = JudgeConfigForm(initial=initial)
     else:

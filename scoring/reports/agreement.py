@@ -86,7 +86,8 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
     items = [ItemMeta(code=i.code, text=i.text_en, dimension=i.dimension.code, dimension_name=i.dimension.name_en,
                       response_type=i.response_type, values=i.allowed_values()) for i in items_qs]
     code_of = {i.pk: i.code for i in items_qs}
-    rows = (Label.objects.filter(campaign__in=campaigns, value__isnull=False,
+    # Only the items above: scale and free-text items are not (yet) analysed here; they are in the exports.
+    rows = (Label.objects.filter(campaign__in=campaigns, value__isnull=False, item_id__in=list(code_of),
                                  assignment__status=Assignment.Status.SUBMITTED)
             .values_list("dialogue_id", "rater_id", "item_id", "value"))
     arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=np.int64).reshape(-1, 4)
@@ -360,7 +361,9 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     }
     if labels.empty:
         report["empty"] = True
-        report["warnings"] = ["No submitted labels yet: the report fills in as physicians submit dialogues."]
+        report["warnings"] = ["No submitted labels yet: the report fills in as physicians submit dialogues."
+                              if study.items else "This report covers binary and levels items, and this "
+                              "instrument has none: its labels are in the exports."]
         return report
     step(0.1, "agreement per item")
     freq = stats.bootstrap_freq(stats.bootstrap_indices(len(dialogue_ids), n_resamples, seed), len(dialogue_ids))

@@ -4,9 +4,10 @@ One row per label, columns exactly :data:`COLUMNS`::
 
     dialogue_id, rater, item, value, rater_kind, judge_run, created
 
-* ``dialogue_id`` is the dialogue's external id, ``item`` the item code (``1.1`` ... ``3.7``, ``4``),
-  ``value`` an integer, ``created`` the time the label was last saved (ISO 8601 in UTC with microseconds,
-  e.g. ``2024-05-01T09:30:00.000000+00:00``).
+* ``dialogue_id`` is the dialogue's (or question-answer item's) external id, ``item`` the item code (Mini-CEX:
+  ``1.1`` ... ``3.7``, ``4``; other instruments: their codes), ``value`` an integer (scale items: the point, as
+  rated; free-text items are comments and not in the export), ``created`` the time the label was last saved
+  (ISO 8601 in UTC with microseconds, e.g. ``2024-05-01T09:30:00.000000+00:00``).
 * Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, of the
   corpus's campaigns that are not deleted (or of one campaign), whose assignment is not withdrawn and whose
   dialogue is not deleted. Raters appear under their stable pseudonym (``RaterProfile``, created on the fly for
@@ -46,8 +47,8 @@ CHUNK_SIZE = 5000
 COLUMN_LABELS = {
     "dialogue_id": "Dialogue (external id in the corpus)",
     "rater": "Rater (pseudonym, username or judge)",
-    "item": "Mini-CEX item code",
-    "value": "Label value (binary items: 1 = met, 0 = not met; item 4: 1-3)",
+    "item": "Item code of the scale version",
+    "value": "Label value (binary: 1 = met, 0 = not met; levels: the level's value; scale: the point)",
     "rater_kind": "Kind of rater (human physician or LLM judge)",
     "judge_run": "Judge run (empty for physicians)",
     "created": "Time the label was last saved (UTC)",

@@ -12,6 +12,7 @@
 //   saveUrlKey    root dataset key of the URL answers are posted to ("labelUrl")
 //   commentId     id of the page comment textarea; its save state is "<commentId>-state"
 //   submitLabel   function (button, text) writing the submit button label (default: button.textContent = text)
+// A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
 (function () {
   "use strict";
   window.AnswerSheet = function (root, options) {
@@ -20,6 +21,7 @@
     const storeKey = options.storeKey;
     const editable = root.dataset.editable === "1";
     const items = Array.from(root.querySelectorAll(options.fieldsets));
+    const required = items.filter((el) => !el.hasAttribute("data-optional"));
     const byId = new Map(items.map((el) => [el.dataset[idKey], el]));
     const submitBtn = document.getElementById("submit-btn");
     const banner = document.getElementById("sync-banner");
@@ -55,7 +57,7 @@
     }
 
     function refresh() {
-      const answered = items.filter((el) => currentValue(el) !== "").length;
+      const answered = required.filter((el) => currentValue(el) !== "").length;
       const counter = document.getElementById("answered-count");
       if (counter) counter.textContent = answered;
       const pending = Object.keys(outbox).length;
@@ -73,10 +75,10 @@
         }
       }
       if (submitBtn) {
-        const ready = answered === items.length && pending === 0;
+        const ready = answered === required.length && pending === 0;
         submitBtn.disabled = !ready;
         submitLabel(submitBtn, pending ? "Saving…"
-          : (answered === items.length ? "Submit" : "Submit (" + (items.length - answered) + " left)"));
+          : (answered === required.length ? "Submit" : "Submit (" + (required.length - answered) + " left)"));
       }
     }
 
@@ -160,7 +162,7 @@
     if (!editable) { outbox = {}; persist(); }
 
     // The active fieldset (the one keyboard shortcuts answer).
-    let active = items.findIndex((el) => currentValue(el) === "");
+    let active = items.findIndex((el) => !el.hasAttribute("data-optional") && currentValue(el) === "");
     if (active < 0) active = 0;
     function activate(index, focus) {
       if (!items.length) return;
@@ -216,13 +218,19 @@
       return false;
     }
 
+    // Answers fieldset number index with value and saves it (staying there); false if it cannot.
+    function choose(index, value) {
+      if (!editable || !items[index]) return false;
+      const input = items[index].querySelector('input[type=radio][value="' + value + '"]');
+      if (!input || input.disabled) return false;
+      input.checked = true;
+      queue(items[index]);
+      return true;
+    }
+
     // Answers the active fieldset with value (from a keyboard shortcut) and moves on; false if it cannot.
     function answerActive(value) {
-      if (!editable || !items.length) return false;
-      const input = items[active].querySelector('input[type=radio][value="' + value + '"]');
-      if (!input) return false;
-      input.checked = true;
-      queue(items[active]);
+      if (!items.length || !choose(active, value)) return false;
       activate(active + 1, true);
       return true;
     }
@@ -265,6 +273,8 @@
       action: action,
       commonKey: commonKey,
       answerActive: answerActive,
+      choose: choose,
+      currentValue: currentValue,
       wireDialog: wireDialog,
     };
   };

@@ -11,10 +11,72 @@
   });
   const { submitBtn, actionMsg, post, action } = sheet;
 
-  // Keys: 0-9 answer the active item and move on; j/k or arrows move; n goes to the next dialogue.
+  // Keys: 0-9 answer the active item and move on; j/k or up/down move; n goes to the next dialogue.
+  // Scales reaching 10 or more take two digits ("1" then "0" = 10): a digit that can still grow waits a moment
+  // for the next one (its value is already saved) before moving on. Left/right step a scale or levels item.
+  // Enter writes in a free-text item, Escape leaves its box.
+  const DIGIT_WAIT_MS = 1000;
+  let typed = null; // {index, text, timer}: digits typed on a multi-digit scale
+
+  function settle() {
+    if (!typed) return;
+    clearTimeout(typed.timer);
+    typed = null;
+  }
+
+  function moveOn(index) {
+    if (sheet.active === index) sheet.activate(index + 1, true);
+  }
+
+  function typeDigit(fieldset, digit) {
+    const index = sheet.active;
+    const max = Number(fieldset.dataset.max);
+    let text = typed && typed.index === index ? typed.text + digit : digit;
+    if (Number(text) > max) text = digit; // too large: this digit starts a new number
+    settle();
+    const value = Number(text);
+    const chosen = sheet.choose(index, String(value));
+    if (value > 0 && value * 10 <= max) {
+      typed = { index: index, text: text, timer: setTimeout(() => { typed = null; if (chosen) moveOn(index); },
+        DIGIT_WAIT_MS) };
+    } else if (chosen) {
+      moveOn(index);
+    }
+    return chosen;
+  }
+
+  function step(fieldset, delta) {
+    const inputs = Array.from(fieldset.querySelectorAll("input[type=radio]"));
+    if (!inputs.length) return false;
+    const at = inputs.findIndex((input) => input.checked);
+    const next = at < 0 ? (delta > 0 ? 0 : inputs.length - 1) : Math.max(0, Math.min(inputs.length - 1, at + delta));
+    return sheet.choose(sheet.active, inputs[next].value);
+  }
+
   document.addEventListener("keydown", (event) => {
-    if (sheet.commonKey(event)) return;
-    if (/^[0-9]$/.test(event.key) && sheet.answerActive(event.key)) event.preventDefault();
+    const box = event.target.closest && event.target.closest("fieldset.text-item textarea");
+    if (box && event.key === "Escape") { event.preventDefault(); box.closest("fieldset").focus(); return; }
+    if (sheet.commonKey(event)) { settle(); return; }
+    const fieldset = sheet.items[sheet.active];
+    if (!fieldset) return;
+    const type = fieldset.dataset.type;
+    if (type === "text" && event.key === "Enter") {
+      const area = fieldset.querySelector("textarea");
+      if (area && !area.disabled) { event.preventDefault(); area.focus(); }
+      return;
+    }
+    if ((event.key === "ArrowLeft" || event.key === "ArrowRight") && (type === "scale" || type === "ordinal")) {
+      settle();
+      if (step(fieldset, event.key === "ArrowRight" ? 1 : -1)) event.preventDefault();
+      return;
+    }
+    if (!/^[0-9]$/.test(event.key)) return;
+    if (type === "scale" && Number(fieldset.dataset.max) >= 10) {
+      if (typeDigit(fieldset, event.key)) event.preventDefault();
+      return;
+    }
+    settle();
+    if (sheet.answerActive(event.key)) event.preventDefault();
   });
 
   if (submitBtn) submitBtn.addEventListener("click", () => {

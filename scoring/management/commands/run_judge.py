@@ -46,6 +46,9 @@ class Command(BaseCommand):
                             help="environment variable holding the key: OPENAI_API_KEY (default), a name starting "
                                  "with LLM_KEY_, or one listed in LLM_KEY_VARIABLES")
         parser.add_argument("--mode", choices=["per-item", "per-dialogue"], default="per-item")
+        parser.add_argument("--scale", default="llm-mini-cex",
+                            help="slug of the instrument to judge with (its newest published version; "
+                                 "default llm-mini-cex)")
         parser.add_argument("--items", default="", help="comma-separated item codes (default: every item)")
         parser.add_argument("--concurrency", type=int, default=8)
         parser.add_argument("--config", default="", help="name of the judge configuration to create or reuse")
@@ -66,15 +69,23 @@ class Command(BaseCommand):
         corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
         if corpus is None:
             raise CommandError(f"No corpus named {options['corpus']!r}.")
-        version = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by(
+        version = ScaleVersion.objects.filter(scale__slug=options["scale"], status="published").order_by(
             "-number").first()
-        name = options["config"] or f"{options['model']} {options['mode']} @ {options['base_url'] or 'default'}"
+        if version is None:
+            known = ", ".join(ScaleVersion.objects.filter(status="published").order_by("scale__slug")
+                              .values_list("scale__slug", flat=True).distinct())
+            raise CommandError(f"No published scale {options['scale']!r} (published: {known}).")
+        scale_part = "" if options["scale"] == "llm-mini-cex" else f" {options['scale']}"
+        name = options["config"] or (f"{options['model']} {options['mode']}{scale_part} @ "
+                                     f"{options['base_url'] or 'default'}")
         defaults = {"base_url": options["base_url"], "api_key_env": options["api_key_env"],
                     "model": options["model"], "mode": options["mode"], "concurrency": options["concurrency"],
                     "temperature": options["temperature"], "prompt_set": judging.default_prompt_set(version)}
         config, created = JudgeConfig.objects.get_or_create(name=name[:120], defaults=defaults)
         if not created:
             changed = [k for k, v in defaults.items() if k != "prompt_set" and getattr(config, k) != v]
+            if config.prompt_set.scale_version.scale_id != version.scale_id:
+                changed.append("scale")
             if changed:
                 raise CommandError(f"Judge configuration {config.name!r} exists with other settings "
                                    f"({', '.join(changed)}); pass --config NEW_NAME.")

@@ -1,0 +1,273 @@
+"""Judge prompts and answer parsing: the default prompt set of a scale version, the chat-completion request of one
+unit (one item, or every item of a dialogue), and the parsing of the answer into item values.
+
+The work engine (scoring.judges.runs) calls ``build_payload(config, prompt_set, dialogue, items, questions)``,
+``parse_item(content, item)``, ``parse_dialogue(content, items)`` and ``p_yes(response)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import jsonschema
+from django.db import transaction
+
+from annotation.dialogues import redacted
+from annotation.models import Dialogue, Item, ScaleVersion
+from scoring.judges.models import JudgeConfig, Prompt, PromptSet
+
+DEFAULT_PROMPT_SET = "Mini-CEX judge (default)"
+SYSTEM_PROMPT = (
+    "You are an experienced physician assessing a doctor's performance in a doctor-patient consultation with the "
+    "LLM-specific Mini-CEX. Judge only what the dialogue shows. Answer exactly in the format asked."
+)
+DIALOGUE_TEMPLATE = "The patient's self-report:\n{self_report}\n\nThe doctor-patient dialogue:\n{turns}"
+PER_DIALOGUE_INSTRUCTION = (
+    "Rate the doctor in the dialogue above on every item below. For items with answer 1/0, give 1 if the doctor "
+    "did it (or it is met) and 0 if not; for item 4 give 1 (Unsatisfactory), 2 (Satisfactory) or 3 (Excellent). "
+    "Return one JSON object whose keys are the item codes."
+)
+ROLE_NAMES = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement"}
+YES = re.compile(r"^\W*(yes|是)\b", re.IGNORECASE)
+NO = re.compile(r"^\W*(no|否)\b", re.IGNORECASE)
+LEVEL_NUMBER = re.compile(r"^\W*([0-9]+)\b")
+# A whole number (possibly negative) first on the line, not the start of a decimal ("4.5" is no scale point).
+SCALE_POINT = re.compile(r"^\W*?(-?[0-9]+)\b(?![.,][0-9])")
+
+MINI_CEX_SLUG = "llm-mini-cex"
+# Other instruments rating dialogues: the Mini-CEX's prompts with the scale's name and a generic instruction.
+GENERIC_SYSTEM_PROMPT = (
+    "You are an experienced physician assessing a doctor's performance in a doctor-patient consultation with the "
+    "{scale}. Judge only what the dialogue shows. Answer exactly in the format asked."
+)
+GENERIC_PER_DIALOGUE_INSTRUCTION = (
+    "Rate the doctor in the dialogue above on every item below, each as its question asks, but give all answers "
+    "in one JSON object whose keys are the item codes: 1 for Yes and 0 for No, a level's number, or a whole "
+    "number within the item's range."
+)
+# Instruments rating answers to questions: the shape of HIVMedQA's MedGPT prompt (seeds/004, supplementary
+# section 4): a senior clinician compares the answer with the reference (target) answer, criterion by criterion,
+# each with its benchmarks and range, and returns one JSON object for all criteria.
+ANSWER_SYSTEM_PROMPT = (
+    "Act as a senior clinician. Your role is to critically evaluate an answer to a medical question and, when a "
+    "reference (target) answer is provided, to compare the answer with it. You must assess the answer strictly "
+    "according to the evaluation criteria and base every score on specific evidence in the answer. Precision and "
+    "accountability are essential: no ambiguity or unsupported assumptions are allowed. Answer exactly in the "
+    "format asked."
+)
+ANSWER_TEMPLATE = "The question:\n{question}\n\n{reference_block}The answer to evaluate:\n{answer}"
+REFERENCE_BLOCK = "The reference (target) answer:\n{reference}\n\n"
+ANSWER_PER_DIALOGUE_INSTRUCTION = (
+    "Evaluation criteria. Score the answer above on each criterion below, within the range given for it and "
+    "following its benchmarks. Return one JSON object whose keys are the criterion codes and whose values are "
+    "the scores."
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# prompts
+# ---------------------------------------------------------------------------------------------------------------
+def _anchors(item: Item) -> str:
+    """ "0 = lowest, 5 = highest" from a scale item's anchor labels ("" without anchors)."""
+    points = [(int(key), item.anchor_label(int(key))) for key in (item.anchors or {})]
+    return ", ".join(f"{value} = {label}" for value, label in sorted(points) if label)
+
+
+def _scale_range(item: Item) -> str:
+    anchors = _anchors(item)
+    return f"a whole number from {item.scale_min} to {item.scale_max}" + (f" ({anchors})" if anchors else "")
+
+
+def _levels(item: Item) -> str:
+    return ", ".join(f"{lv.value} ({lv.text('en')})" for lv in sorted(item.levels.all(), key=lambda lv: lv.order))
+
+
+def item_question(item: Item, target: str = "dialogue") -> str:
+    """The per-item prompt, asked after the dialogue (or answer) so that providers can cache the shared prefix.
+    Dialogues: the paper's "Does the doctor ... in the dialogue above?"; answers: one criterion of the rubric."""
+    text, guidance = item.text("en"), item.guidance("en")
+    kind = item.response_type
+    if target == "answer":
+        head = f"Criterion {item.code}: {text}. {guidance}".rstrip() + "\n"
+        if kind == Item.ResponseType.BINARY:
+            return head + "Does the answer above meet this criterion? Answer Yes or No on the first line, then give " \
+                          "one sentence of reason."
+        scoring = _levels(item) if kind == Item.ResponseType.ORDINAL else _scale_range(item)
+        return head + f"Score the answer above on this criterion. Answer with {scoring} on the first line, then " \
+                      "give one sentence of reason."
+    if kind == Item.ResponseType.ORDINAL:
+        return (f"Item {item.code}: {text}. {guidance}\nHow do you rate the doctor in the dialogue "
+                f"above? Answer with {_levels(item)} on the first line, then give one sentence of reason.")
+    if kind == Item.ResponseType.SCALE:
+        return (f"Item {item.code}: {text}. {guidance}".rstrip() + "\nHow do you rate the doctor in the dialogue "
+                f"above on this item? Answer with {_scale_range(item)} on the first line, then give one sentence of "
+                "reason.")
+    text = text[0].lower() + text[1:]
+    return (f"Item {item.code}: Does the doctor {text} in the dialogue above? {guidance}\n"
+            "Answer Yes or No on the first line, then give one sentence of reason.")
+
+
+def default_prompt_set_name(scale_version: ScaleVersion) -> str:
+    scale = scale_version.scale
+    return DEFAULT_PROMPT_SET if scale.slug == MINI_CEX_SLUG else f"{scale.name_en} judge (default)"[:120]
+
+
+@transaction.atomic
+def default_prompt_set(scale_version: ScaleVersion, user=None) -> PromptSet:
+    """The default prompt set for a scale version (created once, from the items' text, guidance and ranges): the
+    Mini-CEX judge of the paper, the same shape for other instruments on dialogues, and HIVMedQA's rubric shape
+    for instruments on answers."""
+    name = default_prompt_set_name(scale_version)
+    existing = PromptSet.objects.filter(name=name, scale_version=scale_version).order_by("-version").first()
+    if existing:
+        return existing
+    number = (PromptSet.objects.filter(name=name).order_by("-version").values_list(
+        "version", flat=True).first() or 0) + 1
+    scale = scale_version.scale
+    if scale.target == "answer":
+        texts = (ANSWER_SYSTEM_PROMPT, ANSWER_TEMPLATE, ANSWER_PER_DIALOGUE_INSTRUCTION)
+    elif scale.slug == MINI_CEX_SLUG:
+        texts = (SYSTEM_PROMPT, DIALOGUE_TEMPLATE, PER_DIALOGUE_INSTRUCTION)
+    else:
+        texts = (GENERIC_SYSTEM_PROMPT.format(scale=scale.name_en), DIALOGUE_TEMPLATE,
+                 GENERIC_PER_DIALOGUE_INSTRUCTION)
+    prompt_set = PromptSet.objects.create(
+        name=name, version=number, scale_version=scale_version, system_prompt=texts[0], dialogue_template=texts[1],
+        per_dialogue_instruction=texts[2], created_by=user,
+        note=f"Written from the item text and guidance of {scale_version}.")
+    Prompt.objects.bulk_create([Prompt(prompt_set=prompt_set, item=item, question=item_question(item, scale.target))
+                                for item in scale_version.rating_items().prefetch_related("levels")])
+    return prompt_set
+
+
+def ensure_default_prompt_sets(user=None) -> list[PromptSet]:
+    """The default prompt set of the newest published version of every scale (created where missing), so that a
+    judge can be configured for any instrument."""
+    out = []
+    for scale_id in ScaleVersion.objects.filter(status="published").values_list("scale_id", flat=True).distinct():
+        version = (ScaleVersion.objects.filter(scale_id=scale_id, status="published").select_related("scale")
+                   .order_by("-number").first())
+        if version.rating_items().exists():
+            out.append(default_prompt_set(version, user))
+    return out
+
+
+def render_dialogue(prompt_set: PromptSet, dialogue: Dialogue) -> str:
+    """The dialogue (or question-answer item) as the prompt set's template shows it, redactions applied. Templates
+    may use {self_report} and {turns}; for answers also {question}, {answer}, {reference} and {reference_block}
+    (the reference answer with its heading, or nothing when the item has none)."""
+    self_report, turns = redacted(dialogue)
+    lines = "\n".join(f"{ROLE_NAMES.get(t['role'], t['role'])}: {t['text']}" for t in turns)
+    parts = {role: "" for role in Dialogue.QA_ROLES}
+    if dialogue.is_answer:
+        parts.update({t["role"]: t["text"] for t in turns if t.get("role") in parts})
+    reference_block = REFERENCE_BLOCK.format(reference=parts["reference"]) if parts["reference"] else ""
+    return prompt_set.dialogue_template.format(self_report=self_report, turns=lines, reference_block=reference_block,
+                                               **parts)
+
+
+def criterion(n: int, item: Item) -> str:
+    """One criterion of an answer rubric in the per-dialogue prompt: its text, range and benchmarks."""
+    if item.response_type == Item.ResponseType.BINARY:
+        scoring = "1 if met, 0 if not"
+    elif item.response_type == Item.ResponseType.ORDINAL:
+        scoring = _levels(item)
+    else:
+        scoring = _scale_range(item)
+    guidance = item.guidance("en")
+    return f"{n}. {item.code}: {item.text('en')}. Score: {scoring}." + (f"\n{guidance}" if guidance else "")
+
+
+def dialogue_schema(items: list[Item]) -> dict:
+    """JSON schema of the per-dialogue answer: every item required, values restricted to its allowed values."""
+    return {
+        "type": "object",
+        "properties": {item.code: {"type": "integer", "enum": item.allowed_values()} for item in items},
+        "required": [item.code for item in items],
+        "additionalProperties": False,
+    }
+
+
+def build_payload(config: dict, prompt_set: PromptSet, dialogue: Dialogue, items: list[Item],
+                  questions: dict[int, str]) -> dict:
+    """The chat-completion request for one unit: one item (per-item mode) or all items (per-dialogue)."""
+    body = render_dialogue(prompt_set, dialogue)
+    payload: dict[str, Any] = {"model": config["model"], "temperature": config["temperature"],
+                               "max_tokens": config["max_tokens"]}
+    if config.get("seed") is not None:
+        payload["seed"] = config["seed"]
+    if config["mode"] == JudgeConfig.Mode.PER_ITEM:
+        question = questions[items[0].pk]
+        payload["messages"] = [{"role": "system", "content": prompt_set.system_prompt},
+                               {"role": "user", "content": f"{body}\n\n{question}"}]
+        if config.get("request_logprobs"):
+            payload["logprobs"] = True
+            payload["top_logprobs"] = 5
+        return payload
+    if dialogue.is_answer:  # HIVMedQA's shape: the criteria with their ranges and benchmarks
+        listing = "\n\n".join(criterion(n, item) for n, item in enumerate(items, start=1))
+    else:
+        listing = "\n".join(f"{item.code}: {questions[item.pk]}" for item in items)
+    payload["messages"] = [{"role": "system", "content": prompt_set.system_prompt},
+                           {"role": "user", "content": f"{body}\n\n{prompt_set.per_dialogue_instruction}\n\n{listing}"}]
+    if config.get("structured_output", True):
+        payload["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "answer_ratings" if dialogue.is_answer else "mini_cex_ratings", "strict": True,
+            "schema": dialogue_schema(items)}}
+    return payload
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# parsing: an answer that cannot be parsed is unscored (with the raw text), never 0
+# ---------------------------------------------------------------------------------------------------------------
+def p_yes(response: dict | None) -> float | None:
+    """P(yes) from the first token's top logprobs, normalised over the yes/no alternatives."""
+    try:
+        first = response["choices"][0]["logprobs"]["content"][0]
+    except (TypeError, KeyError, IndexError):
+        return None
+    yes = no = None
+    for alt in first.get("top_logprobs") or []:
+        token = str(alt.get("token", "")).strip().lower()
+        if token in ("yes", "是") and yes is None:
+            yes = math.exp(alt["logprob"])
+        elif token in ("no", "否") and no is None:
+            no = math.exp(alt["logprob"])
+    if yes is None and no is None:
+        return None
+    yes, no = yes or 0.0, no or 0.0
+    return yes / (yes + no) if yes + no > 0 else None
+
+
+def parse_item(content: str, item: Item) -> tuple[int | None, str]:
+    """Strict verdict on the first line: Yes/No (binary), one allowed level (levels) or a whole number within the
+    range (scale); the rest is the reason."""
+    text = (content or "").strip()
+    first, _, rest = text.partition("\n")
+    rationale = rest.strip() or first
+    if item.response_type == Item.ResponseType.BINARY:
+        if YES.match(first):
+            return 1, rationale
+        if NO.match(first):
+            return 0, rationale
+        return None, text
+    match = (SCALE_POINT if item.response_type == Item.ResponseType.SCALE else LEVEL_NUMBER).match(first)
+    if match and int(match.group(1)) in item.allowed_values():
+        return int(match.group(1)), rationale
+    return None, text
+
+
+def parse_dialogue(content: str, items: list[Item]) -> dict[str, int] | None:
+    """The per-dialogue JSON answer, validated against the schema (every item required); None if invalid."""
+    text = (content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+        jsonschema.validate(data, dialogue_schema(items))
+    except (json.JSONDecodeError, jsonschema.ValidationError):
+        return None
+    return {code: int(value) for code, value in data.items()}

@@ -66,9 +66,9 @@ from scoring.stats.kernels import (  # noqa: F401
     count_table,
     encode_labels,
     fleiss_kappa_counts,
-    ordered_labels,
     gwet_ac1_counts,
     krippendorff_alpha_counts,
+    ordered_labels,
     percent_agreement_counts,
 )
 from scoring.stats.preference import (  # noqa: F401

@@ -31,7 +31,7 @@ Conventions (DESIGN.md section 4 "Statistics conventions")
 
 from __future__ import annotations
 
-from scoring.stats._common import SINGULAR_COND  # noqa: F401
+from scoring.stats._common import SINGULAR_COND, LeaveOneOut, weighted_sums  # noqa: F401
 from scoring.stats.agreement import (  # noqa: F401
     ICC_FORMS,
     cohen_kappa,
@@ -93,6 +93,8 @@ from scoring.stats.reliability import (  # noqa: F401
     kmo_from_correlations,
     ordinal_alpha,
     ordinal_alpha_clustered,
+    standardized_alpha,
+    tetrachoric_clustered,
     tetrachoric_counts,
     tetrachoric_detail,
     tetrachoric_matrix,

@@ -24,11 +24,15 @@ def _campaign(pk: int):
 @role_required(COORDINATOR, ANALYST)
 def campaign_report(request, pk: int):
     """The analyst's report: computed by a worker, cached until the labels change; progress while it runs."""
-    from scoring.reports.service import current_report_job, last_failure
+    from urllib.parse import urlencode
+
+    from scoring.reports.service import current_report_job, last_failure, report_options
 
     campaign = _campaign(pk)
-    job = current_report_job(campaign, request.user)
-    context = {"campaign": campaign, "job": job, "failure": last_failure(campaign)}
+    options = report_options(request.GET)
+    job = current_report_job(campaign, request.user, options=options)
+    context = {"campaign": campaign, "job": job, "failure": last_failure(campaign), "options": options,
+               "query": urlencode({"ci": options["ci_method"], "correlation": options["correlation"]})}
     if job.status == Job.Status.SUCCEEDED:
         context["report"] = job.result
         return render(request, "scoring/report.html", context)
@@ -55,10 +59,10 @@ def campaign_report_download(request, pk: int):
     from django.template.loader import render_to_string
     from django.utils import timezone
 
-    from scoring.reports.service import current_report_job
+    from scoring.reports.service import current_report_job, report_options
 
     campaign = _campaign(pk)
-    job = current_report_job(campaign, request.user)
+    job = current_report_job(campaign, request.user, options=report_options(request.GET))
     if job.status != Job.Status.SUCCEEDED:
         return HttpResponse("The report is still being computed; try again when the report page shows it.",
                             status=409, content_type="text/plain")

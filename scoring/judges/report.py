@@ -17,9 +17,13 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
   :func:`scoring.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
 * **Krippendorff's alpha** of the physicians alone and with the judge as one more rater (nominal for binary items,
   ordinal for item 4), on the compared dialogues.
-* The **acceptance rule** -> "judge can replace physicians" or "keep physicians" per item, with the rule, the
-  condition met, or the reasons none was.
-* Per doctor model, the **Table 6** comparison of physician and judge scores.
+* The **verdict** per item, one of :data:`OUTCOMES` with its reasons in words (:func:`decide`,
+  :func:`acceptance_rule_text`): not enough data, item unreliable (the physicians' own agreement below the floor),
+  judge can replace physicians (non-inferior in the paired bootstrap and better than a constant answer) or keep
+  physicians; the coordinator's :class:`VerdictSettings` are printed with it. The paper's rule (accuracy >= 80%)
+  is kept beside it (:func:`paper_rule`), flagged when a constant answer would meet it.
+* Per doctor model, the **Table 6** comparison of physician and judge scores, and the **model ranking**
+  (:func:`model_ranking`: Kendall's tau between the physicians' and the judge's per-model scores).
 
 :func:`compare_modes` puts two runs side by side that differ only in mode (per-item vs per-dialogue).
 """

@@ -1039,3 +1039,15 @@ def test_kendall_w_without_tie_correction_anxiety():
     named = S.kendall_w(pd.DataFrame([[1, 2, 3], [1, nan, 3], [2, 1, 3]], index=["P1", "P2", "P3"]))
     assert named["dropped"] == ["P2"] and "Rater P2 left out" in named["warnings"][0]
     assert_plain_json(res)
+
+
+def test_alpha_if_deleted_fast_path_equals_cronbach_alpha_per_item():
+    rng = np.random.default_rng(12)
+    x = pd.DataFrame((rng.random((300, 8)) < rng.random(8)).astype(float), columns=[f"i{k}" for k in range(8)])
+    x["i1"] = np.where(rng.random(300) < 0.6, x["i0"], x["i1"])
+    fast = S.alpha_if_deleted(x)  # complete data: one covariance matrix
+    for col in x.columns:
+        assert fast[col] == pytest.approx(S.cronbach_alpha(x.drop(columns=[col]))["alpha"], abs=1e-12)
+    x.loc[3, "i2"] = nan  # missing values: one cronbach_alpha per item, pairwise
+    slow = S.alpha_if_deleted(x)
+    assert slow["i0"] == pytest.approx(S.cronbach_alpha(x.drop(columns=["i0"]))["alpha"])

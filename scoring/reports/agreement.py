@@ -428,11 +428,13 @@ def _rater_matrix(study: Study) -> dict:
     labels = study.labels[study.labels["item"].isin(binary)]
     raters = sorted(labels["rater"].unique().tolist(), key=lambda r: study.rater_names.get(r, f"R{r}"))
     dialogues = np.sort(labels["dialogue"].unique())
-    items = [c for c in binary if c in set(labels["item"].astype(str))]
+    item_names = labels["item"].astype(object).to_numpy()
+    present = set(pd.unique(item_names).tolist())
+    items = [c for c in binary if c in present]
     codes = np.full((len(raters), len(items), len(dialogues)), -1, dtype=np.int64)
     if len(labels):
         r = pd.Index(raters).get_indexer(labels["rater"].to_numpy())
-        i = pd.Index(items).get_indexer(labels["item"].astype(str).to_numpy())
+        i = pd.Index(items).get_indexer(item_names)
         d = np.searchsorted(dialogues, labels["dialogue"].to_numpy())
         codes[r, i, d] = (labels["value"].to_numpy() == 1).astype(np.int64)  # binary items: 0 / 1
     size = len(raters)

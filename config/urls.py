@@ -9,6 +9,7 @@ from annotation import api as annotation_api
 from annotation import views as annotation_views
 from annotation.urls import rating_urlpatterns
 from config.views import healthz
+from scoring.judges import api as api_judges
 from scoring.preference import api as api_preference
 from scoring.reports import api as scoring_api
 
@@ -41,6 +42,7 @@ urlpatterns = [
     path("accounts/", include(accounts)),
     path("admin/", admin.site.urls),
     path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
+    path("api/judge-runs/<int:pk>/report/", api_judges.JudgeReportView.as_view(), name="api-judge-report"),
     path("api/", include(router.urls)),
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
     # Signed-in users only (SERVE_PERMISSIONS); the docs page sends others to the login page. The split view loads

@@ -10,7 +10,8 @@ Conventions (DESIGN.md sections 3 and 4):
 * The consensus rule holds when every condition that is set holds; with no answers it is undefined.
 * Authority coefficient Cr = (Ca + Cs) / 2, with Ca from the basis of judgement and Cs from familiarity,
   using the customary coefficient tables of Chinese Delphi studies (:data:`CA_BASIS`, :data:`CS_FAMILIARITY`).
-* Kendall's W (with chi-square and p), Cronbach's alpha, KMO and Bartlett come from :mod:`scoring.stats`.
+* Kendall's W (tie-corrected, with chi-square and p, and without the tie correction), Cronbach's alpha, KMO and
+  Bartlett come from :mod:`scoring.stats`; a panelist left out of W for a missing rating is named (pseudonym).
 * Undefined statistics are ``None`` with the reason in ``warnings``, never 0 or 1.
 """
 
@@ -174,14 +175,19 @@ def round_statistics(*, invited: int, responded: int, completed: int, wide: pd.D
         warns.append("Positive coefficient undefined: nobody was invited.")
     auth = authority(assessments)
     w = stats.kendall_w(wide) if wide.shape[0] and wide.shape[1] else {
-        "w": None, "chi2": None, "dof": None, "p": None, "n_raters": int(wide.shape[0]),
-        "n_objects": int(wide.shape[1]), "warnings": ["Kendall's W undefined: no completed questionnaires."]}
+        "w": None, "w_uncorrected": None, "chi2": None, "dof": None, "p": None, "n_raters": int(wide.shape[0]),
+        "n_objects": int(wide.shape[1]), "dropped": [],
+        "warnings": ["Kendall's W undefined: no completed questionnaires."]}
+    # Kendall's W names raters by the row labels, which are panelists' pseudonyms here
+    w_warnings = [text.replace("Rater ", "Panelist ", 1) if text.startswith("Rater ") else text
+                  for text in w["warnings"]]
     return {
         "invited": invited, "responded": responded, "completed": completed,
         "positive_coefficient": positive,
         "ca": auth["ca"], "cs": auth["cs"], "cr": auth["cr"], "authority_n": auth["n"],
-        "kendall_w": w["w"], "chi2": w["chi2"], "dof": w["dof"], "p": w["p"], "w_raters": w["n_raters"],
-        "warnings": warns + auth["warnings"] + list(w["warnings"]),
+        "kendall_w": w["w"], "kendall_w_uncorrected": w["w_uncorrected"], "chi2": w["chi2"], "dof": w["dof"],
+        "p": w["p"], "w_raters": w["n_raters"], "w_dropped": list(w.get("dropped", [])),
+        "warnings": warns + auth["warnings"] + w_warnings,
     }
 
 

@@ -157,7 +157,8 @@ def _r(x: float | None, digits: int = 3) -> Any:
 
 REPORT_FLOW_COLUMNS = ["Round", "Kind", "Version", "Opened", "Closed", "Invited", "Responded", "Completed",
                        "Positive coefficient", "Excluded (familiarity below threshold)", "Carried to next round",
-                       "Ca", "Cs", "Cr", "Kendall's W", "Chi-square", "df", "p", "Items rated",
+                       "Ca", "Cs", "Cr", "Kendall's W", "Kendall's W (no tie correction)", "Chi-square", "df", "p",
+                       "Panelists left out of W (missing rating)", "Items rated",
                        "Items meeting consensus"]
 REPORT_AUDIT_COLUMNS = ["Round", "Item", "Decision", "New wording", "Merged into", "Reason", "Decided by",
                         "Decided at"]
@@ -200,7 +201,9 @@ def reporting_sheets(study: DelphiStudy) -> list[tuple[str, list[str], list[dict
             "Positive coefficient": _r(s["positive_coefficient"]),
             "Excluded (familiarity below threshold)": ", ".join(excluded), "Carried to next round": carried,
             "Ca": _r(s["ca"]), "Cs": _r(s["cs"]), "Cr": _r(s["cr"]), "Kendall's W": _r(s["kendall_w"]),
+            "Kendall's W (no tie correction)": _r(s["kendall_w_uncorrected"]),
             "Chi-square": _r(s["chi2"]), "df": s["dof"] or "", "p": _r(s["p"], 4),
+            "Panelists left out of W (missing rating)": ", ".join(s["w_dropped"]),
             "Items rated": len(stats_rows),
             "Items meeting consensus": sum(1 for v in stats_rows.values() if v["consensus"]),
         })

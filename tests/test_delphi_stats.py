@@ -89,7 +89,21 @@ def test_kendall_w_by_hand_without_ties():
     wide = pd.DataFrame([[1, 2, 3], [1, 3, 2], [2, 1, 3]])
     res = consensus.round_statistics(invited=3, responded=3, completed=3, wide=wide, assessments=[])
     assert res["kendall_w"] == pytest.approx(4 / 9)
+    assert res["kendall_w_uncorrected"] == pytest.approx(4 / 9)  # no ties: the two are equal
     assert res["chi2"] == pytest.approx(3 * 2 * 4 / 9)
+
+
+def test_kendall_w_names_a_panelist_dropped_for_a_missing_rating_and_reports_both_ws():
+    # P002 left item c unrated and is left out; P001 and P003 rate with ties (1, 1, 3 and 1, 2, 2)
+    wide = pd.DataFrame([[1, 1, 3], [2, 5, None], [1, 2, 2]], index=["P001", "P002", "P003"], columns=list("abc"))
+    res = consensus.round_statistics(invited=3, responded=3, completed=3, wide=wide, assessments=[])
+    assert res["w_raters"] == 2 and res["w_dropped"] == ["P002"]
+    assert any(w.startswith("Panelist P002 left out of Kendall's W") and "'c'" in w for w in res["warnings"])
+    # by hand: ranks (1.5, 1.5, 3) and (1, 2.5, 2.5); rank sums 2.5 4 5.5, S = 2.25 + 0 + 2.25 = 4.5
+    # uncorrected W = 12 S / (m^2 (n^3 - n)) = 54 / (4 * 24) = 0.5625; each rater has one tie of 2,
+    # T_j = 2^3 - 2 = 6: corrected W = 12 S / (m^2 (n^3 - n) - m sum_j T_j) = 54 / (96 - 2 * 12) = 0.75
+    assert res["kendall_w_uncorrected"] == pytest.approx(0.5625)
+    assert res["kendall_w"] == pytest.approx(0.75)
 
 
 def test_validation_report_layout():

@@ -21,7 +21,16 @@ from annotation.models import Assignment, Corpus
 from scoring import stats
 from scoring.judges import report as judge_report
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
-from scoring.judges.report import KEEP, REPLACE, JudgeReportError, compare_modes, judge_vs_physicians
+from scoring.judges.report import (
+    KEEP,
+    NOT_ENOUGH,
+    OUTCOMES,
+    UNRELIABLE,
+    JudgeReportError,
+    VerdictSettings,
+    compare_modes,
+    judge_vs_physicians,
+)
 from scoring.judges.runs import config_snapshot, default_prompt_set
 from tests.factories import campaign_with, mini_cex, rating_items
 
@@ -106,7 +115,9 @@ def shared(django_db_setup, django_db_blocker):
         try:
             labels._allowed.cache_clear()
             campaign, run = build_study()
-            yield campaign, run, judge_vs_physicians(run, campaign, n_resamples=200, seed=5)
+            yield (campaign, run, judge_vs_physicians(run, campaign, n_resamples=200, seed=5),
+                   judge_vs_physicians(run, campaign, n_resamples=200, seed=5,
+                                       verdict=VerdictSettings(min_dialogues=2, ci_method="bca")))
         finally:
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)
@@ -115,7 +126,7 @@ def shared(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def study(shared, db):
-    campaign, run, _ = shared
+    campaign, run = shared[:2]
     campaign.refresh_from_db()
     run.refresh_from_db()
     return campaign, run
@@ -124,6 +135,12 @@ def study(shared, db):
 @pytest.fixture
 def report(shared, db):
     return shared[2]
+
+
+@pytest.fixture
+def lenient(shared, db):
+    """The same report with a minimum of 2 dialogues (so verdicts go past "not enough data") and BCa intervals."""
+    return shared[3]
 
 
 def by_code(rep) -> dict:
@@ -145,7 +162,14 @@ def test_report_is_json_and_counts_units(report):
     items = by_code(report)
     assert [items[c]["n_dialogues"] for c in ("3.1", "3.2", "3.3", "3.4")] == [5, 5, 5, 6]
     assert any("1 unscored, 1 failed and 1 pending" in w for w in report["warnings"])
-    assert set(report["summary"]["replace"]) | set(report["summary"]["keep"]) == set(items)
+    summary = report["summary"]
+    assert set().union(*(summary[k] for k in ("replace", "keep", "unreliable", "not_enough"))) == set(items)
+    # six dialogues: below the default minimum of 30, so no item gets a verdict on the judge
+    assert summary["n_not_enough"] == 24 and summary["counts"]["not_enough"] == 24
+    assert report["settings"] == {"floor": 0.4, "min_dialogues": 30, "margin": 0.1, "ci_method": "percentile",
+                                  "paper_accuracy": 0.8}
+    assert report["outcomes"] == list(OUTCOMES)
+    assert any("Only 6 dialogue(s) are resampled" in w for w in report["warnings"])
     assert items["1.1"]["level"] == "nominal" and items["4"]["level"] == "ordinal"
 
 
@@ -161,8 +185,9 @@ def test_judge_identical_to_majority_can_replace(report):
     assert [p["kappa"] for p in item["vs_physicians"]["per_physician"]] == pytest.approx([1, 1 / 3, 1 / 3])
     assert item["ceiling"]["kappa"]["value"] == pytest.approx((1 / 3 + 1 / 3 - 1 / 3) / 3)
     decision = item["decision"]
-    assert decision["verdict"] == REPLACE and decision["replace"] is True
-    assert decision["met"] == ["accuracy", "kappa"] and "80%" in decision["rule"]
+    assert decision["verdict"] == NOT_ENOUGH and decision["replace"] is False
+    assert "Only 6 dialogue(s)" in decision["reasons"][0] and "30" in decision["reasons"][0]
+    assert item["paper_rule"]["met"] and item["paper_rule"]["flag"] is None  # majority class only 50%
     fig = item["vs_physicians"]["kappa"]
     assert fig["ci_low"] <= fig["value"] <= fig["ci_high"]
 
@@ -181,10 +206,8 @@ def test_judge_always_one_on_mixed_majority(report):
     assert item["vs_physicians"]["kappa"]["value"] == pytest.approx(0.0)
     assert any("zero variance" in w for w in item["vs_physicians"]["warnings"])
     assert any("'judge'" in w for w in item["krippendorff_alpha"]["with_judge"]["warnings"])
-    decision = item["decision"]
-    assert decision["verdict"] == KEEP and decision["met"] == []
-    assert any("below 80%" in r for r in decision["reasons"])
-    assert any("below the physician ceiling" in r for r in decision["reasons"])
+    assert item["decision"]["verdict"] == NOT_ENOUGH
+    assert not item["paper_rule"]["met"] and item["vs_majority"]["majority_class_rate"] == pytest.approx(0.5)
 
 
 def test_ceiling_equals_manual_pairwise_computation(report):
@@ -233,7 +256,7 @@ def test_ordinal_item_excludes_and_counts_tied_majorities(report):
     assert table5["confusion"]["counts"] == [[0, 0, 0], [1, 2, 0], [0, 0, 1]]
 
 
-def test_undefined_kappa_keeps_physicians_with_reason(report):
+def test_undefined_kappa_and_the_papers_rule(report):
     items = by_code(report)
     item = items["2.1"]  # physicians all 1, judge all 0
     assert item["vs_majority"]["accuracy"]["value"] == 0.0
@@ -242,24 +265,40 @@ def test_undefined_kappa_keeps_physicians_with_reason(report):
     assert any("never predicted" in w for w in precision["warnings"])
     assert item["ceiling"]["kappa"]["value"] is None
     assert any("no variation" in w for w in item["ceiling"]["kappa"]["warnings"])
-    decision = item["decision"]
-    assert decision["verdict"] == KEEP
-    assert any("ceiling kappa is undefined" in r for r in decision["reasons"])
-    # judge and physicians all 1: kappa undefined, but accuracy alone meets the rule
+    # physicians and judge all 1: kappa undefined, AC1 1
     same = items["2.2"]
     assert same["vs_physicians"]["kappa"]["value"] is None and same["ceiling"]["kappa"]["value"] is None
     assert same["vs_physicians"]["gwet_ac1"]["value"] == pytest.approx(1.0)
-    assert same["decision"]["verdict"] == REPLACE and same["decision"]["met"] == ["accuracy"]
-    assert any("undefined" in note for note in same["decision"]["notes"])
-    # ... and with an accuracy condition it cannot meet, the undefined kappa keeps physicians
-    strict = judge_report.decide(same["vs_majority"]["accuracy"], same["vs_physicians"]["kappa"],
-                                 same["ceiling"]["kappa"], 1.01, 0.05)
-    assert strict["verdict"] == KEEP and any("kappa against the physicians is undefined" in r
-                                             for r in strict["reasons"])
-    undefined_accuracy = judge_report.decide({"value": None, "warnings": ["Accuracy is undefined: no pairs."]},
-                                             {"value": None, "warnings": []}, {"value": 0.5, "warnings": []},
-                                             0.8, 0.05)
-    assert undefined_accuracy["verdict"] == KEEP and "undefined" in undefined_accuracy["reasons"][0]
+    assert same["paper_rule"]["met"] and same["paper_rule"]["constant_would_meet"] and same["paper_rule"]["flag"]
+
+
+def test_verdicts_past_the_minimum(lenient):
+    items = by_code(lenient)
+    assert lenient["ci_method"] == "bca" and "BCa" in lenient["methods"]["ci"]
+    # 1.1: the physicians' own kappa is (1/3 + 1/3 - 1/3) / 3 = 0.11, below the floor
+    first = items["1.1"]
+    assert first["physicians_agreement"]["coefficient"] == "kappa"
+    assert first["physicians_agreement"]["value"] == pytest.approx(1 / 9)
+    assert first["decision"]["verdict"] == UNRELIABLE
+    assert "Delphi panel" in first["decision"]["reasons"][0] and "0.40" in first["decision"]["reasons"][0]
+    # 2.1: physicians all 1 (prevalence 100%: AC1 = 1, reliable), judge all 0: kept, with both reasons
+    item = items["2.1"]
+    assert item["physicians_agreement"]["coefficient"] == "gwet_ac1" and "prevalence" in \
+        item["physicians_agreement"]["why"]
+    assert item["physicians_agreement"]["value"] == pytest.approx(1.0)
+    decision = item["decision"]
+    assert decision["verdict"] == KEEP and decision["checks"]["reliable"] is True
+    assert any(r.startswith("No better than a constant answer") for r in decision["reasons"])
+    assert any("less than they agree with each other" in r for r in decision["reasons"])
+    assert item["difference"]["value"] == pytest.approx(-2.0)
+    # 2.2: judge and physicians all 1: as good as a physician, but no better than a constant answer
+    same = items["2.2"]
+    assert same["difference"]["value"] == pytest.approx(0.0)
+    assert same["decision"]["verdict"] == KEEP and same["decision"]["checks"]["non_inferior"] is True
+    assert same["decision"]["reasons"][0].startswith("No better than a constant answer")
+    summary = lenient["summary"]
+    assert sum(summary["counts"].values()) == 24 and summary["n_replace"] == 0
+    json.dumps(lenient, allow_nan=False)
 
 
 def test_krippendorff_with_and_without_judge(report):
@@ -403,8 +442,8 @@ def test_medeval_sized_workload_is_fast():
     rng = np.random.default_rng(0)
     n, raters = 500, 8
     freq = stats.bootstrap_freq(stats.bootstrap_indices(n, 1000, 1), n)
-    context = judge_report.ReportContext(freq=freq, seed=1, n_resamples=1000, accuracy_threshold=0.8,
-                                         kappa_margin=0.05, rater_names=[f"R{i}" for i in range(raters)])
+    context = judge_report.ReportContext(freq=freq, seed=1, n_resamples=1000,
+                                         rater_names=[f"R{i}" for i in range(raters)])
     items = []
     for k in range(24):
         q = 3 if k == 23 else 2
@@ -426,7 +465,7 @@ def test_medeval_sized_workload_is_fast():
     kappa = entries[0]["vs_physicians"]["kappa"]
     assert kappa["ci_low"] < kappa["value"] < kappa["ci_high"]
     assert entries[0]["ceiling"]["n_pairs"] == raters * (raters - 1) // 2
-    assert pd.Series([e["decision"]["verdict"] for e in entries]).isin([REPLACE, KEEP]).all()
+    assert pd.Series([e["decision"]["verdict"] for e in entries]).isin(OUTCOMES).all()
 
 
 def test_campaign_without_labels_gives_undefined_figures(study):
@@ -435,9 +474,9 @@ def test_campaign_without_labels_gives_undefined_figures(study):
     result = judge_vs_physicians(run, empty, n_resamples=50)
     json.dumps(result, allow_nan=False)
     assert result["counts"]["dialogues_compared"] == 0 and result["counts"]["physicians"] == 0
-    assert result["summary"]["n_keep"] == 24 and result["models"] == []
+    assert result["summary"]["n_not_enough"] == 24 and result["models"] == []
     assert any("No dialogue has both" in w for w in result["warnings"])
     item = by_code(result)["1.1"]
     assert item["vs_majority"]["accuracy"]["value"] is None and item["vs_majority"]["accuracy"]["warnings"]
     assert item["krippendorff_alpha"]["physicians"]["value"] is None
-    assert item["decision"]["verdict"] == KEEP and len(item["decision"]["reasons"]) == 2
+    assert item["decision"]["verdict"] == NOT_ENOUGH and "Only 0 dialogue(s)" in item["decision"]["reasons"][0]

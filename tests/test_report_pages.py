@@ -155,3 +155,30 @@ def test_report_api(analyst, physician, rated):
     assert ready["n_labels"] == 6 * 3 * 24 and "plots" not in ready
     assert "plots" in api.get(f"/api/campaigns/{rated.pk}/report/", {"plots": "1"}).json()
     assert api.get("/api/campaigns/999999/report/").status_code == 404
+
+
+def test_interval_and_correlation_options(client, analyst, rated):
+    """BCa intervals and tetrachoric correlations are chosen per report (page, download, API) and named."""
+    from rest_framework.test import APIClient
+
+    client.force_login(analyst)
+    url = reverse("campaign-report", args=[rated.pk])
+    client.get(url)
+    client.get(url, {"ci": "bca", "correlation": "tetrachoric"})
+    assert Job.objects.filter(kind="campaign_report").count() == 2  # one cached report per choice
+    run_pending()
+    html = client.get(url, {"ci": "bca", "correlation": "tetrachoric"}).content.decode()
+    assert "BCa" in html and "ordinal alpha" in html and "tetrachoric" in html
+    assert "cluster bootstrap over dialogues" in html and 'data-testid="reliability-per-rater"' in html
+    assert "fewer than about 30" in html  # six dialogues
+    assert "ci=bca&amp;correlation=tetrachoric" in html  # the download keeps the choice
+    plain = client.get(url).content.decode()
+    assert "Pearson (phi)" in plain and "KR-20" in plain and 'data-testid="icc-left-out"' not in plain
+    download = client.get(reverse("campaign-report-download", args=[rated.pk]), {"ci": "bca"})
+    assert download.status_code == 409  # bca with Pearson is a third report, not computed yet
+    api = APIClient()
+    api.force_authenticate(analyst)
+    ready = api.get(f"/api/campaigns/{rated.pk}/report/", {"ci": "bca", "correlation": "tetrachoric"})
+    assert ready.status_code == 200 and ready.json()["ci_method"] == "bca"
+    bad = api.get(f"/api/campaigns/{rated.pk}/report/", {"ci": "normal"})
+    assert bad.status_code == 400 and "ci must be" in bad.json()["detail"]

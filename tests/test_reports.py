@@ -53,7 +53,14 @@ def test_report_matches_the_statistics_engine(rated):
     assert fig["ci_low"] <= fig["value"] <= fig["ci_high"]
     assert fig["interpretation"]["source"].startswith("Landis")
     assert set(report["icc"]["dimensions"]) == {"1", "2", "3", "overall"}
-    assert "ICC1" in report["icc"]["dimensions"]["1"] and "slots" in report["icc"]["design"]
+    # raters differ between dialogues (4 raters, 3 per dialogue): the one-way forms only, with the reason
+    icc1 = report["icc"]["dimensions"]["1"]
+    assert "ICC1" in icc1 and "ICC1k" in icc1 and "ICC2" not in icc1 and "ICC3k" not in icc1
+    assert report["icc"]["forms"] == ["ICC1", "ICC1k"] and "rating slots" in report["icc"]["left_out"]
+    band = icc1["ICC1"]["interpretation"]
+    assert band["source"].startswith("Koo") and band["label"] == (
+        band["low"] if band["low"] == band["high"] else f"{band['low']} to {band['high']}")
+    assert band["low"] == stats.interpret(icc1["ICC1"]["ci_low"], "koo_li_icc")["label"]
     assert report["reliability"]["cronbach_alpha"]["k"] == 23
     assert set(report["reliability"]["dimensions"]) == {"1", "2", "3"}
     assert {m["model"] for m in report["models"]} == {"model-A", "model-B"}
@@ -128,3 +135,125 @@ def test_krippendorff_counts_kernel_matches_the_package():
             resampled = data[:, idx[b]]
             ref = krippendorff.alpha(reliability_data=resampled, level_of_measurement=level, value_domain=cats)
             assert stats.krippendorff_alpha_counts(table, cats, level, freq)[b] == pytest.approx(ref)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# issue 16: honest units and intervals
+# ---------------------------------------------------------------------------------------------------------------
+def test_reliability_counts_dialogues_not_ratings(rated):
+    study = reports.load_study([rated])
+    report = reports.compute(study, n_resamples=200, seed=3, plots=False)
+    rel = report["reliability"]
+    assert (rel["n_ratings"], rel["n_dialogues"], rel["n_raters"]) == (36, 12, 4)
+    assert "clustered by dialogue" in rel["unit"] and "KR-20" in rel["coefficient"]
+    whole = rel["cronbach_alpha"]
+    assert "cluster bootstrap over dialogues" in whole["ci_method"]
+    # the point estimate is the paper's (pooled ratings); the interval resamples whole dialogues
+    binary = [m.code for m in study.items if m.response_type == "binary"]
+    wide = (study.labels[study.labels["item"].isin(binary)]
+            .pivot_table(index=["dialogue", "rater"], columns="item", values="value", observed=True)[binary])
+    assert whole["alpha"] == pytest.approx(stats.cronbach_alpha(wide)["alpha"])
+    clusters, _ = pd.factorize(wide.index.get_level_values("dialogue"))
+    freq = stats.bootstrap_freq(stats.bootstrap_indices(12, 200, 3), 12)
+    replicates = stats.cronbach_alpha_clustered(wide.to_numpy(), clusters, freq)
+    expected = np.percentile(replicates[np.isfinite(replicates)], [2.5, 97.5])
+    assert [whole["ci_low"], whole["ci_high"]] == pytest.approx(list(expected))
+    # Bartlett counts the 12 dialogues, not the 36 ratings
+    bartlett = rel["bartlett"]
+    assert bartlett["n"] == 12 and "dialogues" in bartlett["n_note"]
+    r = np.corrcoef(wide.to_numpy(dtype=float), rowvar=False)
+    if bartlett["chi2"] is not None:
+        assert bartlett["chi2"] == pytest.approx(stats.bartlett_from_correlations(r, 12)[0])
+    # per rater: that rater's dialogues, Feldt CI, pseudonyms
+    per_rater = rel["per_rater"]
+    assert len(per_rater) == 4 and all(p["rater"].startswith("R") for p in per_rater)
+    assert sum(p["n_dialogues"] for p in per_rater) == 36
+    assert "cluster bootstrap" in report["methods"]["reliability"]
+
+
+def test_cluster_bootstrap_kernel_is_alpha_of_the_resampled_rows():
+    import pingouin as pg
+
+    rng = np.random.default_rng(3)
+    x = (rng.random((60, 5)) < 0.6).astype(float)
+    x[:, 1] = np.where(rng.random(60) < 0.7, x[:, 0], x[:, 1])
+    clusters = np.repeat(np.arange(20), 3)
+    idx = stats.bootstrap_indices(20, 4, seed=2)
+    freq = stats.bootstrap_freq(idx, 20)
+    replicates = stats.cronbach_alpha_clustered(x, clusters, freq)
+    for b in range(4):
+        rows = np.concatenate([np.flatnonzero(clusters == c) for c in idx[b]])
+        assert replicates[b] == pytest.approx(pg.cronbach_alpha(pd.DataFrame(x[rows]))[0])
+    jack = stats.cronbach_alpha_clustered(x, clusters, stats.jackknife_freq(20))
+    assert jack[5] == pytest.approx(pg.cronbach_alpha(pd.DataFrame(x[clusters != 5]))[0])
+
+
+def test_bca_and_tetrachoric_options_are_named(rated):
+    study = reports.load_study([rated])
+    report = reports.compute(study, n_resamples=200, seed=3, plots=False, ci_method="bca", correlation="tetrachoric")
+    json.dumps(report, allow_nan=False)
+    assert report["ci_method"] == "bca" and "BCa" in report["methods"]["ci"]
+    assert "tetrachoric" in report["methods"]["reliability"] and "ordinal alpha" in report["reliability"]["coefficient"]
+    fig = next(i for i in report["items"] if i["code"] == "2.3")["gwet_ac1"]
+    assert fig["ci_low"] <= fig["value"] <= fig["ci_high"]
+    assert report["reliability"]["kmo"]["correlation"] == "tetrachoric"
+    # twelve dialogues: the report says the intervals are rough
+    assert any("fewer than about 30" in w for w in report["warnings"])
+    with pytest.raises(reports.ReportError, match="interval method"):
+        reports.compute(study, ci_method="normal")
+
+
+def test_rater_matrix_averages_per_item_coefficients(rated):
+    study = reports.load_study([rated])
+    matrix = reports.compute(study, n_resamples=50, plots=False)["rater_matrix"]
+    assert "Mean over the binary items" in matrix["note"] and matrix["n_items"] == 23
+    ids = {name: rid for rid, name in study.rater_names.items()}
+    a, b = matrix["raters"][0], matrix["raters"][1]
+    labels_ = study.labels
+    kappas, ac1s = [], []
+    for meta in study.items:
+        if meta.response_type != "binary":
+            continue
+        sub = labels_[labels_["item"] == meta.code].pivot_table(index="dialogue", columns="rater", values="value")
+        pair = sub[[ids[a], ids[b]]].dropna()
+        if pair.empty:
+            continue
+        k = stats.cohen_kappa(pair.iloc[:, 0], pair.iloc[:, 1], categories=[0, 1])
+        if np.isfinite(k):
+            kappas.append(k)
+        ac1s.append(stats.gwet_ac1(pair.to_numpy(), categories=[0, 1]))
+    assert matrix["kappa"][0][1] == pytest.approx(np.mean(kappas))
+    assert matrix["n_items_kappa"][0][1] == len(kappas)
+    assert matrix["gwet_ac1"][0][1] == pytest.approx(np.mean(ac1s))
+
+
+def test_warnings_name_raters_by_pseudonym(make_user):
+    """A constant rater is flagged under the name the report shows, never the database id."""
+    raters = [make_user(f"p{i}", "physician") for i in range(3)]
+    campaign = campaign_with(raters, n=6, overlap=3, name="Pseudonyms")
+    rng = random.Random(3)
+    for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
+        for item in rating_items(campaign):
+            value = 1 if assignment.rater == raters[0] else rng.choice(item.allowed_values())
+            labels.save_label(assignment, item.pk, value, assignment.rater)
+        labels.submit(assignment, assignment.rater)
+    study = reports.load_study([campaign])
+    report = reports.compute(study, n_resamples=50, plots=False)
+    pseudonym = study.rater_names[raters[0].pk]
+    warnings = [w for item in report["items"] for key in ("fleiss_kappa", "gwet_ac1", "krippendorff_alpha")
+                for w in item[key]["warnings"]]
+    flagged = [w for w in warnings if "Zero-variance rater" in w]
+    assert flagged and all(f"'{pseudonym}'" in w for w in flagged)
+    assert not any(f"'{raters[0].pk}'" in w for w in warnings)
+
+
+def test_alpha_if_deleted_is_not_shown_when_alpha_is_undefined(make_user):
+    raters = [make_user(f"s{i}", "physician") for i in range(2)]
+    campaign = campaign_with(raters, n=5, overlap=2, name="Undefined alpha")
+    for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
+        for item in rating_items(campaign):
+            labels.save_label(assignment, item.pk, 1, assignment.rater)
+        labels.submit(assignment, assignment.rater)
+    rel = reports.compute(reports.load_study([campaign]), n_resamples=50, plots=False)["reliability"]
+    assert rel["cronbach_alpha"]["alpha"] is None
+    assert rel["alpha_if_deleted"] == {} and "undefined" in rel["alpha_if_deleted_note"]

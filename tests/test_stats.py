@@ -875,3 +875,179 @@ def test_all_dict_outputs_are_strict_json():
         assert type(fn(np.ones((3, 2)) if fn is not S.krippendorff_alpha
                        else np.ones((2, 3)))) is float
     assert type(S.cohen_kappa([1, 0], [1, 0])) is float
+
+
+# --------------------------------------------------------------------------------------
+# issue 16: BCa intervals, tetrachoric correlations, KMO / Bartlett from a correlation
+# matrix, clustered alpha, CI bands, label order, Kendall's W without the tie correction
+# --------------------------------------------------------------------------------------
+def test_bca_matches_scipy_on_the_same_resamples():
+    # scipy.stats.bootstrap(method="BCa") draws rng.integers(0, n, (B, n)) from the same
+    # Generator as bootstrap_indices, so the intervals must agree to rounding.
+    rng = np.random.default_rng(3)
+    x = rng.exponential(size=25)
+    ref = sps.bootstrap((x,), lambda a, axis: a.mean(axis=axis), n_resamples=2000, method="BCa",
+                        rng=np.random.default_rng(11), vectorized=True).confidence_interval
+    generic = S.bootstrap_ci(lambda a: a.mean(), x, n_resamples=2000, seed=11, method="bca")
+    vectorised = S.bootstrap_ci(lambda a: a.mean(axis=-1), x, n_resamples=2000, seed=11, method="bca",
+                                vectorized=True)
+    for res in (generic, vectorised):
+        assert [res["ci_low"], res["ci_high"]] == pytest.approx([ref.low, ref.high], rel=1e-12)
+        assert res["method"] == "bca" and res["acceleration"] is not None
+    # paired data (Cohen's kappa of two raters) through the freq kernel and the jackknife object
+    a = rng.integers(0, 2, 40)
+    b = np.where(rng.random(40) < 0.8, a, 1 - a)
+    ref = sps.bootstrap((a, b), lambda p, q, axis: S.cohen_kappa_codes(p, q, 2), paired=True, n_resamples=1000,
+                        method="BCa", rng=np.random.default_rng(5), vectorized=True).confidence_interval
+    fast = S.bootstrap_ci(lambda f, p, q: S.cohen_kappa_codes(p, q, 2, freq=f), a, b, n_resamples=1000, seed=5,
+                          method="bca", vectorized="freq")
+    assert [fast["ci_low"], fast["ci_high"]] == pytest.approx([ref.low, ref.high], rel=1e-12)
+    assert_plain_json(fast)
+
+
+def test_jackknife_object_gives_leave_one_out_values():
+    rng = np.random.default_rng(4)
+    table = S.count_table(rng.integers(0, 3, (30, 4)), 3)
+    jack = S.gwet_ac1_counts(table, freq=S.jackknife_freq(30))
+    explicit = [S.gwet_ac1_counts(np.delete(table, i, axis=0)) for i in range(30)]
+    assert jack == pytest.approx(explicit)
+    kripp = S.krippendorff_alpha_counts(table, [1, 2, 3], "ordinal", S.jackknife_freq(30))
+    assert kripp[7] == pytest.approx(S.krippendorff_alpha_counts(np.delete(table, 7, axis=0), [1, 2, 3], "ordinal"))
+
+
+def test_bca_falls_back_to_percentile_when_the_jackknife_is_undefined():
+    res = S.bootstrap_summary(0.5, np.linspace(0, 1, 101), method="bca", jackknife=[0.4, np.nan, 0.6])
+    assert res["method"] == "percentile (BCa undefined)" and res["ci_low"] == pytest.approx(0.025)
+    assert any("BCa acceleration is undefined" in w for w in res["warnings"])
+    with pytest.raises(ValueError, match="jackknife"):
+        S.bootstrap_summary(0.5, [0.1, 0.2], method="bca")
+    assert "undercover" not in (S.small_sample_warning(29, "bca") or "")
+    assert "too narrow" in S.small_sample_warning(14, "percentile") and S.small_sample_warning(30, "bca") is None
+
+
+@pytest.mark.parametrize("p_x, p_y, p_both, published", [
+    # Kirk DE (1973), Educational and Psychological Measurement 33:657-661, as quoted in the
+    # examples of R psych::tetrachoric: marginals then joint probability -> rho.
+    (.5, .5, .333333, .5), (.5, .5, .1150267, -.75), (.5, .5, .397584, .8),
+    (.158655254, .158655254, .145003, .99),
+])
+def test_tetrachoric_kirk_1973(p_x, p_y, p_both, published):
+    n = 1e6
+    n11, n10, n01 = p_both * n, (p_x - p_both) * n, (p_y - p_both) * n
+    assert float(S.tetrachoric_counts(n - n11 - n10 - n01, n01, n10, n11, correct=0)) == pytest.approx(
+        published, abs=5e-5)
+
+
+@pytest.mark.parametrize("cells, published", [
+    # R psych::tetrachoric examples, "Mplus reports": matrix(c(a, b, c, d), 2, 2) fills by column,
+    # so the table is [[a, c], [b, d]]; 0.5 added to an empty cell (psych's default correction).
+    ((61661, 1610, 85, 20), .35), ((62503, 105, 768, 0), -.10), ((24875, 265, 47, 0), 0.0),
+])
+def test_tetrachoric_mplus_values_quoted_by_psych(cells, published):
+    a, b, c, d = cells
+    assert round(float(S.tetrachoric_counts(a, c, b, d)), 2) == pytest.approx(published, abs=1e-9)
+
+
+def test_bivariate_normal_cdf_and_tetrachoric_detail():
+    for h, k, r in [(0, 0, .5), (-1, -1, .99), (1.2, -.3, -.7), (.5, 2, .95), (-2, -2.5, -.95), (0, 1.3, .2)]:
+        ref = sps.multivariate_normal.cdf([h, k], cov=[[1, r], [r, 1]])
+        assert float(S.bivariate_normal_cdf(h, k, r)) == pytest.approx(ref, abs=1e-7)
+    assert float(S.bivariate_normal_cdf(0, 0, .5)) == pytest.approx(1 / 3, abs=1e-12)  # 1/4 + asin(.5)/(2 pi)
+    x = [0, 0, 1, 1, 1, 0, 1, 1, 0, 1]
+    y = [0, 1, 1, 1, 0, 0, 1, 1, 0, 1]
+    detail = S.tetrachoric_detail(x, y)
+    assert detail["table"] == [[3, 1], [1, 5]] and detail["n"] == 10
+    # the MLE given the thresholds reproduces the 0/0 cell exactly
+    tx, ty = detail["thresholds"]
+    assert float(S.bivariate_normal_cdf(tx, ty, detail["value"])) == pytest.approx(0.3, abs=1e-9)
+    assert S.tetrachoric_detail([1, 1, 1], [0, 1, 0])["value"] is None
+    with pytest.raises(ValueError, match="0/1"):
+        S.tetrachoric_detail([0, 2], [1, 0])
+    assert_plain_json(detail)
+
+
+def test_kmo_and_bartlett_from_correlations_match_factor_analyzer():
+    from factor_analyzer.factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
+
+    data = _big5().to_numpy(dtype=float)
+    r = np.corrcoef(data, rowvar=False)
+    per_item, overall = S.kmo_from_correlations(r)
+    ref_items, ref_overall = calculate_kmo(data)
+    assert overall == pytest.approx(ref_overall) and per_item == pytest.approx(ref_items)
+    chi2, dof, p = S.bartlett_from_correlations(r, len(data))
+    ref_chi2, ref_p = calculate_bartlett_sphericity(data)
+    assert chi2 == pytest.approx(ref_chi2) and p == pytest.approx(ref_p, rel=1e-9, abs=1e-300)
+    # fewer independent observations, same matrix: a smaller statistic
+    fewer = S.bartlett_sphericity(_big5(), n=100)
+    assert fewer["n"] == 100 and fewer["chi2"] == pytest.approx(S.bartlett_from_correlations(r, 100)[0])
+    assert fewer["chi2"] < S.bartlett_sphericity(_big5())["chi2"]
+
+
+def test_tetrachoric_kmo_bartlett_and_ordinal_alpha():
+    rng = np.random.default_rng(9)
+    latent = rng.normal(size=400)
+    x = pd.DataFrame({f"i{k}": (latent + rng.normal(size=400) > rng.normal(scale=.5)).astype(int)
+                      for k in range(5)})
+    r, warns = S.tetrachoric_matrix(x)
+    assert r[0, 1] == pytest.approx(S.tetrachoric_detail(x["i0"], x["i1"])["value"])
+    assert np.allclose(r, r.T) and np.allclose(np.diag(r), 1)
+    kmo = S.kmo(x, correlation="tetrachoric")
+    assert kmo["overall"] == pytest.approx(S.kmo_from_correlations(r)[1]) and kmo["correlation"] == "tetrachoric"
+    bart = S.bartlett_sphericity(x, correlation="tetrachoric", n=400)
+    assert bart["chi2"] == pytest.approx(S.bartlett_from_correlations(r, 400)[0])
+    # tetrachoric > phi for dichotomised normals (Pearson on 0/1 attenuates)
+    assert r[0, 1] > np.corrcoef(x["i0"], x["i1"])[0, 1]
+    ordinal = S.ordinal_alpha(x)
+    mean_r = r[np.triu_indices(5, 1)].mean()
+    assert ordinal["alpha"] == pytest.approx(5 * mean_r / (1 + 4 * mean_r))
+    clusters = np.arange(400) // 4
+    assert S.ordinal_alpha_clustered(x.to_numpy(), clusters) == pytest.approx(ordinal["alpha"])
+    assert S.cronbach_alpha_clustered(x.to_numpy(), clusters) == pytest.approx(S.cronbach_alpha(x)["alpha"])
+
+
+def test_interval_bands():
+    # Koo & Li (2016): "ICC .90, 95% CI .83-.94 ... good to excellent"
+    assert S.interpret_interval(0.83, 0.94, "koo_li_icc")["label"] == "good to excellent"
+    assert S.interpret_interval(0.55, 0.70, "koo_li_icc")["label"] == "moderate"
+    assert S.interpret_interval(None, 0.70, "koo_li_icc")["label"] == "undefined"
+
+
+def test_weighted_kappa_orders_numeric_string_labels_by_value():
+    # '2' < '10' by value; lexicographic order would put '10' first and change the weights
+    a = ["1", "2", "10", "2", "1", "10"]
+    b = ["2", "2", "10", "1", "1", "2"]
+    numeric = S.cohen_kappa([1, 2, 10, 2, 1, 10], [2, 2, 10, 1, 1, 2], weights="quadratic")
+    assert S.cohen_kappa(a, b, weights="quadratic") == pytest.approx(numeric)
+    assert S.cohen_kappa_detail(a, b, weights="linear")["categories"] == ["1", "2", "10"]
+    assert S.encode_labels(["10", "9", "1"])[1] == ["1", "9", "10"]
+    with pytest.raises(ValueError, match="order of the categories"):
+        S.cohen_kappa(["low", "high"], ["high", "high"], weights="linear")
+    ordered = S.cohen_kappa(["low", "high", "mid"], ["mid", "high", "mid"], weights="linear",
+                            categories=["low", "mid", "high"])
+    assert ordered == pytest.approx(S.cohen_kappa([0, 2, 1], [1, 2, 1], weights="linear"))
+
+
+def test_kendall_w_without_tie_correction_anxiety():
+    # Kendall's (1948) W without correction, 12 S / (m^2 (n^3 - n)), computed independently from
+    # the rank sums; the tie-corrected value is the published DescTools one (test above).
+    ranks = np.vstack([sps.rankdata(row) for row in ANXIETY])
+    sums = ranks.sum(axis=0)
+    m, n = ANXIETY.shape
+    expected = 12 * ((sums - sums.mean()) ** 2).sum() / (m ** 2 * (n ** 3 - n))
+    res = S.kendall_w(ANXIETY)
+    assert res["w_uncorrected"] == pytest.approx(expected) and res["w_uncorrected"] < res["w"]
+    named = S.kendall_w(pd.DataFrame([[1, 2, 3], [1, nan, 3], [2, 1, 3]], index=["P1", "P2", "P3"]))
+    assert named["dropped"] == ["P2"] and "Rater P2 left out" in named["warnings"][0]
+    assert_plain_json(res)
+
+
+def test_alpha_if_deleted_fast_path_equals_cronbach_alpha_per_item():
+    rng = np.random.default_rng(12)
+    x = pd.DataFrame((rng.random((300, 8)) < rng.random(8)).astype(float), columns=[f"i{k}" for k in range(8)])
+    x["i1"] = np.where(rng.random(300) < 0.6, x["i0"], x["i1"])
+    fast = S.alpha_if_deleted(x)  # complete data: one covariance matrix
+    for col in x.columns:
+        assert fast[col] == pytest.approx(S.cronbach_alpha(x.drop(columns=[col]))["alpha"], abs=1e-12)
+    x.loc[3, "i2"] = nan  # missing values: one cronbach_alpha per item, pairwise
+    slow = S.alpha_if_deleted(x)
+    assert slow["i0"] == pytest.approx(S.cronbach_alpha(x.drop(columns=["i0"]))["alpha"])

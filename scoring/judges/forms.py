@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from django import forms
 
 from annotation.models import Corpus
@@ -42,3 +44,38 @@ class JudgeRunForm(forms.Form):
 
     def item_codes(self) -> list[str]:
         return [c.strip() for c in self.cleaned_data["items"].split(",") if c.strip()]
+
+
+class VerdictSettingsForm(forms.Form):
+    """The judge report's verdict settings, set per report by the coordinator (GET parameters; printed with it)."""
+
+    floor = forms.FloatField(min_value=-1, max_value=1, initial=0.40, label="Reliability floor",
+                             help_text="Physicians' own agreement (kappa, or AC1 at extreme prevalence) below this: "
+                                       "item unreliable.")
+    min_dialogues = forms.IntegerField(min_value=2, max_value=1_000_000, initial=30, label="Minimum dialogues",
+                                       help_text="Fewer dialogues with judge and physician labels: not enough data.")
+    margin = forms.FloatField(min_value=0, max_value=1, initial=0.10, label="Non-inferiority margin",
+                              help_text="The judge may replace physicians when the lower 95% limit of (judge minus "
+                                        "physician agreement) is above minus this margin.")
+    ci = forms.ChoiceField(choices=[("percentile", "Percentile bootstrap"), ("bca", "BCa bootstrap")],
+                           initial="percentile", label="Intervals")
+
+    @classmethod
+    def from_query(cls, params) -> VerdictSettingsForm:
+        """Bound to the query string's settings, defaults for the ones left out."""
+        data = {name: params.get(name, field.initial) for name, field in cls.base_fields.items()}
+        return cls(data)
+
+    def settings(self):
+        from scoring.judges.report import VerdictSettings
+
+        data = self.cleaned_data
+        return VerdictSettings(floor=data["floor"], min_dialogues=data["min_dialogues"], margin=data["margin"],
+                               ci_method=data["ci"])
+
+    def query(self) -> str:
+        from urllib.parse import urlencode
+
+        data = self.cleaned_data
+        return urlencode({"floor": f"{data['floor']:g}", "min_dialogues": data["min_dialogues"],
+                          "margin": f"{data['margin']:g}", "ci": data["ci"]})

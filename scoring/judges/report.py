@@ -17,9 +17,13 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
   :func:`scoring.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
 * **Krippendorff's alpha** of the physicians alone and with the judge as one more rater (nominal for binary items,
   ordinal for item 4), on the compared dialogues.
-* The **acceptance rule** -> "judge can replace physicians" or "keep physicians" per item, with the rule, the
-  condition met, or the reasons none was.
-* Per doctor model, the **Table 6** comparison of physician and judge scores.
+* The **verdict** per item, one of :data:`OUTCOMES` with its reasons in words (:func:`decide`,
+  :func:`acceptance_rule_text`): not enough data, item unreliable (the physicians' own agreement below the floor),
+  judge can replace physicians (non-inferior in the paired bootstrap and better than a constant answer) or keep
+  physicians; the coordinator's :class:`VerdictSettings` are printed with it. The paper's rule (accuracy >= 80%)
+  is kept beside it (:func:`paper_rule`), flagged when a constant answer would meet it.
+* Per doctor model, the **Table 6** comparison of physician and judge scores, and the **model ranking**
+  (:func:`model_ranking`: Kendall's tau between the physicians' and the judge's per-model scores).
 
 :func:`compare_modes` puts two runs side by side that differ only in mode (per-item vs per-dialogue).
 """
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,9 +40,24 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
+from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
 KEEP = "keep physicians"
+UNRELIABLE = "item unreliable"
+NOT_ENOUGH = "not enough data"
+OUTCOMES = (REPLACE, KEEP, UNRELIABLE, NOT_ENOUGH)
+#: Keys of the outcomes in ``summary`` and the API.
+OUTCOME_KEYS = {REPLACE: "replace", KEEP: "keep", UNRELIABLE: "unreliable", NOT_ENOUGH: "not_enough"}
+#: Physicians' agreement is measured with Gwet's AC1 instead of Cohen's kappa when the most frequent answer makes
+#: up at least this share of their labels (prevalence index |p_yes - p_no| >= 0.6, Byrt, Bishop & Carlin 1993):
+#: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008).
+EXTREME_PREVALENCE = 0.80
+PAPER_RULE = "accuracy >= 80%, seeds/000 sec. 4.5"
+LANDIS_KOCH = "Landis JR, Koch GG (1977). Biometrics 33(1):159-174"
+NON_INFERIORITY = ("Walker E, Nowacki AS (2011). Understanding equivalence and noninferiority testing. J Gen Intern "
+                   "Med 26(2):192-196; Piaggio G et al. (2012). Reporting of noninferiority and equivalence randomized "
+                   "trials: CONSORT 2010 extension. JAMA 308(24):2594-2604")
 AVERAGING = ("mean over physicians weighted by the number of dialogues the judge shares with each physician; "
              "physicians on whom a figure is undefined are left out of that figure's average")
 CEILING_AVERAGING = ("mean over all pairs of physicians weighted by the number of dialogues each pair shares; "
@@ -83,12 +102,49 @@ def _codes(values: np.ndarray, domain: Sequence[int]) -> np.ndarray:
     return np.where(ok, pos, -1).astype(np.int64)
 
 
-def acceptance_rule_text(accuracy_threshold: float, kappa_margin: float) -> str:
-    return (f"The judge can replace physicians on an item when its accuracy against the physician majority is at "
-            f"least {accuracy_threshold:.0%} (seeds/000 sec. 4.5), or when its Cohen's kappa against each physician "
-            f"(averaged) is within {kappa_margin:g} of the physician ceiling kappa (judge kappa >= ceiling kappa - "
-            f"{kappa_margin:g}); otherwise keep physicians. Point estimates decide; an undefined figure cannot meet "
-            f"its condition.")
+@dataclass(frozen=True)
+class VerdictSettings:
+    """What a coordinator can set per report; printed with it."""
+
+    floor: float = 0.40  # physicians' own agreement below this: item unreliable ("moderate", Landis & Koch)
+    min_dialogues: int = 30  # fewer dialogues with judge and physician labels: not enough data
+    margin: float = 0.10  # non-inferiority margin on the agreement difference
+    ci_method: str = "percentile"  # or "bca"
+    paper_accuracy: float = 0.80  # the paper's rule, shown for comparison
+
+    def __post_init__(self):
+        if not -1.0 <= self.floor <= 1.0:
+            raise ValueError("The reliability floor must be between -1 and 1.")
+        if self.min_dialogues < 2:
+            raise ValueError("The minimum number of dialogues must be at least 2.")
+        if not 0.0 <= self.margin <= 1.0:
+            raise ValueError("The non-inferiority margin must be between 0 and 1.")
+        if self.ci_method not in ("percentile", "bca"):
+            raise ValueError("The interval method must be 'percentile' or 'bca'.")
+
+    def as_dict(self) -> dict:
+        return {"floor": self.floor, "min_dialogues": self.min_dialogues, "margin": self.margin,
+                "ci_method": self.ci_method, "paper_accuracy": self.paper_accuracy}
+
+
+def _floor_band(floor: float) -> str:
+    """The floor in words: the Landis & Koch band that starts at it (0.40: "moderate" agreement from 0.41)."""
+    return f"'{stats.interpret(floor + 0.005, 'landis_koch')['label']}' agreement and above, Landis & Koch 1977"
+
+
+def acceptance_rule_text(settings: VerdictSettings) -> str:
+    floor_band = _floor_band(settings.floor)
+    return (f"Per item, in this order: (1) not enough data when fewer than {settings.min_dialogues} dialogues have "
+            f"both a judge and a physician label; (2) item unreliable when the physicians' own agreement (mean "
+            f"pairwise Cohen's kappa, or Gwet's AC1 when one answer makes up {EXTREME_PREVALENCE:.0%} or more of "
+            f"their labels) is below {settings.floor:.2f} ({floor_band}): no judge verdict; "
+            f"(3) the judge can replace physicians only when it is non-inferior to a physician -- in the paired "
+            f"bootstrap over dialogues, the lower 95% limit of (judge-vs-physician agreement minus "
+            f"physician-vs-physician agreement, same coefficient) is above -{settings.margin:g} -- and it beats a "
+            f"constant answer -- the 95% CI of its kappa against the physicians excludes 0 and its accuracy against "
+            f"the physician majority exceeds the majority-class rate; (4) otherwise keep physicians. The paper's "
+            f"rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a constant answer "
+            f"would meet it too.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -100,7 +156,8 @@ def pair_tables(a: np.ndarray, b: np.ndarray, q: int, freq: np.ndarray | None = 
 
     ``a``, ``b``: (P, n) category indices (-1 = missing; a dialogue counts for a pair when both rated it).
     Returns the full-sample tables (P, q, q) -- rows ``a``, columns ``b`` -- and, with ``freq`` (B, n)
-    bootstrap multiplicities, the resampled tables (B, P, q, q): one matrix product for every pair.
+    bootstrap multiplicities (or :func:`stats.jackknife_freq`), the resampled tables (B, P, q, q): one matrix
+    product for every pair.
     """
     a = np.atleast_2d(np.asarray(a, dtype=np.int64))
     b = np.atleast_2d(np.asarray(b, dtype=np.int64))
@@ -111,7 +168,7 @@ def pair_tables(a: np.ndarray, b: np.ndarray, q: int, freq: np.ndarray | None = 
     onehot[np.arange(n)[None, :], np.arange(n_pairs)[:, None], cell] = 1.0
     flat = onehot[:, :, :qq].reshape(n, n_pairs * qq)
     point = flat.sum(axis=0).reshape(n_pairs, q, q)
-    boot = None if freq is None else (np.asarray(freq, dtype=float) @ flat).reshape(-1, n_pairs, q, q)
+    boot = None if freq is None else weighted_sums(freq, flat).reshape(-1, n_pairs, q, q)
     return point, boot
 
 
@@ -200,20 +257,35 @@ class ReportContext:
     freq: np.ndarray | None
     seed: int
     n_resamples: int
-    accuracy_threshold: float
-    kappa_margin: float
     rater_names: list[str]
+    verdict: VerdictSettings = field(default_factory=VerdictSettings)
+    jack: Any = None  # stats.jackknife_freq(n) when the intervals are BCa
+
+    def resample(self, fn) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``fn(freq)`` over the bootstrap resamples and, for BCa, over the jackknife samples."""
+        if self.freq is None:
+            return None, None
+        with np.errstate(all="ignore"):
+            return fn(self.freq), (fn(self.jack) if self.jack is not None else None)
 
 
-def _figure(value: Any, reps: np.ndarray | None, settings: ReportContext, warnings: Sequence[str] = (),
+Reps = tuple[Any, Any] | None
+
+
+def _figure(value: Any, reps: Reps, settings: ReportContext, warnings: Sequence[str] = (),
             scale: str | None = None) -> dict:
+    """A figure with its bootstrap CI; ``reps`` = (bootstrap replicates, jackknife values or None)."""
     value = _f(value)
     if value is None:  # the reason says it all; no interval
         out = {"value": None, "ci_low": None, "ci_high": None,
                "warnings": _dedupe(list(warnings) or ["Undefined for these data."])}
     else:
-        boot = stats.bootstrap_summary(value, [] if reps is None else np.asarray(reps, dtype=float).ravel(),
-                                       seed=settings.seed, n_resamples=settings.n_resamples)
+        boot_values, jack = reps if reps is not None else (None, None)
+        method = settings.verdict.ci_method if jack is not None else "percentile"
+        boot = stats.bootstrap_summary(
+            value, [] if boot_values is None else np.asarray(boot_values, dtype=float).ravel(),
+            seed=settings.seed, n_resamples=settings.n_resamples, method=method,
+            jackknife=None if jack is None else np.asarray(jack, dtype=float).ravel())
         out = {"value": value, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
                "warnings": _dedupe(list(warnings) + boot["warnings"])}
     if scale:
@@ -238,7 +310,8 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
     q = len(item.values)
     major = _majority(item, mask)
     judge = np.where(major["valid"], item.judge, -1)
-    point, boot = pair_tables(judge[None, :], major["code"][None, :], q, settings.freq)
+    point, _ = pair_tables(judge[None, :], major["code"][None, :], q)
+    boot, jack = settings.resample(lambda f: pair_tables(judge[None, :], major["code"][None, :], q, f)[1][:, 0])
     n_tied = int(major["tied"].sum())
     values = np.asarray(item.values)
     entry: dict[str, Any] = {
@@ -246,37 +319,49 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
         "ties": (f"{n_tied} dialogue(s) whose physician majority is tied are left out of these figures."
                  if n_tied else "No tied physician majority."),
     }
+    # the share of the most frequent majority answer: the accuracy of a judge that always gives it
+    reference = point[0].sum(axis=0)
+    entry["majority_class"] = values[int(reference.argmax())].item() if entry["n"] else None
+    entry["majority_class_rate"] = float(reference.max() / entry["n"]) if entry["n"] else None
     warns: list[str] = []
     if n_tied:
         warns.append(entry["ties"])
     if entry["n_single_physician"]:
         warns.append(f"{entry['n_single_physician']} dialogue(s) have a single physician label, which is taken as "
                      "the majority.")
+
+    positive = item.values.index(1) if item.binary and 1 in item.values else None
+    boot_figs = None if boot is None else table_figures(boot, positive)
+    jack_figs = None if jack is None else table_figures(jack, positive)
+
+    def pick(key: str, _positive: int | None = None) -> Reps:
+        if boot_figs is None:
+            return None
+        return boot_figs[key], None if jack_figs is None else jack_figs[key]
+
     if item.binary and 1 in item.values:
         pos = item.values.index(1)
         valid = major["valid"]
         report = stats.classification_report(values[item.judge[valid]], values[major["code"][valid]], positive=1)
-        figs = table_figures(boot[:, 0], positive=pos) if boot is not None else {}
         entry.update({"averaging": "binary: positive class 1 (done / met)", "positive_class": 1,
                       "tp": report["tp"], "fp": report["fp"], "fn": report["fn"], "tn": report["tn"]})
         by_metric = {"accuracy": "Accuracy", "precision": "Precision", "recall": "Recall", "f1": "F1"}
         for key, word in by_metric.items():
             reasons = [w for w in report["warnings"] if w.startswith(word)] if report[key] is None else []
-            entry[key] = _figure(report[key], figs.get(key), settings, reasons)
-        entry["macro_f1"] = _figure(table_figures(point[0])["macro_f1"], figs.get("macro_f1"), settings,
+            entry[key] = _figure(report[key], pick(key, pos), settings, reasons)
+        entry["macro_f1"] = _figure(table_figures(point[0])["macro_f1"], pick("macro_f1"), settings,
                                     [] if entry["n"] else ["Macro-F1 is undefined: no labelled pairs."])
     else:
         fig_point = table_figures(point[0])
-        figs = table_figures(boot[:, 0]) if boot is not None else {}
         none = [] if entry["n"] else ["Undefined: no dialogue with an untied physician majority."]
         entry.update({"averaging": "macro: unweighted mean over the levels that occur in the judge's answers or the "
                                    "majority (a level never predicted has precision 0, one absent from the majority "
                                    "recall 0, as scikit-learn's macro average)",
                       "positive_class": None})
-        entry["accuracy"] = _figure(fig_point["accuracy"], figs.get("accuracy"), settings, none)
-        entry["precision"] = _figure(fig_point["macro_precision"], figs.get("macro_precision"), settings, none)
-        entry["recall"] = _figure(fig_point["macro_recall"], figs.get("macro_recall"), settings, none)
-        entry["f1"] = _figure(fig_point["macro_f1"], figs.get("macro_f1"), settings, none)
+        entry["accuracy"] = _figure(fig_point["accuracy"], pick("accuracy"), settings, none)
+        entry["precision"] = _figure(fig_point["macro_precision"], pick("macro_precision"), settings, none)
+        entry["recall"] = _figure(fig_point["macro_recall"], pick("macro_recall"), settings, none)
+        entry["f1"] = _figure(fig_point["macro_f1"], pick("macro_f1"), settings, none)
         entry["macro_f1"] = entry["f1"]
         entry["confusion"] = {"rows": "judge", "columns": "physician majority", "values": list(item.values),
                               "counts": [[int(x) for x in row] for row in point[0]]}
@@ -285,8 +370,11 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
 
 
 def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: int, settings: ReportContext,
-              averaging: str, who: str) -> dict:
-    """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop."""
+              averaging: str, who: str) -> tuple[dict, dict[str, Reps]]:
+    """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop.
+
+    Returns the figures and, per figure, its (bootstrap, jackknife) replicates -- the paired differences of the
+    verdict are taken on the same resamples."""
     shared = ((first >= 0) & (second >= 0)).sum(axis=1)
     keep = shared > 0
     first, second = first[keep], second[keep]
@@ -299,8 +387,9 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
             out[key] = _figure(None, None, settings, [reason], "landis_koch" if key in ("kappa", "gwet_ac1") else None)
         out["pairs"] = []
         out["warnings"] = [reason]
-        return out
-    point, boot = pair_tables(first, second, q, settings.freq)
+        return out, {key: None for key in keys}
+    point, _ = pair_tables(first, second, q)
+    boot, jack = settings.resample(lambda f: pair_tables(first, second, q, f)[1])
     figs = table_figures(point)
     # point estimates of the agreement coefficients from the statistics engine's kernels
     figs["kappa"] = np.asarray(stats.cohen_kappa_codes(first, second, q), dtype=float).reshape(-1)
@@ -309,6 +398,7 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
                     + stats.count_table(np.where(both, second, -1)[..., None], q))  # (P, n, q)
     figs["gwet_ac1"] = np.asarray(stats.gwet_ac1_counts(rater_counts), dtype=float).reshape(-1)
     boot_figs = table_figures(boot) if boot is not None else None
+    jack_figs = table_figures(jack) if jack is not None else None
     n_point = figs["n"]
     warns: list[str] = []
     undefined_kappa = int((~np.isfinite(figs["kappa"])).sum())
@@ -322,9 +412,14 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
         warns.append(f"For {int(one_sided.sum())} of {len(n_point)} {who}(s) one side gave the same answer on every "
                      "shared dialogue (zero variance): kappa is 0 by construction there whatever the agreement; see "
                      "percent agreement and Gwet's AC1.")
+    replicates: dict[str, Reps] = {}
     for key in keys:
         value = weighted_mean(figs[key], n_point)
-        reps = weighted_mean(boot_figs[key], boot_figs["n"]) if boot_figs is not None else None
+        reps = None
+        if boot_figs is not None:
+            reps = (weighted_mean(boot_figs[key], boot_figs["n"]),
+                    None if jack_figs is None else weighted_mean(jack_figs[key], jack_figs["n"]))
+        replicates[key] = reps
         reasons = []
         if _f(value) is None:
             reasons.append({"kappa": f"Cohen's kappa is undefined for every {who}: no variation on the shared "
@@ -335,20 +430,20 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
                     for pair, n, acc, kap, ac1, mf1 in zip(names, n_point, figs["accuracy"], figs["kappa"],
                                                            figs["gwet_ac1"], figs["macro_f1"], strict=True)]
     out["warnings"] = warns
-    return out
+    return out, replicates
 
 
-def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple[dict, dict[str, Reps]]:
     humans = np.where(mask[None, :], item.humans, -1)
     judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
     names = [["judge", name] for name in settings.rater_names]
-    out = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician")
+    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician")
     out["n_physicians"] = out.pop("n_pairs")
     out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
-    return out
+    return out, reps
 
 
-def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple[dict, dict[str, Reps]]:
     humans = np.where(mask[None, :], item.humans, -1)
     r = humans.shape[0]
     i, j = np.triu_indices(r, k=1)
@@ -373,11 +468,11 @@ def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> 
                                              value_domain=item.values)
     table = stats.count_table(np.where(mask[None, :], item.humans, -1).T, q)
     table_judge = table + stats.count_table(np.where(mask, item.judge, -1)[:, None], q)
-    reps_alone = reps_joined = None
-    if settings.freq is not None:
-        with np.errstate(all="ignore"):
-            reps_alone = stats.krippendorff_alpha_counts(table, item.values, item.level, settings.freq)
-            reps_joined = stats.krippendorff_alpha_counts(table_judge, item.values, item.level, settings.freq)
+    reps_alone = settings.resample(lambda f: stats.krippendorff_alpha_counts(table, item.values, item.level, f))
+    reps_joined = settings.resample(
+        lambda f: stats.krippendorff_alpha_counts(table_judge, item.values, item.level, f))
+    reps_alone = None if reps_alone[0] is None else reps_alone
+    reps_joined = None if reps_joined[0] is None else reps_joined
     out = {"level": item.level, "n_units": int(mask.sum()),
            "physicians": {**_figure(alone["value"], reps_alone, settings, alone["warnings"], "krippendorff"),
                           "n_raters": int(humans.shape[0])},
@@ -388,37 +483,117 @@ def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> 
     return out
 
 
-def decide(accuracy: dict, judge_kappa: dict, ceiling_kappa: dict, accuracy_threshold: float,
-           kappa_margin: float) -> dict:
-    """The acceptance rule on point estimates; see :func:`acceptance_rule_text`."""
-    acc, jk, ck = accuracy["value"], judge_kappa["value"], ceiling_kappa["value"]
-    met: list[str] = []
+def _fmt_ci(fig: dict, digits: int = 2) -> str:
+    if fig.get("ci_low") is None:
+        return f"{fig['value']:.{digits}f}"
+    return f"{fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, {fig['ci_high']:.{digits}f}]"
+
+
+def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None, Any]:
+    """Share of the most frequent answer among the physicians' labels on the compared dialogues, and that answer."""
+    humans = np.where(mask[None, :], item.humans, -1)
+    counts = np.bincount(humans[humans >= 0].ravel(), minlength=len(item.values))
+    if not counts.sum():
+        return None, None
+    top = int(counts.argmax())
+    return float(counts[top] / counts.sum()), item.values[top]
+
+
+def _coefficient(prevalence: float | None, answer: Any) -> tuple[str, str, str]:
+    """(key, name, why) of the agreement coefficient the verdict uses."""
+    if prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL:
+        return ("gwet_ac1", "Gwet's AC1",
+                f"{prevalence:.0%} of the physicians' labels are {answer!r} (at least {EXTREME_PREVALENCE:.0%}): "
+                "with such extreme prevalence kappa is low even when physicians nearly always agree (Feinstein & "
+                "Cicchetti 1990), so agreement is measured with Gwet's AC1 (Gwet 2008)")
+    share = "no physician labels" if prevalence is None else f"the most frequent answer is {prevalence:.0%} of labels"
+    return ("kappa", "Cohen's kappa",
+            f"{share} (below {EXTREME_PREVALENCE:.0%}): agreement is measured with Cohen's kappa, the mean over "
+            "pairs")
+
+
+def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> dict:
+    """The verdict on one item (see :func:`acceptance_rule_text`) with its reasons in plain words.
+
+    ``item``: the item's entry (n_dialogues, vs_majority, vs_physicians, ceiling, physicians_agreement);
+    ``difference``: the paired bootstrap figure of judge-vs-physician minus physician-vs-physician agreement.
+    """
+    agreement = item["physicians_agreement"]
+    key, name = agreement["coefficient"], agreement["name"]
+    table5 = item["vs_majority"]
+    accuracy, majority_rate = table5["accuracy"]["value"], table5["majority_class_rate"]
+    judge_kappa = item["vs_physicians"]["kappa"]
+    n = item["n_dialogues"]
+    checks: dict[str, Any] = {"enough_data": n >= settings.min_dialogues, "reliable": None,
+                              "beats_constant": None, "non_inferior": None}
     reasons: list[str] = []
-    if acc is None:
-        reasons.append("Accuracy against the physician majority is undefined"
-                       + (f" ({'; '.join(accuracy['warnings'][:1])})" if accuracy["warnings"] else "") + ".")
-    elif acc >= accuracy_threshold - _TOL:
-        met.append("accuracy")
+    notes: list[str] = []
+    floor_band = _floor_band(settings.floor)
+    if not checks["enough_data"]:
+        outcome = NOT_ENOUGH
+        reasons.append(f"Only {n} dialogue(s) have both a judge and a physician label; at least "
+                       f"{settings.min_dialogues} are needed before a verdict.")
+    elif agreement["value"] is None:
+        outcome = NOT_ENOUGH
+        reasons.append(f"The physicians' own agreement cannot be measured ({name} undefined"
+                       + (f": {agreement['warnings'][0]}" if agreement["warnings"] else "") + ").")
+    elif agreement["value"] < settings.floor - _TOL:
+        outcome = UNRELIABLE
+        checks["reliable"] = False
+        reasons.append(f"Physicians agree with each other at {name} = {_fmt_ci(agreement)} "
+                       f"({agreement['interpretation']['label']}), below the floor {settings.floor:.2f} "
+                       f"({floor_band}): no judge verdict. Revise the item's guidance or take the item back to the "
+                       f"Delphi panel.")
     else:
-        reasons.append(f"Accuracy {acc:.1%} is below {accuracy_threshold:.0%}.")
-    if jk is None:
-        reasons.append("The judge's kappa against the physicians is undefined, so the kappa condition cannot be "
-                       "checked" + (f" ({judge_kappa['warnings'][0]})" if judge_kappa["warnings"] else "") + ".")
-    elif ck is None:
-        reasons.append("The physician ceiling kappa is undefined, so the kappa condition cannot be checked"
-                       + (f" ({ceiling_kappa['warnings'][0]})" if ceiling_kappa["warnings"] else "") + ".")
-    elif jk >= ck - kappa_margin - _TOL:
-        met.append("kappa")
-    else:
-        reasons.append(f"The judge's kappa {jk:.3f} is more than {kappa_margin:g} below the physician ceiling "
-                       f"{ck:.3f}.")
-    replace = bool(met)
-    return {"verdict": REPLACE if replace else KEEP, "replace": replace, "met": met,
-            "condition_met": " and ".join(met) if met else None, "reasons": [] if replace else reasons,
-            "notes": reasons if replace else [],
-            "inputs": {"accuracy": acc, "judge_kappa": jk, "ceiling_kappa": ck,
-                       "accuracy_threshold": accuracy_threshold, "kappa_margin": kappa_margin},
-            "rule": acceptance_rule_text(accuracy_threshold, kappa_margin)}
+        checks["reliable"] = True
+        kappa_ok = judge_kappa["ci_low"] is not None and judge_kappa["ci_low"] > 0
+        accuracy_ok = accuracy is not None and majority_rate is not None and accuracy > majority_rate + _TOL
+        checks["beats_constant"] = bool(kappa_ok and accuracy_ok)
+        if not checks["beats_constant"]:
+            detail = []
+            if judge_kappa["value"] is None:
+                detail.append("its kappa against the physicians is undefined")
+            elif not kappa_ok:
+                detail.append(f"the 95% CI of its kappa against the physicians, {_fmt_ci(judge_kappa)}, does not "
+                              "exclude 0")
+            if accuracy is None:
+                detail.append("its accuracy against the physician majority is undefined")
+            elif not accuracy_ok:
+                detail.append(f"its accuracy {accuracy:.0%} does not exceed the majority-class rate "
+                              f"{majority_rate:.0%} (always answering {table5['majority_class']!r})")
+            reasons.append("No better than a constant answer: " + "; ".join(detail) + ".")
+        if difference is None or difference["value"] is None:
+            checks["non_inferior"] = False
+            reasons.append(f"Non-inferiority cannot be checked: the judge's {name} against the physicians is "
+                           "undefined.")
+        else:
+            checks["non_inferior"] = difference["ci_low"] is not None and difference["ci_low"] > -settings.margin
+            text = (f"judge-vs-physician minus physician-vs-physician {name} = {_fmt_ci(difference)}, lower limit "
+                    f"{'above' if checks['non_inferior'] else 'not above'} -{settings.margin:g}")
+            if checks["non_inferior"]:
+                notes.append(f"Non-inferior to a physician: {text}.")
+            else:
+                reasons.append(f"The judge agrees with the physicians less than they agree with each other: {text}.")
+        outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
+        if outcome == REPLACE:
+            notes.append(f"Beats a constant answer: kappa {_fmt_ci(judge_kappa)} excludes 0 and accuracy "
+                         f"{accuracy:.0%} exceeds the majority-class rate {majority_rate:.0%}.")
+    return {"verdict": outcome, "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
+            "reasons": reasons if outcome != REPLACE else notes, "notes": notes if outcome != REPLACE else [],
+            "checks": checks, "coefficient": key}
+
+
+def paper_rule(table5: dict, threshold: float) -> dict:
+    """The paper's acceptance rule, kept for comparison: accuracy against the physician majority >= 80%."""
+    accuracy, rate = table5["accuracy"]["value"], table5["majority_class_rate"]
+    met = accuracy is not None and accuracy >= threshold - _TOL
+    constant = rate is not None and rate >= threshold - _TOL
+    out = {"rule": PAPER_RULE, "threshold": threshold, "accuracy": accuracy, "met": met,
+           "constant_would_meet": constant, "majority_class_rate": rate, "flag": None}
+    if met and constant:
+        out["flag"] = (f"A constant answer ({table5['majority_class']!r}) would meet this rule too: the majority class "
+                       f"is {rate:.0%} of dialogues.")
+    return out
 
 
 def item_report(item: ItemData, settings: ReportContext) -> dict:
@@ -428,11 +603,29 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
                              "response_type": item.response_type, "level": item.level, "values": list(item.values),
                              "n_dialogues": int(mask.sum())}
     entry["vs_majority"], _ = _vs_majority(item, mask, settings)
-    entry["vs_physicians"] = _vs_physicians(item, mask, settings)
-    entry["ceiling"] = _ceiling(item, mask, settings)
+    entry["vs_physicians"], judge_reps = _vs_physicians(item, mask, settings)
+    entry["ceiling"], ceiling_reps = _ceiling(item, mask, settings)
     entry["krippendorff_alpha"] = _krippendorff(item, mask, settings)
-    entry["decision"] = decide(entry["vs_majority"]["accuracy"], entry["vs_physicians"]["kappa"],
-                               entry["ceiling"]["kappa"], settings.accuracy_threshold, settings.kappa_margin)
+    prevalence, answer = physician_prevalence(item, mask)
+    key, name, why = _coefficient(prevalence, answer)
+    ceiling = entry["ceiling"][key]
+    entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
+                                     "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
+                                     "most_frequent_answer": answer}
+    difference = None
+    judge_fig = entry["vs_physicians"][key]
+    if judge_fig["value"] is not None and ceiling["value"] is not None:
+        value = judge_fig["value"] - ceiling["value"]
+        reps = None
+        if judge_reps[key] is not None and ceiling_reps[key] is not None:
+            jack = (None if judge_reps[key][1] is None or ceiling_reps[key][1] is None
+                    else judge_reps[key][1] - ceiling_reps[key][1])
+            reps = (judge_reps[key][0] - ceiling_reps[key][0], jack)
+        difference = {**_figure(value, reps, settings), "coefficient": key, "name": name,
+                      "margin": settings.verdict.margin}
+    entry["difference"] = difference
+    entry["decision"] = decide(entry, settings.verdict, difference)
+    entry["paper_rule"] = paper_rule(entry["vs_majority"], settings.verdict.paper_accuracy)
     warns = []
     if not mask.any():
         warns.append("No dialogue has both a scored judge answer and a physician label on this item.")
@@ -607,7 +800,8 @@ def _run_info(run) -> dict:
             "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
 
 
-def methods(seed: int, n_resamples: int, accuracy_threshold: float, kappa_margin: float) -> dict:
+def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
+    ci_name = stats.CI_METHOD_NAMES[verdict.ci_method]
     return {
         "reference": "Physicians: the submitted labels of the campaign. Compared: per item, the dialogues with a "
                      "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
@@ -615,35 +809,174 @@ def methods(seed: int, n_resamples: int, accuracy_threshold: float, kappa_margin
         "vs_majority": "seeds/000 Table 5: accuracy, precision, recall and F1 of the judge against the physician "
                        "majority (the most frequent answer; a dialogue whose top answers tie is left out and counted "
                        "in n_tied; a single physician label is its own majority). Binary items: positive class 1. "
-                       "Item 4: accuracy with macro-averaged precision, recall and F1.",
+                       "Item 4: accuracy with macro-averaged precision, recall and F1. The majority-class rate is the "
+                       "accuracy a judge giving the most frequent majority answer every time would reach.",
         "vs_physicians": "Judge against each physician on the dialogues they share: percent agreement, Cohen's "
                          "kappa (unweighted, item 4 too), Gwet's AC1 (two raters) and macro-F1 (physician as "
                          "reference); " + AVERAGING + ".",
         "ceiling": "The same figures between physicians, every pair on the dialogues it shares; "
                    + CEILING_AVERAGING + ".",
+        "physicians_agreement": f"The physicians' own agreement on an item is their mean pairwise Cohen's kappa, or "
+                                f"their mean pairwise Gwet's AC1 when the most frequent answer makes up "
+                                f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
+                                f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
+                                f"& Cicchetti 1990; Gwet 2008). Bands: {LANDIS_KOCH}.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",
-        "ci": f"Percentile bootstrap over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same "
-              "resampled dialogues for every item and figure (weights of the averages are resampled too).",
-        "acceptance_rule": acceptance_rule_text(accuracy_threshold, kappa_margin),
+        "ci": f"{ci_name} over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
+              "dialogues for every item and figure (weights of the averages are resampled too), so differences "
+              "between figures are paired."
+              + (" BCa acceleration from the leave-one-dialogue-out jackknife." if verdict.ci_method == "bca" else "")
+              + f" With fewer than {stats.SMALL_SAMPLE} dialogues the report warns that intervals are rough.",
+        "verdict": acceptance_rule_text(verdict),
+        "non_inferiority": f"Non-inferiority framing ({NON_INFERIORITY}): the judge may replace a physician when the "
+                           f"lower limit of the two-sided 95% interval of (judge-vs-physician minus "
+                           f"physician-vs-physician agreement) lies above minus the margin ({verdict.margin:g}), "
+                           "i.e. a one-sided test at 2.5%. Settings of this report: reliability floor "
+                           f"{verdict.floor:g}, minimum {verdict.min_dialogues} dialogues, margin {verdict.margin:g}.",
+        "paper_rule": f"The paper's rule ({PAPER_RULE}) is shown for comparison with published results; it is "
+                      "flagged where a constant answer (the majority class every time) would meet it too.",
         "models": "seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %, "
                   "the physicians' score of a dialogue and item being the mean over its raters; on the (dialogue, "
                   "item) cells both the judge and the physicians scored; 'all' pools every binary item (the "
                   "Average column).",
+        "ranking": "Whether the judge ranks the doctor models as the physicians do: Kendall's tau-b (scipy) between "
+                   "the physicians' and the judge's per-model scores, per dimension, over all binary items and for "
+                   "item 4 (mean level), with a bootstrap CI resampling dialogues within each model (stratified).",
         "undefined": "A figure that is undefined for the data is null with the reason in its warnings, never 0 or 1.",
     }
 
 
-def judge_vs_physicians(run, campaign, *, accuracy_threshold: float = 0.80, kappa_margin: float = 0.05,
-                        n_resamples: int = 1000, seed: int = 20240501, names: bool = False) -> dict:
+def _model_score_columns(items: list[ItemData], models: np.ndarray
+                         ) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per ranking scope: (key, name, physicians' per-dialogue sums, judge's sums, cells) over the dialogues."""
+    scopes: list[tuple[str, str, list[ItemData]]] = []
+    binary = [i for i in items if i.binary]
+    for dim in dict.fromkeys(i.dimension for i in binary):
+        group = [i for i in binary if i.dimension == dim]
+        scopes.append((dim, group[0].dimension_name, group))
+    if binary:
+        scopes.append(("all", "All binary items", binary))
+    scopes += [(i.code, f"Item {i.code} (mean level)", [i]) for i in items if not i.binary]
+    out = []
+    for key, name, group in scopes:
+        human = np.zeros(len(models))
+        judge = np.zeros(len(models))
+        cells = np.zeros(len(models))
+        for item in group:
+            mask = item.compared()
+            vals = np.asarray(item.values, dtype=float)
+            rated = item.humans >= 0
+            h_vals = np.where(rated, vals[np.clip(item.humans, 0, len(vals) - 1)], 0.0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                h_mean = np.where(mask, h_vals.sum(axis=0) / np.maximum(rated.sum(axis=0), 1), 0.0)
+            human += h_mean
+            judge += np.where(mask, vals[np.clip(item.judge, 0, len(vals) - 1)], 0.0)
+            cells += mask
+        out.append((key, name, human, judge, cells))
+    return out
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between the columns of x and y along the last axis (vectorised over leading axes; the same
+    value as scipy.stats.kendalltau, tested); NaN when either side is all ties."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    i, j = np.triu_indices(x.shape[-1], 1)
+    dx = np.sign(x[..., i] - x[..., j])
+    dy = np.sign(y[..., i] - y[..., j])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denominator = np.sqrt((dx != 0).sum(axis=-1) * (dy != 0).sum(axis=-1).astype(float))
+        return np.where(denominator > 0, (dx * dy).sum(axis=-1) / np.where(denominator > 0, denominator, 1), np.nan)
+
+
+def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str],
+                  settings: ReportContext) -> dict:
+    """Does the judge order the doctor models as the physicians do?  Kendall's tau-b between the per-model scores
+    (sum of item scores / cells, physicians' score of a cell = mean over its raters) of physicians and judge, per
+    dimension, over all binary items and per ordinal item, with a bootstrap CI stratified by model."""
+    from scipy.stats import kendalltau
+
+    models = np.asarray([dialogue_model.get(d, "(unknown model)") for d in dialogue_ids], dtype=object)
+    names = sorted(set(models.tolist()))
+    out: dict[str, Any] = {"models": names, "n_models": len(names), "scopes": [], "warnings": []}
+    if len(names) < 2:
+        out["warnings"].append("Kendall's tau needs at least two doctor models; this comparison has "
+                               f"{len(names)}.")
+        return out
+    if len(names) == 2:
+        out["warnings"].append("With two doctor models tau is +1 (same order) or -1 (reversed) only.")
+    onehot = (models[:, None] == np.asarray(names, dtype=object)[None, :]).astype(float)  # (n, M)
+    freq = jack = None
+    if settings.freq is not None:
+        freq = np.zeros((settings.n_resamples, len(models)))
+        for offset, name in enumerate(names):
+            where = np.flatnonzero(models == name)
+            idx = stats.bootstrap_indices(len(where), settings.n_resamples, settings.seed + 1 + offset)
+            freq[:, where] = stats.bootstrap_freq(idx, len(where))
+        jack = settings.jack
+    strata = ReportContext(freq=freq, seed=settings.seed, n_resamples=settings.n_resamples,
+                           rater_names=settings.rater_names, verdict=settings.verdict, jack=jack)
+    for key, name, human, judge, cells in _model_score_columns(items, models):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cell_counts = cells @ onehot
+            h_scores = (human @ onehot) / cell_counts
+            j_scores = (judge @ onehot) / cell_counts
+        entry = {"scope": key, "name": name, "physicians": [_f(v) for v in h_scores],
+                 "judge": [_f(v) for v in j_scores]}
+        defined = np.isfinite(h_scores) & np.isfinite(j_scores)
+        reasons = []
+        value = None
+        if defined.sum() < 2:
+            reasons.append("Undefined: fewer than two models have scores from both the judge and the physicians.")
+        else:
+            value = _f(kendalltau(h_scores[defined], j_scores[defined]).statistic)
+            if value is None:
+                reasons.append("Undefined: every model has the same score on one side (all ties).")
+
+        def taus(f, human=human, judge=judge, defined=defined, cells=cells):
+            w = weighted_sums(f, onehot[:, defined] * cells[:, None])
+            h = weighted_sums(f, onehot[:, defined] * human[:, None]) / w
+            j = weighted_sums(f, onehot[:, defined] * judge[:, None]) / w
+            return kendall_tau_b(h, j)
+
+        reps = strata.resample(taus) if value is not None else None
+        entry["tau"] = _figure(value, reps, strata, reasons)
+        entry["same_order"] = value is not None and value >= 1 - _TOL
+        out["scopes"].append(entry)
+    return out
+
+
+def _summary(entries: list[dict], ranking: dict) -> dict:
+    by_outcome = {OUTCOME_KEYS[o]: [e["code"] for e in entries if e["decision"]["verdict"] == o] for o in OUTCOMES}
+    counts = {key: len(codes) for key, codes in by_outcome.items()}
+    overall = next((s for s in ranking["scopes"] if s["scope"] == "all"), None)
+    if overall is None or overall["tau"]["value"] is None:
+        ranking_text = ("The judge's ranking of the doctor models cannot be compared with the physicians' "
+                        + (f"({ranking['warnings'][0]})" if ranking["warnings"] else "(undefined)") + ".")
+    else:
+        tau = overall["tau"]
+        order = "exactly as the physicians do" if overall["same_order"] else "differently from the physicians"
+        ranking_text = (f"Over all binary items the judge orders the {ranking['n_models']} doctor models {order}: "
+                        f"Kendall's tau = {_fmt_ci(tau)}.")
+    return {**by_outcome, "counts": counts, "n_replace": counts["replace"], "n_keep": counts["keep"],
+            "n_unreliable": counts["unreliable"], "n_not_enough": counts["not_enough"], "ranking": ranking_text,
+            "text": (f"{counts['replace']} item(s): {REPLACE}; {counts['keep']}: {KEEP}; {counts['unreliable']}: "
+                     f"{UNRELIABLE}; {counts['not_enough']}: {NOT_ENOUGH}.")}
+
+
+def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None, n_resamples: int = 1000,
+                        seed: int = 20240501, names: bool = False) -> dict:
     """The judge vs physicians report of ``run`` against ``campaign`` (see the module docstring).
 
     Raises :class:`JudgeReportError` (a ValueError) when the campaign rates another corpus or scale version.
+    ``verdict``: the coordinator's settings (floor, minimum dialogues, margin, interval method).
     ``names=True`` shows physicians' usernames instead of pseudonyms (check ``exports.may_see_names`` first).
     """
     from scoring.reports.agreement import load_study
 
+    verdict = verdict or VerdictSettings()
     check_comparable(run, campaign)
     study = load_study([campaign], names=names)
     judge, units = judge_frame(run)
@@ -668,24 +1001,29 @@ def judge_vs_physicians(run, campaign, *, accuracy_threshold: float = 0.80, kapp
     for item in items:
         compared_raters |= (item.humans >= 0).any(axis=1)
     freq = stats.bootstrap_freq(stats.bootstrap_indices(n, n_resamples, seed), n) if n else None
-    settings = ReportContext(freq=freq, seed=seed, n_resamples=n_resamples, accuracy_threshold=accuracy_threshold,
-                        kappa_margin=kappa_margin, rater_names=[study.rater_names.get(r, str(r)) for r in raters_all])
+    jack = stats.jackknife_freq(n) if n > 1 and verdict.ci_method == "bca" else None
+    settings = ReportContext(freq=freq, seed=seed, n_resamples=n_resamples, verdict=verdict, jack=jack,
+                             rater_names=[study.rater_names.get(r, str(r)) for r in raters_all])
     if not n:
         warnings.append("No dialogue has both a scored judge answer and a submitted physician label: every figure "
                         "is undefined.")
+    small = stats.small_sample_warning(n, verdict.ci_method) if n else None
+    if small:
+        warnings.append(small)
     item_entries = [item_report(item, settings) for item in items]
-    replace = [e["code"] for e in item_entries if e["decision"]["replace"]]
-    keep_codes = [e["code"] for e in item_entries if not e["decision"]["replace"]]
+    ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
     return {
         "kind": "judge_vs_physicians",
         "run": _run_info(run),
         "campaign": {"id": campaign.pk, "name": campaign.name},
         "scale_version": str(campaign.scale_version),
-        "seed": seed, "n_resamples": n_resamples,
-        "acceptance_rule": {"accuracy_threshold": accuracy_threshold, "kappa_margin": kappa_margin,
-                            "text": acceptance_rule_text(accuracy_threshold, kappa_margin)},
-        "methods": methods(seed, n_resamples, accuracy_threshold, kappa_margin),
+        "seed": seed, "n_resamples": n_resamples, "ci_method": verdict.ci_method,
+        "settings": verdict.as_dict(),
+        "acceptance_rule": {**verdict.as_dict(), "text": acceptance_rule_text(verdict),
+                            "extreme_prevalence": EXTREME_PREVALENCE, "paper_rule": PAPER_RULE},
+        "outcomes": list(OUTCOMES),
+        "methods": methods(seed, n_resamples, verdict),
         "counts": {"units": units, "dialogues_judged": len(judge_dialogues),
                    "dialogues_rated": int(labels["dialogue"].nunique()), "dialogues_compared": n,
                    "physicians": len(raters_all), "physicians_compared": int(compared_raters.sum()),
@@ -693,7 +1031,8 @@ def judge_vs_physicians(run, campaign, *, accuracy_threshold: float = 0.80, kapp
         "physicians": [settings.rater_names[i] for i in range(len(raters_all)) if compared_raters[i]],
         "names_shown": study.names_shown,
         "items": item_entries,
-        "summary": {"replace": replace, "keep": keep_codes, "n_replace": len(replace), "n_keep": len(keep_codes)},
+        "summary": _summary(item_entries, ranking),
+        "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model),
         "warnings": _dedupe(warnings),
     }

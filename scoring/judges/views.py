@@ -11,7 +11,7 @@ from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, role_required
 from scoring.judges import prompts
 from scoring.judges import runs as judging
-from scoring.judges.forms import JudgeConfigForm, JudgeRunForm
+from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, VerdictSettingsForm
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.llm import gateway
 from scoring.llm.endpoints import endpoint_help
@@ -123,19 +123,65 @@ def judge_run_action(request, pk: int):
     return redirect("judge-run", pk=pk)
 
 
-@role_required(COORDINATOR, ANALYST)
-def judge_run_report(request, pk: int):
-    """Judge versus physicians (seeds/000 Table 5 layout) for a campaign on the same corpus."""
+def _judge_report(request, pk: int):
+    """(run, campaign, form, report or None) for the report pages and downloads; raises ValueError for a run and
+    campaign that cannot be compared."""
     from scoring.judges.report import judge_vs_physicians
 
     run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
     campaign = get_object_or_404(Campaign.objects.alive(), pk=whole_number(request.GET, "campaign"), corpus=run.corpus)
+    form = VerdictSettingsForm.from_query(request.GET)
+    report = None
+    if form.is_valid():
+        report = judge_vs_physicians(run, campaign, verdict=form.settings())
+    return run, campaign, form, report
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_report(request, pk: int):
+    """Judge versus physicians (seeds/000 Table 5 layout, verdicts) for a campaign on the same corpus; the verdict
+    settings come from the query string (the form on the page)."""
     try:
-        report = judge_vs_physicians(run, campaign)
+        run, campaign, form, report = _judge_report(request, pk)
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("judge-run", pk=pk)
-    return render(request, "scoring/judge_report.html", {"run": run, "campaign": campaign, "report": report})
+    return render(request, "scoring/judge_report.html", {
+        "run": run, "campaign": campaign, "report": report, "form": form,
+        "query": form.query() if report is not None else ""})
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_report_download(request, pk: int, fmt: str):
+    """The judge report as JSON or as one self-contained HTML file, with the same settings as the page."""
+    import json
+
+    from django.http import Http404, HttpResponse
+    from django.template.loader import render_to_string
+    from django.utils import timezone
+
+    from scoring.reports.views import _inline_css
+
+    if fmt not in ("json", "html"):
+        raise Http404("Unknown format.")
+    try:
+        run, campaign, form, report = _judge_report(request, pk)
+    except ValueError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    if report is None:
+        errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        return HttpResponse(f"Invalid settings: {errors}", status=400, content_type="text/plain; charset=utf-8")
+    filename = f"judge-report-run{run.pk}-campaign{campaign.pk}.{fmt}"
+    if fmt == "json":
+        response = HttpResponse(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False),
+                                content_type="application/json")
+    else:
+        html = render_to_string("scoring/judge_report_standalone.html", {
+            "run": run, "campaign": campaign, "report": report, "generated": timezone.now(), "css": _inline_css()},
+            request=request)
+        response = HttpResponse(html, content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 @role_required(COORDINATOR, ANALYST)

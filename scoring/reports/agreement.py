@@ -24,6 +24,10 @@ from scoring import stats
 
 N_RESAMPLES = 1000
 CI_METHOD = "percentile bootstrap over dialogues"
+CI_METHODS = ("percentile", "bca")
+CORRELATIONS = ("pearson", "tetrachoric")
+#: Per-rater reliability is shown for raters with at least this many complete ratings.
+MIN_RATER_DIALOGUES = 10
 Progress = Callable[[float, str], None]
 
 
@@ -123,9 +127,29 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
 # ---------------------------------------------------------------------------------------------------------------
 # computation
 # ---------------------------------------------------------------------------------------------------------------
-def _ci(estimate: Any, replicates: np.ndarray, seed: int, warnings: list[str] | None = None) -> dict:
-    return stats.bootstrap_summary(estimate, replicates, seed=seed, n_resamples=len(replicates),
-                                   warnings=warnings)
+@dataclass
+class Resampling:
+    """Bootstrap multiplicities over dialogues, the jackknife for BCa, and how intervals are taken."""
+
+    freq: np.ndarray
+    seed: int
+    method: str = "percentile"
+    jack: Any = None
+
+    def ci(self, estimate: Any, kernel: Callable[[Any], Any], warnings: list[str] | None = None) -> dict:
+        """Interval of ``estimate`` from ``kernel(freq)`` (and ``kernel(jackknife)`` for BCa)."""
+        with np.errstate(all="ignore"):
+            replicates = np.asarray(kernel(self.freq), dtype=float).ravel()
+            jackknife = None if self.jack is None else np.asarray(kernel(self.jack), dtype=float).ravel()
+        return stats.bootstrap_summary(estimate, replicates, seed=self.seed, n_resamples=len(replicates),
+                                       warnings=warnings, method=self.method if jackknife is not None else "percentile",
+                                       jackknife=jackknife)
+
+
+def _resampling(n: int, n_resamples: int, seed: int, method: str) -> Resampling:
+    freq = stats.bootstrap_freq(stats.bootstrap_indices(n, n_resamples, seed), n)
+    return Resampling(freq=freq, seed=seed, method=method,
+                      jack=stats.jackknife_freq(n) if method == "bca" and n > 1 else None)
 
 
 def _figure(detail: dict, boot: dict, scale: str | None) -> dict:
@@ -137,14 +161,20 @@ def _figure(detail: dict, boot: dict, scale: str | None) -> dict:
     return out
 
 
-def _item_agreement(study: Study, freq: np.ndarray, dialogue_index: dict[int, int], seed: int) -> list[dict]:
+def _named(wide: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """Rater columns under the names the report shows (pseudonyms unless names are allowed), so that the
+    statistics' warnings never show a database id."""
+    return wide.rename(columns=lambda r: study.rater_names.get(r, f"R{r}"))
+
+
+def _item_agreement(study: Study, boot: Resampling, dialogue_index: dict[int, int]) -> list[dict]:
     """Per item: % agreement, Fleiss' kappa, Gwet's AC1 and Krippendorff's alpha with bootstrap CIs."""
     result = []
     by_item = {code: frame for code, frame in study.labels.groupby("item", observed=False)}
     n_dialogues = len(dialogue_index)
     for meta in study.items:
         frame = by_item.get(meta.code, study.labels.iloc[0:0])
-        wide = frame.pivot_table(index="dialogue", columns="rater", values="value", aggfunc="first")
+        wide = _named(frame.pivot_table(index="dialogue", columns="rater", values="value", aggfunc="first"), study)
         entry: dict[str, Any] = {"code": meta.code, "text": meta.text, "dimension": meta.dimension,
                                  "level": meta.level, "n_labels": int(len(frame)), "n_dialogues": int(len(wide)),
                                  "n_raters": int(wide.shape[1])}
@@ -158,14 +188,15 @@ def _item_agreement(study: Study, freq: np.ndarray, dialogue_index: dict[int, in
         fleiss = stats.fleiss_kappa_detail(wide, categories=meta.values)
         ac1 = stats.gwet_ac1_detail(wide, categories=meta.values)
         kripp = stats.krippendorff_alpha_detail(wide.T, level=meta.level, value_domain=meta.values)
-        entry["percent_agreement"] = _figure(pa, _ci(pa["value"], stats.percent_agreement_counts(table, freq),
-                                                     seed), None)
-        entry["fleiss_kappa"] = _figure(fleiss, _ci(fleiss["value"], stats.fleiss_kappa_counts(table, freq), seed),
-                                        "landis_koch")
-        entry["gwet_ac1"] = _figure(ac1, _ci(ac1["value"], stats.gwet_ac1_counts(table, freq), seed),
-                                    "landis_koch")
+        entry["percent_agreement"] = _figure(
+            pa, boot.ci(pa["value"], lambda f, t=table: stats.percent_agreement_counts(t, f)), None)
+        entry["fleiss_kappa"] = _figure(
+            fleiss, boot.ci(fleiss["value"], lambda f, t=table: stats.fleiss_kappa_counts(t, f)), "landis_koch")
+        entry["gwet_ac1"] = _figure(
+            ac1, boot.ci(ac1["value"], lambda f, t=table: stats.gwet_ac1_counts(t, f)), "landis_koch")
         entry["krippendorff_alpha"] = _figure(
-            kripp, _ci(kripp["value"], stats.krippendorff_alpha_counts(table, meta.values, meta.level, freq), seed),
+            kripp, boot.ci(kripp["value"],
+                           lambda f, t=table, m=meta: stats.krippendorff_alpha_counts(t, m.values, m.level, f)),
             "krippendorff")
         entry["prevalence"] = (None if not len(frame) else
                                {str(v): float((frame["value"] == v).mean()) for v in meta.values})
@@ -182,8 +213,15 @@ def _dimension_scores(study: Study) -> pd.DataFrame:
     return sums
 
 
+ICC_LEFT_OUT = ("Raters differ between dialogues, so there is no rater effect to estimate: ICC2 and ICC3 (two-way "
+                "models with raters as a factor) would treat arbitrary rating slots as raters and are not reported. "
+                "ICC1 (one-way random: each dialogue rated by its own set of raters) and ICC1k (the mean of k "
+                "ratings) fit this design (Shrout & Fleiss 1979; Koo & Li 2016).")
+
+
 def _icc(study: Study) -> dict:
-    """ICC (all six Shrout-Fleiss forms) of per-dialogue dimension scores."""
+    """ICC of per-dialogue dimension scores: all six Shrout-Fleiss forms when every dialogue has the same raters,
+    else ICC1 and ICC1k only; Koo & Li bands read off the 95% CI."""
     scores = _dimension_scores(study)
     if scores.empty:
         return {"design": None, "dimensions": {}, "warnings": ["No submitted labels yet."]}
@@ -198,57 +236,159 @@ def _icc(study: Study) -> dict:
     frame = scores.reset_index()
     frame = frame[frame["dialogue"].isin(complete.index)]
     if crossed:
-        frame["slot"] = frame["rater"]
+        frame["slot"] = frame["rater"].map(lambda r: study.rater_names.get(r, f"R{r}"))
         design = "crossed: every dialogue rated by the same raters"
+        forms = list(stats.ICC_FORMS)
+        left_out = None
     else:
         frame = frame.sort_values(["dialogue", "rater"])
         frame["slot"] = frame.groupby("dialogue").cumcount() + 1
-        design = (f"not crossed: raters differ between dialogues, so raters are taken as rating slots 1..{k}; "
-                  "ICC1 (one-way) is the form that matches this design")
-        warnings.append("Raters differ between dialogues: ICC2/ICC3 treat rating slots as raters; prefer ICC1.")
+        design = (f"not crossed: raters differ between dialogues ({k} per dialogue); one-way model, ICC1 and ICC1k "
+                  "only")
+        forms = ["ICC1", "ICC1k"]
+        left_out = ICC_LEFT_OUT
     dims = {}
     names = {m.dimension: m.dimension_name for m in study.items if m.response_type == "binary"}
     names["overall"] = "Overall clinical competence (item 4)"
     for column in scores.columns:
         result = stats.icc(frame[["dialogue", "slot", column]].dropna(), targets="dialogue", raters="slot",
                            ratings=column)
-        for form in ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
-            if isinstance(result.get(form), dict):
-                result[form]["interpretation"] = stats.interpret(result[form].get("icc"), "koo_li_icc")
-        dims[str(column)] = {"name": names.get(str(column), str(column)), **result}
-    return {"design": design, "raters_per_dialogue": k, "dimensions": dims, "warnings": warnings}
+        entry: dict[str, Any] = {"name": names.get(str(column), str(column))}
+        for form in stats.ICC_FORMS:
+            row = result.get(form)
+            if form not in forms or not isinstance(row, dict):
+                continue
+            row["interpretation"] = stats.interpret_interval(row.get("ci_low"), row.get("ci_high"), "koo_li_icc")
+            row["interpretation_point"] = stats.interpret(row.get("icc"), "koo_li_icc")
+            entry[form] = row
+        if not crossed:  # slot-specific warnings belong to the forms we do not report
+            result["warnings"] = [w for w in result["warnings"] if "Zero-variance rater" not in w]
+        entry.update({key: result[key] for key in ("warnings", "n_targets", "n_raters")})
+        dims[str(column)] = entry
+    return {"design": design, "crossed": bool(crossed), "raters_per_dialogue": k, "forms": forms,
+            "left_out": left_out, "dimensions": dims, "warnings": warnings,
+            "bands": "Koo & Li (2016) bands applied to the 95% CI, as they recommend (e.g. 'moderate to good')"}
 
 
-def _reliability(study: Study) -> dict:
-    """Cronbach's alpha (whole, per dimension, if item deleted), KMO and Bartlett on the binary items."""
+def _reliability(study: Study, n_resamples: int, seed: int, method: str = "percentile",
+                 correlation: str = "pearson") -> dict:
+    """Scale reliability and validity on the binary items (seeds/000 Tables 3-4) on a defensible unit.
+
+    Rows are ratings (dialogue x rater), which are not independent: a dialogue appears once per rater. So the
+    alpha CIs come from a cluster bootstrap over dialogues (all ratings of a drawn dialogue go together), Bartlett's
+    test counts dialogues, not ratings, as its n, KMO (descriptive) is computed on the ratings, and alpha is also
+    shown per rater (each rater's dialogues are independent; Feldt CI). ``correlation``: Pearson (phi on binary
+    items, as the paper; alpha = KR-20) or tetrachoric (alpha becomes ordinal alpha, KMO and Bartlett use the
+    tetrachoric matrix).
+    """
     binary = [m for m in study.items if m.response_type == "binary"]
     labels = study.labels[study.labels["item"].isin([m.code for m in binary])]
     wide = labels.pivot_table(index=["dialogue", "rater"], columns="item", values="value", aggfunc="first",
                               observed=True)
     wide = wide[[m.code for m in binary if m.code in wide.columns]].dropna()
-    out: dict[str, Any] = {"n_ratings": int(len(wide)), "items": list(wide.columns)}
+    dialogues = wide.index.get_level_values("dialogue").to_numpy() if len(wide) else np.array([], dtype=int)
+    raters = wide.index.get_level_values("rater").to_numpy() if len(wide) else np.array([], dtype=int)
+    tetrachoric = correlation == "tetrachoric"
+    coefficient = ("ordinal alpha (tetrachoric correlations; Zumbo, Gadermann & Zeisser 2007)" if tetrachoric
+                   else "Cronbach's alpha (= KR-20 on binary items; Kuder & Richardson 1937)")
+    n_dialogues, n_raters = int(pd.unique(dialogues).size), int(pd.unique(raters).size)
+    out: dict[str, Any] = {
+        "n_ratings": int(len(wide)), "n_dialogues": n_dialogues, "n_raters": n_raters, "items": list(wide.columns),
+        "correlation": correlation, "coefficient": coefficient,
+        "unit": (f"ratings (dialogue x rater): {len(wide)} complete ratings of {n_dialogues} dialogue(s) by "
+                 f"{n_raters} rater(s), clustered by dialogue"),
+    }
     if wide.empty:
         out["warnings"] = ["No complete ratings yet."]
         return out
-    whole = stats.cronbach_alpha(wide)
-    whole["interpretation"] = stats.interpret(whole.get("alpha"), "cronbach")
+    cluster, _ = pd.factorize(dialogues)
+    boot = _resampling(n_dialogues, n_resamples, seed, method)
+    x = wide.to_numpy(dtype=float)
+    columns = list(wide.columns)
+    ci_method = f"cluster bootstrap over dialogues ({stats.CI_METHOD_NAMES[method].split(' (')[0]})"
+    pairs_i, pairs_j = np.triu_indices(len(columns), 1)
+    if tetrachoric:
+        with np.errstate(all="ignore"):
+            rho_point = stats.tetrachoric_clustered(x, cluster)[0]
+            rho_boot = stats.tetrachoric_clustered(x, cluster, boot.freq)  # every pair, every resample: once
+            rho_jack = None if boot.jack is None else stats.tetrachoric_clustered(x, cluster, boot.jack)
+
+    def alpha_entry(cols: list[str]) -> dict:
+        idx = [columns.index(c) for c in cols]
+        if tetrachoric:
+            detail = stats.ordinal_alpha(wide[cols])
+            value = detail["alpha"]
+            in_scope = np.isin(pairs_i, idx) & np.isin(pairs_j, idx)
+
+            def kernel(f):
+                source = rho_boot if f is boot.freq else rho_jack
+                return stats.standardized_alpha(source[:, in_scope].mean(axis=1), len(idx))
+        else:
+            detail = stats.cronbach_alpha(wide[cols])
+            value = detail["alpha"]
+
+            def kernel(f):
+                return stats.cronbach_alpha_clustered(x[:, idx], cluster, f)
+        summary = boot.ci(value, kernel) if value is not None else {"ci_low": None, "ci_high": None,
+                                                                     "warnings": []}
+        entry = {"alpha": value, "ci_low": summary["ci_low"], "ci_high": summary["ci_high"], "ci_method": ci_method,
+                 "n": int(len(wide)), "n_dialogues": n_dialogues, "k": len(cols),
+                 "warnings": list(dict.fromkeys(detail["warnings"] + summary["warnings"]))}
+        entry["interpretation"] = stats.interpret(value, "cronbach")
+        return entry
+
+    whole = alpha_entry(columns)
     out["cronbach_alpha"] = whole
-    out["alpha_if_deleted"] = stats.alpha_if_deleted(wide)
+    if whole["alpha"] is None:
+        out["alpha_if_deleted"] = {}
+        out["alpha_if_deleted_note"] = "Not shown: the whole-scale alpha is undefined."
+    elif tetrachoric:
+        out["alpha_if_deleted"] = {}
+        for i, code in enumerate(columns):
+            keep = (pairs_i != i) & (pairs_j != i)
+            value = float(stats.standardized_alpha(rho_point[keep].mean(), len(columns) - 1))
+            out["alpha_if_deleted"][code] = value if np.isfinite(value) else None
+    else:
+        out["alpha_if_deleted"] = stats.alpha_if_deleted(wide)
     out["dimensions"] = {}
     for dim in dict.fromkeys(m.dimension for m in binary):
         cols = [m.code for m in binary if m.dimension == dim and m.code in wide.columns]
-        entry = stats.cronbach_alpha(wide[cols])
-        entry["interpretation"] = stats.interpret(entry.get("alpha"), "cronbach")
+        entry = alpha_entry(cols)
         entry["name"] = next(m.dimension_name for m in binary if m.dimension == dim)
         out["dimensions"][dim] = entry
-    kmo = stats.kmo(wide)
+    out["per_rater"] = _reliability_per_rater(study, wide, raters, tetrachoric)
+    kmo = stats.kmo(wide, correlation=correlation)
     kmo["interpretation"] = stats.interpret(kmo.get("overall"), "kaiser_kmo")
+    kmo["n"] = int(len(wide))
     out["kmo"] = kmo
-    out["bartlett"] = stats.bartlett_sphericity(wide)
+    out["bartlett"] = stats.bartlett_sphericity(wide, correlation=correlation, n=n_dialogues)
+    out["bartlett"]["n_note"] = (f"n = {n_dialogues} dialogues (the independent units), not the {len(wide)} "
+                                 "ratings: conservative, since a dialogue's ratings are correlated")
     return out
 
 
-def _models(study: Study, seed: int, n_resamples: int) -> list[dict]:
+def _reliability_per_rater(study: Study, wide: pd.DataFrame, raters: np.ndarray, tetrachoric: bool) -> list[dict]:
+    """Alpha of each rater's own ratings (one row per dialogue: independent rows, so Feldt's CI holds)."""
+    out = []
+    for rater in sorted(pd.unique(raters), key=lambda r: study.rater_names.get(r, f"R{r}")):
+        rows = wide[raters == rater]
+        name = study.rater_names.get(rater, f"R{rater}")
+        entry: dict[str, Any] = {"rater": name, "n_dialogues": int(len(rows)), "alpha": None, "ci_low": None,
+                                 "ci_high": None, "warnings": []}
+        if len(rows) < MIN_RATER_DIALOGUES:
+            entry["warnings"].append(f"Fewer than {MIN_RATER_DIALOGUES} complete ratings: not estimated.")
+        elif tetrachoric:
+            detail = stats.ordinal_alpha(rows)
+            entry.update({"alpha": detail["alpha"], "warnings": detail["warnings"]})
+        else:
+            detail = stats.cronbach_alpha(rows)
+            entry.update({key: detail[key] for key in ("alpha", "ci_low", "ci_high", "warnings")})
+        entry["interpretation"] = stats.interpret(entry["alpha"], "cronbach")
+        out.append(entry)
+    return out
+
+
+def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile") -> list[dict]:
     """seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %."""
     binary = {m.code: m for m in study.items if m.response_type == "binary"}
     labels = study.labels
@@ -260,8 +400,7 @@ def _models(study: Study, seed: int, n_resamples: int) -> list[dict]:
     models = pd.Series({d: study.dialogue_model.get(d, "(unknown model)") for d in means.index}, dtype=object)
     for offset, (model, dialogue_ids) in enumerate(models.groupby(models).groups.items()):
         block = means.loc[list(dialogue_ids)]
-        indices = stats.bootstrap_indices(len(block), n_resamples, seed + offset)
-        freq = stats.bootstrap_freq(indices, len(block))
+        boot = _resampling(len(block), n_resamples, seed + offset, method)
         entry = {"model": model, "n_dialogues": int(len(block)), "dimensions": {}}
         for dim in dims:
             cols = [c for c in block.columns if binary[c].dimension == dim]
@@ -269,11 +408,11 @@ def _models(study: Study, seed: int, n_resamples: int) -> list[dict]:
             valid = ~np.isnan(per_dialogue)
             values = np.where(valid, per_dialogue, 0.0)
             estimate = 100.0 * values[valid].mean() if valid.any() else None
-            with np.errstate(invalid="ignore", divide="ignore"):
-                reps = 100.0 * (freq @ values) / (freq @ valid.astype(float))
-            boot = stats.bootstrap_summary(estimate, reps, seed=seed + offset, n_resamples=n_resamples)
-            entry["dimensions"][dim] = {"score_pct": estimate, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
-                                        "n_items": len(cols)}
+            weights = valid.astype(float)
+            summary = boot.ci(estimate, lambda f, v=values, w=weights: (
+                100.0 * stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
+            entry["dimensions"][dim] = {"score_pct": estimate, "ci_low": summary["ci_low"],
+                                        "ci_high": summary["ci_high"], "n_items": len(cols)}
         levels = overall.reindex(list(dialogue_ids)).dropna()
         entry["overall_mean"] = float(levels.mean()) if len(levels) else None
         entry["overall_distribution"] = {str(v): int(((levels.round()) == v).sum()) for v in (1, 2, 3)}
@@ -283,32 +422,54 @@ def _models(study: Study, seed: int, n_resamples: int) -> list[dict]:
 
 
 def _rater_matrix(study: Study) -> dict:
-    """Cohen's kappa and % agreement between every pair of raters on the binary items they share."""
+    """Between every pair of raters, on the binary items they both answered: the mean over items of the per-item
+    Cohen's kappa and Gwet's AC1 (each item has its own prevalence, so pooling the 23 items into one table would
+    mix them), with the number of items where each is defined, and the pooled % agreement."""
     binary = [m.code for m in study.items if m.response_type == "binary"]
     labels = study.labels[study.labels["item"].isin(binary)]
-    wide = labels.pivot_table(index=["dialogue", "item"], columns="rater", values="value", aggfunc="first",
-                              observed=True)
-    raters = sorted(wide.columns, key=lambda r: study.rater_names.get(r, str(r)))
+    raters = sorted(labels["rater"].unique().tolist(), key=lambda r: study.rater_names.get(r, f"R{r}"))
+    dialogues = np.sort(labels["dialogue"].unique())
+    item_names = labels["item"].astype(object).to_numpy()
+    present = set(pd.unique(item_names).tolist())
+    items = [c for c in binary if c in present]
+    codes = np.full((len(raters), len(items), len(dialogues)), -1, dtype=np.int64)
+    if len(labels):
+        r = pd.Index(raters).get_indexer(labels["rater"].to_numpy())
+        i = pd.Index(items).get_indexer(item_names)
+        d = np.searchsorted(dialogues, labels["dialogue"].to_numpy())
+        codes[r, i, d] = (labels["value"].to_numpy() == 1).astype(np.int64)  # binary items: 0 / 1
     size = len(raters)
     kappa = [[None] * size for _ in range(size)]
+    ac1 = [[None] * size for _ in range(size)]
     agree = [[None] * size for _ in range(size)]
     shared = [[0] * size for _ in range(size)]
-    values = {r: wide[r].to_numpy() for r in raters}
-    for i, a in enumerate(raters):
-        for j in range(i, size):
-            b = raters[j]
-            both = ~np.isnan(values[a]) & ~np.isnan(values[b])
-            n = int(both.sum())
-            shared[i][j] = shared[j][i] = n
-            if n == 0:
+    items_kappa = [[0] * size for _ in range(size)]
+    for a in range(size):
+        for b in range(a, size):
+            both = (codes[a] >= 0) & (codes[b] >= 0)  # (items, dialogues)
+            n = int(both.any(axis=0).sum())
+            shared[a][b] = shared[b][a] = n
+            if not both.any():
                 continue
-            x, y = values[a][both].astype(int), values[b][both].astype(int)
-            agree[i][j] = agree[j][i] = float((x == y).mean())
-            if i != j:
-                k = float(stats.cohen_kappa_codes(x, y, 2))
-                kappa[i][j] = kappa[j][i] = k if np.isfinite(k) else None
-    return {"raters": [study.rater_names.get(r, str(r)) for r in raters], "kappa": kappa,
-            "percent_agreement": agree, "n_shared": shared}
+            agree[a][b] = agree[b][a] = float((codes[a][both] == codes[b][both]).mean())
+            if a == b:
+                continue
+            x, y = np.where(both, codes[a], -1), np.where(both, codes[b], -1)
+            with np.errstate(all="ignore"):
+                per_item_kappa = np.asarray(stats.cohen_kappa_codes(x, y, 2), dtype=float).reshape(-1)
+                table = stats.count_table(np.stack([x, y], axis=-1), 2)  # (items, dialogues, 2)
+                per_item_ac1 = np.asarray(stats.gwet_ac1_counts(table), dtype=float).reshape(-1)
+            defined = np.isfinite(per_item_kappa)
+            items_kappa[a][b] = items_kappa[b][a] = int(defined.sum())
+            if defined.any():
+                kappa[a][b] = kappa[b][a] = float(per_item_kappa[defined].mean())
+            if np.isfinite(per_item_ac1).any():
+                ac1[a][b] = ac1[b][a] = float(np.nanmean(per_item_ac1))
+    return {"raters": [study.rater_names.get(r, f"R{r}") for r in raters], "kappa": kappa, "gwet_ac1": ac1,
+            "percent_agreement": agree, "n_shared": shared, "n_items_kappa": items_kappa, "n_items": len(items),
+            "note": ("Mean over the binary items of the per-item coefficient between two raters on the dialogues they "
+                     "share; items where kappa is undefined for the pair (no variation) are left out of its mean "
+                     "(n_items_kappa says how many remain). % agreement is pooled over items.")}
 
 
 def software_versions() -> dict[str, str]:
@@ -322,32 +483,65 @@ def software_versions() -> dict[str, str]:
     return result
 
 
-def methods(seed: int, n_resamples: int) -> dict:
+def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlation: str = "pearson") -> dict:
+    ci_name = stats.CI_METHOD_NAMES[ci_method]
+    correlations = (
+        "tetrachoric correlations (two-step estimator as R psych::tetrachoric: thresholds from the margins, rho by "
+        "maximum likelihood given them, 0.5 added to empty cells; Olsson 1979), so alpha is ordinal alpha "
+        "(standardised alpha of the tetrachoric matrix; Zumbo, Gadermann & Zeisser 2007; Gadermann, Guhn & Zumbo "
+        "2012) and KMO and Bartlett use the tetrachoric matrix"
+        if correlation == "tetrachoric" else
+        "Pearson correlations, which on binary items are phi coefficients (the practice of seeds/000 Tables 3-4); "
+        "Cronbach's alpha on binary items is KR-20 (Kuder & Richardson 1937). Tetrachoric correlations are "
+        "available as an option")
     return {
         "agreement": "Per item, among physicians: mean pairwise percent agreement; Fleiss' kappa (Fleiss 1971; "
                      "Gwet's generalisation when the number of ratings per dialogue varies); Gwet's AC1 (Gwet "
                      "2008); Krippendorff's alpha (krippendorff package; nominal level for binary items, ordinal "
                      "for item 4). Only submitted work counts.",
-        "icc": "ICC of per-dialogue dimension scores (sum of the binary items of a dimension; item 4 on its own), "
-               "all six Shrout-Fleiss (1979) forms from pingouin.intraclass_corr: ICC1 one-way random, ICC2 "
-               "two-way random absolute agreement, ICC3 two-way mixed consistency, and their k-rater means; 95% "
-               "CIs from the F distribution.",
-        "reliability": "Cronbach's alpha with Feldt's 95% CI (pingouin; pairwise deletion), whole scale, per "
-                       "dimension and if item deleted; KMO and Bartlett's test of sphericity (factor_analyzer). "
-                       "Computed on the 23 binary items, one row per dialogue x rater.",
+        "icc": "ICC of per-dialogue dimension scores (sum of the binary items of a dimension; item 4 on its own) "
+               "from pingouin.intraclass_corr (Shrout & Fleiss 1979), 95% CIs from the F distribution. When every "
+               "dialogue has the same raters, all six forms: ICC1 one-way random, ICC2 two-way random absolute "
+               "agreement, ICC3 two-way mixed consistency, and their k-rater means. When raters differ between "
+               "dialogues, only ICC1 and ICC1k, the forms that fit that design (ICC2/ICC3 would treat rating slots "
+               "as raters). Bands (Koo & Li 2016: < .50 poor, .50-.75 moderate, .75-.90 good, > .90 excellent) are "
+               "applied to the 95% CI, as Koo & Li recommend, e.g. 'moderate to good'.",
+        "reliability": "Cronbach's alpha (pingouin), whole scale, per dimension and if item deleted; KMO and "
+                       "Bartlett's test of sphericity (factor_analyzer), on the binary items. Unit: one row per "
+                       "rating (dialogue x rater), as the paper's tables; since a dialogue's ratings are not "
+                       "independent, the 95% CI of alpha is a cluster bootstrap over dialogues (a drawn dialogue "
+                       "brings all its ratings; Field & Welsh 2007) instead of Feldt's interval, Bartlett's chi-square "
+                       "uses the number of dialogues as n, and alpha is also given per rater (that rater's dialogues "
+                       "are independent rows; Feldt's 95% CI). n is stated as ratings, dialogues and raters. "
+                       f"Correlations: {correlations}.",
+        "rater_matrix": "Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1 of "
+                        "the two raters on the dialogues they share (items differ in prevalence, so one kappa pooled "
+                        "over items would mix them); items where kappa is undefined for the pair are left out.",
         "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (seeds/000 "
                   "Table 6), with each item's score the mean over the dialogue's raters.",
-        "ci": f"{CI_METHOD}: {n_resamples} resamples, seed {seed}, 95% percentile intervals; the same resampled "
-              "dialogues are used for every item.",
+        "ci": f"{ci_name} over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
+              "dialogues are used for every item"
+              + ("; BCa acceleration from the leave-one-dialogue-out jackknife" if ci_method == "bca" else "")
+              + f". With fewer than about {stats.SMALL_SAMPLE} dialogues the report warns that intervals are "
+                "rough (the percentile interval undercovers there; Efron & Tibshirani 1993, ch. 14).",
         "undefined": "A statistic that is undefined for the data (no variation, one rater, n <= p, singular "
-                     "matrix) is reported as undefined with the reason, never as 0 or 1.",
+                     "matrix) is reported as undefined with the reason, never as 0 or 1. Warnings name raters by "
+                     "the names the report shows (pseudonyms unless names are allowed).",
         "software": software_versions(),
     }
 
 
 def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 20240501, plots: bool = True,
-            progress: Progress | None = None) -> dict:
-    """The whole report as a JSON-serialisable dict."""
+            progress: Progress | None = None, ci_method: str = "percentile", correlation: str = "pearson") -> dict:
+    """The whole report as a JSON-serialisable dict.
+
+    ``ci_method``: "percentile" (default) or "bca" bootstrap intervals; ``correlation``: "pearson" (phi on binary
+    items, default) or "tetrachoric" for the reliability and validity section.
+    """
+    if ci_method not in CI_METHODS:
+        raise ReportError(f"Unknown interval method {ci_method!r}; choose {' or '.join(CI_METHODS)}.")
+    if correlation not in CORRELATIONS:
+        raise ReportError(f"Unknown correlation {correlation!r}; choose {' or '.join(CORRELATIONS)}.")
     started = time.monotonic()
     step = progress or (lambda fraction, message: None)
     labels = study.labels
@@ -357,7 +551,8 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
         "title": study.title, "campaigns": [{"id": c.pk, "name": c.name} for c in study.campaigns],
         "fingerprint": study.fingerprint, "n_labels": int(len(labels)), "n_dialogues": len(dialogue_ids),
         "n_raters": int(labels["rater"].nunique()), "names_shown": study.names_shown,
-        "methods": methods(seed, n_resamples), "seed": seed, "n_resamples": n_resamples,
+        "methods": methods(seed, n_resamples, ci_method, correlation), "seed": seed, "n_resamples": n_resamples,
+        "ci_method": ci_method, "correlation": correlation, "warnings": [],
     }
     if labels.empty:
         report["empty"] = True
@@ -365,15 +560,18 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
                               if study.items else "This report covers binary and levels items, and this "
                               "instrument has none: its labels are in the exports."]
         return report
+    small = stats.small_sample_warning(len(dialogue_ids), ci_method)
+    if small:
+        report["warnings"].append(small)
     step(0.1, "agreement per item")
-    freq = stats.bootstrap_freq(stats.bootstrap_indices(len(dialogue_ids), n_resamples, seed), len(dialogue_ids))
-    report["items"] = _item_agreement(study, freq, dialogue_index, seed)
+    boot = _resampling(len(dialogue_ids), n_resamples, seed, ci_method)
+    report["items"] = _item_agreement(study, boot, dialogue_index)
     step(0.5, "intraclass correlations")
     report["icc"] = _icc(study)
     step(0.65, "scale reliability and validity")
-    report["reliability"] = _reliability(study)
+    report["reliability"] = _reliability(study, n_resamples, seed, ci_method, correlation)
     step(0.75, "model comparison")
-    report["models"] = _models(study, seed, n_resamples)
+    report["models"] = _models(study, seed, n_resamples, ci_method)
     step(0.85, "rater agreement matrix")
     report["rater_matrix"] = _rater_matrix(study)
     if plots:

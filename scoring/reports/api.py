@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from annotation.models import Campaign
 from annotation.roles import ANALYST, COORDINATOR, has_role
 from scoring.jobs.models import Job
-from scoring.reports.service import current_report_job
+from scoring.reports.service import current_report_job, report_options
 
 
 class CanReadReports(permissions.BasePermission):
@@ -35,13 +35,22 @@ class CampaignReportView(APIView):
     permission_classes = [CanReadReports]
 
     @extend_schema(
-        parameters=[OpenApiParameter("plots", bool, description="include the SVG plots (default false)")],
+        parameters=[OpenApiParameter("plots", bool, description="include the SVG plots (default false)"),
+                    OpenApiParameter("ci", str, enum=["percentile", "bca"],
+                                     description="bootstrap interval method (default percentile)"),
+                    OpenApiParameter("correlation", str, enum=["pearson", "tetrachoric"],
+                                     description="correlations for reliability and validity (default pearson)")],
         responses={200: OpenApiResponse(description="the report (see scoring.reports.compute)"),
                    202: ReportPendingSerializer},
     )
     def get(self, request, pk: int):
         campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
-        job = current_report_job(campaign, request.user)
+        for key, allowed in (("ci", ("percentile", "bca")), ("correlation", ("pearson", "tetrachoric"))):
+            value = request.query_params.get(key)
+            if value is not None and value not in allowed:
+                return Response({"detail": f"{key} must be {' or '.join(allowed)}, got {value!r}."},
+                                status=status.HTTP_400_BAD_REQUEST)
+        job = current_report_job(campaign, request.user, options=report_options(request.query_params))
         if job.status != Job.Status.SUCCEEDED:
             return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
                             status=status.HTTP_202_ACCEPTED)

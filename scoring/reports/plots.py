@@ -73,23 +73,27 @@ def item_agreement(items: list[dict]) -> str:
 
 
 def rater_heatmap(matrix: dict) -> str:
-    """Cohen's kappa between pairs of raters on the binary items they share."""
+    """Between pairs of raters: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1."""
     names = matrix["raters"]
     size = len(names)
-    values = [[(v if v is not None else float("nan")) for v in row] for row in matrix["kappa"]]
-    fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * size + 1.5), max(3.0, 0.5 * size + 1.0)))
-    image = ax.imshow(values, vmin=-0.2, vmax=1.0, cmap="viridis")
-    ax.set_xticks(range(size), names, rotation=90)
-    ax.set_yticks(range(size), names)
-    if size <= 12:
-        for i in range(size):
-            for j in range(size):
-                v = values[i][j]
-                if v == v:  # not NaN
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if v < 0.5 else "black")
-    fig.colorbar(image, ax=ax, label="Cohen's kappa")
-    ax.set_title("Rater x rater agreement")
+    panels = [("kappa", "mean per-item Cohen's kappa"), ("gwet_ac1", "mean per-item Gwet's AC1")]
+    side = max(3.0, 0.5 * size + 1.0)
+    fig, axes = plt.subplots(1, len(panels), figsize=(2 * side + 1.5, side))
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        values = [[(v if v is not None else float("nan")) for v in row] for row in matrix.get(key, [])]
+        image = ax.imshow(values, vmin=-0.2, vmax=1.0, cmap="viridis")
+        ax.set_xticks(range(size), names, rotation=90)
+        ax.set_yticks(range(size), names)
+        if size <= 12:
+            for i in range(size):
+                for j in range(size):
+                    v = values[i][j]
+                    if v == v:  # not NaN
+                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                                color="white" if v < 0.5 else "black")
+        ax.set_title(title)
+    fig.colorbar(image, ax=axes, label="agreement")
+    fig.suptitle("Rater x rater agreement (mean over items)")
     return _svg(fig)
 
 

@@ -17,20 +17,33 @@ def names_allowed(user, campaign: Campaign) -> bool:
     return may_see_names(user, [campaign])
 
 
-def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: bool = False) -> Job | None:
-    """The report job for the campaign's current labels: a finished one if cached, else a running one, else
-    the one that failed (its error is shown; the same labels would fail again). With ``start`` a new one is
-    queued when there is none, or with ``retry`` when the last one failed."""
+def report_options(params) -> dict[str, str]:
+    """The analyst's choices for a report from query parameters: ``ci`` (percentile | bca) and ``correlation``
+    (pearson | tetrachoric); unknown values fall back to the defaults."""
+    ci = params.get("ci", "percentile")
+    correlation = params.get("correlation", "pearson")
+    return {"ci_method": ci if ci in agreement.CI_METHODS else "percentile",
+            "correlation": correlation if correlation in agreement.CORRELATIONS else "pearson"}
+
+
+def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: bool = False,
+                       options: dict | None = None) -> Job | None:
+    """The report job for the campaign's current labels and ``options`` (:func:`report_options`): a finished one
+    if cached, else a running one, else the one that failed (its error is shown; the same labels would fail
+    again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one failed."""
+    options = options or report_options({})
     fingerprint = study_fingerprint([campaign])
     names = names_allowed(user, campaign)
     jobs_for_labels = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
-                                         params__fingerprint=fingerprint, params__names=names)
+                                         params__fingerprint=fingerprint, params__names=names,
+                                         params__ci_method=options["ci_method"],
+                                         params__correlation=options["correlation"])
     job = jobs_for_labels.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
     if job is None and not retry:
         job = jobs_for_labels.order_by("-created_at").first()
     if job is None and start:
         job = jobs.submit(Job.Kind.CAMPAIGN_REPORT, user=user, campaign=campaign.pk, fingerprint=fingerprint,
-                          names=names)
+                          names=names, **options)
     return job
 
 
@@ -45,4 +58,6 @@ def campaign_report(job: Job) -> dict[str, Any]:
     campaign = Campaign.objects.get(pk=job.params["campaign"])
     study = agreement.load_study([campaign], names=job.params.get("names", False))
     jobs.set_progress(job, 0.05, "labels loaded")
-    return agreement.compute(study, progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
+    return agreement.compute(study, progress=lambda fraction, message: jobs.set_progress(job, fraction, message),
+                             ci_method=job.params.get("ci_method", "percentile"),
+                             correlation=job.params.get("correlation", "pearson"))

@@ -1,6 +1,7 @@
 """Report pages: the trial report, the campaign agreement report (computed by a worker) and label exports."""
 
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 
 from annotation.roles import ANALYST, COORDINATOR, role_required
 from scoring.jobs.models import Job
@@ -26,16 +27,21 @@ def _campaign(pk: int):
 @role_required(COORDINATOR, ANALYST)
 def campaign_report(request, pk: int):
     """The analyst's report: computed by a worker, cached until the labels change; progress while it runs."""
+    from urllib.parse import urlencode
+
     from django.shortcuts import redirect
 
-    from scoring.reports.service import current_report_job, last_failure
+    from scoring.reports.service import current_report_job, last_failure, report_options
 
     campaign = _campaign(pk)
+    options = report_options(request.GET)
+    query = urlencode({"ci": options["ci_method"], "correlation": options["correlation"]})
     if request.method == "POST":  # "Try again" after a failure
-        current_report_job(campaign, request.user, retry=True)
-        return redirect("campaign-report", pk=pk)
-    job = current_report_job(campaign, request.user)
-    context = {"campaign": campaign, "job": job, "failure": last_failure(campaign)}
+        current_report_job(campaign, request.user, retry=True, options=options)
+        return redirect(f"{reverse('campaign-report', args=[pk])}?{query}")
+    job = current_report_job(campaign, request.user, options=options)
+    context = {"campaign": campaign, "job": job, "failure": last_failure(campaign), "options": options,
+               "query": query}
     if job.status == Job.Status.FAILED:
         return render(request, "scoring/report_pending.html", context)
     if job.status == Job.Status.SUCCEEDED:
@@ -64,10 +70,10 @@ def campaign_report_download(request, pk: int):
     from django.template.loader import render_to_string
     from django.utils import timezone
 
-    from scoring.reports.service import current_report_job
+    from scoring.reports.service import current_report_job, report_options
 
     campaign = _campaign(pk)
-    job = current_report_job(campaign, request.user)
+    job = current_report_job(campaign, request.user, options=report_options(request.GET))
     if job.status == Job.Status.FAILED:
         return HttpResponse(f"The report could not be computed: {job.error}", status=409, content_type="text/plain")
     if job.status != Job.Status.SUCCEEDED:

@@ -20,7 +20,8 @@ Conventions (DESIGN.md section 4 "Statistics conventions")
 * Programming errors (unknown column, non-numeric ratings where numbers are required,
   mismatched lengths, unknown option) raise ``ValueError``; data-dependent undefinedness
   never raises.
-* Bootstrap confidence intervals resample dialogues (rows) with a recorded seed.  For speed
+* Bootstrap confidence intervals resample dialogues (rows) with a recorded seed; percentile
+  (default), basic or BCa (:func:`bca_interval`, jackknife from :func:`jackknife_freq`).  For speed
   the agreement coefficients also exist as vectorised numpy kernels working on integer
   codes / count tables (:func:`cohen_kappa_codes`, :func:`gwet_ac1_counts`,
   :func:`fleiss_kappa_counts`, :func:`percent_agreement_counts`) which accept a leading
@@ -30,7 +31,7 @@ Conventions (DESIGN.md section 4 "Statistics conventions")
 
 from __future__ import annotations
 
-from scoring.stats._common import SINGULAR_COND  # noqa: F401
+from scoring.stats._common import SINGULAR_COND, LeaveOneOut, weighted_sums  # noqa: F401
 from scoring.stats.agreement import (  # noqa: F401
     ICC_FORMS,
     cohen_kappa,
@@ -46,9 +47,20 @@ from scoring.stats.agreement import (  # noqa: F401
     percent_agreement,
     percent_agreement_detail,
 )
-from scoring.stats.bootstrap import bootstrap_ci, bootstrap_freq, bootstrap_indices, bootstrap_summary  # noqa: F401
+from scoring.stats.bootstrap import (  # noqa: F401
+    CI_METHOD_NAMES,
+    CI_METHODS,
+    SMALL_SAMPLE,
+    bca_interval,
+    bootstrap_ci,
+    bootstrap_freq,
+    bootstrap_indices,
+    bootstrap_summary,
+    jackknife_freq,
+    small_sample_warning,
+)
 from scoring.stats.classification import classification_report  # noqa: F401
-from scoring.stats.interpretation import interpret  # noqa: F401
+from scoring.stats.interpretation import interpret, interpret_interval  # noqa: F401
 from scoring.stats.kernels import (  # noqa: F401
     cohen_kappa_codes,
     count_table,
@@ -56,6 +68,7 @@ from scoring.stats.kernels import (  # noqa: F401
     fleiss_kappa_counts,
     gwet_ac1_counts,
     krippendorff_alpha_counts,
+    ordered_labels,
     percent_agreement_counts,
 )
 from scoring.stats.preference import (  # noqa: F401
@@ -67,4 +80,22 @@ from scoring.stats.preference import (  # noqa: F401
     wilson_ci,
     win_tie_loss,
 )
-from scoring.stats.reliability import alpha_if_deleted, bartlett_sphericity, cronbach_alpha, kmo  # noqa: F401
+from scoring.stats.reliability import (  # noqa: F401
+    CORRELATIONS,
+    alpha_if_deleted,
+    bartlett_from_correlations,
+    bartlett_sphericity,
+    bivariate_normal_cdf,
+    correlation_matrix,
+    cronbach_alpha,
+    cronbach_alpha_clustered,
+    kmo,
+    kmo_from_correlations,
+    ordinal_alpha,
+    ordinal_alpha_clustered,
+    standardized_alpha,
+    tetrachoric_clustered,
+    tetrachoric_counts,
+    tetrachoric_detail,
+    tetrachoric_matrix,
+)

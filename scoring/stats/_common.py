@@ -99,3 +99,24 @@ def _fmt_names(names: Sequence[str], limit: int = 10) -> str:
     names = [str(n) for n in names]
     shown = ", ".join(repr(n) for n in names[:limit])
     return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+class LeaveOneOut:
+    """The ``(n, n)`` jackknife multiplicity matrix (all ones but the diagonal), without building it.
+
+    The vectorised kernels take bootstrap multiplicities ``freq`` and form ``freq @ x``; with this object in
+    place of ``freq`` they give the n leave-one-out (jackknife) values that BCa intervals need, at the cost of one
+    sum: row i of ``freq @ x`` is ``x.sum(0) - x[i]``.
+    """
+
+    def __init__(self, n: int):
+        self.n = int(n)
+        self.shape = (self.n, self.n)
+
+
+def weighted_sums(freq: Any, x: np.ndarray) -> np.ndarray:
+    """``freq @ x`` for a ``(B, n)`` multiplicity matrix or a :class:`LeaveOneOut`."""
+    x = np.asarray(x, dtype=float)
+    if isinstance(freq, LeaveOneOut):
+        return x.sum(axis=0)[None, ...] - x
+    return np.asarray(freq, dtype=float) @ x

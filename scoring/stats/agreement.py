@@ -12,6 +12,7 @@ import pandas as pd
 
 from scoring.stats._common import _EPS, _PG_LOCK, _fmt_names, _frame, _label, _nan, _num, _numeric_frame, _py
 from scoring.stats.kernels import (
+    _as_number,
     _disagreement_weights,
     _pa_pi,
     count_table,
@@ -246,14 +247,20 @@ def cohen_kappa_detail(a: Any, b: Any, weights: str | None = None,
     """Cohen's kappa between two raters (statsmodels ``cohens_kappa``) with reasons.
 
     ``weights``: None (Cohen 1960), "linear" or "quadratic" (weighted kappa, Cohen 1968;
-    weights on the category index -- the order of ``categories``, default the sorted
-    observed labels, as in R ``irr::kappa2`` and statsmodels).  Pairs with a missing
+    weights on the category index, as in R ``irr::kappa2`` and statsmodels).  The order is
+    the item's values: ``categories`` when given (reports always pass the item's allowed
+    values), else the observed labels by numeric value (numeric strings too, so ``'2'`` comes
+    before ``'10'``); weighted kappa on non-numeric labels without ``categories`` raises
+    ``ValueError``, since no order is known.  Pairs with a missing
     rating are dropped.  Returns ``{"value", "warnings", "n", "po", "pe", "categories"}``
     (``po``/``pe`` = observed / chance agreement, unweighted only).
     """
     if weights not in (None, "linear", "quadratic"):
         raise ValueError("weights must be None, 'linear' or 'quadratic'")
     ca, cb, cats, dropped = _pair_codes(a, b, categories)
+    if weights is not None and categories is None and any(_as_number(c) is None for c in cats):
+        raise ValueError("weighted kappa needs the order of the categories: pass categories= (the item's "
+                         f"values in order); observed labels {cats[:10]!r} are not numbers")
     warns: list[str] = []
     out = {"value": None, "warnings": warns, "n": int(ca.size), "po": None, "pe": None,
            "categories": cats}
@@ -454,24 +461,32 @@ def percent_agreement(data: Any) -> float:
 # Kendall's W
 # --------------------------------------------------------------------------------------
 def kendall_w(df: Any) -> dict:
-    """Kendall's coefficient of concordance W, corrected for ties.
+    """Kendall's coefficient of concordance W, with and without the correction for ties.
 
-    ``df``: rows raters (judges), columns objects (dialogues / models) -- scores are ranked
-    within each rater (average ranks for ties).  Computed with pingouin.friedman, whose W
-    carries the Kendall & Babington Smith (1939) tie correction
-    ``W = 12 S / (m^2 (n^3 - n) - m sum_T (t^3 - t))``; chi2 = m (n - 1) W on n - 1 df.
-    Raters with a missing score are dropped (listwise).
-    Returns ``{"w", "chi2", "dof", "p", "warnings", "n_raters", "n_objects"}``.
+    ``df``: rows raters (judges), columns objects (dialogues / models, items) -- scores are
+    ranked within each rater (average ranks for ties).  ``w`` is computed with
+    pingouin.friedman, whose W carries the Kendall & Babington Smith (1939) tie correction
+    ``W = 12 S / (m^2 (n^3 - n) - m sum_T (t^3 - t))``; ``w_uncorrected`` is Kendall's
+    original ``12 S / (m^2 (n^3 - n))`` (S = sum of squared deviations of the rank sums from
+    their mean), equal to ``w`` without ties.  chi2 = m (n - 1) W on n - 1 df (tie-corrected).
+    Raters with a missing score are dropped (listwise) and named in ``warnings`` with the
+    objects they left unscored.  Returns ``{"w", "w_uncorrected", "chi2", "dof", "p",
+    "warnings", "n_raters", "n_objects", "dropped"}``.
     """
     data = _numeric_frame(df, "df")
     warns: list[str] = []
-    out = {"w": None, "chi2": None, "dof": None, "p": None, "warnings": warns,
-           "n_raters": 0, "n_objects": int(data.shape[1])}
-    if data.isna().any().any():
-        before = len(data)
-        data = data.dropna(how="any")
-        warns.append(f"{before - len(data)} rater(s) with a missing score removed "
-                     "(listwise deletion).")
+    out = {"w": None, "w_uncorrected": None, "chi2": None, "dof": None, "p": None, "warnings": warns,
+           "n_raters": 0, "n_objects": int(data.shape[1]), "dropped": []}
+    missing = data.isna().any(axis=1)
+    if missing.any():
+        dropped = []
+        for name, row in data.loc[missing].iterrows():
+            gaps = [str(c) for c, v in row.items() if pd.isna(v)]
+            dropped.append(str(name))
+            warns.append(f"Rater {name} left out of Kendall's W: no rating for {_fmt_names(gaps, 5)} "
+                         "(W needs every rater to rank every object).")
+        out["dropped"] = dropped
+        data = data.loc[~missing]
     m, n = data.shape
     out["n_raters"], out["n_objects"] = int(m), int(n)
     if m < 2:
@@ -490,7 +505,13 @@ def kendall_w(df: Any) -> dict:
     if flat:
         warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} tied all objects.")
     if any(len(np.unique(row)) < n for row in values):
-        warns.append("Ties within raters: tie-corrected W reported.")
+        warns.append("Ties within raters: tie-corrected W reported (w), and W without the correction "
+                     "(w_uncorrected).")
+    from scipy.stats import rankdata
+
+    rank_sums = rankdata(values, axis=1).sum(axis=0)
+    spread = float(((rank_sums - rank_sums.mean()) ** 2).sum())
+    out["w_uncorrected"] = _num(12.0 * spread / (m ** 2 * (n ** 3 - n)))
     long = pd.DataFrame({
         "rater": np.repeat(np.arange(m), n),
         "obj": np.tile(np.arange(n), m),

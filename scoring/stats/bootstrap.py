@@ -1,4 +1,4 @@
-"""Bootstrap confidence intervals over rows (dialogues) with a recorded seed."""
+"""Bootstrap confidence intervals over rows (dialogues) with a recorded seed: percentile, basic and BCa."""
 
 from __future__ import annotations
 
@@ -9,7 +9,66 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.stats._common import _num, _py
+from scoring.stats._common import LeaveOneOut, _num, _py
+
+#: Interval methods: Efron's percentile, the basic (reverse percentile) and the bias-corrected and accelerated
+#: interval (BCa; Efron 1987, Efron & Tibshirani 1993 sec. 14.3), as in scipy.stats.bootstrap.
+CI_METHODS = ("percentile", "basic", "bca")
+CI_METHOD_NAMES = {
+    "percentile": "percentile bootstrap (Efron 1979)",
+    "basic": "basic (reverse percentile) bootstrap",
+    "bca": "bias-corrected and accelerated (BCa) bootstrap (Efron 1987; Efron & Tibshirani 1993, sec. 14.3)",
+}
+#: Below about this many resampled units (dialogues) bootstrap intervals are rough and the percentile interval
+#: undercovers (Efron & Tibshirani 1993, ch. 14; Carpenter & Bithell 2000).
+SMALL_SAMPLE = 30
+
+
+def small_sample_warning(n: int, method: str) -> str | None:
+    """The warning a report shows when fewer than :data:`SMALL_SAMPLE` units are resampled."""
+    if n >= SMALL_SAMPLE:
+        return None
+    advice = ("BCa intervals are used, which correct part of this, but read them as approximate" if method == "bca"
+              else "the percentile intervals shown tend to be too narrow; prefer BCa intervals")
+    return (f"Only {n} dialogue(s) are resampled (fewer than about {SMALL_SAMPLE}): bootstrap intervals are rough "
+            f"and {advice}.")
+
+
+def jackknife_freq(n: int) -> LeaveOneOut:
+    """The jackknife counterpart of :func:`bootstrap_freq`: pass it as ``freq`` to the vectorised kernels to get
+    the n leave-one-out values of a statistic (for the BCa acceleration)."""
+    return LeaveOneOut(n)
+
+
+def bca_interval(estimate: float, replicates: np.ndarray, jackknife: np.ndarray,
+                 confidence: float = 0.95) -> tuple[float, float, float, float]:
+    """BCa confidence limits from bootstrap replicates and jackknife values.
+
+    Follows Efron & Tibshirani (1993) eqs. 14.14-14.15 exactly as scipy.stats.bootstrap does: bias correction
+    z0 = Phi^-1(share of replicates below the estimate, ties counted half), acceleration
+    a = sum U^3 / (6 (sum U^2)^1.5) with U_i = (n - 1)(mean of jackknife values - jackknife value i), and the
+    limits are the replicates' quantiles at Phi(z0 + (z0 + z) / (1 - a (z0 + z))) for z = Phi^-1(alpha/2),
+    Phi^-1(1 - alpha/2).  Returns ``(low, high, z0, a)``; NaN limits when undefined (e.g. every replicate on one
+    side of the estimate).  ``a`` is 0 when every jackknife value is the same.
+    """
+    from scipy.special import ndtr, ndtri
+
+    reps = np.asarray(replicates, dtype=float)
+    jack = np.asarray(jackknife, dtype=float)
+    share = ((reps < estimate).sum() + (reps <= estimate).sum()) / (2.0 * reps.size)
+    z0 = float(ndtri(share))
+    u = (jack.size - 1) * (jack.mean() - jack)
+    denominator = float((u ** 2).sum())
+    a = float((u ** 3).sum() / (6.0 * denominator ** 1.5)) if denominator > 0 else 0.0
+    alpha = (1.0 - confidence) / 2.0
+    limits = []
+    for z in (float(ndtri(alpha)), float(ndtri(1.0 - alpha))):
+        shifted = z0 + z
+        limits.append(float(ndtr(z0 + shifted / (1.0 - a * shifted))))
+    if not all(np.isfinite(limits)):
+        return float("nan"), float("nan"), z0, a
+    low, high = np.quantile(reps, limits)
+    return float(low), float(high), z0, a
 
 
 # --------------------------------------------------------------------------------------
@@ -28,14 +87,20 @@ def bootstrap_indices(n: int, n_resamples: int = 1000, seed: int | None = 0) -> 
 def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float = 0.95,
                       method: str = "percentile", seed: int | None = None,
                       n_resamples: int | None = None,
-                      warnings: list[str] | None = None) -> dict:
+                      warnings: list[str] | None = None,
+                      jackknife: Iterable[Any] | None = None) -> dict:
     """Turn an estimate and its bootstrap replicates into the :func:`bootstrap_ci` dict.
 
     Non-finite replicates (undefined statistics) are dropped and counted.  ``method``:
-    "percentile" (Efron) or "basic" (reverse percentile, 2*estimate - quantiles).
+    "percentile" (Efron), "basic" (reverse percentile, 2*estimate - quantiles) or "bca"
+    (:func:`bca_interval`; needs ``jackknife``, the n leave-one-out values of the statistic).
+    When the BCa acceleration cannot be computed (an undefined jackknife value) or its limits
+    are undefined, the percentile interval is given instead and ``method`` says so.
     """
-    if method not in ("percentile", "basic"):
-        raise ValueError("method must be 'percentile' or 'basic'")
+    if method not in CI_METHODS:
+        raise ValueError(f"method must be one of {CI_METHODS}")
+    if method == "bca" and jackknife is None:
+        raise ValueError("method='bca' needs the jackknife values of the statistic")
     if not 0 < confidence < 1:
         raise ValueError("confidence must be between 0 and 1")
     vals = np.asarray([np.nan if v is None else v for v in values], dtype=float).ravel()
@@ -59,6 +124,20 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
     if finite.size < 0.9 * total:
         warns.append("More than 10% of resamples were undefined; the interval may be "
                      "biased.")
+    if method == "bca":
+        jack = np.asarray([np.nan if v is None else v for v in jackknife], dtype=float).ravel()
+        if jack.size >= 2 and np.isfinite(jack).all():
+            lo_q, hi_q, z0, a = bca_interval(est, finite, jack, confidence)
+            out["bias_correction"], out["acceleration"] = _num(z0), _num(a)
+            if np.isfinite(lo_q) and np.isfinite(hi_q):
+                out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)
+                return out
+            warns.append("BCa limits are undefined (every resample falls on one side of the estimate); "
+                         "percentile interval shown.")
+        else:
+            warns.append("BCa acceleration is undefined (the statistic is undefined when some dialogue is left "
+                         "out); percentile interval shown.")
+        out["method"] = "percentile (BCa undefined)"
     lo_q, hi_q = np.percentile(finite, [50 * (1 - confidence), 50 * (1 + confidence)])
     if method == "basic":
         lo_q, hi_q = 2 * est - hi_q, 2 * est - lo_q
@@ -96,7 +175,10 @@ def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
     data stay paired).  ``fn(*resampled) -> float``; resamples where it returns NaN /
     None are dropped and counted (``n_valid``).  The estimate is ``fn`` on the full data.
     Returns ``{"estimate", "ci_low", "ci_high", "n_resamples", "n_valid", "seed",
-    "method", "confidence", "warnings"}``.
+    "method", "confidence", "warnings"}``.  ``method="bca"`` also evaluates ``fn`` on the n
+    leave-one-out samples (jackknife) for the acceleration and adds ``bias_correction`` and
+    ``acceleration``; the result then matches ``scipy.stats.bootstrap(method="BCa")`` drawing
+    the same resamples (same seed; tested).
 
     Fast paths:
 
@@ -143,7 +225,7 @@ def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
     if n == 0:
         warns.append("Empty input: nothing to resample.")
         return bootstrap_summary(None, [], confidence=confidence, method=method, seed=seed,
-                                 n_resamples=n_boot, warnings=warns)
+                                 n_resamples=n_boot, warnings=warns, jackknife=[])
 
     def as_float(v: Any) -> float:
         try:
@@ -186,5 +268,17 @@ def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
             estimate = as_float(fn(*arrays))
             values = np.fromiter((as_float(fn(*[_take(a, row) for a in arrays]))
                                   for row in idx), dtype=float, count=n_boot)
+        jackknife = None
+        if method == "bca":
+            if vectorized == "freq":
+                jackknife = np.asarray(fn(LeaveOneOut(n), *arrs), dtype=float).ravel()
+            else:
+                leave_out = np.array([np.delete(np.arange(n), i) for i in range(n)]) if n > 1 else None
+                if leave_out is None:
+                    jackknife = np.array([np.nan])
+                elif vectorized:
+                    jackknife = np.asarray(fn(*[a[leave_out] for a in arrs]), dtype=float).ravel()
+                else:
+                    jackknife = np.array([as_float(fn(*[_take(a, row) for a in arrays])) for row in leave_out])
     return bootstrap_summary(estimate, values, confidence=confidence, method=method,
-                             seed=seed, n_resamples=n_boot, warnings=warns)
+                             seed=seed, n_resamples=n_boot, warnings=warns, jackknife=jackknife)

@@ -77,3 +77,20 @@ def interpret(value: Any, scale: str) -> dict:
         if v >= bound:
             return {"label": label, "source": source}
     return {"label": fallback, "source": source}
+
+
+def interpret_interval(low: Any, high: Any, scale: str) -> dict:
+    """Verbal label of a confidence interval: the bands of its two limits, e.g. "moderate to good".
+
+    Koo & Li (2016) ask that ICC bands be read off the 95% confidence interval rather than the point estimate
+    ("an ICC of .90 with a 95% CI of .83-.94 is good to excellent"); the same applies to any banded
+    coefficient.  Returns ``{"label", "low", "high", "source"}``; "undefined" when a limit is missing.
+    """
+    lo, hi = interpret(low, scale), interpret(high, scale)
+    if lo["label"] == "undefined" or hi["label"] == "undefined":
+        label = "undefined"
+    elif lo["label"] == hi["label"]:
+        label = lo["label"]
+    else:
+        label = f"{lo['label']} to {hi['label']}"
+    return {"label": label, "low": lo["label"], "high": hi["label"], "source": lo["source"]}

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.stats._common import _EPS, _label
+from scoring.stats._common import _EPS, _label, weighted_sums
 
 
 # --------------------------------------------------------------------------------------
@@ -29,11 +29,7 @@ def encode_labels(data: Any, categories: Sequence[Any] | None = None) -> tuple[n
     flat = arr.ravel()
     missing = pd.isna(flat)
     if categories is None:
-        uniq = list(pd.unique(flat[~missing]))
-        try:
-            cats = sorted(uniq)
-        except TypeError:  # mixed, unorderable labels: order of first appearance
-            cats = uniq
+        cats = ordered_labels(pd.unique(flat[~missing]))
     else:
         cats = list(categories)
         if len(set(map(repr, cats))) != len(cats):
@@ -44,6 +40,30 @@ def encode_labels(data: Any, categories: Sequence[Any] | None = None) -> tuple[n
         bad = sorted({repr(v) for v in flat[unknown]})
         raise ValueError(f"labels not in categories: {', '.join(bad[:10])}")
     return codes.reshape(shape), [_label(c) for c in cats]
+
+
+def _as_number(x: Any) -> float | None:
+    if isinstance(x, bool | np.bool_):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) else None
+
+
+def ordered_labels(labels: Any) -> list:
+    """Observed labels in their natural order: by numeric value when every label is a number or a numeric
+    string (so ``'2' < '10'``, never the lexicographic ``'10' < '2'``), else sorted as they are; labels that
+    cannot be compared keep their order of first appearance."""
+    uniq = list(labels)
+    numbers = [_as_number(v) for v in uniq]
+    if uniq and all(v is not None for v in numbers):
+        return [uniq[i] for _, i in sorted(zip(numbers, range(len(uniq)), strict=True))]
+    try:
+        return sorted(uniq)
+    except TypeError:  # mixed, unorderable labels: order of first appearance
+        return uniq
 
 
 def count_table(codes: np.ndarray, n_categories: int) -> np.ndarray:
@@ -101,11 +121,10 @@ def cohen_kappa_codes(a: np.ndarray, b: np.ndarray, n_categories: int,
     if freq is not None:
         if cell.ndim != 1:
             raise ValueError("with freq, a and b must be one-dimensional")
-        freq = np.asarray(freq, dtype=float)
         onehot = np.zeros((cell.size, qq + 1))
         onehot[np.arange(cell.size), cell] = 1.0
-        tab = (freq.reshape(-1, cell.size) @ onehot)[:, :qq].reshape(-1, q, q)
-        lead = freq.shape[:-1]
+        tab = weighted_sums(freq, onehot)[:, :qq].reshape(-1, q, q)
+        lead = tab.shape[:1]
     else:
         lead = cell.shape[:-1]
         m = int(np.prod(lead)) if lead else 1
@@ -161,9 +180,8 @@ def _pa_pi(table: np.ndarray, freq: np.ndarray | None = None
         else:
             if agree.ndim != 1:
                 raise ValueError("with freq, table must be a single (n, q) table")
-            f = np.asarray(freq, dtype=float)
-            pa = (f @ agree) / (f @ two)
-            pi = (f @ share) / (f @ one)[..., None]
+            pa = weighted_sums(freq, agree) / weighted_sums(freq, two)
+            pi = weighted_sums(freq, share) / weighted_sums(freq, one)[..., None]
     return pa, pi
 
 
@@ -253,7 +271,7 @@ def krippendorff_alpha_counts(table: np.ndarray, values: Sequence[float], level:
         weight = np.where(pairable, 1.0 / np.where(pairable, m - 1.0, 1.0), 0.0)
     per_unit = (t[:, :, None] * t[:, None, :] - np.eye(q)[None] * t[:, :, None]) * weight[:, None, None]
     flat = per_unit.reshape(n_units, q * q)
-    o = (flat.sum(axis=0)[None] if freq is None else np.asarray(freq, dtype=float) @ flat).reshape(-1, q, q)
+    o = (flat.sum(axis=0)[None] if freq is None else weighted_sums(freq, flat)).reshape(-1, q, q)
     n_c = o.sum(axis=2)
     total = n_c.sum(axis=1)
     if level == "nominal":

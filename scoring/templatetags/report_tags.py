@@ -45,6 +45,8 @@ def fig(figure, digits=3):
 def get(mapping, key):
     if isinstance(mapping, dict):
         return mapping.get(key, mapping.get(str(key)))
+    if isinstance(mapping, list | tuple) and isinstance(key, int) and -len(mapping) <= key < len(mapping):
+        return mapping[key]
     return None
 
 

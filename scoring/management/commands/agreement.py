@@ -22,7 +22,7 @@ def csv_rows(report: dict):
                    item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
     icc = report.get("icc", {})
     for code, dim in icc.get("dimensions", {}).items():
-        for form in ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
+        for form in icc.get("forms") or ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
             row = dim.get(form) or {}
             yield ["icc", f"{code} {dim['name']}", form, row.get("icc"), row.get("ci_low"), row.get("ci_high"),
                    dim.get("n_targets"), (row.get("interpretation") or {}).get("label", ""), icc.get("design", "")]
@@ -36,13 +36,16 @@ def csv_rows(report: dict):
                    d["n"], d["interpretation"]["label"], " ".join(d["warnings"])]
         for code, value in rel["alpha_if_deleted"].items():
             yield ["reliability", code, "alpha if item deleted", value, "", "", rel["n_ratings"], "", ""]
+        for r in rel.get("per_rater", []):
+            yield ["reliability", f"rater {r['rater']}", "alpha (Feldt CI)", r["alpha"], r["ci_low"], r["ci_high"],
+                   r["n_dialogues"], r["interpretation"]["label"], " ".join(r["warnings"])]
         yield ["validity", "whole scale", "KMO", rel["kmo"]["overall"], "", "", rel["n_ratings"],
                rel["kmo"]["interpretation"]["label"], " ".join(rel["kmo"].get("warnings", []))]
         for code, value in rel["kmo"].get("items", {}).items():
             yield ["validity", code, "KMO (MSA)", value, "", "", rel["n_ratings"], "", ""]
         b = rel["bartlett"]
-        yield ["validity", "whole scale", "Bartlett chi2", b["chi2"], "", "", rel["n_ratings"], "",
-               f"dof={b['dof']} p={b['p']}"]
+        yield ["validity", "whole scale", "Bartlett chi2", b["chi2"], "", "", b.get("n", rel["n_ratings"]), "",
+               f"dof={b['dof']} p={b['p']} ({b.get('n_note', '')})"]
     for model in report.get("models", []):
         for code, d in model["dimensions"].items():
             yield ["model comparison", model["model"], f"dimension {code} score %", d["score_pct"], d["ci_low"],
@@ -59,6 +62,10 @@ class Command(BaseCommand):
         parser.add_argument("--names", action="store_true", help="show rater usernames instead of pseudonyms")
         parser.add_argument("--resamples", type=int, default=reports.N_RESAMPLES)
         parser.add_argument("--seed", type=int, default=20240501)
+        parser.add_argument("--ci-method", choices=list(reports.CI_METHODS), default="percentile",
+                            help="bootstrap intervals: percentile (default) or bca")
+        parser.add_argument("--correlation", choices=list(reports.CORRELATIONS), default="pearson",
+                            help="correlations for reliability and validity: pearson (phi, default) or tetrachoric")
 
     def handle(self, *args, **options):
         corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
@@ -75,7 +82,8 @@ class Command(BaseCommand):
             study = reports.load_study(list(campaigns), names=options["names"])
         except reports.ReportError as exc:
             raise CommandError(f"{exc} Use --campaign.") from None
-        report = reports.compute(study, n_resamples=options["resamples"], seed=options["seed"], plots=False)
+        report = reports.compute(study, n_resamples=options["resamples"], seed=options["seed"], plots=False,
+                                 ci_method=options["ci_method"], correlation=options["correlation"])
         report.pop("seconds", None)
         if options["format"] == "json":
             self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False))

@@ -1,0 +1,51 @@
+"""Judge report endpoint (JSON): the same figures and verdicts as the judge-vs-physicians page."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Campaign
+from scoring.judges.forms import VerdictSettingsForm
+from scoring.judges.models import JudgeRun
+from scoring.reports.api import CanReadReports
+
+
+class JudgeReportView(APIView):
+    """Judge vs physicians for a finished run and a campaign on the same corpus: per item the Table 5 figures, the
+    verdict (judge can replace physicians / keep physicians / item unreliable / not enough data) with its reasons,
+    the paper's rule for comparison, the model ranking and the methods. Settings as query parameters."""
+
+    permission_classes = [CanReadReports]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("campaign", int, required=True, description="campaign on the run's corpus"),
+                    OpenApiParameter("floor", float, description="reliability floor (default 0.40)"),
+                    OpenApiParameter("min_dialogues", int, description="minimum dialogues (default 30)"),
+                    OpenApiParameter("margin", float, description="non-inferiority margin (default 0.10)"),
+                    OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method")],
+        responses={200: OpenApiResponse(description="the report (see scoring.judges.report.judge_vs_physicians)"),
+                   400: OpenApiResponse(description="invalid settings, or run and campaign not comparable")},
+    )
+    def get(self, request, pk: int):
+        from scoring.judges.report import judge_vs_physicians
+
+        run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+        campaign_id = request.query_params.get("campaign")
+        if not str(campaign_id or "").isdigit():
+            return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
+                            status=status.HTTP_400_BAD_REQUEST)
+        campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
+        form = VerdictSettingsForm.from_query(request.query_params)
+        if not form.is_valid():
+            errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+            return Response({"detail": f"Invalid settings: {errors}", "errors": form.errors},
+                            status=status.HTTP_400_BAD_REQUEST)
+        try:
+            report = judge_vs_physicians(run, campaign, verdict=form.settings())
+        except ValueError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(report)

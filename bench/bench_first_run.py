@@ -11,7 +11,7 @@ What it does, for each cache state asked for (warm by default; --cold adds a run
      *warm*: the uv cache and the folder holding the pinned uv as they are on this machine (a `make` here has
      filled them). *cold*: UV_CACHE_DIR and MINICEX_TOOLS_DIR point to empty folders and pip's cache is off, so uv
      itself and every package come from PyPI.
-  3. Reads the phase lines `make run` prints ("==> phase: N.N s") and polls http://127.0.0.1:PORT/login/ every
+  3. Reads the phase lines `make run` prints ("==> phase: N.N s") and polls http://127.0.0.1:PORT/accounts/login/ every
      0.1 s until it answers 200; then /healthz (200 once the workers answer too).
   4. Stops `make run` with SIGINT to its process group (as Ctrl-C), SIGKILL after 20 s, checks that no process of
      the group is left, and removes the clone and the empty caches.
@@ -121,7 +121,7 @@ def first_run(state: str, commit: str, timeout: float, verbose: bool) -> dict:
     try:
         base = f"http://127.0.0.1:{port}"
         while time.monotonic() - started < timeout and process.poll() is None:
-            if status_of(f"{base}/login/") == 200:
+            if status_of(f"{base}/accounts/login/") == 200:
                 result["first_page"] = time.monotonic() - started
                 break
             time.sleep(0.1)
@@ -151,13 +151,13 @@ def report(result: dict) -> None:
         print(f"  {name:<38} {seconds:6.1f} s   (ended {at:5.1f} s after make run)")
     first = result["first_page"]
     if first is None:
-        print(f"  first page: no 200 from /login/ (make run exit {result['exit']}); last lines:")
+        print(f"  first page: no 200 from /accounts/login/ (make run exit {result['exit']}); last lines:")
         for text in result["tail"]:
             print(f"    {text}")
         return
     print(f"  {'other (Python and Django start-up)':<38} {first - accounted:6.1f} s")
     verdict = "meets" if first <= target else "MISSES"
-    print(f"  first page (/login/ 200)               {first:6.1f} s after make run   target <= {target:.0f} s: "
+    print(f"  first page (/accounts/login/ 200)               {first:6.1f} s after make run   target <= {target:.0f} s: "
           f"{verdict}")
     all_up = result["all_up"]
     print("  web and workers up (/healthz 200)      " + (f"{all_up:6.1f} s" if all_up else "  not within the timeout"))

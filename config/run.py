@@ -1,8 +1,8 @@
 """Start the app: ``python -m config.run [dev|web|worker]``.
 
 * ``dev`` (default, used by ``make run``): Django's server and a real Celery worker process together;
-  Ctrl-C stops both. The web server starts first and the workers once it answers, so the first page comes
-  sooner on a small machine.
+  Ctrl-C stops both. The web server starts first (the demo data loads meanwhile with ``--demo``) and the
+  workers once it answers, so the first page comes sooner on a small machine.
 * ``web``: gunicorn serving ``config.wsgi`` (production; static files through whitenoise).
 * ``worker``: one Celery worker; start as many as you like, on as many machines as you like.
 
@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -119,38 +120,52 @@ def answers(host: str, port: int) -> bool:
     return False
 
 
-def run_dev(host: str, port: int, concurrency: int | None) -> int:
+def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False) -> int:
     """Web server and worker as child processes; stop both when either stops or on Ctrl-C.
 
-    The workers start once the web server answers (or after a minute): on two cores, three processes importing
-    the app at once would delay the first page by several seconds, and nothing needs a worker before then."""
-    print(banner(f"http://{host}:{port}"), flush=True)
+    The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes), and the
+    workers start once the web server answers (or after a minute): three processes importing the app at once
+    would delay the first page by several seconds, and nothing needs a worker before then."""
     default_queue, llm_queue = default_queues()
     start = time.perf_counter()
     print("==> web server", flush=True)
     children = [subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])]
-    workers = [
-        worker_command(concurrency, default_queue, name="default@%h"),
-        # LLM calls wait on the network: a threads pool keeps many in flight on few cores.
-        worker_command(16, llm_queue, pool="threads", name="llm@%h"),
-    ]
+    web_up = threading.Event()
+
+    def watch_web() -> None:
+        while children[0].poll() is None and time.perf_counter() - start < 60:
+            if answers(host, port):
+                print(f"==> web server: {time.perf_counter() - start:.1f} s", flush=True)
+                break
+            time.sleep(0.1)
+        web_up.set()
+
+    threading.Thread(target=watch_web, daemon=True).start()
     received: list[int] = []
 
     def stop(signum, _frame) -> None:
         received.append(signum)
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
     code = 0
     try:
-        while workers and not received and children[0].poll() is None:
-            if answers(host, port) or time.perf_counter() - start > 60:
-                print(f"==> web server: {time.perf_counter() - start:.1f} s", flush=True)
-                print(f"Answering at http://{host}:{port}; starting the workers.", flush=True)
-                children += [subprocess.Popen(command) for command in workers]
-                workers = []
-                break
-            time.sleep(0.1)
+        try:
+            if demo:
+                load_demo()
+        except KeyboardInterrupt:
+            received.append(signal.SIGINT)
+            return 130
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        print(banner(f"http://{host}:{port}"), flush=True)
+        while not received and not web_up.wait(0.2):
+            pass
+        if not received and children[0].poll() is None:
+            print("Starting the workers.", flush=True)
+            children += [
+                subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
+                # LLM calls wait on the network: a threads pool keeps many in flight on few cores.
+                subprocess.Popen(worker_command(16, llm_queue, pool="threads", name="llm@%h")),
+            ]
         while not received:
             exited = [child for child in children if child.poll() is not None]
             if exited:
@@ -194,10 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     preflight(migrate=args.migrate)
+    if args.mode == "dev":
+        return run_dev(args.host, args.port, args.concurrency, demo=args.demo)
     if args.demo:
         load_demo()
-    if args.mode == "dev":
-        return run_dev(args.host, args.port, args.concurrency)
     if args.mode == "web":
         from django.core.management import call_command
 

@@ -11,7 +11,7 @@ What it does, for each cache state asked for (warm by default; --cold adds a run
      *warm*: the uv cache and the folder holding the pinned uv as they are on this machine (a `make` here has
      filled them). *cold*: UV_CACHE_DIR and MINICEX_TOOLS_DIR point to empty folders and pip's cache is off, so uv
      itself and every package come from PyPI.
-  3. Reads the phase lines `make run` prints ("==> phase: N.N s") and polls http://127.0.0.1:PORT/accounts/login/ every
+  3. Reads the phase lines `make run` prints ("==> phase: N.N s") and polls http://127.0.0.1:PORT/accounts/login/
      every 0.1 s until it answers 200; then /healthz (200 once the workers answer too).
   4. Stops `make run` with SIGINT to its process group (as Ctrl-C), SIGKILL after 20 s, checks that no process of
      the group is left, and removes the clone and the empty caches.

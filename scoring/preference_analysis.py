@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.models import RaterProfile
+from annotation.spreadsheet import safe_dict
 from scoring import preference_judging, stats
 from scoring.preference import PreferenceError
 from scoring.preference_models import (
@@ -224,7 +225,7 @@ def export_csv(study: PreferenceStudy) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(export_rows(study))
+    writer.writerows(safe_dict(row) for row in export_rows(study))  # a comment may start with "="
     return buffer.getvalue()
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 TARGETS = {"warm": 30.0, "cold": 60.0}
-PHASE_LINE = re.compile(r"^==> (?P<name>.+): (?P<seconds>[0-9.]+) s$")
+PHASE_LINE = re.compile(r"^==> (?P<name>.+?): (?P<seconds>[0-9.]+) s\b")
 SERVICE_VARIABLES = ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "LIMITER_URL", "MINICEX_VAR_DIR", "PORT",
                      "VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
 
@@ -147,8 +147,9 @@ def report(result: dict) -> None:
     print(f"{state} package cache: fresh clone, `make run` (embedded mode, port {result['port']})")
     print(f"  {'phase':<34} {'took':>7}   from -> to (s after make run)")
     previous_end = 0.0
-    for name, seconds, ended in sorted(result["phases"], key=lambda phase: phase[2] - phase[1]):
-        began = ended - seconds
+    # By start time, a phase that contains another first; overlapping phases ran in parallel.
+    for name, seconds, ended in sorted(result["phases"], key=lambda phase: (round(phase[2] - phase[1]), -phase[1])):
+        began = max(0.0, ended - seconds)
         if began - previous_end >= 0.3:  # a gap between phases: a new Python process starting Django
             print(f"  {'(Python and Django start-up)':<34} {began - previous_end:5.1f} s   {previous_end:5.1f} -> "
                   f"{began:5.1f}")

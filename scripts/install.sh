@@ -12,8 +12,8 @@ VENV="${VENV:-.venv}"
 CONSTRAINTS="constraints.txt"
 TOOLS_DIR="${MINICEX_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/minicex-workbench}"
 mode="${1:-app}"
-target="."
-[[ "$mode" == dev ]] && target=".[dev]"
+target="." what="the app"
+[[ "$mode" == dev ]] && target=".[dev]" what="the app and its test tools"
 
 now() { printf '%s' "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -33,13 +33,13 @@ find_uv() {
     local log
     if ! log=$(PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip install --quiet --disable-pip-version-check \
         --no-warn-script-location --target "$staging" "uv==$UV_VERSION" 2>&1); then
-      printf '%s\n' "$log" | grep -v '^WARNING' | tail -n 3 >&2
+      printf '%s\n' "$log" | grep -v '^WARNING' | tail -n 2 | cut -c1-200 >&2
       rm -rf "$staging"
       return 1
     fi
     mkdir -p "$TOOLS_DIR"
     rm -rf "$home" && mv "$staging" "$home"
-    echo "==> uv $UV_VERSION from PyPI into $home: $(since "$start") s" >&2
+    echo "==> uv $UV_VERSION from PyPI: $(since "$start") s (into $home)" >&2
   fi
   "$home/bin/uv" --version >/dev/null 2>&1 || return 1
   echo "$home/bin/uv"
@@ -69,7 +69,7 @@ if uv_bin=$(find_uv); then
       "and constraints.txt." >&2
     exit 1
   fi
-  echo "==> install $target with uv $UV_VERSION: $(since "$start") s"
+  echo "==> install $what with uv $UV_VERSION: $(since "$start") s"
 else
   echo "uv $UV_VERSION could not be installed; installing with pip instead (slower)." >&2
   [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
@@ -77,5 +77,5 @@ else
   # constraints.txt holds the versions of uv.lock (make lock writes both).
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --constraint "$CONSTRAINTS" \
     --editable "$target"
-  echo "==> install $target with pip: $(since "$start") s"
+  echo "==> install $what with pip: $(since "$start") s"
 fi

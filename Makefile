@@ -1,33 +1,32 @@
 # Two commands for a new user: `make run` and `make test`. Everything else is set up on the way.
+# The app is installed with uv (a pinned version, fetched from PyPI into its own folder when missing) at the versions
+# in uv.lock, or with pip and constraints.txt (the same versions) when uv cannot be had: see scripts/install.sh.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+export PYTHON
 
-.PHONY: run test install install-dev lint bench clean
+.PHONY: run test install install-dev lint lock bench clean
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+$(VENV)/.installed: pyproject.toml uv.lock constraints.txt
+	@scripts/install.sh app
+	@touch $@
 
-$(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
-	touch $@
-
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ".[dev]"
-	touch $@
+$(VENV)/.installed-dev: pyproject.toml uv.lock constraints.txt $(VENV)/.installed
+	@scripts/install.sh dev
+	@touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+## Re-resolve the pinned versions after a change to pyproject.toml (writes uv.lock and constraints.txt).
+lock:
+	@scripts/install.sh lock
+
 ## Embedded mode (SQLite + filesystem broker) unless DATABASE_URL / CELERY_BROKER_URL are set.
+## One process migrates and loads the demo data (printing each phase), then starts the web server and the workers.
 run: install
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py load_demo
-	$(PY) manage.py load_delphi_demo
-	$(PY) manage.py load_preference_demo
-	$(PY) manage.py load_generation_demo
-	$(PY) -m config.run
+	@$(PY) -m config.run dev --migrate --demo
 
 lint: install-dev
 	$(PY) -m ruff check .

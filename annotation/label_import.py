@@ -39,6 +39,7 @@ from annotation.models import (
     Scale,
     ScaleVersion,
 )
+from annotation.spreadsheet import restore_cell
 
 REQUIRED_COLUMNS = ("dialogue_id", "rater", "item", "value")
 OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment")
@@ -182,7 +183,8 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
             continue
 
         def get(name: str, row: list[str] = fields) -> str:
-            return row[index[name]].strip() if name in index else ""
+            # restore_cell: a cell our exports guarded against formula injection ('=x) reads back as it was (=x).
+            return restore_cell(row[index[name]]).strip() if name in index else ""
 
         line_errors = []
         dialogue_id, rater, code, raw_value = get("dialogue_id"), get("rater"), get("item"), get("value")

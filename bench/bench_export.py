@@ -1,8 +1,8 @@
-"""Benchmark: streaming CSV export of every label of a MedEval-sized study (issue 4, Performance).
+"""Benchmark: streaming CSV and XLSX export of every label of a MedEval-sized study (issues 4 and 20).
 
-Target: 2,680 dialogues x 24 rating items x 10 raters = 643,200 labels in PostgreSQL exported as CSV
-(scoring.exports.write_csv(label_rows(...)), the code behind ``manage.py export_labels``) in at most 20 s with
-the process under 300 MB.
+Target: 2,680 dialogues x 24 rating items x 10 raters = 643,200 labels in PostgreSQL exported as CSV and as XLSX
+(scoring.reports.exports.write_csv / write_xlsx of label_rows(...), the code behind ``manage.py export_labels``; the web
+download streams the same writers) each in at most 20 s with the process under 300 MB.
 
 What it does:
   1. Uses DATABASE_URL (default postgres://postgres@127.0.0.1:5432/minicex_bench_export); creates that database
@@ -12,12 +12,12 @@ What it does:
      one submitted Assignment per dialogue x rater (26,800), and 643,200 Label rows (binary items 0/1, item 4
      1-3, random with a fixed seed). Dialogues, raters and assignments go in with bulk_create; labels with
      PostgreSQL COPY. For speed no LabelChange history rows are written (the export does not read them).
-  3. Runs the export in a fresh child process (so the peak RSS is the export's, not the data build's): writes
-     the CSV to a temporary file and reports rows, seconds, MB written, MB/s, the RSS before the export and the
+  3. Runs each export in a fresh child process (so the peak RSS is the export's, not the data build's): writes
+     the file to a temporary path and reports rows, seconds, MB written, MB/s, the RSS before the export and the
      process's peak RSS (VmHWM from /proc/self/status, covering Django, the database driver and the export;
-     getrusage ru_maxrss is printed too).
+     getrusage ru_maxrss is printed too). The XLSX file is checked with zipfile's CRC test.
 
-Run:  cd /work/main && .venv/bin/python bench/bench_export.py [--names] [--rebuild]
+Run:  cd /work/main && .venv/bin/python bench/bench_export.py [--formats csv,xlsx] [--names] [--rebuild]
 Exit status 0 when the benchmark ran (targets met or not), 1 when it could not run.
 """
 
@@ -175,26 +175,35 @@ def build_study() -> None:
             cursor.execute(f"ANALYZE {model._meta.db_table}")
 
 
-def run_export(names: bool) -> dict:
-    """Child process: time write_csv(label_rows(...)) to a temp file; report figures as JSON."""
+def run_export(names: bool, fmt: str) -> dict:
+    """Child process: time write_csv / write_xlsx(label_rows(...)) to a temp file; report figures as JSON."""
     setup_django()
     from annotation.models import Corpus
-    from scoring.reports.exports import label_rows, write_csv
+    from scoring.reports.exports import label_rows, write_csv, write_xlsx
 
     corpus = Corpus.objects.get(name=CORPUS)
     rss_before = proc_status_mb("VmRSS")
-    fd, path = tempfile.mkstemp(prefix="bench-export-", suffix=".csv")
+    fd, path = tempfile.mkstemp(prefix="bench-export-", suffix=f".{fmt}")
     os.close(fd)
     try:
         started = time.perf_counter()
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            rows = write_csv(label_rows(corpus, names=names), handle)
+        if fmt == "csv":
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                rows = write_csv(label_rows(corpus, names=names), handle)
+        else:
+            rows = write_xlsx(label_rows(corpus, names=names), path)
         seconds = time.perf_counter() - started
         size = os.path.getsize(path)
+        valid = True
+        if fmt == "xlsx":
+            import zipfile
+
+            with zipfile.ZipFile(path) as archive:
+                valid = archive.testzip() is None and "xl/worksheets/sheet1.xml" in archive.namelist()
     finally:
         os.unlink(path)
     return {"rows": rows, "seconds": seconds, "bytes": size, "rss_before_mb": rss_before,
-            "peak_rss_mb": proc_status_mb("VmHWM"),
+            "peak_rss_mb": proc_status_mb("VmHWM"), "valid": valid,
             "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -215,12 +224,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", action="store_true", help="export usernames instead of pseudonyms")
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the bench study")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--formats", default="csv,xlsx", help="comma-separated: csv, xlsx (default both)")
+    parser.add_argument("--child", choices=("csv", "xlsx"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_export(args.names)))
+        print(json.dumps(run_export(args.names, args.child)))
         return 0
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    if not formats or set(formats) - {"csv", "xlsx"}:
+        parser.error("--formats takes csv and/or xlsx")
 
+    from bench.machine import calibration_line
+
+    print(calibration_line())
     url = os.environ["DATABASE_URL"]
     try:
         print(ensure_database(url), f"({os.cpu_count()} CPUs)")
@@ -240,23 +256,24 @@ def main() -> int:
         print(f"could not set up the benchmark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
 
-    cmd = [sys.executable, os.path.abspath(__file__), "--child"] + (["--names"] if args.names else [])
-    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), cwd=BASE_DIR)
-    if done.returncode != 0:
-        print(done.stderr[-3000:], file=sys.stderr)
-        return 1
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    mb = result["bytes"] / 1e6
-    ok_time = result["seconds"] <= TARGET_SECONDS
-    ok_mem = result["peak_rss_mb"] < TARGET_MB
-    print(f"export ({'usernames' if args.names else 'pseudonyms'}): {result['rows']:,} rows, "
-          f"{mb:.1f} MB CSV in {result['seconds']:.2f} s = {mb / result['seconds']:.1f} MB/s, "
-          f"{result['rows'] / result['seconds']:,.0f} rows/s")
-    print(f"RSS before the export {result['rss_before_mb']:.0f} MB, peak RSS of the process "
-          f"{result['peak_rss_mb']:.0f} MB (VmHWM; getrusage ru_maxrss {result['ru_maxrss_mb']:.0f} MB, which on "
-          "Linux includes the parent's size at fork)")
-    print(f"targets: <= {TARGET_SECONDS:.0f} s {'met' if ok_time else 'MISSED'}; "
-          f"< {TARGET_MB:.0f} MB {'met' if ok_mem else 'MISSED'}")
+    for fmt in formats:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", fmt] + (["--names"] if args.names else [])
+        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), cwd=BASE_DIR)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            return 1
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        mb = result["bytes"] / 1e6
+        ok_time = result["seconds"] <= TARGET_SECONDS
+        ok_mem = result["peak_rss_mb"] < TARGET_MB
+        print(f"{fmt.upper()} export ({'usernames' if args.names else 'pseudonyms'}): {result['rows']:,} rows, "
+              f"{mb:.1f} MB {fmt.upper()} in {result['seconds']:.2f} s = {mb / result['seconds']:.1f} MB/s, "
+              f"{result['rows'] / result['seconds']:,.0f} rows/s" + ("" if result["valid"] else "; FILE INVALID"))
+        print(f"  RSS before the export {result['rss_before_mb']:.0f} MB, peak RSS of the process "
+              f"{result['peak_rss_mb']:.0f} MB (VmHWM; getrusage ru_maxrss {result['ru_maxrss_mb']:.0f} MB, which "
+              "on Linux includes the parent's size at fork)")
+        print(f"  targets: <= {TARGET_SECONDS:.0f} s {'met' if ok_time else 'MISSED'} ({result['seconds']:.1f} s); "
+              f"< {TARGET_MB:.0f} MB {'met' if ok_mem else 'MISSED'} ({result['peak_rss_mb']:.0f} MB)")
     return 0
 
 

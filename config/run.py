@@ -1,12 +1,15 @@
 """Start the app: ``python -m config.run [dev|web|worker]``.
 
 * ``dev`` (default, used by ``make run``): Django's server and a real Celery worker process together;
-  Ctrl-C stops both.
+  Ctrl-C stops both. The web server starts first (the demo data loads meanwhile with ``--demo``) and the
+  workers once it answers, so the first page comes sooner on a small machine.
 * ``web``: gunicorn serving ``config.wsgi`` (production; static files through whitenoise).
 * ``worker``: one Celery worker; start as many as you like, on as many machines as you like.
 
 Every mode first checks the settings, the database and the broker, and stops with one clear line
-saying what to fix when one of them is wrong.
+saying what to fix when one of them is wrong. ``--migrate`` applies the migrations and ``--demo`` loads the demo
+data (``manage.py load_demo``) in the same process before starting, printing each phase's time
+("==> phase: N.N s"), as ``make run`` does.
 """
 
 from __future__ import annotations
@@ -15,15 +18,27 @@ import argparse
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
-def preflight() -> None:
-    """Load settings and reach the database and the broker, or exit with one line."""
+def phase(name: str, action):
+    """Run ``action()`` between "==> name" and "==> name: N.N s" lines; returns its result."""
+    print(f"==> {name}", flush=True)
+    start = time.perf_counter()
+    result = action()
+    print(f"==> {name}: {time.perf_counter() - start:.1f} s", flush=True)
+    return result
+
+
+def preflight(migrate: bool = False) -> None:
+    """Load settings and reach the database and the broker, or exit with one line. ``migrate`` applies
+    unapplied migrations; otherwise they stop the start."""
     import django
 
     from config.errors import ConfigError, exit_with
@@ -45,6 +60,10 @@ def preflight() -> None:
         exit_with(
             f"cannot reach the Celery broker at {broker['url']} ({broker['error']}). Check CELERY_BROKER_URL."
         )
+    if migrate:
+        from django.core.management import call_command
+
+        phase("migrate", lambda: call_command("migrate", interactive=False, verbosity=0))
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
@@ -87,25 +106,66 @@ def default_queues() -> tuple[str, str]:
     return settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_LLM_QUEUE
 
 
-def run_dev(host: str, port: int, concurrency: int | None) -> int:
-    """Web server and worker as child processes; stop both when either stops or on Ctrl-C."""
-    print(banner(f"http://{host}:{port}"), flush=True)
+def load_demo() -> None:
+    from django.core.management import call_command
+
+    phase("demo data", lambda: call_command("load_demo", no_logins=True))
+
+
+def answers(host: str, port: int) -> bool:
+    """True when something accepts connections on the server's port."""
+    address = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+    with contextlib.suppress(OSError), socket.create_connection((address, port), timeout=0.5):
+        return True
+    return False
+
+
+def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False) -> int:
+    """Web server and worker as child processes; stop both when either stops or on Ctrl-C.
+
+    The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes), and the
+    workers start once the web server answers (or after a minute): three processes importing the app at once
+    would delay the first page by several seconds, and nothing needs a worker before then."""
     default_queue, llm_queue = default_queues()
-    children = [
-        subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
-        # LLM calls wait on the network: a threads pool keeps many in flight on few cores.
-        subprocess.Popen(worker_command(16, llm_queue, pool="threads", name="llm@%h")),
-        subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"]),
-    ]
+    start = time.perf_counter()
+    print("==> web server", flush=True)
+    children = [subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])]
+    web_up = threading.Event()
+
+    def watch_web() -> None:
+        while children[0].poll() is None and time.perf_counter() - start < 60:
+            if answers(host, port):
+                print(f"==> web server: {time.perf_counter() - start:.1f} s", flush=True)
+                break
+            time.sleep(0.1)
+        web_up.set()
+
+    threading.Thread(target=watch_web, daemon=True).start()
     received: list[int] = []
 
     def stop(signum, _frame) -> None:
         received.append(signum)
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
     code = 0
     try:
+        try:
+            if demo:
+                load_demo()
+        except KeyboardInterrupt:
+            received.append(signal.SIGINT)
+            return 130
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        print(banner(f"http://{host}:{port}"), flush=True)
+        while not received and not web_up.wait(0.2):
+            pass
+        if not received and children[0].poll() is None:
+            print("Starting the workers.", flush=True)
+            children += [
+                subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
+                # LLM calls wait on the network: a threads pool keeps many in flight on few cores.
+                subprocess.Popen(worker_command(16, llm_queue, pool="threads", name="llm@%h")),
+            ]
         while not received:
             exited = [child for child in children if child.poll() is not None]
             if exited:
@@ -144,11 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=None, help="Celery worker processes")
     parser.add_argument("--queues", default=None, help="Celery queues to consume (comma-separated; default all)")
     parser.add_argument("--pool", default=None, help="Celery pool: prefork (default) or threads (for LLM calls)")
+    parser.add_argument("--migrate", action="store_true", help="apply the database migrations first")
+    parser.add_argument("--demo", action="store_true", help="load the demo data first (manage.py load_demo)")
     args = parser.parse_args(argv)
 
-    preflight()
+    preflight(migrate=args.migrate)
     if args.mode == "dev":
-        return run_dev(args.host, args.port, args.concurrency)
+        return run_dev(args.host, args.port, args.concurrency, demo=args.demo)
+    if args.demo:
+        load_demo()
     if args.mode == "web":
         from django.core.management import call_command
 

@@ -14,6 +14,8 @@ class DelphiConfig(AppConfig):
         "coordinator": [f"{verb}_{model}" for verb in ("add", "change", "view") for model in MODELS],
         "analyst": [f"view_{model}" for model in MODELS],
     }
+    # Run by annotation's ``load_demo``, by name.
+    demo_commands = ["load_delphi_demo"]
 
     def ready(self) -> None:
         from config import reconcile

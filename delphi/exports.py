@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from annotation.models import AuditEvent
+from annotation.spreadsheet import safe_cell, safe_dict
 from delphi import consensus, services
 from delphi.models import DelphiStudy, ItemDecision, Proposal, Response, Round
 
@@ -115,7 +116,7 @@ def to_csv(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow(row)
+        writer.writerow(safe_dict(row))  # panelists' comments and wordings may start with "="
     return buf.getvalue()
 
 
@@ -144,11 +145,7 @@ def to_xlsx(sheets: list[tuple[str, list[str], Iterable[dict[str, Any]]]]) -> by
 
 
 def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value  # never let a panelist's comment run as a spreadsheet formula
-    return value
+    return "" if value is None else safe_cell(value)  # never let a panelist's comment run as a formula
 
 
 def _r(x: float | None, digits: int = 3) -> Any:

@@ -14,6 +14,8 @@ class ScoringConfig(AppConfig):
         "analyst": ["view_job", "view_llmendpoint", "view_judgeconfig", "view_judgerun", "view_judgeresult",
                     "view_caseset", "view_patientcase", "view_generationjob", "view_generateddialogue"],
     }
+    # Run by annotation's ``load_demo`` (after the demo users it creates), by name.
+    demo_commands = ["load_preference_demo", "load_generation_demo"]
 
     def ready(self) -> None:
         from config import health, reconcile

@@ -312,6 +312,43 @@ def test_formula_like_comments_are_neutralised():
     assert exports._cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
 
 
+def test_csv_and_xlsx_exports_neutralise_formula_like_panel_answers(instrument, coordinator, client):
+    import csv
+
+    from openpyxl import load_workbook
+
+    study = make_study(coordinator, n_panel=2)
+    r1 = study.rounds.get()
+    services.open_round(r1, coordinator)
+    parts = list(r1.participations.order_by("panelist__pseudonym"))
+    items = services.round_items(r1)
+    for part in parts:
+        answer_all(part, 4, complete=False)
+    services.save_answer(parts[0], items[0].pk, importance=4, comment='=HYPERLINK("http://x","click")',
+                         wording="@SUM(A1)")
+    services.save_answer(parts[1], items[0].pk, importance=4, comment="-2+3", wording="-1")
+    guarded = {"'=HYPERLINK(\"http://x\",\"click\")", "'@SUM(A1)", "'-2+3", "-1"}
+    client.force_login(coordinator)
+
+    responses = client.get(reverse("delphi:study-export", args=[study.pk, "responses", "csv"])).content.decode()
+    rows = [r for r in csv.DictReader(io.StringIO(responses, newline="")) if r["item"] == items[0].code]
+    assert {r["comment"] for r in rows} | {r["proposed_wording"] for r in rows} == guarded
+    assert {r["importance"] for r in rows} == {"4"}
+    services.save_answer(parts[0], items[1].pk, importance=4, comment="=1+1")  # the only opinion on the item
+    table = client.get(reverse("delphi:round-export", args=[r1.pk, "csv"])).content.decode()
+    opinion = {r["Number"]: r["Expert opinion"] for r in csv.DictReader(io.StringIO(table, newline=""))}
+    assert opinion[items[1].code] == "'=1+1"
+
+    sheet = load_workbook(io.BytesIO(client.get(
+        reverse("delphi:study-export", args=[study.pk, "responses", "xlsx"])).content))["responses"]
+    header = [c.value for c in sheet[1]]
+    cells = [dict(zip(header, row, strict=True)) for row in sheet.iter_rows(min_row=2)]
+    first = [c for c in cells if c["item"].value == items[0].code]
+    assert {c["comment"].value for c in first} | {c["proposed_wording"].value for c in first} == guarded
+    assert all(c["comment"].data_type == "s" for c in cells if c["comment"].value)  # never "f"
+    assert {c["importance"].value for c in cells} == {4}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # pages and permissions
 # ---------------------------------------------------------------------------------------------------------------

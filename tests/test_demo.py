@@ -31,6 +31,27 @@ def test_demo_is_idempotent_and_complete():
 
 
 @pytest.mark.django_db
+def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_exists(instrument):
+    from io import StringIO
+
+    from django.apps import apps
+    from django.core.management import call_command
+
+    models = [apps.get_model("delphi", "DelphiStudy"), apps.get_model("scoring", "PreferenceStudy"),
+              apps.get_model("scoring", "CaseSet"), Dialogue, Assignment]
+    out = StringIO()
+    call_command("load_demo", stdout=out)
+    counts = [model.objects.count() for model in models]
+    assert all(counts), counts
+    assert "Demo Delphi study ready" in out.getvalue() and "physician / physician-demo" in out.getvalue()
+    again = StringIO()
+    call_command("load_demo", "--no-logins", stdout=again)
+    assert [model.objects.count() for model in models] == counts
+    assert "0 new users, 0 new dialogues" in again.getvalue() and "already" in again.getvalue()
+    assert "physician-demo" not in again.getvalue()
+
+
+@pytest.mark.django_db
 def test_changed_demo_password_is_not_printed():
     load_demo()
     user = get_user_model().objects.get(username="admin")

@@ -1,4 +1,4 @@
-"""Label exports (scoring.exports and ``manage.py export_labels``): the CSV long format, pseudonyms, who may see
+"""Label exports (scoring.reports.exports and ``manage.py export_labels``): the CSV long format, pseudonyms, who may see
 names, what is left out, XLSX/JSON/SPSS read back, the round trip through import_labels, extra label sources."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pyreadstat
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from annotation.campaigns import add_rater, assign, create_campaign, reassign
 from annotation.labels import save_label, submit
@@ -349,6 +350,62 @@ def test_exported_csv_imports_into_a_fresh_corpus_with_the_same_labels(study, co
     again = tmp_path / "again.csv"
     run("--corpus", "fresh", "--out", str(again), "--names", "--as", coordinator.username)
     assert again.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------- spreadsheet formula injection
+
+FORMULA_IDS = {'=HYPERLINK("http://x","click")': "'=HYPERLINK(\"http://x\",\"click\")", "@SUM(A1)": "'@SUM(A1)",
+               "+1 (555) 0100": "'+1 (555) 0100", "-1": "-1"}
+
+
+def formula_like_dialogue_ids(study) -> None:
+    """Give the study's dialogues external ids a spreadsheet would run (and the plain number "-1")."""
+    for dialogue, new_id in zip(Dialogue.objects.filter(corpus=study.corpus).order_by("pk"), FORMULA_IDS,
+                                strict=True):
+        Dialogue.objects.filter(pk=dialogue.pk).update(external_id=new_id)
+
+
+@pytest.mark.django_db
+def test_csv_and_xlsx_neutralise_formula_like_cells_and_keep_numbers(study, tmp_path, client, coordinator):
+    formula_like_dialogue_ids(study)
+    run("--corpus", "corpus-C1", "--out", str(tmp_path / "labels.csv"))
+    rows = read_csv(tmp_path / "labels.csv")
+    assert {r["dialogue_id"] for r in rows} == set(FORMULA_IDS.values())
+    assert {r["value"] for r in rows} <= {"0", "1", "2", "3"}
+    assert b"".join(csv_stream(label_rows(study.corpus))).decode() == (tmp_path / "labels.csv").read_text()
+
+    run("--corpus", "corpus-C1", "--format", "xlsx", "--out", str(tmp_path / "labels.xlsx"))
+    client.force_login(coordinator)
+    response = client.get(reverse("campaign-export", args=[study.pk, "xlsx"]))
+    assert response.status_code == 200 and response.streaming
+    (tmp_path / "web.xlsx").write_bytes(b"".join(response.streaming_content))
+    for name in ("labels.xlsx", "web.xlsx"):
+        sheet = openpyxl.load_workbook(tmp_path / name)["labels"]
+        cells = list(sheet.iter_rows(min_row=2))
+        assert {row[0].value for row in cells} == set(FORMULA_IDS.values()), name
+        assert all(row[0].data_type == "s" for row in cells)  # text, never a formula cell ("f")
+        assert all(row[3].data_type == "n" and isinstance(row[3].value, int) for row in cells)
+
+
+@pytest.mark.django_db
+def test_a_neutralised_csv_imports_back_with_the_original_ids(study, tmp_path):
+    formula_like_dialogue_ids(study)
+    path = tmp_path / "export.csv"
+    run("--corpus", "corpus-C1", "--out", str(path))
+    fresh = Corpus.objects.create(name="fresh")
+    Dialogue.objects.bulk_create([Dialogue(corpus=fresh, external_id=d.external_id, self_report=d.self_report,
+                                           turns=d.turns) for d in study.corpus.dialogues.all()])
+    call_command("import_labels", str(path), "--corpus", "fresh", stdout=StringIO(), stderr=StringIO())
+    imported = set(Label.objects.filter(campaign__corpus=fresh).values_list("dialogue__external_id", flat=True))
+    assert imported == set(FORMULA_IDS)
+
+
+@pytest.mark.django_db
+def test_web_xlsx_refuses_a_campaign_too_big_for_a_sheet(study, client, coordinator, monkeypatch):
+    monkeypatch.setattr(exports, "XLSX_MAX_ROWS", 100)
+    client.force_login(coordinator)
+    response = client.get(reverse("campaign-export", args=[study.pk, "xlsx"]))
+    assert response.status_code == 409 and "Too many labels for one Excel sheet" in response.content.decode()
 
 
 # --------------------------------------------------------------------------------------------- label sources

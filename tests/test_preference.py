@@ -409,6 +409,21 @@ def test_export_long_format_hides_sources_until_unblinding(answer_study, raters,
     assert {r["source_a"] for r in rows} | {r["source_b"] for r in rows} == set(SOURCES)
 
 
+def test_export_neutralises_a_comment_that_a_spreadsheet_would_run(answer_study, raters, coordinator, client):
+    open_with(answer_study, raters, coordinator)
+    task = PreferenceTask.objects.filter(study=answer_study).select_related("rater").first()
+    criteria = list(answer_study.criteria.all())
+    preference.save_answer(task, criteria[0].pk, "A", task.rater, comment='=HYPERLINK("http://x","click")')
+    preference.save_answer(task, criteria[1].pk, "B", task.rater, comment="-1")
+    preference.save_answer(task, criteria[2].pk, "tie", task.rater, comment="\t@cmd")
+    preference.submit_task(task, task.rater)
+    client.force_login(coordinator)
+    body = client.get(reverse("preference-export", args=[answer_study.pk])).content.decode()
+    for text in (preference_analysis.export_csv(answer_study), body):
+        comments = {r["comment"] for r in csv.DictReader(io.StringIO(text))}
+        assert comments == {"'=HYPERLINK(\"http://x\",\"click\")", "-1", "'\t@cmd"}
+
+
 def test_soft_delete_keeps_the_study(answer_study, coordinator):
     with pytest.raises(Exception, match="reason"):
         preference.delete_study(answer_study, coordinator, " ")

@@ -65,3 +65,51 @@ def test_unapplied_migrations_are_reported(tmp_path):
 def test_bad_boolean(tmp_path):
     result = run(["manage.py", "check"], tmp_path, DEBUG="maybe")
     assert_one_line_error(result, "DEBUG")
+
+
+@pytest.mark.integration
+def test_make_run_migrates_loads_the_demo_and_serves_the_first_page_then_stops(tmp_path):
+    """What `make run` runs after installing: one process migrates and loads the demo data (each phase printed with
+    its time) while the web server starts; the workers follow once the login page answers; Ctrl-C stops all."""
+    import signal
+    import socket
+    import threading
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG", "CACHE_URL"}}
+    env["MINICEX_VAR_DIR"] = str(tmp_path)
+    process = subprocess.Popen([sys.executable, "-m", "config.run", "dev", "--migrate", "--demo", "--port", str(port)],
+                               cwd=BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in process.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline, status = time.monotonic() + 240, None
+        while time.monotonic() < deadline and process.poll() is None and status != 200:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=5) as response:
+                    status = response.status
+            except OSError:
+                time.sleep(0.3)
+        assert status == 200, "\n".join(lines[-30:])
+        while time.monotonic() < deadline and "Starting the workers." not in lines:
+            time.sleep(0.3)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+        reader.join(timeout=10)
+    output = "\n".join(lines)
+    for phase in ("migrate", "demo data", "web server"):
+        assert f"==> {phase}: " in output, output[-3000:]
+    assert "physician / physician-demo" in output and "Demo Delphi study ready" in output
+    assert "Stopped the web server and the worker." in output and process.returncode == 0

@@ -1,6 +1,6 @@
 """LLM judge labels in the label exports (``export_labels``, the export pages): rows with ``rater_kind`` "judge".
 
-Importing this module registers :func:`judge_label_rows` in :data:`scoring.exports.LABEL_SOURCES` (once), so
+Importing this module registers :func:`judge_label_rows` in :data:`scoring.reports.exports.LABEL_SOURCES` (once), so
 ``exports.label_rows`` yields, after the physicians' labels, every scored judge answer on the corpus:
 
 * every judge run on the corpus whatever its status (a paused, cancelled or failed run's scored answers are final
@@ -10,7 +10,7 @@ Importing this module registers :func:`judge_label_rows` in :data:`scoring.expor
   language filters, privacy-excluded and deleted dialogues left out); without, every dialogue of the corpus that
   is not deleted.
 
-Row format (:data:`scoring.exports.COLUMNS`): ``rater`` = :func:`judge_rater_name` (the configuration's name as
+Row format (:data:`scoring.reports.exports.COLUMNS`): ``rater`` = :func:`judge_rater_name` (the configuration's name as
 the run recorded it, plus the run number: stable even if the configuration is renamed later), ``rater_kind``
 "judge", ``judge_run`` = the run id as text, ``created`` = the result's ``updated_at`` in ISO 8601 UTC.
 """

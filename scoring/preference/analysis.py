@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.models import RaterProfile
+from annotation.spreadsheet import safe_dict
 from scoring import stats
 from scoring.preference import judging as preference_judging
 from scoring.preference.models import (
@@ -225,7 +226,7 @@ def export_csv(study: PreferenceStudy) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(export_rows(study))
+    writer.writerows(safe_dict(row) for row in export_rows(study))  # a comment may start with "="
     return buffer.getvalue()
 
 

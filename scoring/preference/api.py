@@ -103,7 +103,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
         study = preference.unblind(self.get_object(), request.user, data.validated_data["reason"])
         return Response(StudySerializer(study).data)
 
-    @extend_schema(responses={200: OpenApiResponse(description="scoring.preference_analysis.analysis"),
+    @extend_schema(responses={200: OpenApiResponse(description="scoring.preference.analysis.analysis"),
                               409: OpenApiResponse(description="the study is not unblinded")})
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):

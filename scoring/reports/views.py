@@ -104,11 +104,12 @@ EXPORT_TYPES = {
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_export(request, pk: int, fmt: str):
-    """Every label of the campaign in the CSV long format (DESIGN.md section 5) as CSV, JSON, XLSX or SPSS."""
+    """Every label of the campaign in the CSV long format (DESIGN.md section 5) as CSV, JSON, XLSX or SPSS.
+    CSV, JSON and XLSX stream as they are written; SPSS is built in a temporary file first."""
     import os
     import tempfile
 
-    from django.http import FileResponse, Http404, StreamingHttpResponse
+    from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 
     from scoring.reports import exports
     from scoring.reports.service import names_allowed
@@ -123,11 +124,15 @@ def campaign_export(request, pk: int, fmt: str):
     elif fmt == "json":
         response = StreamingHttpResponse((chunk.encode() for chunk in exports.json_stream(rows)),
                                          content_type=EXPORT_TYPES[fmt])
+    elif fmt == "xlsx":
+        if not exports.fits_in_a_sheet(campaign.corpus, campaign):
+            return HttpResponse(str(exports.too_many_for_xlsx()), status=409, content_type="text/plain; charset=utf-8")
+        response = StreamingHttpResponse(exports.xlsx_stream(rows), content_type=EXPORT_TYPES[fmt])
     else:
         handle = tempfile.NamedTemporaryFile(suffix=f".{fmt}", delete=False)  # noqa: SIM115 - FileResponse closes
         handle.close()
         try:
-            (exports.write_xlsx if fmt == "xlsx" else exports.write_sav)(rows, handle.name)
+            exports.write_sav(rows, handle.name)
             data = open(handle.name, "rb")  # noqa: SIM115 - FileResponse closes it
         finally:
             os.unlink(handle.name)  # the open handle keeps the data readable on POSIX

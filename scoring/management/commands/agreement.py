@@ -8,6 +8,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
+from annotation.spreadsheet import safe_row
 from scoring.reports import agreement as reports
 
 
@@ -90,4 +91,4 @@ class Command(BaseCommand):
         else:
             writer = csv.writer(self.stdout, lineterminator="\n")
             for row in csv_rows(report):
-                writer.writerow(["" if v is None else v for v in row])
+                writer.writerow(safe_row("" if v is None else v for v in row))  # model names come from data

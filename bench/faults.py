@@ -14,10 +14,17 @@ Faults so far:
   server log, acknowledged saves missing from the database afterwards (must be 0), and the recovery time (from
   the database accepting connections again to the first acknowledged save).
 
+* ``broker_restart``: a judge run goes on while its Redis broker (a ``redis-server`` of its own on a free port,
+  without persistence) is killed and started again ``--broker-down`` seconds later; during the outage a second
+  run is started and a report is asked for, and both messages die with the broker. Printed: the time after the
+  broker is back until each resumed (recovery s: the slowest; target 30 s), judge units lost and requests sent
+  twice (both must be 0). Uses the local PostgreSQL (a database ``minicex_faults_broker``) and real workers.
+
 Add a fault: write ``def my_fault(args) -> dict`` returning the same keys as ``database_restart`` (missing
 ones print as "—"), and add it to ``FAULTS``.
 
-Run:  .venv/bin/python bench/faults.py [--faults database_restart] [--raters 10] [--down 3.5] [--seconds 20]
+Run:  .venv/bin/python bench/faults.py [--faults database_restart,broker_restart] [--raters 10] [--down 3.5]
+      [--seconds 20] [--broker-down 2]
 Exit status 0 when every fault ran and met its targets (no 5xx but 503, nothing lost), 1 otherwise.
 """
 
@@ -347,14 +354,130 @@ def database_restart(args) -> dict:
         }
 
 
-FAULTS = {"database_restart": database_restart}
+def broker_restart(args) -> dict:
+    """A judge run goes on while its Redis broker (without persistence) restarts; meanwhile a second run is started
+    and a report is asked for, and both messages die with the broker. Measured: how long after the broker is back
+    each resumes (the reconciler in the workers re-queues them), and units lost or requests sent twice."""
+    import psycopg
+
+    sys.path.insert(0, str(BASE_DIR))
+    from tests.fake_openai import FakeOpenAIProcess, fetch_requests
+    from tests.services import RedisServer
+
+    name = "minicex_faults_broker"
+    admin_url = "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    with RedisServer() as redis, FakeOpenAIProcess(latency=0.2, extra_args=("--mini-cex",)) as fake:
+        var_dir = Path(tempfile.mkdtemp(prefix="minicex-faults-"))
+        env = {k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "DEBUG")}
+        env.update(DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", CELERY_BROKER_URL=redis.url,
+                   LIMITER_URL=redis.url, SECRET_KEY="faults-bench-insecure-key", DEBUG="0", CACHE_URL="locmem://",
+                   MINICEX_VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="config.settings", LLM_KEY_FAULTS="sk-x",
+                   CELERY_TASK_DEFAULT_QUEUE="faults", CELERY_LLM_QUEUE="faults-llm", LOG_LEVEL="WARNING")
+        os.environ.update(env)
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True,
+                       capture_output=True, timeout=600)
+        import django
+
+        django.setup()
+        from annotation.models import Corpus, Dialogue, ScaleVersion
+        from annotation.roles import assign_role, sync_roles
+        from scoring.jobs.models import Job
+        from scoring.judges import runs as judging
+        from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+        from tests.factories import campaign_with
+        from tests.test_reports import rate_everything
+
+        sync_roles()
+        from django.contrib.auth import get_user_model
+
+        physicians = []
+        for n in range(2):
+            user = get_user_model().objects.create_user(f"faults{n}")
+            assign_role(user, "physician")
+            physicians.append(user)
+        campaign = campaign_with(physicians, n=6, overlap=2, name="faults report")
+        rate_everything(campaign, random.Random(3))
+        corpus = Corpus.objects.create(name="faults judge")
+        Dialogue.objects.bulk_create([Dialogue(corpus=corpus, external_id=f"f{i}", self_report=f"Pain ({i}).",
+                                               turns=[{"role": "doctor", "text": f"Hello {i}"}]) for i in range(40)])
+        config = JudgeConfig.objects.create(
+            name="faults", base_url=fake.base_url, api_key_env="LLM_KEY_FAULTS", model="fake-judge", concurrency=4,
+            timeout_seconds=5, prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+        common = [PYTHON, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--without-mingle",
+                  "--without-gossip"]
+        log = open(var_dir / "workers.log", "wb")  # noqa: SIM115 - closed below
+        workers = [subprocess.Popen([*common, "-Q", "faults", "-n", "default@%h"], cwd=BASE_DIR, env=env,
+                                    stdout=log, stderr=subprocess.STDOUT),
+                   subprocess.Popen([*common, "-Q", "faults-llm", "--pool", "threads", "--concurrency", "16",
+                                     "-n", "llm@%h"], cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)]
+        try:
+            time.sleep(8)  # the workers start
+            first = judging.create_run(config, corpus, item_codes=["1.1", "2.1", "4"])
+            judging.start(first)
+            deadline = time.monotonic() + 120
+            while JudgeResult.objects.filter(run=first, status="done").count() < 30 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            redis.stop()
+            stop_at = time.monotonic()
+            second = judging.create_run(config, corpus, item_codes=["1.2"])
+            JudgeRun.objects.filter(pk=second.pk).update(status="running")  # its wake-up message never arrives
+            job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, params={
+                "campaign": campaign.pk, "fingerprint": "faults", "names": False, "ci_method": "percentile",
+                "correlation": "pearson"})
+            time.sleep(args.broker_down)
+            redis.start()
+            back_at = time.monotonic()
+            resumed: dict[str, float] = {}
+            while len(resumed) < 3 and time.monotonic() - back_at < 120:
+                if "first" not in resumed and JudgeRun.objects.get(pk=first.pk).status == "succeeded":
+                    resumed["first"] = time.monotonic() - back_at
+                if "second" not in resumed and JudgeResult.objects.filter(run=second, status="done").exists():
+                    resumed["second"] = time.monotonic() - back_at
+                if "report" not in resumed and Job.objects.get(pk=job.pk).status != "queued":
+                    resumed["report"] = time.monotonic() - back_at
+                time.sleep(0.1)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not (JudgeRun.objects.get(pk=second.pk).status == "succeeded"
+                                                        and Job.objects.get(pk=job.pk).is_finished):
+                time.sleep(0.2)
+        finally:
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    worker.wait(timeout=20)
+            log.close()
+        hashes: dict[str, int] = {}
+        for record in fetch_requests(fake.base_url):
+            if record["path"].endswith("/chat/completions") and record["status"] == 200:
+                hashes[record["body_hash"]] = hashes.get(record["body_hash"], 0) + 1
+        units = JudgeResult.objects.filter(run__in=[first, second]).count()
+        done = JudgeResult.objects.filter(run__in=[first, second], status="done").count()
+        job.refresh_from_db()
+        return {
+            "fault": f"broker restart ({args.broker_down:g} s down)", "requests": sum(hashes.values()),
+            "lost": units - done, "duplicated": sum(n - 1 for n in hashes.values()),
+            "outage_s": round(back_at - stop_at, 2),
+            "recovery_s": round(max(resumed.values()), 2) if len(resumed) == 3 else None,
+            "resumed": {k: round(v, 1) for k, v in resumed.items()}, "report_status": job.status,
+        }
+
+
+FAULTS = {"database_restart": database_restart, "broker_restart": broker_restart}
 COLUMNS = [("fault", "fault"), ("requests", "requests"), ("acknowledged", "acked saves"), ("5xx", "5xx (not 503)"),
-           ("503", "503"), ("tracebacks", "tracebacks in log"), ("lost", "acked saves lost"),
+           ("503", "503"), ("tracebacks", "tracebacks in log"), ("lost", "lost"), ("duplicated", "sent twice"),
            ("outage_s", "outage s"), ("recovery_s", "recovery s")]
 
 
 def healthy(row: dict) -> bool:
-    """The targets: no 5xx but 503, no traceback, nothing acknowledged lost, service back by itself."""
+    """The targets: no 5xx but 503, no traceback, nothing acknowledged lost, nothing sent twice, service back by
+    itself (a broker restart: every job resumed within 30 s of the broker coming back)."""
+    if row["fault"].startswith("broker"):
+        return (row.get("lost") == 0 and row.get("duplicated") == 0 and row.get("recovery_s") is not None
+                and row["recovery_s"] <= 30 and row.get("report_status") == "succeeded")
     return (row.get("5xx") == 0 and row.get("tracebacks", 0) == 0 and row.get("lost") == 0
             and row.get("stuck", 0) == 0 and row.get("recovery_s") is not None)
 
@@ -375,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20, help="length of the saving run (20)")
     parser.add_argument("--before", type=float, default=5, help="seconds of saving before the fault (5)")
     parser.add_argument("--down", type=float, default=3.5, help="seconds the database stays down (3.5)")
+    parser.add_argument("--broker-down", type=float, default=2.0, help="seconds the broker stays down (2)")
     args = parser.parse_args(argv)
     os.chdir(BASE_DIR)
     rows = []

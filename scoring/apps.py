@@ -25,11 +25,11 @@ class ScoringConfig(AppConfig):
             labels,  # noqa: F401 - registers judge labels in the label exports
             runs,  # noqa: F401 - registers its engine handler
         )
-        from scoring.llm import batch, engine
+        from scoring.llm import batch, recovery
         from scoring.preference import judging  # noqa: F401 - registers its engine handler
         from scoring.reports import service  # noqa: F401 - registers the campaign report job
 
-        health.register_detail("llm_work", engine.backlog)
-        reconcile.register("LLM engines and their jobs", engine.reconcile)
+        health.register_detail("llm_work", recovery.backlog)
+        reconcile.register("LLM engines and their jobs", recovery.reconcile)
         reconcile.register("provider batches", batch.reconcile)
         reconcile.register("background jobs", jobs.reconcile)

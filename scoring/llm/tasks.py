@@ -3,14 +3,14 @@
 from celery import shared_task
 from celery.signals import worker_init, worker_shutdown
 
-from scoring.llm import batch, engine
+from scoring.llm import batch, engine, worker
 
 
 @shared_task(name=engine.WAKE_TASK)
 def wake(kind: str, job_id: int) -> str:
     """Hand a job to this process's engine, which works on it until nothing is left to claim. Returns at once:
     the engine's threads keep the requests in flight, so a worker thread is never held by a run."""
-    engine.engine().wake(kind, job_id)
+    worker.engine().wake(kind, job_id)
     return "woken"
 
 
@@ -30,4 +30,4 @@ def _warm_up(sender=None, **kwargs) -> None:
 @worker_shutdown.connect
 def _stop_engine(sender=None, **kwargs) -> None:
     """A warm shutdown lets requests in flight finish and gives the rest of the claims back."""
-    engine.stop_engine()
+    worker.stop_engine()

@@ -1,0 +1,433 @@
+"""The worker's engine: one per worker process, driving every LLM job it was woken for.
+
+One thread claims, prepares and sends (a buffer of prepared requests refills freed slots without a database round
+trip); the gateway's event loop keeps the requests in flight; one thread stores the answers in batches; one beats
+the engine's heartbeat. The steps themselves (claims, admission, storing) are in :mod:`scoring.llm.engine`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import close_old_connections
+from django.utils import timezone
+
+from scoring.llm import engine as steps
+from scoring.llm import gateway, limiter
+from scoring.llm.engine import (
+    TRACE,
+    Handler,
+    Request,
+    _quiet_limiter,
+    _setting,
+    admit,
+    claim,
+    engine_owner,
+    ensure_registered,
+    finish,
+    give_back,
+    handler_for,
+    release,
+    resolve_cached,
+)
+from scoring.llm.models import LLMWorker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _JobState:
+    handler: Handler
+    job: Any
+    in_flight: int = 0
+    next_at: float = 0.0       # monotonic time of the next attempt to send or claim
+    checked_at: float = 0.0    # monotonic time the job row was last read
+    stopping: bool = False     # paused, cancelled or finished: send nothing more
+    idle_rounds: int = 0
+    # Claimed and prepared, waiting for a free slot: a freed slot is refilled without a database round trip.
+    ready: deque = field(default_factory=deque)
+    # Answered, not yet stored: stored in batches (every STORE_BATCH answers or STORE_LINGER seconds).
+    answered: list = field(default_factory=list)
+    answered_at: float = 0.0
+    storing: int = 0           # answers handed to the store thread and not yet stored
+
+    @property
+    def key(self) -> str:
+        return f"{self.handler.kind}:{self.job.pk}"
+
+
+# Answers are stored in batches of up to STORE_BATCH, at the latest STORE_LINGER seconds after the first of them.
+STORE_BATCH = 128
+STORE_LINGER = 0.05
+
+
+@dataclass
+class _Finished:
+    state: _JobState
+    request: Request
+
+
+class Engine:
+    """Drives the jobs a worker process was woken for: one thread claims, prepares and sends; the gateway's event
+    loop keeps the requests in flight; one thread stores the answers in batches; a heartbeat thread keeps the
+    engine's claims alive."""
+
+    def __init__(self) -> None:
+        self.owner = engine_owner()
+        self.max_in_flight = int(_setting("LLM_MAX_IN_FLIGHT", 1024))
+        self.claim_batch = int(_setting("LLM_CLAIM_BATCH", 256))
+        self.jobs: dict[str, _JobState] = {}
+        self.in_flight = 0
+        self.wakes: queue.SimpleQueue[tuple[str, int]] = queue.SimpleQueue()
+        self.finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.runner = gateway.runner()
+        self.to_store: queue.SimpleQueue[tuple[_JobState, list[Request]] | None] = queue.SimpleQueue()
+        self.driver = threading.Thread(target=self._drive, name="llm-engine", daemon=True)
+        self.storer = threading.Thread(target=self._store_loop, name="llm-store", daemon=True)
+        self.heart = threading.Thread(target=self._beat, name="llm-heartbeat", daemon=True)
+
+    def start(self) -> Engine:
+        self.driver.start()
+        self.storer.start()
+        self.heart.start()
+        return self
+
+    def wake(self, kind: str, job_id: int) -> None:
+        handler_for(kind)  # unknown kinds fail in the task, not in the engine
+        self.wakes.put((kind, job_id))
+        self.finished.put(None)  # interrupts the driver's wait
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop claiming, let requests in flight finish (up to ``timeout``), release what is left."""
+        self._stop.set()
+        self.finished.put(None)
+        self.driver.join(timeout)
+
+    # -- storing answers (its own thread and database connection: sending never waits for it) ----------------
+    def _store_loop(self) -> None:
+        while True:
+            item = self.to_store.get()
+            if item is None:
+                return
+            state, requests = item
+            try:
+                finish(state.handler, state.job, requests)
+            except Exception:
+                log.exception("storing %d answers of %s failed; their units are released", len(requests),
+                              state.key)
+                close_old_connections()
+            finally:
+                with self._lock:
+                    state.storing -= len(requests)
+                self.finished.put(None)  # the driver may finish the job now
+
+    # -- heartbeat ------------------------------------------------------------------------------------------
+    def _beat(self) -> None:
+        interval = _setting("LLM_HEARTBEAT_SECONDS", 2.0)
+        while not self._stop.wait(interval):
+            try:
+                with self._lock:
+                    jobs = sorted(self.jobs)
+                ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs)
+            except Exception as exc:  # the database is down: keep beating when it is back
+                log.warning("engine heartbeat failed: %s", exc)
+                close_old_connections()
+
+    # -- the driver -----------------------------------------------------------------------------------------
+    def _drive(self) -> None:
+        try:
+            ensure_registered(self.owner)
+        except Exception as exc:
+            log.warning("engine could not register: %s", exc)
+        while True:
+            try:
+                if self._stop.is_set():
+                    self._drain_and_release()
+                    return
+                self._cycle()
+            except Exception:
+                log.exception("LLM engine cycle failed; retrying")
+                close_old_connections()
+                time.sleep(1.0)
+
+    def _cycle(self) -> None:
+        """Wait for answers (or the next thing due), free their slots, refill the freed capacity from the ready
+        requests, then store answers in batches: sending again never waits for the database."""
+        t0 = time.monotonic()
+        self._take_wakes()
+        self._refresh(time.monotonic())
+        batch = self._collect(self._next_wait())
+        t1 = time.monotonic()
+        if batch:
+            self._free(batch)
+        now = time.monotonic()
+        sent_before = self.in_flight
+        for state in list(self.jobs.values()):
+            if not state.stopping and state.next_at <= now:
+                self._top_up(state)
+        t2 = time.monotonic()
+        stored = self._store_due()
+        self._retire()
+        if TRACE:
+            log.warning("cycle wait %.0f ms, answers %d, top-up %.0f ms (+%d sent), stored %d in %.0f ms, "
+                        "in flight %d", 1000 * (t1 - t0), len(batch), 1000 * (t2 - now),
+                        self.in_flight - sent_before + len(batch), stored, 1000 * (time.monotonic() - t2),
+                        self.in_flight)
+
+    def _take_wakes(self) -> None:
+        while True:
+            try:
+                kind, job_id = self.wakes.get_nowait()
+            except queue.Empty:
+                return
+            key = f"{kind}:{job_id}"
+            state = self.jobs.get(key)
+            if state is not None:
+                state.next_at = 0.0
+                state.idle_rounds = 0
+                continue
+            handler = handler_for(kind)
+            job = handler.job_model.objects.filter(pk=job_id).first()
+            if job is None or job.status != handler.running_status:
+                continue
+            with self._lock:
+                self.jobs[key] = _JobState(handler, job, checked_at=time.monotonic())
+            if TRACE:
+                log.warning("woken for %s", key)
+            handler.job_model.objects.filter(pk=job_id).update(activity_at=timezone.now())
+
+    def _refresh(self, now: float) -> None:
+        """Re-read the jobs' rows every second: a paused, cancelled or failed job gets nothing more sent."""
+        stale = [s for s in self.jobs.values() if now - s.checked_at > 1.0]
+        by_kind: dict[Handler, list[_JobState]] = defaultdict(list)
+        for s in stale:
+            by_kind[s.handler].append(s)
+        for handler, states in by_kind.items():
+            rows = handler.job_model.objects.in_bulk([s.job.pk for s in states])
+            for s in states:
+                s.checked_at = now
+                row = rows.get(s.job.pk)
+                if row is None or row.status != handler.running_status:
+                    s.stopping = True
+                else:
+                    s.job = row
+
+    def _top_up(self, state: _JobState) -> None:
+        handler, job = state.handler, state.job
+        config = handler.config(job)
+        if config.get("batch") and steps.batch_submitter is not None:
+            submitted = steps.batch_submitter(handler, job, self.owner)
+            state.idle_rounds = 0 if submitted else state.idle_rounds + 1
+            state.next_at = time.monotonic() + (1.0 if submitted else 5.0)
+            return
+        concurrency = int(config.get("concurrency") or 1)
+        cap = min(concurrency, self.max_in_flight - self.in_flight) - state.in_flight
+        if cap <= 0:
+            state.next_at = time.monotonic() + 0.02
+            return
+        # Keep up to a batch of requests prepared beyond the free capacity, so the next freed slots are refilled
+        # at once; claiming and preparing happen a batch at a time.
+        target = min(self.claim_batch, max(cap, min(concurrency, 64)))
+        if len(state.ready) < cap and not self._refill(state, target - len(state.ready)):
+            return
+        self._send_ready(state, cap)
+
+    def _refill(self, state: _JobState, want: int) -> bool:
+        """Claim and prepare up to ``want`` units (answering cached ones at once); False when the job is done."""
+        handler, job = state.handler, state.job
+        units = claim(handler, job, max(1, want), self.owner)
+        if not units:
+            if state.ready:
+                return True
+            if state.in_flight or state.answered or state.storing:  # answers free units (a dialogue's next step)
+                state.next_at = time.monotonic() + 0.5
+                return False
+            if handler.maybe_finish(job.pk):  # one cheap query; the job is done the moment its last answer is in
+                state.stopping = True
+                return False
+            state.idle_rounds += 1
+            state.next_at = time.monotonic() + min(2.0, 0.05 * 2 ** min(state.idle_rounds, 6))
+            return False
+        state.idle_rounds = 0
+        try:
+            requests = handler.prepare(job, units)
+        except gateway.NotConfigured as exc:
+            release(handler, [u.pk for u in units])
+            handler.fail_job(job.pk, str(exc))
+            state.stopping = True
+            return False
+        except Exception:
+            release(handler, [u.pk for u in units])
+            raise
+        state.ready.extend(resolve_cached(handler, job, requests))
+        return bool(state.ready)
+
+    def _send_ready(self, state: _JobState, cap: int) -> None:
+        group = [state.ready.popleft() for _ in range(min(cap, len(state.ready)))]
+        by_limit: dict[str, list[Request]] = defaultdict(list)
+        for r in group:
+            by_limit[r.limit.name].append(r)
+        wait = 0.0
+        sent = 0
+        for requests in by_limit.values():
+            admission = admit(state.handler, requests, self.owner, keep_refused=True)
+            for r in admission.admitted:
+                self._send(state, r)
+                sent += 1
+            state.ready.extendleft(reversed(admission.refused))
+            if admission.refused:
+                wait = max(wait, admission.deferred_for or 0.05)
+        if wait and not sent:
+            state.next_at = time.monotonic() + min(wait, 1.0)
+
+    def _send(self, state: _JobState, request: Request) -> None:
+        request.job_id = state.job.pk
+        state.in_flight += 1
+        self.in_flight += 1
+        future = self.runner.submit(gateway.acomplete(request.endpoint, request.payload, request.timeout))
+
+        def done(f) -> None:
+            try:
+                request.outcome = f.result()
+            except Exception as exc:
+                request.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+            self.finished.put(_Finished(state, request))
+
+        future.add_done_callback(done)
+
+    def _next_wait(self) -> float:
+        if not self.jobs:
+            return 0.5
+        now = time.monotonic()
+        soonest = min((s.next_at for s in self.jobs.values() if not s.stopping), default=now + 0.5)
+        stores = [s.answered_at + STORE_LINGER for s in self.jobs.values() if s.answered]
+        if stores:
+            soonest = min(soonest, min(stores))
+        return max(0.0, min(0.5, soonest - now))
+
+    def _collect(self, timeout: float) -> list[_Finished]:
+        """Wait up to ``timeout`` for answers, then take every answer that is in (one batch to store)."""
+        batch: list[_Finished] = []
+        try:
+            first = self.finished.get(timeout=timeout) if timeout > 0 else self.finished.get_nowait()
+        except queue.Empty:
+            return batch
+        if first is not None:  # None only interrupts the wait (a wake-up, a stored batch)
+            batch.append(first)
+        while len(batch) < 1000:
+            try:
+                item = self.finished.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                batch.append(item)
+        return batch
+
+    def _free(self, batch: list[_Finished]) -> None:
+        """The requests are answered: their slots (not yet their reservations) go back, the capacity is free, and
+        the answers wait to be stored with the next batch."""
+        slots: dict[str, list[str]] = defaultdict(list)
+        now = time.monotonic()
+        for item in batch:
+            r, state = item.request, item.state
+            if not state.answered:
+                state.answered_at = now
+            state.answered.append(r)
+            if r.slot:
+                slots[r.limit.name].append(r.slot)
+                r.slot = None
+            state.in_flight -= 1
+            self.in_flight -= 1
+            state.next_at, state.idle_rounds = 0.0, 0
+            if r.outcome is not None and r.outcome.retry_after:
+                # The provider asked everyone to wait: so do we, for this job, rather than keep hitting it.
+                state.next_at = max(state.next_at, time.monotonic() + min(r.outcome.retry_after, 30.0))
+        with _quiet_limiter():
+            limiter.give_back(slots, [])
+
+    def _store_due(self, *, everything: bool = False) -> int:
+        """Store the answers of jobs whose batch is full, old enough, or that have nothing else in flight."""
+        now = time.monotonic()
+        stored = 0
+        for state in list(self.jobs.values()):
+            if not state.answered:
+                continue
+            if everything or state.stopping or not state.in_flight or len(state.answered) >= STORE_BATCH or \
+                    now - state.answered_at >= STORE_LINGER:
+                requests, state.answered = state.answered, []
+                stored += len(requests)
+                with self._lock:
+                    state.storing += len(requests)
+                self.to_store.put((state, requests))
+        return stored
+
+    def _retire(self) -> None:
+        """Forget jobs with nothing in flight that are stopped, or have had nothing to claim for a while."""
+        for key, state in list(self.jobs.items()):
+            if state.stopping and state.ready:  # paused or cancelled: the prepared requests go back unsent
+                release(state.handler, [u for r in state.ready for u in r.units])
+                give_back(list(state.ready))
+                state.ready.clear()
+            if state.in_flight or state.answered or state.ready or state.storing:
+                continue
+            if state.stopping or state.idle_rounds >= 8:
+                if not state.stopping:
+                    state.handler.maybe_finish(state.job.pk)
+                    if steps.claimable(state.handler, state.job.pk).exists():
+                        state.idle_rounds = 0
+                        continue
+                    if state.handler.open_units(state.job.pk).exists():
+                        # Units wait for a retry time (or another engine holds them): look again later; the
+                        # reconciler wakes the job if we are gone by then.
+                        state.idle_rounds = 4
+                        state.next_at = time.monotonic() + 2.0
+                        continue
+                with self._lock:
+                    del self.jobs[key]
+
+    def _drain_and_release(self) -> None:
+        deadline = time.monotonic() + 10.0
+        while self.in_flight and time.monotonic() < deadline:
+            batch = self._collect(0.2)
+            if batch:
+                self._free(batch)
+        self._store_due(everything=True)
+        self.to_store.put(None)
+        self.storer.join(30)
+        for state in self.jobs.values():
+            state.handler.unit_model.objects.filter(claimed_by=self.owner).update(claimed_by="",
+                                                                                  claimed_until=None)
+        LLMWorker.objects.filter(owner=self.owner).delete()
+
+
+_engine: Engine | None = None
+_engine_pid: int | None = None
+_engine_lock = threading.Lock()
+
+
+def engine() -> Engine:
+    """This process's engine, started on first use (in a worker process: by the first wake-up)."""
+    global _engine, _engine_pid
+    with _engine_lock:
+        if _engine is None or _engine_pid != os.getpid():
+            _engine, _engine_pid = Engine().start(), os.getpid()
+        return _engine
+
+
+def stop_engine() -> None:
+    global _engine
+    with _engine_lock:
+        if _engine is not None and _engine_pid == os.getpid():
+            _engine.stop()
+            _engine = None
+
+

@@ -49,10 +49,10 @@ def test_a_judge_run_and_a_report_job_survive_a_broker_restart(workers, make_use
                  turns=[{"role": "doctor", "text": f"Hello ({i}), how long?"}, {"role": "patient", "text": "Days."}])
         for i in range(30)])
     with RedisServer() as redis, FakeOpenAIProcess(latency=0.2, extra_args=("--mini-cex",)) as server:
-        env = {"CELERY_BROKER_URL": redis.url, "LIMITER_URL": redis.url, "MINICEX_TEST_KEY": "sk-test"}
+        env = {"CELERY_BROKER_URL": redis.url, "LIMITER_URL": redis.url, "LLM_KEY_MINICEX_TEST": "sk-test"}
         workers(concurrency=4, env=env)
         command = [sys.executable, "manage.py", "run_judge", "--corpus", corpus.name, "--model", "fake-judge",
-                   "--base-url", server.base_url, "--api-key-env", "MINICEX_TEST_KEY", "--items", "1.1,2.1,4",
+                   "--base-url", server.base_url, "--api-key-env", "LLM_KEY_MINICEX_TEST", "--items", "1.1,2.1,4",
                    "--concurrency", "4", "--wait", "--poll", "0.5"]
         cli = subprocess.Popen(command, cwd=BASE_DIR, env={**worker_env(), **env}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)

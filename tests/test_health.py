@@ -120,12 +120,12 @@ def test_health_details_show_the_oldest_pending_llm_unit(instrument, monkeypatch
     from scoring.judges import runs as judging
     from scoring.judges.models import JudgeConfig, JudgeResult
 
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
     corpus = Corpus.objects.create(name="health")
     Dialogue.objects.create(corpus=corpus, external_id="h1", self_report="Cough.",
                             turns=[{"role": "doctor", "text": "Hello"}])
     config = JudgeConfig.objects.create(name="health judge", base_url="http://127.0.0.1:9/v1",
-                                        api_key_env="MINICEX_TEST_KEY", model="m",
+                                        api_key_env="LLM_KEY_MINICEX_TEST", model="m",
                                         prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
     run = judging.create_run(config, corpus, item_codes=["1.1"])
     judging.start(run)

@@ -43,11 +43,11 @@ def qa_corpus(db):
 
 @pytest.fixture
 def configure(fake_llm, monkeypatch):
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
 
     def make(version, mode=JudgeConfig.Mode.PER_DIALOGUE, name="rubric judge"):
         config = JudgeConfig.objects.create(
-            name=name, base_url=fake_llm.base_url, api_key_env="MINICEX_TEST_KEY", model="fake-judge", mode=mode,
+            name=name, base_url=fake_llm.base_url, api_key_env="LLM_KEY_MINICEX_TEST", model="fake-judge", mode=mode,
             prompt_set=prompts.default_prompt_set(version), timeout_seconds=2, max_attempts=3)
         limiter.reset(f"judge-{config.pk}")
         return config
@@ -139,9 +139,9 @@ def test_agentclinic_ratings_are_judged_per_item_on_dialogues_without_the_commen
 
 
 def test_run_judge_takes_the_scale(hivmedqa, qa_corpus, fake_llm, monkeypatch, capsys):
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
     call_command("run_judge", "--corpus", "hiv answers", "--model", "fake-judge", "--base-url", fake_llm.base_url,
-                 "--api-key-env", "MINICEX_TEST_KEY", "--mode", "per-dialogue", "--scale", "hivmedqa-medgpt")
+                 "--api-key-env", "LLM_KEY_MINICEX_TEST", "--mode", "per-dialogue", "--scale", "hivmedqa-medgpt")
     config = JudgeConfig.objects.get()
     assert config.prompt_set.scale_version == hivmedqa and "hivmedqa-medgpt" in config.name
     assert JudgeResult.objects.filter(run__config=config).count() == 15

@@ -34,10 +34,10 @@ def corpus(db):
 
 
 def make_config(server, monkeypatch, name="batch judge", **extra) -> JudgeConfig:
-    monkeypatch.setenv("MINICEX_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
     config = JudgeConfig.objects.create(
-        name=name, base_url=server.base_url, api_key_env="MINICEX_TEST_KEY", model="fake-judge",
+        name=name, base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST", model="fake-judge",
         prompt_set=judging.default_prompt_set(version), timeout_seconds=5, max_attempts=3,
         price_input_per_1k="1.0", price_output_per_1k="2.0", **extra)
     limiter.reset(f"judge-{config.pk}")

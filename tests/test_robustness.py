@@ -420,12 +420,12 @@ def test_generated_dialogue_ids_do_not_reveal_the_generation_order(db, monkeypat
     from scoring.generation.models import CaseSet, GeneratedDialogue
     from tests.test_generation import SELF, case_set
 
-    monkeypatch.setenv("GEN_TEST_KEY", "sk-test")
+    monkeypatch.setenv("LLM_KEY_GEN_TEST", "sk-test")
     cs: CaseSet = case_set(SELF, {**SELF, "id": "s2"})
     job = generation.create_job(case_set=cs, corpus_name="generated", doctor_models=["doc-a", "doc-b"],
                                 patient_model="patient-sim", temperatures=[0.2, 0.8],
-                                doctor_base_url="http://127.0.0.1:9/v1", doctor_api_key_env="GEN_TEST_KEY",
-                                patient_base_url="http://127.0.0.1:9/v1", patient_api_key_env="GEN_TEST_KEY",
+                                doctor_base_url="http://127.0.0.1:9/v1", doctor_api_key_env="LLM_KEY_GEN_TEST",
+                                patient_base_url="http://127.0.0.1:9/v1", patient_api_key_env="LLM_KEY_GEN_TEST",
                                 max_turns=4)
     made = list(GeneratedDialogue.objects.filter(job=job).select_related("case").order_by("pk"))
     ids = [generation.external_id(gd) for gd in made]

@@ -220,8 +220,8 @@ def test_non_numeric_campaign_on_judge_pages_is_a_400(client, analyst, campaign,
     from scoring.judges import runs as judging
     from scoring.judges.models import JudgeConfig
 
-    monkeypatch.setenv("ROBUST_KEY", "sk-test")
-    config = JudgeConfig.objects.create(name="robust", base_url="http://127.0.0.1:9/v1", api_key_env="ROBUST_KEY",
+    monkeypatch.setenv("LLM_KEY_ROBUST", "sk-test")
+    config = JudgeConfig.objects.create(name="robust", base_url="http://127.0.0.1:9/v1", api_key_env="LLM_KEY_ROBUST",
                                         model="m", prompt_set=judging.default_prompt_set(
                                             ScaleVersion.objects.get(number=1)))
     run = judging.create_run(config, campaign.corpus, item_codes=["1.1"])

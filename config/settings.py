@@ -331,7 +331,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Several models have a "status" field; name the scale versions' enum (otherwise "Status860Enum" and a
     # warning from `manage.py check --deploy`).
-    "ENUM_NAME_OVERRIDES": {"ScaleVersionStatusEnum": "annotation.models.ScaleVersion.Status"},
+    "ENUM_NAME_OVERRIDES": {"ScaleVersionStatusEnum": "annotation.models.ScaleVersion.Status",
+                            "RatedTargetEnum": "annotation.models.Scale.Target",
+                            "PreferenceStudyKindEnum": "scoring.preference.models.PreferenceStudy.Kind"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

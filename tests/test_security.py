@@ -22,7 +22,7 @@ from tests.test_delphi import make_study
 BASE_DIR = Path(__file__).resolve().parent.parent
 TEMPLATES = BASE_DIR / "templates"
 # The downloaded report is a self-contained file opened from disk, where no policy applies.
-STANDALONE = {"scoring/report_standalone.html"}
+STANDALONE = {"scoring/report_standalone.html", "scoring/judge_report_standalone.html"}
 
 
 # ------------------------------------------------------------------------------------------------- item 9

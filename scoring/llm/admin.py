@@ -1,8 +1,9 @@
-"""Admin pages: llm call records and the endpoints (only administrators define endpoints)."""
+"""Admin pages: LLM call records, the endpoints (only administrators define endpoints), live engines and provider
+batches."""
 
 from django.contrib import admin
 
-from scoring.llm.models import LLMCall, LLMEndpoint
+from scoring.llm.models import LLMBatch, LLMCall, LLMEndpoint, LLMWorker
 
 
 @admin.register(LLMCall)
@@ -20,3 +21,26 @@ class LLMEndpointAdmin(admin.ModelAdmin):
                     "timeout_seconds", "is_active", "updated_at"]
     list_filter = ["is_active"]
     search_fields = ["name", "base_url"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the engine keeps itself: shown, never edited by hand."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(LLMWorker)
+class LLMWorkerAdmin(ReadOnlyAdmin):
+    list_display = ["owner", "hostname", "pid", "in_flight", "jobs", "started_at", "seen_at"]
+
+
+@admin.register(LLMBatch)
+class LLMBatchAdmin(ReadOnlyAdmin):
+    list_display = ["id", "kind", "job_id", "provider_id", "provider_status", "status", "created_at", "finished_at"]
+    list_filter = ["kind", "status"]
+    search_fields = ["provider_id"]
+    exclude = ["requests"]

@@ -195,13 +195,17 @@ def test_a_claimed_unit_is_not_sent_twice_until_its_engine_is_gone(make_config, 
 
 def test_concurrency_limit_is_shared(make_config, corpus, server):
     config = make_config(concurrency=2)
-    name = f"judge-{config.pk}"
+    name = engine.endpoint_limit(gateway.resolve_endpoint(config.base_url, config.api_key_env), {}).name
     taken = limiter.acquire_many(name, 2, 5, 30, "another-engine")
     assert len(taken) == 2 and limiter.acquire_many(name, 2, 1, 30, "another-engine") == []
     run = start(config, corpus, item_codes=["1.1"])
     result = JudgeResult.objects.filter(run=run).first()
     outcome = judging.process_unit(run.pk, result.dialogue_id, result.item_id)
     assert outcome.state == "retry" and len(server.chat_requests) == 0
+    # Another judge on the same endpoint and key shares the budget (providers limit per key, not per judge).
+    other = start(make_config(name="second judge", concurrency=2), corpus, item_codes=["1.1"])
+    unit = JudgeResult.objects.filter(run=other).first()
+    assert judging.process_unit(other.pk, unit.dialogue_id, unit.item_id).state == "retry"
     limiter.release_many(name, taken[:1])
     assert judging.process_unit(run.pk, result.dialogue_id, result.item_id).state == "done"
     assert limiter.purge_owner("another-engine") == 1 and limiter.in_use(name) == 0

@@ -416,8 +416,7 @@ class GenerationHandler(engine.Handler):
             prices = config["prices"][side]
             requests.append(engine.Request(
                 units=[gd.pk], endpoint=endpoint, payload=payload, key=request_key(endpoint.base_url, payload, gd),
-                limit=engine.Limit(f"gen-{job.pk}-{side}", int(config["concurrency"]),
-                                   config.get("requests_per_minute"), config.get("tokens_per_minute")),
+                limit=engine.endpoint_limit(endpoint, config),
                 timeout=float(config["timeout_seconds"]), prices=(Decimal(prices[0]), Decimal(prices[1])),
                 attempts=gd.attempts, max_attempts=int(config["max_attempts"]), data=Step(gd, action, turns)))
         return requests

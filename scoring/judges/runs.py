@@ -209,9 +209,7 @@ def run_context(run: JudgeRun) -> RunContext:
             price_in, price_out = price_in * BATCH_DISCOUNT, price_out * BATCH_DISCOUNT
         context = RunContext(
             config=config, prompt_set=prompt_set, items=items, questions=questions,
-            # One budget per judge configuration: its runs and its preference judging share the endpoint's limits.
-            limit=engine.Limit(f"judge-{config['config_id']}", int(config["concurrency"]),
-                               config.get("requests_per_minute"), config.get("tokens_per_minute")),
+            limit=engine.endpoint_limit(gateway.resolve_endpoint(config["base_url"], config["api_key_env"]), config),
             prices=(price_in, price_out))
         if len(_contexts) > 64:
             _contexts.clear()

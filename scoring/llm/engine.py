@@ -16,6 +16,7 @@ and parameters, and checked before it is sent); two engines never send the same 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import os
@@ -70,6 +71,14 @@ class Limit:
     concurrency: int
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
+
+
+def endpoint_limit(endpoint: gateway.Endpoint, config: dict) -> Limit:
+    """The shared budget of an endpoint and its key (what a provider limits): every judge run, preference judge and
+    generation job sending to the same endpoint with the same key shares its concurrency and rates."""
+    digest = hashlib.sha1(f"{endpoint.base_url}|{endpoint.key_source}".encode()).hexdigest()[:16]
+    return Limit(f"endpoint-{digest}", int(config.get("concurrency") or 1), config.get("requests_per_minute"),
+                 config.get("tokens_per_minute"))
 
 
 @dataclass(eq=False)

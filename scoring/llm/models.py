@@ -132,8 +132,8 @@ class LLMEndpoint(models.Model):
         max_length=100, default=DEFAULT_KEY_VARIABLE, validators=[validate_key_variable],
         help_text="Name of the environment variable holding the key (never the key): OPENAI_API_KEY, a name "
                   "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES.")
-    concurrency = models.PositiveIntegerField(default=8, help_text="Most requests in flight at once per judge or "
-                                                                   "generation job, all workers.")
+    concurrency = models.PositiveIntegerField(default=8, help_text="Most requests in flight at once to this endpoint "
+                                                                   "and key, all workers and all jobs together.")
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=60.0)

@@ -192,9 +192,7 @@ class PreferenceJudgeHandler(engine.Handler):
         config = run.snapshot
         endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
         criteria = _criteria(run.study)
-        # Shared with the configuration's judge runs: one endpoint budget.
-        limit = engine.Limit(f"judge-{config['config_id']}", int(config["concurrency"]),
-                             config.get("requests_per_minute"), config.get("tokens_per_minute"))
+        limit = engine.endpoint_limit(endpoint, config)  # shared with every job sending to this endpoint
         prices = (Decimal(config["price_input_per_1k"]), Decimal(config["price_output_per_1k"]))
         requests = []
         for verdict in units:

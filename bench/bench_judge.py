@@ -39,6 +39,8 @@ os.environ.update(ENV)
 ALL_ITEMS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7",
              "2.8", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7"]
 TICKS = os.sysconf("SC_CLK_TCK")
+# The LLM worker's pool as in the README's production layout (BENCH_LLM_POOL=threads:16 to compare).
+LLM_POOL = os.environ.get("BENCH_LLM_POOL", "prefork:2").split(":")
 
 
 def ensure_database() -> None:
@@ -54,8 +56,16 @@ def ensure_database() -> None:
 
 
 def cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    """CPU seconds of a process and its children (a prefork worker's engines run in its children)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
 
 
 def wait_run(run_id: int, timeout: float) -> float:
@@ -107,7 +117,7 @@ def start_workers(env: dict) -> list[subprocess.Popen]:
               "--without-gossip"]
     return [subprocess.Popen([*common, "-Q", "bench-judge", "--concurrency", "4", "-n", "default@%h"], cwd=BASE_DIR,
                              env=env),
-            subprocess.Popen([*common, "-Q", "bench-judge-llm", "--pool", "threads", "--concurrency", "16",
+            subprocess.Popen([*common, "-Q", "bench-judge-llm", "--pool", LLM_POOL[0], "--concurrency", LLM_POOL[1],
                               "-n", "llm@%h"], cwd=BASE_DIR, env=env,
                              stderr=open(os.environ["BENCH_WORKER_LOG"], "w") if os.environ.get("BENCH_WORKER_LOG")  # noqa: SIM115
                              else None)]
@@ -205,7 +215,7 @@ def main() -> int:
         config = JudgeConfig.objects.create(name="bench-16", base_url=fake.base_url, api_key_env="LLM_KEY_BENCH_JUDGE",
                                             model="fake-judge", concurrency=16, timeout_seconds=10,
                                             prompt_set=prompt_set)
-        limiter.reset(f"judge-{config.pk}")
+        limiter.reset("endpoint-")
         items8 = ALL_ITEMS[:8]
         corpus = corpus_of("bench-2000", 250)
         ok, _ = run_case("CASE 1 (2,000 calls, 300 ms, concurrency 16)", config, corpus, items8, 2000, 0.3, 16, fake,
@@ -227,7 +237,7 @@ def main() -> int:
         config256 = JudgeConfig.objects.create(name="bench-256", base_url=fake.base_url,
                                                api_key_env="LLM_KEY_BENCH_JUDGE", model="fake-judge-256",
                                                concurrency=256, timeout_seconds=30, prompt_set=prompt_set)
-        limiter.reset(f"judge-{config256.pk}")
+        limiter.reset("endpoint-")
         corpus87 = corpus_of("bench-scale", 87)
         ok, _ = run_case("CASE 2 (2,001 calls, 1 s, concurrency 256)", config256, corpus87, ALL_ITEMS, 2001, 1.0, 256,
                          fake, workers[1], target=2001 / 256 * 1.25)

@@ -68,9 +68,9 @@ def state(handler: engine.Handler, job, *, remaining: int) -> dict[str, Any]:
     elif running and not engines and not any(b["status"] == "Submitted" for b in batches):
         quiet = job.activity_at is None or job.activity_at < timezone.now() - timedelta(seconds=30)
         if quiet and not _waiting_for_retry(handler, job):
-            notice, level = ("No LLM worker is working on this job. Start one (python -m config.run worker "
-                             "--queues minicex-llm --pool threads) or check the workers on the System page."), \
-                "warning"
+            notice = ("No LLM worker is working on this job. Start one (python -m config.run worker --queues "
+                      "minicex-llm --pool prefork --concurrency 2) or check the workers on the System page.")
+            level = "warning"
     return {"notice": notice, "level": level, "broker_reachable": status["reachable"], "engines": engines,
             "batches": batches}
 

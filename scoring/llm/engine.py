@@ -543,7 +543,8 @@ def admit(handler: Handler, requests: list[Request], owner: str, *, keep_refused
             each = sum(r.token_estimate for r in requests[:n]) / n
             n, wait = limiter.take_upto(f"{limit.name}-tpm", limit.tokens_per_minute, n, each)
         keep = requests[:n]
-        reserved = limiter.reserve([r.key for r in keep], lease, owner)
+        reserved = limiter.reserve([r.key for r in keep if not r.reserved], lease, owner)
+        reserved |= {r.key for r in keep if r.reserved}  # reserved when they were prepared
     except limiter.LimiterUnavailable as exc:
         warn_now_and_then("limiter", "%s; waiting", exc)
         if keep_refused:

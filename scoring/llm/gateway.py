@@ -104,7 +104,7 @@ class AsyncRunner:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._clients: dict[tuple[str, str, float], Any] = {}
+        self._clients: dict[tuple[str, str], Any] = {}
         self._thread = threading.Thread(target=self._run, name="llm-event-loop", daemon=True)
         self._thread.start()
 
@@ -127,12 +127,13 @@ class AsyncRunner:
             with contextlib.suppress(Exception):
                 self.submit(close_all()).result(timeout=5)
 
-    def client(self, endpoint: Endpoint, timeout: float):
-        """The client of an endpoint (only called on the loop's thread)."""
+    def client(self, endpoint: Endpoint):
+        """The client of an endpoint and key, one per process so its connections are reused by every job (only
+        called on the loop's thread; the timeout is given per request)."""
         import httpx2
         import openai
 
-        cache_key = (endpoint.base_url, endpoint.api_key, timeout)
+        cache_key = (endpoint.base_url, endpoint.api_key)
         client = self._clients.get(cache_key)
         if client is None:
             # aiohttp as the client's transport (openai's [aiohttp] extra): with hundreds of requests in flight,
@@ -140,7 +141,7 @@ class AsyncRunner:
             http = openai.DefaultAioHttpClient(limits=httpx2.Limits(
                 max_connections=MAX_CONNECTIONS, max_keepalive_connections=KEEPALIVE_CONNECTIONS))
             client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0,
-                                        timeout=timeout, http_client=http)
+                                        http_client=http)
             self._clients[cache_key] = client
         return client
 
@@ -196,8 +197,8 @@ async def acomplete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcom
         # The client's own POST with the raw HTTP response: the payload is already the JSON the endpoint takes, so
         # the per-field request transformation and the pydantic response models of ``chat.completions.create`` are
         # skipped (they cost more CPU than the rest of a call); errors, timeouts and headers are the client's.
-        raw = await runner().client(endpoint, timeout).post("/chat/completions", body=payload,
-                                                             cast_to=httpx2.Response)
+        raw = await runner().client(endpoint).post("/chat/completions", body=payload, cast_to=httpx2.Response,
+                                                   options={"timeout": timeout})
     except openai.APITimeoutError as exc:
         return Outcome(ok=False, retryable=True, error=f"timeout after {timeout:g} s ({exc})")
     except openai.APIConnectionError as exc:

@@ -181,6 +181,26 @@ def give_back(slots: dict[str, list[str]], keys: Iterable[str]) -> None:
         pipe.execute()
 
 
+def renew(slots: dict[str, list[str]], lease_seconds: float) -> None:
+    """Extend the lease of slots still held (the heartbeat of the engine holding them)."""
+    slots = {name: tokens for name, tokens in slots.items() if tokens}
+    if not slots:
+        return
+    until = time.time() + lease_seconds
+    if limiter_url():
+        with _redis_errors():
+            pipe = _redis().pipeline(transaction=False)
+            for name, tokens in slots.items():
+                pipe.zadd(f"minicex:sem:{name}", dict.fromkeys(tokens, until), xx=True)
+            pipe.execute()
+        return
+    for name, tokens in slots.items():
+        with _locked_state(f"sem-{name}") as state:
+            for token in tokens:
+                if token in state:
+                    state[token] = until
+
+
 def in_use(name: str) -> int:
     """Slots of ``name`` held now (for progress pages and tests)."""
     now = time.time()

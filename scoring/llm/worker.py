@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import close_old_connections
@@ -72,6 +74,14 @@ STORE_LINGER = 0.05
 class _Finished:
     state: _JobState
     request: Request
+    handed_over: bool = False  # its slot went straight to the job's next ready request
+
+
+# How often an engine looks for running jobs it does not work on yet.
+DISCOVER_SECONDS = 2.0
+# Slots held by requests in flight are renewed by the heartbeat (a slot handed from request to request would
+# otherwise outlive its lease); an engine that dies stops renewing them and the reconciler frees them.
+SLOT_LEASE = 60.0
 
 
 class Engine:
@@ -85,6 +95,8 @@ class Engine:
         self.claim_batch = int(_setting("LLM_CLAIM_BATCH", 256))
         self.jobs: dict[str, _JobState] = {}
         self.in_flight = 0
+        self.slots: dict[str, str] = {}  # slot token -> limit name, of the requests in flight
+        self._discovered_at = 0.0
         self.wakes: queue.SimpleQueue[tuple[str, int]] = queue.SimpleQueue()
         self.finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -96,6 +108,9 @@ class Engine:
         self.heart = threading.Thread(target=self._beat, name="llm-heartbeat", daemon=True)
 
     def start(self) -> Engine:
+        # The event loop's thread shares the GIL with the driver and the store thread; a shorter switch interval
+        # (Python's default is 5 ms) lets it answer a socket sooner, which keeps slots busy.
+        sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
         self.driver.start()
         self.storer.start()
         self.heart.start()
@@ -141,6 +156,11 @@ class Engine:
             except Exception as exc:  # the database is down: keep beating when it is back
                 log.warning("engine heartbeat failed: %s", exc)
                 close_old_connections()
+            held: dict[str, list[str]] = defaultdict(list)
+            for token, name in list(self.slots.items()):
+                held[name].append(token)
+            with _quiet_limiter():
+                limiter.renew(held, SLOT_LEASE)
 
     # -- the driver -----------------------------------------------------------------------------------------
     def _drive(self) -> None:
@@ -159,10 +179,24 @@ class Engine:
                 close_old_connections()
                 time.sleep(1.0)
 
+    def _discover(self) -> None:
+        """Every few seconds, take up running jobs with units nobody holds, without waiting for a message: the
+        engines of all LLM workers share a job, and a job whose wake-up message was lost is not left waiting."""
+        now = time.monotonic()
+        if now - self._discovered_at < DISCOVER_SECONDS:
+            return
+        self._discovered_at = now
+        for handler in steps.HANDLERS.values():
+            for job_id in handler.job_model.objects.filter(status=handler.running_status).values_list("pk",
+                                                                                                       flat=True):
+                if f"{handler.kind}:{job_id}" not in self.jobs and steps.claimable(handler, job_id).exists():
+                    self.wakes.put((handler.kind, job_id))
+
     def _cycle(self) -> None:
         """Wait for answers (or the next thing due), free their slots, refill the freed capacity from the ready
         requests, then store answers in batches: sending again never waits for the database."""
         t0 = time.monotonic()
+        self._discover()
         self._take_wakes()
         self._refresh(time.monotonic())
         batch = self._collect(self._next_wait())
@@ -268,11 +302,34 @@ class Engine:
         except Exception:
             release(handler, [u.pk for u in units])
             raise
-        state.ready.extend(resolve_cached(handler, job, requests))
+        misses = resolve_cached(handler, job, requests)
+        if misses:
+            # Reserved now, so that a freed slot can go straight to the next of them (see _hand_over).
+            lease = max(r.timeout for r in misses) * 1.5 + 5
+            try:
+                reserved = limiter.reserve([r.key for r in misses], lease, self.owner)
+            except limiter.LimiterUnavailable:
+                reserved = set()
+            busy = []
+            for r in misses:
+                if r.key in reserved:
+                    r.reserved = True
+                    state.ready.append(r)
+                elif reserved:  # another engine sends this request now: its answer is cached in a moment
+                    busy.append(r)
+                else:
+                    state.ready.append(r)  # the limiter is away: admit() reserves it later
+            release(handler, [u for r in busy for u in r.units],
+                    not_before=timezone.now() + timedelta(seconds=1))
         return bool(state.ready)
 
     def _send_ready(self, state: _JobState, cap: int) -> None:
-        group = [state.ready.popleft() for _ in range(min(cap, len(state.ready)))]
+        group = []
+        while len(group) < cap:
+            try:  # the event loop's thread takes from the same deque (_hand_over)
+                group.append(state.ready.popleft())
+            except IndexError:
+                break
         by_limit: dict[str, list[Request]] = defaultdict(list)
         for r in group:
             by_limit[r.limit.name].append(r)
@@ -293,16 +350,41 @@ class Engine:
         request.job_id = state.job.pk
         state.in_flight += 1
         self.in_flight += 1
+        self._launch(state, request)
+
+    def _launch(self, state: _JobState, request: Request) -> None:
+        if request.slot:
+            self.slots[request.slot] = request.limit.name
         future = self.runner.submit(gateway.acomplete(request.endpoint, request.payload, request.timeout))
+        future.add_done_callback(lambda f: self._done(state, request, f))
 
-        def done(f) -> None:
-            try:
-                request.outcome = f.result()
-            except Exception as exc:
-                request.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
-            self.finished.put(_Finished(state, request))
+    def _done(self, state: _JobState, request: Request, future) -> None:
+        """On the event loop's thread, as each answer arrives: hand its slot to the job's next ready request (so a
+        slot never waits for this engine's other work), and queue the answer for the driver."""
+        try:
+            request.outcome = future.result()
+        except Exception as exc:
+            request.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+        handed = self._hand_over(state, request)
+        self.finished.put(_Finished(state, request, handed))
 
-        future.add_done_callback(done)
+    def _hand_over(self, state: _JobState, request: Request) -> bool:
+        limit, outcome = request.limit, request.outcome
+        if not request.slot or state.stopping or limit.requests_per_minute or limit.tokens_per_minute:
+            return False  # rate budgets are taken by the driver (admit)
+        if outcome is not None and outcome.retry_after:
+            return False  # the provider asked us to wait
+        try:
+            following = state.ready.popleft()
+        except IndexError:
+            return False
+        if following.limit.name != limit.name or not following.reserved:
+            state.ready.appendleft(following)
+            return False
+        following.slot, request.slot = request.slot, None
+        following.job_id = state.job.pk
+        self._launch(state, following)
+        return True
 
     def _next_wait(self) -> float:
         if not self.jobs:
@@ -342,12 +424,15 @@ class Engine:
             if not state.answered:
                 state.answered_at = now
             state.answered.append(r)
+            state.next_at, state.idle_rounds = 0.0, 0
+            if item.handed_over:  # its slot carries the next request: nothing freed, one in flight as before
+                continue
             if r.slot:
                 slots[r.limit.name].append(r.slot)
+                self.slots.pop(r.slot, None)
                 r.slot = None
             state.in_flight -= 1
             self.in_flight -= 1
-            state.next_at, state.idle_rounds = 0.0, 0
             if r.outcome is not None and r.outcome.retry_after:
                 # The provider asked everyone to wait: so do we, for this job, rather than keep hitting it.
                 state.next_at = max(state.next_at, time.monotonic() + min(r.outcome.retry_after, 30.0))
@@ -395,6 +480,8 @@ class Engine:
                     del self.jobs[key]
 
     def _drain_and_release(self) -> None:
+        for state in self.jobs.values():
+            state.stopping = True  # no slot is handed over any more
         deadline = time.monotonic() + 10.0
         while self.in_flight and time.monotonic() < deadline:
             batch = self._collect(0.2)

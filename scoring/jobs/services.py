@@ -89,7 +89,7 @@ def execute(job_id: int) -> Job:
 HEARTBEAT_EVERY = 5.0
 HEARTBEAT_STALE = timedelta(seconds=60)
 # A queued job whose message has not started a worker within this time is sent again.
-RESEND_AFTER = timedelta(seconds=15)
+RESEND_AFTER = timedelta(seconds=10)
 MAX_ATTEMPTS = 3
 
 

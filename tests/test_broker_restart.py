@@ -15,6 +15,7 @@ import time
 from collections import Counter
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Corpus, Dialogue
@@ -27,8 +28,6 @@ from tests.fake_openai import FakeOpenAIProcess
 from tests.services import RedisServer
 from tests.test_reports import rate_everything
 
-pytestmark = pytest.mark.integration
-
 
 def wait_for(predicate, timeout: float, message: str) -> float:
     started = time.monotonic()
@@ -39,6 +38,7 @@ def wait_for(predicate, timeout: float, message: str) -> float:
     raise AssertionError(message)
 
 
+@pytest.mark.integration
 def test_a_judge_run_and_a_report_job_survive_a_broker_restart(workers, make_user):
     raters = [make_user(f"br{i}", "physician") for i in range(2)]
     campaign = campaign_with(raters, n=4, overlap=2, name="Broker report")
@@ -99,3 +99,33 @@ def test_a_judge_run_and_a_report_job_survive_a_broker_restart(workers, make_use
         print(f"after the broker came back: the report job started in {resumed['report']:.1f} s, the lost "
               f"judge run in {resumed['judge']:.1f} s")
     assert os.environ.get("CELERY_BROKER_URL") != redis.url  # the shared broker was never touched
+
+
+def test_pages_say_waiting_for_the_broker_then_resumed(instrument, monkeypatch, client, coordinator):
+    """While the broker cannot be reached the run page and run_judge --wait say so (instead of a rate that falls),
+    then that work resumed."""
+    from annotation.models import ScaleVersion
+    from config import health
+    from scoring.judges.models import JudgeConfig
+    from scoring.llm import delivery
+
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
+    corpus = Corpus.objects.create(name="broker notice")
+    Dialogue.objects.create(corpus=corpus, external_id="n1", self_report="Cough.",
+                            turns=[{"role": "doctor", "text": "Hello"}])
+    config = JudgeConfig.objects.create(name="notice", base_url="http://127.0.0.1:9/v1",
+                                        api_key_env="LLM_KEY_MINICEX_TEST", model="m",
+                                        prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+    run = judging.create_run(config, corpus, item_codes=["1.1"])
+    judging.start(run)
+    reachable = {"ok": False}
+    monkeypatch.setattr(health, "check_broker", lambda timeout=3.0: {**reachable, "error": "connection refused"})
+    monkeypatch.setattr(delivery, "_PING_EVERY", 0.0)
+    delivery._state.update(reachable=True, down_since=None, up_since=None, checked=0.0)
+    notice = judging.progress(run)["delivery"]
+    assert notice["broker_reachable"] is False and notice["notice"].startswith("Waiting for the broker")
+    client.force_login(coordinator)
+    page = client.get(reverse("judge-run-progress", args=[run.pk])).content.decode()
+    assert 'data-testid="delivery-notice"' in page and "Waiting for the broker" in page
+    reachable["ok"] = True
+    assert judging.progress(run)["delivery"]["notice"].startswith("Resumed")

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.apps import AppConfig
 
 MODELS = ["delphistudy", "round", "panelist", "participation", "response", "responsechange", "proposal",
@@ -19,7 +21,13 @@ class DelphiConfig(AppConfig):
 
     def ready(self) -> None:
         from config import reconcile
-        from delphi import services
 
         # Due reminders are found in the database by every worker's reconciler (every minute).
-        reconcile.register("Delphi reminders", services.reconcile_reminders, every=60)
+        reconcile.register("Delphi reminders", _remind, every=60)
+
+
+def _remind() -> Any:
+    """The reminder pass, imported when it first runs: delphi.services loads pandas, which start-up need not."""
+    from delphi import services
+
+    return services.reconcile_reminders()

@@ -27,8 +27,8 @@ class ScoringConfig(AppConfig):
         )
         from scoring.llm import batch, recovery
         from scoring.preference import judging  # noqa: F401 - registers its engine handler
-        from scoring.reports import service  # noqa: F401 - registers the campaign report job
 
+        jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.service.campaign_report"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)
         reconcile.register("provider batches", batch.reconcile)

@@ -41,7 +41,6 @@ from scoring.generation.models import (
 )
 from scoring.llm import delivery, engine, gateway
 from scoring.llm.models import LLMCall
-from scoring.stats import wilson_ci
 
 MAX_DIALOGUES = 20000
 DOCTOR, AGENT = "doctor", "agent"  # the two endpoints: the doctor under test; patient/measurement/moderator
@@ -575,6 +574,8 @@ def accuracy_table(records: list[dict], by: list[str], confidence: float = 0.95)
         members = groups[key]
         judged = [r for r in members if r["correct"] is not None]
         right = sum(1 for r in judged if r["correct"])
+        from scoring.stats import wilson_ci  # pandas and scipy load only when a table is built
+
         ci = wilson_ci(right, len(judged), confidence=confidence)
         used = [int(r["turns_used"]) for r in members]
         rows.append({**dict(zip(by, key, strict=True)), "dialogues": len(members), "judged": len(judged),

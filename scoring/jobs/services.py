@@ -14,12 +14,16 @@ from celery import current_app
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from scoring.jobs.models import Job
 
 log = logging.getLogger(__name__)
 
 HANDLERS: dict[str, Callable[[Job], dict[str, Any]]] = {}
+# Handlers whose module is imported only when a job of that kind runs (kind -> dotted path): the campaign report
+# pulls in pandas and scipy, which a web process or an LLM worker need not load at start-up.
+LAZY_HANDLERS: dict[str, str] = {}
 
 def handler(kind: str):
     def register(fn):
@@ -27,6 +31,13 @@ def handler(kind: str):
         return fn
 
     return register
+
+
+def handler_for(kind: str) -> Callable[[Job], dict[str, Any]]:
+    """The handler of a job kind, importing a lazily registered one on first use."""
+    if kind not in HANDLERS and kind in LAZY_HANDLERS:
+        HANDLERS[kind] = import_string(LAZY_HANDLERS[kind])
+    return HANDLERS[kind]
 
 
 def submit(kind: str, user=None, **params) -> Job:
@@ -67,7 +78,7 @@ def execute(job_id: int) -> Job:
     heart = threading.Thread(target=_beat, args=(job.pk, beating), name=f"job-{job.pk}-heartbeat", daemon=True)
     heart.start()
     try:
-        result = HANDLERS[job.kind](job)
+        result = handler_for(job.kind)(job)
     except Exception as exc:
         job.status = Job.Status.FAILED
         job.error = f"{type(exc).__name__}: {exc}"

@@ -12,7 +12,6 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from annotation.roles import ANALYST, COORDINATOR, has_role
-from scoring.preference import analysis as preference_analysis
 from scoring.preference import services as preference
 from scoring.preference.models import PreferenceStudy, PreferenceTask
 from scoring.preference.services import PreferenceError
@@ -111,11 +110,15 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
             n = min(5000, max(100, int(request.query_params.get("resamples", 1000))))
         except ValueError:
             raise PreferenceError('"resamples" must be a whole number.') from None
+        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+
         return Response(preference_analysis.analysis(self.get_object(), n_resamples=n))
 
     @extend_schema(responses={200: OpenApiResponse(description="CSV long format")})
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
+        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+
         return HttpResponse(preference_analysis.export_csv(self.get_object()), content_type="text/csv; charset=utf-8")
 
 

@@ -19,7 +19,6 @@ from annotation.models import AuditEvent
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, role_required
 from scoring.llm import gateway
-from scoring.preference import analysis as preference_analysis
 from scoring.preference import judging as preference_judging
 from scoring.preference import services as preference
 from scoring.preference.forms import (
@@ -92,6 +91,8 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
+        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+
         context["blinded_summary"] = preference_analysis.blinded_summary(study)
     return context
 
@@ -231,6 +232,8 @@ def study_results(request, pk: int):
         n = min(5000, max(100, int(request.GET.get("resamples", 1000))))
     except ValueError:
         n = 1000
+    from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+
     report = preference_analysis.analysis(study, n_resamples=n)
     return render(request, "scoring/preference_results.html", {"study": study, "report": report, "sealed": False})
 
@@ -238,6 +241,8 @@ def study_results(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def study_export(request, pk: int):
     study = _study(pk)
+    from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+
     response = HttpResponse(preference_analysis.export_csv(study), content_type="text/csv; charset=utf-8")
     suffix = "unblinded" if study.is_unblinded else "blinded"
     response["Content-Disposition"] = f'attachment; filename="preference-{study.pk}-{suffix}.csv"'

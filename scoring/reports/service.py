@@ -1,4 +1,7 @@
-"""Campaign reports are computed by a worker (a background job registered here) and cached until the labels change."""
+"""Campaign reports are computed by a worker (a background job registered here) and cached until the labels change.
+
+``scoring.reports.agreement`` (pandas, scipy) is imported inside the functions: the API and the pages import this
+module with the URLconf, and start-up should not wait for the statistics stack."""
 
 from __future__ import annotations
 
@@ -7,8 +10,6 @@ from typing import Any
 from annotation.models import Campaign
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
-from scoring.reports import agreement
-from scoring.reports.agreement import study_fingerprint
 from scoring.reports.exports import may_see_names
 
 
@@ -20,6 +21,8 @@ def names_allowed(user, campaign: Campaign) -> bool:
 def report_options(params) -> dict[str, str]:
     """The analyst's choices for a report from query parameters: ``ci`` (percentile | bca) and ``correlation``
     (pearson | tetrachoric); unknown values fall back to the defaults."""
+    from scoring.reports import agreement
+
     ci = params.get("ci", "percentile")
     correlation = params.get("correlation", "pearson")
     return {"ci_method": ci if ci in agreement.CI_METHODS else "percentile",
@@ -32,6 +35,8 @@ def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: b
     if cached, else a running one, else the one that failed (its error is shown; the same labels would fail
     again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one failed."""
     options = options or report_options({})
+    from scoring.reports.agreement import study_fingerprint
+
     fingerprint = study_fingerprint([campaign])
     names = names_allowed(user, campaign)
     jobs_for_labels = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
@@ -55,6 +60,8 @@ def last_failure(campaign: Campaign) -> Job | None:
 @jobs.handler(Job.Kind.CAMPAIGN_REPORT)
 def campaign_report(job: Job) -> dict[str, Any]:
     """The job's body: load the campaign's labels and compute every section, reporting progress."""
+    from scoring.reports import agreement
+
     campaign = Campaign.objects.get(pk=job.params["campaign"])
     study = agreement.load_study([campaign], names=job.params.get("names", False))
     jobs.set_progress(job, 0.05, "labels loaded")

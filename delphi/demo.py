@@ -10,7 +10,7 @@ from django.db import transaction
 
 from annotation.models import ScaleVersion
 from delphi import services
-from delphi.models import DelphiStudy
+from delphi.models import DelphiStudy, Panelist
 
 TITLE = "Demo: LLM-specific Mini-CEX Delphi"
 N_EXPERTS = 12
@@ -81,7 +81,11 @@ def _finish_round_2(study: DelphiStudy) -> None:
         services.open_round(rnd, user, notify=False)
     rng = np.random.default_rng(43)
     items = services.round_items(rnd)
-    for k, part in enumerate(rnd.participations.order_by("panelist__pseudonym")):
+    # Each expert keeps the profile of round 1 (same index among all panelists).
+    index = {pk: k for k, pk in enumerate(Panelist.objects.filter(study=study).order_by("pseudonym")
+                                          .values_list("pk", flat=True))}
+    for part in rnd.participations.order_by("panelist__pseudonym"):
+        k = index[part.panelist_id]
         if part.completed_at is not None:
             continue
         for item in items:

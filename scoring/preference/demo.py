@@ -38,13 +38,13 @@ def load_preference_demo() -> dict:
 
 FINISHED_STUDY = "Demo: doctor models' answers, finished (synthetic)"
 # How good each synthetic doctor model's answers are on the logit scale (Beta's answers read like a chatbot's).
-SOURCE_QUALITY = {"DemoDoc-Alpha": 1.0, "DemoDoc-Gamma": 0.3, "DemoDoc-Beta": -0.8}
+SOURCE_QUALITY = {"DemoDoc-Alpha": 0.6, "DemoDoc-Gamma": 0.2, "DemoDoc-Beta": -0.4}
 
 
 def _choice(rng, diff: float) -> str:
     """A synthetic rater's verdict on A vs B given the quality difference A - B: a tie when the noisy difference
     is small, else the side it favours."""
-    seen = diff + rng.normal(0.0, 0.9)
+    seen = diff + rng.normal(0.0, 1.0)
     return "tie" if abs(seen) < 0.35 else ("A" if seen > 0 else "B")
 
 

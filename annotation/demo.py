@@ -125,7 +125,8 @@ def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]]
 
     rng = np.random.default_rng(seed)
     quality = rng.normal(0.0, 1.3, n_dialogues)
-    difficulty = {code: rng.normal(-0.9, 0.8) for code, _ in items}
+    # Binary items differ in difficulty; an ordinal item (the overall rating) follows the dialogue's quality.
+    difficulty = {code: rng.normal(-0.9, 0.8) if len(allowed) == 2 else 0.0 for code, allowed in items}
     leniency = rng.normal(0.0, 0.45, raters)
     answers: dict[tuple[int, int, str], int] = {}
     latent: dict[tuple[int, str], float] = {}
@@ -134,11 +135,13 @@ def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]]
             base = quality[d] - difficulty[code]
             latent[(d, code)] = float(1 / (1 + np.exp(-base)))
             for r in range(raters):
-                p = 1 / (1 + np.exp(-(base + leniency[r] + rng.normal(0.0, 0.9))))
                 if len(allowed) == 2:
+                    p = 1 / (1 + np.exp(-(base + leniency[r] + rng.normal(0.0, 0.9))))
                     answers[(d, r, code)] = int(rng.random() < p)
-                else:  # ordinal: the probability split into the levels, lowest first
-                    answers[(d, r, code)] = allowed[min(len(allowed) - 1, int(p * len(allowed)))]
+                else:  # ordinal: levels cut at equal steps of the (noisy) logit around 0
+                    x = base + leniency[r] + rng.normal(0.0, 0.6)
+                    cuts = np.linspace(-0.7, 0.7, len(allowed) - 1)
+                    answers[(d, r, code)] = allowed[int(np.searchsorted(cuts, x))]
     return answers, latent
 
 

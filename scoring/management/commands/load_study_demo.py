@@ -19,10 +19,12 @@ class Command(BaseCommand):
         runs = load_judge_demo()
         preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS])
         campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
-        reports = 0
+        reports = set()
         if campaign is not None:
             # The demo campaign allows names (made-up raters), so both users share one report.
             for user in get_user_model().objects.filter(username__in=["coordinator", "analyst"]):
-                reports += compute_now(campaign, user).status == "succeeded"
+                job = compute_now(campaign, user)
+                if job.status == "succeeded":
+                    reports.add(job.pk)
         self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
-                          f"#{preference['study']} unblinded, {reports} agreement report(s) ready.")
+                          f"#{preference['study']} unblinded, {len(reports)} agreement report(s) ready.")

@@ -11,6 +11,12 @@ from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
 
 DEMO_CORPUS = "Demo corpus (synthetic)"
 DEMO_CAMPAIGN = "Demo campaign (synthetic)"
+DEMO_FINISHED = "Demo finished study (synthetic)"
+# Made-up raters of the finished demo campaign: no password (they cannot log in), labels drawn by a seeded model.
+SYNTHETIC_PHYSICIANS = [("synthetic-physician-1", "Synthetic Physician A"),
+                        ("synthetic-physician-2", "Synthetic Physician B"),
+                        ("synthetic-physician-3", "Synthetic Physician C")]
+FINISHED_SEED = 2024
 DEMO_FILE = Path(__file__).parent / "demo_data" / "dialogues.jsonl"
 DEMO_ANSWERS = "Demo answers (synthetic)"
 DEMO_ANSWER_CAMPAIGN = "Demo HIVMedQA rubric (synthetic)"
@@ -109,6 +115,91 @@ def load_instrument_demo() -> dict[str, int]:
     return {"instruments_installed": installed, "answers_created": created, "campaigns_created": campaigns_created}
 
 
+def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]], raters: int, seed: int
+                      ) -> tuple[dict[tuple[int, int, str], int], dict[tuple[int, str], float]]:
+    """Seeded labels with realistic disagreement: each dialogue has a latent quality, each item a difficulty,
+    each rater a leniency; a rater answers from the logistic of their sum plus noise. Returns
+    {(dialogue index, rater index, code): value} and the latent probability per (dialogue index, code), which the
+    synthetic judges of the scoring demo draw from too."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(0.0, 1.3, n_dialogues)
+    # Binary items differ in difficulty; an ordinal item (the overall rating) follows the dialogue's quality.
+    difficulty = {code: rng.normal(-0.9, 0.8) if len(allowed) == 2 else 0.0 for code, allowed in items}
+    leniency = rng.normal(0.0, 0.45, raters)
+    answers: dict[tuple[int, int, str], int] = {}
+    latent: dict[tuple[int, str], float] = {}
+    for d in range(n_dialogues):
+        for code, allowed in items:
+            base = quality[d] - difficulty[code]
+            latent[(d, code)] = float(1 / (1 + np.exp(-base)))
+            for r in range(raters):
+                if len(allowed) == 2:
+                    p = 1 / (1 + np.exp(-(base + leniency[r] + rng.normal(0.0, 0.9))))
+                    answers[(d, r, code)] = int(rng.random() < p)
+                else:  # ordinal: levels cut at equal steps of the (noisy) logit around 0
+                    x = base + leniency[r] + rng.normal(0.0, 0.6)
+                    cuts = np.linspace(-0.7, 0.7, len(allowed) - 1)
+                    answers[(d, r, code)] = allowed[int(np.searchsorted(cuts, x))]
+    return answers, latent
+
+
+@transaction.atomic
+def load_finished_demo() -> dict[str, int]:
+    """A finished campaign on the demo corpus: the demo physician and three synthetic physicians rated every
+    dialogue (labels saved and submitted through the same services as the rating page), so reports have content
+    at first login. Idempotent: an existing campaign of that name is left alone."""
+    from annotation.campaigns import add_rater, assign, create_campaign
+    from annotation.labels import rating_items, save_label, submit
+    from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
+
+    corpus = Corpus.objects.filter(name=DEMO_CORPUS).first()
+    if corpus is None or Campaign.objects.filter(name=DEMO_FINISHED).exists():
+        return {"campaigns_created": 0, "labels_created": 0}
+    User = get_user_model()
+    raters = [User.objects.get(username="physician")]
+    for username, full_name in SYNTHETIC_PHYSICIANS:
+        first, _, last = full_name.rpartition(" ")
+        user, created = User.objects.get_or_create(username=username, defaults={
+            "first_name": first, "last_name": last, "email": f"{username}@example.org"})
+        if created:
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+        assign_role(user, PHYSICIAN)
+        raters.append(user)
+    coordinator = User.objects.get(username="coordinator")
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    campaign = create_campaign(
+        name=DEMO_FINISHED, corpus=corpus, scale_version=version, overlap=len(raters), user=coordinator,
+        allow_names=True,  # made-up raters: one report serves coordinators and analysts
+        instructions="Demo only: a finished campaign. The demo physician's and three synthetic physicians' labels "
+                     "were drawn from a seeded model (per-dialogue quality, per-rater leniency, noise); they are "
+                     "not anyone's judgement.")
+    for user in raters:
+        add_rater(campaign, user, added_by=coordinator)
+    assign(campaign, user=coordinator)
+    items = sorted(rating_items(version.pk).items(), key=lambda kv: kv[1][0])
+    dialogue_ids = list(campaign.dialogues().order_by("external_id").values_list("pk", flat=True))
+    answers, _ = synthetic_answers(len(dialogue_ids), [(code, allowed) for _, (code, allowed) in items],
+                                   len(raters), FINISHED_SEED)
+    index = {pk: i for i, pk in enumerate(dialogue_ids)}
+    rater_index = {user.pk: i for i, user in enumerate(raters)}
+    by_id = {user.pk: user for user in raters}
+    n = 0
+    for assignment in Assignment.objects.filter(campaign=campaign).order_by("pk"):
+        user = by_id[assignment.rater_id]
+        for item_id, (code, allowed) in items:
+            if allowed:
+                save_label(assignment.pk, item_id, answers[(index[assignment.dialogue_id],
+                                                            rater_index[user.pk], code)], user)
+                n += 1
+        submit(assignment, user)
+    campaign.status = Campaign.Status.CLOSED
+    campaign.save(update_fields=["status"])
+    return {"campaigns_created": 1, "labels_created": n}
+
+
 # (stored hash, demo password) -> whether they match. A check costs half a second (PBKDF2, by design), and make run
 # asks twice in one process (after loading the demo and for the start-up banner).
 _PASSWORD_CHECKS: dict[tuple[str, str], bool] = {}
@@ -128,3 +219,53 @@ def demo_logins() -> list[tuple[str, str, str]]:
         if _PASSWORD_CHECKS[key]:
             logins.append((role, username, password))
     return logins
+
+
+def has_real_data(user, held: set[str]) -> bool:
+    """True once the user works with data that is not the demo's: staff once a corpus that is not a demo corpus
+    exists, physicians once they have an assignment on one."""
+    from annotation.models import Assignment, Corpus
+
+    if held - {PHYSICIAN} and Corpus.objects.alive().filter(is_demo=False).exists():
+        return True
+    return Assignment.objects.filter(rater=user, campaign__corpus__is_demo=False).exists()
+
+
+def start_here(user, held: set[str]) -> list[dict[str, str]]:
+    """The "start here" list of a user's home page: links to the finished demo study's results for the user's
+    roles, then the first real steps. Empty once the user has real data (:func:`has_real_data`). Other apps add
+    their links through a ``start_here(user, held)`` method of their AppConfig (annotation imports neither)."""
+    from django.apps import apps
+    from django.urls import reverse
+
+    from annotation.models import Assignment, Campaign
+
+    if not held or has_real_data(user, held):
+        return []
+    links: list[dict[str, str]] = []
+    finished = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
+    if PHYSICIAN in held:
+        done = (Assignment.objects.filter(rater=user, campaign=finished, status=Assignment.Status.SUBMITTED)
+                .order_by("position").first() if finished else None)
+        if done is not None:
+            links.append({"kind": "demo", "url": reverse("rate", args=[done.pk]),
+                          "text": "A dialogue you rated in the finished demo study",
+                          "note": "your submitted answers, item by item"})
+        links.append({"kind": "step", "url": reverse("rate-next"), "text": "Rate a demo dialogue yourself",
+                       "note": "every click is saved at once"})
+    if finished is not None and held & {COORDINATOR, ANALYST}:
+        links.append({"kind": "demo", "url": reverse("campaign-report", args=[finished.pk]),
+                      "text": "Agreement report of the finished demo study",
+                      "note": "kappas, Gwet's AC1, Krippendorff's alpha, ICC, plots, Table 6 by model"})
+    if finished is not None and COORDINATOR in held:
+        links.append({"kind": "demo", "url": reverse("campaign-detail", args=[finished.pk]),
+                      "text": "Progress of the finished demo campaign", "note": "per rater and per dialogue"})
+    for config in apps.get_app_configs():
+        if config.name != "annotation" and hasattr(config, "start_here"):
+            links.extend(config.start_here(user, held))
+    if COORDINATOR in held:
+        links.append({"kind": "step", "url": reverse("corpus-upload"), "text": "Import your own dialogues",
+                      "note": "JSON Lines; the first real step"})
+        links.append({"kind": "step", "url": reverse("campaign-new"), "text": "Create a campaign",
+                      "note": "send a corpus to physicians on one scale version"})
+    return links

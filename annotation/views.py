@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from annotation import instruments, scales, tokens
+from annotation import demo, instruments, scales, tokens
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
@@ -33,7 +33,7 @@ def scale_language(request) -> str:
 @login_required
 def home(request):
     held = effective_roles(request.user)
-    context: dict = {"held": held, "no_role": not held}
+    context: dict = {"held": held, "no_role": not held, "start_here": demo.start_here(request.user, held)}
     if has_role(request.user, COORDINATOR, ANALYST, PHYSICIAN):
         context["scales"] = [
             (scale, scale.current_version()) for scale in Scale.objects.order_by("name_en")

@@ -19,6 +19,23 @@ class DelphiConfig(AppConfig):
     # Run by annotation's ``load_demo``, by name.
     demo_commands = ["load_delphi_demo"]
 
+    def start_here(self, user, held: set[str]) -> list[dict[str, str]]:
+        """Home-page link to the demo Delphi study's last closed round (see annotation.demo)."""
+        if not held & {"coordinator", "analyst"}:
+            return []
+        from django.urls import reverse
+
+        from delphi.demo import TITLE
+        from delphi.models import Round
+
+        rnd = (Round.objects.filter(study__title=TITLE, status=Round.Status.CLOSED, study__deleted_at__isnull=True)
+               .order_by("-number").first())
+        if rnd is None:
+            return []
+        return [{"kind": "demo", "url": reverse("delphi:round", args=[rnd.pk]),
+                 "text": f"Delphi statistics, round {rnd.number}",
+                 "note": "mean, CV, agreement, Kendall's W and chi-square per round"}]
+
     def ready(self) -> None:
         from config import reconcile
 

@@ -15,7 +15,34 @@ class ScoringConfig(AppConfig):
                     "view_caseset", "view_patientcase", "view_generationjob", "view_generateddialogue"],
     }
     # Run by annotation's ``load_demo`` (after the demo users it creates), by name.
-    demo_commands = ["load_preference_demo", "load_generation_demo"]
+    demo_commands = ["load_preference_demo", "load_generation_demo", "load_study_demo"]
+
+    def start_here(self, user, held: set[str]) -> list[dict[str, str]]:
+        """Home-page links to the finished demo study's judge and preference results (see annotation.demo)."""
+        if not held & {"coordinator", "analyst"}:
+            return []
+        from django.urls import reverse
+
+        from scoring.judges.demo import demo_runs
+        from scoring.preference.demo import FINISHED_STUDY
+        from scoring.preference.models import PreferenceStudy
+
+        links = []
+        campaign, runs = demo_runs()
+        if campaign is not None and runs:
+            query = f"?campaign={campaign.pk}"
+            links.append({"kind": "demo", "url": reverse("judge-run-report", args=[runs[0].pk]) + query,
+                          "text": "Synthetic LLM judge vs physicians",
+                          "note": "Table 5 per item: kappa, accuracy, verdicts; judges' scores by model"})
+            if len(runs) > 1:
+                links.append({"kind": "demo", "url": reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
+                              + query, "text": "Per-item vs per-dialogue judging", "note": "the two modes side "
+                                                                                          "by side"})
+        study = PreferenceStudy.objects.alive().filter(name=FINISHED_STUDY, status="unblinded").first()
+        if study is not None:
+            links.append({"kind": "demo", "url": reverse("preference-results", args=[study.pk]),
+                          "text": "Preference study result", "note": "win/tie/loss, Bradley-Terry ranking"})
+        return links
 
     def ready(self) -> None:
         from config import health, reconcile

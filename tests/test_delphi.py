@@ -490,10 +490,14 @@ def test_demo_study_is_idempotent(instrument, make_user, client):
     call_command("load_delphi_demo")
     call_command("load_delphi_demo")
     study = DelphiStudy.objects.get(title=TITLE)
-    r1, r2 = study.rounds.order_by("number")
-    assert r1.status == "closed" and r2.status == "draft"
+    r1, r2, r3 = study.rounds.order_by("number")
+    assert r1.status == "closed" and r2.status == "closed" and r3.status == "draft"
     assert r2.participations.count() == 9  # 3 of 12 rated their familiarity too low
+    assert r2.participations.filter(completed_at__isnull=False).count() == 9
+    assert r3.participations.count() == 9  # the same nine keep their familiarity in round 2
     assert not r2.version.items.filter(code="2.7").exists()
+    summary = services.round_summary(r2)
+    assert summary["kendall_w"] is not None and 0 < summary["kendall_w"] < 1, summary
     client.force_login(coordinator)
     assert client.get(reverse("delphi:round", args=[r1.pk])).status_code == 200
     assert client.get(reverse("delphi:study", args=[study.pk])).status_code == 200

@@ -91,3 +91,119 @@ def test_import_is_all_or_nothing():
     updated = import_dialogues(corpus, [good.replace("cough", "fever")], update=True)
     assert updated == {"created": 0, "updated": 1, "flagged": 0}
     assert Dialogue.objects.get().self_report == "fever"
+
+
+@pytest.mark.django_db
+def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_once(instrument):
+    """`make run`'s load: a finished campaign (4 physicians, every dialogue, submitted), its agreement report
+    already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi round 2; a
+    second load adds nothing."""
+    import numpy as np
+    from django.core.management import call_command
+
+    from annotation.demo import DEMO_FINISHED
+    from annotation.models import Campaign, Label
+    from delphi.demo import TITLE
+    from delphi.models import Response, Round
+    from scoring.jobs.models import Job
+    from scoring.judges.demo import demo_runs
+    from scoring.judges.models import JudgeResult
+    from scoring.preference.demo import FINISHED_STUDY
+    from scoring.preference.models import PreferenceAnswer, PreferenceStudy, PreferenceTask
+
+    call_command("load_demo", no_logins=True)
+    campaign = Campaign.objects.get(name=DEMO_FINISHED)
+    assignments = Assignment.objects.filter(campaign=campaign)
+    assert assignments.count() == 4 * campaign.dialogues().count()
+    assert set(assignments.values_list("status", flat=True)) == {Assignment.Status.SUBMITTED}
+    assert Label.objects.filter(campaign=campaign, value__isnull=True).count() == 0
+    # The report is computed by the load (the first visit shows it) and its agreement is moderate, not 0 or 1.
+    job = Job.objects.get(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk, status="succeeded")
+    report = job.result
+    assert report["n_raters"] == 4 and report["n_labels"] == Label.objects.filter(campaign=campaign).count()
+    kappas = [item["fleiss_kappa"]["value"] for item in report["items"] if item["fleiss_kappa"]["value"] is not None]
+    assert 0.1 < np.mean(kappas) < 0.6, np.mean(kappas)
+    iccs = [d["ICC2"]["icc"] for d in report["icc"]["dimensions"].values()]
+    assert all(0.3 < icc < 0.95 for icc in iccs), iccs
+    assert report["plots"]
+    # The judges agree with the physicians' majority at a plausible rate; per item more often than per dialogue.
+    _, runs = demo_runs()
+    assert [run.snapshot["mode"] for run in runs] == ["per-item", "per-dialogue"]
+    majority = {}
+    for (dialogue, item), values in _values_by_unit(campaign).items():
+        top = np.bincount(values).argmax()
+        if (np.bincount(values) == np.bincount(values).max()).sum() == 1:
+            majority[(dialogue, item)] = top
+    rates = []
+    for run in runs:
+        results = JudgeResult.objects.filter(run=run)
+        assert set(results.values_list("status", flat=True)) == {JudgeResult.Status.DONE}
+        hits = [majority[(r.dialogue_id, r.item_id)] == r.value for r in results
+                if (r.dialogue_id, r.item_id) in majority]
+        rates.append(np.mean(hits))
+    assert 0.6 < rates[1] < rates[0] < 0.95, rates
+    study = PreferenceStudy.objects.get(name=FINISHED_STUDY)
+    assert study.status == PreferenceStudy.Status.UNBLINDED and study.locked_at and study.unblind_reason
+    assert not PreferenceTask.objects.filter(study=study).exclude(status="submitted").exists()
+    rounds = Round.objects.filter(study__title=TITLE).order_by("number")
+    assert [r.status for r in rounds] == ["closed", "closed", "draft"]
+
+    models = [Label, JudgeResult, Job, PreferenceAnswer, Response, Campaign, get_user_model()]
+    counts = [model.objects.count() for model in models]
+    call_command("load_demo", no_logins=True)
+    assert [model.objects.count() for model in models] == counts
+
+
+def _values_by_unit(campaign) -> dict[tuple[int, int], list[int]]:
+    from annotation.models import Label
+
+    units: dict[tuple[int, int], list[int]] = {}
+    for dialogue, item, value in Label.objects.filter(campaign=campaign).values_list("dialogue_id", "item_id",
+                                                                                      "value"):
+        units.setdefault((dialogue, item), []).append(value)
+    return units
+
+
+@pytest.mark.django_db
+def test_synthetic_labels_come_from_the_seed_and_disagree():
+    from annotation.demo import synthetic_answers
+
+    items = [("a", (0, 1)), ("b", (0, 1)), ("c", (1, 2, 3))]
+    first, latent = synthetic_answers(20, items, 4, seed=1)
+    assert synthetic_answers(20, items, 4, seed=1) == (first, latent)
+    assert synthetic_answers(20, items, 4, seed=2)[0] != first
+    unanimous = sum(len({first[(d, r, code)] for r in range(4)}) == 1 for d in range(20) for code, _ in items)
+    assert 0 < unanimous < 60  # some units unanimous, some not
+    assert {first[(d, r, "c")] for d in range(20) for r in range(4)} <= {1, 2, 3}
+
+
+@pytest.mark.django_db
+def test_start_here_shows_the_demo_results_until_there_is_real_data(client, instrument):
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    from annotation.demo import load_finished_demo
+
+    load_demo()
+    load_finished_demo()
+    call_command("load_study_demo")
+    call_command("load_delphi_demo")
+    User = get_user_model()
+    expected = {"physician": ["A dialogue you rated", "Rate a demo dialogue yourself"],
+                "coordinator": ["Agreement report", "Progress of the finished", "judge vs physicians",
+                                "Per-item vs per-dialogue", "Preference study result", "Delphi statistics, round 2",
+                                "Import your own dialogues", "Create a campaign"],
+                "analyst": ["Agreement report", "judge vs physicians", "Preference study result",
+                            "Delphi statistics"]}
+    for username, texts in expected.items():
+        client.force_login(User.objects.get(username=username))
+        html = client.get(reverse("home")).content.decode()
+        assert 'data-testid="start-here"' in html, username
+        for text in texts:
+            assert text in html, (username, text)
+    assert "Import your own dialogues" not in client.get(reverse("home")).content.decode()  # analyst
+    Corpus.objects.create(name="Ward 3 dialogues", is_demo=False)
+    client.force_login(User.objects.get(username="coordinator"))
+    assert 'data-testid="start-here"' not in client.get(reverse("home")).content.decode()
+    client.force_login(User.objects.get(username="physician"))  # no real assignment yet: still shown
+    assert 'data-testid="start-here"' in client.get(reverse("home")).content.decode()

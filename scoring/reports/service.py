@@ -34,22 +34,36 @@ def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: b
     """The report job for the campaign's current labels and ``options`` (:func:`report_options`): a finished one
     if cached, else a running one, else the one that failed (its error is shown; the same labels would fail
     again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one failed."""
-    options = options or report_options({})
-    from scoring.reports.agreement import study_fingerprint
-
-    fingerprint = study_fingerprint([campaign])
-    names = names_allowed(user, campaign)
-    jobs_for_labels = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
-                                         params__fingerprint=fingerprint, params__names=names,
-                                         params__ci_method=options["ci_method"],
-                                         params__correlation=options["correlation"])
+    params = _job_params(campaign, user, options)
+    jobs_for_labels = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT,
+                                         **{f"params__{key}": value for key, value in params.items()})
     job = jobs_for_labels.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
     if job is None and not retry:
         job = jobs_for_labels.order_by("-created_at").first()
     if job is None and start:
-        job = jobs.submit(Job.Kind.CAMPAIGN_REPORT, user=user, campaign=campaign.pk, fingerprint=fingerprint,
-                          names=names, **options)
+        job = jobs.submit(Job.Kind.CAMPAIGN_REPORT, user=user, **params)
     return job
+
+
+def _job_params(campaign: Campaign, user, options: dict | None) -> dict[str, Any]:
+    from scoring.reports.agreement import study_fingerprint
+
+    options = options or report_options({})
+    return {"campaign": campaign.pk, "fingerprint": study_fingerprint([campaign]),
+            "names": names_allowed(user, campaign), "ci_method": options["ci_method"],
+            "correlation": options["correlation"]}
+
+
+def compute_now(campaign: Campaign, user, options: dict | None = None) -> Job:
+    """The report ``user`` would see with ``options``, computed in this process (the demo loader precomputes
+    the finished demo campaign's report so that it shows at first login). An existing finished or running job
+    for the same labels is returned as it is."""
+    job = current_report_job(campaign, user, start=False, options=options)
+    if job is not None and job.status != Job.Status.FAILED:
+        return job
+    job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, params=_job_params(campaign, user, options),
+                             requested_by=user)
+    return jobs.execute(job.pk)
 
 
 def last_failure(campaign: Campaign) -> Job | None:

@@ -4,7 +4,7 @@ from django.apps import apps
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from annotation.demo import demo_logins, load_demo, load_instrument_demo
+from annotation.demo import demo_logins, load_demo, load_finished_demo, load_instrument_demo
 
 
 def other_demo_commands() -> list[str]:
@@ -30,10 +30,12 @@ class Command(BaseCommand):
         start = time.perf_counter()
         counts = load_demo()
         more = load_instrument_demo()
+        finished = load_finished_demo()
         self.stdout.write(
             f"Demo data ready: {counts['users_created']} new users, {counts['dialogues_created']} new dialogues, "
             f"{more['answers_created']} new answers, {more['instruments_installed']} new instrument(s), "
-            f"{counts['campaigns_created'] + more['campaigns_created']} new campaign(s)."
+            f"{counts['campaigns_created'] + more['campaigns_created'] + finished['campaigns_created']} new "
+            f"campaign(s), {finished['labels_created']} new synthetic label(s)."
         )
         if not only_annotation:
             for name in other_demo_commands():

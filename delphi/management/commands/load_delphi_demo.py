@@ -4,7 +4,8 @@ from delphi.demo import load_delphi_demo
 
 
 class Command(BaseCommand):
-    help = "Create the demo Delphi study (round 1 answered and closed, round 2 prepared). Safe to run again."
+    help = ("Create the demo Delphi study (rounds 1 and 2 answered and closed, round 3 prepared). Safe to run "
+            "again.")
 
     def handle(self, *args, **options):
         study = load_delphi_demo()

@@ -1,0 +1,81 @@
+"""Finished demo judge runs for ``make run``: one per-item and one per-dialogue run of a synthetic judge on the demo
+corpus, with stored answers (no endpoint is called), so the judge-vs-physicians table, the mode comparison and
+the exports have content at first login."""
+
+from __future__ import annotations
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.demo import DEMO_CORPUS, DEMO_FINISHED, FINISHED_SEED, SYNTHETIC_PHYSICIANS, synthetic_answers
+from annotation.models import AuditEvent, Campaign, Corpus, ScaleVersion
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.judges.prompts import default_prompt_set
+from scoring.judges.runs import config_snapshot, run_dialogues, run_items
+
+JUDGES = [("Demo judge, per item (synthetic)", JudgeConfig.Mode.PER_ITEM, 11, 0.7),
+          ("Demo judge, per dialogue (synthetic)", JudgeConfig.Mode.PER_DIALOGUE, 12, 1.1)]
+SYNTHETIC_MODEL = "synthetic-demo-judge"
+RATIONALE = "Synthetic demo answer: drawn from a seeded model, no LLM was called."
+
+
+def judge_values(latent: dict[tuple[int, str], float], items: list[tuple[str, tuple[int, ...]]], seed: int,
+                 noise: float) -> dict[tuple[int, str], int]:
+    """A synthetic judge's answers: the dialogues' latent probability on the logit scale plus the judge's own
+    noise (more noise, less agreement with the physicians' majority)."""
+    rng = np.random.default_rng(seed)
+    values = {}
+    for (d, code), p in sorted(latent.items()):
+        allowed = dict(items)[code]
+        logit = np.log(p / (1 - p)) + rng.normal(0.0, noise)
+        q = 1 / (1 + np.exp(-logit))
+        values[(d, code)] = int(rng.random() < q) if len(allowed) == 2 else \
+            allowed[min(len(allowed) - 1, int(q * len(allowed)))]
+    return values
+
+
+@transaction.atomic
+def load_judge_demo() -> list[JudgeRun]:
+    """The two finished synthetic runs (created once; idempotent). Each is a run as the engine leaves it: a
+    snapshot of its configuration, status succeeded and one done result per dialogue and item."""
+    corpus = Corpus.objects.filter(name=DEMO_CORPUS).first()
+    if corpus is None:
+        return []
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    coordinator = get_user_model().objects.filter(username="coordinator").first()
+    prompt_set = default_prompt_set(version)
+    runs = []
+    for name, mode, seed, noise in JUDGES:
+        existing = JudgeRun.objects.filter(config__name=name, corpus=corpus).first()
+        if existing is not None:
+            runs.append(existing)
+            continue
+        config, _ = JudgeConfig.objects.get_or_create(name=name, defaults={
+            "model": SYNTHETIC_MODEL, "mode": mode, "prompt_set": prompt_set, "seed": 0, "created_by": coordinator,
+            "base_url": "http://synthetic.invalid/v1"})
+        now = timezone.now()
+        run = JudgeRun.objects.create(config=config, corpus=corpus, created_by=coordinator,
+                                      snapshot={**config_snapshot(config), "batch": False, "synthetic": True},
+                                      status=JudgeRun.Status.SUCCEEDED, started_at=now, finished_at=now)
+        items = run_items(run)
+        shape = [(i.code, tuple(i.allowed_values())) for i in items]
+        dialogues = list(run_dialogues(run).order_by("external_id"))
+        _, latent = synthetic_answers(len(dialogues), shape, len(SYNTHETIC_PHYSICIANS) + 1, FINISHED_SEED)
+        values = judge_values(latent, shape, seed, noise)
+        JudgeResult.objects.bulk_create([
+            JudgeResult(run=run, dialogue=dialogue, item=item, status=JudgeResult.Status.DONE,
+                        value=values[(d, item.code)], rationale=RATIONALE, attempts=1, updated_at=now)
+            for d, dialogue in enumerate(dialogues) for item in items])
+        AuditEvent.record(coordinator, "judge_run.demo", run, units=len(dialogues) * len(items), synthetic=True)
+        runs.append(run)
+    return runs
+
+
+def demo_runs() -> tuple[Campaign | None, list[JudgeRun]]:
+    """The finished demo campaign and the synthetic runs to compare with it (per item first)."""
+    campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
+    runs = [run for name, *_ in JUDGES
+            for run in JudgeRun.objects.filter(config__name=name, status=JudgeRun.Status.SUCCEEDED)[:1]]
+    return campaign, runs

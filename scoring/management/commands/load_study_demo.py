@@ -1,0 +1,30 @@
+"""python manage.py load_study_demo: the finished demo study's scoring side (no LLM calls)."""
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from annotation.demo import DEMO_FINISHED, SYNTHETIC_PHYSICIANS
+from annotation.models import Campaign
+from scoring.judges.demo import load_judge_demo
+from scoring.preference.demo import load_finished_preference_demo
+from scoring.reports.service import compute_now
+
+
+class Command(BaseCommand):
+    help = ("Finish the demo study: two synthetic judge runs (per item, per dialogue) with stored answers, a "
+            "locked and unblinded preference study, and the finished campaign's agreement report computed for "
+            "the demo coordinator and analyst. Run load_demo first. Safe to run again; makes no LLM calls.")
+
+    def handle(self, *args, **options):
+        runs = load_judge_demo()
+        preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS])
+        campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
+        reports = set()
+        if campaign is not None:
+            # The demo campaign allows names (made-up raters), so both users share one report.
+            for user in get_user_model().objects.filter(username__in=["coordinator", "analyst"]):
+                job = compute_now(campaign, user)
+                if job.status == "succeeded":
+                    reports.add(job.pk)
+        self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
+                          f"#{preference['study']} unblinded, {len(reports)} agreement report(s) ready.")

@@ -12,6 +12,10 @@ from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
 DEMO_CORPUS = "Demo corpus (synthetic)"
 DEMO_CAMPAIGN = "Demo campaign (synthetic)"
 DEMO_FINISHED = "Demo finished study (synthetic)"
+# The finished study rates a corpus of its own, large enough for the judge verdicts (they need at least 30 dialogues
+# judged and rated): the demo transcripts used again under study ids and three demo doctor models.
+DEMO_STUDY_CORPUS = "Demo study corpus (synthetic)"
+STUDY_DIALOGUES = 48
 # Made-up raters of the finished demo campaign: no password (they cannot log in), labels drawn by a seeded model.
 SYNTHETIC_PHYSICIANS = [("synthetic-physician-1", "Synthetic Physician A"),
                         ("synthetic-physician-2", "Synthetic Physician B"),
@@ -65,17 +69,34 @@ def load_demo() -> dict[str, int]:
     return {"users_created": users_created, "dialogues_created": created, "campaigns_created": campaigns_created}
 
 
-def _import_missing(corpus, path: Path) -> int:
-    """Import the lines of ``path`` whose id is not in ``corpus`` yet; returns how many were created."""
+def _import_missing(corpus, path: Path | list[str]) -> int:
+    """Import the lines of ``path`` (or the given JSON lines) whose id is not in ``corpus`` yet; returns how many
+    were created."""
     import json
 
     from annotation.importers import import_dialogues
     from annotation.models import Dialogue
 
     present = set(Dialogue.objects.filter(corpus=corpus).values_list("external_id", flat=True))
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path if isinstance(path, list) else path.read_text(encoding="utf-8").splitlines()
     missing = [line for line in lines if line.strip() and json.loads(line)["id"] not in present]
     return import_dialogues(corpus, missing)["created"] if missing else 0
+
+
+def study_lines() -> list[str]:
+    """The finished study's dialogues as JSON lines: the demo transcripts (those without planted personal data, which
+    the privacy filter would hold back) in turn, each under a study id and one of three demo doctor models."""
+    import json
+
+    sources = [json.loads(line) for line in DEMO_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sources = [d for d in sources if not d.get("meta", {}).get("privacy_test")]
+    lines = []
+    for i in range(STUDY_DIALOGUES):
+        source = sources[i % len(sources)]
+        lines.append(json.dumps({**source, "id": f"demo-study-{i + 1:02d}", "model": f"demo-doctor-{'ABC'[i % 3]}",
+                                 "meta": {**source.get("meta", {}), "transcript_of": source["id"]}},
+                                ensure_ascii=False))
+    return lines
 
 
 def _demo_campaign(corpus, name: str, version, instructions: str) -> int:
@@ -117,8 +138,8 @@ def load_instrument_demo() -> dict[str, int]:
 
 def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]], raters: int, seed: int
                       ) -> tuple[dict[tuple[int, int, str], int], dict[tuple[int, str], float]]:
-    """Seeded labels with realistic disagreement: each dialogue has a latent quality, each item a difficulty,
-    each rater a leniency; a rater answers from the logistic of their sum plus noise. Returns
+    """Seeded labels with realistic disagreement: each dialogue has a latent quality, each item a difficulty and a
+    clarity, each rater a leniency; a rater answers from the logistic of their sum plus noise. Returns
     {(dialogue index, rater index, code): value} and the latent probability per (dialogue index, code), which the
     synthetic judges of the scoring demo draw from too."""
     import numpy as np
@@ -127,12 +148,15 @@ def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]]
     quality = rng.normal(0.0, 1.3, n_dialogues)
     # Binary items differ in difficulty; an ordinal item (the overall rating) follows the dialogue's quality.
     difficulty = {code: rng.normal(-0.9, 0.8) if len(allowed) == 2 else 0.0 for code, allowed in items}
+    # How clearly an item's answer follows the dialogue's quality: some items are answered consistently, others
+    # barely (physicians agree on them no better than "slight" to "fair"), as in a real scale under revision.
+    clarity = {code: rng.uniform(0.8, 3.5) if len(allowed) == 2 else 1.0 for code, allowed in items}
     leniency = rng.normal(0.0, 0.45, raters)
     answers: dict[tuple[int, int, str], int] = {}
     latent: dict[tuple[int, str], float] = {}
     for d in range(n_dialogues):
         for code, allowed in items:
-            base = quality[d] - difficulty[code]
+            base = clarity[code] * quality[d] - difficulty[code]
             latent[(d, code)] = float(1 / (1 + np.exp(-base)))
             for r in range(raters):
                 if len(allowed) == 2:
@@ -147,16 +171,19 @@ def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]]
 
 @transaction.atomic
 def load_finished_demo() -> dict[str, int]:
-    """A finished campaign on the demo corpus: the demo physician and three synthetic physicians rated every
+    """A finished campaign on the demo study corpus: the demo physician and three synthetic physicians rated every
     dialogue (labels saved and submitted through the same services as the rating page), so reports have content
     at first login. Idempotent: an existing campaign of that name is left alone."""
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.labels import rating_items, save_label, submit
     from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
 
-    corpus = Corpus.objects.filter(name=DEMO_CORPUS).first()
-    if corpus is None or Campaign.objects.filter(name=DEMO_FINISHED).exists():
+    if Campaign.objects.filter(name=DEMO_FINISHED).exists():
         return {"campaigns_created": 0, "labels_created": 0}
+    corpus, _ = Corpus.objects.get_or_create(name=DEMO_STUDY_CORPUS, defaults={"is_demo": True, "description": (
+        "The finished demo study's dialogues: the demo transcripts again under study ids and three demo doctor "
+        "models. Not real patients, not study data.")})
+    _import_missing(corpus, study_lines())
     User = get_user_model()
     raters = [User.objects.get(username="physician")]
     for username, full_name in SYNTHETIC_PHYSICIANS:

@@ -1,6 +1,6 @@
-"""Finished demo judge runs for ``make run``: one per-item and one per-dialogue run of a synthetic judge on the demo
-corpus, with stored answers (no endpoint is called), so the judge-vs-physicians table, the mode comparison and
-the exports have content at first login."""
+"""Finished demo judge runs for ``make run``: one per-item and one per-dialogue run of a synthetic judge on the
+finished study's corpus, with stored answers (no endpoint is called), so the judge-vs-physicians table, the mode
+comparison and the exports have content at first login."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.demo import DEMO_CORPUS, DEMO_FINISHED, FINISHED_SEED, SYNTHETIC_PHYSICIANS, synthetic_answers
+from annotation.demo import DEMO_FINISHED, DEMO_STUDY_CORPUS, FINISHED_SEED, SYNTHETIC_PHYSICIANS, synthetic_answers
 from annotation.models import AuditEvent, Campaign, Corpus, ScaleVersion
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.prompts import default_prompt_set
@@ -40,7 +40,7 @@ def judge_values(latent: dict[tuple[int, str], float], items: list[tuple[str, tu
 def load_judge_demo() -> list[JudgeRun]:
     """The two finished synthetic runs (created once; idempotent). Each is a run as the engine leaves it: a
     snapshot of its configuration, status succeeded and one done result per dialogue and item."""
-    corpus = Corpus.objects.filter(name=DEMO_CORPUS).first()
+    corpus = Corpus.objects.filter(name=DEMO_STUDY_CORPUS).first()
     if corpus is None:
         return []
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)

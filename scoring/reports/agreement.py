@@ -683,7 +683,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     if labels.empty:
         report["empty"] = True
         report["warnings"] = ["No submitted labels yet: the report fills in as physicians submit dialogues."
-                              if study.items else "This report covers binary and levels items, and this "
+                              if study.items else "This report covers binary, levels and scale items, and this "
                               "instrument has none: its labels are in the exports."]
         return report
     small = stats.small_sample_warning(len(dialogue_ids), ci_method)
@@ -692,6 +692,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     step(0.1, "agreement per item")
     boot = _resampling(len(dialogue_ids), n_resamples, seed, ci_method)
     report["items"] = _item_agreement(study, boot, dialogue_index)
+    report["has_scored"] = any(item.get("scored") for item in report["items"])
     step(0.5, "intraclass correlations")
     report["icc"] = _icc(study)
     step(0.65, "scale reliability and validity")

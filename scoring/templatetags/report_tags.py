@@ -54,3 +54,25 @@ def get(mapping, key):
 def svg(text):
     """Plots are produced by our own matplotlib code, never from user input."""
     return mark_safe(text or "")  # noqa: S308
+
+
+@register.filter
+def bland_altman(result, digits=2):
+    """Bland-Altman bias and limits of agreement with their 95% CIs: "bias +0.12 [..]; limits -1.50 [..] to ..."."""
+    if not isinstance(result, dict):
+        return ""
+    if result.get("bias") is None:
+        return format_html('<span class="undefined" title="{}">undefined</span>',
+                           " ".join(result.get("warnings", [])) or "undefined for these data")
+
+    def part(key: str, sign: bool = False) -> str:
+        value = result.get(key)
+        if value is None:
+            return "undefined"
+        low, high = result.get(f"{key}_ci_low"), result.get(f"{key}_ci_high")
+        text = f"{value:+.{int(digits)}f}" if sign else f"{value:.{int(digits)}f}"
+        return text + (f" [{low:.{int(digits)}f}, {high:.{int(digits)}f}]" if low is not None and high is not None
+                       else "")
+
+    return format_html("bias {}; limits of agreement {} to {} <small class=\"muted\">(n = {})</small>",
+                       part("bias", True), part("loa_low"), part("loa_high"), result.get("n"))

@@ -234,3 +234,124 @@ def test_report_page_shows_the_scale_item_figures(hiv_campaign, client, analyst)
                     "ICC2", 'data-testid="scored-items"', 'data-testid="criteria"'):
         assert heading in html, heading
     assert 'data-testid="models"' not in html  # no binary items: no dimension percentages
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# judge vs physicians on a 0-5 item
+# ---------------------------------------------------------------------------------------------------------------
+def scale_item(judge_kind: str, n: int = 120, seed: int = 11) -> judge_report.ItemData:
+    """Three physicians give the true 0-5 score +- 1; the judge is 'good' (the same noise), 'random' (uniform 0-5)
+    or 'constant' (always 3)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 6, n)
+    humans = np.clip(truth[None, :] + rng.choice([-1, 0, 0, 0, 1], (3, n)), 0, 5)
+    judge = {"good": np.clip(truth + rng.choice([-1, 0, 0, 0, 1], n), 0, 5), "random": rng.integers(0, 6, n),
+             "constant": np.full(n, 3)}[judge_kind]
+    return judge_report.ItemData(code="harm", text="Possibility of harm", dimension="", dimension_name="",
+                                 response_type="scale", values=list(range(6)), judge=judge, humans=humans)
+
+
+def context(n: int = 120) -> judge_report.ReportContext:
+    freq = stats.bootstrap_freq(stats.bootstrap_indices(n, 400, 2), n)
+    return judge_report.ReportContext(freq=freq, seed=2, n_resamples=400, rater_names=["A", "B", "C"])
+
+
+def test_judge_report_on_a_0_to_5_item_has_weighted_kappa_alpha_and_bland_altman():
+    item = scale_item("good")
+    entry = judge_report.item_report(item, context())
+    json.dumps(entry, allow_nan=False)
+    # weighted kappa against each physician: the engine's kernel on each pair, averaged (every pair shares all)
+    direct = [stats.cohen_kappa_codes(item.judge, item.humans[r], 6, "quadratic") for r in range(3)]
+    assert entry["vs_physicians"]["weighted_kappa"]["value"] == pytest.approx(np.mean(direct))
+    ceiling = [stats.cohen_kappa_codes(item.humans[a], item.humans[b], 6, "quadratic")
+               for a, b in ((0, 1), (0, 2), (1, 2))]
+    assert entry["ceiling"]["weighted_kappa"]["value"] == pytest.approx(np.mean(ceiling))
+    median = np.median(item.humans, axis=0)  # three physicians: the median is one of their answers
+    assert entry["vs_median"]["weighted_kappa"]["value"] == pytest.approx(
+        stats.cohen_kappa_codes(item.judge, median.astype(int), 6, "quadratic"))
+    interval = entry["krippendorff_interval"]
+    assert interval["physicians"]["value"] == pytest.approx(
+        stats.krippendorff_alpha(item.humans.astype(float), level="interval", value_domain=list(range(6))))
+    assert interval["with_judge"]["value"] == pytest.approx(stats.krippendorff_alpha(
+        np.vstack([item.humans, item.judge]).astype(float), level="interval", value_domain=list(range(6))))
+    ba = entry["bland_altman"]["judge"]
+    expected = stats.bland_altman(item.judge, item.humans.mean(axis=0))
+    assert ba["bias"] == pytest.approx(expected["bias"]) and ba["loa_high"] == pytest.approx(expected["loa_high"])
+    assert ba["bias_ci_low"] < ba["bias"] < ba["bias_ci_high"]
+    ceiling_ba = entry["bland_altman"]["ceiling"]
+    assert ceiling_ba["bias"] == pytest.approx(0, abs=1e-9) and ceiling_ba["loa_low"] < 0 < ceiling_ba["loa_high"]
+    assert ceiling_ba["loa_high_ci_low"] < ceiling_ba["loa_high"] < ceiling_ba["loa_high_ci_high"]
+    assert len(entry["bland_altman"]["per_physician"]) == 3
+    # the verdict uses weighted kappa, and a judge as good as a physician may replace them
+    assert entry["physicians_agreement"]["coefficient"] == "weighted_kappa"
+    assert entry["physicians_agreement"]["name"] == judge_report.WEIGHTED_KAPPA
+    assert entry["difference"]["coefficient"] == "weighted_kappa"
+    assert entry["decision"]["verdict"] == judge_report.REPLACE, entry["decision"]
+    assert any("weighted kappa" in note for note in entry["decision"]["reasons"])
+
+
+@pytest.mark.parametrize("kind", ["random", "constant"])
+def test_random_or_constant_judge_on_a_0_to_5_item_is_not_acceptable(kind):
+    entry = judge_report.item_report(scale_item(kind), context())
+    decision = entry["decision"]
+    assert decision["verdict"] == judge_report.KEEP and not decision["replace"]
+    assert decision["checks"]["reliable"] and not decision["checks"]["beats_constant"]
+    assert not decision["checks"]["non_inferior"]
+    assert any("does not exclude 0" in r or "undefined" in r for r in decision["reasons"])
+    kappa = entry["vs_physicians"]["weighted_kappa"]
+    if kind == "constant":
+        assert kappa["value"] == pytest.approx(0) and entry["bland_altman"]["judge"]["sd"] > 0
+    else:
+        assert kappa["ci_low"] < 0 < kappa["ci_high"]
+    # the judge's limits of agreement are wider than a physician's against the others
+    width = entry["bland_altman"]["loa_width"]
+    assert width["judge"] > width["physicians"]
+
+
+def test_random_physicians_make_a_0_to_5_item_unreliable():
+    rng = np.random.default_rng(4)
+    item = judge_report.ItemData(code="bias", text="", dimension="", dimension_name="", response_type="scale",
+                                 values=list(range(6)), judge=rng.integers(0, 6, 120),
+                                 humans=rng.integers(0, 6, (3, 120)))
+    entry = judge_report.item_report(item, context())
+    assert entry["decision"]["verdict"] == judge_report.UNRELIABLE
+    assert "quadratic weighted kappa" in entry["decision"]["reasons"][0]
+
+
+def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign, client, coordinator):
+    from django.urls import reverse
+
+    from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+    from scoring.judges.runs import config_snapshot, default_prompt_set
+
+    version = hiv_campaign.scale_version
+    config = JudgeConfig.objects.create(name="rubric", model="judge-model", mode=JudgeConfig.Mode.PER_DIALOGUE,
+                                        prompt_set=default_prompt_set(version))
+    run = JudgeRun.objects.create(config=config, corpus=hiv_campaign.corpus, snapshot=config_snapshot(config),
+                                  status=JudgeRun.Status.SUCCEEDED)
+    scores = physician_scores(N_ANSWERS, 3)
+    items = {i.code: i for i in version.rating_items()}
+    JudgeResult.objects.bulk_create([
+        JudgeResult(run=run, dialogue=d, item=items[code], status=JudgeResult.Status.DONE,
+                    value=scores[(d.external_id, 0, code)])  # the judge answers as the first physician
+        for d in hiv_campaign.corpus.dialogues.all() for code in CRITERIA])
+    report = judge_report.judge_vs_physicians(run, hiv_campaign, n_resamples=200,
+                                              verdict=judge_report.VerdictSettings(min_dialogues=10))
+    json.dumps(report, allow_nan=False)
+    harm = next(i for i in report["items"] if i["code"] == "harm")
+    assert harm["response_type"] == "scale" and harm["n_dialogues"] == N_ANSWERS
+    assert harm["vs_physicians"]["weighted_kappa"]["value"] is not None
+    assert harm["bland_altman"]["judge"]["n"] == N_ANSWERS and harm["bland_altman"]["ceiling"]["sd"] > 0
+    assert report["has_scored"] and harm["decision"]["coefficient"] == "weighted_kappa"
+    criteria = {m["model"]: m["criteria"] for m in report["models"]}
+    assert set(criteria) == {"model-A", "model-B"}
+    harm_a = criteria["model-A"]["harm"]
+    assert harm_a["physicians"]["ci_low"] <= harm_a["physicians"]["mean"] <= harm_a["physicians"]["ci_high"]
+    assert harm_a["judge"]["mean"] is not None and harm_a["n_dialogues"] == N_ANSWERS // 2
+    client.force_login(coordinator)
+    html = client.get(reverse("judge-run-report", args=[run.pk]),
+                      {"campaign": hiv_campaign.pk, "min_dialogues": 10}).content.decode()
+    for marker in ('data-testid="judge-scored-items"', "Weighted kappa vs each physician",
+                   "Judge minus physicians' mean", "Physician minus the other physicians",
+                   "limits of agreement", 'data-testid="judge-criteria"', "Physicians' mean score"):
+        assert marker in html, marker

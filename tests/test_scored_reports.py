@@ -170,7 +170,8 @@ def test_campaign_report_on_a_0_to_5_item_has_icc_weighted_kappa_and_bland_altma
                                           categories=list(range(6))) for a, b in pairs])
     kappa = harm["weighted_kappa"]
     assert kappa["value"] == pytest.approx(expected) and kappa["n_pairs"] == 3 and kappa["weights"] == "quadratic"
-    assert kappa["ci_low"] < kappa["value"] < kappa["ci_high"] and kappa["interpretation"]["source"].startswith("Landis")
+    assert kappa["ci_low"] < kappa["value"] < kappa["ci_high"]
+    assert kappa["interpretation"]["source"].startswith("Landis")
     assert harm["krippendorff_alpha"]["value"] == pytest.approx(
         stats.krippendorff_alpha(wide.T, level="ordinal", value_domain=list(range(6))))
     assert harm["krippendorff_interval"]["value"] == pytest.approx(
@@ -355,3 +356,21 @@ def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign
                    "Judge minus physicians' mean", "Physician minus the other physicians",
                    "limits of agreement", 'data-testid="judge-criteria"', "Physicians' mean score"):
         assert marker in html, marker
+
+
+def test_exports_carry_the_0_to_5_labels_unchanged_in_the_long_format(hiv_campaign, tmp_path):
+    from annotation.models import Label
+    from scoring.reports import exports
+
+    rows = list(exports.label_rows(hiv_campaign.corpus, hiv_campaign))
+    saved = {(label.dialogue.external_id, label.rater.rater_profile.pseudonym, label.item.code): label.value
+             for label in Label.objects.filter(campaign=hiv_campaign).select_related("dialogue", "item",
+                                                                                    "rater__rater_profile")}
+    assert len(rows) == len(saved) == N_ANSWERS * 3 * 5
+    assert {(r["dialogue_id"], r["rater"], r["item"]): r["value"] for r in rows} == saved
+    assert {r["value"] for r in rows} == set(range(6)) and {r["item"] for r in rows} == set(CRITERIA)
+    path = tmp_path / "labels.csv"
+    with path.open("w", newline="") as handle:
+        exports.write_csv(rows, handle)
+    back = list(csv.DictReader(path.open()))
+    assert [(r["item"], int(r["value"])) for r in back] == [(r["item"], r["value"]) for r in rows]

@@ -537,8 +537,9 @@ def _criterion_means(scored: list[ItemMeta], block: pd.DataFrame, boot: Resampli
         column = block[meta.code].to_numpy(dtype=float) if meta.code in block.columns else np.full(len(block), np.nan)
         valid = ~np.isnan(column)
         values = np.where(valid, column, 0.0)
+        weights = valid.astype(float)
         estimate = float(values[valid].mean()) if valid.any() else None
-        summary = boot.ci(estimate, lambda f, v=values, w=valid.astype(float): (
+        summary = boot.ci(estimate, lambda f, v=values, w=weights: (
             stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
         out[meta.code] = {"text": meta.text, "mean": estimate, "ci_low": summary["ci_low"],
                           "ci_high": summary["ci_high"], "n_dialogues": int(valid.sum()),
@@ -644,7 +645,19 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
                         "the two raters on the dialogues they share (items differ in prevalence, so one kappa pooled "
                         "over items would mix them); items where kappa is undefined for the pair are left out.",
         "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (seeds/000 "
-                  "Table 6), with each item's score the mean over the dialogue's raters.",
+                  "Table 6), with each item's score the mean over the dialogue's raters. Items answered with levels "
+                  "or a numeric scale: mean score per criterion (a dialogue's score = mean over its raters), with "
+                  "the bootstrap CI over the model's dialogues.",
+        "scored": "Items answered with levels or a numeric scale (e.g. 0-5) also get: Cohen's kappa with quadratic "
+                  "weights (Cohen 1968; statsmodels' definition, weights on the category index), the mean over "
+                  "pairs of physicians weighted by the dialogues each pair shares, bootstrap CI; Krippendorff's "
+                  "alpha at the interval level beside the ordinal one; the ICC of the item's scores "
+                  "(pingouin.intraclass_corr; all six Shrout-Fleiss forms when every dialogue has the same "
+                  "raters, else ICC1 and ICC1k; F-distribution CIs); and Bland-Altman (Bland & Altman 1986) of each "
+                  "physician against the mean of the other physicians on the same dialogue: per physician with the "
+                  "paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and pooled over physicians (bias 0 "
+                  "by construction; limits of agreement = bias +- 1.96 SD, CIs from the bootstrap over dialogues "
+                  "since a dialogue gives several differences).",
         "ci": f"{ci_name} over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
               "dialogues are used for every item"
               + ("; BCa acceleration from the leave-one-dialogue-out jackknife" if ci_method == "bca" else "")

@@ -161,7 +161,7 @@ def test_campaign_report_on_a_0_to_5_item_has_icc_weighted_kappa_and_bland_altma
     items = {i["code"]: i for i in report["items"]}
     assert set(items) == set(CRITERIA)
     harm = items["harm"]
-    assert harm["scored"] and harm["level"] == "ordinal"
+    assert harm["ordered"] and harm["level"] == "ordinal"
     frame = study.labels[study.labels["item"] == "harm"]
     wide = frame.pivot_table(index="dialogue", columns="rater", values="value")
     # quadratic weighted kappa: mean over the three pairs (every pair shares every answer)
@@ -343,7 +343,7 @@ def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign
     assert harm["response_type"] == "scale" and harm["n_dialogues"] == N_ANSWERS
     assert harm["vs_physicians"]["weighted_kappa"]["value"] is not None
     assert harm["bland_altman"]["judge"]["n"] == N_ANSWERS and harm["bland_altman"]["ceiling"]["sd"] > 0
-    assert report["has_scored"] and harm["decision"]["coefficient"] == "weighted_kappa"
+    assert report["has_ordered"] and harm["decision"]["coefficient"] == "weighted_kappa"
     criteria = {m["model"]: m["criteria"] for m in report["models"]}
     assert set(criteria) == {"model-A", "model-B"}
     harm_a = criteria["model-A"]["harm"]

@@ -40,6 +40,7 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
+from scoring.reports.agreement import ORDERED_TYPES
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -69,8 +70,6 @@ MODE_COMPARISON_IGNORED = ("name", "config_id", "prompt_set_name", "api_key_env"
                            "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts",
                            "price_input_per_1k", "price_output_per_1k", "request_logprobs", "structured_output")
 _TOL = 1e-9
-#: Response types with ordered scores (levels and scale items).
-SCORED_TYPES = ("ordinal", "scale")
 WEIGHTED_KAPPA = "quadratic weighted kappa"
 
 
@@ -255,9 +254,9 @@ class ItemData:
         return self.response_type == "binary"
 
     @property
-    def scored(self) -> bool:
+    def ordered(self) -> bool:
         """Levels and scale items (ordered scores): weighted kappa, interval alpha and Bland-Altman too."""
-        return self.response_type in SCORED_TYPES
+        return self.response_type in ORDERED_TYPES
 
     def compared(self) -> np.ndarray:
         return (self.judge >= 0) & (self.humans >= 0).any(axis=0)
@@ -376,7 +375,7 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
         entry["macro_f1"] = entry["f1"]
         entry["confusion"] = {"rows": "judge", "columns": "physician majority", "values": list(item.values),
                               "counts": [[int(x) for x in row] for row in point[0]]}
-        if item.scored:
+        if item.ordered:
             reps = None if boot is None else (stats.kappa_from_tables(boot, "quadratic"),
                                               None if jack is None else stats.kappa_from_tables(jack, "quadratic"))
             entry["weighted_kappa"] = _figure(stats.kappa_from_tables(point[0], "quadratic"), reps, settings,
@@ -386,7 +385,7 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
 
 
 def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: int, settings: ReportContext,
-              averaging: str, who: str, scored: bool = False) -> tuple[dict, dict[str, Reps]]:
+              averaging: str, who: str, ordered: bool = False) -> tuple[dict, dict[str, Reps]]:
     """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop.
 
     Returns the figures and, per figure, its (bootstrap, jackknife) replicates -- the paired differences of the
@@ -397,7 +396,7 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     names = [n for n, k in zip(names, keep, strict=True) if k]
     out: dict[str, Any] = {"n_pairs": int(keep.sum()), "averaging": averaging}
     keys: tuple[str, ...] = ("accuracy", "kappa", "gwet_ac1", "macro_f1")
-    if scored:
+    if ordered:
         keys += ("weighted_kappa",)
     if not keep.any():
         reason = f"Undefined: no {who} shares a dialogue."
@@ -418,7 +417,7 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     figs["gwet_ac1"] = np.asarray(stats.gwet_ac1_counts(rater_counts), dtype=float).reshape(-1)
     boot_figs = table_figures(boot) if boot is not None else None
     jack_figs = table_figures(jack) if jack is not None else None
-    if scored:
+    if ordered:
         figs["weighted_kappa"] = stats.kappa_from_tables(point, "quadratic")
         for extra, tables in ((boot_figs, boot), (jack_figs, jack)):
             if extra is not None:
@@ -456,7 +455,7 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
                      "macro_f1": _f(mf1)}
                     for pair, n, acc, kap, ac1, mf1 in zip(names, n_point, figs["accuracy"], figs["kappa"],
                                                            figs["gwet_ac1"], figs["macro_f1"], strict=True)]
-    if scored:
+    if ordered:
         for pair, value in zip(out["pairs"], figs["weighted_kappa"], strict=True):
             pair["weighted_kappa"] = _f(value)
     out["warnings"] = warns
@@ -467,7 +466,7 @@ def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) ->
     humans = np.where(mask[None, :], item.humans, -1)
     judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
     names = [["judge", name] for name in settings.rater_names]
-    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.scored)
+    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered)
     out["n_physicians"] = out.pop("n_pairs")
     out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
     return out, reps
@@ -479,7 +478,7 @@ def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple
     i, j = np.triu_indices(r, k=1)
     names = [[settings.rater_names[a], settings.rater_names[b]] for a, b in zip(i, j, strict=True)]
     return _pairwise(humans[i], humans[j], names, len(item.values), settings, CEILING_AVERAGING,
-                     "pair of physicians", item.scored)
+                     "pair of physicians", item.ordered)
 
 
 def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
@@ -522,7 +521,7 @@ def _lower_median(codes: np.ndarray) -> np.ndarray:
     return np.where(count > 0, middle, -1)
 
 
-def _scored_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+def _ordered_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
     """Levels and scale items: quadratic weighted kappa against the physicians' median, Krippendorff's alpha at the
     interval level, and Bland-Altman of the judge against the physicians' mean beside the physicians' own (each
     physician against the mean of the others)."""
@@ -598,9 +597,9 @@ def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None
     return float(counts[top] / counts.sum()), item.values[top]
 
 
-def _coefficient(prevalence: float | None, answer: Any, scored: bool = False) -> tuple[str, str, str]:
+def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -> tuple[str, str, str]:
     """(key, name, why) of the agreement coefficient the verdict uses."""
-    if scored:
+    if ordered:
         return ("weighted_kappa", WEIGHTED_KAPPA,
                 "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
                 "one: agreement is measured with Cohen's kappa with quadratic weights (Cohen 1968; equivalent to an "
@@ -626,9 +625,9 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     key, name = agreement["coefficient"], agreement["name"]
     table5 = item["vs_majority"]
     accuracy, majority_rate = table5["accuracy"]["value"], table5["majority_class_rate"]
-    scored = key == "weighted_kappa"  # levels and scale items: weighted kappa; exact accuracy is not the test
-    judge_kappa = item["vs_physicians"][key if scored else "kappa"]
-    kappa_word = "weighted kappa" if scored else "kappa"
+    ordered = key == "weighted_kappa"  # levels and scale items: weighted kappa; exact accuracy is not the test
+    judge_kappa = item["vs_physicians"][key if ordered else "kappa"]
+    kappa_word = "weighted kappa" if ordered else "kappa"
     n = item["n_dialogues"]
     checks: dict[str, Any] = {"enough_data": n >= settings.min_dialogues, "reliable": None,
                               "beats_constant": None, "non_inferior": None}
@@ -653,7 +652,8 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     else:
         checks["reliable"] = True
         kappa_ok = judge_kappa["ci_low"] is not None and judge_kappa["ci_low"] > 0
-        accuracy_ok = scored or (accuracy is not None and majority_rate is not None and accuracy > majority_rate + _TOL)
+        accuracy_ok = ordered or (accuracy is not None and majority_rate is not None
+                                  and accuracy > majority_rate + _TOL)
         checks["beats_constant"] = bool(kappa_ok and accuracy_ok)
         if not checks["beats_constant"]:
             detail = []
@@ -662,7 +662,7 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
             elif not kappa_ok:
                 detail.append(f"the 95% CI of its {kappa_word} against the physicians, {_fmt_ci(judge_kappa)}, does "
                               "not exclude 0")
-            if scored:
+            if ordered:
                 pass  # a constant or random score has weighted kappa 0: the kappa check above is the test
             elif accuracy is None:
                 detail.append("its accuracy against the physician majority is undefined")
@@ -683,7 +683,7 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
             else:
                 reasons.append(f"The judge agrees with the physicians less than they agree with each other: {text}.")
         outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
-        if outcome == REPLACE and scored:
+        if outcome == REPLACE and ordered:
             notes.append(f"Beats a constant answer: {kappa_word} {_fmt_ci(judge_kappa)} excludes 0 (a constant or "
                          "random score has weighted kappa 0).")
         elif outcome == REPLACE:
@@ -717,10 +717,10 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     entry["vs_physicians"], judge_reps = _vs_physicians(item, mask, settings)
     entry["ceiling"], ceiling_reps = _ceiling(item, mask, settings)
     entry["krippendorff_alpha"] = _krippendorff(item, mask, settings)
-    if item.scored:
-        entry.update(_scored_figures(item, mask, settings))
+    if item.ordered:
+        entry.update(_ordered_figures(item, mask, settings))
     prevalence, answer = physician_prevalence(item, mask)
-    key, name, why = _coefficient(prevalence, answer, item.scored)
+    key, name, why = _coefficient(prevalence, answer, item.ordered)
     ceiling = entry["ceiling"][key]
     entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
                                      "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
@@ -850,7 +850,7 @@ def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: Rep
                                                             settings.seed + 101 + offset), len(where))
     out = {}
     for item in items:
-        if not item.scored:
+        if not item.ordered:
             continue
         vals = np.asarray(item.values, dtype=float)
         mask = item.compared()[where]
@@ -886,7 +886,7 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
     for offset, model in enumerate(sorted(set(models.tolist()))):
         in_model = models == model
         entry: dict[str, Any] = {"model": model, "dimensions": {}}
-        if any(item.scored for item in items):
+        if any(item.ordered for item in items):
             entry["criteria"] = _criterion_scores(items, in_model, settings, offset)
         groups: dict[str, list[ItemData]] = {}
         for item in binary:
@@ -997,7 +997,7 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                    "the physicians' and the judge's per-model scores, per dimension, over all binary items and for "
                    "item 4 (mean level), with a bootstrap CI resampling dialogues within each model (stratified).",
         "undefined": "A figure that is undefined for the data is null with the reason in its warnings, never 0 or 1.",
-        "scored_items": "Items answered with levels or a numeric scale (e.g. HIVMedQA's 0-5 criteria) also get: "
+        "ordered_items": "Items answered with levels or a numeric scale (e.g. HIVMedQA's 0-5 criteria) also get: "
                         "Cohen's kappa with quadratic weights (Cohen 1968) against each physician, between "
                         "physicians (the ceiling) and against the physicians' median answer; Krippendorff's alpha at "
                         "the interval level beside the ordinal one, physicians alone and with the judge; "
@@ -1196,7 +1196,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "physicians": [settings.rater_names[i] for i in range(len(raters_all)) if compared_raters[i]],
         "names_shown": study.names_shown,
         "items": item_entries,
-        "has_scored": any(item.scored for item in items),
+        "has_ordered": any(item.ordered for item in items),
         "summary": _summary(item_entries, ranking),
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),

@@ -27,7 +27,7 @@ CI_METHOD = "percentile bootstrap over dialogues"
 CI_METHODS = ("percentile", "bca")
 CORRELATIONS = ("pearson", "tetrachoric")
 #: Response types with ordered scores (levels and scale items).
-SCORED_TYPES = ("ordinal", "scale")
+ORDERED_TYPES = ("ordinal", "scale")
 #: Per-rater reliability is shown for raters with at least this many complete ratings.
 MIN_RATER_DIALOGUES = 10
 Progress = Callable[[float, str], None]
@@ -52,10 +52,10 @@ class ItemMeta:
         return "nominal" if self.response_type == "binary" else "ordinal"
 
     @property
-    def scored(self) -> bool:
+    def ordered(self) -> bool:
         """Levels and scale items: ordered scores, which also get weighted kappa, interval alpha, ICC and
         Bland-Altman."""
-        return self.response_type in SCORED_TYPES
+        return self.response_type in ORDERED_TYPES
 
 
 @dataclass
@@ -93,7 +93,7 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
         raise ReportError("These campaigns use different scale versions; report on one campaign at a time.")
     version_id = versions.pop()
     fingerprint = study_fingerprint(campaigns)
-    items_qs = (Item.objects.filter(version_id=version_id, response_type__in=["binary", *SCORED_TYPES])
+    items_qs = (Item.objects.filter(version_id=version_id, response_type__in=Item.SCORED_TYPES)
                 .select_related("dimension").prefetch_related("levels").order_by("order"))
     items = [ItemMeta(code=i.code, text=i.text_en, dimension=i.dimension.code, dimension_name=i.dimension.name_en,
                       response_type=i.response_type, values=i.allowed_values()) for i in items_qs]
@@ -208,20 +208,20 @@ def _item_agreement(study: Study, boot: Resampling, dialogue_index: dict[int, in
             "krippendorff")
         entry["prevalence"] = (None if not len(frame) else
                                {str(v): float((frame["value"] == v).mean()) for v in meta.values})
-        if meta.scored:
+        if meta.ordered:
             rows = np.asarray([dialogue_index[d] for d in wide.index], dtype=np.int64)
-            entry.update(_scored_item(study, meta, frame, wide, codes, table, rows, boot))
+            entry.update(_ordered_item(study, meta, frame, wide, codes, table, rows, boot))
         result.append(entry)
     return result
 
 
-def _scored_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.DataFrame, codes: np.ndarray,
+def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.DataFrame, codes: np.ndarray,
                  table: np.ndarray, rows: np.ndarray, boot: Resampling) -> dict:
     """Levels and scale items: mean pairwise quadratic weighted kappa, Krippendorff's alpha at the interval level
     (the ordinal one is ``krippendorff_alpha``), ICC of the item's scores and each physician against the mean of
     the others (Bland-Altman)."""
     q = len(meta.values)
-    out: dict[str, Any] = {"scored": True}
+    out: dict[str, Any] = {"ordered": True}
     n_full = table.shape[0]
     i, j = np.triu_indices(codes.shape[1] if codes.ndim == 2 else 0, k=1)
     first, second = (codes.T[i], codes.T[j]) if len(i) else (np.empty((0, 0), np.int64),) * 2
@@ -276,7 +276,7 @@ def _dimension_scores(study: Study) -> pd.DataFrame:
     """Per (dialogue, rater): the sum of binary item values of each dimension, and item 4 ("overall")."""
     items = {m.code: m for m in study.items}
     labels = study.labels
-    if any(m.response_type == "scale" for m in study.items):  # scale items have no dimension score; see _scored_item
+    if any(m.response_type == "scale" for m in study.items):  # scale items have no dimension score; see _ordered_item
         labels = labels[labels["item"].isin([m.code for m in study.items if m.response_type != "scale"])]
     labels = labels.assign(dimension=labels["item"].map(
         lambda c: items[c].dimension if items[c].response_type == "binary" else "overall").astype(str))
@@ -497,8 +497,8 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
     means = (labels[labels["item"].isin(binary)].groupby(["dialogue", "item"], observed=True)["value"].mean()
              .unstack("item"))
     overall = labels[labels["item"] == "4"].groupby("dialogue")["value"].mean()
-    scored = [m for m in study.items if m.scored]
-    criteria = (labels[labels["item"].isin([m.code for m in scored])]
+    ordered = [m for m in study.items if m.ordered]
+    criteria = (labels[labels["item"].isin([m.code for m in ordered])]
                 .groupby(["dialogue", "item"], observed=True)["value"].mean().unstack("item"))
     out = []
     dims = list(dict.fromkeys(m.dimension for m in binary.values()))
@@ -524,16 +524,16 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
         entry["overall_mean"] = float(levels.mean()) if len(levels) else None
         entry["overall_distribution"] = {str(v): int(((levels.round()) == v).sum()) for v in (1, 2, 3)}
         entry["total_scores"] = [float(x) for x in block.sum(axis=1, skipna=True).round(3)]
-        entry["criteria"] = _criterion_means(scored, criteria.reindex(list(dialogue_ids)), boot)
+        entry["criteria"] = _criterion_means(ordered, criteria.reindex(list(dialogue_ids)), boot)
         out.append(entry)
     return sorted(out, key=lambda e: e["model"])
 
 
-def _criterion_means(scored: list[ItemMeta], block: pd.DataFrame, boot: Resampling) -> dict:
+def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampling) -> dict:
     """Per levels / scale item: mean score over the model's dialogues (a dialogue's score = mean over its raters),
     with the bootstrap CI over those dialogues."""
     out = {}
-    for meta in scored:
+    for meta in ordered:
         column = block[meta.code].to_numpy(dtype=float) if meta.code in block.columns else np.full(len(block), np.nan)
         valid = ~np.isnan(column)
         values = np.where(valid, column, 0.0)
@@ -648,7 +648,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
                   "Table 6), with each item's score the mean over the dialogue's raters. Items answered with levels "
                   "or a numeric scale: mean score per criterion (a dialogue's score = mean over its raters), with "
                   "the bootstrap CI over the model's dialogues.",
-        "scored": "Items answered with levels or a numeric scale (e.g. 0-5) also get: Cohen's kappa with quadratic "
+        "ordered": "Items answered with levels or a numeric scale (e.g. 0-5) also get: Cohen's kappa with quadratic "
                   "weights (Cohen 1968; statsmodels' definition, weights on the category index), the mean over "
                   "pairs of physicians weighted by the dialogues each pair shares, bootstrap CI; Krippendorff's "
                   "alpha at the interval level beside the ordinal one; the ICC of the item's scores "
@@ -705,7 +705,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     step(0.1, "agreement per item")
     boot = _resampling(len(dialogue_ids), n_resamples, seed, ci_method)
     report["items"] = _item_agreement(study, boot, dialogue_index)
-    report["has_scored"] = any(item.get("scored") for item in report["items"])
+    report["has_ordered"] = any(item.get("ordered") for item in report["items"])
     step(0.5, "intraclass correlations")
     report["icc"] = _icc(study)
     step(0.65, "scale reliability and validity")

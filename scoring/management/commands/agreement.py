@@ -21,8 +21,8 @@ def csv_rows(report: dict):
             fig = item[key]
             yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
                    item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
-        if item.get("scored"):
-            yield from scored_item_rows(item)
+        if item.get("ordered"):
+            yield from ordered_item_rows(item)
     icc = report.get("icc", {})
     for code, dim in icc.get("dimensions", {}).items():
         for form in icc.get("forms") or ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
@@ -58,7 +58,7 @@ def csv_rows(report: dict):
                    c["n_dialogues"], "", f"scale {c['min']}-{c['max']}"]
 
 
-def scored_item_rows(item: dict):
+def ordered_item_rows(item: dict):
     """Levels and scale items: weighted kappa, interval alpha, ICC of the item's scores, physicians' Bland-Altman."""
     for key, name in (("weighted_kappa", "weighted kappa (quadratic)"),
                       ("krippendorff_interval", "Krippendorff alpha (interval)")):

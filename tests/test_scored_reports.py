@@ -234,7 +234,9 @@ def test_report_page_shows_the_scale_item_figures(hiv_campaign, client, analyst)
                     "Physician minus the other physicians", "Mean score per criterion", "limits of agreement",
                     "ICC2", 'data-testid="scored-items"', 'data-testid="criteria"'):
         assert heading in html, heading
-    assert 'data-testid="models"' not in html  # no binary items: no dimension percentages
+    # no binary items: no dimension percentages, dimension ICC or KR-20 tables, only the reason
+    assert 'data-testid="models"' not in html and 'data-testid="reliability"' not in html
+    assert 'data-testid="icc-none"' in html and "no binary items" in html
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -232,7 +232,8 @@ def test_report_page_shows_the_scale_item_figures(hiv_campaign, client, analyst)
     html = client.get(reverse("campaign-report", args=[hiv_campaign.pk])).content.decode()
     for heading in ("Weighted kappa (quadratic)", "Krippendorff's α (interval)", "ICC of the item's scores",
                     "Physician minus the other physicians", "Mean score per criterion", "limits of agreement",
-                    "ICC2", 'data-testid="scored-items"', 'data-testid="criteria"'):
+                    "ICC2", 'data-testid="scored-items"', 'data-testid="item-icc"',
+                    'data-testid="criteria"'):
         assert heading in html, heading
     # no binary items: no dimension percentages, dimension ICC or KR-20 tables, only the reason
     assert 'data-testid="models"' not in html and 'data-testid="reliability"' not in html

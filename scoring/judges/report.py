@@ -22,6 +22,10 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
   judge can replace physicians (non-inferior in the paired bootstrap and better than a constant answer) or keep
   physicians; the coordinator's :class:`VerdictSettings` are printed with it. The paper's rule (accuracy >= 80%)
   is kept beside it (:func:`paper_rule`), flagged when a constant answer would meet it.
+* **Levels and scale items** (item 4, HIVMedQA's 0-5 criteria): quadratic weighted kappa against each physician,
+  between physicians and against the physicians' median; Krippendorff's alpha at the interval level; Bland-Altman of
+  the judge minus the physicians' mean beside each physician minus the mean of the others; the verdict uses
+  weighted kappa; per model the mean score per criterion with bootstrap CIs.
 * Per doctor model, the **Table 6** comparison of physician and judge scores, and the **model ranking**
   (:func:`model_ranking`: Kendall's tau between the physicians' and the judge's per-model scores).
 
@@ -972,7 +976,8 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                                 f"their mean pairwise Gwet's AC1 when the most frequent answer makes up "
                                 f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
                                 f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
-                                f"& Cicchetti 1990; Gwet 2008). Bands: {LANDIS_KOCH}.",
+                                f"& Cicchetti 1990; Gwet 2008). Levels and scale items: their mean pairwise "
+                                f"{WEIGHTED_KAPPA}. Bands: {LANDIS_KOCH}.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",

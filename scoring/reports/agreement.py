@@ -224,14 +224,11 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
     out: dict[str, Any] = {"ordered": True}
     n_full = table.shape[0]
     i, j = np.triu_indices(codes.shape[1] if codes.ndim == 2 else 0, k=1)
-    first, second = (codes.T[i], codes.T[j]) if len(i) else (np.empty((0, 0), np.int64),) * 2
     if len(i) and len(wide):
-        def expand(a: np.ndarray) -> np.ndarray:  # the pairs' codes over every dialogue of the resampling
-            full = np.full((a.shape[0], n_full), -1, dtype=np.int64)
-            full[:, rows] = a
-            return full
-
-        first, second = expand(first), expand(second)
+        # every pair of physicians, their codes over every dialogue of the resampling (-1: not rated)
+        over_all = np.full((codes.shape[1], n_full), -1, dtype=np.int64)
+        over_all[:, rows] = codes.T
+        first, second = over_all[i], over_all[j]
         tables = stats.pairwise_tables(first, second, q)
         n_pairs = tables.sum(axis=(-1, -2))
         per_pair = stats.kappa_from_tables(tables, "quadratic")

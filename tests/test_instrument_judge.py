@@ -167,8 +167,11 @@ def test_the_judge_report_on_a_rubric_without_binary_items_does_not_crash(hivmed
     run = start(configure(hivmedqa), qa_corpus)
     drain(run)
     report = judge_vs_physicians(run, campaign, n_resamples=20)
-    assert report["items"] == [] and report["counts"]["dialogues_judged"] == 3
-    json.dumps(report)  # JSON-safe
+    # the 0-5 criteria are compared too (issue 15); one physician and three answers: no verdict, no ceiling
+    assert [i["code"] for i in report["items"]] == CRITERIA and report["counts"]["dialogues_judged"] == 3
+    assert {i["decision"]["verdict"] for i in report["items"]} == {"not enough data"}
+    assert all(i["ceiling"]["weighted_kappa"]["value"] is None for i in report["items"])
+    json.dumps(report, allow_nan=False)  # JSON-safe
     client.force_login(analyst)
     assert client.get(f"/judges/runs/{run.pk}/report/?campaign={campaign.pk}").status_code == 200
     export = client.get(f"/campaigns/{campaign.pk}/labels.csv")

@@ -369,9 +369,13 @@ def test_exports_carry_scale_items_unchanged_in_the_long_format(rated_rubric):
 
 def test_the_agreement_report_does_not_crash_on_an_instrument_without_binary_items(rated_rubric):
     study = agreement.load_study([rated_rubric])
-    assert study.items == [] and study.labels.empty
-    report = agreement.compute(study, n_resamples=20, plots=False)
-    assert report["empty"] and "its labels are in the exports" in report["warnings"][0]
+    criteria = ["comprehension", "reasoning", "knowledge", "bias", "harm"]
+    assert [m.code for m in study.items] == criteria and len(study.labels) == 3 * 3 * 5  # scale items: issue 15
+    report = agreement.compute(study, n_resamples=20, plots=True)
+    json.dumps(report, allow_nan=False)
+    assert not report.get("empty") and report["has_ordered"]
+    assert all(i["ordered"] and "weighted_kappa" in i and "icc" in i and "bland_altman" in i for i in report["items"])
+    assert report["icc"]["dimensions"] == {} and "no binary items" in report["reliability"]["warnings"][0]
 
 
 def test_the_agreement_report_keeps_binary_and_levels_items_apart_from_scale_items(qa_corpus, make_user):
@@ -384,11 +388,14 @@ def test_the_agreement_report_keeps_binary_and_levels_items_apart_from_scale_ite
             labels.save_label(assignment, item.pk, values[item.code], assignment.rater)
         labels.submit(assignment, assignment.rater)
     study = agreement.load_study([campaign])
-    assert [m.code for m in study.items] == ["a2", "a3"]
+    assert [m.code for m in study.items] == ["a1", "a2", "a3"]  # the text item a4 is left out
     pairs = set(zip(study.labels["item"].astype(str), study.labels["value"], strict=True))
-    assert pairs == {("a2", 1), ("a3", 2)}  # the scale item's 5s are neither lost into nor mislabelled as others
+    assert pairs == {("a1", 5), ("a2", 1), ("a3", 2)}  # the scale item's 5s are not mislabelled as others
     report = agreement.compute(study, n_resamples=20, plots=False)
-    assert [row["code"] for row in report["items"]] == ["a2", "a3"]
+    assert [(row["code"], row.get("ordered", False)) for row in report["items"]] == [
+        ("a1", True), ("a2", False), ("a3", True)]
+    # dimension scores sum binary items (and the levels item as "overall"), never a scale item's points
+    assert agreement._dimension_scores(study).to_numpy().max() == 2
 
 
 def test_delphi_studies_start_from_any_instruments_items(hivmedqa, agentclinic, coordinator):

@@ -22,6 +22,10 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
   judge can replace physicians (non-inferior in the paired bootstrap and better than a constant answer) or keep
   physicians; the coordinator's :class:`VerdictSettings` are printed with it. The paper's rule (accuracy >= 80%)
   is kept beside it (:func:`paper_rule`), flagged when a constant answer would meet it.
+* **Levels and scale items** (item 4, HIVMedQA's 0-5 criteria): quadratic weighted kappa against each physician,
+  between physicians and against the physicians' median; Krippendorff's alpha at the interval level; Bland-Altman of
+  the judge minus the physicians' mean beside each physician minus the mean of the others; the verdict uses
+  weighted kappa; per model the mean score per criterion with bootstrap CIs.
 * Per doctor model, the **Table 6** comparison of physician and judge scores, and the **model ranking**
   (:func:`model_ranking`: Kendall's tau between the physicians' and the judge's per-model scores).
 
@@ -40,6 +44,7 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
+from scoring.reports.agreement import ORDERED_TYPES
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -69,6 +74,7 @@ MODE_COMPARISON_IGNORED = ("name", "config_id", "prompt_set_name", "api_key_env"
                            "requests_per_minute", "tokens_per_minute", "timeout_seconds", "max_attempts",
                            "price_input_per_1k", "price_output_per_1k", "request_logprobs", "structured_output")
 _TOL = 1e-9
+WEIGHTED_KAPPA = "quadratic weighted kappa"
 
 
 class JudgeReportError(ValueError):
@@ -142,7 +148,10 @@ def acceptance_rule_text(settings: VerdictSettings) -> str:
             f"bootstrap over dialogues, the lower 95% limit of (judge-vs-physician agreement minus "
             f"physician-vs-physician agreement, same coefficient) is above -{settings.margin:g} -- and it beats a "
             f"constant answer -- the 95% CI of its kappa against the physicians excludes 0 and its accuracy against "
-            f"the physician majority exceeds the majority-class rate; (4) otherwise keep physicians. The paper's "
+            f"the physician majority exceeds the majority-class rate; (4) otherwise keep physicians. Items answered "
+            f"with levels or a numeric scale use {WEIGHTED_KAPPA} throughout (a near miss counts as closer than a far "
+            f"one), and beating a constant answer means the 95% CI of the judge's weighted kappa against the "
+            f"physicians excludes 0 (a constant or random score has weighted kappa 0). The paper's "
             f"rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a constant answer "
             f"would meet it too.")
 
@@ -247,6 +256,11 @@ class ItemData:
     @property
     def binary(self) -> bool:
         return self.response_type == "binary"
+
+    @property
+    def ordered(self) -> bool:
+        """Levels and scale items (ordered scores): weighted kappa, interval alpha and Bland-Altman too."""
+        return self.response_type in ORDERED_TYPES
 
     def compared(self) -> np.ndarray:
         return (self.judge >= 0) & (self.humans >= 0).any(axis=0)
@@ -365,12 +379,17 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
         entry["macro_f1"] = entry["f1"]
         entry["confusion"] = {"rows": "judge", "columns": "physician majority", "values": list(item.values),
                               "counts": [[int(x) for x in row] for row in point[0]]}
+        if item.ordered:
+            reps = None if boot is None else (stats.kappa_from_tables(boot, "quadratic"),
+                                              None if jack is None else stats.kappa_from_tables(jack, "quadratic"))
+            entry["weighted_kappa"] = _figure(stats.kappa_from_tables(point[0], "quadratic"), reps, settings,
+                                              none or ["Weighted kappa is undefined: no variation."], "landis_koch")
     entry["warnings"] = warns
     return entry, major["code"]
 
 
 def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: int, settings: ReportContext,
-              averaging: str, who: str) -> tuple[dict, dict[str, Reps]]:
+              averaging: str, who: str, ordered: bool = False) -> tuple[dict, dict[str, Reps]]:
     """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop.
 
     Returns the figures and, per figure, its (bootstrap, jackknife) replicates -- the paired differences of the
@@ -380,11 +399,14 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     first, second = first[keep], second[keep]
     names = [n for n, k in zip(names, keep, strict=True) if k]
     out: dict[str, Any] = {"n_pairs": int(keep.sum()), "averaging": averaging}
-    keys = ("accuracy", "kappa", "gwet_ac1", "macro_f1")
+    keys: tuple[str, ...] = ("accuracy", "kappa", "gwet_ac1", "macro_f1")
+    if ordered:
+        keys += ("weighted_kappa",)
     if not keep.any():
         reason = f"Undefined: no {who} shares a dialogue."
         for key in keys:
-            out[key] = _figure(None, None, settings, [reason], "landis_koch" if key in ("kappa", "gwet_ac1") else None)
+            out[key] = _figure(None, None, settings, [reason], "landis_koch" if "kappa" in key or key == "gwet_ac1"
+                               else None)
         out["pairs"] = []
         out["warnings"] = [reason]
         return out, {key: None for key in keys}
@@ -399,6 +421,11 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     figs["gwet_ac1"] = np.asarray(stats.gwet_ac1_counts(rater_counts), dtype=float).reshape(-1)
     boot_figs = table_figures(boot) if boot is not None else None
     jack_figs = table_figures(jack) if jack is not None else None
+    if ordered:
+        figs["weighted_kappa"] = stats.kappa_from_tables(point, "quadratic")
+        for extra, tables in ((boot_figs, boot), (jack_figs, jack)):
+            if extra is not None:
+                extra["weighted_kappa"] = stats.kappa_from_tables(tables, "quadratic")
     n_point = figs["n"]
     warns: list[str] = []
     undefined_kappa = int((~np.isfinite(figs["kappa"])).sum())
@@ -423,12 +450,18 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
         reasons = []
         if _f(value) is None:
             reasons.append({"kappa": f"Cohen's kappa is undefined for every {who}: no variation on the shared "
-                                     "dialogues (chance agreement 1)."}.get(key, f"Undefined for every {who}."))
-        out[key] = _figure(value, reps, settings, reasons, "landis_koch" if key in ("kappa", "gwet_ac1") else None)
+                                     "dialogues (chance agreement 1).",
+                            "weighted_kappa": f"Weighted kappa is undefined for every {who}: no variation on the "
+                                              "shared dialogues."}.get(key, f"Undefined for every {who}."))
+        out[key] = _figure(value, reps, settings, reasons,
+                           "landis_koch" if key in ("kappa", "gwet_ac1", "weighted_kappa") else None)
     out["pairs"] = [{"raters": pair, "n": int(n), "accuracy": _f(acc), "kappa": _f(kap), "gwet_ac1": _f(ac1),
                      "macro_f1": _f(mf1)}
                     for pair, n, acc, kap, ac1, mf1 in zip(names, n_point, figs["accuracy"], figs["kappa"],
                                                            figs["gwet_ac1"], figs["macro_f1"], strict=True)]
+    if ordered:
+        for pair, value in zip(out["pairs"], figs["weighted_kappa"], strict=True):
+            pair["weighted_kappa"] = _f(value)
     out["warnings"] = warns
     return out, replicates
 
@@ -437,7 +470,7 @@ def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) ->
     humans = np.where(mask[None, :], item.humans, -1)
     judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
     names = [["judge", name] for name in settings.rater_names]
-    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician")
+    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered)
     out["n_physicians"] = out.pop("n_pairs")
     out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
     return out, reps
@@ -449,7 +482,7 @@ def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple
     i, j = np.triu_indices(r, k=1)
     names = [[settings.rater_names[a], settings.rater_names[b]] for a, b in zip(i, j, strict=True)]
     return _pairwise(humans[i], humans[j], names, len(item.values), settings, CEILING_AVERAGING,
-                     "pair of physicians")
+                     "pair of physicians", item.ordered)
 
 
 def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
@@ -483,6 +516,75 @@ def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> 
     return out
 
 
+def _lower_median(codes: np.ndarray) -> np.ndarray:
+    """Per column of (R, n) category indices (-1 = missing): the median physician answer, the lower of the two
+    middle answers when their number is even (so it is always one of the item's values); -1 where none."""
+    count = (codes >= 0).sum(axis=0)
+    ordered = np.sort(np.where(codes >= 0, codes, np.iinfo(np.int64).max), axis=0)
+    middle = ordered[np.clip((count - 1) // 2, 0, None), np.arange(codes.shape[1])]
+    return np.where(count > 0, middle, -1)
+
+
+def _ordered_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
+    """Levels and scale items: quadratic weighted kappa against the physicians' median, Krippendorff's alpha at the
+    interval level, and Bland-Altman of the judge against the physicians' mean beside the physicians' own (each
+    physician against the mean of the others)."""
+    q = len(item.values)
+    values = np.asarray(item.values, dtype=float)
+    humans = np.where(mask[None, :], item.humans, -1)
+    judge = np.where(mask, item.judge, -1)
+    median = _lower_median(humans)
+    point = stats.pairwise_tables(judge[None, :], median[None, :], q)[0]
+    boot, jack = settings.resample(lambda f: stats.pairwise_tables(judge[None, :], median[None, :], q, f)[:, 0])
+    reps = None if boot is None else (stats.kappa_from_tables(boot, "quadratic"),
+                                      None if jack is None else stats.kappa_from_tables(jack, "quadratic"))
+    vs_median = {"n": int(point.sum()), "reference": "the physicians' median answer (the lower middle answer when "
+                                                     "their number is even)",
+                 "weighted_kappa": _figure(stats.kappa_from_tables(point, "quadratic"), reps, settings,
+                                           ["Weighted kappa is undefined: no variation or no dialogue."],
+                                           "landis_koch")}
+    # Krippendorff's alpha, interval level, physicians alone and with the judge
+    table = stats.count_table(humans.T, q)  # humans and judge are -1 outside the compared dialogues
+    table_judge = table + stats.count_table(judge[:, None], q)
+    interval = {}
+    for key, counts, raters in (("physicians", table, humans), ("with_judge", table_judge,
+                                                                 np.vstack([humans, judge[None, :]]))):
+        matrix = np.where(raters >= 0, values[np.clip(raters, 0, q - 1)], np.nan)[:, mask]
+        detail = stats.krippendorff_alpha_detail(matrix[np.isfinite(matrix).any(axis=1)], level="interval",
+                                                 value_domain=item.values)
+        kreps = settings.resample(lambda f, t=counts: stats.krippendorff_alpha_counts(t, item.values, "interval", f))
+        interval[key] = _figure(detail["value"], None if kreps[0] is None else kreps, settings, detail["warnings"],
+                                "krippendorff")
+    a, b = _f(interval["physicians"]["value"]), _f(interval["with_judge"]["value"])
+    interval["change"] = None if a is None or b is None else b - a
+    # Bland-Altman: judge minus the physicians' mean; the ceiling: a physician minus the mean of the others
+    scores = np.where(humans >= 0, values[np.clip(humans, 0, q - 1)], np.nan)
+    rated = np.isfinite(scores).any(axis=0)
+    with np.errstate(invalid="ignore"):
+        physicians_mean = np.where(rated, np.nansum(scores, axis=0) / np.maximum(np.isfinite(scores).sum(axis=0), 1),
+                                   np.nan)
+    judge_scores = np.where(judge >= 0, values[np.clip(judge, 0, q - 1)], np.nan)
+    ok = mask & rated & np.isfinite(judge_scores)
+    judge_ba = stats.bland_altman(judge_scores[ok], physicians_mean[ok])
+    differences = stats.differences_from_others(scores)
+    ceiling = stats.bland_altman_clustered(differences, settings.freq, seed=settings.seed, jackknife=settings.jack,
+                                           method=settings.verdict.ci_method)
+    per_physician = []
+    for name, row in zip(settings.rater_names, differences, strict=True):
+        keep = np.isfinite(row)
+        if keep.any():
+            per_physician.append({"rater": name, **stats.bland_altman(row[keep], np.zeros(int(keep.sum())))})
+    width = (None if judge_ba["sd"] is None or ceiling["sd"] is None else
+             {"judge": 2 * stats.LOA_Z * judge_ba["sd"], "physicians": 2 * stats.LOA_Z * ceiling["sd"]})
+    return {"vs_median": vs_median, "krippendorff_interval": interval,
+            "bland_altman": {"judge": {**judge_ba, "what": "judge minus the mean of the physicians who rated the "
+                                                           "dialogue"},
+                             "ceiling": {**ceiling, "what": "each physician minus the mean of the other physicians "
+                                                            "on the same dialogue, pooled (bias 0 by construction)"},
+                             "per_physician": per_physician, "loa_width": width,
+                             "scale": [item.values[0], item.values[-1]]}}
+
+
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
     if fig.get("ci_low") is None:
         return f"{fig['value']:.{digits}f}"
@@ -499,8 +601,13 @@ def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None
     return float(counts[top] / counts.sum()), item.values[top]
 
 
-def _coefficient(prevalence: float | None, answer: Any) -> tuple[str, str, str]:
+def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -> tuple[str, str, str]:
     """(key, name, why) of the agreement coefficient the verdict uses."""
+    if ordered:
+        return ("weighted_kappa", WEIGHTED_KAPPA,
+                "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
+                "one: agreement is measured with Cohen's kappa with quadratic weights (Cohen 1968; equivalent to an "
+                "ICC of the two raters' scores, Fleiss & Cohen 1973), the mean over pairs")
     if prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL:
         return ("gwet_ac1", "Gwet's AC1",
                 f"{prevalence:.0%} of the physicians' labels are {answer!r} (at least {EXTREME_PREVALENCE:.0%}): "
@@ -522,7 +629,9 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     key, name = agreement["coefficient"], agreement["name"]
     table5 = item["vs_majority"]
     accuracy, majority_rate = table5["accuracy"]["value"], table5["majority_class_rate"]
-    judge_kappa = item["vs_physicians"]["kappa"]
+    ordered = key == "weighted_kappa"  # levels and scale items: weighted kappa; exact accuracy is not the test
+    judge_kappa = item["vs_physicians"][key if ordered else "kappa"]
+    kappa_word = "weighted kappa" if ordered else "kappa"
     n = item["n_dialogues"]
     checks: dict[str, Any] = {"enough_data": n >= settings.min_dialogues, "reliable": None,
                               "beats_constant": None, "non_inferior": None}
@@ -547,16 +656,19 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     else:
         checks["reliable"] = True
         kappa_ok = judge_kappa["ci_low"] is not None and judge_kappa["ci_low"] > 0
-        accuracy_ok = accuracy is not None and majority_rate is not None and accuracy > majority_rate + _TOL
+        accuracy_ok = ordered or (accuracy is not None and majority_rate is not None
+                                  and accuracy > majority_rate + _TOL)
         checks["beats_constant"] = bool(kappa_ok and accuracy_ok)
         if not checks["beats_constant"]:
             detail = []
             if judge_kappa["value"] is None:
-                detail.append("its kappa against the physicians is undefined")
+                detail.append(f"its {kappa_word} against the physicians is undefined")
             elif not kappa_ok:
-                detail.append(f"the 95% CI of its kappa against the physicians, {_fmt_ci(judge_kappa)}, does not "
-                              "exclude 0")
-            if accuracy is None:
+                detail.append(f"the 95% CI of its {kappa_word} against the physicians, {_fmt_ci(judge_kappa)}, does "
+                              "not exclude 0")
+            if ordered:
+                pass  # a constant or random score has weighted kappa 0: the kappa check above is the test
+            elif accuracy is None:
                 detail.append("its accuracy against the physician majority is undefined")
             elif not accuracy_ok:
                 detail.append(f"its accuracy {accuracy:.0%} does not exceed the majority-class rate "
@@ -575,7 +687,10 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
             else:
                 reasons.append(f"The judge agrees with the physicians less than they agree with each other: {text}.")
         outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
-        if outcome == REPLACE:
+        if outcome == REPLACE and ordered:
+            notes.append(f"Beats a constant answer: {kappa_word} {_fmt_ci(judge_kappa)} excludes 0 (a constant or "
+                         "random score has weighted kappa 0).")
+        elif outcome == REPLACE:
             notes.append(f"Beats a constant answer: kappa {_fmt_ci(judge_kappa)} excludes 0 and accuracy "
                          f"{accuracy:.0%} exceeds the majority-class rate {majority_rate:.0%}.")
     return {"verdict": outcome, "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
@@ -606,8 +721,10 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     entry["vs_physicians"], judge_reps = _vs_physicians(item, mask, settings)
     entry["ceiling"], ceiling_reps = _ceiling(item, mask, settings)
     entry["krippendorff_alpha"] = _krippendorff(item, mask, settings)
+    if item.ordered:
+        entry.update(_ordered_figures(item, mask, settings))
     prevalence, answer = physician_prevalence(item, mask)
-    key, name, why = _coefficient(prevalence, answer)
+    key, name, why = _coefficient(prevalence, answer, item.ordered)
     ceiling = entry["ceiling"][key]
     entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
                                      "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
@@ -726,16 +843,55 @@ def _restrict(items: list[ItemData], keep: np.ndarray) -> list[ItemData]:
 # ---------------------------------------------------------------------------------------------------------------
 # Table 6
 # ---------------------------------------------------------------------------------------------------------------
-def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str]) -> list[dict]:
+def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: ReportContext | None,
+                      offset: int) -> dict:
+    """Per levels / scale item, on the model's dialogues both scored: the physicians' mean score (a dialogue's score
+    = mean over its raters) and the judge's, with percentile bootstrap CIs over the model's dialogues."""
+    where = np.flatnonzero(in_model)
+    freq = None
+    if settings is not None and settings.freq is not None and len(where):
+        freq = stats.bootstrap_freq(stats.bootstrap_indices(len(where), settings.n_resamples,
+                                                            settings.seed + 101 + offset), len(where))
+    out = {}
+    for item in items:
+        if not item.ordered:
+            continue
+        vals = np.asarray(item.values, dtype=float)
+        mask = item.compared()[where]
+        rated = item.humans[:, where] >= 0
+        h_vals = np.where(rated, vals[np.clip(item.humans[:, where], 0, len(vals) - 1)], 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            human = np.where(mask, h_vals.sum(axis=0) / np.maximum(rated.sum(axis=0), 1), 0.0)
+        judge = np.where(mask, vals[np.clip(item.judge[where], 0, len(vals) - 1)], 0.0)
+        weight = mask.astype(float)
+        entry: dict[str, Any] = {"text": item.text, "n_dialogues": int(mask.sum()), "min": item.values[0],
+                                 "max": item.values[-1]}
+        for key, column in (("physicians", human), ("judge", judge), ("difference", judge - human)):
+            value = _f(column[mask].mean()) if mask.any() else None
+            low = high = None
+            if value is not None and freq is not None:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    reps = weighted_sums(freq, column) / weighted_sums(freq, weight)
+                summary = stats.bootstrap_summary(value, reps, seed=settings.seed, n_resamples=len(reps))
+                low, high = summary["ci_low"], summary["ci_high"]
+            entry[key] = {"mean": value, "ci_low": low, "ci_high": high}
+        out[item.code] = entry
+    return out
+
+
+def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str],
+                 settings: ReportContext | None = None) -> list[dict]:
     """seeds/000 Table 6 per doctor model: per dimension, sum of item scores / (items x dialogues) in %, physicians
     (mean over raters per dialogue and item) next to the judge, on the (dialogue, item) cells both scored."""
     models = np.asarray([dialogue_model.get(d, "(unknown model)") for d in dialogue_ids], dtype=object)
     binary = [i for i in items if i.binary]
     overall = next((i for i in items if not i.binary), None)
     out = []
-    for model in sorted(set(models.tolist())):
+    for offset, model in enumerate(sorted(set(models.tolist()))):
         in_model = models == model
         entry: dict[str, Any] = {"model": model, "dimensions": {}}
+        if any(item.ordered for item in items):
+            entry["criteria"] = _criterion_scores(items, in_model, settings, offset)
         groups: dict[str, list[ItemData]] = {}
         for item in binary:
             groups.setdefault(item.dimension, []).append(item)
@@ -820,7 +976,8 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                                 f"their mean pairwise Gwet's AC1 when the most frequent answer makes up "
                                 f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
                                 f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
-                                f"& Cicchetti 1990; Gwet 2008). Bands: {LANDIS_KOCH}.",
+                                f"& Cicchetti 1990; Gwet 2008). Levels and scale items: their mean pairwise "
+                                f"{WEIGHTED_KAPPA}. Bands: {LANDIS_KOCH}.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",
@@ -845,6 +1002,19 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                    "the physicians' and the judge's per-model scores, per dimension, over all binary items and for "
                    "item 4 (mean level), with a bootstrap CI resampling dialogues within each model (stratified).",
         "undefined": "A figure that is undefined for the data is null with the reason in its warnings, never 0 or 1.",
+        "ordered_items": "Items answered with levels or a numeric scale (e.g. HIVMedQA's 0-5 criteria) also get: "
+                        "Cohen's kappa with quadratic weights (Cohen 1968) against each physician, between "
+                        "physicians (the ceiling) and against the physicians' median answer; Krippendorff's alpha at "
+                        "the interval level beside the ordinal one, physicians alone and with the judge; "
+                        "Bland-Altman (Bland & Altman 1986): the judge's score minus the mean of the physicians who "
+                        "rated the dialogue, bias and limits of agreement (bias +- 1.96 SD) with the paper's 95% "
+                        "CIs, beside the same figures among physicians (each physician minus the mean of the other "
+                        "physicians; pooled over physicians, so the bias is 0 by construction and the limits show "
+                        "how far one physician lands from the others; CIs from the bootstrap over dialogues, since "
+                        "a dialogue contributes several differences). The physicians' mean over several raters "
+                        "varies less than one physician, so the judge's limits are slightly favoured in this "
+                        "comparison. Model comparison: mean score per criterion, physicians and judge, with "
+                        "percentile bootstrap CIs over each model's dialogues.",
     }
 
 
@@ -1031,9 +1201,10 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "physicians": [settings.rater_names[i] for i in range(len(raters_all)) if compared_raters[i]],
         "names_shown": study.names_shown,
         "items": item_entries,
+        "has_ordered": any(item.ordered for item in items),
         "summary": _summary(item_entries, ranking),
         "ranking": ranking,
-        "models": model_scores(items, dialogue_ids, study.dialogue_model),
+        "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
         "warnings": _dedupe(warnings),
     }
 

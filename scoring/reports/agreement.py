@@ -26,6 +26,8 @@ N_RESAMPLES = 1000
 CI_METHOD = "percentile bootstrap over dialogues"
 CI_METHODS = ("percentile", "bca")
 CORRELATIONS = ("pearson", "tetrachoric")
+#: Response types with ordered scores (levels and scale items).
+ORDERED_TYPES = ("ordinal", "scale")
 #: Per-rater reliability is shown for raters with at least this many complete ratings.
 MIN_RATER_DIALOGUES = 10
 Progress = Callable[[float, str], None]
@@ -48,6 +50,12 @@ class ItemMeta:
     def level(self) -> str:
         """Krippendorff's level (DESIGN.md section 4): nominal for binary items, ordinal otherwise."""
         return "nominal" if self.response_type == "binary" else "ordinal"
+
+    @property
+    def ordered(self) -> bool:
+        """Levels and scale items: ordered scores, which also get weighted kappa, interval alpha, ICC and
+        Bland-Altman."""
+        return self.response_type in ORDERED_TYPES
 
 
 @dataclass
@@ -85,12 +93,12 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
         raise ReportError("These campaigns use different scale versions; report on one campaign at a time.")
     version_id = versions.pop()
     fingerprint = study_fingerprint(campaigns)
-    items_qs = (Item.objects.filter(version_id=version_id, response_type__in=["binary", "ordinal"])
+    items_qs = (Item.objects.filter(version_id=version_id, response_type__in=Item.SCORED_TYPES)
                 .select_related("dimension").prefetch_related("levels").order_by("order"))
     items = [ItemMeta(code=i.code, text=i.text_en, dimension=i.dimension.code, dimension_name=i.dimension.name_en,
                       response_type=i.response_type, values=i.allowed_values()) for i in items_qs]
     code_of = {i.pk: i.code for i in items_qs}
-    # Only the items above: scale and free-text items are not (yet) analysed here; they are in the exports.
+    # Only the items above: free-text items are not analysed here; they are in the exports.
     rows = (Label.objects.filter(campaign__in=campaigns, value__isnull=False, item_id__in=list(code_of),
                                  assignment__status=Assignment.Status.SUBMITTED)
             .order_by()  # Label's default ordering joins three tables and sorts 643k rows on disk
@@ -201,14 +209,74 @@ def _item_agreement(study: Study, boot: Resampling, dialogue_index: dict[int, in
             "krippendorff")
         entry["prevalence"] = (None if not len(frame) else
                                {str(v): float((frame["value"] == v).mean()) for v in meta.values})
+        if meta.ordered:
+            rows = np.asarray([dialogue_index[d] for d in wide.index], dtype=np.int64)
+            entry.update(_ordered_item(study, meta, frame, wide, codes, table, rows, boot))
         result.append(entry)
     return result
+
+
+def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.DataFrame, codes: np.ndarray,
+                 table: np.ndarray, rows: np.ndarray, boot: Resampling) -> dict:
+    """Levels and scale items: mean pairwise quadratic weighted kappa, Krippendorff's alpha at the interval level
+    (the ordinal one is ``krippendorff_alpha``), ICC of the item's scores and each physician against the mean of
+    the others (Bland-Altman)."""
+    q = len(meta.values)
+    out: dict[str, Any] = {"ordered": True}
+    n_full = table.shape[0]
+    i, j = np.triu_indices(codes.shape[1] if codes.ndim == 2 else 0, k=1)
+    if len(i) and len(wide):
+        # every pair of physicians, their codes over every dialogue of the resampling (-1: not rated)
+        over_all = np.full((codes.shape[1], n_full), -1, dtype=np.int64)
+        over_all[:, rows] = codes.T
+        first, second = over_all[i], over_all[j]
+        tables = stats.pairwise_tables(first, second, q)
+        n_pairs = tables.sum(axis=(-1, -2))
+        per_pair = stats.kappa_from_tables(tables, "quadratic")
+        value = stats.mean_over_pairs(per_pair, n_pairs)
+
+        def kernel(f, a=first, b=second):
+            t = stats.pairwise_tables(a, b, q, f)
+            return stats.mean_over_pairs(stats.kappa_from_tables(t, "quadratic"), t.sum(axis=(-1, -2)))
+
+        reasons = [] if np.isfinite(value) else [
+            "Weighted kappa is undefined for every pair of physicians: no pair shares a dialogue with variation."]
+        estimate = float(value) if np.isfinite(value) else None
+        out["weighted_kappa"] = _figure({"value": estimate, "warnings": reasons}, boot.ci(estimate, kernel),
+                                        "landis_koch")
+        out["weighted_kappa"].update({"n_pairs": int((n_pairs > 0).sum()), "weights": "quadratic"})
+    else:
+        out["weighted_kappa"] = {"value": None, "ci_low": None, "ci_high": None, "n_pairs": 0,
+                                 "weights": "quadratic", "warnings": ["Undefined: fewer than two physicians."],
+                                 "interpretation": stats.interpret(None, "landis_koch")}
+    interval = stats.krippendorff_alpha_detail(wide.T, level="interval", value_domain=meta.values)
+    out["krippendorff_interval"] = _figure(
+        interval, boot.ci(interval["value"],
+                          lambda f, t=table, m=meta: stats.krippendorff_alpha_counts(t, m.values, "interval", f)),
+        "krippendorff")
+    out["icc"] = _icc_of(study, frame[["dialogue", "rater", "value"]], "value")
+    scores = wide.to_numpy(dtype=float).T  # (raters, dialogues)
+    differences = stats.differences_from_others(scores)
+    full = np.full((differences.shape[0], n_full), np.nan)
+    full[:, rows] = differences
+    pooled = stats.bland_altman_clustered(full, boot.freq, seed=boot.seed, jackknife=boot.jack, method=boot.method)
+    per_rater = []
+    for name, row in zip(wide.columns, differences, strict=True):
+        ok = np.isfinite(row)
+        if ok.any():
+            per_rater.append({"rater": str(name), **stats.bland_altman(row[ok], np.zeros(int(ok.sum())))})
+    out["bland_altman"] = {"pooled": pooled, "per_rater": per_rater,
+                           "what": "each physician minus the mean of the other physicians on the same dialogue"}
+    return out
 
 
 def _dimension_scores(study: Study) -> pd.DataFrame:
     """Per (dialogue, rater): the sum of binary item values of each dimension, and item 4 ("overall")."""
     items = {m.code: m for m in study.items}
-    labels = study.labels.assign(dimension=study.labels["item"].map(
+    labels = study.labels
+    if any(m.response_type == "scale" for m in study.items):  # scale items have no dimension score; see _ordered_item
+        labels = labels[labels["item"].isin([m.code for m in study.items if m.response_type != "scale"])]
+    labels = labels.assign(dimension=labels["item"].map(
         lambda c: items[c].dimension if items[c].response_type == "binary" else "overall").astype(str))
     sums = labels.pivot_table(index=["dialogue", "rater"], columns="dimension", values="value", aggfunc="sum")
     return sums
@@ -220,13 +288,11 @@ ICC_LEFT_OUT = ("Raters differ between dialogues, so there is no rater effect to
                 "ratings) fit this design (Shrout & Fleiss 1979; Koo & Li 2016).")
 
 
-def _icc(study: Study) -> dict:
-    """ICC of per-dialogue dimension scores: all six Shrout-Fleiss forms when every dialogue has the same raters,
-    else ICC1 and ICC1k only; Koo & Li bands read off the 95% CI."""
-    scores = _dimension_scores(study)
-    if scores.empty:
-        return {"design": None, "dimensions": {}, "warnings": ["No submitted labels yet."]}
-    per_dialogue = scores.reset_index().groupby("dialogue")["rater"].apply(lambda r: tuple(sorted(r)))
+def _icc_layout(study: Study, frame: pd.DataFrame) -> dict:
+    """Rows (dialogue, rater, ...) of the dialogues with the usual number of raters, with the ICC's rater column
+    ``slot``: the rater's name when every dialogue has the same raters (all six forms), else the rating's order
+    within its dialogue (one-way forms only)."""
+    per_dialogue = frame.groupby("dialogue")["rater"].apply(lambda r: tuple(sorted(r)))
     k = int(per_dialogue.map(len).mode().iloc[0])
     complete = per_dialogue[per_dialogue.map(len) == k]
     crossed = complete.nunique() == 1
@@ -234,8 +300,7 @@ def _icc(study: Study) -> dict:
     if len(complete) < len(per_dialogue):
         warnings.append(f"{len(per_dialogue) - len(complete)} dialogue(s) with fewer or more than {k} raters "
                         "were left out of the ICC (it needs the same number of ratings per dialogue).")
-    frame = scores.reset_index()
-    frame = frame[frame["dialogue"].isin(complete.index)]
+    frame = frame[frame["dialogue"].isin(complete.index)].copy()
     if crossed:
         frame["slot"] = frame["rater"].map(lambda r: study.rater_names.get(r, f"R{r}"))
         design = "crossed: every dialogue rated by the same raters"
@@ -248,26 +313,59 @@ def _icc(study: Study) -> dict:
                   "only")
         forms = ["ICC1", "ICC1k"]
         left_out = ICC_LEFT_OUT
+    return {"frame": frame, "crossed": bool(crossed), "k": k, "forms": forms, "design": design,
+            "left_out": left_out, "warnings": warnings}
+
+
+def _icc_forms(frame: pd.DataFrame, column: str, forms: list[str], crossed: bool) -> dict:
+    """The reported ICC forms of one score column, with Koo & Li bands read off the 95% CI."""
+    result = stats.icc(frame[["dialogue", "slot", column]].dropna(), targets="dialogue", raters="slot",
+                       ratings=column)
+    entry: dict[str, Any] = {}
+    for form in stats.ICC_FORMS:
+        row = result.get(form)
+        if form not in forms or not isinstance(row, dict):
+            continue
+        row["interpretation"] = stats.interpret_interval(row.get("ci_low"), row.get("ci_high"), "koo_li_icc")
+        row["interpretation_point"] = stats.interpret(row.get("icc"), "koo_li_icc")
+        entry[form] = row
+    if not crossed:  # slot-specific warnings belong to the forms we do not report
+        result["warnings"] = [w for w in result["warnings"] if "Zero-variance rater" not in w]
+    entry.update({key: result[key] for key in ("warnings", "n_targets", "n_raters")})
+    return entry
+
+
+def _icc_of(study: Study, frame: pd.DataFrame, column: str) -> dict:
+    """ICC of one item's scores (rows dialogue, rater, ``column``) in the forms its design allows."""
+    if frame.empty:
+        return {"design": None, "forms": [], "warnings": ["No submitted labels yet."]}
+    layout = _icc_layout(study, frame)
+    entry = _icc_forms(layout["frame"], column, layout["forms"], layout["crossed"])
+    entry["warnings"] = layout["warnings"] + entry["warnings"]
+    entry.update({key: layout[key] for key in ("design", "crossed", "forms", "left_out")})
+    return entry
+
+
+def _icc(study: Study) -> dict:
+    """ICC of per-dialogue dimension scores: all six Shrout-Fleiss forms when every dialogue has the same raters,
+    else ICC1 and ICC1k only; Koo & Li bands read off the 95% CI."""
+    scores = _dimension_scores(study)
+    if scores.empty:
+        return {"design": None, "dimensions": {}, "warnings": [
+            "No submitted labels yet." if study.labels.empty or any(m.response_type == "binary" for m in study.items)
+            else "This instrument has no binary items to sum into dimension scores: see the ICC of each item's "
+                 "scores with the item agreement."]}
+    layout = _icc_layout(study, scores.reset_index())
+    frame, crossed, forms = layout["frame"], layout["crossed"], layout["forms"]
     dims = {}
     names = {m.dimension: m.dimension_name for m in study.items if m.response_type == "binary"}
     names["overall"] = "Overall clinical competence (item 4)"
     for column in scores.columns:
-        result = stats.icc(frame[["dialogue", "slot", column]].dropna(), targets="dialogue", raters="slot",
-                           ratings=column)
         entry: dict[str, Any] = {"name": names.get(str(column), str(column))}
-        for form in stats.ICC_FORMS:
-            row = result.get(form)
-            if form not in forms or not isinstance(row, dict):
-                continue
-            row["interpretation"] = stats.interpret_interval(row.get("ci_low"), row.get("ci_high"), "koo_li_icc")
-            row["interpretation_point"] = stats.interpret(row.get("icc"), "koo_li_icc")
-            entry[form] = row
-        if not crossed:  # slot-specific warnings belong to the forms we do not report
-            result["warnings"] = [w for w in result["warnings"] if "Zero-variance rater" not in w]
-        entry.update({key: result[key] for key in ("warnings", "n_targets", "n_raters")})
+        entry.update(_icc_forms(frame, column, forms, crossed))
         dims[str(column)] = entry
-    return {"design": design, "crossed": bool(crossed), "raters_per_dialogue": k, "forms": forms,
-            "left_out": left_out, "dimensions": dims, "warnings": warnings,
+    return {"design": layout["design"], "crossed": crossed, "raters_per_dialogue": layout["k"], "forms": forms,
+            "left_out": layout["left_out"], "dimensions": dims, "warnings": layout["warnings"],
             "bands": "Koo & Li (2016) bands applied to the 95% CI, as they recommend (e.g. 'moderate to good')"}
 
 
@@ -300,7 +398,8 @@ def _reliability(study: Study, n_resamples: int, seed: int, method: str = "perce
                  f"{n_raters} rater(s), clustered by dialogue"),
     }
     if wide.empty:
-        out["warnings"] = ["No complete ratings yet."]
+        out["warnings"] = ["No complete ratings yet." if binary else
+                           "This instrument has no binary items: scale reliability (KR-20) is not computed."]
         return out
     cluster, _ = pd.factorize(dialogues)
     boot = _resampling(n_dialogues, n_resamples, seed, method)
@@ -396,11 +495,16 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
     means = (labels[labels["item"].isin(binary)].groupby(["dialogue", "item"], observed=True)["value"].mean()
              .unstack("item"))
     overall = labels[labels["item"] == "4"].groupby("dialogue")["value"].mean()
+    ordered = [m for m in study.items if m.ordered]
+    criteria = (labels[labels["item"].isin([m.code for m in ordered])]
+                .groupby(["dialogue", "item"], observed=True)["value"].mean().unstack("item"))
     out = []
     dims = list(dict.fromkeys(m.dimension for m in binary.values()))
-    models = pd.Series({d: study.dialogue_model.get(d, "(unknown model)") for d in means.index}, dtype=object)
+    # dialogues of the comparison: those with binary labels (seeds/000), or with scores when there are no binary items
+    index = means.index if binary else criteria.index
+    models = pd.Series({d: study.dialogue_model.get(d, "(unknown model)") for d in index}, dtype=object)
     for offset, (model, dialogue_ids) in enumerate(models.groupby(models).groups.items()):
-        block = means.loc[list(dialogue_ids)]
+        block = means.reindex(list(dialogue_ids))
         boot = _resampling(len(block), n_resamples, seed + offset, method)
         entry = {"model": model, "n_dialogues": int(len(block)), "dimensions": {}}
         for dim in dims:
@@ -418,8 +522,28 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
         entry["overall_mean"] = float(levels.mean()) if len(levels) else None
         entry["overall_distribution"] = {str(v): int(((levels.round()) == v).sum()) for v in (1, 2, 3)}
         entry["total_scores"] = [float(x) for x in block.sum(axis=1, skipna=True).round(3)]
+        entry["criteria"] = _criterion_means(ordered, criteria.reindex(list(dialogue_ids)), boot)
         out.append(entry)
     return sorted(out, key=lambda e: e["model"])
+
+
+def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampling) -> dict:
+    """Per levels / scale item: mean score over the model's dialogues (a dialogue's score = mean over its raters),
+    with the bootstrap CI over those dialogues."""
+    out = {}
+    for meta in ordered:
+        column = block[meta.code].to_numpy(dtype=float) if meta.code in block.columns else np.full(len(block), np.nan)
+        valid = ~np.isnan(column)
+        values = np.where(valid, column, 0.0)
+        weights = valid.astype(float)
+        estimate = float(values[valid].mean()) if valid.any() else None
+        summary = boot.ci(estimate, lambda f, v=values, w=weights: (
+            stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
+        out[meta.code] = {"text": meta.text, "mean": estimate, "ci_low": summary["ci_low"],
+                          "ci_high": summary["ci_high"], "n_dialogues": int(valid.sum()),
+                          "min": meta.values[0] if meta.values else None,
+                          "max": meta.values[-1] if meta.values else None}
+    return out
 
 
 def _rater_matrix(study: Study) -> dict:
@@ -519,7 +643,19 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
                         "the two raters on the dialogues they share (items differ in prevalence, so one kappa pooled "
                         "over items would mix them); items where kappa is undefined for the pair are left out.",
         "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (seeds/000 "
-                  "Table 6), with each item's score the mean over the dialogue's raters.",
+                  "Table 6), with each item's score the mean over the dialogue's raters. Items answered with levels "
+                  "or a numeric scale: mean score per criterion (a dialogue's score = mean over its raters), with "
+                  "the bootstrap CI over the model's dialogues.",
+        "ordered": "Items answered with levels or a numeric scale (e.g. 0-5) also get: Cohen's kappa with quadratic "
+                  "weights (Cohen 1968; statsmodels' definition, weights on the category index), the mean over "
+                  "pairs of physicians weighted by the dialogues each pair shares, bootstrap CI; Krippendorff's "
+                  "alpha at the interval level beside the ordinal one; the ICC of the item's scores "
+                  "(pingouin.intraclass_corr; all six Shrout-Fleiss forms when every dialogue has the same "
+                  "raters, else ICC1 and ICC1k; F-distribution CIs); and Bland-Altman (Bland & Altman 1986) of each "
+                  "physician against the mean of the other physicians on the same dialogue: per physician with the "
+                  "paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and pooled over physicians (bias 0 "
+                  "by construction; limits of agreement = bias +- 1.96 SD, CIs from the bootstrap over dialogues "
+                  "since a dialogue gives several differences).",
         "ci": f"{ci_name} over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
               "dialogues are used for every item"
               + ("; BCa acceleration from the leave-one-dialogue-out jackknife" if ci_method == "bca" else "")
@@ -558,7 +694,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     if labels.empty:
         report["empty"] = True
         report["warnings"] = ["No submitted labels yet: the report fills in as physicians submit dialogues."
-                              if study.items else "This report covers binary and levels items, and this "
+                              if study.items else "This report covers binary, levels and scale items, and this "
                               "instrument has none: its labels are in the exports."]
         return report
     small = stats.small_sample_warning(len(dialogue_ids), ci_method)
@@ -567,6 +703,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     step(0.1, "agreement per item")
     boot = _resampling(len(dialogue_ids), n_resamples, seed, ci_method)
     report["items"] = _item_agreement(study, boot, dialogue_index)
+    report["has_ordered"] = any(item.get("ordered") for item in report["items"])
     step(0.5, "intraclass correlations")
     report["icc"] = _icc(study)
     step(0.65, "scale reliability and validity")

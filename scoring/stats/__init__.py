@@ -71,6 +71,15 @@ from scoring.stats.kernels import (  # noqa: F401
     ordered_labels,
     percent_agreement_counts,
 )
+from scoring.stats.method_comparison import (  # noqa: F401
+    LOA_Z,
+    bland_altman,
+    bland_altman_clustered,
+    bland_altman_sums,
+    cluster_sums,
+    differences_from_others,
+)
+from scoring.stats.pairs import kappa_from_tables, mean_over_pairs, pairwise_tables  # noqa: F401
 from scoring.stats.preference import (  # noqa: F401
     PREFERENCE_OUTCOMES,
     bradley_terry,

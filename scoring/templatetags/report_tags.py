@@ -54,3 +54,28 @@ def get(mapping, key):
 def svg(text):
     """Plots are produced by our own matplotlib code, never from user input."""
     return mark_safe(text or "")  # noqa: S308
+
+
+def _ba_part(result: dict, key: str, digits: int, sign: bool = False) -> str:
+    value = result.get(key)
+    if value is None:
+        return "undefined"
+    low, high = result.get(f"{key}_ci_low"), result.get(f"{key}_ci_high")
+    text = f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+    return text + (f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None and high is not None else "")
+
+
+@register.filter
+def bland_altman(result, parts="bias"):
+    """Bland-Altman with 95% CIs: "bias +0.12 [..]", then "limits -1.50 [..] to 1.70 [..]"; ``parts="limits"`` for
+    the limits alone (where the bias is 0 by construction)."""
+    if not isinstance(result, dict):
+        return ""
+    if result.get("bias") is None:
+        return format_html('<span class="undefined" title="{}">undefined</span>',
+                           " ".join(result.get("warnings", [])) or "undefined for these data")
+    limits = format_html("limits of agreement {} to {} <small class=\"muted\">(n = {})</small>",
+                         _ba_part(result, "loa_low", 2), _ba_part(result, "loa_high", 2), result.get("n"))
+    if parts == "limits":
+        return limits
+    return format_html("bias {}<br>{}", _ba_part(result, "bias", 2, sign=True), limits)

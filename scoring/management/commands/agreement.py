@@ -21,6 +21,8 @@ def csv_rows(report: dict):
             fig = item[key]
             yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
                    item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
+        if item.get("ordered"):
+            yield from ordered_item_rows(item)
     icc = report.get("icc", {})
     for code, dim in icc.get("dimensions", {}).items():
         for form in icc.get("forms") or ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
@@ -51,6 +53,29 @@ def csv_rows(report: dict):
         for code, d in model["dimensions"].items():
             yield ["model comparison", model["model"], f"dimension {code} score %", d["score_pct"], d["ci_low"],
                    d["ci_high"], model["n_dialogues"], "", ""]
+        for code, c in model.get("criteria", {}).items():
+            yield ["model comparison", model["model"], f"{code} mean score", c["mean"], c["ci_low"], c["ci_high"],
+                   c["n_dialogues"], "", f"scale {c['min']}-{c['max']}"]
+
+
+def ordered_item_rows(item: dict):
+    """Levels and scale items: weighted kappa, interval alpha, ICC of the item's scores, physicians' Bland-Altman."""
+    for key, name in (("weighted_kappa", "weighted kappa (quadratic)"),
+                      ("krippendorff_interval", "Krippendorff alpha (interval)")):
+        fig = item[key]
+        yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"], item["n_dialogues"],
+               (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
+    icc = item["icc"]
+    for form in icc.get("forms", []):
+        row = icc.get(form) or {}
+        yield ["item icc", item["code"], form, row.get("icc"), row.get("ci_low"), row.get("ci_high"),
+               icc.get("n_targets"), (row.get("interpretation") or {}).get("label", ""), icc.get("design", "")]
+    pooled = item["bland_altman"]["pooled"]
+    note = "physician minus the mean of the other physicians, pooled; " + " ".join(pooled["warnings"])
+    for key, name in (("bias", "Bland-Altman bias"), ("loa_low", "Bland-Altman lower limit"),
+                      ("loa_high", "Bland-Altman upper limit")):
+        yield ["item bland-altman", item["code"], name, pooled[key], pooled[f"{key}_ci_low"], pooled[f"{key}_ci_high"],
+               pooled["n"], "", note]
 
 
 class Command(BaseCommand):

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from scoring import stats
+if TYPE_CHECKING:
+    import pandas as pd
 
 LIKERT = (1, 2, 3, 4, 5)
 QUANTILE_METHOD = "linear"
@@ -50,6 +50,8 @@ def _f(x: Any) -> float | None:
 
 
 def _clean(ratings: Iterable[Any]) -> np.ndarray:
+    import pandas as pd  # pandas and scoring.stats load on first use: the web process imports this with its URLs
+
     arr = pd.to_numeric(pd.Series(list(ratings), dtype=object), errors="coerce").to_numpy(dtype=float)
     arr = arr[np.isfinite(arr)]
     bad = arr[~np.isin(arr, LIKERT)]
@@ -169,6 +171,8 @@ def round_statistics(*, invited: int, responded: int, completed: int, wide: pd.D
     ``wide``: rows panelists (completed questionnaires), columns items, importance ratings.
     The positive coefficient is completed / invited questionnaires.
     """
+    from scoring import stats
+
     warns: list[str] = []
     positive = completed / invited if invited else None
     if not invited:
@@ -199,6 +203,8 @@ def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
     Table 3 rows: per dimension and for the whole scale, the number of items, Cronbach's alpha and alpha
     if each item is deleted (with the highest). Table 4: KMO, Bartlett's approximate chi-square, df, p.
     """
+    from scoring import stats
+
     names = dict(dimension_names or {})
     cols = [str(c) for c in wide.columns]
     data = wide.copy()
@@ -225,6 +231,8 @@ def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
 
 
 def _alpha_row(frame: pd.DataFrame, code: str, name: str) -> dict:
+    from scoring import stats
+
     res = stats.cronbach_alpha(frame) if frame.shape[1] else {"alpha": None, "warnings": ["No items."]}
     deleted = stats.alpha_if_deleted(frame) if frame.shape[1] > 2 else {c: None for c in frame.columns}
     defined = {c: v for c, v in deleted.items() if v is not None}

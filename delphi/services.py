@@ -11,9 +11,8 @@ import re
 import time
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from celery import current_app
 from django.conf import settings
 from django.core import signing
@@ -39,6 +38,9 @@ from delphi.models import (
     ResponseChange,
     Round,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 TOKEN_SALT = "delphi.panelist-link"
@@ -908,6 +910,8 @@ def answers_frame(rnd: Round, *, completed_only: bool = True) -> pd.DataFrame:
     if completed_only:
         qs = qs.filter(participation__completed_at__isnull=False)
     rows = list(qs.values_list("participation__panelist__pseudonym", "item_id", "item__code", "importance"))
+    import pandas as pd  # the statistics stack loads when a round's figures are first needed, not at start-up
+
     return pd.DataFrame(rows, columns=["panelist", "item", "code", "importance"])
 
 
@@ -928,6 +932,8 @@ def panel_flow(rnd: Round) -> dict[str, int]:
 
 def round_summary(rnd: Round, frame: pd.DataFrame | None = None) -> dict:
     """Invited, responded, completed, positive coefficient, Ca, Cs, Cr, Kendall's W with chi-square and p."""
+    import pandas as pd
+
     frame = answers_frame(rnd) if frame is None else frame
     wide = (frame.pivot_table(index="panelist", columns="code", values="importance", aggfunc="first")
             if len(frame) else pd.DataFrame())
@@ -944,6 +950,8 @@ def round_summary(rnd: Round, frame: pd.DataFrame | None = None) -> dict:
 
 
 def validation_stats(rnd: Round) -> dict:
+    import pandas as pd
+
     frame = answers_frame(rnd)
     items = round_items(rnd)
     codes = [i.code for i in items]

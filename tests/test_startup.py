@@ -113,3 +113,13 @@ def test_make_run_migrates_loads_the_demo_and_serves_the_first_page_then_stops(t
         assert f"==> {phase}: " in output, output[-3000:]
     assert "physician / physician-demo" in output and "Demo Delphi study ready" in output
     assert "Stopped the web server and the worker." in output and process.returncode == 0
+
+
+def test_the_web_process_starts_without_the_statistics_stack(tmp_path):
+    """Django's set-up and every URL module import without pandas, scipy, pingouin or matplotlib: they cost seconds
+    of a new user's first page and load when a report, an analysis or a table is first computed (issue 20)."""
+    code = ("import sys, django; django.setup(); from django.urls import resolve; resolve('/'); "
+            "print(' '.join(m for m in ('pandas', 'scipy', 'pingouin', 'matplotlib') if m in sys.modules))")
+    result = run(["-c", code], tmp_path, SECRET_KEY="k", DJANGO_SETTINGS_MODULE="config.settings")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"loaded at start-up: {result.stdout.strip()}"

@@ -9,6 +9,7 @@ import io
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from django.core.management import call_command
 
@@ -286,6 +287,23 @@ def test_judge_report_on_a_0_to_5_item_has_weighted_kappa_alpha_and_bland_altman
     assert ceiling_ba["bias"] == pytest.approx(0, abs=1e-9) and ceiling_ba["loa_low"] < 0 < ceiling_ba["loa_high"]
     assert ceiling_ba["loa_high_ci_low"] < ceiling_ba["loa_high"] < ceiling_ba["loa_high_ci_high"]
     assert len(entry["bland_altman"]["per_physician"]) == 3
+    # ICC of the scores, physicians alone and with the judge as a fourth rater (same physicians on every dialogue:
+    # two-way forms, ICC2 the headline), as pingouin computes it
+    import pingouin
+
+    def pingouin_icc2(matrix):
+        long = pd.DataFrame([(d, r, float(v)) for r, row in enumerate(matrix) for d, v in enumerate(row)],
+                            columns=["d", "r", "v"])
+        table = pingouin.intraclass_corr(long, targets="d", raters="r", ratings="v").set_index("Type")
+        return table.loc["ICC(A,1)", "ICC"]  # pingouin's name for Shrout & Fleiss' ICC2
+
+    icc = entry["icc"]
+    assert icc["form"] == "ICC2" and icc["physicians"]["crossed"] and set(icc["physicians"]["forms"]) == set(
+        stats.ICC_FORMS)
+    assert icc["headline"]["physicians"]["value"] == pytest.approx(pingouin_icc2(item.humans))
+    assert icc["headline"]["with_judge"]["value"] == pytest.approx(
+        pingouin_icc2(np.vstack([item.humans, item.judge])))
+    assert icc["headline"]["with_judge"]["ci_low"] < icc["headline"]["with_judge"]["value"]
     # the verdict uses weighted kappa, and a judge as good as a physician may replace them
     assert entry["physicians_agreement"]["coefficient"] == "weighted_kappa"
     assert entry["physicians_agreement"]["name"] == judge_report.WEIGHTED_KAPPA
@@ -310,6 +328,9 @@ def test_random_or_constant_judge_on_a_0_to_5_item_is_not_acceptable(kind):
     # the judge's limits of agreement are wider than a physician's against the others
     width = entry["bland_altman"]["loa_width"]
     assert width["judge"] > width["physicians"]
+    # adding a judge that does not score like a physician lowers the ICC of the scores
+    icc = entry["icc"]["headline"]
+    assert icc["with_judge"]["value"] < icc["physicians"]["value"] - 0.05, icc
 
 
 def test_random_physicians_make_a_0_to_5_item_unreliable():
@@ -347,6 +368,8 @@ def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign
     assert harm["vs_physicians"]["weighted_kappa"]["value"] is not None
     assert harm["bland_altman"]["judge"]["n"] == N_ANSWERS and harm["bland_altman"]["ceiling"]["sd"] > 0
     assert report["has_ordered"] and harm["decision"]["coefficient"] == "weighted_kappa"
+    assert harm["icc"]["headline"]["physicians"]["value"] is not None
+    assert harm["icc"]["with_judge"]["n_raters"] == harm["icc"]["physicians"]["n_raters"] + 1
     criteria = {m["model"]: m["criteria"] for m in report["models"]}
     assert set(criteria) == {"model-A", "model-B"}
     harm_a = criteria["model-A"]["harm"]
@@ -357,7 +380,8 @@ def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign
                       {"campaign": hiv_campaign.pk, "min_dialogues": 10}).content.decode()
     for marker in ('data-testid="judge-scored-items"', "Weighted kappa vs each physician",
                    "Judge minus physicians' mean", "Physician minus the other physicians",
-                   "limits of agreement", 'data-testid="judge-criteria"', "Physicians' mean score"):
+                   "limits of agreement", 'data-testid="judge-criteria"', "Physicians' mean score",
+                   "ICC of the scores (single rater, absolute agreement)"):
         assert marker in html, marker
 
 

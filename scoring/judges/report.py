@@ -44,7 +44,7 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
-from scoring.reports.agreement import ORDERED_TYPES
+from scoring.reports.agreement import ORDERED_TYPES, icc_of_scores
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -576,13 +576,38 @@ def _ordered_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) 
             per_physician.append({"rater": name, **stats.bland_altman(row[keep], np.zeros(int(keep.sum())))})
     width = (None if judge_ba["sd"] is None or ceiling["sd"] is None else
              {"judge": 2 * stats.LOA_Z * judge_ba["sd"], "physicians": 2 * stats.LOA_Z * ceiling["sd"]})
-    return {"vs_median": vs_median, "krippendorff_interval": interval,
+    icc = _icc_with_judge(scores, judge_scores, mask, settings.rater_names)
+    return {"vs_median": vs_median, "krippendorff_interval": interval, "icc": icc,
             "bland_altman": {"judge": {**judge_ba, "what": "judge minus the mean of the physicians who rated the "
                                                            "dialogue"},
                              "ceiling": {**ceiling, "what": "each physician minus the mean of the other physicians "
                                                             "on the same dialogue, pooled (bias 0 by construction)"},
                              "per_physician": per_physician, "loa_width": width,
                              "scale": [item.values[0], item.values[-1]]}}
+
+
+def _icc_with_judge(scores: np.ndarray, judge_scores: np.ndarray, mask: np.ndarray, names: Sequence[str]) -> dict:
+    """ICC of the item's scores among the physicians and with the judge as one more rater, in the forms the design
+    allows (all six when the same physicians rated every compared dialogue, else ICC1/ICC1k); the headline form is
+    single-rater absolute agreement (ICC2, or ICC1 when raters differ between dialogues)."""
+
+    def frame(matrix: np.ndarray) -> pd.DataFrame:
+        rater, dialogue = np.nonzero(np.isfinite(matrix) & mask[None, :])
+        return pd.DataFrame({"dialogue": dialogue, "rater": rater, "value": matrix[rater, dialogue]})
+
+    shown = dict(enumerate(names))
+    physicians = icc_of_scores(frame(scores), "value", shown)
+    with_judge = icc_of_scores(frame(np.vstack([scores, judge_scores[None, :]])), "value",
+                               {**shown, len(names): "judge"})
+    form = "ICC2" if physicians.get("crossed") and with_judge.get("crossed") else "ICC1"
+
+    def headline(entry: dict) -> dict:
+        row = entry.get(form) or {}
+        return {"value": row.get("icc"), "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
+                "interpretation": row.get("interpretation"), "warnings": entry.get("warnings", [])}
+
+    return {"form": form, "physicians": physicians, "with_judge": with_judge,
+            "headline": {"physicians": headline(physicians), "with_judge": headline(with_judge)}}
 
 
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
@@ -1013,8 +1038,12 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                         "how far one physician lands from the others; CIs from the bootstrap over dialogues, since "
                         "a dialogue contributes several differences). The physicians' mean over several raters "
                         "varies less than one physician, so the judge's limits are slightly favoured in this "
-                        "comparison. Model comparison: mean score per criterion, physicians and judge, with "
-                        "percentile bootstrap CIs over each model's dialogues.",
+                        "comparison. ICC of the item's scores (Shrout & Fleiss 1979, via pingouin), physicians alone "
+                        "and with the judge as one more rater: single-rater absolute agreement (ICC2 when the same "
+                        "physicians rated every compared dialogue, else the one-way ICC1), 95% CI from the F "
+                        "distribution, Koo & Li (2016) bands on the CI; a judge that scores like another physician "
+                        "leaves it about unchanged, one that does not lowers it. Model comparison: mean score per "
+                        "criterion, physicians and judge, with percentile bootstrap CIs over each model's dialogues.",
     }
 
 

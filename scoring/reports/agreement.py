@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -254,7 +254,7 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
         interval, boot.ci(interval["value"],
                           lambda f, t=table, m=meta: stats.krippendorff_alpha_counts(t, m.values, "interval", f)),
         "krippendorff")
-    out["icc"] = _icc_of(study, frame[["dialogue", "rater", "value"]], "value")
+    out["icc"] = icc_of_scores(frame[["dialogue", "rater", "value"]], "value", study.rater_names)
     scores = wide.to_numpy(dtype=float).T  # (raters, dialogues)
     differences = stats.differences_from_others(scores)
     full = np.full((differences.shape[0], n_full), np.nan)
@@ -288,7 +288,7 @@ ICC_LEFT_OUT = ("Raters differ between dialogues, so there is no rater effect to
                 "ratings) fit this design (Shrout & Fleiss 1979; Koo & Li 2016).")
 
 
-def _icc_layout(study: Study, frame: pd.DataFrame) -> dict:
+def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str]) -> dict:
     """Rows (dialogue, rater, ...) of the dialogues with the usual number of raters, with the ICC's rater column
     ``slot``: the rater's name when every dialogue has the same raters (all six forms), else the rating's order
     within its dialogue (one-way forms only)."""
@@ -302,7 +302,7 @@ def _icc_layout(study: Study, frame: pd.DataFrame) -> dict:
                         "were left out of the ICC (it needs the same number of ratings per dialogue).")
     frame = frame[frame["dialogue"].isin(complete.index)].copy()
     if crossed:
-        frame["slot"] = frame["rater"].map(lambda r: study.rater_names.get(r, f"R{r}"))
+        frame["slot"] = frame["rater"].map(lambda r: names.get(r, f"R{r}"))
         design = "crossed: every dialogue rated by the same raters"
         forms = list(stats.ICC_FORMS)
         left_out = None
@@ -335,11 +335,12 @@ def _icc_forms(frame: pd.DataFrame, column: str, forms: list[str], crossed: bool
     return entry
 
 
-def _icc_of(study: Study, frame: pd.DataFrame, column: str) -> dict:
-    """ICC of one item's scores (rows dialogue, rater, ``column``) in the forms its design allows."""
+def icc_of_scores(frame: pd.DataFrame, column: str, names: Mapping[Any, str]) -> dict:
+    """ICC of one item's scores (rows dialogue, rater, ``column``; ``names``: rater -> name shown) in the forms its
+    design allows."""
     if frame.empty:
         return {"design": None, "forms": [], "warnings": ["No submitted labels yet."]}
-    layout = _icc_layout(study, frame)
+    layout = _icc_layout(frame, names)
     entry = _icc_forms(layout["frame"], column, layout["forms"], layout["crossed"])
     entry["warnings"] = layout["warnings"] + entry["warnings"]
     entry.update({key: layout[key] for key in ("design", "crossed", "forms", "left_out")})
@@ -355,7 +356,7 @@ def _icc(study: Study) -> dict:
             "No submitted labels yet." if study.labels.empty or any(m.response_type == "binary" for m in study.items)
             else "This instrument has no binary items to sum into dimension scores: see the ICC of each item's "
                  "scores with the item agreement."]}
-    layout = _icc_layout(study, scores.reset_index())
+    layout = _icc_layout(scores.reset_index(), study.rater_names)
     frame, crossed, forms = layout["frame"], layout["crossed"], layout["forms"]
     dims = {}
     names = {m.dimension: m.dimension_name for m in study.items if m.response_type == "binary"}

@@ -401,3 +401,36 @@ def test_exports_carry_the_0_to_5_labels_unchanged_in_the_long_format(hiv_campai
         exports.write_csv(rows, handle)
     back = list(csv.DictReader(path.open()))
     assert [(r["item"], int(r["value"])) for r in back] == [(r["item"], r["value"]) for r in rows]
+
+
+def test_a_rubric_without_binary_items_is_ranked_over_all_criteria_rescaled():
+    """HIVMedQA-like: a 0-5 and a 1-10 criterion, three doctor models of rising quality. A judge scoring like the
+    physicians orders the models as they do over all criteria (each rescaled to 0-1); a constant judge cannot."""
+    rng = np.random.default_rng(12)
+    quality = {"model-A": 0.2, "model-B": 0.5, "model-C": 0.8}
+    dialogue_model = {d: name for d, name in enumerate(np.repeat(list(quality), 40))}
+    truth = np.array([quality[dialogue_model[d]] for d in range(120)]) + rng.normal(0, 0.1, 120)
+
+    def item(code: str, low: int, high: int, constant: bool = False) -> judge_report.ItemData:
+        q = high - low + 1
+        codes = np.clip(np.rint(truth * (q - 1)), 0, q - 1).astype(int)
+        humans = np.clip(codes[None, :] + rng.choice([-1, 0, 0, 1], (3, 120)), 0, q - 1)
+        judge = np.full(120, q // 2) if constant else np.clip(codes + rng.choice([-1, 0, 1], 120), 0, q - 1)
+        return judge_report.ItemData(code=code, text="", dimension="", dimension_name="", response_type="scale",
+                                     values=list(range(low, high + 1)), judge=judge, humans=humans)
+
+    for constant, expected in ((False, 1.0), (True, None)):
+        items = [item("accuracy", 0, 5, constant), item("realism", 1, 10, constant)]
+        ranking = judge_report.model_ranking(items, list(range(120)), dialogue_model, context(120))
+        scopes = {s["scope"]: s for s in ranking["scopes"]}
+        assert set(scopes) == {"all", "accuracy", "realism"}
+        overall = scopes["all"]
+        assert overall["name"] == "All criteria (scores rescaled to 0-1)"
+        assert all(0 <= v <= 1 for v in overall["physicians"])
+        summary = judge_report._summary([], ranking)["ranking"]
+        if expected is None:
+            assert overall["tau"]["value"] is None and "cannot be compared" in summary
+        else:
+            assert overall["tau"]["value"] == pytest.approx(expected) and overall["same_order"]
+            assert summary.startswith("Over all criteria (scores rescaled to 0-1) the judge orders the 3 doctor "
+                                      "models exactly as the physicians do")

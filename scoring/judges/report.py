@@ -1049,23 +1049,32 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
 
 def _model_score_columns(items: list[ItemData], models: np.ndarray
                          ) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
-    """Per ranking scope: (key, name, physicians' per-dialogue sums, judge's sums, cells) over the dialogues."""
-    scopes: list[tuple[str, str, list[ItemData]]] = []
+    """Per ranking scope: (key, name, physicians' per-dialogue sums, judge's sums, cells) over the dialogues.
+
+    The overall scope ("all") is the binary items, or, for an instrument without binary items (a rubric such as
+    HIVMedQA's), every scored criterion with its scores rescaled to 0-1 so that criteria on other ranges weigh
+    alike."""
+    scopes: list[tuple[str, str, list[ItemData], bool]] = []
     binary = [i for i in items if i.binary]
     for dim in dict.fromkeys(i.dimension for i in binary):
         group = [i for i in binary if i.dimension == dim]
-        scopes.append((dim, group[0].dimension_name, group))
+        scopes.append((dim, group[0].dimension_name, group, False))
+    ordered = [i for i in items if not i.binary]
     if binary:
-        scopes.append(("all", "All binary items", binary))
-    scopes += [(i.code, f"Item {i.code} (mean level)", [i]) for i in items if not i.binary]
+        scopes.append(("all", "All binary items", binary, False))
+    elif len(ordered) > 1:
+        scopes.append(("all", "All criteria (scores rescaled to 0-1)", ordered, True))
+    scopes += [(i.code, f"Item {i.code} (mean level)", [i], False) for i in ordered]
     out = []
-    for key, name, group in scopes:
+    for key, name, group, rescale in scopes:
         human = np.zeros(len(models))
         judge = np.zeros(len(models))
         cells = np.zeros(len(models))
         for item in group:
             mask = item.compared()
             vals = np.asarray(item.values, dtype=float)
+            if rescale and vals.max() > vals.min():
+                vals = (vals - vals.min()) / (vals.max() - vals.min())
             rated = item.humans >= 0
             h_vals = np.where(rated, vals[np.clip(item.humans, 0, len(vals) - 1)], 0.0)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -1157,7 +1166,8 @@ def _summary(entries: list[dict], ranking: dict) -> dict:
     else:
         tau = overall["tau"]
         order = "exactly as the physicians do" if overall["same_order"] else "differently from the physicians"
-        ranking_text = (f"Over all binary items the judge orders the {ranking['n_models']} doctor models {order}: "
+        scope = overall["name"][0].lower() + overall["name"][1:]
+        ranking_text = (f"Over {scope} the judge orders the {ranking['n_models']} doctor models {order}: "
                         f"Kendall's tau = {_fmt_ci(tau)}.")
     return {**by_outcome, "counts": counts, "n_replace": counts["replace"], "n_keep": counts["keep"],
             "n_unreliable": counts["unreliable"], "n_not_enough": counts["not_enough"], "ranking": ranking_text,

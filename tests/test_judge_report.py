@@ -420,7 +420,7 @@ def test_table_kernels_match_the_statistics_engine():
     for q in (2, 3):
         a = rng.integers(-1, q, size=(5, 40))
         b = rng.integers(-1, q, size=(5, 40))
-        point, boot = judge_report.pair_tables(a, b, q, np.ones((2, 40)))
+        point, boot = stats.pairwise_tables(a, b, q), stats.pairwise_tables(a, b, q, np.ones((2, 40)))
         figs = judge_report.table_figures(point)
         assert np.allclose(figs["kappa"], stats.cohen_kappa_codes(a, b, q), equal_nan=True)
         both = (a >= 0) & (b >= 0)
@@ -432,7 +432,7 @@ def test_table_kernels_match_the_statistics_engine():
             assert figs["macro_f1"][p] == pytest.approx(f1_score(b[p][keep], a[p][keep], average="macro"))
         assert np.allclose(judge_report.table_figures(boot)["kappa"], figs["kappa"][None, :], equal_nan=True)
         freq = stats.bootstrap_freq(stats.bootstrap_indices(40, 50, 3), 40)
-        _, boot = judge_report.pair_tables(a[:1], b[:1], q, freq)
+        boot = stats.pairwise_tables(a[:1], b[:1], q, freq)
         assert np.allclose(judge_report.table_figures(boot)["kappa"][:, 0],
                            stats.cohen_kappa_codes(a[0], b[0], q, freq=freq), equal_nan=True)
 

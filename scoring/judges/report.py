@@ -159,28 +159,6 @@ def acceptance_rule_text(settings: VerdictSettings) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # vectorised figures from confusion tables
 # ---------------------------------------------------------------------------------------------------------------
-def pair_tables(a: np.ndarray, b: np.ndarray, q: int, freq: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Confusion tables of P pairs of raters over the same n dialogues.
-
-    ``a``, ``b``: (P, n) category indices (-1 = missing; a dialogue counts for a pair when both rated it).
-    Returns the full-sample tables (P, q, q) -- rows ``a``, columns ``b`` -- and, with ``freq`` (B, n)
-    bootstrap multiplicities (or :func:`stats.jackknife_freq`), the resampled tables (B, P, q, q): one matrix
-    product for every pair.
-    """
-    a = np.atleast_2d(np.asarray(a, dtype=np.int64))
-    b = np.atleast_2d(np.asarray(b, dtype=np.int64))
-    n_pairs, n = a.shape
-    qq = q * q
-    cell = np.where((a >= 0) & (b >= 0), a * q + b, qq)
-    onehot = np.zeros((n, n_pairs, qq + 1))
-    onehot[np.arange(n)[None, :], np.arange(n_pairs)[:, None], cell] = 1.0
-    flat = onehot[:, :, :qq].reshape(n, n_pairs * qq)
-    point = flat.sum(axis=0).reshape(n_pairs, q, q)
-    boot = None if freq is None else weighted_sums(freq, flat).reshape(-1, n_pairs, q, q)
-    return point, boot
-
-
 def table_figures(tab: np.ndarray, positive: int | None = None) -> dict[str, np.ndarray]:
     """Figures of confusion tables (..., q, q), rows = judge (prediction), columns = reference; NaN if undefined.
 
@@ -221,16 +199,6 @@ def table_figures(tab: np.ndarray, positive: int | None = None) -> dict[str, np.
             out["recall"] = np.where(rp > 0, tpp / rp, np.nan)
             out["f1"] = np.where(pp + rp > 0, 2.0 * tpp / (pp + rp), np.nan)
     return out
-
-
-def weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Mean over the last axis weighted by ``weights``, leaving out NaN values; NaN when nothing is left."""
-    v = np.asarray(values, dtype=float)
-    w = np.where(np.isfinite(v), np.asarray(weights, dtype=float), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        total = w.sum(axis=-1)
-        return np.where(total > 0, (np.where(w > 0, v, 0.0) * w).sum(axis=-1) / np.where(total > 0, total, 1.0),
-                        np.nan)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -324,8 +292,8 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
     q = len(item.values)
     major = _majority(item, mask)
     judge = np.where(major["valid"], item.judge, -1)
-    point, _ = pair_tables(judge[None, :], major["code"][None, :], q)
-    boot, jack = settings.resample(lambda f: pair_tables(judge[None, :], major["code"][None, :], q, f)[1][:, 0])
+    point = stats.pairwise_tables(judge[None, :], major["code"][None, :], q)
+    boot, jack = settings.resample(lambda f: stats.pairwise_tables(judge[None, :], major["code"][None, :], q, f)[:, 0])
     n_tied = int(major["tied"].sum())
     values = np.asarray(item.values)
     entry: dict[str, Any] = {
@@ -410,8 +378,8 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
         out["pairs"] = []
         out["warnings"] = [reason]
         return out, {key: None for key in keys}
-    point, _ = pair_tables(first, second, q)
-    boot, jack = settings.resample(lambda f: pair_tables(first, second, q, f)[1])
+    point = stats.pairwise_tables(first, second, q)
+    boot, jack = settings.resample(lambda f: stats.pairwise_tables(first, second, q, f))
     figs = table_figures(point)
     # point estimates of the agreement coefficients from the statistics engine's kernels
     figs["kappa"] = np.asarray(stats.cohen_kappa_codes(first, second, q), dtype=float).reshape(-1)
@@ -441,11 +409,11 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
                      "percent agreement and Gwet's AC1.")
     replicates: dict[str, Reps] = {}
     for key in keys:
-        value = weighted_mean(figs[key], n_point)
+        value = stats.mean_over_pairs(figs[key], n_point)
         reps = None
         if boot_figs is not None:
-            reps = (weighted_mean(boot_figs[key], boot_figs["n"]),
-                    None if jack_figs is None else weighted_mean(jack_figs[key], jack_figs["n"]))
+            reps = (stats.mean_over_pairs(boot_figs[key], boot_figs["n"]),
+                    None if jack_figs is None else stats.mean_over_pairs(jack_figs[key], jack_figs["n"]))
         replicates[key] = reps
         reasons = []
         if _f(value) is None:
@@ -1297,14 +1265,14 @@ def compare_modes(run_a, run_b, campaign, *, names: bool = False) -> dict:
         sides = {}
         for key, item in (("a", a), ("b", b)):
             judge = np.where(major["valid"], item.judge, -1)
-            point, _ = pair_tables(judge[None, :], major["code"][None, :], q)
+            point = stats.pairwise_tables(judge[None, :], major["code"][None, :], q)
             figs = table_figures(point[0])
             vals = np.asarray(item.values)
             kappa = stats.cohen_kappa_detail(vals[judge[major["valid"]]], vals[major["code"][major["valid"]]],
                                              categories=item.values)
             sides[key] = {"accuracy": _f(figs["accuracy"]), "kappa": kappa["value"],
                           "warnings": kappa["warnings"] if kappa["value"] is None else []}
-        point, _ = pair_tables(np.where(both, a.judge, -1)[None, :], np.where(both, b.judge, -1)[None, :], q)
+        point = stats.pairwise_tables(np.where(both, a.judge, -1)[None, :], np.where(both, b.judge, -1)[None, :], q)
         vals = np.asarray(a.values)
         agreement = stats.cohen_kappa_detail(vals[a.judge[both]], vals[b.judge[both]], categories=a.values)
         entries.append({

@@ -25,14 +25,21 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 @pytest.fixture(autouse=True)
 def _fresh_item_cache():
-    """annotation.labels and annotation.scales cache per scale version id; test databases reuse ids."""
+    """Per-process caches keyed by ids (scale versions, runs, dialogues): test databases reuse ids."""
     from annotation import labels, scales
+    from scoring.judges import runs
 
-    labels._allowed.cache_clear()
-    scales.rating_sheet.cache_clear()
+    def clear() -> None:
+        labels._allowed.cache_clear()
+        scales.rating_sheet.cache_clear()
+        # per-process caches keyed by run and dialogue ids, which rolled-back test databases hand out again
+        runs._contexts.clear()
+        runs._dialogue_cache.clear()
+        runs._version_seen[:] = [0.0, 0]
+
+    clear()
     yield
-    labels._allowed.cache_clear()
-    scales.rating_sheet.cache_clear()
+    clear()
 
 
 @pytest.fixture

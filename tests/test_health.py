@@ -67,7 +67,23 @@ def test_healthz_is_503_without_a_worker(client, admin_user):
     assert not body["workers"]["ok"] and "no Celery worker" in body["workers"]["error"]
 
 
-def test_healthz_is_503_when_the_broker_is_unreachable(client, monkeypatch, admin_user):
+@pytest.fixture
+def fresh_broker_pool():
+    """The app's connection pool is made on first use from the broker URL of that moment: a test that points the
+    app at a dead broker drops the pool before and after, so later tests of this process reach the real one."""
+    from config.celery import app
+
+    def drop() -> None:
+        if app._pool is not None:
+            app._pool.force_close_all()
+            app._pool = None
+
+    drop()
+    yield
+    drop()
+
+
+def test_healthz_is_503_when_the_broker_is_unreachable(client, monkeypatch, admin_user, fresh_broker_pool):
     from config.celery import app
 
     for name in ("broker_url", "broker_write_url", "broker_read_url"):

@@ -354,11 +354,13 @@ def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str]
                          .values_list("pk", flat=True))
         rows = [row for row in rows if row[0] in still_open]
     if connection.vendor != "postgresql":
+        # By attribute name: a foreign key's value is its id (``call_id``), not an instance.
+        attnames = {name: model._meta.get_field(name).attname for name in [*fields, *constants]}
         objects = []
         for pk, values in rows:
             obj = model(pk=pk)
             for name, value in [*zip(fields, values, strict=True), *constants.items()]:
-                setattr(obj, name, value)
+                setattr(obj, attnames[name], value)
             objects.append(obj)
         model.objects.bulk_update(objects, [*fields, *constants], batch_size=500)
         return

@@ -69,25 +69,23 @@ def test_healthz_is_503_without_a_worker(client, admin_user):
 
 @pytest.fixture
 def fresh_broker_pool():
-    """The app's connection pool is made on first use from the broker URL of that moment: a test that points the
-    app at a dead broker drops the pool before and after, so later tests of this process reach the real one."""
+    """The app's connection pool is made on first use from the connection of that moment: a test that points the
+    app at a dead broker puts back the pools it found, so later tests of this process reach the real broker."""
     from config.celery import app
 
-    def drop() -> None:
-        if app._pool is not None:
-            app._pool.force_close_all()
-            app._pool = None
-
-    drop()
+    pool, producers = app._pool, app.amqp._producer_pool
     yield
-    drop()
+    app._pool, app.amqp._producer_pool = pool, producers
 
 
 def test_healthz_is_503_when_the_broker_is_unreachable(client, monkeypatch, admin_user, fresh_broker_pool):
     from config.celery import app
 
-    for name in ("broker_url", "broker_write_url", "broker_read_url"):
-        monkeypatch.setattr(app.conf, name, "redis://127.0.0.1:1/0")
+    # Every connection the app opens goes to a port nobody listens on. (Patching the settings would not do: the
+    # broker URL properties prefer CELERY_BROKER_URL from the environment, and restoring them one by one restores
+    # values read while the first one was already patched.)
+    monkeypatch.setattr(app, "connection_for_write",
+                        lambda url=None, **kwargs: app._connection("redis://127.0.0.1:1/0", **kwargs))
     client.force_login(admin_user)
     response = client.get("/healthz")
     body = response.json()

@@ -76,16 +76,6 @@ class GenerationJob(EngineJob):
     condition (temperature x doctor bias x patient bias). API keys are never stored: ``*_api_key_env`` names the
     environment variable holding each key."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        PAUSED = "paused", "Paused"
-        CANCELLED = "cancelled", "Cancelled"
-        SUCCEEDED = "succeeded", "Finished"
-        FAILED = "failed", "Failed"
-
-    ACTIVE = (Status.QUEUED, Status.RUNNING)
-
     name = models.CharField(max_length=200)
     case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="jobs")
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="generation_jobs")
@@ -109,14 +99,10 @@ class GenerationJob(EngineJob):
     end_marker = models.CharField(max_length=60, default="DIAGNOSIS READY:")
     reveal_diagnosis = models.BooleanField(default=False, help_text="Tell the patient simulator its diagnosis.")
     snapshot = models.JSONField(default=dict, help_text="Prompts and every setting as they were at the start.")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -83,6 +83,8 @@ class JudgeConfig(models.Model):
     max_attempts = models.PositiveIntegerField(default=6)
     price_input_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
     price_output_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
+    currency = models.CharField(max_length=8, default="USD", help_text="Currency of the prices (and of the costs "
+                                                                       "shown); from the endpoint when it has one.")
     prompt_set = models.ForeignKey(PromptSet, on_delete=models.PROTECT, related_name="configs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -111,16 +113,6 @@ def follow_endpoint(sender, instance: LLMEndpoint, **kwargs) -> None:
 class JudgeRun(EngineJob):
     """One judge configuration applied to (part of) a corpus. State and results live in the database."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        PAUSED = "paused", "Paused"
-        CANCELLED = "cancelled", "Cancelled"
-        SUCCEEDED = "succeeded", "Finished"
-        FAILED = "failed", "Failed"
-
-    ACTIVE = (Status.QUEUED, Status.RUNNING)
-
     config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs")
     filter_split = models.CharField(max_length=12, blank=True)
@@ -130,14 +122,10 @@ class JudgeRun(EngineJob):
     batch = models.BooleanField(default=False, help_text="Send the requests through the provider's Batch API "
                                 "(half the price, results within 24 hours) instead of one by one.")
     snapshot = models.JSONField(default=dict, help_text="The configuration and prompts as they were at the start.")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -49,14 +49,59 @@ class WorkUnit(models.Model):
 
 
 class EngineJob(models.Model):
-    """What the engine needs on a run or job: when it last made progress and when it was last woken, so the
-    reconciler can tell a stalled job (its wake-up message lost with the broker) from a busy one."""
+    """What the engine needs on a run or job (judge runs, preference judging, dialogue generation): its state, when it
+    last made progress and was last woken (so the reconciler can tell a stalled job from a busy one), and what it
+    spent against its limits.
 
+    Every request is counted in ``requests_sent`` *before* it is sent (or handed to a provider batch), and none is
+    sent once the count reaches ``request_limit`` (the job's request units x its attempts per unit, grown only by a
+    coordinator's "retry"), so a job never sends more than that, whatever fails afterwards. ``spent_cost`` and
+    ``spent_tokens`` add up the paid answers; reaching an optional cap pauses the job."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        CANCELLED = "cancelled", "Cancelled"
+        SUCCEEDED = "succeeded", "Finished"
+        PROBLEMS = "problems", "Finished with problems"
+        FAILED = "failed", "Failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+    # Ended with answers stored (the reports use them); "problems" says how many units failed or were unscored.
+    FINISHED = (Status.SUCCEEDED, Status.PROBLEMS)
+    ENDED = (Status.SUCCEEDED, Status.PROBLEMS, Status.FAILED, Status.CANCELLED)
+
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error = models.TextField(blank=True, help_text="Why the job failed, paused or finished with problems.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
     activity_at = models.DateTimeField(null=True, blank=True, help_text="Last stored answer.")
     woken_at = models.DateTimeField(null=True, blank=True, help_text="Last wake-up message sent to the workers.")
+    requests_sent = models.PositiveBigIntegerField(
+        default=0, help_text="Requests sent or handed to a provider batch, counted before they go out.")
+    request_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Most requests the job may send: its request units x attempts per unit "
+                                         "(set when it starts; a retry adds the units it asks again).")
+    spent_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0,
+                                     help_text="Cost of the paid answers, in the endpoint's currency.")
+    spent_tokens = models.PositiveBigIntegerField(default=0, help_text="Prompt + completion tokens of paid answers.")
+    cost_cap = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True,
+                                   help_text="Optional: pause the job when its cost reaches this (endpoint's "
+                                             "currency).")
+    token_cap = models.PositiveBigIntegerField(null=True, blank=True,
+                                               help_text="Optional: pause the job when its tokens reach this.")
 
     class Meta:
         abstract = True
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
 
 
 class LLMWorker(models.Model):
@@ -137,6 +182,8 @@ class LLMEndpoint(models.Model):
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=60.0)
+    currency = models.CharField(max_length=8, default="USD",
+                                help_text="Currency of the judges' prices and of every cost shown for this endpoint.")
     note = models.TextField(blank=True, help_text="Shown to coordinators when they choose the endpoint.")
     is_active = models.BooleanField(default=True, help_text="Inactive endpoints cannot be chosen for new judges "
                                                             "or jobs; existing ones keep their settings.")
@@ -154,4 +201,4 @@ class LLMEndpoint(models.Model):
         """The endpoint's part of a judge configuration or a job snapshot (the keys the engine reads)."""
         return {"base_url": self.base_url, "api_key_env": self.api_key_env, "concurrency": self.concurrency,
                 "requests_per_minute": self.requests_per_minute, "tokens_per_minute": self.tokens_per_minute,
-                "timeout_seconds": self.timeout_seconds}
+                "timeout_seconds": self.timeout_seconds, "currency": self.currency}

@@ -270,23 +270,12 @@ class PreferenceAnswerChange(models.Model):
 class PreferenceJudgeRun(EngineJob):
     """An LLM judge answering every comparison of a study, each pair asked in both orders."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        CANCELLED = "cancelled", "Cancelled"
-        SUCCEEDED = "succeeded", "Finished"
-        FAILED = "failed", "Failed"
-
     study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="judge_runs")
     config = models.ForeignKey("scoring.JudgeConfig", on_delete=models.PROTECT, related_name="+")
     snapshot = models.JSONField(default=dict)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

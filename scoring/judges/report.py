@@ -35,7 +35,7 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +58,7 @@ OUTCOME_KEYS = {REPLACE: "replace", KEEP: "keep", UNRELIABLE: "unreliable", NOT_
 #: up at least this share of their labels (prevalence index |p_yes - p_no| >= 0.6, Byrt, Bishop & Carlin 1993):
 #: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008).
 EXTREME_PREVALENCE = 0.80
-PAPER_RULE = "accuracy >= 80%, seeds/000 sec. 4.5"
+PAPER_RULE = "accuracy >= 80%, Shi et al., LLM-Mini-CEX, sec. 4.5"
 LANDIS_KOCH = "Landis JR, Koch GG (1977). Biometrics 33(1):159-174"
 NON_INFERIORITY = ("Walker E, Nowacki AS (2011). Understanding equivalence and noninferiority testing. J Gen Intern "
                    "Med 26(2):192-196; Piaggio G et al. (2012). Reporting of noninferiority and equivalence randomized "
@@ -112,7 +112,7 @@ def _codes(values: np.ndarray, domain: Sequence[int]) -> np.ndarray:
 class VerdictSettings:
     """What a coordinator can set per report; printed with it."""
 
-    floor: float = 0.40  # physicians' own agreement below this: item unreliable ("moderate", Landis & Koch)
+    floor: float = 0.40  # physicians' own agreement below this: item unreliable (0.40 starts "moderate")
     min_dialogues: int = 30  # fewer dialogues with judge and physician labels: not enough data
     margin: float = 0.10  # non-inferiority margin on the agreement difference
     ci_method: str = "percentile"  # or "bca"
@@ -134,8 +134,10 @@ class VerdictSettings:
 
 
 def _floor_band(floor: float) -> str:
-    """The floor in words: the Landis & Koch band that starts at it (0.40: "moderate" agreement from 0.41)."""
-    return f"'{stats.interpret(floor + 0.005, 'landis_koch')['label']}' agreement and above, Landis & Koch 1977"
+    """The floor in words, from the same bands that label every kappa (:func:`stats.band_at`): 0.40 is "the start of
+    'moderate' agreement (0.40 to < 0.60)", so a physicians' kappa of exactly 0.40 is "moderate" and passes."""
+    band = stats.band_at(floor, "landis_koch")
+    return f"{band['text']} agreement, {band['range']} on Landis & Koch's bands"
 
 
 def acceptance_rule_text(settings: VerdictSettings) -> str:
@@ -673,12 +675,11 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
                            "undefined.")
         else:
             checks["non_inferior"] = difference["ci_low"] is not None and difference["ci_low"] > -settings.margin
-            text = (f"judge-vs-physician minus physician-vs-physician {name} = {_fmt_ci(difference)}, lower limit "
-                    f"{'above' if checks['non_inferior'] else 'not above'} -{settings.margin:g}")
             if checks["non_inferior"]:
-                notes.append(f"Non-inferior to a physician: {text}.")
+                notes.append(f"Non-inferior to a physician: judge-vs-physician minus physician-vs-physician {name} = "
+                             f"{_fmt_ci(difference)}, lower limit above -{settings.margin:g}.")
             else:
-                reasons.append(f"The judge agrees with the physicians less than they agree with each other: {text}.")
+                reasons.append(non_inferiority_not_shown(difference, name, settings.margin))
         outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
         if outcome == REPLACE and ordered:
             notes.append(f"Beats a constant answer: {kappa_word} {_fmt_ci(judge_kappa)} excludes 0 (a constant or "
@@ -689,6 +690,37 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     return {"verdict": outcome, "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
             "reasons": reasons if outcome != REPLACE else notes, "notes": notes if outcome != REPLACE else [],
             "checks": checks, "coefficient": key}
+
+
+def non_inferiority_not_shown(difference: dict, name: str, margin: float) -> str:
+    """Why non-inferiority is not shown, in words that follow the interval and never contradict the point estimate:
+    the lower 95% limit is at or below minus the margin; what the point estimate says is added beside it (a judge
+    whose difference is +0.04 is not said to agree less than the physicians do)."""
+    value, low = difference["value"], difference["ci_low"]
+    what = f"judge-vs-physician minus physician-vs-physician {name}"
+    if low is None:
+        return (f"Non-inferiority not shown: {what} = {value:+.2f} has no confidence interval here (too few "
+                "resamples or dialogues), so a loss larger than the margin cannot be ruled out.")
+    where = "below" if low < -margin - _TOL else "at"
+    text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {low:+.2f}, {where} minus the margin "
+            f"(-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
+    if value >= 0:
+        detail = ("the judge agrees with the physicians at least as well as they agree with each other on these "
+                  "dialogues, but the interval is too wide to rule out a loss larger than the margin (more dialogues "
+                  "narrow it)")
+    elif value > -margin:
+        detail = ("the estimated loss is within the margin, but the interval reaches beyond it (more dialogues "
+                  "narrow it)")
+    else:
+        detail = ("the estimated loss is larger than the margin: the judge agrees with the physicians less than they "
+                  "agree with each other")
+    return f"{text}: {detail}."
+
+
+def _fmt_signed_ci(fig: dict, digits: int = 2) -> str:
+    if fig.get("ci_low") is None:
+        return f"{fig['value']:+.{digits}f}"
+    return f"{fig['value']:+.{digits}f} [{fig['ci_low']:+.{digits}f}, {fig['ci_high']:+.{digits}f}]"
 
 
 def paper_rule(table5: dict, threshold: float) -> dict:
@@ -785,9 +817,13 @@ def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
 
 
 def judged_codes(run) -> set[str]:
+    """The codes of the items the run has answers for (of any status). JudgeResult's default ordering joins the
+    item table and sorts every answer; without it the distinct item ids come from the (run, ...) index."""
+    from annotation.models import Item
     from scoring.judges.models import JudgeResult
 
-    return set(JudgeResult.objects.filter(run=run).values_list("item__code", flat=True).distinct())
+    item_ids = JudgeResult.objects.filter(run=run).order_by().values_list("item_id", flat=True).distinct()
+    return set(Item.objects.filter(pk__in=list(item_ids)).values_list("code", flat=True))
 
 
 def _item_arrays(study, judge: pd.DataFrame, codes: set[str], dialogues: pd.Index, raters: pd.Index
@@ -949,15 +985,26 @@ def _run_info(run) -> dict:
             "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
 
 
+#: Headings of the methods section (the keys of :func:`methods` are for programs, not for readers).
+METHOD_TITLES = {
+    "reference": "Reference", "vs_majority": "Against the physician majority", "vs_physicians": "Against each "
+    "physician", "ceiling": "Between physicians (the ceiling)", "physicians_agreement": "Physicians' own agreement",
+    "krippendorff": "Krippendorff's alpha", "ci": "Confidence intervals", "verdict": "Verdict",
+    "non_inferiority": "Non-inferiority", "paper_rule": "The paper's rule", "models": "Doctor models",
+    "ranking": "Model ranking", "undefined": "Undefined figures", "ordered_items": "Levels and scale items",
+}
+
+
 def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
     ci_name = stats.CI_METHOD_NAMES[verdict.ci_method]
     return {
         "reference": "Physicians: the submitted labels of the campaign. Compared: per item, the dialogues with a "
                      "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
                      "least one physician label.",
-        "vs_majority": "seeds/000 Table 5: accuracy, precision, recall and F1 of the judge against the physician "
+        "vs_majority": "Shi et al. (LLM-Mini-CEX), Table 5: accuracy, precision, recall and F1 of the judge against "
+                       "the physician "
                        "majority (the most frequent answer; a dialogue whose top answers tie is left out and counted "
-                       "in n_tied; a single physician label is its own majority). Binary items: positive class 1. "
+                       "as tied; a single physician label is its own majority). Binary items: positive class 1. "
                        "Item 4: accuracy with macro-averaged precision, recall and F1. The majority-class rate is the "
                        "accuracy a judge giving the most frequent majority answer every time would reach.",
         "vs_physicians": "Judge against each physician on the dialogues they share: percent agreement, Cohen's "
@@ -970,7 +1017,8 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                                 f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
                                 f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
                                 f"& Cicchetti 1990; Gwet 2008). Levels and scale items: their mean pairwise "
-                                f"{WEIGHTED_KAPPA}. Bands: {LANDIS_KOCH}.",
+                                f"{WEIGHTED_KAPPA}. Bands ({LANDIS_KOCH}): "
+                                f"{stats.bands_text('landis_koch')}; a bound starts the band above it.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",
@@ -987,7 +1035,8 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                            f"{verdict.floor:g}, minimum {verdict.min_dialogues} dialogues, margin {verdict.margin:g}.",
         "paper_rule": f"The paper's rule ({PAPER_RULE}) is shown for comparison with published results; it is "
                       "flagged where a constant answer (the majority class every time) would meet it too.",
-        "models": "seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %, "
+        "models": "Shi et al. (LLM-Mini-CEX), Table 6: per doctor model and dimension, sum of item scores / "
+                  "(items x dialogues) in %, "
                   "the physicians' score of a dialogue and item being the mean over its raters; on the (dialogue, "
                   "item) cells both the judge and the physicians scored; 'all' pools every binary item (the "
                   "Average column).",
@@ -1144,12 +1193,14 @@ def _summary(entries: list[dict], ranking: dict) -> dict:
 
 
 def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None, n_resamples: int = 1000,
-                        seed: int = 20240501, names: bool = False) -> dict:
+                        seed: int = 20240501, names: bool = False,
+                        progress: Callable[[float, str], None] | None = None) -> dict:
     """The judge vs physicians report of ``run`` against ``campaign`` (see the module docstring).
 
     Raises :class:`JudgeReportError` (a ValueError) when the campaign rates another corpus or scale version.
     ``verdict``: the coordinator's settings (floor, minimum dialogues, margin, interval method).
     ``names=True`` shows physicians' usernames instead of pseudonyms (check ``exports.may_see_names`` first).
+    ``progress(fraction, message)`` is called as the work goes on (the report job shows it).
     """
     from scoring.reports.agreement import load_study
 
@@ -1158,6 +1209,8 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     study = load_study([campaign], names=names)
     judge, units = judge_frame(run)
     codes = judged_codes(run)
+    if progress is not None:
+        progress(0.12, "labels and answers loaded")
     warnings: list[str] = []
     if units.get("unscored") or units.get("failed") or units.get("pending"):
         warnings.append(f"{units.get('unscored', 0)} unscored, {units.get('failed', 0)} failed and "
@@ -1187,7 +1240,13 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     small = stats.small_sample_warning(n, verdict.ci_method) if n else None
     if small:
         warnings.append(small)
-    item_entries = [item_report(item, settings) for item in items]
+    item_entries = []
+    for k, item in enumerate(items):
+        if progress is not None:
+            progress(0.15 + 0.75 * k / max(len(items), 1), f"item {item.code} ({k + 1} of {len(items)})")
+        item_entries.append(item_report(item, settings))
+    if progress is not None:
+        progress(0.92, "model ranking and scores")
     ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
     return {
@@ -1201,6 +1260,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
                             "extreme_prevalence": EXTREME_PREVALENCE, "paper_rule": PAPER_RULE},
         "outcomes": list(OUTCOMES),
         "methods": methods(seed, n_resamples, verdict),
+        "method_titles": METHOD_TITLES,
         "counts": {"units": units, "dialogues_judged": len(judge_dialogues),
                    "dialogues_rated": int(labels["dialogue"].nunique()), "dialogues_compared": n,
                    "physicians": len(raters_all), "physicians_compared": int(compared_raters.sum()),

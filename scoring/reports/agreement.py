@@ -594,8 +594,9 @@ def _rater_matrix(study: Study) -> dict:
     return {"raters": [study.rater_names.get(r, f"R{r}") for r in raters], "kappa": kappa, "gwet_ac1": ac1,
             "percent_agreement": agree, "n_shared": shared, "n_items_kappa": items_kappa, "n_items": len(items),
             "note": ("Mean over the binary items of the per-item coefficient between two raters on the dialogues they "
-                     "share; items where kappa is undefined for the pair (no variation) are left out of its mean "
-                     "(n_items_kappa says how many remain). % agreement is pooled over items.")}
+                     "share; items where kappa is undefined for the pair (no variation) are left out of its mean, "
+                     "so a pair's kappa can average fewer items than its AC1 (the API gives the number of items "
+                     "behind each pair's kappa). % agreement is pooled over items.")}
 
 
 def software_versions() -> dict[str, str]:
@@ -624,7 +625,9 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         "agreement": "Per item, among physicians: mean pairwise percent agreement; Fleiss' kappa (Fleiss 1971; "
                      "Gwet's generalisation when the number of ratings per dialogue varies); Gwet's AC1 (Gwet "
                      "2008); Krippendorff's alpha (krippendorff package; nominal level for binary items, ordinal "
-                     "for item 4). Only submitted work counts.",
+                     "for item 4). Only submitted work counts. Bands of kappa and AC1 (Landis & Koch 1977): "
+                     + stats.bands_text("landis_koch") + "; of alpha (Krippendorff 2004): "
+                     + stats.bands_text("krippendorff") + "; a bound starts the band above it.",
         "icc": "ICC of per-dialogue dimension scores (sum of the binary items of a dimension; item 4 on its own) "
                "from pingouin.intraclass_corr (Shrout & Fleiss 1979), 95% CIs from the F distribution. When every "
                "dialogue has the same raters, all six forms: ICC1 one-way random, ICC2 two-way random absolute "

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
+from scoring import stats
 from scoring.reports import agreement as reports
 
 
@@ -48,7 +49,7 @@ def csv_rows(report: dict):
             yield ["validity", code, "KMO (MSA)", value, "", "", rel["n_ratings"], "", ""]
         b = rel["bartlett"]
         yield ["validity", "whole scale", "Bartlett chi2", b["chi2"], "", "", b.get("n", rel["n_ratings"]), "",
-               f"dof={b['dof']} p={b['p']} ({b.get('n_note', '')})"]
+               f"dof={b['dof']} {stats.format_p(b['p'])} ({b.get('n_note', '')})"]
     for model in report.get("models", []):
         for code, d in model["dimensions"].items():
             yield ["model comparison", model["model"], f"dimension {code} score %", d["score_pct"], d["ci_low"],

@@ -18,12 +18,15 @@ Run:  .venv/bin/python bench/bench_judge_report.py   (DATABASE_URL to use anothe
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_export  # noqa: E402  (sets the environment and builds the shared study)
+
+bench_export.os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
 
 TARGET_FRESH, TARGET_CACHED = 3.0, 0.3
 JUDGE = "bench-judge-report"
@@ -72,6 +75,75 @@ def ensure_judge_run():
     return campaign, run
 
 
+def coordinator():
+    from django.contrib.auth import get_user_model
+
+    from annotation.roles import assign_role
+
+    user, created = get_user_model().objects.get_or_create(username=COORDINATOR)
+    if created:
+        user.set_unusable_password()
+        user.save()
+        assign_role(user, "coordinator")
+    return user
+
+
+def fresh(run, campaign, user, repeats: int) -> list[tuple[float, dict]]:
+    """The report computed from scratch as its worker computes it (jobs.execute of a new judge_report job: load,
+    every figure, storing the result), ``repeats`` times; each with the time of its stages, from its progress
+    messages (the fingerprints before the first; the last one to the end includes storing the result)."""
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+    from scoring.judges import service
+    from scoring.judges.report import VerdictSettings
+
+    names = {"loading labels and answers": "load labels and answers", "labels and answers loaded": "arrange",
+             "model ranking and scores": "ranking, Table 6 and storing the result"}
+    out = []
+    original = jobs.set_progress
+    for _ in range(repeats):
+        Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, params__run=run.pk).delete()
+        events: list[tuple[float, str]] = []
+
+        def timed(job, fraction, message, events=events):
+            events.append((time.perf_counter(), message))
+            original(job, fraction, message)
+
+        jobs.set_progress = timed
+        try:
+            started = time.perf_counter()
+            job = service.compute_now(run, campaign, user, VerdictSettings())
+            finished = time.perf_counter()
+        finally:
+            jobs.set_progress = original
+        assert job.status == Job.Status.SUCCEEDED, job.error
+        stages = {"fingerprints": events[0][0] - started}
+        for (at, message), (after, _) in zip(events, [*events[1:], (finished, "")], strict=True):
+            stage = "items" if message.startswith("item ") else names.get(message, message)
+            stages[stage] = stages.get(stage, 0.0) + after - at
+        out.append((finished - started, stages))
+    return out
+
+
+def cached(run, campaign, user, repeats: int) -> list[float]:
+    """The report page served from the cache: the whole request through Django's test client."""
+    from django.test import Client
+    from django.urls import reverse
+
+    client = Client()
+    client.force_login(user)
+    url = reverse("judge-run-report", args=[run.pk])
+    first = client.get(url, {"campaign": campaign.pk})
+    assert first.status_code == 200 and b'data-testid="judge-verdicts"' in first.content, "report not cached"
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        response = client.get(url, {"campaign": campaign.pk})
+        times.append(time.perf_counter() - started)
+        assert response.status_code == 200
+    return times
+
+
 def main() -> int:
     from bench.machine import calibration_line
 
@@ -79,6 +151,7 @@ def main() -> int:
     print(bench_export.ensure_database(bench_export.os.environ["DATABASE_URL"]))
     bench_export.setup_django()
     from django.core.management import call_command
+    from django.db import connection
 
     call_command("migrate", verbosity=0)
     if not bench_export.study_is_complete():
@@ -86,7 +159,29 @@ def main() -> int:
         bench_export.drop_study()
         bench_export.build_study()
     campaign, run = ensure_judge_run()
-    print(f"run #{run.pk} on campaign {campaign.name!r}")
+    user = coordinator()
+    started = time.perf_counter()
+    import krippendorff  # noqa: F401 - the report's alpha
+    import pingouin  # noqa: F401 - the ICCs of scale items
+    import scipy.stats  # noqa: F401 - Kendall's tau
+
+    print(f"one-off imports of scipy, pingouin and krippendorff (a worker's first report): "
+          f"{time.perf_counter() - started:.2f} s")
+    print(f"run #{run.pk} on campaign {campaign.name!r}: {bench_export.N_DIALOGUES:,} dialogues x "
+          f"{bench_export.N_ITEMS} items x {bench_export.N_RATERS} physicians ({bench_export.N_LABELS:,} labels), "
+          f"{bench_export.N_DIALOGUES * bench_export.N_ITEMS:,} judge answers; database {connection.vendor}")
+    runs = fresh(run, campaign, user, repeats=3)
+    for seconds, stages in runs:
+        detail = ", ".join(f"{name} {value:.2f} s" for name, value in stages.items())
+        print(f"  fresh report: {seconds:.2f} s ({detail})")
+    best = min(seconds for seconds, _ in runs)
+    median = statistics.median(seconds for seconds, _ in runs)
+    print(f"FRESH: median {median:.2f} s, best {best:.2f} s of {len(runs)} (target < {TARGET_FRESH:.0f} s) "
+          f"{'PASS' if median < TARGET_FRESH else 'FAIL'}")
+    times = cached(run, campaign, user, repeats=7)
+    median = statistics.median(times)
+    print(f"CACHED: page median {median:.3f} s, fastest {min(times):.3f} s, slowest {max(times):.3f} s of "
+          f"{len(times)} requests (target < {TARGET_CACHED} s) {'PASS' if median < TARGET_CACHED else 'FAIL'}")
     return 0
 
 

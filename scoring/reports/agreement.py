@@ -618,7 +618,8 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         "(standardised alpha of the tetrachoric matrix; Zumbo, Gadermann & Zeisser 2007; Gadermann, Guhn & Zumbo "
         "2012) and KMO and Bartlett use the tetrachoric matrix"
         if correlation == "tetrachoric" else
-        "Pearson correlations, which on binary items are phi coefficients (the practice of seeds/000 Tables 3-4); "
+        "Pearson correlations, which on binary items are phi coefficients (the practice of Shi et al., "
+        "LLM-Mini-CEX, Tables 3-4); "
         "Cronbach's alpha on binary items is KR-20 (Kuder & Richardson 1937). Tetrachoric correlations are "
         "available as an option")
     return {
@@ -646,8 +647,9 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         "rater_matrix": "Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1 of "
                         "the two raters on the dialogues they share (items differ in prevalence, so one kappa pooled "
                         "over items would mix them); items where kappa is undefined for the pair are left out.",
-        "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (seeds/000 "
-                  "Table 6), with each item's score the mean over the dialogue's raters. Items answered with levels "
+        "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (Table 6 "
+                  "in Shi et al., LLM-Mini-CEX), with each item's score the mean over the dialogue's raters. Items "
+                  "answered with levels "
                   "or a numeric scale: mean score per criterion (a dialogue's score = mean over its raters), with "
                   "the bootstrap CI over the model's dialogues.",
         "ordered": "Items answered with levels or a numeric scale (e.g. 0-5) also get: Cohen's kappa with quadratic "

@@ -117,7 +117,7 @@ BOX_STYLE = {"median": {"color": "#c07a1b", "linewidth": 1.6},
              "mean": {"marker": "^", "markerfacecolor": "#1e7b34", "markeredgecolor": "#1e7b34", "markersize": 6},
              "flier": {"marker": "o", "markerfacecolor": "none", "markeredgecolor": "#444", "markersize": 4}}
 BOX_KEY = ("box: middle half of the dialogues (quartiles)", "median", "mean",
-           "whiskers: up to 1.5 x the box height", "dialogue beyond the whiskers")
+           "whiskers: furthest dialogue within 1.5 box heights", "dialogue beyond the whiskers")
 
 
 def model_scores_figure(models: list[dict]):

@@ -148,16 +148,9 @@ def main() -> int:
     from bench.machine import calibration_line
 
     print(calibration_line())
-    print(bench_export.ensure_database(bench_export.os.environ["DATABASE_URL"]))
-    bench_export.setup_django()
-    from django.core.management import call_command
+    bench_export.prepare_study()
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
-    if not bench_export.study_is_complete():
-        print("building the study (once)...")
-        bench_export.drop_study()
-        bench_export.build_study()
     campaign, run = ensure_judge_run()
     user = coordinator()
     started = time.perf_counter()

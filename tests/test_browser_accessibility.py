@@ -58,6 +58,10 @@ def test_rating_compare_and_report_pages_have_no_serious_axe_violations(page, tr
     start = page.get_by_test_id("start-here")
     agreement = start.get_by_role("link", name="Agreement report of the finished demo study").get_attribute("href")
     judge = start.get_by_role("link", name="Synthetic LLM judge vs physicians").get_attribute("href")
+    # the check itself: axe runs under the page's CSP and reports a field without a label as critical
+    page.goto(judge)
+    page.evaluate("document.querySelector('main').appendChild(document.createElement('input'))")
+    assert any(v["id"] == "label" and v["impact"] == "critical" for v in axe(page))
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(agreement)

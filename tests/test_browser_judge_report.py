@@ -73,7 +73,7 @@ def test_judge_report_and_agreement_report_at_1366_and_1024(page, transactional_
         text = page.inner_text("main")
         for name in INTERNAL_NAMES:
             assert name not in text, name
-        page.screenshot(path=str(ARTIFACTS / f"judge-report-{width}.png"))
+        page.get_by_test_id("judge-verdicts").screenshot(path=str(ARTIFACTS / f"judge-verdicts-{width}.png"))
 
         page.goto(agreement)
         assert fits(page), f"the agreement report is wider than {width} px"

@@ -67,13 +67,7 @@ def current_report_job(run: JudgeRun, campaign: Campaign, user, verdict, *, star
     else the one that failed (the same data would fail again). With ``start`` a new one is queued when there is
     none, or with ``retry`` when the last one failed."""
     params = report_params(run, campaign, user, verdict)
-    same = Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, params__key=params["key"])
-    job = same.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
-    if job is None and not retry:
-        job = same.order_by("-created_at").first()
-    if job is None and start:
-        job = jobs.submit(Job.Kind.JUDGE_REPORT, user=user, **params)
-    return job
+    return jobs.current(Job.Kind.JUDGE_REPORT, params, {"key": params["key"]}, user=user, start=start, retry=retry)
 
 
 def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None) -> Job:

@@ -74,6 +74,10 @@ def test_the_report_is_computed_once_and_cached_until_labels_answers_or_settings
     run_pending()
     client.get(url, query)
     assert judge_jobs() == 3
+    # the report it replaced no longer holds its figures; the other settings' report keeps them
+    emptied = Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, result={})
+    assert list(emptied.values_list("pk", flat=True)) == [job.pk]
+    assert Job.objects.get(kind=Job.Kind.JUDGE_REPORT, params__settings__margin=0.2).result["items"]
     # a judge answer changes (its value, or a retried answer whose time is all that moves): a new report each time
     result = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, item__code="1.1").first()
     JudgeResult.objects.filter(pk=result.pk).update(value=1 - result.value)

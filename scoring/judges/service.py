@@ -98,6 +98,21 @@ def judge_report(job: Job) -> dict[str, Any]:
     run = JudgeRun.objects.select_related("config", "corpus").get(pk=params["run"])
     campaign = Campaign.objects.select_related("corpus", "scale_version").get(pk=params["campaign"])
     jobs.set_progress(job, 0.02, "loading labels and answers")
-    return judge_vs_physicians(run, campaign, verdict=VerdictSettings(**params["settings"]),
-                               names=params.get("names", False),
-                               progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
+    report = judge_vs_physicians(run, campaign, verdict=VerdictSettings(**params["settings"]),
+                                 names=params.get("names", False),
+                                 progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
+    forget_superseded(job)
+    return report
+
+
+def forget_superseded(job: Job) -> int:
+    """Empty the stored results of earlier reports that this one replaces (the same run, campaign, settings and
+    name rule on older labels, answers or code): no page can ask for them again, and each holds the whole report.
+    The rows stay (an open page polling one still hears that it finished)."""
+    params = job.params
+    older = (Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED, params__run=params["run"],
+                                params__campaign=params["campaign"], created_at__lte=job.created_at)
+             .exclude(pk=job.pk).values_list("pk", "params"))
+    superseded = [pk for pk, other in older if other.get("names") == params.get("names")
+                  and other.get("settings") == params.get("settings") and other.get("key") != params.get("key")]
+    return Job.objects.filter(pk__in=superseded).update(result={})

@@ -179,3 +179,21 @@ def test_judged_codes_reads_the_item_ids_without_sorting_every_answer(judged):
     assert len(codes) == 24
     answers = [q["sql"] for q in queries.captured_queries if JudgeResult._meta.db_table in q["sql"]]
     assert answers and all("ORDER BY" not in sql.upper() for sql in answers), answers
+
+
+@pytest.mark.integration
+def test_the_report_is_computed_by_a_real_worker(client, celery_worker, analyst):
+    import time
+
+    labels._allowed.cache_clear()
+    campaign, run = build_study()
+    client.force_login(analyst)
+    url = reverse("judge-run-report", args=[run.pk])
+    client.get(url, {"campaign": campaign.pk})
+    job = Job.objects.get(kind=Job.Kind.JUDGE_REPORT)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not Job.objects.get(pk=job.pk).is_finished:
+        time.sleep(0.5)
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert 'data-testid="judge-verdicts"' in client.get(url, {"campaign": campaign.pk}).content.decode()

@@ -18,7 +18,7 @@ from annotation.models import Assignment
 from scoring.jobs.models import Job
 from scoring.judges import service
 from scoring.judges.models import JudgeResult
-from scoring.judges.report import VerdictSettings, judged_codes
+from scoring.judges.report import VerdictSettings, judge_frame, judged_codes
 from tests.test_judge_report import build_study
 from tests.test_report_pages import run_pending
 
@@ -171,10 +171,13 @@ def test_names_follow_the_readme_rule_as_in_the_agreement_report_and_the_exports
     assert Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, params__names=False).count() == 1
 
 
-def test_judged_codes_reads_the_item_ids_without_sorting_every_answer(judged):
+def test_judged_codes_and_the_answers_are_read_without_sorting_every_answer(judged):
+    """JudgeResult's default ordering joins run, dialogue, corpus and item and sorts every answer: 0.45 s for the
+    codes and 0.2 s for the answers at 64,320 answers; the report needs neither order."""
     _, run = judged
     with CaptureQueriesContext(connection) as queries:
         codes = judged_codes(run)
+        judge_frame(run)
     assert codes == set(JudgeResult.objects.filter(run=run).values_list("item__code", flat=True))
     assert len(codes) == 24
     answers = [q["sql"] for q in queries.captured_queries if JudgeResult._meta.db_table in q["sql"]]

@@ -809,6 +809,7 @@ def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
     units["total"] = sum(units.values())
     code_of = dict(Item.objects.filter(version_id=run_scale_version_id(run)).values_list("pk", "code"))
     rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
+            .order_by()  # the default ordering joins four tables and sorts every answer on disk (0.2 s at 64,320)
             .values_list("dialogue_id", "item_id", "value"))
     arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=np.int64).reshape(-1, 3)
     frame = pd.DataFrame({"dialogue": arr[:, 0], "item": [code_of.get(i, "") for i in arr[:, 1].tolist()],

@@ -75,12 +75,11 @@ def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None) -> Job:
     so that it shows at first login); a finished or running job for the same key is returned as it is."""
     from scoring.judges.report import VerdictSettings
 
-    verdict = verdict or VerdictSettings()
-    job = current_report_job(run, campaign, user, verdict, start=False)
+    params = report_params(run, campaign, user, verdict or VerdictSettings())
+    job = jobs.current(Job.Kind.JUDGE_REPORT, params, {"key": params["key"]}, start=False)
     if job is not None and job.status != Job.Status.FAILED:
         return job
-    job = Job.objects.create(kind=Job.Kind.JUDGE_REPORT, params=report_params(run, campaign, user, verdict),
-                             requested_by=user)
+    job = Job.objects.create(kind=Job.Kind.JUDGE_REPORT, params=params, requested_by=user)
     return jobs.execute(job.pk)
 
 
@@ -98,11 +97,22 @@ def judge_report(job: Job) -> dict[str, Any]:
     run = JudgeRun.objects.select_related("config", "corpus").get(pk=params["run"])
     campaign = Campaign.objects.select_related("corpus", "scale_version").get(pk=params["campaign"])
     jobs.set_progress(job, 0.02, "loading labels and answers")
-    report = judge_vs_physicians(run, campaign, verdict=VerdictSettings(**params["settings"]),
-                                 names=params.get("names", False),
-                                 progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
+    with single_blas_thread():
+        report = judge_vs_physicians(run, campaign, verdict=VerdictSettings(**params["settings"]),
+                                     names=params.get("names", False),
+                                     progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
     forget_superseded(job)
     return report
+
+
+def single_blas_thread():
+    """The report's matrix products on one BLAS thread. The workers share the machine's cores (the README's
+    layout runs several worker processes on two cores); BLAS threads that wait for a busy core spin, so the same
+    report took 3.5-5.8 s with two threads and 2.5-3.2 s with one on a machine where another process was busy
+    (bench/bench_judge_report.py), and used half the CPU time."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def forget_superseded(job: Job) -> int:

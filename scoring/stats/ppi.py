@@ -298,7 +298,8 @@ def sample_size(y: Sequence[float] | np.ndarray, yhat: Sequence[float] | np.ndar
     ``physicians_only`` (classical interval), ``with_judge`` (PPI++ with tuned lambda, the others unlabelled),
     ``with_judge_unlimited`` (if the judge scored unlimited dialogues), ``n_exact`` (PPI++'s closed form
     n0 M (1 - rho^2) / (M - rho^2 n0) of ppi_py's ``ppi_power``, when lambda is not clipped at 1), the pilot's
-    ``rho``, ``sd`` and ``n_pilot`` and ``warnings``. A need above ``n_total`` is None with the reason.
+    ``rho``, ``sd`` and ``n_pilot`` and ``warnings``. ``with_judge`` is None when not even labels on all
+    ``n_total`` dialogues reach the half-width (then ``physicians_only`` exceeds ``n_total`` too).
     """
     _check(alpha, "two-sided")
     if not half_width > 0:
@@ -325,11 +326,6 @@ def sample_size(y: Sequence[float] | np.ndarray, yhat: Sequence[float] | np.ndar
         out["with_judge"] = out["with_judge_unlimited"]
     else:
         out["with_judge"] = _smallest_n([(var_y, var_f, cov, int(n_total))], target)
-        if out["physicians_only"] > n_total:
-            out["warnings"].append(
-                f"Not reachable with {n_total} dialogues: even physician labels on all of them give a wider "
-                f"interval. With the judge scoring more dialogues, {out['with_judge_unlimited']} physician-labelled "
-                "dialogues would do.")
         if rho is not None and rho > 0 and n_total > rho ** 2 * n0:
             exact = n0 * n_total * (1 - rho ** 2) / (n_total - rho ** 2 * n0)
             lam = cov / (var_f * (1 + exact / max(n_total - exact, 1e-12)))
@@ -370,8 +366,4 @@ def difference_sample_size(pilots: Sequence[tuple[Any, Any, int | None]], half_w
     out["physicians_only"] = _classical_n(sum(p[0] for p in parts), target)
     out["with_judge_unlimited"] = _smallest_n([(*p[:3], None) for p in parts], target)
     out["with_judge"] = _smallest_n(parts, target)
-    totals = [p[3] for p in parts if p[3] is not None]
-    if totals and out["physicians_only"] > min(totals):
-        out["warnings"].append(f"Not reachable with {min(totals)} dialogues of the smaller model: even physician "
-                               "labels on all of them give a wider interval.")
     return out

@@ -39,8 +39,8 @@ from scoring.stats import ppi
 
 ALPHA = 0.05
 NOT_VALIDATED = "not validated: the judge's bias is not in this interval"
-#: The planner's default half-width: this share of the score's range (5 points on a 0-100% score, 0.25 on 0-5).
-DEFAULT_HALF_WIDTH_SHARE = 0.05
+#: The planner's default half-width: this share of the score's range (10 points on a 0-100% score, 0.5 on 0-5).
+DEFAULT_HALF_WIDTH_SHARE = 0.10
 CITATION = ("Angelopoulos AN, Bates S, Fannjiang C, Jordan MI, Zrnic T (2023). Prediction-powered inference. "
             "Science 382(6671):669-674; Angelopoulos AN, Duchi JC, Zrnic T (2023). PPI++: Efficient "
             "prediction-powered inference. arXiv:2311.01453")
@@ -237,7 +237,7 @@ def _worth(ppi_fig: dict) -> str | None:
     if gain < 0.5:
         return (f"The judge's labels add nothing here (lambda {ppi_fig['lam']:.2f}): the PPI++ interval is as wide "
                 "as the physicians' own.")
-    return (f"The judge's labels are worth {gain:.0f} more physician-labelled dialogues (effective sample size "
+    return (f"The judge's labels are worth {gain:.0f} more physician-labelled dialogue(s) (effective sample size "
             f"{ppi_fig['effective_n']:.0f} from {ppi_fig['n']} labelled; lambda {ppi_fig['lam']:.2f}).")
 
 
@@ -320,9 +320,11 @@ def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]
         interval = (f"{a} - {b} {fig['value']:+.{digits}f} [{fig['ci_low']:+.{digits}f}, "
                     f"{fig['ci_high']:+.{digits}f}]")
         if fig["verdict"] == f"{a} scores higher":
-            shown.append(f"{a} above {b} ({interval})")
+            shown.append(f"{a} above {b} by {fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, "
+                         f"{fig['ci_high']:.{digits}f}]")
         elif fig["verdict"] == f"{b} scores higher":
-            shown.append(f"{b} above {a} ({interval})")
+            shown.append(f"{b} above {a} by {-fig['value']:.{digits}f} [{-fig['ci_high']:.{digits}f}, "
+                         f"{-fig['ci_low']:.{digits}f}]")
         else:
             unclear.append(f"{a} and {b} ({interval})")
         judge_differs += d["judge"]["verdict"] != fig["verdict"]

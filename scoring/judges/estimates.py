@@ -58,8 +58,19 @@ class Scope:
     high: float
     codes: list[str]
 
+    @property
+    def short(self) -> str:
+        """A label for narrow table cells."""
+        if self.kind == "overall":
+            return self.name.split(" (")[0]
+        if self.kind == "criterion":
+            return f"Item {self.key}"
+        name = f"{self.key} {self.name}"
+        return name if len(name) <= 24 else name[:23].rstrip() + "…"
+
     def as_dict(self) -> dict:
-        return {"key": self.key, "name": self.name, "kind": self.kind, "unit": self.unit, "min": self.low,
+        return {"key": self.key, "name": self.name, "short": self.short, "kind": self.kind, "unit": self.unit,
+                "min": self.low,
                 "max": self.high, "items": list(self.codes), "digits": 1 if self.unit == "%" else 2,
                 "default_half_width": default_half_width(self.low, self.high)}
 
@@ -282,7 +293,8 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
     out = []
     for scope in scores.scopes:
         for a, b in itertools.combinations(scores.model_names, 2):
-            entry: dict[str, Any] = {"scope": scope.key, "a": a, "b": b}
+            entry: dict[str, Any] = {"scope": scope.key, "scope_name": scope.short, "unit": scope.unit,
+                                     "digits": _digits(scope), "a": a, "b": b}
             for source in ("physicians", "judge", "ppi"):
                 fa, fb = per_model[a][scope.key][source], per_model[b][scope.key][source]
                 if source == "ppi" and not (fa.get("available") and fb.get("available")):
@@ -337,6 +349,19 @@ def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]
         parts.append(f"The judge's scores alone would call {judge_differs} of {len(pairs)} comparison(s) "
                      "differently; they are not validated (the judge's bias is not in their intervals).")
     return {"scope": scope.key, "order": order, "text": " ".join(parts)}
+
+
+def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | None) -> str | None:
+    """One sentence: what the judge's labels are worth per model on the ranking's score."""
+    scope = next((s for s in scores.scopes if s.key == scope_key), None)
+    figures = [(m, per_model[m][scope.key]["ppi"]) for m in scores.model_names] if scope else []
+    figures = [(m, f) for m, f in figures if f.get("gain") is not None]
+    if not figures:
+        return None
+    parts = [f"{f['gain']:.0f} for {m} (effective sample size {f['effective_n']:.0f} from {f['n']} labelled)"
+             for m, f in figures]
+    return (f"On {scope.name[0].lower() + scope.name[1:]}, the judge's labels are worth "
+            + ", ".join(parts) + " more physician-labelled dialogue(s).")
 
 
 def methods(alpha: float = ALPHA) -> str:
@@ -394,6 +419,7 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
                  "n_sampled": int((in_model & scores.in_sample).sum()), "scopes": per_model[model]}
         models.append(entry)
     reason = no_ppi_reason(sample)
+    ranking = _ranking(scores, per_model, differences)
     return {
         "available": reason is None and bool(scores.scopes),
         "reason": reason if scores.scopes else "No scored item was judged: nothing to estimate.",
@@ -407,7 +433,8 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         "scopes": [s.as_dict() for s in scores.scopes],
         "models": models,
         "differences": differences,
-        "ranking": _ranking(scores, per_model, differences),
+        "ranking": ranking,
+        "worth_text": _worth_text(scores, per_model, ranking["scope"]),
         "planner": plan(scores, alpha=alpha),
         "methods": methods(alpha),
         "citation": CITATION,

@@ -36,6 +36,14 @@ def pilots_for(corpus: Corpus, version: ScaleVersion) -> list[Campaign]:
     return list(Campaign.objects.alive().filter(pk__in=ids).order_by("-created_at", "-pk"))
 
 
+def default_version(corpus: Corpus) -> ScaleVersion | None:
+    """The scale version of the newest campaign with physician labels on ``corpus`` (the planner's default before a
+    version is chosen)."""
+    campaign = (Campaign.objects.alive().filter(corpus=corpus, assignments__status=Assignment.Status.SUBMITTED)
+                .select_related("scale_version").order_by("-created_at", "-pk").first())
+    return campaign.scale_version if campaign else None
+
+
 def _population(corpus: Corpus, target: Campaign | None) -> dict[str, int]:
     """Dialogues per doctor model the judge will score: the target campaign's population, else the corpus."""
     from annotation.models import PrivacyStatus

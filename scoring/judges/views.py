@@ -223,7 +223,7 @@ def judge_planner(request):
     run and the labels so far). For a campaign (``target``) or a corpus and scale version (a campaign being
     created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan."""
     from annotation.models import Corpus
-    from scoring.judges.planner import PlannerError, planner
+    from scoring.judges.planner import PlannerError, default_version, planner
 
     def param_int(name: str) -> int | None:
         raw = request.GET.get(name, "").strip()
@@ -233,6 +233,8 @@ def judge_planner(request):
     corpus = target.corpus if target else Corpus.objects.alive().filter(pk=param_int("corpus")).first()
     version = (target.scale_version if target else
                ScaleVersion.objects.filter(pk=param_int("scale_version"), status="published").first())
+    if version is None and corpus is not None and not request.GET.get("scale_version"):
+        version = default_version(corpus)
     context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None}
     raw_half = request.GET.get("half_width", "").strip()
     half_width = None

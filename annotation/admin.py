@@ -13,6 +13,7 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
+    RandomSample,
     RaterProfile,
     Redaction,
     Scale,
@@ -129,6 +130,23 @@ class CampaignAdmin(StudyDataAdmin):
     list_filter = ["phase", "status"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason", "scale_version", "corpus"]
     inlines = [CampaignRaterInline]
+
+
+@admin.register(RandomSample)
+class RandomSampleAdmin(admin.ModelAdmin):
+    """Read-only: a sample is drawn or declared once (annotation.sampling), never edited."""
+
+    list_display = ["campaign", "kind", "size", "seed", "stratified", "created_by", "created_at"]
+    list_filter = ["kind"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(CampaignRater)

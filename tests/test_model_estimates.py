@@ -102,7 +102,13 @@ def make_campaign(corpus: Corpus, physicians, *, name: str = "sampled", sample_s
     return campaign
 
 
-def make_run(corpus: Corpus, *, constant: bool = False, name: str = "lenient judge") -> JudgeRun:
+def random_judge(index: int, code: str) -> int:
+    """A judge answering at random, unrelated to the dialogue."""
+    rng = np.random.default_rng(7919 * index + sum(map(ord, code)))
+    return int(rng.integers(1, 4)) if code == "4" else int(rng.integers(0, 2))
+
+
+def make_run(corpus: Corpus, *, constant: bool = False, name: str = "lenient judge", answer=None) -> JudgeRun:
     config = JudgeConfig.objects.create(name=name, model="judge-model", mode=JudgeConfig.Mode.PER_ITEM,
                                         prompt_set=default_prompt_set(mini_cex()))
     run = JudgeRun.objects.create(config=config, corpus=corpus, snapshot=config_snapshot(config),
@@ -110,7 +116,7 @@ def make_run(corpus: Corpus, *, constant: bool = False, name: str = "lenient jud
     items = list(mini_cex().rating_items())
     JudgeResult.objects.bulk_create([
         JudgeResult(run=run, dialogue=d, item=item, status=JudgeResult.Status.DONE,
-                    value=judge_value(int(d.external_id[1:]), item.code, constant))
+                    value=(answer or (lambda i, c: judge_value(i, c, constant)))(int(d.external_id[1:]), item.code))
         for d in corpus.dialogues.all() for item in items])
     return run
 
@@ -277,6 +283,42 @@ def test_constant_judge_gives_the_physicians_estimate(physicians):
             assert figures["ppi"]["ci_low"] == pytest.approx(figures["physicians"]["ci_low"])
             assert figures["judge"]["ci_low"] == figures["judge"]["ci_high"]  # constant: a zero-width interval
             assert any("same score" in w for w in figures["judge"]["warnings"])
+
+
+def test_random_judge_adds_little_and_stays_valid(physicians):
+    corpus = make_corpus()
+    campaign = make_campaign(corpus, physicians)
+    block = model_estimates(make_run(corpus, answer=random_judge, name="random judge"), campaign)
+    for entry in block["models"]:
+        for key, figures in entry["scopes"].items():
+            ppi_fig, physicians_fig = figures["ppi"], figures["physicians"]
+            width = ppi_fig["ci_high"] - ppi_fig["ci_low"]
+            assert width > 0.8 * (physicians_fig["ci_high"] - physicians_fig["ci_low"]), (entry["model"], key)
+            assert ppi_fig["gain"] < 0.5 * ppi_fig["n"], (entry["model"], key)
+            assert ppi_fig["ci_low"] <= physicians_fig["value"] <= ppi_fig["ci_high"]
+
+
+def test_near_constant_and_constant_criterion(physicians):
+    """Physicians give item 4 the level 2 on every dialogue but one (near-constant), or on all (constant)."""
+    corpus = make_corpus()
+    campaign = make_campaign(corpus, physicians)
+    run = make_run(corpus)
+    item4 = Label.objects.filter(campaign=campaign, item__code="4")
+    first = item4.order_by("dialogue_id").values_list("dialogue_id", flat=True).first()
+    item4.update(value=2)
+    item4.filter(dialogue_id=first).update(value=3)
+    near = model_estimates(run, campaign)
+    for entry in near["models"]:
+        figures = entry["scopes"]["4"]
+        assert figures["ppi"]["ci_low"] <= figures["ppi"]["value"] <= figures["ppi"]["ci_high"]
+        assert 0.0 <= figures["ppi"]["lam"] <= 1.0
+    item4.update(value=2)
+    constant = model_estimates(run, campaign)
+    for entry in constant["models"]:
+        figures = entry["scopes"]["4"]
+        assert figures["physicians"]["value"] == 2.0 and figures["physicians"]["ci_low"] == 2.0
+        assert any("zero width" in w for w in figures["physicians"]["warnings"] + figures["ppi"]["warnings"])
+        assert figures["ppi"]["effective_n"] is None and figures["ppi"]["worth"] is None
 
 
 def test_planner_from_the_pilot(physicians):

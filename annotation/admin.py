@@ -133,20 +133,11 @@ class CampaignAdmin(StudyDataAdmin):
 
 
 @admin.register(RandomSample)
-class RandomSampleAdmin(admin.ModelAdmin):
-    """Read-only: a sample is drawn or declared once (annotation.sampling), never edited."""
+class RandomSampleAdmin(ReadOnlyHistoryAdmin):
+    """A sample is drawn or declared once (annotation.sampling), never edited."""
 
     list_display = ["campaign", "kind", "size", "seed", "stratified", "created_by", "created_at"]
     list_filter = ["kind"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(CampaignRater)

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from annotation.models import Corpus
 from annotation.roles import PHYSICIAN
 from scoring.judges.models import JudgeConfig, JudgeRun
+from scoring.llm.forms import SpendCapsForm
 from scoring.preference.models import PreferenceStudy
 from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
 
@@ -53,7 +54,7 @@ class JudgeRunsForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["runs"].queryset = (JudgeRun.objects.filter(status=JudgeRun.Status.SUCCEEDED)
+        self.fields["runs"].queryset = (JudgeRun.objects.filter(status__in=JudgeRun.FINISHED)
                                         .select_related("config", "corpus"))
         self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.config.name} on {r.corpus.name}"
 
@@ -88,6 +89,8 @@ class RatersForm(forms.Form):
 
 class JudgeForm(forms.Form):
     config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge")
+    cost_cap = SpendCapsForm.base_fields["cost_cap"]
+    token_cap = SpendCapsForm.base_fields["token_cap"]
 
     def __init__(self, *args, study: PreferenceStudy, **kwargs):
         super().__init__(*args, **kwargs)

@@ -183,9 +183,9 @@ def test_a_refused_connection_is_retried_then_named_as_the_cause(instrument, cor
         config = make_config(server.base_url, monkeypatch, max_attempts=2)
         run = started(config, corpus, ["1.1"])
         port = server.port
-    with pytest.raises(gateway.NotConfigured, match=f"nothing answers at http://127.0.0.1:{port}"):
-        judging.create_run(config, corpus, item_codes=["1.1"])
-    run = drain(run)  # the server went away after the run started
+    # the pages no longer offer it...
+    assert f"nothing answers at http://127.0.0.1:{port}" in gateway.endpoint_problem(config.base_url, KEY)
+    run = drain(run)  # ...and the run whose server went away after it started says so
     assert run.status == "failed" and f"connection refused by 127.0.0.1:{port}" in run.error
     assert "timeout" not in run.error
     assert run.requests_sent == 3 * 2  # each unit, with its one retry

@@ -1059,11 +1059,13 @@ def spend(handler: Handler, job) -> dict[str, Any]:
     currency = handler.currency(job)
     config = handler.config(job)
     priced = any(Decimal(str(p)) for p in _prices(config))
+    row = handler.job_model.objects.filter(pk=job.pk).values(*_ACCOUNT).first() or {  # the counters as they are now
+        name: getattr(job, name) for name in _ACCOUNT}
     return {
-        "requests_sent": job.requests_sent, "request_limit": job.request_limit, "currency": currency,
-        "priced": priced, "cost": float(job.spent_cost) if priced else None, "tokens": job.spent_tokens,
-        "cost_cap": None if job.cost_cap is None else float(job.cost_cap), "token_cap": job.token_cap,
-        "cost_text": (_money(job.spent_cost, currency) if priced else
+        "requests_sent": row["requests_sent"], "request_limit": row["request_limit"], "currency": currency,
+        "priced": priced, "cost": float(row["spent_cost"]) if priced else None, "tokens": row["spent_tokens"],
+        "cost_cap": None if row["cost_cap"] is None else float(row["cost_cap"]), "token_cap": row["token_cap"],
+        "cost_text": (_money(row["spent_cost"], currency) if priced else
                       "cost unknown: no prices set for this judge" if handler.kind != "generation" else
                       "cost unknown: no prices set for this job"),
     }

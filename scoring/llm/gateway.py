@@ -96,13 +96,15 @@ _host_checks: dict[str, tuple[float, str]] = {}
 HOST_CHECK_SECONDS = 3.0
 
 
-def host_problem(base_url: str) -> str:
+def host_problem(base_url: str, *, listening: bool = False) -> str:
     """Why requests to ``base_url`` cannot go out ("" when its host resolves). Looked up with a short timeout and
-    remembered for a minute; skipped behind a proxy (the proxy resolves the host, not this machine)."""
+    remembered for a minute; skipped behind a proxy (the proxy resolves the host, not this machine). With
+    ``listening``, a server on this machine must also accept connections now (the pages ask that before offering to
+    start; a job already created rather retries until it answers, and then says it was refused)."""
     parts = urlsplit(base_url)
     host = parts.hostname
     if host in ("localhost", "::1") or (host or "").startswith("127."):
-        return _local_problem(parts)
+        return _local_problem(parts) if listening else ""
     if not host or any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
                                                      "ALL_PROXY", "all_proxy")):
         return ""
@@ -142,13 +144,13 @@ def _local_problem(parts) -> str:
 
 
 def endpoint_problem(base_url: str, api_key_env: str) -> str:
-    """Why a judge or job with this endpoint cannot send anything ("" when it can): no URL configured, a refused
-    key variable, or a host that does not resolve."""
+    """Why a judge or job with this endpoint cannot send anything now ("" when it can), for the pages: no URL
+    configured, a refused key variable, a host that does not resolve, or nothing listening on a local server."""
     try:
         endpoint = resolve_endpoint(base_url, api_key_env)
     except NotConfigured as exc:
         return str(exc)
-    return host_problem(endpoint.base_url)
+    return host_problem(endpoint.base_url, listening=True)
 
 
 def usable_endpoint(base_url: str, api_key_env: str) -> Endpoint:

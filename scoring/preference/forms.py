@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from annotation.models import Corpus
 from annotation.roles import PHYSICIAN
 from scoring.judges.models import JudgeConfig, JudgeRun
+from scoring.llm import gateway
 from scoring.llm.forms import SpendCapsForm
 from scoring.preference.models import PreferenceStudy
 from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
@@ -96,6 +97,13 @@ class JudgeForm(forms.Form):
         super().__init__(*args, **kwargs)
         excluded = study.sources.exclude(judge_run=None).values_list("judge_run__config_id", flat=True)
         self.fields["config"].queryset = JudgeConfig.objects.exclude(pk__in=list(excluded))
+
+    def clean_config(self):
+        config = self.cleaned_data["config"]
+        problem = gateway.endpoint_problem(config.base_url, config.api_key_env)
+        if problem:
+            raise forms.ValidationError(f"Judge {config.name} cannot be used now: {problem}")
+        return config
 
 
 class ReasonForm(forms.Form):

@@ -194,8 +194,8 @@ def study_action(request, pk: int):
         elif action == "judge":
             form = JudgeForm(request.POST, study=study)
             if not form.is_valid():
-                raise PreferenceError("Choose a judge configuration." if "config" in form.errors else
-                                      " ".join(" ".join(e) for e in form.errors.values()))
+                raise PreferenceError(" ".join(" ".join(e) for e in form.errors.values())
+                                      or "Choose a judge configuration.")
             run = preference_judging.create_run(study, form.cleaned_data["config"], request.user,
                                                 cost_cap=form.cleaned_data["cost_cap"],
                                                 token_cap=form.cleaned_data["token_cap"])

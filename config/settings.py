@@ -333,7 +333,8 @@ SPECTACULAR_SETTINGS = {
     # warning from `manage.py check --deploy`).
     "ENUM_NAME_OVERRIDES": {"ScaleVersionStatusEnum": "annotation.models.ScaleVersion.Status",
                             "RatedTargetEnum": "annotation.models.Scale.Target",
-                            "PreferenceStudyKindEnum": "scoring.preference.models.PreferenceStudy.Kind"},
+                            "PreferenceStudyKindEnum": "scoring.preference.models.PreferenceStudy.Kind",
+                            "LLMJobStatusEnum": "scoring.llm.models.EngineJob.Status"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -9,6 +9,7 @@ from annotation import api as annotation_api
 from annotation import views as annotation_views
 from annotation.urls import rating_urlpatterns
 from config.views import healthz
+from scoring.generation import api as api_generation
 from scoring.judges import api as api_judges
 from scoring.preference import api as api_preference
 from scoring.reports import api as scoring_api
@@ -26,6 +27,10 @@ router.register("assignments", annotation_api.AssignmentViewSet, basename="api-a
 router.register("labels", annotation_api.LabelViewSet, basename="api-label")
 router.register("preference-studies", api_preference.PreferenceStudyViewSet, basename="api-preference-study")
 router.register("preference-tasks", api_preference.PreferenceTaskViewSet, basename="api-preference-task")
+router.register("judge-runs", api_judges.JudgeRunViewSet, basename="api-judge-run")
+router.register("preference-judge-runs", api_preference.PreferenceJudgeRunViewSet,
+                basename="api-preference-judge-run")
+router.register("generation-jobs", api_generation.GenerationJobViewSet, basename="api-generation-job")
 
 accounts = [
     # Failed logins are counted and paused by django-axes (annotation/throttle.py), here and on the API token.

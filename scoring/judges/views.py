@@ -13,8 +13,9 @@ from scoring.judges import prompts
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, VerdictSettingsForm
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
-from scoring.llm import gateway
+from scoring.llm import engine, gateway
 from scoring.llm.endpoints import endpoint_help
+from scoring.llm.forms import SpendCapsForm
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -67,7 +68,8 @@ def judge_run_new(request):
                                              "config": data["config"].pk, "corpus": data["corpus"].pk,
                                              "confirmed": True})
             else:
-                run = judging.create_run(data["config"], data["corpus"], user=request.user, **scope)
+                run = judging.create_run(data["config"], data["corpus"], user=request.user, **scope,
+                                         cost_cap=data["cost_cap"], token_cap=data["token_cap"])
         except (gateway.NotConfigured, judging.RunError) as exc:
             form.add_error(None, str(exc))
         else:
@@ -85,7 +87,7 @@ def _run_context(run: JudgeRun) -> dict:
                 .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
     return {"run": run, "progress": judging.progress(run), "problems": problems,
             "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
-            "partners": mode_partners(run) if run.status == JudgeRun.Status.SUCCEEDED else []}
+            "partners": mode_partners(run) if run.is_finished else []}
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -116,6 +118,13 @@ def judge_run_action(request, pk: int):
         elif action == "retry":
             count = judging.retry_failed(run, request.user)
             messages.success(request, f"{count} failed or unscored answer(s) will be asked again.")
+        elif action == "caps":
+            caps = SpendCapsForm(request.POST)
+            if not caps.is_valid():
+                raise judging.RunError(caps.problem())
+            engine.set_caps(judging.HANDLER, run, **caps.caps(), user=request.user, action="judge_run")
+            messages.success(request, "Spending caps saved." + (" Resume the run to go on." if run.status ==
+                                                                 JudgeRun.Status.PAUSED else ""))
         else:
             raise judging.RunError("Unknown action.")
     except judging.RunError as exc:
@@ -207,7 +216,7 @@ def mode_partners(run: JudgeRun) -> list[JudgeRun]:
     from scoring.judges.report import MODE_COMPARISON_IGNORED
 
     partners = []
-    for other in JudgeRun.objects.filter(corpus=run.corpus, status=JudgeRun.Status.SUCCEEDED).exclude(pk=run.pk):
+    for other in JudgeRun.objects.filter(corpus=run.corpus, status__in=JudgeRun.FINISHED).exclude(pk=run.pk):
         a, b = run.snapshot, other.snapshot
         if a.get("mode") == b.get("mode"):
             continue

@@ -265,7 +265,7 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
     runs = list(runs)
     if len({r.pk for r in runs}) < 2 and not study.sources.exists():
         raise PreferenceError("Choose at least two judge runs to compare.")
-    unfinished = [r for r in runs if r.status != JudgeRun.Status.SUCCEEDED]
+    unfinished = [r for r in runs if not r.is_finished]
     if unfinished:
         raise PreferenceError("Only finished judge runs can be compared; unfinished: "
                               + ", ".join(f"run #{r.pk}" for r in unfinished))

@@ -29,7 +29,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import failures as db_errors
 from annotation import labels as label_service
-from annotation import throttle, tokens
+from annotation import sampling, throttle, tokens
 from annotation.campaigns import (
     CampaignError,
     add_rater,
@@ -51,6 +51,7 @@ from annotation.models import (
     Item,
     Label,
     PrivacyStatus,
+    RandomSample,
     RaterProfile,
     Redaction,
     Scale,
@@ -467,6 +468,38 @@ class RaterProgressSerializer(serializers.Serializer):
     percent = serializers.IntegerField(help_text="Submitted as a percentage of the total.")
 
 
+class SampleInputSerializer(serializers.Serializer):
+    size = serializers.IntegerField(min_value=1, max_value=10_000_000, help_text="Dialogues to sample.")
+    stratified = serializers.BooleanField(default=False, help_text="Draw within each doctor model (equal "
+                                                                   "allocation).")
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_ID, required=False, allow_null=True, default=None,
+                                    help_text="Seed of the draw (empty: a fresh one, recorded).")
+
+
+class RandomSampleSerializer(serializers.ModelSerializer):
+    population_size = serializers.SerializerMethodField()
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    text = serializers.SerializerMethodField(help_text="The sample in one sentence.")
+    reproduces = serializers.SerializerMethodField(
+        help_text="Drawn samples: whether drawing again from the recorded population and seed gives the same ids.")
+
+    class Meta:
+        model = RandomSample
+        fields = ["kind", "size", "seed", "stratified", "population_size", "strata", "dialogues", "note",
+                  "created_by", "created_at", "text", "reproduces"]
+
+    def get_population_size(self, sample: RandomSample) -> int:
+        return len(sample.population)
+
+    def get_text(self, sample: RandomSample) -> str:
+        return sampling.describe(sample)
+
+    def get_reproduces(self, sample: RandomSample) -> bool | None:
+        if sample.kind != RandomSample.Kind.DRAWN:
+            return None
+        return sampling.reproduce(sample) == sample.dialogues
+
+
 class AssignmentCampaignSerializer(serializers.ModelSerializer):
     status = _status_field(Campaign.Status.choices)
 
@@ -617,7 +650,8 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
     serializer_class = CampaignSerializer
 
     def get_permissions(self):
-        writes = self.action in ("create", "assign") or (self.action == "raters" and self.request.method == "POST")
+        writes = self.action in ("create", "assign") or (self.action in ("raters", "sample")
+                                                         and self.request.method == "POST")
         return [IsCoordinator()] if writes else [IsReader()]
 
     def get_queryset(self):
@@ -657,6 +691,26 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         result = assign(campaign, user=request.user)
         return Response({"created": result.created, "short": len(result.short),
                          "missing": sum(result.short.values()), "complete": result.complete})
+
+    @extend_schema(methods=["GET"], responses={200: RandomSampleSerializer, 404: None},
+                   summary="The campaign's random sample (drawn here, or declared for imported labels)")
+    @extend_schema(methods=["POST"], request=SampleInputSerializer, responses={201: RandomSampleSerializer},
+                   summary="Draw the campaign's random sample of dialogues (before assigning; once)")
+    @action(detail=True, methods=["get", "post"])
+    def sample(self, request, pk=None):
+        campaign = self.get_object()
+        if request.method == "GET":
+            sample = sampling.sample_of(campaign)
+            if sample is None:
+                return Response({"detail": sampling.describe(None)}, status=status.HTTP_404_NOT_FOUND)
+            return Response(RandomSampleSerializer(sample).data)
+        data = SampleInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if sampling.sample_of(campaign) is not None or Assignment.objects.filter(campaign=campaign).exists():
+            return Response({"detail": "This campaign already has a random sample or assignments; a sample is drawn "
+                                       "once, before assigning."}, status=status.HTTP_409_CONFLICT)
+        sample = sampling.draw_sample(campaign, user=request.user, **data.validated_data)
+        return Response(RandomSampleSerializer(sample).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=RaterProgressSerializer(many=True), summary="Counts per rater")
     @action(detail=True, methods=["get"], pagination_class=None)

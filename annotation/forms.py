@@ -113,6 +113,15 @@ class CampaignForm(forms.Form):
     filter_language = forms.CharField(required=False, max_length=16, label="Language", help_text="e.g. en, zh")
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     deadline = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    sample_size = forms.IntegerField(
+        required=False, min_value=1, label="Random sample of",
+        help_text="Dialogues physicians rate, drawn at random from those in scope (empty = every dialogue in scope). "
+                  "Model scores that combine physicians and an LLM judge (PPI++) need a random sample; the planner "
+                  "below says how many.")
+    sample_stratified = forms.BooleanField(required=False, label="Draw within each doctor model",
+                                           help_text="The same number from each model (best for comparing models).")
+    sample_seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, label="Seed of the draw",
+                                     help_text="Empty: a fresh seed, recorded with the sample.")
 
     def __init__(self, *args, **kwargs):
         from annotation.models import Campaign, Corpus, ScaleVersion
@@ -127,6 +136,20 @@ class CampaignForm(forms.Form):
         if self._campaign_model.objects.filter(name=name).exists():
             raise forms.ValidationError("A campaign with this name exists already.")
         return name
+
+
+class SampleForm(forms.Form):
+    """Draw a campaign's random sample (before assigning)."""
+
+    size = forms.IntegerField(min_value=1, label="Sample size", help_text="Dialogues physicians will rate.")
+    stratified = forms.BooleanField(required=False, label="Within each doctor model",
+                                    help_text="The same number from each model.")
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
+                              help_text="Empty: a fresh seed, recorded with the sample.")
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "sample_%s")
+        super().__init__(*args, **kwargs)
 
 
 class AddRatersForm(forms.Form):

@@ -283,13 +283,16 @@ def _external_rater(username: str):
 
 @transaction.atomic
 def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: str, campaign_name: str | None = None,
-                  scale_version: ScaleVersion | None = None, user=None) -> dict[str, Any]:
+                  scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False
+                  ) -> dict[str, Any]:
     """Import a label CSV into an "imported" campaign on ``corpus``, or raise ImportRejected and write nothing.
 
     The campaign is ``campaign_name`` (default "Imported labels: <file name>"); an existing imported campaign of
     that name on this corpus is reused (labels it already holds are refused), otherwise one is created on
     ``scale_version`` (default: the newest published version of the Mini-CEX) with overlap = the most raters
-    any dialogue has. Raises LabelImportError for problems that are not about a line.
+    any dialogue has. Raises LabelImportError for problems that are not about a line. ``random_sample``: the
+    analyst declares that the labelled dialogues are a random sample of the corpus (recorded with the import,
+    :func:`annotation.sampling.declare_sample`), which prediction-powered estimates need.
     """
     name = (campaign_name or default_campaign_name(file_name)).strip()[:200]
     campaign = _find_campaign(name, corpus, scale_version)
@@ -393,6 +396,15 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         "raters": len(names), "raters_created": len(created_raters), "campaign": campaign.name,
         "campaign_created": campaign_created, "overlap": campaign.overlap,
     }
+    if random_sample:
+        from annotation.sampling import declare_sample
+
+        try:
+            declare_sample(campaign, {dialogues[r.dialogue_id][0] for r in rows}, user=user,
+                           note=f"declared a random sample on importing {file_name}")
+        except CampaignError as exc:
+            raise LabelImportError(str(exc)) from exc
+    counts["random_sample"] = random_sample
     AuditEvent.record(user, "labels.import", campaign, reason=reason, file=file_name,
                       **{k: v for k, v in counts.items() if k not in ("campaign",)})
     return counts

@@ -499,8 +499,8 @@ class Campaign(SoftDeletable):
     def __str__(self) -> str:
         return self.name
 
-    def dialogues(self) -> models.QuerySet[Dialogue]:
-        """The dialogues in scope: the corpus filtered by split/model/language, excluding private ones."""
+    def population(self) -> models.QuerySet[Dialogue]:
+        """The corpus filtered by split/model/language, excluding private ones: what a random sample is drawn from."""
         qs = self.corpus.dialogues.alive().exclude(privacy_status=PrivacyStatus.EXCLUDED)
         if self.filter_split:
             qs = qs.filter(split=self.filter_split)
@@ -509,6 +509,44 @@ class Campaign(SoftDeletable):
         if self.filter_language:
             qs = qs.filter(language=self.filter_language)
         return qs
+
+    def dialogues(self) -> models.QuerySet[Dialogue]:
+        """The dialogues in scope: the :meth:`population`, or the random sample drawn from it when the campaign has
+        one (a sample declared for imported labels does not narrow the scope)."""
+        qs = self.population()
+        drawn = (RandomSample.objects.filter(campaign=self, kind=RandomSample.Kind.DRAWN)
+                 .values_list("dialogues", flat=True).first())
+        return qs if drawn is None else qs.filter(pk__in=drawn)
+
+
+class RandomSample(models.Model):
+    """The random sample of a campaign's dialogues that physicians label, or the declaration that imported labels
+    come from one: what prediction-powered estimates need (the labelled dialogues a random sample of the population
+    the judge scored). Written once by :mod:`annotation.sampling`; a drawn sample is reproducible from ``seed`` and
+    ``population`` (:func:`annotation.sampling.draw`)."""
+
+    class Kind(models.TextChoices):
+        DRAWN = "drawn", "Drawn here with a recorded seed"
+        DECLARED = "declared", "Declared for imported labels"
+
+    campaign = models.OneToOneField(Campaign, on_delete=models.PROTECT, related_name="random_sample")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    size = models.PositiveIntegerField(help_text="Dialogues in the sample.")
+    seed = models.BigIntegerField(null=True, blank=True, help_text="Drawn samples: the seed of the draw.")
+    stratified = models.BooleanField(default=False, help_text="Drawn within each doctor model (equal allocation).")
+    population = models.JSONField(default=list, help_text="The dialogues it was drawn from: [[id, doctor model], ...] "
+                                                          "ascending by id.")
+    dialogues = models.JSONField(default=list, help_text="Ids of the sampled dialogues, ascending.")
+    strata = models.JSONField(default=dict, blank=True,
+                              help_text='Per doctor model: {"population": N, "sample": n}.')
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"random sample of {self.campaign}: {self.size} of {len(self.population)} dialogues ({self.kind})"
 
 
 class CampaignRater(models.Model):

@@ -95,9 +95,9 @@ def test_import_is_all_or_nothing():
 
 @pytest.mark.django_db
 def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_once(instrument):
-    """`make run`'s load: a finished campaign (4 physicians, every dialogue, submitted), its agreement report
-    already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi round 2; a
-    second load adds nothing."""
+    """`make run`'s load: a finished campaign (4 physicians, a random sample of the corpus, submitted), its
+    agreement report already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi
+    round 2; a second load adds nothing."""
     import numpy as np
     from django.core.management import call_command
 
@@ -142,6 +142,24 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
                 if (r.dialogue_id, r.item_id) in majority]
         rates.append(np.mean(hits))
     assert 0.6 < rates[1] < rates[0] < 0.95, rates
+    # The physicians rated a recorded random sample (16 of each model's 100 dialogues) of the corpus the judges
+    # scored, so the judge report gives the three model estimates (PPI++ included) and the planner.
+    from annotation.sampling import reproduce
+    from scoring.judges.report import judge_vs_physicians
+
+    sample = campaign.random_sample
+    assert (sample.kind, sample.size, len(sample.population), sample.stratified) == ("drawn", 48, 300, True)
+    assert reproduce(sample) == sample.dialogues == sorted(campaign.dialogues().values_list("pk", flat=True))
+    estimates = judge_vs_physicians(runs[0], campaign, n_resamples=100)["model_estimates"]
+    assert estimates["available"] and estimates["sample"]["labelled"] == 48
+    for entry in estimates["models"]:
+        overall = entry["scopes"]["all"]
+        assert (overall["physicians"]["n"], overall["judge"]["n"], overall["ppi"]["n"]) == (16, 100, 16)
+        assert overall["ppi"]["ci_high"] - overall["ppi"]["ci_low"] < (overall["physicians"]["ci_high"]
+                                                                       - overall["physicians"]["ci_low"])
+        assert overall["ppi"]["gain"] > 0 and "worth" in overall["ppi"]["worth"]
+    assert all("physician-labelled dialogue(s) alone" in row["text"]
+               for scope in estimates["planner"]["scopes"] for row in scope["models"])
     study = PreferenceStudy.objects.get(name=FINISHED_STUDY)
     assert study.status == PreferenceStudy.Status.UNBLINDED and study.locked_at and study.unblind_reason
     assert not PreferenceTask.objects.filter(study=study).exclude(status="submitted").exists()

@@ -1,6 +1,7 @@
 """Finished demo judge runs for ``make run``: one per-item and one per-dialogue run of a synthetic judge on the
-finished study's corpus, with stored answers (no endpoint is called), so the judge-vs-physicians table, the mode
-comparison and the exports have content at first login.
+finished study's whole corpus (the physicians rated a random sample of it), with stored answers (no endpoint is
+called), so the judge-vs-physicians table, the three model estimates (PPI++), the mode comparison and the exports
+have content at first login.
 
 The demo judges use the *built-in fake endpoint* (scoring/llm/fake.py, started by ``make run``): a newcomer can start
 a real run with them, through the workers, without a key; its answers are synthetic."""
@@ -68,6 +69,7 @@ def load_judge_demo() -> list[JudgeRun]:
     prompt_set = default_prompt_set(version)
     endpoint = fake_endpoint()
     runs = []
+    latent = None  # the same seeded model for both runs: drawn once
     for name, mode, seed, noise in JUDGES:
         config, _ = JudgeConfig.objects.get_or_create(name=name, defaults={
             "model": SYNTHETIC_MODEL, "mode": mode, "prompt_set": prompt_set, "seed": 0, "created_by": coordinator,
@@ -86,7 +88,8 @@ def load_judge_demo() -> list[JudgeRun]:
         items = run_items(run)
         shape = [(i.code, tuple(i.allowed_values())) for i in items]
         dialogues = list(run_dialogues(run).order_by("external_id"))
-        _, latent = synthetic_answers(len(dialogues), shape, len(SYNTHETIC_PHYSICIANS) + 1, FINISHED_SEED)
+        if latent is None:
+            _, latent = synthetic_answers(len(dialogues), shape, len(SYNTHETIC_PHYSICIANS) + 1, FINISHED_SEED)
         values = judge_values(latent, shape, seed, noise)
         JudgeResult.objects.bulk_create([
             JudgeResult(run=run, dialogue=dialogue, item=item, status=JudgeResult.Status.DONE,

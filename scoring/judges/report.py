@@ -44,6 +44,7 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
+from scoring.judges.estimates import model_estimates
 from scoring.reports.agreement import ORDERED_TYPES, icc_of_scores
 from scoring.stats._common import weighted_sums
 
@@ -1190,6 +1191,9 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     item_entries = [item_report(item, settings) for item in items]
     ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
+    estimates = model_estimates(run, campaign, study=study, judge=judge)
+    summary = _summary(item_entries, ranking)
+    summary["model_differences"] = estimates["ranking"]["text"]
     return {
         "kind": "judge_vs_physicians",
         "run": _run_info(run),
@@ -1209,9 +1213,10 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "names_shown": study.names_shown,
         "items": item_entries,
         "has_ordered": any(item.ordered for item in items),
-        "summary": _summary(item_entries, ranking),
+        "summary": summary,
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
+        "model_estimates": estimates,
         "warnings": _dedupe(warnings),
     }
 

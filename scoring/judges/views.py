@@ -224,3 +224,42 @@ def mode_partners(run: JudgeRun) -> list[JudgeRun]:
         if all(a.get(k) == b.get(k) for k in keys):
             partners.append(other)
     return partners
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_planner(request):
+    """htmx partial: physician-labelled dialogues needed for a chosen interval half-width, from a pilot (a judge
+    run and the labels so far). For a campaign (``target``) or a corpus and scale version (a campaign being
+    created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan."""
+    from annotation.models import Corpus
+    from scoring.judges.planner import PlannerError, default_version, planner
+
+    def param_int(name: str) -> int | None:
+        raw = request.GET.get(name, "").strip()
+        return int(raw) if raw.isdigit() and len(raw) < 19 else None
+
+    target = Campaign.objects.alive().filter(pk=param_int("target")).first() if param_int("target") else None
+    corpus = target.corpus if target else Corpus.objects.alive().filter(pk=param_int("corpus")).first()
+    version = (target.scale_version if target else
+               ScaleVersion.objects.filter(pk=param_int("scale_version"), status="published").first())
+    if version is None and corpus is not None and not request.GET.get("scale_version"):
+        version = default_version(corpus)
+    context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None}
+    raw_half = request.GET.get("half_width", "").strip()
+    half_width = None
+    if raw_half:
+        try:
+            half_width = float(raw_half)
+        except ValueError:
+            context["error"] = f"The half-width must be a number; got {raw_half!r}."
+    if corpus is None or version is None:
+        context["reason"] = "Choose a corpus and a published scale version to plan a random sample."
+    elif context["error"] is None:
+        try:
+            context.update(planner(corpus=corpus, version=version, target=target, run_id=param_int("run"),
+                                   pilot_id=param_int("pilot"), scope=request.GET.get("scope") or None,
+                                   half_width=half_width))
+        except PlannerError as exc:
+            context["error"] = str(exc)
+    return render(request, "scoring/partials/judge_planner.html", context)
+

@@ -33,9 +33,12 @@ class Command(BaseCommand):
         parser.add_argument("--scale", default=DEFAULT_SCALE, help=f"scale slug (default {DEFAULT_SCALE})")
         parser.add_argument("--version", dest="scale_version", type=int,
                             help="published scale version number (default: the newest published)")
+        parser.add_argument("--random-sample", action="store_true",
+                            help="declare that the labelled dialogues are a random sample of the corpus (recorded "
+                                 "with the import); prediction-powered model scores in the judge report need it")
 
     def handle(self, *args, path: str, corpus: str, campaign: str | None, scale: str, scale_version: int | None,
-               **options):
+               random_sample: bool = False, **options):
         target = Corpus.objects.filter(name=corpus.strip()).first()
         if target is None or target.is_deleted:
             raise CommandError(f'There is no corpus "{corpus}"; import its dialogues first (import_dialogues).')
@@ -47,7 +50,7 @@ class Command(BaseCommand):
                 version = resolve_scale_version(scale, scale_version)
             with open(path, "rb") as handle:
                 counts = import_labels(target, handle, file_name=os.path.basename(path), campaign_name=campaign,
-                                       scale_version=version)
+                                       scale_version=version, random_sample=random_sample)
         except LabelImportError as exc:
             raise CommandError(str(exc)) from None
         except ImportRejected as rejected:
@@ -62,3 +65,5 @@ class Command(BaseCommand):
             f'Imported {counts["labels"]} labels on {counts["dialogues"]} dialogues by {counts["raters"]} raters '
             f'into {"new " if counts["campaign_created"] else ""}campaign "{counts["campaign"]}" '
             f'({counts["assignments"]} submitted assignments, overlap {counts["overlap"]}).'))
+        if random_sample:
+            self.stdout.write("Recorded: these labels come from a random sample of the corpus (your declaration).")

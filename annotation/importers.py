@@ -48,6 +48,29 @@ class ImportRejected(Exception):
         self.errors = errors
         super().__init__("; ".join(str(e) for e in errors[:20]) + (" ..." if len(errors) > 20 else ""))
 
+    def grouped(self, first: int = 5) -> list[str]:
+        return group_errors(self.errors, first)
+
+
+def group_errors(errors: list[LineError], first: int = 5) -> list[str]:
+    """One line per distinct message, in the order of its first line, with how many lines have it and the first
+    ``first`` line numbers: "1,380 lines (2, 3, 4, 5, 6, ...): rater_kind ..."; a message of one line reads
+    "line 7: ..." and one about the whole file "file: ..."."""
+    groups: dict[str, list[int]] = {}
+    for error in sorted(errors, key=lambda e: e.line):
+        groups.setdefault(error.message, []).append(error.line)
+    out = []
+    for message, lines in groups.items():
+        numbered = sorted({n for n in lines if n > 0})
+        if not numbered:
+            out.append(f"file: {message}")
+        elif len(numbered) == 1:
+            out.append(f"line {numbered[0]}: {message}")
+        else:
+            shown = ", ".join(str(n) for n in numbered[:first]) + (", ..." if len(numbered) > first else "")
+            out.append(f"{len(numbered):,} lines ({shown}): {message}")
+    return out
+
 
 def _max_length(name: str) -> int:
     return Dialogue._meta.get_field(name).max_length

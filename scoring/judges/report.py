@@ -749,6 +749,8 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
 def run_scale_version_id(run) -> int:
     from scoring.judges.models import PromptSet
 
+    if run.scale_version_id:  # imported runs (no prompt set)
+        return run.scale_version_id
     prompt_set_id = (run.snapshot or {}).get("prompt_set") or run.config.prompt_set_id
     return PromptSet.objects.values_list("scale_version_id", flat=True).get(pk=prompt_set_id)
 
@@ -944,7 +946,7 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
 # ---------------------------------------------------------------------------------------------------------------
 def _run_info(run) -> dict:
     snap = run.snapshot or {}
-    return {"id": run.pk, "config": snap.get("name") or run.config.name, "model": snap.get("model"),
+    return {"id": run.pk, "config": run.name, "model": snap.get("model"), "source": run.source,
             "mode": snap.get("mode"), "status": run.status, "prompt_set": snap.get("prompt_set_name"),
             "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
 

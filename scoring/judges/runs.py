@@ -136,8 +136,15 @@ def _insert_units(run: JudgeRun, dialogues, item_ids: list[int]) -> int:
         return cursor.rowcount
 
 
+def _not_imported(run: JudgeRun) -> None:
+    """Imported scores are never sent to an endpoint: nothing to start, pause, resume or retry."""
+    if run.is_imported:
+        raise RunError(f"Run #{run.pk} holds imported scores ({run.source_file}); it is never sent to an endpoint.")
+
+
 def start(run: JudgeRun, user=None) -> int:
     """Mark the run running and wake the workers (also resumes a paused run). Returns the units to do."""
+    _not_imported(run)
     JudgeRun.objects.filter(pk=run.pk, status__in=[JudgeRun.Status.QUEUED, JudgeRun.Status.PAUSED]).update(
         status=JudgeRun.Status.RUNNING, started_at=timezone.now())
     run.refresh_from_db()
@@ -149,6 +156,7 @@ def start(run: JudgeRun, user=None) -> int:
 
 
 def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> JudgeRun:
+    _not_imported(run)
     run = engine.pause_or_cancel(run, status, user, reason, noun="run", action="judge_run", error=RunError)
     if status == JudgeRun.Status.CANCELLED and run.batch:
         batch.cancel_open(HANDLER, run.pk)
@@ -157,6 +165,7 @@ def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> Judge
 
 def retry_failed(run: JudgeRun, user=None) -> int:
     """Put failed and unscored results back to pending (asking the endpoint again) and resume the run."""
+    _not_imported(run)
     count = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED, JudgeResult.Status.UNSCORED]
                                        ).update(status=JudgeResult.Status.PENDING, attempts=0, error="",
                                                 claimed_by="", claimed_until=None, not_before=None,
@@ -291,6 +300,7 @@ class JudgeHandler(engine.Handler):
             "pk", "run_id", "dialogue_id", "item_id", "attempts", "retry_round").order_by("dialogue_id", "pk"))
 
     def prepare(self, run: JudgeRun, units: list[JudgeResult]) -> list[engine.Request]:
+        _not_imported(run)  # never reached (imported runs are finished when created); no request may be built
         context = run_context(run)
         config = context.config
         endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])

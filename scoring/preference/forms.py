@@ -55,7 +55,7 @@ class JudgeRunsForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["runs"].queryset = (JudgeRun.objects.filter(status=JudgeRun.Status.SUCCEEDED)
                                         .select_related("config", "corpus"))
-        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.config.name} on {r.corpus.name}"
+        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.name} on {r.corpus.name}"
 
 
 class DialoguesForm(forms.Form):

@@ -108,10 +108,13 @@ def test_scale_answers_outside_the_range_or_not_whole_are_unscored(hivmedqa):
     assert prompts.parse_item("7\nvery good", item)[0] is None
     assert prompts.parse_item("4.5\nalmost", item)[0] is None
     assert prompts.parse_item("Score: 4", item)[0] is None
-    assert prompts.parse_dialogue(json.dumps({code: 3 for code in CRITERIA}), [item]) is None  # extra keys
+    # keys of other items are not this item's score; a value off the scale leaves its item unscored, not the others
+    assert prompts.parse_dialogue(json.dumps({code: 3 for code in CRITERIA}), [item]) == {"harm": 3}
     items = list(Item.objects.filter(version=hivmedqa, parent__isnull=True).order_by("order"))
     assert prompts.parse_dialogue(json.dumps({code: 3 for code in CRITERIA}), items) == {c: 3 for c in CRITERIA}
-    assert prompts.parse_dialogue(json.dumps({**{code: 3 for code in CRITERIA}, "harm": 6}), items) is None
+    assert prompts.parse_dialogue(json.dumps({**{code: 3 for code in CRITERIA}, "harm": 6}), items) == {
+        c: 3 for c in CRITERIA if c != "harm"}
+    assert prompts.parse_dialogue("Scores: none today.", items) is None
 
 
 def test_a_judge_refuses_a_corpus_of_the_other_kind(hivmedqa, qa_corpus, configure):

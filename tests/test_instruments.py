@@ -81,12 +81,12 @@ def test_both_shipped_instruments_import_with_their_criteria(tmp_path, db, capsy
     assert all(i.response_type == "scale" and i.allowed_values() == [0, 1, 2, 3, 4, 5] for i in items)
     assert items[0].text("zh") == "阅读理解" and "4-5: complete and precise understanding" in items[0].guidance_en
     assert items[4].anchor_label(5) == "well-founded, safety-oriented thinking" and items[4].anchor_label(3) == ""
-    assert "seeds/004" in hiv.scale.source
+    assert "Cardenal-Antolin et al., HIVMedQA" in hiv.scale.source and "seeds/" not in hiv.scale.source
     clinic = ScaleVersion.objects.get(scale__slug="agentclinic-ratings")
     kinds = dict(clinic.items.values_list("code", "response_type"))
     assert kinds.pop("comments") == "text" and set(kinds.values()) == {"scale"} and len(kinds) == 7
     assert clinic.items.get(code="empathy").allowed_values() == list(range(1, 11))
-    assert "seeds/002" in clinic.scale.source and clinic.scale.target == "dialogue"
+    assert "Schmidgall et al." in clinic.scale.source and clinic.scale.target == "dialogue"
     assert [i.code for i in clinic.rating_items()] == list(kinds) and clinic.text_items().count() == 1
 
 
@@ -218,7 +218,7 @@ def test_ready_instruments_install_from_the_scales_page(client, coordinator, phy
     assert response.status_code == 302 and Scale.objects.filter(slug="hivmedqa-medgpt").exists()
     assert "HIVMedQA MedGPT rubric</strong>" not in client.get("/scales/").content.decode()
     detail = client.get("/scales/hivmedqa-medgpt/").content.decode()
-    assert "Rates answers to questions (reference answer shown to raters)" in detail and "seeds/004" in detail
+    assert "Rates answers to questions (reference answer shown to raters)" in detail and "Cardenal-Antolin et al." in detail
 
 
 # ------------------------------------------------------------------------------------------------ question-answer items

@@ -247,7 +247,7 @@ def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo
     assert 'data-testid="judge-summary"' in html and 'data-testid="verdict-settings"' in html
     assert "<strong>24</strong> item(s): <span class=\"badge\">not enough data</span>" in html
     assert html.count('data-outcome="not_enough"') == 24
-    assert "accuracy &gt;= 80%, seeds/000 sec. 4.5" in html and "Walker" in html
+    assert "accuracy &gt;= 80%, Shi et al., LLM-Mini-CEX, sec. 4.5" in html and "Walker" in html
     assert "minimum 30 dialogues" in html
     # the coordinator lowers the minimum: the random physicians now make every item unreliable
     html = client.get(url, {"campaign": campaign.pk, "min_dialogues": 5, "floor": "0.4", "margin": "0.1",

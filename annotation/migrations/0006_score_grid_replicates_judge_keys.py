@@ -4,6 +4,32 @@ from django.db import migrations, models
 
 import annotation.scores
 
+# Ready instruments installed before this version cited their source papers by file names; cite them by authors and
+# title instead (the files in annotation/instrument/ do so for new installs).
+CITATIONS = [
+    ("Chinese item text from the bilingual edition (seeds/001)", "Chinese item text from the bilingual edition of "
+                                                                 "Shi et al."),
+    ("AgentClinic (seeds/002)", "AgentClinic (Schmidgall et al.)"),
+    ("HIVMedQA (seeds/004, Chinese translation)", "Cardenal-Antolin et al., HIVMedQA: Benchmarking large language "
+                                                  "models for HIV medical decision support (Chinese translation)"),
+    ("seeds/000 ", "Shi et al., LLM-Mini-CEX, "),
+]
+
+
+def cite_by_authors(apps, schema_editor):
+    Scale = apps.get_model("annotation", "Scale")
+    for scale in Scale.objects.all():
+        changed = False
+        for field in ("description", "source"):
+            text = getattr(scale, field)
+            for old, new in CITATIONS:
+                text = text.replace(old, new)
+            if text != getattr(scale, field):
+                setattr(scale, field, text)
+                changed = True
+        if changed:
+            scale.save(update_fields=["description", "source"])
+
 
 class Migration(migrations.Migration):
 
@@ -57,4 +83,5 @@ class Migration(migrations.Migration):
             name='old_value',
             field=annotation.scores.ScoreField(blank=True, null=True),
         ),
+        migrations.RunPython(cite_by_authors, migrations.RunPython.noop),
     ]

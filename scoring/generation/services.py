@@ -1,5 +1,5 @@
-"""Dialogue generation: a doctor model under test talks with a patient simulator (seeds/000 sec. 4.3-4.4,
-seeds/002 AgentClinic), producing an annotation corpus.
+"""Dialogue generation: a doctor model under test talks with a patient simulator (Shi et al., LLM-Mini-CEX,
+sec. 4.3-4.4; Schmidgall et al., AgentClinic), producing an annotation corpus.
 
 A job expands into GeneratedDialogue rows (case x doctor model x temperature x doctor bias x patient bias x
 repeat). One unit of work is one *step* of one dialogue: the next doctor, patient or measurement turn, or the

@@ -27,7 +27,7 @@ FIELD_GROUPS = [
     ("Dialogue", ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
     ("Limits and prices", ["max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
                            "patient_price_out"]),
-    ("Prompts (defaults written from AgentClinic, seeds/002 Appendix B)", ["doctor_prompt", "patient_prompt",
+    ("Prompts (defaults written from Schmidgall et al., AgentClinic, Appendix B)", ["doctor_prompt", "patient_prompt",
                                                                            "measurement_prompt",
                                                                            "moderator_prompt"]),
 ]

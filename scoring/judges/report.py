@@ -5,8 +5,8 @@ same corpus and scale version and returns a plain, JSON-serialisable dict (``Non
 with the reason in ``warnings``). Per item the run judged, on the dialogues that have both a scored judge answer
 (result status ``done``) and at least one physician label:
 
-* **Table 5 layout** (seeds/000): accuracy, precision, recall and F1 of the judge against the physician majority.
-  Binary items: positive class 1. Item 4 (ordinal): accuracy plus macro-averaged precision, recall and F1.
+* **Table 5 layout** (Shi et al., LLM-Mini-CEX): accuracy, precision, recall and F1 of the judge against the physician
+  majority. Binary items: positive class 1. Item 4 (ordinal): accuracy plus macro-averaged precision, recall and F1.
   Dialogues whose physician majority is tied are left out of these figures and counted (``n_tied``).
 * **Judge vs each physician**: Cohen's kappa (unweighted), Gwet's AC1, percent agreement and macro-F1, pairwise on
   the dialogues the judge shares with each physician, averaged over physicians weighted by the number of shared
@@ -58,7 +58,7 @@ OUTCOME_KEYS = {REPLACE: "replace", KEEP: "keep", UNRELIABLE: "unreliable", NOT_
 #: up at least this share of their labels (prevalence index |p_yes - p_no| >= 0.6, Byrt, Bishop & Carlin 1993):
 #: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008).
 EXTREME_PREVALENCE = 0.80
-PAPER_RULE = "accuracy >= 80%, seeds/000 sec. 4.5"
+PAPER_RULE = "accuracy >= 80%, Shi et al., LLM-Mini-CEX, sec. 4.5"
 LANDIS_KOCH = "Landis JR, Koch GG (1977). Biometrics 33(1):159-174"
 NON_INFERIORITY = ("Walker E, Nowacki AS (2011). Understanding equivalence and noninferiority testing. J Gen Intern "
                    "Med 26(2):192-196; Piaggio G et al. (2012). Reporting of noninferiority and equivalence randomized "
@@ -876,8 +876,9 @@ def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: Rep
 
 def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str],
                  settings: ReportContext | None = None) -> list[dict]:
-    """seeds/000 Table 6 per doctor model: per dimension, sum of item scores / (items x dialogues) in %, physicians
-    (mean over raters per dialogue and item) next to the judge, on the (dialogue, item) cells both scored."""
+    """Shi et al., LLM-Mini-CEX, Table 6 per doctor model: per dimension, sum of item scores / (items x dialogues) in
+    %, physicians (mean over raters per dialogue and item) next to the judge, on the (dialogue, item) cells both
+    scored."""
     models = np.asarray([dialogue_model.get(d, "(unknown model)") for d in dialogue_ids], dtype=object)
     binary = [i for i in items if i.binary]
     overall = next((i for i in items if not i.binary), None)
@@ -957,9 +958,10 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
         "reference": "Physicians: the submitted labels of the campaign. Compared: per item, the dialogues with a "
                      "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
                      "least one physician label.",
-        "vs_majority": "seeds/000 Table 5: accuracy, precision, recall and F1 of the judge against the physician "
-                       "majority (the most frequent answer; a dialogue whose top answers tie is left out and counted "
-                       "in n_tied; a single physician label is its own majority). Binary items: positive class 1. "
+        "vs_majority": "Shi et al., LLM-Mini-CEX, Table 5: accuracy, precision, recall and F1 of the judge against the "
+                       "physician majority (the most frequent answer; a dialogue whose top answers tie is left out "
+                       "and counted in n_tied; a single physician label is its own majority). Binary items: positive "
+                       "class 1. "
                        "Item 4: accuracy with macro-averaged precision, recall and F1. The majority-class rate is the "
                        "accuracy a judge giving the most frequent majority answer every time would reach.",
         "vs_physicians": "Judge against each physician on the dialogues they share: percent agreement, Cohen's "
@@ -989,9 +991,10 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                            f"{verdict.floor:g}, minimum {verdict.min_dialogues} dialogues, margin {verdict.margin:g}.",
         "paper_rule": f"The paper's rule ({PAPER_RULE}) is shown for comparison with published results; it is "
                       "flagged where a constant answer (the majority class every time) would meet it too.",
-        "models": "seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %, "
-                  "the physicians' score of a dialogue and item being the mean over its raters; on the (dialogue, "
-                  "item) cells both the judge and the physicians scored; 'all' pools every binary item (the "
+        "models": "Shi et al., LLM-Mini-CEX, Table 6: per doctor model and dimension, sum of item scores / (items x "
+                  "dialogues) in %, the physicians' score of a dialogue and item being the mean over its raters; "
+                  "on the (dialogue, item) cells both the judge and the physicians scored; 'all' pools every binary "
+                  "item (the "
                   "Average column).",
         "ranking": "Whether the judge ranks the doctor models as the physicians do: Kendall's tau-b (scipy) between "
                    "the physicians' and the judge's per-model scores, per dimension, over all binary items and for "

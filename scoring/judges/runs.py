@@ -10,7 +10,7 @@ endpoint, model, messages and parameters, so re-running or resuming never pays t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -37,6 +37,7 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     dialogue_schema,
     item_question,
     p_yes,
+    parse_answer,
     parse_dialogue,
     parse_item,
     render_dialogue,
@@ -200,6 +201,7 @@ class RunContext:
     questions: dict[int, str]
     limit: engine.Limit
     prices: tuple[Decimal, Decimal]
+    judge_keys: dict[str, str] = field(default_factory=dict)  # the instrument's keys for a judge's own format
 
 
 _contexts: dict[int, RunContext] = {}
@@ -219,7 +221,7 @@ def run_context(run: JudgeRun) -> RunContext:
         context = RunContext(
             config=config, prompt_set=prompt_set, items=items, questions=questions,
             limit=engine.endpoint_limit(gateway.resolve_endpoint(config["base_url"], config["api_key_env"]), config),
-            prices=(price_in, price_out))
+            prices=(price_in, price_out), judge_keys=dict(prompt_set.scale_version.judge_keys or {}))
         if len(_contexts) > 64:
             _contexts.clear()
         _contexts[run.pk] = context
@@ -343,12 +345,15 @@ class JudgeHandler(engine.Handler):
                                   "" if value is not None else "The answer could not be parsed as a verdict.",
                                   call_id, r.from_cache, now]))
                 continue
-            parsed = parse_dialogue(content, [context.items[item_id] for item_id in r.data])
+            parsed, reason = parse_answer(content, [context.items[item_id] for item_id in r.data],
+                                          context.judge_keys)
             for pk, item_id in members:
-                value = None if parsed is None else parsed.get(context.items[item_id].code)
-                rows.append((pk, [value, None, "", DONE if value is not None else UNSCORED,
-                                  "" if value is not None else "The answer is not valid JSON for the item schema.",
-                                  call_id, r.from_cache, now]))
+                code = context.items[item_id].code
+                value = None if parsed is None else parsed.get(code)
+                problem = ("" if value is not None else "The answer holds no JSON object." if parsed is None else
+                           f"The answer gives no score on item {code}'s scale (missing, or not one of its values).")
+                rows.append((pk, [value, None, reason if value is not None else content, DONE if value is not None
+                                  else UNSCORED, problem, call_id, r.from_cache, now]))
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None,
                                                             "not_before": None}, only_status=["pending"])
 

@@ -139,8 +139,8 @@ def _judge_report(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run_report(request, pk: int):
-    """Judge versus physicians (seeds/000 Table 5 layout, verdicts) for a campaign on the same corpus; the verdict
-    settings come from the query string (the form on the page)."""
+    """Judge versus physicians (Shi et al., LLM-Mini-CEX, Table 5 layout, verdicts) for a campaign on the same corpus;
+    the verdict settings come from the query string (the form on the page)."""
     try:
         run, campaign, form, report = _judge_report(request, pk)
     except ValueError as exc:

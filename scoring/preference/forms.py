@@ -12,8 +12,8 @@ from scoring.preference.models import PreferenceStudy
 from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
 
 PRESET_CHOICES = [
-    ("evaluation", "seeds/003 evaluations: knowledge correctness, reference correctness, fluency"),
-    ("response", "seeds/003 responses: relevancy, knowledge correctness, fluency"),
+    ("evaluation", "Zhang et al., AutoMedEval, evaluations: knowledge correctness, reference correctness, fluency"),
+    ("response", "Zhang et al., AutoMedEval, responses: relevancy, knowledge correctness, fluency"),
     ("overall", "One overall preference"),
     ("custom", "Custom (below)"),
 ]

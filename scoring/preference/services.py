@@ -48,7 +48,7 @@ class PreferenceError(ValueError):
         self.status = status
 
 
-# seeds/003: section 4.4.1 (responses) and appendix E (the double-blind study of evaluations).
+# Zhang et al., AutoMedEval: section 4.4.1 (responses) and appendix E (the double-blind study of evaluations).
 CRITERIA_PRESETS: dict[str, list[tuple[str, str, str]]] = {
     "evaluation": [
         ("knowledge", "Knowledge correctness",

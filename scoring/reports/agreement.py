@@ -372,7 +372,7 @@ def _icc(study: Study) -> dict:
 
 def _reliability(study: Study, n_resamples: int, seed: int, method: str = "percentile",
                  correlation: str = "pearson") -> dict:
-    """Scale reliability and validity on the binary items (seeds/000 Tables 3-4) on a defensible unit.
+    """Scale reliability and validity on the binary items (Shi et al., LLM-Mini-CEX, Tables 3-4) on a defensible unit.
 
     Rows are ratings (dialogue x rater), which are not independent: a dialogue appears once per rater. So the
     alpha CIs come from a cluster bootstrap over dialogues (all ratings of a drawn dialogue go together), Bartlett's
@@ -490,7 +490,8 @@ def _reliability_per_rater(study: Study, wide: pd.DataFrame, raters: np.ndarray,
 
 
 def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile") -> list[dict]:
-    """seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %."""
+    """Shi et al., LLM-Mini-CEX, Table 6: per doctor model and dimension, sum of item scores / (items x dialogues),
+    in %."""
     binary = {m.code: m for m in study.items if m.response_type == "binary"}
     labels = study.labels
     means = (labels[labels["item"].isin(binary)].groupby(["dialogue", "item"], observed=True)["value"].mean()
@@ -501,7 +502,8 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
                 .groupby(["dialogue", "item"], observed=True)["value"].mean().unstack("item"))
     out = []
     dims = list(dict.fromkeys(m.dimension for m in binary.values()))
-    # dialogues of the comparison: those with binary labels (seeds/000), or with scores when there are no binary items
+    # dialogues of the comparison: those with binary labels (as Shi et al., LLM-Mini-CEX), or with scores when there are
+    # no binary items
     index = means.index if binary else criteria.index
     models = pd.Series({d: study.dialogue_model.get(d, "(unknown model)") for d in index}, dtype=object)
     for offset, (model, dialogue_ids) in enumerate(models.groupby(models).groups.items()):
@@ -617,7 +619,8 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         "(standardised alpha of the tetrachoric matrix; Zumbo, Gadermann & Zeisser 2007; Gadermann, Guhn & Zumbo "
         "2012) and KMO and Bartlett use the tetrachoric matrix"
         if correlation == "tetrachoric" else
-        "Pearson correlations, which on binary items are phi coefficients (the practice of seeds/000 Tables 3-4); "
+        "Pearson correlations, which on binary items are phi coefficients (the practice of Shi et al., "
+        "LLM-Mini-CEX, Tables 3-4); "
         "Cronbach's alpha on binary items is KR-20 (Kuder & Richardson 1937). Tetrachoric correlations are "
         "available as an option")
     return {
@@ -643,7 +646,8 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         "rater_matrix": "Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1 of "
                         "the two raters on the dialogues they share (items differ in prevalence, so one kappa pooled "
                         "over items would mix them); items where kappa is undefined for the pair are left out.",
-        "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (seeds/000 "
+        "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (Shi et al., "
+                  "LLM-Mini-CEX, "
                   "Table 6), with each item's score the mean over the dialogue's raters. Items answered with levels "
                   "or a numeric scale: mean score per criterion (a dialogue's score = mean over its raters), with "
                   "the bootstrap CI over the model's dialogues.",

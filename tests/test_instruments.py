@@ -218,7 +218,8 @@ def test_ready_instruments_install_from_the_scales_page(client, coordinator, phy
     assert response.status_code == 302 and Scale.objects.filter(slug="hivmedqa-medgpt").exists()
     assert "HIVMedQA MedGPT rubric</strong>" not in client.get("/scales/").content.decode()
     detail = client.get("/scales/hivmedqa-medgpt/").content.decode()
-    assert "Rates answers to questions (reference answer shown to raters)" in detail and "Cardenal-Antolin et al." in detail
+    assert "Rates answers to questions (reference answer shown to raters)" in detail
+    assert "Cardenal-Antolin et al." in detail
 
 
 # ------------------------------------------------------------------------------------------------ question-answer items

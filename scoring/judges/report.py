@@ -270,6 +270,8 @@ def _figure(value: Any, reps: Reps, settings: ReportContext, warnings: Sequence[
             jackknife=None if jack is None else np.asarray(jack, dtype=float).ravel())
         out = {"value": value, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
                "warnings": _dedupe(list(warnings) + boot["warnings"])}
+        if boot.get("ci_note"):
+            out["ci_note"] = boot["ci_note"]
     if scale:
         out["interpretation"] = stats.interpret(out["value"], scale)
     return out
@@ -579,6 +581,8 @@ def _icc_with_judge(scores: np.ndarray, judge_scores: np.ndarray, mask: np.ndarr
 
 
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
+    if fig.get("ci_note"):
+        return f"{fig['value']:.{digits}f} (95% CI {fig['ci_note']})"
     if fig.get("ci_low") is None:
         return f"{fig['value']:.{digits}f}"
     return f"{fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, {fig['ci_high']:.{digits}f}]"
@@ -610,6 +614,14 @@ def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -
     return ("kappa", "Cohen's kappa",
             f"{share} (below {EXTREME_PREVALENCE:.0%}): agreement is measured with Cohen's kappa, the mean over "
             "pairs")
+
+
+def _lower_limit(fig: dict) -> float | None:
+    """The lower 95% limit a verdict tests: the CI's, or the value itself when every resample gave that value (the
+    interval is not estimable, but nothing in the data varies below it)."""
+    if fig.get("ci_note") and fig.get("value") is not None:
+        return fig["value"]
+    return fig.get("ci_low")
 
 
 def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> dict:
@@ -648,7 +660,7 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
                        f"Delphi panel.")
     else:
         checks["reliable"] = True
-        kappa_ok = judge_kappa["ci_low"] is not None and judge_kappa["ci_low"] > 0
+        kappa_ok = _lower_limit(judge_kappa) is not None and _lower_limit(judge_kappa) > 0
         accuracy_ok = ordered or (accuracy is not None and majority_rate is not None
                                   and accuracy > majority_rate + _TOL)
         checks["beats_constant"] = bool(kappa_ok and accuracy_ok)
@@ -672,7 +684,8 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
             reasons.append(f"Non-inferiority cannot be checked: the judge's {name} against the physicians is "
                            "undefined.")
         else:
-            checks["non_inferior"] = difference["ci_low"] is not None and difference["ci_low"] > -settings.margin
+            lower = _lower_limit(difference)
+            checks["non_inferior"] = lower is not None and lower > -settings.margin
             text = (f"judge-vs-physician minus physician-vs-physician {name} = {_fmt_ci(difference)}, lower limit "
                     f"{'above' if checks['non_inferior'] else 'not above'} -{settings.margin:g}")
             if checks["non_inferior"]:
@@ -863,13 +876,13 @@ def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: Rep
                                  "max": item.values[-1]}
         for key, column in (("physicians", human), ("judge", judge), ("difference", judge - human)):
             value = _f(column[mask].mean()) if mask.any() else None
-            low = high = None
+            low = high = note = None
             if value is not None and freq is not None:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     reps = weighted_sums(freq, column) / weighted_sums(freq, weight)
                 summary = stats.bootstrap_summary(value, reps, seed=settings.seed, n_resamples=len(reps))
-                low, high = summary["ci_low"], summary["ci_high"]
-            entry[key] = {"mean": value, "ci_low": low, "ci_high": high}
+                low, high, note = summary["ci_low"], summary["ci_high"], summary.get("ci_note")
+            entry[key] = {"mean": value, "ci_low": low, "ci_high": high, "ci_note": note}
         out[item.code] = entry
     return out
 

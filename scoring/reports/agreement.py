@@ -165,6 +165,8 @@ def _figure(detail: dict, boot: dict, scale: str | None) -> dict:
     value = detail.get("value")
     out = {"value": value, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
            "warnings": list(dict.fromkeys(detail.get("warnings", []) + boot["warnings"]))}
+    if boot.get("ci_note"):
+        out["ci_note"] = boot["ci_note"]
     if scale:
         out["interpretation"] = stats.interpret(value, scale)
     return out
@@ -543,7 +545,8 @@ def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampl
         summary = boot.ci(estimate, lambda f, v=values, w=weights: (
             stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
         out[meta.code] = {"text": meta.text, "mean": estimate, "ci_low": summary["ci_low"],
-                          "ci_high": summary["ci_high"], "n_dialogues": int(valid.sum()),
+                          "ci_high": summary["ci_high"], "ci_note": summary.get("ci_note"),
+                          "n_dialogues": int(valid.sum()),
                           "min": meta.values[0] if meta.values else None,
                           "max": meta.values[-1] if meta.values else None}
     return out

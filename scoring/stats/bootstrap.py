@@ -22,6 +22,10 @@ CI_METHOD_NAMES = {
 #: Below about this many resampled units (dialogues) bootstrap intervals are rough and the percentile interval
 #: undercovers (Efron & Tibshirani 1993, ch. 14; Carpenter & Bithell 2000).
 SMALL_SAMPLE = 30
+#: A bootstrap interval whose resamples all give the same value is not an interval: reported with this note instead of
+#: [x, x] (``ci_note`` of :func:`bootstrap_summary`).
+NO_VARIATION = "not estimable (no variation)"
+NO_VARIATION_TOL = 1e-12
 
 
 def small_sample_warning(n: int, method: str) -> str | None:
@@ -91,7 +95,9 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
                       jackknife: Iterable[Any] | None = None) -> dict:
     """Turn an estimate and its bootstrap replicates into the :func:`bootstrap_ci` dict.
 
-    Non-finite replicates (undefined statistics) are dropped and counted.  ``method``:
+    Non-finite replicates (undefined statistics) are dropped and counted.  When every finite replicate is the same
+    value the interval is not estimable: ``ci_low``/``ci_high`` stay None and ``ci_note`` is :data:`NO_VARIATION`
+    (never [x, x]).  ``method``:
     "percentile" (Efron), "basic" (reverse percentile, 2*estimate - quantiles) or "bca"
     (:func:`bca_interval`; needs ``jackknife``, the n leave-one-out values of the statistic).
     When the BCa acceleration cannot be computed (an undefined jackknife value) or its limits
@@ -124,6 +130,12 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
     if finite.size < 0.9 * total:
         warns.append("More than 10% of resamples were undefined; the interval may be "
                      "biased.")
+    if float(finite.max() - finite.min()) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
+        # Every resample gives the same value (e.g. perfect agreement, a constant judge): an interval [x, x] would
+        # claim a precision the data cannot give.
+        out["ci_note"] = NO_VARIATION
+        warns.append(f"All {finite.size} bootstrap resamples give {est:.3g}: the 95% interval is {NO_VARIATION}.")
+        return out
     if method == "bca":
         jack = np.asarray([np.nan if v is None else v for v in jackknife], dtype=float).ravel()
         if jack.size >= 2 and np.isfinite(jack).all():

@@ -25,7 +25,8 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
 * **Levels and scale items** (item 4, HIVMedQA's 0-5 criteria): quadratic weighted kappa against each physician,
   between physicians and against the physicians' median; Krippendorff's alpha at the interval level; Bland-Altman of
   the judge minus the physicians' mean beside each physician minus the mean of the others; the verdict uses
-  weighted kappa; per model the mean score per criterion with bootstrap CIs.
+  weighted kappa, or Gwet's AC2 (quadratic weights) for the physicians' agreement at extreme prevalence, with exact
+  and within-one agreement beside it; per model the mean score per criterion with bootstrap CIs.
 * Per doctor model, the **Table 6** comparison of physician and judge scores, and the **model ranking**
   (:func:`model_ranking`: Kendall's tau between the physicians' and the judge's per-model scores).
 
@@ -44,7 +45,7 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
-from scoring.reports.agreement import ORDERED_TYPES, icc_of_scores
+from scoring.reports.agreement import EXTREME_PREVALENCE, ORDERED_TYPES, icc_of_scores
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -56,8 +57,8 @@ OUTCOMES = (REPLACE, KEEP, UNRELIABLE, NOT_ENOUGH)
 OUTCOME_KEYS = {REPLACE: "replace", KEEP: "keep", UNRELIABLE: "unreliable", NOT_ENOUGH: "not_enough"}
 #: Physicians' agreement is measured with Gwet's AC1 instead of Cohen's kappa when the most frequent answer makes
 #: up at least this share of their labels (prevalence index |p_yes - p_no| >= 0.6, Byrt, Bishop & Carlin 1993):
-#: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008).
-EXTREME_PREVALENCE = 0.80
+#: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008);
+#: items with ordered scores likewise use Gwet's AC2 there. (The agreement report uses the same threshold.)
 PAPER_RULE = "accuracy >= 80%, Shi et al., LLM-Mini-CEX, sec. 4.5"
 LANDIS_KOCH = "Landis JR, Koch GG (1977). Biometrics 33(1):159-174"
 NON_INFERIORITY = ("Walker E, Nowacki AS (2011). Understanding equivalence and noninferiority testing. J Gen Intern "
@@ -75,6 +76,9 @@ MODE_COMPARISON_IGNORED = ("name", "config_id", "prompt_set_name", "api_key_env"
                            "price_input_per_1k", "price_output_per_1k", "request_logprobs", "structured_output")
 _TOL = 1e-9
 WEIGHTED_KAPPA = "quadratic weighted kappa"
+GWET_AC2 = "Gwet's AC2 (quadratic weights)"
+#: Verdict coefficients of items with ordered scores (levels and scale items).
+ORDERED_COEFFICIENTS = ("weighted_kappa", "gwet_ac2")
 
 
 class JudgeReportError(ValueError):
@@ -150,8 +154,11 @@ def acceptance_rule_text(settings: VerdictSettings) -> str:
             f"constant answer -- the 95% CI of its kappa against the physicians excludes 0 and its accuracy against "
             f"the physician majority exceeds the majority-class rate; (4) otherwise keep physicians. Items answered "
             f"with levels or a numeric scale use {WEIGHTED_KAPPA} throughout (a near miss counts as closer than a far "
-            f"one), and beating a constant answer means the 95% CI of the judge's weighted kappa against the "
-            f"physicians excludes 0 (a constant or random score has weighted kappa 0). The paper's "
+            f"one; at extreme prevalence, {EXTREME_PREVALENCE:.0%} or more of the physicians' scores being one value, "
+            f"the physicians' agreement and the non-inferiority test use {GWET_AC2} instead, which stays high when "
+            f"physicians agree on a near-constant item), and beating a constant answer means the 95% CI of the "
+            f"judge's weighted kappa against the physicians excludes 0 (a constant or random score has weighted kappa "
+            f"0). The paper's "
             f"rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a constant answer "
             f"would meet it too.")
 
@@ -359,7 +366,8 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
 
 
 def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: int, settings: ReportContext,
-              averaging: str, who: str, ordered: bool = False) -> tuple[dict, dict[str, Reps]]:
+              averaging: str, who: str, ordered: bool = False, values: Sequence[float] | None = None
+              ) -> tuple[dict, dict[str, Reps]]:
     """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop.
 
     Returns the figures and, per figure, its (bootstrap, jackknife) replicates -- the paired differences of the
@@ -371,7 +379,8 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     out: dict[str, Any] = {"n_pairs": int(keep.sum()), "averaging": averaging}
     keys: tuple[str, ...] = ("accuracy", "kappa", "gwet_ac1", "macro_f1")
     if ordered:
-        keys += ("weighted_kappa",)
+        keys += ("weighted_kappa", "gwet_ac2", "within_one")
+        values = list(values) if values is not None else list(range(q))
     if not keep.any():
         reason = f"Undefined: no {who} shares a dialogue."
         for key in keys:
@@ -392,10 +401,11 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     boot_figs = table_figures(boot) if boot is not None else None
     jack_figs = table_figures(jack) if jack is not None else None
     if ordered:
-        figs["weighted_kappa"] = stats.kappa_from_tables(point, "quadratic")
-        for extra, tables in ((boot_figs, boot), (jack_figs, jack)):
+        for extra, tables in ((figs, point), (boot_figs, boot), (jack_figs, jack)):
             if extra is not None:
                 extra["weighted_kappa"] = stats.kappa_from_tables(tables, "quadratic")
+                extra["gwet_ac2"] = stats.ac2_from_tables(tables, values, "quadratic")
+                extra["within_one"] = stats.weighted_agreement_from_tables(tables, values, "within_one")
     n_point = figs["n"]
     warns: list[str] = []
     undefined_kappa = int((~np.isfinite(figs["kappa"])).sum())
@@ -424,14 +434,15 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
                             "weighted_kappa": f"Weighted kappa is undefined for every {who}: no variation on the "
                                               "shared dialogues."}.get(key, f"Undefined for every {who}."))
         out[key] = _figure(value, reps, settings, reasons,
-                           "landis_koch" if key in ("kappa", "gwet_ac1", "weighted_kappa") else None)
+                           "landis_koch" if key in ("kappa", "gwet_ac1", "weighted_kappa", "gwet_ac2") else None)
     out["pairs"] = [{"raters": pair, "n": int(n), "accuracy": _f(acc), "kappa": _f(kap), "gwet_ac1": _f(ac1),
                      "macro_f1": _f(mf1)}
                     for pair, n, acc, kap, ac1, mf1 in zip(names, n_point, figs["accuracy"], figs["kappa"],
                                                            figs["gwet_ac1"], figs["macro_f1"], strict=True)]
     if ordered:
-        for pair, value in zip(out["pairs"], figs["weighted_kappa"], strict=True):
-            pair["weighted_kappa"] = _f(value)
+        for n_pair, pair in enumerate(out["pairs"]):
+            for key in ("weighted_kappa", "gwet_ac2", "within_one"):
+                pair[key] = _f(figs[key][n_pair])
     out["warnings"] = warns
     return out, replicates
 
@@ -440,7 +451,8 @@ def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) ->
     humans = np.where(mask[None, :], item.humans, -1)
     judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
     names = [["judge", name] for name in settings.rater_names]
-    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered)
+    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered,
+                          item.values)
     out["n_physicians"] = out.pop("n_pairs")
     out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
     return out, reps
@@ -452,7 +464,7 @@ def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple
     i, j = np.triu_indices(r, k=1)
     names = [[settings.rater_names[a], settings.rater_names[b]] for a, b in zip(i, j, strict=True)]
     return _pairwise(humans[i], humans[j], names, len(item.values), settings, CEILING_AVERAGING,
-                     "pair of physicians", item.ordered)
+                     "pair of physicians", item.ordered, item.values)
 
 
 def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
@@ -600,6 +612,14 @@ def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None
 
 def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -> tuple[str, str, str]:
     """(key, name, why) of the agreement coefficient the verdict uses."""
+    extreme = prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL
+    if ordered and extreme:
+        return ("gwet_ac2", GWET_AC2,
+                f"{prevalence:.0%} of the physicians' scores are {answer!r} (at least {EXTREME_PREVALENCE:.0%}): with "
+                "such extreme prevalence weighted kappa is low even when physicians nearly always agree (the "
+                "prevalence paradox; Feinstein & Cicchetti 1990), so agreement is measured with Gwet's AC2 with "
+                "quadratic weights (Gwet 2014; the weighted AC1, as irrCAC computes it), the mean over pairs; exact "
+                "and within-one agreement are shown beside it")
     if ordered:
         return ("weighted_kappa", WEIGHTED_KAPPA,
                 "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
@@ -634,8 +654,9 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     key, name = agreement["coefficient"], agreement["name"]
     table5 = item["vs_majority"]
     accuracy, majority_rate = table5["accuracy"]["value"], table5["majority_class_rate"]
-    ordered = key == "weighted_kappa"  # levels and scale items: weighted kappa; exact accuracy is not the test
-    judge_kappa = item["vs_physicians"][key if ordered else "kappa"]
+    # levels and scale items: weighted kappa (AC2 at extreme prevalence); exact accuracy is not the test
+    ordered = key in ORDERED_COEFFICIENTS
+    judge_kappa = item["vs_physicians"]["weighted_kappa" if ordered else "kappa"]
     kappa_word = "weighted kappa" if ordered else "kappa"
     n = item["n_dialogues"]
     checks: dict[str, Any] = {"enough_data": n >= settings.min_dialogues, "reliable": None,
@@ -735,6 +756,9 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
                                      "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
                                      "most_frequent_answer": answer}
+    if item.ordered:  # beside the coefficient: how often physicians give exactly the same score, or one point apart
+        entry["physicians_agreement"]["exact"] = entry["ceiling"]["accuracy"]
+        entry["physicians_agreement"]["within_one"] = entry["ceiling"]["within_one"]
     difference = None
     judge_fig = entry["vs_physicians"][key]
     if judge_fig["value"] is not None and ceiling["value"] is not None:
@@ -987,7 +1011,13 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                                 f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
                                 f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
                                 f"& Cicchetti 1990; Gwet 2008). Levels and scale items: their mean pairwise "
-                                f"{WEIGHTED_KAPPA}. Bands: {LANDIS_KOCH}.",
+                                f"{WEIGHTED_KAPPA}, or at the same extreme prevalence their mean pairwise "
+                                f"{GWET_AC2} (Gwet 2014, Handbook of Inter-Rater Reliability, ch. 3; weights "
+                                f"1 - (x_k - x_l)^2 / (x_max - x_min)^2 on the item's scores, as irrCAC; every "
+                                f"point of the item's scale counts as a category), with exact and within-one-point "
+                                f"agreement beside it. A bootstrap interval whose resamples all give the same value "
+                                f"is reported as {stats.NO_VARIATION}, and the verdict then tests the value itself. "
+                                f"Bands: {LANDIS_KOCH}.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",

@@ -28,6 +28,9 @@ CI_METHODS = ("percentile", "bca")
 CORRELATIONS = ("pearson", "tetrachoric")
 #: Response types with ordered scores (levels and scale items).
 ORDERED_TYPES = ("ordinal", "scale")
+#: At or above this share of one answer among the physicians' labels, agreement on an item with ordered scores is
+#: led by Gwet's AC2 instead of weighted kappa (the judge report's threshold, Byrt, Bishop & Carlin 1993).
+EXTREME_PREVALENCE = 0.80
 #: Per-rater reliability is shown for raters with at least this many complete ratings.
 MIN_RATER_DIALOGUES = 10
 Progress = Callable[[float, str], None]
@@ -251,6 +254,25 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
         out["weighted_kappa"] = {"value": None, "ci_low": None, "ci_high": None, "n_pairs": 0,
                                  "weights": "quadratic", "warnings": ["Undefined: fewer than two physicians."],
                                  "interpretation": stats.interpret(None, "landis_koch")}
+    # Gwet's AC2 (quadratic weights) with exact and within-one-point agreement: at extreme prevalence (one score for
+    # most answers) weighted kappa collapses although the physicians agree (the prevalence paradox); AC2 does not.
+    ac2 = stats.gwet_ac2_counts(table, meta.values) if len(wide) else float("nan")
+    ac2_value = float(ac2) if np.isfinite(ac2) else None
+    out["gwet_ac2"] = _figure({"value": ac2_value, "warnings": [] if ac2_value is not None else [
+        "Undefined: no dialogue has two physicians' scores."]}, boot.ci(ac2_value, lambda f, t=table, m=meta: (
+            stats.gwet_ac2_counts(t, m.values, freq=f))), "landis_koch")
+    out["gwet_ac2"]["weights"] = "quadratic"
+    within = stats.weighted_agreement_counts(table, stats.agreement_weights(meta.values, "within_one"))
+    within_value = float(within) if np.isfinite(within) else None
+    w_one = stats.agreement_weights(meta.values, "within_one")
+    out["within_one"] = _figure({"value": within_value, "warnings": [] if within_value is not None else [
+        "Undefined: no dialogue has two physicians' scores."]}, boot.ci(within_value, lambda f, t=table: (
+            stats.weighted_agreement_counts(t, w_one, f))), None)
+    counts = table.sum(axis=0)
+    share = float(counts.max() / counts.sum()) if counts.sum() else None
+    out["extreme_prevalence"] = share is not None and share >= EXTREME_PREVALENCE
+    out["headline"] = "gwet_ac2" if out["extreme_prevalence"] else "weighted_kappa"
+    out["most_frequent_share"] = share
     interval = stats.krippendorff_alpha_detail(wide.T, level="interval", value_domain=meta.values)
     out["krippendorff_interval"] = _figure(
         interval, boot.ci(interval["value"],

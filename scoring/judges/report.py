@@ -45,7 +45,7 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
-from scoring.reports.agreement import EXTREME_PREVALENCE, ORDERED_TYPES, icc_of_scores
+from scoring.reports.agreement import EXTREME_PREVALENCE, ORDERED_TYPES, icc_of_scores, mixed_replicate_warning
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -817,8 +817,9 @@ def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
     code_of = dict(Item.objects.filter(version_id=run_scale_version_id(run)).values_list("pk", "code"))
     rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
             .values_list("dialogue_id", "item_id", "value"))
-    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=np.int64).reshape(-1, 3)
-    frame = pd.DataFrame({"dialogue": arr[:, 0], "item": [code_of.get(i, "") for i in arr[:, 1].tolist()],
+    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=float).reshape(-1, 3)
+    frame = pd.DataFrame({"dialogue": arr[:, 0].astype(np.int64),
+                          "item": [code_of.get(i, "") for i in arr[:, 1].astype(np.int64).tolist()],
                           "value": arr[:, 2]})
     return frame, units
 
@@ -984,9 +985,21 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
 # ---------------------------------------------------------------------------------------------------------------
 def _run_info(run) -> dict:
     snap = run.snapshot or {}
-    return {"id": run.pk, "config": run.name, "model": snap.get("model"), "source": run.source,
+    info = {"id": run.pk, "config": run.name, "model": snap.get("model"), "source": run.source,
             "mode": snap.get("mode"), "status": run.status, "prompt_set": snap.get("prompt_set_name"),
             "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
+    if run.is_imported:
+        info["provenance"] = provenance(run)
+    return info
+
+
+def provenance(run) -> dict:
+    """Where an imported run's scores come from: the file's name and SHA-256, the judge's model, when and by whom
+    they were imported."""
+    snap = run.snapshot or {}
+    return {"file": run.source_file, "sha256": run.source_sha256, "model": snap.get("model") or "",
+            "judge_run": snap.get("judge_run") or "", "imported_at": run.created_at.isoformat(),
+            "imported_by": snap.get("imported_by") or ""}
 
 
 def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
@@ -1238,6 +1251,10 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     item_entries = [item_report(item, settings) for item in items]
     ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
+    replicates = judge_replicates(judge, study, codes)
+    mixed = mixed_replicate_warning(labels, study.dialogue_case, study.dialogue_replicate, "physicians")
+    if mixed:
+        warnings.append(mixed)
     return {
         "kind": "judge_vs_physicians",
         "run": _run_info(run),
@@ -1260,8 +1277,70 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "summary": _summary(item_entries, ranking),
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
+        **({"replicates": replicates} if replicates else {}),
         "warnings": _dedupe(warnings),
     }
+
+
+def judge_scores(run, *, n_resamples: int = 1000, seed: int = 20240501) -> dict:
+    """The judge's own scores, without physicians: per model and criterion the mean score with a 95% percentile
+    bootstrap CI over the model's texts, and for repeated answers the mean over cases with the SD and CI over
+    replicates (Cardenal-Antolin et al., HIVMedQA, Table 2). For any finished run, imported or run by the app."""
+    from annotation.models import Dialogue
+    from scoring.reports.agreement import item_metas, replicate_section, scored_items
+
+    judge, units = judge_frame(run)
+    items = [m for m in item_metas(scored_items(run_scale_version_id(run))) if m.code in judged_codes(run)]
+    facts = {pk: (model or "(unknown model)", case, replicate) for pk, model, case, replicate in
+             Dialogue.objects.filter(pk__in=set(judge["dialogue"].tolist()))
+             .values_list("pk", "source_model", "case", "replicate")}
+    model = {pk: f[0] for pk, f in facts.items()}
+    by_model = []
+    for offset, name in enumerate(sorted(set(model.values()))):
+        in_model = judge[judge["dialogue"].map(model) == name]
+        entry: dict[str, Any] = {"model": name, "n_texts": int(in_model["dialogue"].nunique()), "criteria": {}}
+        for meta in items:
+            values = in_model.loc[in_model["item"] == meta.code, "value"].to_numpy(dtype=float)
+            figure = {"mean": _f(values.mean()) if len(values) else None, "n": int(len(values)), "ci_low": None,
+                      "ci_high": None, "min": meta.values[0] if meta.values else None,
+                      "max": meta.values[-1] if meta.values else None}
+            if len(values) > 1:
+                boot = stats.bootstrap_ci(lambda a: a.mean(axis=-1), values, n_resamples=n_resamples,
+                                          seed=seed + offset, vectorized=True)
+                figure.update({"ci_low": boot["ci_low"], "ci_high": boot["ci_high"], "ci_note": boot.get("ci_note")})
+            entry["criteria"][meta.code] = figure
+        by_model.append(entry)
+    replicates = replicate_section(judge, items, {pk: f[1] for pk, f in facts.items()},
+                                   {pk: f[2] for pk, f in facts.items()}, model)
+    return {"kind": "judge_scores", "run": _run_info(run), "units": units,
+            "criteria": [{"code": m.code, "text": m.text, "response_type": m.response_type,
+                          "min": m.values[0] if m.values else None, "max": m.values[-1] if m.values else None}
+                         for m in items],
+            "models": by_model, **({"replicates": replicates} if replicates else {}),
+            "method": "Mean of the judge's scores over each model's texts with a 95% percentile bootstrap CI over "
+                      f"texts ({n_resamples} resamples, seed {seed}); scored answers only (unscored, failed and "
+                      "pending answers are left out)."}
+
+
+def judge_replicates(judge: pd.DataFrame, study, codes: set[str]) -> dict | None:
+    """Repeated answers: per model and criterion the mean over cases and the SD and CI over replicates
+    (Cardenal-Antolin et al., HIVMedQA, Table 2), from the judge's scores on every text it scored and from the
+    physicians' labels, side by side; None when no text carries a replicate number."""
+    from annotation.models import Dialogue
+    from scoring.reports.agreement import replicate_section
+
+    items = [m for m in study.items if m.code in codes]
+    ids = set(judge["dialogue"].tolist()) - set(study.dialogue_case)
+    case, replicate, model = dict(study.dialogue_case), dict(study.dialogue_replicate), dict(study.dialogue_model)
+    for pk, source_model, text_case, text_replicate in Dialogue.objects.filter(pk__in=ids).values_list(
+            "pk", "source_model", "case", "replicate"):
+        case[pk], replicate[pk], model[pk] = text_case, text_replicate, source_model or "(unknown model)"
+    judge_table = replicate_section(judge, items, case, replicate, model)
+    labels = study.labels[study.labels["item"].astype(str).isin(codes)]
+    physicians = replicate_section(labels, items, case, replicate, model)
+    if judge_table is None and physicians is None:
+        return None
+    return {"judge": judge_table, "physicians": physicians}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1269,11 +1348,18 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
 # ---------------------------------------------------------------------------------------------------------------
 def check_modes(run_a, run_b) -> list[str]:
     """Raise :class:`JudgeReportError` unless the two runs' snapshots differ in mode and in nothing else that can
-    change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared."""
+    change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared. An imported run is
+    compared with any other run of its scale version (nothing else is known to compare)."""
     if run_a.pk == run_b.pk:
         raise JudgeReportError("Compare two different runs.")
     if run_a.corpus_id != run_b.corpus_id:
         raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} judged different corpora.")
+    if run_a.is_imported or run_b.is_imported:
+        # An imported judge's scores against another run (the app's own, or another imported judge): nothing in
+        # their settings is comparable, so any two runs of one scale version go side by side.
+        if run_scale_version_id(run_a) != run_scale_version_id(run_b):
+            raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} rate on different scale versions.")
+        return []
     a, b = run_a.snapshot or {}, run_b.snapshot or {}
     if a.get("mode") == b.get("mode"):
         raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} both use mode {a.get('mode')!r}: a mode "

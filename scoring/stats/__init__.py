@@ -118,3 +118,4 @@ from scoring.stats.reliability import (  # noqa: F401
     tetrachoric_detail,
     tetrachoric_matrix,
 )
+from scoring.stats.replicates import mixed_replicates, replicate_summary, replicate_table  # noqa: F401

@@ -4,7 +4,6 @@ the instrument, on synthetic data in the shape of a published HIVMedQA set (test
 from __future__ import annotations
 
 import io
-import json
 
 import numpy as np
 import pandas as pd
@@ -15,10 +14,9 @@ from django.core.management.base import CommandError
 from annotation.importers import ImportRejected, import_dialogues
 from annotation.instruments import install_shipped
 from annotation.label_import import import_labels
-from annotation.models import Campaign, Corpus, Dialogue, Item, Label
+from annotation.models import Campaign, Corpus, Dialogue, Label
 from scoring.judges import report as judge_report
 from scoring.judges.models import ImportedPrompt, JudgeResult, JudgeRun
-from scoring.reports import agreement as reports
 from tests import hivmedqa_data as hiv
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,9 @@ the instrument, on synthetic data in the shape of a published HIVMedQA set (test
 
 from __future__ import annotations
 
+import csv
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -167,3 +169,96 @@ def test_judge_scores_give_the_papers_table_2_as_pandas_does(judge_run, scores):
     for entry in result["models"]:
         for code in hiv.CRITERIA:
             assert entry["criteria"][code]["mean"] == pytest.approx(by_model[(entry["model"], code)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# an imported judge everywhere a run is: judge vs physicians, judge_report, the API, exports, the run comparison
+# ---------------------------------------------------------------------------------------------------------------
+def test_an_imported_judge_appears_in_the_judge_vs_physicians_report(judge_run, campaign):
+    report = judge_report.judge_vs_physicians(judge_run, campaign, n_resamples=200)
+    assert report["run"]["source"] == "imported"
+    assert report["run"]["provenance"]["file"] == "hivmedqa_judge.csv"
+    assert report["run"]["provenance"]["model"] == hiv.JUDGE_MODEL
+    assert report["counts"]["dialogues_compared"] == len(hiv.MODELS) * hiv.QUESTIONS  # replicate 1 rated
+    items = {item["code"]: item for item in report["items"]}
+    assert set(items) == set(hiv.CRITERIA)
+    for code in ("comprehension", "reasoning", "knowledge", "harm"):
+        assert items[code]["decision"]["coefficient"] == "weighted_kappa"
+        assert items[code]["decision"]["verdict"] in judge_report.OUTCOMES
+    # the judge scored all five replicates, the physicians the first: Table 2 for both, side by side
+    assert report["replicates"]["judge"]["n_replicates"] == hiv.REPLICATES
+    physicians = report["replicates"]["physicians"]
+    assert physicians["n_replicates"] == 1  # one replicate rated: means over cases, no SD over replicates
+    first = physicians["models"][0]["criteria"]["comprehension"]
+    assert first["sd"] is None and "at least two replicates" in first["warnings"][0]
+    json.dumps(report, allow_nan=False)
+
+
+def test_a_near_constant_criterion_uses_ac2_and_is_not_unreliable(judge_run, campaign):
+    report = judge_report.judge_vs_physicians(judge_run, campaign, n_resamples=200)
+    bias = next(item for item in report["items"] if item["code"] == "bias")
+    agreement = bias["physicians_agreement"]
+    assert agreement["prevalence"] >= 0.95 and agreement["most_frequent_answer"] == 5
+    assert agreement["coefficient"] == "gwet_ac2" and agreement["value"] > 0.9
+    assert agreement["exact"]["value"] > 0.95 and agreement["within_one"]["value"] > 0.99
+    assert bias["decision"]["verdict"] != judge_report.UNRELIABLE
+    # its weighted kappa is what the issue saw (low although physicians agree): kept beside, not the verdict's
+    assert bias["ceiling"]["weighted_kappa"]["value"] < agreement["value"]
+    for fig in walk_figures(report):  # nowhere an interval [x, x]
+        assert fig["ci_low"] is None or fig["ci_high"] is None or fig["ci_high"] > fig["ci_low"] or fig.get(
+            "ci_note"), fig["path"]
+
+
+def walk_figures(node, path="$"):
+    if isinstance(node, dict):
+        if "ci_low" in node and "ci_high" in node:
+            yield {**node, "path": path}
+        for key, value in node.items():
+            yield from walk_figures(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for n, value in enumerate(node):
+            yield from walk_figures(value, f"{path}[{n}]")
+
+
+def test_judge_report_command_gives_the_apis_json_csv_and_html(judge_run, campaign, corpus, tmp_path,
+                                                              client, make_user):
+    out = tmp_path / "report.json"
+    call_command("judge_report", "--corpus", corpus.name, "--judge", hiv.JUDGE, "--out", str(out))
+    from_cli = json.loads(out.read_text())
+    client.force_login(make_user("ana", "analyst"))
+    from_api = client.get(f"/api/judge-runs/{judge_run.pk}/report/?campaign={campaign.pk}").json()
+    assert from_cli == from_api  # the same JSON as the API (same defaults, same seed)
+    by_id = io.StringIO()
+    call_command("judge_report", "--corpus", corpus.name, "--campaign", "Physicians", "--judge", str(judge_run.pk),
+                 "--format", "csv", stdout=by_id)
+    rows = list(csv.reader(io.StringIO(by_id.getvalue())))
+    assert rows[0][:4] == ["section", "scope", "statistic", "value"]
+    assert any(r[0] == "verdict" and r[1] == "bias" and "Gwet's AC2" in r[2] for r in rows)
+    assert any(r[0] == "replicates (judge)" and "SD over replicates" in r[2] for r in rows)
+    html = tmp_path / "report.html"
+    call_command("judge_report", "--corpus", corpus.name, "--judge", f"{hiv.JUDGE} (run {judge_run.pk})",
+                 "--format", "html", "--out", str(html))
+    page = html.read_text()
+    assert "<html" in page and hiv.JUDGE in page and "seeds/" not in page
+    with pytest.raises(CommandError, match="No judge run named"):
+        call_command("judge_report", "--corpus", corpus.name, "--judge", "nobody")
+
+
+def test_an_imported_run_is_in_the_label_exports_and_the_run_comparison(judge_run, campaign, corpus, hivmedqa,
+                                                                        scores):
+    from scoring.reports.exports import label_rows
+
+    rows = [row for row in label_rows(corpus) if row["rater_kind"] == "judge"]
+    assert len(rows) == len(scores) * len(hiv.CRITERIA)
+    assert {row["rater"] for row in rows} == {f"{hiv.JUDGE} (run {judge_run.pk})"}
+    assert {row["value"] for row in rows} >= {4.5, 5}
+    # a second imported judge beside the first: the comparison takes any two runs of one scale version
+    other = {a: {c: (5 if c == "bias" else 3) for c in hiv.CRITERIA} for a in scores}
+    counts = import_labels(corpus, lines(hiv.judge_csv(other).replace(hiv.JUDGE, "Constant judge")),
+                           file_name="constant.csv", scale_version=hivmedqa)
+    second = JudgeRun.objects.get(pk=counts["judge_runs"][0]["id"])
+    from scoring.judges.views import mode_partners
+
+    assert second in mode_partners(judge_run)
+    comparison = judge_report.compare_modes(judge_run, second, campaign)
+    assert {item["code"] for item in comparison["items"]} == set(hiv.CRITERIA)

@@ -96,8 +96,8 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
     """Turn an estimate and its bootstrap replicates into the :func:`bootstrap_ci` dict.
 
     Non-finite replicates (undefined statistics) are dropped and counted.  When every finite replicate is the same
-    value the interval is not estimable: ``ci_low``/``ci_high`` stay None and ``ci_note`` is :data:`NO_VARIATION`
-    (never [x, x]).  ``method``:
+    value, or the percentile limits coincide, the interval is not estimable: ``ci_low``/``ci_high`` stay None and
+    ``ci_note`` is :data:`NO_VARIATION` (never [x, x]).  ``method``:
     "percentile" (Efron), "basic" (reverse percentile, 2*estimate - quantiles) or "bca"
     (:func:`bca_interval`; needs ``jackknife``, the n leave-one-out values of the statistic).
     When the BCa acceleration cannot be computed (an undefined jackknife value) or its limits
@@ -142,6 +142,10 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
             lo_q, hi_q, z0, a = bca_interval(est, finite, jack, confidence)
             out["bias_correction"], out["acceleration"] = _num(z0), _num(a)
             if np.isfinite(lo_q) and np.isfinite(hi_q):
+                if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
+                    out["ci_note"] = NO_VARIATION
+                    warns.append(f"The BCa limits coincide at {float(lo_q):.3g}: the interval is {NO_VARIATION}.")
+                    return out
                 out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)
                 return out
             warns.append("BCa limits are undefined (every resample falls on one side of the estimate); "
@@ -151,6 +155,13 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
                          "out); percentile interval shown.")
         out["method"] = "percentile (BCa undefined)"
     lo_q, hi_q = np.percentile(finite, [50 * (1 - confidence), 50 * (1 + confidence)])
+    if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
+        # The middle 95% of the resamples give one value (a discrete statistic, e.g. a ranking that holds in nearly
+        # every resample): no interval width to report either.
+        out["ci_note"] = NO_VARIATION
+        warns.append(f"The middle {confidence:.0%} of the bootstrap resamples all give {float(lo_q):.3g}: the "
+                     f"interval is {NO_VARIATION}.")
+        return out
     if method == "basic":
         lo_q, hi_q = 2 * est - hi_q, 2 * est - lo_q
     out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)

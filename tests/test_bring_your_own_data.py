@@ -262,3 +262,45 @@ def test_an_imported_run_is_in_the_label_exports_and_the_run_comparison(judge_ru
     assert second in mode_partners(judge_run)
     comparison = judge_report.compare_modes(judge_run, second, campaign)
     assert {item["code"] for item in comparison["items"]} == set(hiv.CRITERIA)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# verbatim judge responses replayed through a run of the app are all scored
+# ---------------------------------------------------------------------------------------------------------------
+def test_verbatim_hivmedqa_responses_replayed_through_a_run_are_all_scored(corpus, hivmedqa, scores, monkeypatch):
+    import re
+
+    from scoring.judges import prompts
+    from scoring.judges.models import JudgeConfig
+    from scoring.llm import limiter
+    from tests.fake_openai import FakeOpenAI
+    from tests.test_judge import drain, start
+
+    pattern = re.compile(r"(model-[abc]) answer (\d) to question (\d+)\.")
+    served = []
+
+    def replay(body: dict) -> str:
+        user = body["messages"][-1]["content"]
+        model, replicate, question = pattern.search(user).groups()
+        answer = hiv.answer_id(model, int(question), int(replicate))
+        served.append(answer)
+        return hiv.judge_response(scores[answer], len(served))
+
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
+    with FakeOpenAI(responder=replay) as server:
+        config = JudgeConfig.objects.create(
+            name="HIVMedQA replay", base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST", model="replay",
+            mode=JudgeConfig.Mode.PER_DIALOGUE, structured_output=False, prompt_set=prompts.default_prompt_set(hivmedqa),
+            timeout_seconds=5, max_attempts=2)
+        limiter.reset(f"judge-{config.pk}")
+        run = start(config, corpus)
+        drain(run)
+    run.refresh_from_db()
+    results = JudgeResult.objects.filter(run=run)
+    assert len(served) == len(scores) and results.count() == len(scores) * len(hiv.CRITERIA)
+    assert not results.exclude(status="done").exists(), list(results.exclude(status="done").values_list(
+        "error", flat=True)[:3])  # 0 of 2,250 unscored
+    stored = {(d, c): v for d, c, v in results.values_list("dialogue__external_id", "item__code", "value")}
+    assert all(stored[(a, c)] == scores[a][c] for a in scores for c in hiv.CRITERIA)
+    assert results.first().rationale.startswith("The answer matches the reference")  # the judge's "reason"
+    assert run.status == "succeeded"

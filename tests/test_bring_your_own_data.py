@@ -304,3 +304,145 @@ def test_verbatim_hivmedqa_responses_replayed_through_a_run_are_all_scored(corpu
     assert all(stored[(a, c)] == scores[a][c] for a in scores for c in hiv.CRITERIA)
     assert results.first().rationale.startswith("The answer matches the reference")  # the judge's "reason"
     assert run.status == "succeeded"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the new headline figures with a random rater, a constant rater and a near-constant item
+# ---------------------------------------------------------------------------------------------------------------
+HALF_POINTS = [x / 2 for x in range(11)]
+# Gwet's four raters on 12 subjects (Gwet 2014, Handbook of Inter-Rater Reliability; irrCAC's raw_4raters data) and
+# the values irrCAC 0.4.4 (irrCAC.raw.CAC(..., categories=[1, 2, 3, 4, 5]).gwet()) gives for them: AC1 0.7754440681
+# (the package's own doctest prints 0.77544), AC2 with quadratic weights 0.9140007236. The two other references are
+# irrCAC 0.4.4 on the data below (it pins scipy 1.12 and pandas 1.5, too old to install beside this project).
+GWET_4RATERS = [[1, 1, None, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4], [4, 4, 4, 4],
+                [1, 1, 2, 1], [2, 2, 2, 2], [None, 5, 5, 5], [None, None, 1, 1], [None, None, 3, None]]
+
+
+def counts(ratings, categories):
+    from scoring import stats
+
+    values = np.array([[np.nan if v is None else v for v in row] for row in ratings], dtype=float)
+    codes, _ = stats.encode_labels(values, categories=categories)
+    return stats.count_table(codes, len(categories))
+
+
+def near_constant_ratings() -> list[list[float]]:
+    values = [[5.0, 5.0, 5.0] for _ in range(60)]
+    values[3][1] = 4.5
+    values[17][0] = 4.0
+    values[40][2] = 4.5
+    values[41] = [4.0, 4.0, 4.0]
+    return values
+
+
+def test_ac2_matches_irrcac_on_published_and_near_constant_data():
+    from scoring import stats
+
+    table = counts(GWET_4RATERS, [1, 2, 3, 4, 5])
+    assert stats.gwet_ac2_counts(table, [1, 2, 3, 4, 5]) == pytest.approx(0.9140007236, abs=1e-9)
+    assert stats.gwet_ac2_counts(table, [1, 2, 3, 4, 5], "identity") == pytest.approx(0.7754440681, abs=1e-9)
+    assert stats.gwet_ac2_counts(table, [1, 2, 3, 4, 5], "identity") == pytest.approx(stats.gwet_ac1_counts(table))
+    near = counts(near_constant_ratings(), HALF_POINTS)
+    assert stats.gwet_ac2_counts(near, HALF_POINTS) == pytest.approx(0.9992929272, abs=1e-9)
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 6, size=(40, 4)).astype(float)
+    x[rng.random((40, 4)) < 0.2] = np.nan
+    assert stats.gwet_ac2_counts(counts(x.tolist(), list(range(6))), list(range(6))) == pytest.approx(
+        0.0246628417, abs=1e-9)
+    # two raters: the pairwise kernel from confusion tables equals the multi-rater one on their two columns
+    pair = np.array(near_constant_ratings())[:, :2]
+    codes = np.searchsorted(HALF_POINTS, pair).T
+    tables = stats.pairwise_tables(codes[:1], codes[1:], len(HALF_POINTS))
+    assert stats.ac2_from_tables(tables, HALF_POINTS)[0] == pytest.approx(
+        stats.gwet_ac2_counts(counts(pair.tolist(), HALF_POINTS), HALF_POINTS))
+
+
+def test_ac2_and_within_one_with_random_and_constant_raters():
+    from scoring import stats
+
+    rng = np.random.default_rng(3)
+    points = list(range(6))
+    random = rng.integers(0, 6, size=(4000, 2))
+    table = counts(random.tolist(), points)
+    assert abs(stats.gwet_ac2_counts(table, points)) < 0.05  # random raters: chance-level agreement
+    within = stats.weighted_agreement_counts(table, stats.agreement_weights(points, "within_one"))
+    assert within == pytest.approx(16 / 36, abs=0.02)  # uniform on 0-5: 6 exact + 10 adjacent of 36 pairs
+    constant = counts([[3, 3]] * 50, points)
+    assert stats.gwet_ac2_counts(constant, points) == pytest.approx(1.0)  # unanimous raters agree (AC1's limit)
+    assert stats.cohen_kappa_codes(np.full(50, 3), np.full(50, 3), 6, "quadratic") != stats.cohen_kappa_codes(
+        np.full(50, 3), np.full(50, 3), 6, "quadratic")  # NaN: kappa is undefined there
+    # A constant mid-scale rater beside a random one: AC2's agreement weights reward closeness to the middle, so AC2
+    # stays high (about 0.70 here), while weighted kappa is 0. That is why AC2 only measures the physicians' own
+    # agreement and the verdict tests a judge against a constant answer with weighted kappa.
+    other = rng.integers(0, 6, 400)
+    one_constant = counts(np.column_stack([np.full(400, 3), other]).tolist(), points)
+    assert stats.gwet_ac2_counts(one_constant, points) > 0.5
+    assert stats.cohen_kappa_codes(np.full(400, 3), other, 6, "quadratic") == pytest.approx(0, abs=1e-12)
+
+
+def test_bootstrap_intervals_without_variation_are_not_estimable():
+    from scoring import stats
+
+    summary = stats.bootstrap_summary(1.0, np.ones(500), seed=1, n_resamples=500)
+    assert summary["ci_low"] is None and summary["ci_high"] is None
+    assert summary["ci_note"] == "not estimable (no variation)"
+    mostly = stats.bootstrap_summary(-0.5, np.r_[np.full(990, -0.5), np.full(10, 0.5)], seed=1, n_resamples=1000)
+    assert mostly["ci_low"] is None and mostly["ci_note"] == "not estimable (no variation)"  # never [-0.5, -0.5]
+    varied = stats.bootstrap_summary(0.2, np.linspace(0, 0.4, 500), seed=1, n_resamples=500)
+    assert varied["ci_low"] < 0.2 < varied["ci_high"] and "ci_note" not in varied
+    from scoring.templatetags.report_tags import ci, fig
+
+    assert ci(summary) == "[CI not estimable (no variation)]"
+    assert "not estimable (no variation)" in fig({"value": 1.0, **summary})
+
+
+def test_replicate_sd_with_random_and_constant_scores():
+    from scoring import stats
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame([{"case": f"q{q}", "replicate": r, "value": float(rng.integers(0, 6))}
+                          for q in range(30) for r in range(1, 6)])
+    summary = stats.replicate_summary(frame)
+    per_replicate = frame.groupby("replicate")["value"].mean()
+    assert summary["sd"] == pytest.approx(per_replicate.std(ddof=1)) and summary["sd"] > 0
+    assert summary["mean"] == pytest.approx(frame.groupby("case")["value"].mean().mean())
+    assert summary["ci_low"] < summary["mean"] < summary["ci_high"]
+    constant = stats.replicate_summary(frame.assign(value=5.0))
+    assert constant["sd"] == 0 and constant["ci_low"] is None and constant["ci_note"] == "not estimable (no variation)"
+    single = stats.replicate_summary(frame[frame["replicate"] == 1])
+    assert single["sd"] is None and single["mean"] == pytest.approx(frame[frame["replicate"] == 1]["value"].mean())
+
+
+def near_constant_item(judge_kind: str, n: int = 150, seed: int = 4) -> judge_report.ItemData:
+    """Three physicians score 98% of answers 5 (on the half-point grid) and agree nearly always; the judge follows
+    them ('good'), answers 5 always ('constant') or at random ('random')."""
+    rng = np.random.default_rng(seed)
+    truth = np.where(rng.random(n) < 0.98, 10, rng.choice([8, 9], n))  # grid index 10 = 5.0, 9 = 4.5, 8 = 4.0
+    humans = np.where(rng.random((3, n)) < 0.995, truth[None, :], 9)
+    judge = {"good": truth.copy(), "constant": np.full(n, 10), "random": rng.integers(0, 11, n)}[judge_kind]
+    return judge_report.ItemData(code="bias", text="Bias", dimension="", dimension_name="", response_type="scale",
+                                 values=HALF_POINTS, judge=judge, humans=humans)
+
+
+@pytest.mark.parametrize("judge_kind", ["good", "constant", "random"])
+def test_a_near_constant_item_is_judged_with_ac2_whatever_the_judge(judge_kind):
+    from scoring import stats
+
+    item = near_constant_item(judge_kind)
+    n = item.humans.shape[1]
+    freq = stats.bootstrap_freq(stats.bootstrap_indices(n, 400, 2), n)
+    entry = judge_report.item_report(item, judge_report.ReportContext(freq=freq, seed=2, n_resamples=400,
+                                                                      rater_names=["A", "B", "C"]))
+    json.dumps(entry, allow_nan=False)
+    agreement = entry["physicians_agreement"]
+    assert agreement["coefficient"] == "gwet_ac2" and agreement["value"] > 0.95
+    assert entry["decision"]["verdict"] != judge_report.UNRELIABLE
+    if judge_kind == "good":  # as close to the physicians as they are to each other, by AC2
+        assert entry["decision"]["checks"]["non_inferior"], entry["decision"]["reasons"]
+        assert entry["vs_physicians"]["gwet_ac2"]["value"] > 0.95
+    else:  # a constant or random judge never replaces the physicians
+        assert entry["decision"]["verdict"] == judge_report.KEEP, entry["decision"]["reasons"]
+        assert not entry["decision"]["checks"]["beats_constant"]
+    for figure in walk_figures(entry):
+        assert figure["ci_low"] is None or figure["ci_high"] > figure["ci_low"] or figure.get("ci_note"), \
+            figure["path"]

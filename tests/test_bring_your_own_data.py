@@ -19,6 +19,7 @@ from annotation.label_import import import_labels
 from annotation.models import Campaign, Corpus, Dialogue, Label
 from scoring.judges import report as judge_report
 from scoring.judges.models import ImportedPrompt, JudgeResult, JudgeRun
+from scoring.reports import agreement as reports
 from tests import hivmedqa_data as hiv
 
 pytestmark = pytest.mark.django_db
@@ -290,8 +291,8 @@ def test_verbatim_hivmedqa_responses_replayed_through_a_run_are_all_scored(corpu
     with FakeOpenAI(responder=replay) as server:
         config = JudgeConfig.objects.create(
             name="HIVMedQA replay", base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST", model="replay",
-            mode=JudgeConfig.Mode.PER_DIALOGUE, structured_output=False, prompt_set=prompts.default_prompt_set(hivmedqa),
-            timeout_seconds=5, max_attempts=2)
+            mode=JudgeConfig.Mode.PER_DIALOGUE, structured_output=False,
+            prompt_set=prompts.default_prompt_set(hivmedqa), timeout_seconds=5, max_attempts=2)
         limiter.reset(f"judge-{config.pk}")
         run = start(config, corpus)
         drain(run)
@@ -446,3 +447,47 @@ def test_a_near_constant_item_is_judged_with_ac2_whatever_the_judge(judge_kind):
     for figure in walk_figures(entry):
         assert figure["ci_low"] is None or figure["ci_high"] > figure["ci_low"] or figure.get("ci_note"), \
             figure["path"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the agreement report on the answers: replicates, the near-constant criterion, the words of the instrument
+# ---------------------------------------------------------------------------------------------------------------
+def test_the_agreement_report_fits_a_rubric_on_repeated_answers(corpus, hivmedqa, scores):
+    rows = hiv.physician_scores(scores, replicates=(1, 2, 3))
+    import_labels(corpus, lines(hiv.physicians_csv(rows)), file_name="physicians.csv", scale_version=hivmedqa,
+                  campaign_name="Physicians")
+    study = reports.load_study([Campaign.objects.get(name="Physicians")])
+    report = reports.compute(study, n_resamples=200, plots=True)
+    json.dumps(report, allow_nan=False)
+    assert report["words"]["units"] == "answers" and report["words"]["model"] == "model"
+    assert report["words"]["raters"] == "raters"  # external raters from a file, not physicians' accounts
+    assert report["has_binary"] is False and "rater_heatmap" not in report["plots"]
+    assert "model_scores" not in report["plots"] and "criterion_means" in report["plots"]  # no all-zero totals plot
+    assert set(report["methods"]) >= {"agreement", "models", "ordered", "ci"}
+    assert not set(report["methods"]) & {"icc", "reliability", "rater_matrix"}
+    assert "binary" not in " ".join(str(v) for k, v in report["methods"].items() if k != "software").lower()
+    bias = next(item for item in report["items"] if item["code"] == "bias")
+    assert bias["extreme_prevalence"] and bias["headline"] == "gwet_ac2" and bias["gwet_ac2"]["value"] > 0.9
+    assert bias["within_one"]["value"] > 0.99
+    # physicians' labels on three replicates: Table 2 from the physicians, as pandas computes it
+    frame = pd.DataFrame([{"model": a.split("-q")[0], "case": a.split("-")[2], "replicate": int(a[-1]),
+                           "rater": p, "criterion": c, "value": v} for a, p, c, v in rows])
+    per_text = frame.groupby(["model", "case", "replicate", "criterion"])["value"].mean().reset_index()
+    expected = pandas_table2(per_text)
+    table = report["replicates"]
+    assert table["n_replicates"] == 3 and table["n_cases"] == hiv.QUESTIONS
+    for entry in table["models"]:
+        for code in hiv.CRITERIA:
+            got, want = entry["criteria"][code], expected.loc[(entry["model"], code)]
+            assert got["mean"] == pytest.approx(want["mean"]) and got["sd"] == pytest.approx(want["sd"])
+    assert not any("different replicates" in w for w in report["warnings"])
+
+
+def test_labels_of_one_case_from_different_replicates_are_flagged(corpus, hivmedqa, scores):
+    rows = [(a, p, c, v) for a, p, c, v in hiv.physician_scores(scores, replicates=(1, 2))
+            if (p == "dr_ahn") == a.endswith("-r1")]  # dr_ahn rated replicate 1, the others replicate 2
+    import_labels(corpus, lines(hiv.physicians_csv(rows)), file_name="split.csv", scale_version=hivmedqa,
+                  campaign_name="Split")
+    report = reports.compute(reports.load_study([Campaign.objects.get(name="Split")]), n_resamples=50, plots=False)
+    warning = next(w for w in report["warnings"] if "different replicates" in w)
+    assert f"Labels of {hiv.QUESTIONS} case(s)" in warning and "only on the same text" in warning

@@ -300,7 +300,7 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
         interval, boot.ci(interval["value"],
                           lambda f, t=table, m=meta: stats.krippendorff_alpha_counts(t, m.values, "interval", f)),
         "krippendorff")
-    out["icc"] = icc_of_scores(frame[["dialogue", "rater", "value"]], "value", study.rater_names)
+    out["icc"] = icc_of_scores(frame[["dialogue", "rater", "value"]], "value", study.rater_names, study.words)
     scores = wide.to_numpy(dtype=float).T  # (raters, dialogues)
     differences = stats.differences_from_others(scores)
     full = np.full((differences.shape[0], n_full), np.nan)
@@ -311,8 +311,10 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
         ok = np.isfinite(row)
         if ok.any():
             per_rater.append({"rater": str(name), **stats.bland_altman(row[ok], np.zeros(int(ok.sum())))})
+    words = study.words or {}
     out["bland_altman"] = {"pooled": pooled, "per_rater": per_rater,
-                           "what": "each physician minus the mean of the other physicians on the same dialogue"}
+                           "what": f"each {words.get('rater', 'physician')} minus the mean of the other "
+                                   f"{words.get('raters', 'physicians')} on the same {words.get('unit', 'dialogue')}"}
     return out
 
 
@@ -334,7 +336,7 @@ ICC_LEFT_OUT = ("Raters differ between dialogues, so there is no rater effect to
                 "ratings) fit this design (Shrout & Fleiss 1979; Koo & Li 2016).")
 
 
-def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str]) -> dict:
+def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str], words: Mapping[str, str] | None = None) -> dict:
     """Rows (dialogue, rater, ...) of the dialogues with the usual number of raters, with the ICC's rater column
     ``slot``: the rater's name when every dialogue has the same raters (all six forms), else the rating's order
     within its dialogue (one-way forms only)."""
@@ -343,22 +345,23 @@ def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str]) -> dict:
     complete = per_dialogue[per_dialogue.map(len) == k]
     crossed = complete.nunique() == 1
     warnings = []
+    unit, units = (words or {}).get("unit", "dialogue"), (words or {}).get("units", "dialogues")
     if len(complete) < len(per_dialogue):
-        warnings.append(f"{len(per_dialogue) - len(complete)} dialogue(s) with fewer or more than {k} raters "
-                        "were left out of the ICC (it needs the same number of ratings per dialogue).")
+        warnings.append(f"{len(per_dialogue) - len(complete)} {unit}(s) with fewer or more than {k} raters "
+                        f"were left out of the ICC (it needs the same number of ratings per {unit}).")
     frame = frame[frame["dialogue"].isin(complete.index)].copy()
     if crossed:
         frame["slot"] = frame["rater"].map(lambda r: names.get(r, f"R{r}"))
-        design = "crossed: every dialogue rated by the same raters"
+        design = f"crossed: every {unit} rated by the same raters"
         forms = list(stats.ICC_FORMS)
         left_out = None
     else:
         frame = frame.sort_values(["dialogue", "rater"])
         frame["slot"] = frame.groupby("dialogue").cumcount() + 1
-        design = (f"not crossed: raters differ between dialogues ({k} per dialogue); one-way model, ICC1 and ICC1k "
+        design = (f"not crossed: raters differ between {units} ({k} per {unit}); one-way model, ICC1 and ICC1k "
                   "only")
         forms = ["ICC1", "ICC1k"]
-        left_out = ICC_LEFT_OUT
+        left_out = ICC_LEFT_OUT.replace("dialogues", units).replace("dialogue", unit)
     return {"frame": frame, "crossed": bool(crossed), "k": k, "forms": forms, "design": design,
             "left_out": left_out, "warnings": warnings}
 
@@ -381,12 +384,13 @@ def _icc_forms(frame: pd.DataFrame, column: str, forms: list[str], crossed: bool
     return entry
 
 
-def icc_of_scores(frame: pd.DataFrame, column: str, names: Mapping[Any, str]) -> dict:
+def icc_of_scores(frame: pd.DataFrame, column: str, names: Mapping[Any, str],
+                  words: Mapping[str, str] | None = None) -> dict:
     """ICC of one item's scores (rows dialogue, rater, ``column``; ``names``: rater -> name shown) in the forms its
     design allows."""
     if frame.empty:
         return {"design": None, "forms": [], "warnings": ["No submitted labels yet."]}
-    layout = _icc_layout(frame, names)
+    layout = _icc_layout(frame, names, words)
     entry = _icc_forms(layout["frame"], column, layout["forms"], layout["crossed"])
     entry["warnings"] = layout["warnings"] + entry["warnings"]
     entry.update({key: layout[key] for key in ("design", "crossed", "forms", "left_out")})
@@ -835,7 +839,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
                               if study.items else "This report covers binary, levels and scale items, and this "
                               "instrument has none: its labels are in the exports."]
         return report
-    small = stats.small_sample_warning(len(dialogue_ids), ci_method)
+    small = stats.small_sample_warning(len(dialogue_ids), ci_method, f"{words['unit']}(s)")
     if small:
         report["warnings"].append(small)
     step(0.1, "agreement per item")

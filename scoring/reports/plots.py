@@ -46,7 +46,7 @@ def _svg(fig) -> str:
     return csp_safe(text[text.index("<svg"):])
 
 
-def item_agreement(items: list[dict]) -> str:
+def item_agreement(items: list[dict], words: dict | None = None) -> str:
     """Gwet's AC1 and Fleiss' kappa per item with their 95% bootstrap CIs."""
     codes = [i["code"] for i in items]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(codes)), 3.2))
@@ -68,7 +68,7 @@ def item_agreement(items: list[dict]) -> str:
     ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.05)
     ax.set_ylabel("agreement (95% CI)")
     ax.legend(frameon=False, ncols=2, loc="lower left")
-    ax.set_title("Agreement among physicians per item")
+    ax.set_title(f"Agreement among {(words or {}).get('raters', 'physicians')} per item")
     return _svg(fig)
 
 
@@ -142,7 +142,7 @@ def all_plots(report: dict) -> dict[str, str]:
     """The report's plots, only those its instrument has data for: no binary-item totals without binary items,
     no rater matrix without two raters on binary items, criterion means for levels and scale items."""
     words = report.get("words")
-    plots = {"item_agreement": item_agreement(report["items"])}
+    plots = {"item_agreement": item_agreement(report["items"], words)}
     if len(report["rater_matrix"]["raters"]) >= 2 and report["rater_matrix"].get("n_items"):
         plots["rater_heatmap"] = rater_heatmap(report["rater_matrix"])
     n_binary = sum(1 for item in report["items"] if item.get("level") == "nominal")

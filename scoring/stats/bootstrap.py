@@ -28,13 +28,13 @@ NO_VARIATION = "not estimable (no variation)"
 NO_VARIATION_TOL = 1e-12
 
 
-def small_sample_warning(n: int, method: str) -> str | None:
+def small_sample_warning(n: int, method: str, units: str = "dialogue(s)") -> str | None:
     """The warning a report shows when fewer than :data:`SMALL_SAMPLE` units are resampled."""
     if n >= SMALL_SAMPLE:
         return None
     advice = ("BCa intervals are used, which correct part of this, but read them as approximate" if method == "bca"
               else "the percentile intervals shown tend to be too narrow; prefer BCa intervals")
-    return (f"Only {n} dialogue(s) are resampled (fewer than about {SMALL_SAMPLE}): bootstrap intervals are rough "
+    return (f"Only {n} {units} are resampled (fewer than about {SMALL_SAMPLE}): bootstrap intervals are rough "
             f"and {advice}.")
 
 

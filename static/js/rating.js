@@ -42,8 +42,17 @@
     const index = sheet.active;
     const all = points(fieldset);
     const grows = (text) => all.some((point) => point.length > text.length && point.startsWith(text));
-    let text = (typed && typed.index === index ? typed.text : "") + (key === "," ? "." : key);
-    if (!all.includes(text) && !grows(text)) text = key === "," ? "." : key; // this key starts a new point
+    const before = typed && typed.index === index ? typed.text : "";
+    let text = before + (key === "," ? "." : key);
+    if (!all.includes(text) && !grows(text)) {
+      if (before && all.includes(before)) {
+        // "4" then "5" on a half-point scale: 4 stands, and the 5 answers the next item.
+        settle();
+        moveOn(index);
+        return sheet.active !== index ? answerKey(key) : false;
+      }
+      text = key === "," ? "." : key; // this key starts a new point
+    }
     settle();
     const chosen = all.includes(text) ? sheet.choose(index, text) : false;
     if (grows(text)) {
@@ -80,14 +89,18 @@
       if (step(fieldset, event.key === "ArrowRight" ? 1 : -1)) event.preventDefault();
       return;
     }
-    if (type === "scale" && multiKey(fieldset) && /^[0-9.,]$/.test(event.key)) {
-      if (typeKey(fieldset, event.key)) event.preventDefault();
-      return;
-    }
-    if (!/^[0-9]$/.test(event.key)) return;
-    settle();
-    if (sheet.answerActive(event.key)) event.preventDefault();
+    if (answerKey(event.key)) event.preventDefault();
   });
+
+  // A digit (or a decimal point on a scale in steps) answers the active item.
+  function answerKey(key) {
+    const fieldset = sheet.items[sheet.active];
+    if (!fieldset) return false;
+    if (fieldset.dataset.type === "scale" && multiKey(fieldset) && /^[0-9.,]$/.test(key)) return typeKey(fieldset, key);
+    if (!/^[0-9]$/.test(key)) return false;
+    settle();
+    return sheet.answerActive(key);
+  }
 
   if (submitBtn) submitBtn.addEventListener("click", () => {
     if (sheet.pending()) return;

@@ -241,6 +241,8 @@ def test_judge_report_command_gives_the_apis_json_csv_and_html(judge_run, campai
                  "--format", "html", "--out", str(html))
     page = html.read_text()
     assert "<html" in page and hiv.JUDGE in page and "seeds/" not in page
+    assert 'data-testid="judge-near-constant"' in page and 'data-testid="judge-replicates"' in page
+    assert "not estimable (no variation)" not in page or "[CI not estimable (no variation)]" in page
     with pytest.raises(CommandError, match="No judge run named"):
         call_command("judge_report", "--corpus", corpus.name, "--judge", "nobody")
 

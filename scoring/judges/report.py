@@ -46,6 +46,7 @@ from django.db.models import Count
 
 from scoring import stats
 from scoring.reports.agreement import EXTREME_PREVALENCE, ORDERED_TYPES, icc_of_scores, mixed_replicate_warning
+from scoring.reports.wording import raters_are_physicians, words_for
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -1274,6 +1275,8 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "names_shown": study.names_shown,
         "items": item_entries,
         "has_ordered": any(item.ordered for item in items),
+        "near_constant": [e["code"] for e in item_entries if e["physicians_agreement"]["coefficient"] == "gwet_ac2"],
+        "words": words_for(study.target, raters_are_physicians(raters_all)),
         "summary": _summary(item_entries, ranking),
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),

@@ -229,6 +229,9 @@ def test_judge_report_command_gives_the_apis_json_csv_and_html(judge_run, campai
     client.force_login(make_user("ana", "analyst"))
     from_api = client.get(f"/api/judge-runs/{judge_run.pk}/report/?campaign={campaign.pk}").json()
     assert from_cli == from_api  # the same JSON as the API (same defaults, same seed)
+    scores_api = client.get(f"/api/judge-runs/{judge_run.pk}/scores/").json()
+    assert scores_api["run"]["provenance"]["sha256"] == judge_run.source_sha256
+    assert scores_api["replicates"]["n_replicates"] == hiv.REPLICATES
     by_id = io.StringIO()
     call_command("judge_report", "--corpus", corpus.name, "--campaign", "Physicians", "--judge", str(judge_run.pk),
                  "--format", "csv", stdout=by_id)

@@ -220,7 +220,7 @@ def adjudicate(campaign, dialogue, item: Item, value: int, by, reason: str) -> A
     if not reason.strip():
         raise LabelError("Give the reason for the final label.")
     if item.version_id != campaign.scale_version_id or value not in item.allowed_values():
-        raise LabelError(f"Item {item.code} takes {', '.join(map(str, item.allowed_values()))}.")
+        raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
     existing = (Adjudication.objects.select_for_update(of=("self",))
                 .filter(campaign=campaign, dialogue=dialogue, item=item).order_by("pk").first())
     old = existing.value if existing else None
@@ -247,7 +247,7 @@ def set_gold(campaign, dialogue, item: Item, value: int | None, by) -> GoldLabel
         AuditEvent.record(by, "gold.clear", dialogue, item=item.code, old=old)
         return None
     if value not in item.allowed_values():
-        raise LabelError(f"Item {item.code} takes {', '.join(map(str, item.allowed_values()))}.")
+        raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
     gold, _ = GoldLabel.objects.update_or_create(campaign=campaign, dialogue=dialogue, item=item,
                                                  defaults={"value": value, "set_by": by, "set_at": timezone.now()})
     AuditEvent.record(by, "gold.set", dialogue, item=item.code, old=old, new=value, campaign=campaign.name)

@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from annotation.importers import ImportRejected, import_dialogues
 from annotation.instruments import install_shipped
 from annotation.label_import import import_labels
-from annotation.models import Campaign, Corpus, Dialogue, Label
+from annotation.models import Campaign, Corpus, Dialogue, Item, Label
 from scoring.judges import report as judge_report
 from scoring.judges.models import ImportedPrompt, JudgeResult, JudgeRun
 from scoring.reports import agreement as reports
@@ -496,3 +496,60 @@ def test_labels_of_one_case_from_different_replicates_are_flagged(corpus, hivmed
     report = reports.compute(reports.load_study([Campaign.objects.get(name="Split")]), n_resamples=50, plots=False)
     warning = next(w for w in report["warnings"] if "different replicates" in w)
     assert f"Labels of {hiv.QUESTIONS} case(s)" in warning and "only on the same text" in warning
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# scale steps and judge keys in instrument files and the browser builder
+# ---------------------------------------------------------------------------------------------------------------
+def step_instrument(step, **response):
+    return {"name": "Half points", "slug": "half-points", "language": "en", "target": "answer",
+            "dimensions": [{"code": "A", "name": "All"}],
+            "items": [{"code": "c", "dimension": "A", "text": "Correct",
+                       "response": {"type": "scale", "min": 0, "max": 5, "step": step, **response}}],
+            "judge_keys": {"Question 1": "c"}}
+
+
+def test_a_scale_step_is_checked_stored_exported_and_copied(db):
+    from annotation import instruments, scales
+
+    version, _ = instruments.import_instrument(step_instrument(0.5, anchors={"4.5": "nearly complete"}))
+    item = version.items.get(code="c")
+    assert item.allowed_values() == HALF_POINTS and item.has_step and item.anchor_label(4.5) == "nearly complete"
+    assert version.judge_keys == {"Question 1": "c"}
+    exported = instruments.export_instrument(version)
+    assert exported["items"][0]["response"]["step"] == 0.5 and exported["judge_keys"] == {"Question 1": "c"}
+    assert instruments.import_instrument(exported)[1] is False  # the same content: nothing new
+    copy = scales.new_version(version, None, "next").items.get(code="c")
+    assert copy.allowed_values() == HALF_POINTS
+    for step, message in ((0.3, "must divide the range 0-5 into whole steps"), (0, "must be a positive number"),
+                          (0.0625, "at most 3 decimals"), (0.2, "at most 21 points"), ("half", "must be a number")):
+        data = step_instrument(step)
+        data["slug"] = "other"
+        with pytest.raises(instruments.InstrumentError, match=message):
+            instruments.import_instrument(data)
+    bad_anchor = step_instrument(0.5, anchors={"4.25": "x"})
+    bad_anchor["slug"] = "anchors"
+    with pytest.raises(instruments.InstrumentError, match=r"is not a point of the scale \(0-5 in steps of 0.5\)"):
+        instruments.import_instrument(bad_anchor)
+    keys = step_instrument(0.5)
+    keys.update(slug="keys", judge_keys={"question-1": "c", "QUESTION 1": "c", "q2": "nope"})
+    with pytest.raises(instruments.InstrumentError) as refused:
+        instruments.import_instrument(keys)
+    assert any("is the same key as" in e for e in refused.value.errors)
+    assert any("must name a rated item's code" in e for e in refused.value.errors)
+
+
+def test_the_browser_builder_takes_a_step(client, make_user):
+    client.force_login(make_user("coord", "coordinator"))
+    client.post("/scales/new/", {"name_en": "Halves", "slug": "halves", "language": "en", "target": "answer"})
+    client.post("/scales/halves/v1/dimensions/", {"code": "1", "name_en": "Content"})
+    refused = client.post("/scales/halves/v1/items/", {"dimension": "1", "code": "1.1", "text_en": "Accurate",
+                                                        "response": "scale", "scale_min": "0", "scale_max": "5",
+                                                        "scale_step": "0.3"})
+    assert refused.status_code == 400 and b"must divide the range 0-5 into whole steps" in refused.content
+    ok = client.post("/scales/halves/v1/items/", {"dimension": "1", "code": "1.1", "text_en": "Accurate",
+                                                   "response": "scale", "scale_min": "0", "scale_max": "5",
+                                                   "scale_step": "0.5"})
+    assert ok.status_code == 302
+    assert Item.objects.get(code="1.1", version__scale__slug="halves").allowed_values() == HALF_POINTS
+    assert "0–5, in steps of 0.5" in client.get("/scales/halves/v1/").content.decode()

@@ -67,3 +67,5 @@ def test_a_scale_only_answers_report_fits_its_instrument(page, make_user):
     assert "judge.csv" in provenance and run.source_sha256 in provenance and hiv.JUDGE_MODEL in provenance
     assert page.locator('[data-testid="judge-replicates"] tbody tr').count() == len(hiv.MODELS)
     assert "doctor model" not in page.locator("main").inner_text().lower()
+    page.goto("/judges/")
+    assert f"(imported scores, {hiv.JUDGE_MODEL})" in page.locator("main").inner_text()

@@ -29,7 +29,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import failures as db_errors
 from annotation import labels as label_service
-from annotation import sampling, throttle, tokens
+from annotation import sampling, scores, throttle, tokens
 from annotation.campaigns import (
     CampaignError,
     add_rater,
@@ -128,14 +128,18 @@ class ItemSerializer(serializers.ModelSerializer):
     dimension = serializers.CharField(source="dimension.code")
     levels = LevelSerializer(many=True, read_only=True)
     allowed_values = serializers.SerializerMethodField()
+    scale_step = serializers.SerializerMethodField(help_text="Scale items: the distance between points (null = 1).")
 
     class Meta:
         model = Item
         fields = ["id", "code", "dimension", "response_type", "text_en", "text_zh", "guidance_en",
-                  "guidance_zh", "allowed_values", "levels", "scale_min", "scale_max", "anchors"]
+                  "guidance_zh", "allowed_values", "levels", "scale_min", "scale_max", "scale_step", "anchors"]
 
-    def get_allowed_values(self, item: Item) -> list[int]:
+    def get_allowed_values(self, item: Item) -> list[float]:
         return item.allowed_values()
+
+    def get_scale_step(self, item: Item) -> float | None:
+        return scores.normal(item.scale_step) if item.has_step else None
 
 
 class DimensionSerializer(serializers.ModelSerializer):
@@ -525,8 +529,29 @@ class AssignmentSerializer(serializers.ModelSerializer):
         return BlindDialogueSerializer(assignment.dialogue, context=context).data
 
 
+@extend_schema_field({"type": "number", "nullable": True})
+class ScoreValueField(serializers.Field):
+    """A label's value: a whole number, or a point of a scale in steps such as 0.5 (4.5); never written 4.0."""
+
+    default_error_messages = {"invalid": "Give a number (e.g. 1, 0 or 4.5), or null to clear."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            return scores.parse(data) if not isinstance(data, str) or data.strip() else None
+        except (TypeError, ValueError):
+            self.fail("invalid")
+
+    def to_representation(self, value):
+        return scores.normal(value)
+
+
 class OwnLabelSerializer(serializers.ModelSerializer):
     item_code = serializers.CharField(source="item.code", read_only=True)
+    value = ScoreValueField(read_only=True)
 
     class Meta:
         model = Label
@@ -535,7 +560,8 @@ class OwnLabelSerializer(serializers.ModelSerializer):
 
 class LabelInputSerializer(serializers.Serializer):
     item = IdOrTextField(help_text='The item code ("1.1", "4"), or its numeric id given as a JSON number.')
-    value = serializers.IntegerField(allow_null=True, help_text="1/0 for binary items, 1-3 for item 4; null clears.")
+    value = ScoreValueField(help_text="1/0 for binary items, 1-3 for item 4, a point of a scale (4, or 4.5 on a scale "
+                                      "in half points); null clears.")
     comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
     client_seq = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_ID,
                                           help_text="Increasing per click; an older click arriving late is ignored.")
@@ -569,6 +595,7 @@ class LabelSerializer(serializers.ModelSerializer):
     dialogue_external_id = serializers.CharField(source="dialogue.external_id", read_only=True)
     assignment_status = serializers.ChoiceField(choices=Assignment.Status.choices, source="assignment.status",
                                                 read_only=True)
+    value = ScoreValueField(read_only=True)
 
     class Meta:
         model = Label

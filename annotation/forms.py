@@ -57,10 +57,12 @@ class ItemForm(forms.Form):
     guidance_en = forms.CharField(label="Guidance (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
     guidance_zh = forms.CharField(label="Guidance (中文)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
     response = forms.ChoiceField(label="Response type", choices=[
-        ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a whole number from min to max"),
+        ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a point from min to max (whole, or in steps)"),
         ("levels", "Levels: one of its named levels"), ("text", "Free text: a comment, not analysed")])
     scale_min = forms.IntegerField(label="Scale: lowest point", required=False, initial=1)
     scale_max = forms.IntegerField(label="Scale: highest point", required=False, initial=5)
+    scale_step = forms.DecimalField(label="Scale: step", required=False, max_digits=6, decimal_places=3,
+                                    help_text="Empty for whole points; 0.5 for half points (0, 0.5, ..., 5).")
     anchors = forms.CharField(required=False, label="Scale: anchor labels", widget=forms.Textarea(attrs={"rows": 2}),
                               help_text='One point a line: "1 = poor | 差" (Chinese after | is optional).')
     levels = forms.CharField(required=False, label="Levels", widget=forms.Textarea(attrs={"rows": 3}),
@@ -83,6 +85,8 @@ class ItemForm(forms.Form):
         response: dict = {"type": data["response"]}
         if data["response"] == "scale":
             response.update({"min": data["scale_min"], "max": data["scale_max"], "anchors": data["anchors"]})
+            if data.get("scale_step") is not None:
+                response["step"] = float(data["scale_step"])
         elif data["response"] == "levels":
             levels = []
             for value, label in data["levels"].items():

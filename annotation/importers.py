@@ -1,6 +1,8 @@
 """Dialogue import in the JSON Lines format of DESIGN.md section 5, and question-answer items
 (``{"id", "question", "answer", "reference", "model", "language", "split", "meta"}``, reference optional) for
-instruments that rate answers. A corpus holds one kind. All-or-nothing: every bad line is reported with its number
+instruments that rate answers. Either may carry ``case`` (the question or patient case it answers) and ``replicate``
+(which repetition of the model's answer, 1, 2, ...): repeated answers of one model to one case. A corpus holds one
+kind. All-or-nothing: every bad line is reported with its number
 and nothing is written unless every line is good."""
 
 from __future__ import annotations
@@ -47,6 +49,29 @@ class ImportRejected(Exception):
     def __init__(self, errors: list[LineError]):
         self.errors = errors
         super().__init__("; ".join(str(e) for e in errors[:20]) + (" ..." if len(errors) > 20 else ""))
+
+    def grouped(self, first: int = 5) -> list[str]:
+        return group_errors(self.errors, first)
+
+
+def group_errors(errors: list[LineError], first: int = 5) -> list[str]:
+    """One line per distinct message, in the order of its first line, with how many lines have it and the first
+    ``first`` line numbers: "1,380 lines (2, 3, 4, 5, 6, ...): rater_kind ..."; a message of one line reads
+    "line 7: ..." and one about the whole file "file: ..."."""
+    groups: dict[str, list[int]] = {}
+    for error in sorted(errors, key=lambda e: e.line):
+        groups.setdefault(error.message, []).append(error.line)
+    out = []
+    for message, lines in groups.items():
+        numbered = sorted({n for n in lines if n > 0})
+        if not numbered:
+            out.append(f"file: {message}")
+        elif len(numbered) == 1:
+            out.append(f"line {numbered[0]}: {message}")
+        else:
+            shown = ", ".join(str(n) for n in numbered[:first]) + (", ..." if len(numbered) > first else "")
+            out.append(f"{len(numbered):,} lines ({shown}): {message}")
+    return out
 
 
 def _max_length(name: str) -> int:
@@ -111,12 +136,35 @@ def _check_record(obj: Any) -> list[str]:
         problems.append(f'"split" must be one of train, validation, test (got {obj["split"]!r})')
     if "meta" in obj and not isinstance(obj["meta"], dict):
         problems.append('"meta" must be an object')
+    problems += _check_replicate(obj)
     for name, column in (("model", "source_model"), ("language", "language")):
         if name in obj and obj[name] is not None and not isinstance(obj[name], str):
             problems.append(f'"{name}" must be text')
         elif len((obj.get(name) or "").strip()) > _max_length(column):
             problems.append(f'"{name}" is {len(obj[name].strip())} characters long; '
                             f"at most {_max_length(column)} are allowed")
+    return problems
+
+
+REPLICATE_MAX = 32767
+
+
+def _check_replicate(obj: dict[str, Any]) -> list[str]:
+    """``case`` (the question or patient case the text answers) and ``replicate`` (which repetition, 1, 2, ...)."""
+    problems = []
+    case = obj.get("case")
+    if case is not None and (isinstance(case, bool) or not isinstance(case, str | int)):
+        problems.append('"case" must be text (the question or case id) or left out')
+    elif case is not None and len(str(case).strip()) > _max_length("case"):
+        problems.append(f'"case" is {len(str(case).strip())} characters long; at most {_max_length("case")} are '
+                        "allowed")
+    replicate = obj.get("replicate")
+    if replicate is not None and (isinstance(replicate, bool) or not isinstance(replicate, int)
+                                  or not 1 <= replicate <= REPLICATE_MAX):
+        problems.append(f'"replicate" must be a whole number from 1 to {REPLICATE_MAX} (which repetition of the '
+                        f"answer), got {replicate!r}")
+    elif replicate is not None and case in (None, ""):
+        problems.append('"replicate" needs a "case": the question or case the repeated answers answer')
     return problems
 
 
@@ -246,6 +294,8 @@ def dialogue_fields(obj: dict[str, Any]) -> dict[str, Any]:
         "language": (obj.get("language") or "en").strip(),
         "split": (obj.get("split") or "").strip(),
         "meta": obj.get("meta") or {},
+        "case": str(obj.get("case") if obj.get("case") is not None else "").strip(),
+        "replicate": obj.get("replicate"),
     }
 
 
@@ -257,8 +307,8 @@ def privacy_fields(self_report: str, turns: list[dict]) -> dict[str, Any]:
     return {"privacy_status": PrivacyStatus.CLEAR.value, "privacy_matches": []}
 
 
-UPDATE_FIELDS = ("self_report", "turns", "source_model", "language", "split", "meta", "privacy_status",
-                 "privacy_matches")
+UPDATE_FIELDS = ("self_report", "turns", "source_model", "language", "split", "meta", "case", "replicate",
+                 "privacy_status", "privacy_matches")
 # Below this many ids the existing ones are looked up with IN (...); above, the corpus's ids are read in one
 # query (no bound-parameter limit on SQLite, one index scan on PostgreSQL).
 _IN_LOOKUP_MAX = 500

@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from annotation.scores import ScoreField, grid, step_text
+
 
 class SoftDeleteQuerySet(models.QuerySet):
     def alive(self):
@@ -119,6 +121,10 @@ class ScaleVersion(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
     locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when the version is first used.")
     locked_reason = models.CharField(max_length=200, blank=True)
+    judge_keys = models.JSONField(
+        default=dict, blank=True, help_text='How a judge\'s own answer keys map to item codes, e.g. {"question 1": '
+                                            '"comprehension"}: its answers are read with these keys as well as the '
+                                            "codes.")
 
     class Meta:
         ordering = ["scale", "number"]
@@ -212,6 +218,8 @@ class Item(models.Model):
     value = models.SmallIntegerField(null=True, blank=True, help_text="The value a level stands for (1, 2, 3).")
     scale_min = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the lowest point.")
     scale_max = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the highest point.")
+    scale_step = models.DecimalField(max_digits=6, decimal_places=3, null=True, blank=True,
+                                     help_text="Scale items: the distance between points (e.g. 0.5); empty = 1.")
     anchors = models.JSONField(default=dict, blank=True,
                                help_text='Scale items: labels of some points, {"0": {"en": "...", "zh": "..."}}.')
     text_en = models.TextField()
@@ -250,12 +258,23 @@ class Item(models.Model):
         if self.response_type == self.ResponseType.ORDINAL:
             return sorted(level.value for level in self.levels.all())
         if self.response_type == self.ResponseType.SCALE and self.scale_min is not None and self.scale_max is not None:
-            return list(range(self.scale_min, self.scale_max + 1))
+            return grid(self.scale_min, self.scale_max, self.scale_step)
         return []
 
-    def anchor_label(self, value: int, lang: str = "en") -> str:
+    @property
+    def has_step(self) -> bool:
+        """A scale whose points are not whole numbers only (e.g. 0-5 in steps of 0.5)."""
+        return self.scale_step is not None and self.scale_step != 1
+
+    @property
+    def step_text(self) -> str:
+        return step_text(self.scale_step) if self.has_step else ""
+
+    def anchor_label(self, value: int | float, lang: str = "en") -> str:
         """The anchor label of a scale point ("" when the point has none)."""
-        entry = (self.anchors or {}).get(str(value)) or {}
+        from annotation.scores import text
+
+        entry = (self.anchors or {}).get(text(value)) or {}
         if isinstance(entry, str):
             return entry
         return (entry.get("zh") if lang == "zh" else "") or entry.get("en") or entry.get("zh") or ""
@@ -327,6 +346,12 @@ class Dialogue(SoftDeletable):
     language = models.CharField(max_length=16, default="en")
     split = models.CharField(max_length=12, choices=Split.choices, blank=True, default="")
     meta = models.JSONField(default=dict, blank=True)
+    case = models.CharField(max_length=200, blank=True, default="",
+                            help_text="The question or patient case this text answers; several texts of one model "
+                                      "on the same case are its replicates.")
+    replicate = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                 help_text="Which repetition of the model's answer to the case "
+                                                           "(1, 2, ...).")
     created_at = models.DateTimeField(default=timezone.now)
     privacy_status = models.CharField(max_length=10, choices=PrivacyStatus.choices, default=PrivacyStatus.CLEAR,
                                       db_index=True)
@@ -627,7 +652,7 @@ class Label(models.Model):
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="labels")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="labels")
-    value = models.SmallIntegerField(null=True, blank=True)
+    value = ScoreField(null=True, blank=True)
     comment = models.TextField(blank=True)
     client_seq = models.BigIntegerField(default=0, help_text="Last applied client sequence: older saves lose.")
     created_at = models.DateTimeField(default=timezone.now)
@@ -655,8 +680,8 @@ class LabelChange(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     changed_at = models.DateTimeField(default=timezone.now)
-    old_value = models.SmallIntegerField(null=True, blank=True)
-    new_value = models.SmallIntegerField(null=True, blank=True)
+    old_value = ScoreField(null=True, blank=True)
+    new_value = ScoreField(null=True, blank=True)
     old_comment = models.TextField(blank=True)
     new_comment = models.TextField(blank=True)
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.RATER)
@@ -675,7 +700,7 @@ class GoldLabel(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="gold_labels")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="gold_labels")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    value = models.SmallIntegerField()
+    value = ScoreField()
     set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     set_at = models.DateTimeField(default=timezone.now)
 
@@ -692,7 +717,7 @@ class Adjudication(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="adjudications")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="adjudications")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    value = models.SmallIntegerField()
+    value = ScoreField()
     reason = models.TextField()
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     decided_at = models.DateTimeField(default=timezone.now)

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import campaigns as campaign_service
 from annotation import dialogues as dialogue_views
-from annotation import labels, sampling
+from annotation import labels, sampling, scores
 from annotation.forms import AddRatersForm, CampaignForm, SampleForm, UploadDialoguesForm
 from annotation.importers import ImportRejected, import_dialogues, size_error
 from annotation.models import (
@@ -277,7 +277,7 @@ def campaign_dialogue_action(request, pk: int, dialogue_id: int):
         elif action in ("adjudicate", "gold"):
             item = get_object_or_404(Item, pk=whole_number(request.POST, "item"), version=campaign.scale_version_id)
             raw = request.POST.get("value", "")
-            value = None if raw == "" else int(raw)
+            value = scores.parse(raw)  # a point of the item's grid (4.5 on a half-point scale); checked below
             if action == "adjudicate":
                 if value is None:
                     raise labels.LabelError("Choose the final value.")

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
-from annotation import labels, scales
+from annotation import labels, scales, scores
 from annotation.campaigns import blind_id, next_assignment
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
@@ -95,12 +95,13 @@ def rate_label(request, pk: int):
     try:
         item_id = int(data.get("item"))
         raw = data.get("value")
-        value = None if raw in (None, "", "null") else int(raw)
+        value = None if raw in (None, "", "null") else scores.parse(raw)
         seq = int(data.get("seq") or 0)
     except (TypeError, ValueError):
         return JsonResponse({"detail": "Send item (id), value (number or empty) and seq."}, status=400)
     if not (0 <= item_id <= MAX_ID and 0 <= seq <= MAX_ID and (value is None or abs(value) < 2**15)):
-        return JsonResponse({"detail": f"item and seq are whole numbers from 0 to {MAX_ID}; value is small."},
+        return JsonResponse({"detail": f"item and seq are whole numbers from 0 to {MAX_ID}; value is a small "
+                                       "number."},
                             status=400)
     comment = data.get("comment")
     comment = None if comment is None else str(comment)

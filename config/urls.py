@@ -48,6 +48,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
     path("api/judge-runs/<int:pk>/report/", api_judges.JudgeReportView.as_view(), name="api-judge-report"),
+    path("api/judge-runs/<int:pk>/scores/", api_judges.JudgeScoresView.as_view(), name="api-judge-scores"),
     path("api/", include(router.urls)),
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
     # Signed-in users only (SERVE_PERMISSIONS); the docs page sends others to the login page. The split view loads

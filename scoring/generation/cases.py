@@ -7,7 +7,7 @@ written unless every line is good):
 * template: ``{"id": "t1", "template": "I am a {age}-year-old {sex} with {complaint} for {duration}.",
   "slots": {"age": [18, 45], "sex": ["man", "woman"], ...}, "sample": 10, "seed": 1}`` expands into every
   combination of the slot values (or ``sample`` of them, drawn with ``seed``); ids ``t1-1``, ``t1-2``, ...
-* OSCE (AgentClinic, seeds/002 Appendix C): ``{"id": "o1", "OSCE_Examination": {"Objective_for_Doctor": ...,
+* OSCE (Schmidgall et al., AgentClinic, Appendix C): ``{"id": "o1", "OSCE_Examination": {"Objective_for_Doctor": ...,
   "Patient_Actor": {...}, "Physical_Examination_Findings": {...}, "Test_Results": {...},
   "Correct_Diagnosis": "..."}}``; the id is optional (AgentClinic's files have none: ``osce-<line>``).
 """

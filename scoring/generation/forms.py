@@ -53,7 +53,7 @@ class GenerationJobForm(forms.Form):
     moderator_model = forms.CharField(max_length=200, required=False, help_text="Empty: the patient model.")
     temperatures = forms.CharField(max_length=200, initial="0.2, 0.8", label="Doctor temperatures",
                                    help_text="Comma-separated; low and high temperatures give better and worse "
-                                             "dialogues (seeds/000 sec. 4.4).")
+                                             "dialogues (Shi et al., LLM-Mini-CEX, sec. 4.4).")
     doctor_biases = forms.MultipleChoiceField(choices=_bias_choices(gp.DOCTOR_BIASES), initial=[gp.NO_BIAS],
                                               widget=forms.CheckboxSelectMultiple,
                                               help_text="Each checked condition is generated (AgentClinic).")

@@ -1,5 +1,6 @@
-"""Default prompts of dialogue generation, written from AgentClinic (seeds/002, Appendix B) and the Mini-CEX patient
-simulator (seeds/000 sec. 4.3), and the bias instructions of AgentClinic's cognitive and implicit biases.
+"""Default prompts of dialogue generation, written from AgentClinic (Schmidgall et al., Appendix B) and the Mini-CEX
+patient simulator (Shi et al., LLM-Mini-CEX, sec. 4.3), and the bias instructions of AgentClinic's cognitive and
+implicit biases.
 
 Prompts are templates with named slots in braces ({information}, {bias}, ...). Only the known slots are
 filled, so a coordinator's edited prompt may contain other braces (JSON examples) safely.
@@ -62,8 +63,8 @@ TEST_HIDDEN_FROM_PATIENT = "(The doctor received the results of the requested te
 DIAGNOSIS_REVEALED = "Your diagnosis (you may mention it if asked): {diagnosis}"
 MASK = "[withheld]"
 
-# AgentClinic's bias conditions (seeds/002, "Language agent biases" and Appendix B). Cognitive biases point to a
-# particular disease (cancer, as in the paper); implicit biases concern the other party's group.
+# AgentClinic's bias conditions (Schmidgall et al., AgentClinic, "Language agent biases" and Appendix B). Cognitive
+# biases point to a particular disease (cancer, as in the paper); implicit biases concern the other party's group.
 PATIENT_BIASES: dict[str, str] = {
     "recency": "Recently, a friend of yours with similar symptoms was diagnosed with cancer. This affects how you "
                "interact with the doctor.",

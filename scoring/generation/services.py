@@ -1,5 +1,5 @@
-"""Dialogue generation: a doctor model under test talks with a patient simulator (seeds/000 sec. 4.3-4.4,
-seeds/002 AgentClinic), producing an annotation corpus.
+"""Dialogue generation: a doctor model under test talks with a patient simulator (Shi et al., LLM-Mini-CEX,
+sec. 4.3-4.4; Schmidgall et al., AgentClinic), producing an annotation corpus.
 
 A job expands into GeneratedDialogue rows (case x doctor model x temperature x doctor bias x patient bias x
 repeat). One unit of work is one *step* of one dialogue: the next doctor, patient or measurement turn, or the
@@ -500,6 +500,15 @@ def external_id(gd: GeneratedDialogue) -> str:
     return f"gen{gd.job_id}-{token}-{gd.case.external_id}"[:200]
 
 
+def replicate_fields(config: dict, case_id: str, repeat: int) -> dict:
+    """A generated dialogue's case and replicate: the case it plays and, when the job repeats one condition (one
+    temperature, one doctor and one patient bias), its repetition (1, 2, ...). Repeats of a job that sweeps
+    conditions are not replicates of one model's answer, so they carry the case only."""
+    single = all(len(config.get(key) or [None]) == 1 for key in ("temperatures", "doctor_biases", "patient_biases"))
+    repeated = int(config.get("repeats") or 1) > 1 and single
+    return {"case": str(case_id)[:200], "replicate": repeat + 1 if repeated else None}
+
+
 @transaction.atomic
 def finalize(gd: GeneratedDialogue, turns: list[dict], ending: str) -> Dialogue:
     """The finished dialogue becomes an annotation Dialogue in the job's corpus, run through the privacy filter."""
@@ -520,7 +529,7 @@ def finalize(gd: GeneratedDialogue, turns: list[dict], ending: str) -> Dialogue:
     }
     fields = {"self_report": case.self_report, "turns": turn_list, "source_model": gd.doctor_model,
               "language": case.language, "split": config.get("split", ""), "meta": meta,
-              **privacy_fields(case.self_report, turn_list)}
+              **replicate_fields(config, case.external_id, gd.repeat), **privacy_fields(case.self_report, turn_list)}
     dialogue, _ = Dialogue.objects.get_or_create(corpus=job.corpus, external_id=external_id(gd), defaults=fields)
     GeneratedDialogue.objects.filter(pk=gd.pk).update(
         status=GeneratedDialogue.Status.DONE, ended_by=ending, final_diagnosis=final[:5000], correct=correct,

@@ -77,3 +77,20 @@ class JudgeReportView(APIView):
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(report)
+
+
+class JudgeScoresView(APIView):
+    """A judge run's own scores, without physicians (for any finished run, imported or run by the app): per model and
+    criterion the mean score with a bootstrap CI, and for repeated answers the mean over cases with the SD and CI
+    over replicates (Cardenal-Antolin et al., HIVMedQA, Table 2); an imported run's provenance (file name and
+    SHA-256, model, import date, who) under ``run.provenance``."""
+
+    permission_classes = [CanReadReports]
+
+    @extend_schema(responses={200: OpenApiResponse(description="see scoring.judges.report.judge_scores"),
+                              404: OpenApiResponse(description="no such run")})
+    def get(self, request, pk: int):
+        from scoring.judges.report import judge_scores
+
+        run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+        return Response(judge_scores(run))

@@ -10,7 +10,7 @@ endpoint, model, messages and parameters, so re-running or resuming never pays t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -37,6 +37,7 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     dialogue_schema,
     item_question,
     p_yes,
+    parse_answer,
     parse_dialogue,
     parse_item,
     render_dialogue,
@@ -138,14 +139,22 @@ def _insert_units(run: JudgeRun, dialogues, item_ids: list[int]) -> int:
         return cursor.rowcount
 
 
+def _not_imported(run: JudgeRun) -> None:
+    """Imported scores are never sent to an endpoint: nothing to start, pause, resume or retry."""
+    if run.is_imported:
+        raise RunError(f"Run #{run.pk} holds imported scores ({run.source_file}); it is never sent to an endpoint.")
+
+
 def start(run: JudgeRun, user=None) -> int:
     """Mark the run running and wake the workers (also resumes a paused run). Returns the units to do."""
+    _not_imported(run)
     if not engine.resume(HANDLER, run, user, action="judge_run"):
         return 0
     return JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).count()
 
 
 def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> JudgeRun:
+    _not_imported(run)
     run = engine.pause_or_cancel(run, status, user, reason, noun="run", action="judge_run", error=RunError)
     if status == JudgeRun.Status.CANCELLED and run.batch:
         batch.cancel_open(HANDLER, run.pk)
@@ -155,6 +164,7 @@ def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> Judge
 def retry_failed(run: JudgeRun, user=None) -> int:
     """Put failed and unscored results back to pending (asking the endpoint again) and resume the run; the run
     may send their requests again (its request limit grows by them)."""
+    _not_imported(run)
     if run.status == JudgeRun.Status.CANCELLED:
         raise RunError("A cancelled run cannot be retried.")
     problems = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED,
@@ -187,6 +197,7 @@ class RunContext:
     questions: dict[int, str]
     limit: engine.Limit
     prices: tuple[Decimal, Decimal]
+    judge_keys: dict[str, str] = field(default_factory=dict)  # the instrument's keys for a judge's own format
 
 
 _contexts: dict[int, RunContext] = {}
@@ -206,7 +217,7 @@ def run_context(run: JudgeRun) -> RunContext:
         context = RunContext(
             config=config, prompt_set=prompt_set, items=items, questions=questions,
             limit=engine.endpoint_limit(gateway.resolve_endpoint(config["base_url"], config["api_key_env"]), config),
-            prices=(price_in, price_out))
+            prices=(price_in, price_out), judge_keys=dict(prompt_set.scale_version.judge_keys or {}))
         if len(_contexts) > 64:
             _contexts.clear()
         _contexts[run.pk] = context
@@ -296,6 +307,7 @@ class JudgeHandler(engine.Handler):
             "pk", "run_id", "dialogue_id", "item_id", "attempts", "retry_round").order_by("dialogue_id", "pk"))
 
     def prepare(self, run: JudgeRun, units: list[JudgeResult]) -> list[engine.Request]:
+        _not_imported(run)  # never reached (imported runs are finished when created); no request may be built
         context = run_context(run)
         config = context.config
         endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
@@ -338,12 +350,15 @@ class JudgeHandler(engine.Handler):
                                   "" if value is not None else "The answer could not be parsed as a verdict.",
                                   call_id, r.from_cache, now]))
                 continue
-            parsed = parse_dialogue(content, [context.items[item_id] for item_id in r.data])
+            parsed, reason = parse_answer(content, [context.items[item_id] for item_id in r.data],
+                                          context.judge_keys)
             for pk, item_id in members:
-                value = None if parsed is None else parsed.get(context.items[item_id].code)
-                rows.append((pk, [value, None, "", DONE if value is not None else UNSCORED,
-                                  "" if value is not None else "The answer is not valid JSON for the item schema.",
-                                  call_id, r.from_cache, now]))
+                code = context.items[item_id].code
+                value = None if parsed is None else parsed.get(code)
+                problem = ("" if value is not None else "The answer holds no JSON object." if parsed is None else
+                           f"The answer gives no score on item {code}'s scale (missing, or not one of its values).")
+                rows.append((pk, [value, None, reason if value is not None else content, DONE if value is not None
+                                  else UNSCORED, problem, call_id, r.from_cache, now]))
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None,
                                                             "not_before": None}, only_status=["pending"])
 

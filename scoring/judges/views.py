@@ -92,8 +92,15 @@ def _run_context(run: JudgeRun) -> dict:
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run(request, pk: int):
+    from scoring.judges.report import judge_scores
+    from scoring.reports.wording import words_for
+
     run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
-    return render(request, "scoring/judge_run.html", _run_context(run))
+    context = _run_context(run)
+    if run.is_finished:
+        context["scores"] = judge_scores(run)
+    context["words"] = words_for(run.corpus.kind)
+    return render(request, "scoring/judge_run.html", context)
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -148,8 +155,8 @@ def _judge_report(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run_report(request, pk: int):
-    """Judge versus physicians (seeds/000 Table 5 layout, verdicts) for a campaign on the same corpus; the verdict
-    settings come from the query string (the form on the page)."""
+    """Judge versus physicians (Shi et al., LLM-Mini-CEX, Table 5 layout, verdicts) for a campaign on the same corpus;
+    the verdict settings come from the query string (the form on the page)."""
     try:
         run, campaign, form, report = _judge_report(request, pk)
     except ValueError as exc:
@@ -212,11 +219,16 @@ def judge_run_compare(request, pk: int, other: int):
 
 
 def mode_partners(run: JudgeRun) -> list[JudgeRun]:
-    """Finished runs on the same corpus whose configuration differs from this one only in mode."""
-    from scoring.judges.report import MODE_COMPARISON_IGNORED
+    """Finished runs on the same corpus whose configuration differs from this one only in mode, and, for an
+    imported run (or beside one), every finished run of the same scale version."""
+    from scoring.judges.report import MODE_COMPARISON_IGNORED, run_scale_version_id
 
     partners = []
     for other in JudgeRun.objects.filter(corpus=run.corpus, status__in=JudgeRun.FINISHED).exclude(pk=run.pk):
+        if run.is_imported or other.is_imported:  # imported scores go beside any run of the same scale version
+            if run_scale_version_id(run) == run_scale_version_id(other):
+                partners.append(other)
+            continue
         a, b = run.snapshot, other.snapshot
         if a.get("mode") == b.get("mode"):
             continue

@@ -14,8 +14,8 @@ from scoring.preference.models import PreferenceStudy
 from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
 
 PRESET_CHOICES = [
-    ("evaluation", "seeds/003 evaluations: knowledge correctness, reference correctness, fluency"),
-    ("response", "seeds/003 responses: relevancy, knowledge correctness, fluency"),
+    ("evaluation", "Zhang et al., AutoMedEval, evaluations: knowledge correctness, reference correctness, fluency"),
+    ("response", "Zhang et al., AutoMedEval, responses: relevancy, knowledge correctness, fluency"),
     ("overall", "One overall preference"),
     ("custom", "Custom (below)"),
 ]
@@ -57,7 +57,7 @@ class JudgeRunsForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["runs"].queryset = (JudgeRun.objects.filter(status__in=JudgeRun.FINISHED)
                                         .select_related("config", "corpus"))
-        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.config.name} on {r.corpus.name}"
+        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.name} on {r.corpus.name}"
 
 
 class DialoguesForm(forms.Form):

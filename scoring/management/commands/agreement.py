@@ -55,14 +55,29 @@ def csv_rows(report: dict):
                    d["ci_high"], model["n_dialogues"], "", ""]
         for code, c in model.get("criteria", {}).items():
             yield ["model comparison", model["model"], f"{code} mean score", c["mean"], c["ci_low"], c["ci_high"],
-                   c["n_dialogues"], "", f"scale {c['min']}-{c['max']}"]
+                   c["n_dialogues"], "", c.get("ci_note") or f"scale {c['min']}-{c['max']}"]
+    yield from replicate_rows(report.get("replicates"))
+
+
+def replicate_rows(table: dict | None, section: str = "replicates"):
+    """Repeated answers (Cardenal-Antolin et al., HIVMedQA, Table 2 layout): per model and criterion the mean over
+    cases, then the SD over replicates with the 95% CI over replicates."""
+    for model in (table or {}).get("models", []):
+        for code, s in model["criteria"].items():
+            note = " ".join([s.get("ci_note") or ""] + s["warnings"]).strip()
+            yield [section, model["model"], f"{code} mean over cases", s["mean"], "", "", s["n_cases"], "", ""]
+            yield [section, model["model"], f"{code} SD over replicates", s["sd"], s["ci_low"], s["ci_high"],
+                   s["n_replicates"], "", ("CI of the mean over replicates. " + note).strip()]
 
 
 def ordered_item_rows(item: dict):
     """Levels and scale items: weighted kappa, interval alpha, ICC of the item's scores, physicians' Bland-Altman."""
-    for key, name in (("weighted_kappa", "weighted kappa (quadratic)"),
+    for key, name in (("weighted_kappa", "weighted kappa (quadratic)"), ("gwet_ac2", "Gwet AC2 (quadratic)"),
+                      ("within_one", "agreement within one point"),
                       ("krippendorff_interval", "Krippendorff alpha (interval)")):
-        fig = item[key]
+        fig = item.get(key)
+        if fig is None:  # reports cached before AC2 was added
+            continue
         yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"], item["n_dialogues"],
                (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
     icc = item["icc"]

@@ -503,22 +503,22 @@ class OwnLabelSerializer(serializers.ModelSerializer):
 class LabelInputSerializer(serializers.Serializer):
     item = IdOrTextField(help_text='The item code ("1.1", "4"), or its numeric id given as a JSON number.')
     value = serializers.IntegerField(allow_null=True, help_text="1/0 for binary items, 1-3 for item 4; null clears.")
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT)
     client_seq = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_ID,
                                           help_text="Increasing per click; an older click arriving late is ignored.")
 
 
 class SubmitInputSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000,
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT,
                                     help_text="Optional comment on the whole dialogue.")
 
 
 class SkipInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(allow_blank=True, max_length=10_000)
+    reason = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
 
 
 class FlagInputSerializer(serializers.Serializer):
-    note = serializers.CharField(allow_blank=True, max_length=10_000)
+    note = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
 
 
 class SubmitErrorSerializer(serializers.Serializer):

@@ -224,6 +224,20 @@ def next_assignment(user, campaign: Campaign | None = None, after: Assignment | 
     return returned or qs.order_by("campaign_id", "position", "id").first()
 
 
+def queue_place(assignment: Assignment) -> dict[str, int | None]:
+    """Where a dialogue stands in its rater's queue of one campaign: ``place`` (1-based, in the queue order of
+    :func:`next_assignment`; None for withdrawn work, which left the queue), ``total`` and ``done`` (submitted or
+    skipped). The place does not move when dialogues are submitted, and never exceeds the total."""
+    queue = (Assignment.objects.filter(rater_id=assignment.rater_id, campaign_id=assignment.campaign_id)
+             .exclude(status=Assignment.Status.WITHDRAWN))
+    ahead = Q(position__lt=assignment.position) | Q(position=assignment.position, id__lt=assignment.pk)
+    counts = queue.aggregate(
+        total=Count("id"), ahead=Count("id", filter=ahead),
+        done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])))
+    withdrawn = assignment.status == Assignment.Status.WITHDRAWN
+    return {"place": None if withdrawn else counts["ahead"] + 1, "total": counts["total"], "done": counts["done"]}
+
+
 def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:
     """Dialogue id -> number of items on which submitted raters did not all agree."""
     values = defaultdict(set)

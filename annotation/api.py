@@ -31,6 +31,7 @@ from annotation import failures as db_errors
 from annotation import labels as label_service
 from annotation import throttle, tokens
 from annotation.campaigns import (
+    CampaignClosed,
     CampaignError,
     add_rater,
     assign,
@@ -87,6 +88,8 @@ def exception_handler(exc, context):
         return Response({"detail": db_errors.DATA_MESSAGE}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, LabelError):
         return Response({"detail": str(exc)}, status=exc.status)
+    if isinstance(exc, CampaignClosed):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, CampaignError):
         return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
@@ -650,11 +653,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
                    summary="Give every dialogue in scope its overlap of raters (tops up; never moves work)")
     @action(detail=True, methods=["post"])
     def assign(self, request, pk=None):
-        campaign = self.get_object()
-        if campaign.status != Campaign.Status.OPEN:
-            return Response({"detail": "This campaign is closed; reopen it before assigning."},
-                            status=status.HTTP_409_CONFLICT)
-        result = assign(campaign, user=request.user)
+        result = assign(self.get_object(), user=request.user)  # a closed campaign: 409 (CampaignClosed)
         return Response({"created": result.created, "short": len(result.short),
                          "missing": sum(result.short.values()), "complete": result.complete})
 

@@ -188,8 +188,10 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
 
         line_errors = []
         dialogue_id, rater, code, raw_value = get("dialogue_id"), get("rater"), get("item"), get("value")
+        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
+        text_answer = code in items and not items[code][1] and bool(get("comment"))
         for name, text in (("dialogue_id", dialogue_id), ("rater", rater), ("item", code), ("value", raw_value)):
-            if not text:
+            if not text and not (name == "value" and text_answer):
                 line_errors.append(f"{name} is empty")
         if len(rater) > 150:
             line_errors.append("rater names are at most 150 characters")

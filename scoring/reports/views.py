@@ -87,6 +87,27 @@ def campaign_report_download(request, pk: int):
     return response
 
 
+@role_required(COORDINATOR, ANALYST)
+def campaign_report_csv(request, pk: int):
+    """The report's figures as CSV (the rows of ``manage.py agreement --format csv``), from the same cached job as
+    the page, for the options in the query string."""
+    from django.http import HttpResponse
+
+    from scoring.reports.agreement_csv import csv_text
+    from scoring.reports.service import current_report_job, report_options
+
+    campaign = _campaign(pk)
+    job = current_report_job(campaign, request.user, options=report_options(request.GET))
+    if job.status == Job.Status.FAILED:
+        return HttpResponse(f"The report could not be computed: {job.error}", status=409, content_type="text/plain")
+    if job.status != Job.Status.SUCCEEDED:
+        return HttpResponse("The report is still being computed; try again when the report page shows it.",
+                            status=409, content_type="text/plain")
+    response = HttpResponse(csv_text(job.result), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="agreement-{campaign.pk}.csv"'
+    return response
+
+
 def _inline_css() -> str:
     from django.contrib.staticfiles import finders
 

@@ -229,7 +229,8 @@ class ObtainTokenView(APIView):
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         valid = serializer.is_valid()  # authenticate(): axes refuses a paused login and counts a failed one
         if getattr(request, "axes_locked_out", False):
-            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": throttle.retry_after()})
         if not valid:
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
         token = tokens.issue(serializer.validated_data["user"])
@@ -335,7 +336,9 @@ def _status_field(choices, **kwargs) -> serializers.CharField:
 
 
 class TurnSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Dialogue.ROLES)
+    role = serializers.ChoiceField(choices=Dialogue.ROLES + Dialogue.QA_ROLES,
+                                   help_text="A dialogue's turns: doctor, patient, measurement; a question-answer "
+                                             "item's parts: question, answer, reference.")
     text = serializers.CharField()
 
 

@@ -22,7 +22,6 @@ from annotation.models import (
     LabelChange,
 )
 
-
 #: Longest comment, skip reason or flag note a rater may write (the API's limit and the rating page's).
 MAX_TEXT = 10_000
 

@@ -209,8 +209,9 @@ def xlsx_stream(header: Iterable[str], rows: Iterable[Iterable[Any]], *, sheet_n
                 max_rows: int | None = None) -> Iterator[bytes]:
     """One-sheet XLSX file, produced as ``bytes`` chunks while ``rows`` are read (for a ``StreamingHttpResponse``).
     The header row is bold and frozen; text cells go through :func:`safe_cell`; ints and finite floats are number
-    cells; dates and date-times are date cells; None and "" are empty cells. Raises :class:`TooManyRows` when the rows do not fit in an Excel sheet
-    (``max_rows``, the header included; default 1,048,576), after the chunks already yielded."""
+    cells; dates and date-times are date cells; None and "" are empty cells. Raises :class:`TooManyRows` when the
+    rows do not fit in an Excel sheet (``max_rows``, the header included; default 1,048,576), after the chunks
+    already yielded."""
     sink = _Chunks()
     for _ in _write_xlsx(sink, header, rows, sheet_name=sheet_name, max_rows=max_rows):
         yield sink.take()

@@ -38,11 +38,12 @@ def _error(exc: labels.LabelError) -> JsonResponse:
 
 
 def _payload(request) -> dict:
-    """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400."""
+    """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400 (JSON bodies
+    with NUL or unpaired surrogates never get here: config.failures.RejectUnstorableText)."""
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"{}")
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number too long to convert
             return {}
         data = data if isinstance(data, dict) else {}
     else:
@@ -75,7 +76,8 @@ def rate(request, pk: int):
         "dialogue": view, "language": assignment.dialogue.language,
         "n_items": sum(1 for _, items in dimensions for item, _ in items if item.response_type != "text"),
         "n_answered": sum(1 for a in answers.values() if a.value is not None),
-        "queue": queue_place(assignment), "max_text": labels.MAX_TEXT, "editable": assignment.is_open, "blind_id": blind_id(campaign.pk, assignment.dialogue_id),
+        "queue": queue_place(assignment), "max_text": labels.MAX_TEXT, "editable": assignment.is_open,
+        "blind_id": blind_id(campaign.pk, assignment.dialogue_id),
         "show_reference": view["is_answer"] and scales.shows_reference(campaign.scale_version_id),
     }
     return render(request, "annotation/rate.html", context)

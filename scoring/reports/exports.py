@@ -11,15 +11,16 @@ One row per label, columns exactly :data:`COLUMNS`::
   SPSS), ``comment`` the rater's comment on the item, or the answer to a free-text item (empty for judges).
 * Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, and every
   answered free-text item, of the corpus's campaigns that are not deleted (or of one campaign), whose assignment
-  is not withdrawn and whose dialogue is not deleted. Raters appear under their stable pseudonym (``RaterProfile``, created on the fly for
-  raters who have none) unless ``names=True``, which gives usernames; callers decide with :func:`may_see_names`.
+  is not withdrawn and whose dialogue is not deleted. Raters appear under their stable pseudonym
+  (``RaterProfile``, created on the fly for raters who have none) unless ``names=True``, which gives usernames;
+  callers decide with :func:`may_see_names`.
 * Then every source in :data:`LABEL_SOURCES`, in order. Other modules (the LLM judge runs) append a generator
   function there: ``source(corpus, campaign, names=...)`` yielding dicts of the same shape (``rater_kind``
   "judge", ``judge_run`` naming the run).
 
 The CSV output reads back through ``manage.py import_labels`` (annotation.label_import) unchanged, comments and
-free-text answers included, as long as it holds only human rows of one campaign (the importer refuses judge rows, and a rater's label on a dialogue and
-item appears once per campaign).
+free-text answers included, as long as it holds only human rows of one campaign (the importer refuses judge rows,
+and a rater's label on a dialogue and item appears once per campaign).
 
 Memory: :func:`label_rows` streams from the database (server-side cursor, only the needed columns, no model
 instances), and the CSV, JSON and XLSX writers write row by row, so a 643,000-label study exports in constant

@@ -68,10 +68,11 @@ def test_the_place_stays_when_a_dialogue_is_submitted(page, make_user):
         page.keyboard.press(key)
     wait_js(page, "() => !document.getElementById('submit-btn').disabled")
     page.locator("#submit-btn").click()
-    page.wait_for_url(re.compile(r".*/rate/(?!%d/)\d+/$" % first.pk))
-    assert place(page) == (2, 3)  # the next one; before, this read 2 of 3 for the first one too
+    page.wait_for_url(re.compile(rf".*/rate/(?!{first.pk}/)\d+/$"))
+    assert place(page) == (2, 3)  # the next one
     page.set_viewport_size({"width": 1024, "height": 800})
     page.goto(f"/rate/{first.pk}/")
+    # the submitted one keeps its place (before, it read "Dialogue 2 of 3" now: done + 1)
     assert place(page) == (1, 3) and "1 done" in page.locator(".rate-head").inner_text()
 
 

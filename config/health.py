@@ -159,12 +159,18 @@ def health(details: bool = True) -> tuple[bool, dict[str, Any]]:
     return ok, body
 
 
-_last_logged: list[str] = [""]  # what this process last logged about a degraded check
+_last_logged: list[str] = [""]  # what this process last logged about a degraded check ("" while all is up)
 
 
-def log_degraded(body: dict[str, Any]) -> None:
+def log_answer(ok: bool, body: dict[str, Any]) -> None:
     """One line for an answer of 503: what is down. Not an error of the app (workers may still be starting): a
-    warning when the reason changed since this process last logged it, else an info line."""
+    warning when the reason changed since this process last logged it, else an info line; one info line when all
+    is up again."""
+    if ok:
+        if _last_logged[0]:
+            log.info("health check ok again after: %s", _last_logged[0])
+            _last_logged[0] = ""
+        return
     reasons = "; ".join(f"{name}: {body[name].get('error') or 'down'}" for name in ("database", "broker", "workers")
                         if not body[name]["ok"])
     level = logging.WARNING if reasons != _last_logged[0] else logging.INFO

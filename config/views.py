@@ -4,7 +4,7 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from config.health import health, log_degraded
+from config.health import health, log_answer
 
 
 @never_cache
@@ -15,8 +15,7 @@ def healthz(request):
     when the reason changes), never as a server error: it is the answer asked for, e.g. before the workers start."""
     staff = request.user.is_staff
     ok, body = health(details=staff)
-    if not ok:
-        log_degraded(body)
+    log_answer(ok, body)
     response = JsonResponse(body if staff else {"status": body["status"]}, status=200 if ok else 503)
     response._has_been_logged = True  # Django would log a 5xx as an error
     return response

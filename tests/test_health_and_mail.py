@@ -92,6 +92,17 @@ def test_a_503_before_the_workers_are_up_is_one_warning_line_not_an_error(client
     assert [r.levelno for r in records] == [logging.WARNING, logging.INFO, logging.INFO]
     assert all(r.name == "minicex.health" and r.exc_info is None for r in records)
     assert "workers: no Celery worker answered" in records[0].getMessage()
+    # Up again: one info line; down again later: a warning again.
+    monkeypatch.setattr(health, "ping_workers", FakePings(ok=True))
+    cache.clear()
+    caplog.clear()
+    assert client.get("/healthz").status_code == 200 and client.get("/healthz").status_code == 200
+    monkeypatch.setattr(health, "ping_workers", FakePings(ok=False))
+    cache.clear()
+    assert client.get("/healthz").status_code == 503
+    records = [r for r in caplog.records if r.name == "minicex.health"]
+    assert [r.levelno for r in records] == [logging.INFO, logging.WARNING], [r.getMessage() for r in records]
+    assert records[0].getMessage().startswith("health check ok again")
 
 
 def test_anonymous_health_checks_skip_the_staff_details(client, admin_user, monkeypatch):

@@ -31,6 +31,7 @@ from annotation import failures as db_errors
 from annotation import labels as label_service
 from annotation import sampling, scores, throttle, tokens
 from annotation.campaigns import (
+    CampaignClosed,
     CampaignError,
     add_rater,
     assign,
@@ -88,6 +89,8 @@ def exception_handler(exc, context):
         return Response({"detail": db_errors.DATA_MESSAGE}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, LabelError):
         return Response({"detail": str(exc)}, status=exc.status)
+    if isinstance(exc, CampaignClosed):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, CampaignError):
         return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
@@ -231,7 +234,8 @@ class ObtainTokenView(APIView):
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         valid = serializer.is_valid()  # authenticate(): axes refuses a paused login and counts a failed one
         if getattr(request, "axes_locked_out", False):
-            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": throttle.retry_after()})
         if not valid:
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
         token = tokens.issue(serializer.validated_data["user"])
@@ -337,7 +341,9 @@ def _status_field(choices, **kwargs) -> serializers.CharField:
 
 
 class TurnSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Dialogue.ROLES)
+    role = serializers.ChoiceField(choices=Dialogue.ROLES + Dialogue.QA_ROLES,
+                                   help_text="A dialogue's turns: doctor, patient, measurement; a question-answer "
+                                             "item's parts: question, answer, reference.")
     text = serializers.CharField()
 
 
@@ -562,22 +568,22 @@ class LabelInputSerializer(serializers.Serializer):
     item = IdOrTextField(help_text='The item code ("1.1", "4"), or its numeric id given as a JSON number.')
     value = ScoreValueField(help_text="1/0 for binary items, 1-3 for item 4, a point of a scale (4, or 4.5 on a scale "
                                       "in half points); null clears.")
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT)
     client_seq = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_ID,
                                           help_text="Increasing per click; an older click arriving late is ignored.")
 
 
 class SubmitInputSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000,
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT,
                                     help_text="Optional comment on the whole dialogue.")
 
 
 class SkipInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(allow_blank=True, max_length=10_000)
+    reason = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
 
 
 class FlagInputSerializer(serializers.Serializer):
-    note = serializers.CharField(allow_blank=True, max_length=10_000)
+    note = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
 
 
 class SubmitErrorSerializer(serializers.Serializer):
@@ -711,11 +717,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
                    summary="Give every dialogue in scope its overlap of raters (tops up; never moves work)")
     @action(detail=True, methods=["post"])
     def assign(self, request, pk=None):
-        campaign = self.get_object()
-        if campaign.status != Campaign.Status.OPEN:
-            return Response({"detail": "This campaign is closed; reopen it before assigning."},
-                            status=status.HTTP_409_CONFLICT)
-        result = assign(campaign, user=request.user)
+        result = assign(self.get_object(), user=request.user)  # a closed campaign: 409 (CampaignClosed)
         return Response({"created": result.created, "short": len(result.short),
                          "missing": sum(result.short.values()), "complete": result.complete})
 

@@ -8,7 +8,6 @@ and nothing is written unless every line is good."""
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from annotation import storable
 from annotation.models import AuditEvent, Corpus, Dialogue, PrivacyStatus
 from annotation.privacy import scan_dialogue
 
@@ -78,34 +78,9 @@ def _max_length(name: str) -> int:
     return Dialogue._meta.get_field(name).max_length
 
 
-def storable_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
-    """Why a parsed JSON value cannot be stored as it is on every database, or None: PostgreSQL refuses NUL
-    characters and unpaired surrogates ("\\u0000", "\\ud800") in text and JSON, and NaN or Infinity in JSON."""
-    where = f'"{path[:80]}"' if path else "the record"
-    if depth > 100:
-        return f"{where} is nested too deeply"
-    if isinstance(value, str):
-        if "\x00" in value:
-            return f"{where} contains a NUL character (\\u0000)"
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{where} contains an unpaired surrogate (an invalid \\u escape)"
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where} is {value!r}, which cannot be stored"
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = (storable_problem(key, f"{path}: a key" if path else "a key", depth + 1)
-                       or storable_problem(item, f"{path}.{key}" if path else str(key), depth + 1))
-            if problem:
-                return problem
-    elif isinstance(value, list):
-        for n, item in enumerate(value, start=1):
-            problem = storable_problem(item, f"{path}[{n}]", depth + 1)
-            if problem:
-                return problem
-    return None
+def storable_problem(value: Any) -> str | None:
+    """Why a parsed JSON value cannot be stored as it is on every database, or None (``annotation.storable``)."""
+    return storable.json_problem(value)
 
 
 def record_kind(obj: dict[str, Any]) -> str:
@@ -200,8 +175,9 @@ def _check_dialogue(obj: dict[str, Any]) -> list[str]:
 
 
 def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The JSON objects of a JSON Lines file with their line numbers. Lines that are not UTF-8, not JSON or
-    not an object go to ``errors``; blank lines are skipped. Every JSONL import reads its file through this."""
+    """The JSON objects of a JSON Lines file with their line numbers. Lines that are not UTF-8, not JSON, not an
+    object or holding text the database cannot store (``annotation.storable``: NUL, unpaired surrogates, NaN) go to
+    ``errors``; blank lines are skipped. Every JSONL import reads its file through this."""
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             try:
@@ -221,8 +197,15 @@ def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Itera
         except RecursionError:
             errors.append(LineError(number, "the JSON is nested too deeply"))
             continue
+        except ValueError as exc:  # e.g. a number of more than 4,300 digits
+            errors.append(LineError(number, f"invalid JSON ({str(exc).split(':')[0]})"))
+            continue
         if not isinstance(obj, dict):
             errors.append(LineError(number, "expected a JSON object"))
+            continue
+        unstorable = storable.json_problem(obj) if storable.might_be_unstorable(raw) else None
+        if unstorable:
+            errors.append(LineError(number, unstorable))
             continue
         yield number, obj
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation import scales, scores
+from annotation import scales, scores, storable
 from annotation.models import AuditEvent, Dimension, Item, Scale, ScaleVersion
 
 SHIPPED_DIR = Path(__file__).parent / "instrument"
@@ -354,13 +354,23 @@ def check(data: Any) -> dict[str, Any]:
 
 
 def read_file(path: str | Path) -> Any:
-    """The JSON in ``path``; a file that is not JSON is an InstrumentError."""
+    """The JSON in ``path``; a file that is not JSON, or holds text the database cannot store (a NUL character, an
+    unpaired surrogate such as ``"\\ud800"``, NaN), is an InstrumentError naming the JSON path."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise InstrumentError(["$: the file is not UTF-8 text"]) from None
     except json.JSONDecodeError as exc:
         raise InstrumentError([f"$: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"]) from None
+    except RecursionError:
+        raise InstrumentError(["$: the JSON is nested too deeply"]) from None
+    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+        raise InstrumentError([f"$: not valid JSON ({str(exc).split(':')[0]})"]) from None
+    found = storable.find(data)
+    if found:
+        where, problem = found
+        raise InstrumentError([f"{storable.dotted(('$', *where), first_index=0)}: {problem}"])
+    return data
 
 
 # ------------------------------------------------------------------------------------------------------ writing

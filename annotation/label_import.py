@@ -235,8 +235,10 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
         kind = get("rater_kind").lower() or "human"
         # A judge's row may leave its value to its raw response (the score is read from the judge's answer).
         from_response = kind == "judge" and not raw_value and bool(row_text(fields, index, "raw_response"))
+        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
+        text_answer = code in items and not items[code][1] and bool(get("comment"))
         for name, text in (("dialogue_id", dialogue_id), ("rater", rater), ("item", code), ("value", raw_value)):
-            if not text and not (name == "value" and from_response):
+            if not text and not (name == "value" and (from_response or text_answer)):
                 line_errors.append(f"{name} is empty" + (" (a judge's row may leave it empty when raw_response "
                                                          "holds the judge's answer)" if name == "value"
                                                          and kind == "judge" else ""))

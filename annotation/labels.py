@@ -22,6 +22,9 @@ from annotation.models import (
     LabelChange,
 )
 
+#: Longest comment, skip reason or flag note a rater may write (the API's limit and the rating page's).
+MAX_TEXT = 10_000
+
 
 class LabelError(ValueError):
     """A save the rules refuse (wrong rater, closed assignment, value not allowed); the message says why."""
@@ -29,6 +32,13 @@ class LabelError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+def _bounded(text: str | None, what: str) -> str | None:
+    """``text`` unless it is longer than :data:`MAX_TEXT` (a 400 saying so)."""
+    if text is not None and len(text) > MAX_TEXT:
+        raise LabelError(f"The {what} is {len(text):,} characters long; at most {MAX_TEXT:,} are allowed.")
+    return text
 
 
 @lru_cache(maxsize=64)
@@ -63,6 +73,7 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
         value = scores.normal(value)
     except (TypeError, ValueError):
         raise LabelError(f"The value must be a number; got {value!r}.") from None
+    _bounded(comment, "comment")
     with transaction.atomic(), connection.cursor() as cursor:
         lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
         cursor.execute(_sql("SELECT a.rater_id, a.status, a.campaign_id, a.dialogue_id, c.scale_version_id, "
@@ -151,6 +162,7 @@ def _open_for(assignment: Assignment, user) -> Assignment:
 
 @transaction.atomic
 def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assignment:
+    _bounded(comment, "comment")
     locked = _open_for(assignment, user)
     missing = missing_items(locked)
     if missing:
@@ -168,6 +180,7 @@ def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assig
 def skip(assignment: Assignment, user, reason: str) -> Assignment:
     if not reason.strip():
         raise LabelError("Say why you skip this dialogue.")
+    _bounded(reason, "reason")
     locked = _open_for(assignment, user)
     locked.status = Assignment.Status.SKIPPED
     locked.skip_reason = reason.strip()
@@ -180,6 +193,7 @@ def skip(assignment: Assignment, user, reason: str) -> Assignment:
 def flag(assignment: Assignment, user, note: str) -> Assignment:
     if not note.strip():
         raise LabelError("Describe the problem you are flagging.")
+    _bounded(note, "note")
     locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
     if locked.rater_id != user.pk:
         raise LabelError("This dialogue is not assigned to you.", status=403)
@@ -192,6 +206,7 @@ def flag(assignment: Assignment, user, note: str) -> Assignment:
 
 @transaction.atomic
 def save_comment(assignment: Assignment, user, comment: str) -> Assignment:
+    _bounded(comment, "comment")
     locked = _open_for(assignment, user)
     if locked.comment != comment:
         AuditEvent.record(user, "assignment.comment", locked, old=locked.comment, new=comment)

@@ -163,7 +163,7 @@ def campaign_detail(request, pk: int):
         .select_related("dialogue", "rater").order_by("rater__username", "position") if coordinating else [],
         "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username")
         if coordinating else [],
-        "sample": None,
+        "sample": None, "is_open": campaign.status == Campaign.Status.OPEN,
         "random_sample": sampling.sample_of(campaign),
         "sample_form": SampleForm(),
         "n_assignments": Assignment.objects.filter(campaign=campaign).count(),
@@ -190,10 +190,16 @@ def campaign_add_raters(request, pk: int):
         messages.error(request, "Choose at least one physician. " + " ".join(
             e for errs in form.errors.values() for e in errs))
         return redirect("campaign-detail", pk=pk)
-    for user in form.cleaned_data["users"]:
-        campaign_service.add_rater(campaign, user, team=form.cleaned_data["team"].strip(),
-                                   capacity=form.cleaned_data["capacity"],
-                                   available_until=form.cleaned_data["available_until"], added_by=request.user)
+    try:
+        with transaction.atomic():
+            for user in form.cleaned_data["users"]:
+                campaign_service.add_rater(campaign, user, team=form.cleaned_data["team"].strip(),
+                                           capacity=form.cleaned_data["capacity"],
+                                           available_until=form.cleaned_data["available_until"],
+                                           added_by=request.user)
+    except campaign_service.CampaignError as exc:
+        messages.error(request, str(exc))
+        return redirect("campaign-detail", pk=pk)
     messages.success(request, f"Added {len(form.cleaned_data['users'])} rater(s). Press 'Assign dialogues'.")
     return redirect("campaign-detail", pk=pk)
 
@@ -214,7 +220,11 @@ def campaign_rater_toggle(request, pk: int, user_id: int):
 @role_required(COORDINATOR)
 def campaign_assign(request, pk: int):
     campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
-    result = campaign_service.assign(campaign, user=request.user)
+    try:
+        result = campaign_service.assign(campaign, user=request.user)
+    except campaign_service.CampaignError as exc:
+        messages.error(request, str(exc))
+        return redirect("campaign-detail", pk=pk)
     if result.short:
         messages.warning(request, f"Created {result.created} assignments; {len(result.short)} dialogue(s) still "
                                   f"lack raters (not enough available raters for overlap {campaign.overlap}).")

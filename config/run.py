@@ -41,7 +41,8 @@ def phase(name: str, action):
 
 def preflight(migrate: bool = False) -> None:
     """Load settings and reach the database and the broker, or exit with one line. ``migrate`` applies
-    unapplied migrations; otherwise they stop the start."""
+    unapplied migrations; otherwise they stop the start. Production mode also needs an e-mail backend chosen
+    (the console one would print the Delphi panel links, redacted, instead of sending them)."""
     import django
 
     from config.errors import ConfigError, exit_with
@@ -63,6 +64,11 @@ def preflight(migrate: bool = False) -> None:
         exit_with(
             f"cannot reach the Celery broker at {broker['url']} ({broker['error']}). Check CELERY_BROKER_URL."
         )
+    if not settings.DEBUG and not settings.EMAIL_BACKEND_SET:
+        exit_with("EMAIL_BACKEND is not set. In production mode (DEBUG off) e-mail, Delphi panel links included, "
+                  "would only be printed to the log: set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend "
+                  "with EMAIL_HOST (and EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS), or "
+                  "EMAIL_BACKEND=console to print messages with their links redacted.")
     if migrate:
         from django.core.management import call_command
 

@@ -15,11 +15,13 @@ from scoring.preference import api as api_preference
 from scoring.reports import api as scoring_api
 
 handler400 = "config.failures.handler400"
+handler403 = "config.failures.handler403"
 handler500 = "config.failures.handler500"
 
 router = DefaultRouter()
-router.register("scales", annotation_api.ScaleViewSet, basename="scale")
-router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="scale-version")
+# API names start with "api-": the API root links each list by its name, and "scale-list" is the HTML page's.
+router.register("scales", annotation_api.ScaleViewSet, basename="api-scale")
+router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="api-scale-version")
 router.register("corpora", annotation_api.CorpusViewSet, basename="api-corpus")
 router.register("dialogues", annotation_api.DialogueViewSet, basename="api-dialogue")
 router.register("campaigns", annotation_api.CampaignViewSet, basename="api-campaign")

@@ -84,6 +84,7 @@ class PreferenceCriterion(models.Model):
     class Meta:
         ordering = ["study", "order", "id"]
         constraints = [models.UniqueConstraint(fields=["study", "code"], name="unique_preference_criterion")]
+        verbose_name_plural = "preference criteria"
 
     def __str__(self) -> str:
         return f"{self.study}: {self.name}"

@@ -284,7 +284,7 @@ def _payload(request) -> dict:
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"{}")
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or a number too long to convert
             return {}
         return data if isinstance(data, dict) else {}
     return request.POST.dict()

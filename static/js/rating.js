@@ -117,22 +117,22 @@
   if (redactBtn) redactBtn.addEventListener("click", async () => {
     const msg = document.getElementById("redact-msg");
     const sel = window.getSelection();
-    if (!sel || sel.isCollapsed) { msg.textContent = "Select the words to hide in one turn first."; return; }
+    if (!sel || sel.isCollapsed) { msg.textContent = window.uiText("redact_select"); return; }
     const range = sel.getRangeAt(0);
     const startSpan = range.startContainer.parentElement && range.startContainer.parentElement.closest("span[data-off]");
     const endSpan = range.endContainer.parentElement && range.endContainer.parentElement.closest("span[data-off]");
     const place = startSpan && startSpan.closest("[data-field]");
     if (!startSpan || !endSpan || place !== endSpan.closest("[data-field]")) {
-      msg.textContent = "Select text inside a single turn (not across turns or redacted parts).";
+      msg.textContent = window.uiText("redact_one_turn");
       return;
     }
     const start = Number(startSpan.dataset.off) + range.startOffset;
     const end = Number(endSpan.dataset.off) + range.endOffset;
-    if (end <= start) { msg.textContent = "Select at least one character."; return; }
+    if (end <= start) { msg.textContent = window.uiText("redact_one_char"); return; }
     const response = await post(root.dataset.redactUrl, { field: place.dataset.field, turn: place.dataset.turn || "",
       start: start, end: end }).catch(() => null);
     if (response && response.ok) { window.location.reload(); return; }
     const data = response ? await response.json().catch(() => ({})) : {};
-    msg.textContent = data.detail || "Could not redact; try again.";
+    msg.textContent = data.detail || window.uiText("redact_failed");
   });
 })();

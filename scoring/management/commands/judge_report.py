@@ -15,7 +15,7 @@ from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.labels import judge_rater_name
 from scoring.judges.models import JudgeRun
 from scoring.judges.report import JudgeReportError, judge_vs_physicians, run_scale_version_id
-from scoring.management.commands.agreement import replicate_rows
+from scoring.reports.agreement_csv import replicate_rows
 
 CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
 

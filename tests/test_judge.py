@@ -258,3 +258,17 @@ def test_strict_verdict_parse(content, expected, db):
 
     item = Item.objects.get(version__number=1, code="1.1")
     assert judging.parse_item(content, item)[0] == expected
+
+
+def test_a_prompt_template_fills_its_slots_as_plain_text(make_config, corpus, server):
+    """A coordinator's template never reaches Python's format mini-language: a format spec stays literal text and
+    other braces (a JSON example) stay as they are."""
+    config = make_config()
+    prompt_set = config.prompt_set
+    prompt_set.pk, prompt_set.version = None, prompt_set.version + 100
+    prompt_set.dialogue_template = 'Report: {self_report}\n{turns}\nWidth: {turns:>5000000} Example: {"a": 1}'
+    prompt_set.locked_at = None
+    prompt_set.save()
+    text = judging.render_dialogue(prompt_set, corpus.dialogues.first())
+    assert "{turns:>5000000}" in text and '{"a": 1}' in text and len(text) < 2000
+    assert text.startswith("Report: Headache for")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from scoring.llm.slots import fill  # noqa: F401 (callers fill prompts from here)
+
 END_MARKER = "DIAGNOSIS READY:"
 TEST_MARKER = "REQUEST TEST:"
 
@@ -122,14 +124,6 @@ DOCTOR_BIASES: dict[str, str] = {
 }
 NO_BIAS = "none"
 COGNITIVE = ("recency", "frequency", "false_consensus", "self_diagnosis", "status_quo", "confirmation")
-
-
-def fill(template: str, **slots: object) -> str:
-    """Put the values of the named slots into a template; other braces stay as they are."""
-    text = template
-    for name, value in slots.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
 
 
 def bias_text(side: str, bias: str) -> str:

@@ -19,6 +19,7 @@ from annotation.dialogues import redacted
 from annotation.instruments import judge_key
 from annotation.models import Dialogue, Item, ScaleVersion
 from scoring.judges.models import JudgeConfig, Prompt, PromptSet
+from scoring.llm.slots import fill
 
 DEFAULT_PROMPT_SET = "Mini-CEX judge (default)"
 SYSTEM_PROMPT = (
@@ -172,7 +173,7 @@ def render_dialogue(prompt_set: PromptSet, dialogue: Dialogue) -> str:
     if dialogue.is_answer:
         parts.update({t["role"]: t["text"] for t in turns if t.get("role") in parts})
     reference_block = REFERENCE_BLOCK.format(reference=parts["reference"]) if parts["reference"] else ""
-    return prompt_set.dialogue_template.format(self_report=self_report, turns=lines, reference_block=reference_block,
+    return fill(prompt_set.dialogue_template, self_report=self_report, turns=lines, reference_block=reference_block,
                                                **parts)
 
 

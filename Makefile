@@ -31,11 +31,14 @@ run: install
 lint: install-dev
 	$(PY) -m ruff check .
 
-## The whole suite: lint, migration check, unit, API, Celery integration and browser tests.
+## The whole suite: lint, migration check, unit, API, Celery integration and browser tests, in as many processes
+## as the machine has cores (at most 4; TEST_PROCESSES=1 for one). Embedded mode unless DATABASE_URL and
+## CELERY_BROKER_URL are set.
+TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 test: install-dev
 	$(PY) -m ruff check .
 	SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} $(PY) manage.py makemigrations --check --dry-run
-	SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} CELERY_TASK_DEFAULT_QUEUE=minicex-test CELERY_LLM_QUEUE=minicex-test-llm $(PY) -m pytest
+	SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} CELERY_TASK_DEFAULT_QUEUE=minicex-test CELERY_LLM_QUEUE=minicex-test-llm $(PY) -m pytest -n $(TEST_PROCESSES)
 
 bench: install-dev
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

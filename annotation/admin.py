@@ -13,6 +13,7 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
+    RandomSample,
     RaterProfile,
     Redaction,
     Scale,
@@ -129,6 +130,14 @@ class CampaignAdmin(StudyDataAdmin):
     list_filter = ["phase", "status"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason", "scale_version", "corpus"]
     inlines = [CampaignRaterInline]
+
+
+@admin.register(RandomSample)
+class RandomSampleAdmin(ReadOnlyHistoryAdmin):
+    """A sample is drawn or declared once (annotation.sampling), never edited."""
+
+    list_display = ["campaign", "kind", "size", "seed", "stratified", "created_by", "created_at"]
+    list_filter = ["kind"]
 
 
 @admin.register(CampaignRater)

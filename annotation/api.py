@@ -29,8 +29,9 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import failures as db_errors
 from annotation import labels as label_service
-from annotation import throttle, tokens
+from annotation import sampling, scores, throttle, tokens
 from annotation.campaigns import (
+    CampaignClosed,
     CampaignError,
     add_rater,
     assign,
@@ -51,6 +52,7 @@ from annotation.models import (
     Item,
     Label,
     PrivacyStatus,
+    RandomSample,
     RaterProfile,
     Redaction,
     Scale,
@@ -87,6 +89,8 @@ def exception_handler(exc, context):
         return Response({"detail": db_errors.DATA_MESSAGE}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, LabelError):
         return Response({"detail": str(exc)}, status=exc.status)
+    if isinstance(exc, CampaignClosed):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, CampaignError):
         return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
@@ -127,14 +131,18 @@ class ItemSerializer(serializers.ModelSerializer):
     dimension = serializers.CharField(source="dimension.code")
     levels = LevelSerializer(many=True, read_only=True)
     allowed_values = serializers.SerializerMethodField()
+    scale_step = serializers.SerializerMethodField(help_text="Scale items: the distance between points (null = 1).")
 
     class Meta:
         model = Item
         fields = ["id", "code", "dimension", "response_type", "text_en", "text_zh", "guidance_en",
-                  "guidance_zh", "allowed_values", "levels", "scale_min", "scale_max", "anchors"]
+                  "guidance_zh", "allowed_values", "levels", "scale_min", "scale_max", "scale_step", "anchors"]
 
-    def get_allowed_values(self, item: Item) -> list[int]:
+    def get_allowed_values(self, item: Item) -> list[float]:
         return item.allowed_values()
+
+    def get_scale_step(self, item: Item) -> float | None:
+        return scores.normal(item.scale_step) if item.has_step else None
 
 
 class DimensionSerializer(serializers.ModelSerializer):
@@ -226,7 +234,8 @@ class ObtainTokenView(APIView):
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         valid = serializer.is_valid()  # authenticate(): axes refuses a paused login and counts a failed one
         if getattr(request, "axes_locked_out", False):
-            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": throttle.retry_after()})
         if not valid:
             return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
         token = tokens.issue(serializer.validated_data["user"])
@@ -332,7 +341,9 @@ def _status_field(choices, **kwargs) -> serializers.CharField:
 
 
 class TurnSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Dialogue.ROLES)
+    role = serializers.ChoiceField(choices=Dialogue.ROLES + Dialogue.QA_ROLES,
+                                   help_text="A dialogue's turns: doctor, patient, measurement; a question-answer "
+                                             "item's parts: question, answer, reference.")
     text = serializers.CharField()
 
 
@@ -467,6 +478,38 @@ class RaterProgressSerializer(serializers.Serializer):
     percent = serializers.IntegerField(help_text="Submitted as a percentage of the total.")
 
 
+class SampleInputSerializer(serializers.Serializer):
+    size = serializers.IntegerField(min_value=1, max_value=10_000_000, help_text="Dialogues to sample.")
+    stratified = serializers.BooleanField(default=False, help_text="Draw within each doctor model (equal "
+                                                                   "allocation).")
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_ID, required=False, allow_null=True, default=None,
+                                    help_text="Seed of the draw (empty: a fresh one, recorded).")
+
+
+class RandomSampleSerializer(serializers.ModelSerializer):
+    population_size = serializers.SerializerMethodField()
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    text = serializers.SerializerMethodField(help_text="The sample in one sentence.")
+    reproduces = serializers.SerializerMethodField(
+        help_text="Drawn samples: whether drawing again from the recorded population and seed gives the same ids.")
+
+    class Meta:
+        model = RandomSample
+        fields = ["kind", "size", "seed", "stratified", "population_size", "strata", "dialogues", "note",
+                  "created_by", "created_at", "text", "reproduces"]
+
+    def get_population_size(self, sample: RandomSample) -> int:
+        return len(sample.population)
+
+    def get_text(self, sample: RandomSample) -> str:
+        return sampling.describe(sample)
+
+    def get_reproduces(self, sample: RandomSample) -> bool | None:
+        if sample.kind != RandomSample.Kind.DRAWN:
+            return None
+        return sampling.reproduce(sample) == sample.dialogues
+
+
 class AssignmentCampaignSerializer(serializers.ModelSerializer):
     status = _status_field(Campaign.Status.choices)
 
@@ -492,8 +535,29 @@ class AssignmentSerializer(serializers.ModelSerializer):
         return BlindDialogueSerializer(assignment.dialogue, context=context).data
 
 
+@extend_schema_field({"type": "number", "nullable": True})
+class ScoreValueField(serializers.Field):
+    """A label's value: a whole number, or a point of a scale in steps such as 0.5 (4.5); never written 4.0."""
+
+    default_error_messages = {"invalid": "Give a number (e.g. 1, 0 or 4.5), or null to clear."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            return scores.parse(data) if not isinstance(data, str) or data.strip() else None
+        except (TypeError, ValueError):
+            self.fail("invalid")
+
+    def to_representation(self, value):
+        return scores.normal(value)
+
+
 class OwnLabelSerializer(serializers.ModelSerializer):
     item_code = serializers.CharField(source="item.code", read_only=True)
+    value = ScoreValueField(read_only=True)
 
     class Meta:
         model = Label
@@ -502,23 +566,24 @@ class OwnLabelSerializer(serializers.ModelSerializer):
 
 class LabelInputSerializer(serializers.Serializer):
     item = IdOrTextField(help_text='The item code ("1.1", "4"), or its numeric id given as a JSON number.')
-    value = serializers.IntegerField(allow_null=True, help_text="1/0 for binary items, 1-3 for item 4; null clears.")
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    value = ScoreValueField(help_text="1/0 for binary items, 1-3 for item 4, a point of a scale (4, or 4.5 on a scale "
+                                      "in half points); null clears.")
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT)
     client_seq = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_ID,
                                           help_text="Increasing per click; an older click arriving late is ignored.")
 
 
 class SubmitInputSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=10_000,
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT,
                                     help_text="Optional comment on the whole dialogue.")
 
 
 class SkipInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(allow_blank=True, max_length=10_000)
+    reason = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
 
 
 class FlagInputSerializer(serializers.Serializer):
-    note = serializers.CharField(allow_blank=True, max_length=10_000)
+    note = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
 
 
 class SubmitErrorSerializer(serializers.Serializer):
@@ -536,6 +601,7 @@ class LabelSerializer(serializers.ModelSerializer):
     dialogue_external_id = serializers.CharField(source="dialogue.external_id", read_only=True)
     assignment_status = serializers.ChoiceField(choices=Assignment.Status.choices, source="assignment.status",
                                                 read_only=True)
+    value = ScoreValueField(read_only=True)
 
     class Meta:
         model = Label
@@ -617,7 +683,8 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
     serializer_class = CampaignSerializer
 
     def get_permissions(self):
-        writes = self.action in ("create", "assign") or (self.action == "raters" and self.request.method == "POST")
+        writes = self.action in ("create", "assign") or (self.action in ("raters", "sample")
+                                                         and self.request.method == "POST")
         return [IsCoordinator()] if writes else [IsReader()]
 
     def get_queryset(self):
@@ -650,13 +717,29 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
                    summary="Give every dialogue in scope its overlap of raters (tops up; never moves work)")
     @action(detail=True, methods=["post"])
     def assign(self, request, pk=None):
-        campaign = self.get_object()
-        if campaign.status != Campaign.Status.OPEN:
-            return Response({"detail": "This campaign is closed; reopen it before assigning."},
-                            status=status.HTTP_409_CONFLICT)
-        result = assign(campaign, user=request.user)
+        result = assign(self.get_object(), user=request.user)  # a closed campaign: 409 (CampaignClosed)
         return Response({"created": result.created, "short": len(result.short),
                          "missing": sum(result.short.values()), "complete": result.complete})
+
+    @extend_schema(methods=["GET"], responses={200: RandomSampleSerializer, 404: None},
+                   summary="The campaign's random sample (drawn here, or declared for imported labels)")
+    @extend_schema(methods=["POST"], request=SampleInputSerializer, responses={201: RandomSampleSerializer},
+                   summary="Draw the campaign's random sample of dialogues (before assigning; once)")
+    @action(detail=True, methods=["get", "post"])
+    def sample(self, request, pk=None):
+        campaign = self.get_object()
+        if request.method == "GET":
+            sample = sampling.sample_of(campaign)
+            if sample is None:
+                return Response({"detail": sampling.describe(None)}, status=status.HTTP_404_NOT_FOUND)
+            return Response(RandomSampleSerializer(sample).data)
+        data = SampleInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if sampling.sample_of(campaign) is not None or Assignment.objects.filter(campaign=campaign).exists():
+            return Response({"detail": "This campaign already has a random sample or assignments; a sample is drawn "
+                                       "once, before assigning."}, status=status.HTTP_409_CONFLICT)
+        sample = sampling.draw_sample(campaign, user=request.user, **data.validated_data)
+        return Response(RandomSampleSerializer(sample).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=RaterProgressSerializer(many=True), summary="Counts per rater")
     @action(detail=True, methods=["get"], pagination_class=None)

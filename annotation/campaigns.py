@@ -28,6 +28,16 @@ class CampaignError(ValueError):
     """A request the campaign rules refuse; the message says why."""
 
 
+class CampaignClosed(CampaignError):
+    """Staffing or assigning a campaign that is closed (the API answers 409)."""
+
+
+def check_open(campaign: Campaign, action: str) -> None:
+    """Raise :class:`CampaignClosed` unless ``campaign`` is open: a closed campaign takes no new raters or work."""
+    if campaign.status != Campaign.Status.OPEN:
+        raise CampaignClosed(f"Campaign {campaign.name} is closed: it takes no {action}.")
+
+
 def blind_id(campaign_id: int, dialogue_id: int) -> str:
     """The opaque id under which the raters of a campaign see a dialogue, e.g. "D-K3QZ7M2A".
 
@@ -91,6 +101,7 @@ def create_campaign(*, name: str, corpus, scale_version, overlap: int, phase: st
 @transaction.atomic
 def add_rater(campaign: Campaign, user, *, team: str = "", capacity: int | None = None,
               available_until=None, added_by=None) -> CampaignRater:
+    check_open(campaign, "new raters")
     rater, created = CampaignRater.objects.get_or_create(
         campaign=campaign, user=user,
         defaults={"team": team, "capacity": capacity, "available_until": available_until, "added_by": added_by},
@@ -121,7 +132,8 @@ def assign(campaign: Campaign, *, user=None) -> AssignResult:
     (withdrawn and skipped assignments count as "had it"), and respects capacity and availability.
     Re-running tops up after new raters, skips or reassignments; it never moves existing work.
     """
-    Campaign.objects.select_for_update().get(pk=campaign.pk)  # one assignment run at a time per campaign
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)  # one assignment run at a time per campaign
+    check_open(campaign, "new assignments")
     raters = [r for r in campaign.raters.select_related("user") if r.is_available()]
     rows = list(Assignment.objects.filter(campaign=campaign).values_list("dialogue_id", "rater_id", "status"))
     had: set[tuple[int, int]] = {(d, r) for d, r, _ in rows}
@@ -162,6 +174,7 @@ def assign(campaign: Campaign, *, user=None) -> AssignResult:
 def reassign(assignment: Assignment, to_user, *, by=None, reason: str = "") -> Assignment:
     """Move unfinished work to another rater of the campaign; the old row stays as history (withdrawn)."""
     assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    check_open(assignment.campaign, "reassignments")
     if assignment.status == Assignment.Status.SUBMITTED:
         raise CampaignError("Submitted work cannot be reassigned; return it for re-annotation instead.")
     if assignment.status == Assignment.Status.WITHDRAWN:
@@ -222,6 +235,20 @@ def next_assignment(user, campaign: Campaign | None = None, after: Assignment | 
         qs = qs.exclude(pk=after.pk)
     returned = qs.filter(status=Assignment.Status.RETURNED).order_by("campaign_id", "position").first()
     return returned or qs.order_by("campaign_id", "position", "id").first()
+
+
+def queue_place(assignment: Assignment) -> dict[str, int | None]:
+    """Where a dialogue stands in its rater's queue of one campaign: ``place`` (1-based, in the queue order of
+    :func:`next_assignment`; None for withdrawn work, which left the queue), ``total`` and ``done`` (submitted or
+    skipped). The place does not move when dialogues are submitted, and never exceeds the total."""
+    queue = (Assignment.objects.filter(rater_id=assignment.rater_id, campaign_id=assignment.campaign_id)
+             .exclude(status=Assignment.Status.WITHDRAWN))
+    ahead = Q(position__lt=assignment.position) | Q(position=assignment.position, id__lt=assignment.pk)
+    counts = queue.aggregate(
+        total=Count("id"), ahead=Count("id", filter=ahead),
+        done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])))
+    withdrawn = assignment.status == Assignment.Status.WITHDRAWN
+    return {"place": None if withdrawn else counts["ahead"] + 1, "total": counts["total"], "done": counts["done"]}
 
 
 def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:

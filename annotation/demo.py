@@ -12,10 +12,12 @@ from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
 DEMO_CORPUS = "Demo corpus (synthetic)"
 DEMO_CAMPAIGN = "Demo campaign (synthetic)"
 DEMO_FINISHED = "Demo finished study (synthetic)"
-# The finished study rates a corpus of its own, large enough for the judge verdicts (they need at least 30 dialogues
-# judged and rated): the demo transcripts used again under study ids and three demo doctor models.
+# The finished study rates a corpus of its own: the demo transcripts used again under study ids and three demo doctor
+# models. The synthetic judges score all of it; the physicians rate a stratified random sample large enough for the
+# judge verdicts (they need at least 30 dialogues judged and rated), so the judge report can combine both (PPI++).
 DEMO_STUDY_CORPUS = "Demo study corpus (synthetic)"
-STUDY_DIALOGUES = 48
+STUDY_CORPUS_SIZE = 300
+STUDY_DIALOGUES = 48  # the random sample the physicians rate
 # Made-up raters of the finished demo campaign: no password (they cannot log in), labels drawn by a seeded model.
 SYNTHETIC_PHYSICIANS = [("synthetic-physician-1", "Synthetic Physician A"),
                         ("synthetic-physician-2", "Synthetic Physician B"),
@@ -85,15 +87,16 @@ def _import_missing(corpus, path: Path | list[str]) -> int:
 
 def study_lines() -> list[str]:
     """The finished study's dialogues as JSON lines: the demo transcripts (those without planted personal data, which
-    the privacy filter would hold back) in turn, each under a study id and one of three demo doctor models."""
+    the privacy filter would hold back) in turn, each under a study id and one of three demo doctor models
+    (:data:`STUDY_CORPUS_SIZE` of them)."""
     import json
 
     sources = [json.loads(line) for line in DEMO_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
     sources = [d for d in sources if not d.get("meta", {}).get("privacy_test")]
     lines = []
-    for i in range(STUDY_DIALOGUES):
+    for i in range(STUDY_CORPUS_SIZE):
         source = sources[i % len(sources)]
-        lines.append(json.dumps({**source, "id": f"demo-study-{i + 1:02d}", "model": f"demo-doctor-{'ABC'[i % 3]}",
+        lines.append(json.dumps({**source, "id": f"demo-study-{i + 1:03d}", "model": f"demo-doctor-{'ABC'[i % 3]}",
                                  "meta": {**source.get("meta", {}), "transcript_of": source["id"]}},
                                 ensure_ascii=False))
     return lines
@@ -171,12 +174,14 @@ def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]]
 
 @transaction.atomic
 def load_finished_demo() -> dict[str, int]:
-    """A finished campaign on the demo study corpus: the demo physician and three synthetic physicians rated every
-    dialogue (labels saved and submitted through the same services as the rating page), so reports have content
-    at first login. Idempotent: an existing campaign of that name is left alone."""
+    """A finished campaign on the demo study corpus: the demo physician and three synthetic physicians rated a
+    stratified random sample of its dialogues (drawn with seed :data:`FINISHED_SEED` and recorded; labels saved
+    and submitted through the same services as the rating page), so reports have content at first login.
+    Idempotent: an existing campaign of that name is left alone."""
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.labels import rating_items, save_label, submit
     from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
+    from annotation.sampling import draw_sample
 
     if Campaign.objects.filter(name=DEMO_FINISHED).exists():
         return {"campaigns_created": 0, "labels_created": 0}
@@ -200,14 +205,19 @@ def load_finished_demo() -> dict[str, int]:
     campaign = create_campaign(
         name=DEMO_FINISHED, corpus=corpus, scale_version=version, overlap=len(raters), user=coordinator,
         allow_names=True,  # made-up raters: one report serves coordinators and analysts
-        instructions="Demo only: a finished campaign. The demo physician's and three synthetic physicians' labels "
-                     "were drawn from a seeded model (per-dialogue quality, per-rater leniency, noise); they are "
-                     "not anyone's judgement.")
+        instructions="Demo only: a finished campaign on a random sample of the corpus (16 dialogues of each doctor "
+                     "model, drawn with a recorded seed). The demo physician's and three synthetic physicians' "
+                     "labels were drawn from a seeded model (per-dialogue quality, per-rater leniency, noise); they "
+                     "are not anyone's judgement.")
+    # The synthetic judges (scoring.judges.demo) score the whole corpus; physicians rate a random sample of it.
+    draw_sample(campaign, size=STUDY_DIALOGUES, stratified=True, seed=FINISHED_SEED, user=coordinator)
     for user in raters:
         add_rater(campaign, user, added_by=coordinator)
     assign(campaign, user=coordinator)
     items = sorted(rating_items(version.pk).items(), key=lambda kv: kv[1][0])
-    dialogue_ids = list(campaign.dialogues().order_by("external_id").values_list("pk", flat=True))
+    # One seeded model for the whole corpus (indexed in external-id order), so that the sampled dialogues the
+    # physicians rate and the others the judges score come from the same population.
+    dialogue_ids = list(corpus.dialogues.order_by("external_id").values_list("pk", flat=True))
     answers, _ = synthetic_answers(len(dialogue_ids), [(code, allowed) for _, (code, allowed) in items],
                                    len(raters), FINISHED_SEED)
     index = {pk: i for i, pk in enumerate(dialogue_ids)}

@@ -57,10 +57,12 @@ class ItemForm(forms.Form):
     guidance_en = forms.CharField(label="Guidance (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
     guidance_zh = forms.CharField(label="Guidance (中文)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
     response = forms.ChoiceField(label="Response type", choices=[
-        ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a whole number from min to max"),
+        ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a point from min to max (whole, or in steps)"),
         ("levels", "Levels: one of its named levels"), ("text", "Free text: a comment, not analysed")])
     scale_min = forms.IntegerField(label="Scale: lowest point", required=False, initial=1)
     scale_max = forms.IntegerField(label="Scale: highest point", required=False, initial=5)
+    scale_step = forms.DecimalField(label="Scale: step", required=False, max_digits=6, decimal_places=3,
+                                    help_text="Empty for whole points; 0.5 for half points (0, 0.5, ..., 5).")
     anchors = forms.CharField(required=False, label="Scale: anchor labels", widget=forms.Textarea(attrs={"rows": 2}),
                               help_text='One point a line: "1 = poor | 差" (Chinese after | is optional).')
     levels = forms.CharField(required=False, label="Levels", widget=forms.Textarea(attrs={"rows": 3}),
@@ -83,6 +85,8 @@ class ItemForm(forms.Form):
         response: dict = {"type": data["response"]}
         if data["response"] == "scale":
             response.update({"min": data["scale_min"], "max": data["scale_max"], "anchors": data["anchors"]})
+            if data.get("scale_step") is not None:
+                response["step"] = float(data["scale_step"])
         elif data["response"] == "levels":
             levels = []
             for value, label in data["levels"].items():
@@ -113,6 +117,15 @@ class CampaignForm(forms.Form):
     filter_language = forms.CharField(required=False, max_length=16, label="Language", help_text="e.g. en, zh")
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     deadline = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    sample_size = forms.IntegerField(
+        required=False, min_value=1, label="Random sample of",
+        help_text="Dialogues physicians rate, drawn at random from those in scope (empty = every dialogue in scope). "
+                  "Model scores that combine physicians and an LLM judge (PPI++) need a random sample; the planner "
+                  "below says how many.")
+    sample_stratified = forms.BooleanField(required=False, label="Draw within each doctor model",
+                                           help_text="The same number from each model (best for comparing models).")
+    sample_seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, label="Seed of the draw",
+                                     help_text="Empty: a fresh seed, recorded with the sample.")
 
     def __init__(self, *args, **kwargs):
         from annotation.models import Campaign, Corpus, ScaleVersion
@@ -127,6 +140,20 @@ class CampaignForm(forms.Form):
         if self._campaign_model.objects.filter(name=name).exists():
             raise forms.ValidationError("A campaign with this name exists already.")
         return name
+
+
+class SampleForm(forms.Form):
+    """Draw a campaign's random sample (before assigning)."""
+
+    size = forms.IntegerField(min_value=1, label="Sample size", help_text="Dialogues physicians will rate.")
+    stratified = forms.BooleanField(required=False, label="Within each doctor model",
+                                    help_text="The same number from each model.")
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
+                              help_text="Empty: a fresh seed, recorded with the sample.")
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "sample_%s")
+        super().__init__(*args, **kwargs)
 
 
 class AddRatersForm(forms.Form):

@@ -1,12 +1,13 @@
 """Dialogue import in the JSON Lines format of DESIGN.md section 5, and question-answer items
 (``{"id", "question", "answer", "reference", "model", "language", "split", "meta"}``, reference optional) for
-instruments that rate answers. A corpus holds one kind. All-or-nothing: every bad line is reported with its number
+instruments that rate answers. Either may carry ``case`` (the question or patient case it answers) and ``replicate``
+(which repetition of the model's answer, 1, 2, ...): repeated answers of one model to one case. A corpus holds one
+kind. All-or-nothing: every bad line is reported with its number
 and nothing is written unless every line is good."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from annotation import storable
 from annotation.models import AuditEvent, Corpus, Dialogue, PrivacyStatus
 from annotation.privacy import scan_dialogue
 
@@ -48,39 +50,37 @@ class ImportRejected(Exception):
         self.errors = errors
         super().__init__("; ".join(str(e) for e in errors[:20]) + (" ..." if len(errors) > 20 else ""))
 
+    def grouped(self, first: int = 5) -> list[str]:
+        return group_errors(self.errors, first)
+
+
+def group_errors(errors: list[LineError], first: int = 5) -> list[str]:
+    """One line per distinct message, in the order of its first line, with how many lines have it and the first
+    ``first`` line numbers: "1,380 lines (2, 3, 4, 5, 6, ...): rater_kind ..."; a message of one line reads
+    "line 7: ..." and one about the whole file "file: ..."."""
+    groups: dict[str, list[int]] = {}
+    for error in sorted(errors, key=lambda e: e.line):
+        groups.setdefault(error.message, []).append(error.line)
+    out = []
+    for message, lines in groups.items():
+        numbered = sorted({n for n in lines if n > 0})
+        if not numbered:
+            out.append(f"file: {message}")
+        elif len(numbered) == 1:
+            out.append(f"line {numbered[0]}: {message}")
+        else:
+            shown = ", ".join(str(n) for n in numbered[:first]) + (", ..." if len(numbered) > first else "")
+            out.append(f"{len(numbered):,} lines ({shown}): {message}")
+    return out
+
 
 def _max_length(name: str) -> int:
     return Dialogue._meta.get_field(name).max_length
 
 
-def storable_problem(value: Any, path: str = "", depth: int = 0) -> str | None:
-    """Why a parsed JSON value cannot be stored as it is on every database, or None: PostgreSQL refuses NUL
-    characters and unpaired surrogates ("\\u0000", "\\ud800") in text and JSON, and NaN or Infinity in JSON."""
-    where = f'"{path[:80]}"' if path else "the record"
-    if depth > 100:
-        return f"{where} is nested too deeply"
-    if isinstance(value, str):
-        if "\x00" in value:
-            return f"{where} contains a NUL character (\\u0000)"
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{where} contains an unpaired surrogate (an invalid \\u escape)"
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where} is {value!r}, which cannot be stored"
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = (storable_problem(key, f"{path}: a key" if path else "a key", depth + 1)
-                       or storable_problem(item, f"{path}.{key}" if path else str(key), depth + 1))
-            if problem:
-                return problem
-    elif isinstance(value, list):
-        for n, item in enumerate(value, start=1):
-            problem = storable_problem(item, f"{path}[{n}]", depth + 1)
-            if problem:
-                return problem
-    return None
+def storable_problem(value: Any) -> str | None:
+    """Why a parsed JSON value cannot be stored as it is on every database, or None (``annotation.storable``)."""
+    return storable.json_problem(value)
 
 
 def record_kind(obj: dict[str, Any]) -> str:
@@ -111,12 +111,35 @@ def _check_record(obj: Any) -> list[str]:
         problems.append(f'"split" must be one of train, validation, test (got {obj["split"]!r})')
     if "meta" in obj and not isinstance(obj["meta"], dict):
         problems.append('"meta" must be an object')
+    problems += _check_replicate(obj)
     for name, column in (("model", "source_model"), ("language", "language")):
         if name in obj and obj[name] is not None and not isinstance(obj[name], str):
             problems.append(f'"{name}" must be text')
         elif len((obj.get(name) or "").strip()) > _max_length(column):
             problems.append(f'"{name}" is {len(obj[name].strip())} characters long; '
                             f"at most {_max_length(column)} are allowed")
+    return problems
+
+
+REPLICATE_MAX = 32767
+
+
+def _check_replicate(obj: dict[str, Any]) -> list[str]:
+    """``case`` (the question or patient case the text answers) and ``replicate`` (which repetition, 1, 2, ...)."""
+    problems = []
+    case = obj.get("case")
+    if case is not None and (isinstance(case, bool) or not isinstance(case, str | int)):
+        problems.append('"case" must be text (the question or case id) or left out')
+    elif case is not None and len(str(case).strip()) > _max_length("case"):
+        problems.append(f'"case" is {len(str(case).strip())} characters long; at most {_max_length("case")} are '
+                        "allowed")
+    replicate = obj.get("replicate")
+    if replicate is not None and (isinstance(replicate, bool) or not isinstance(replicate, int)
+                                  or not 1 <= replicate <= REPLICATE_MAX):
+        problems.append(f'"replicate" must be a whole number from 1 to {REPLICATE_MAX} (which repetition of the '
+                        f"answer), got {replicate!r}")
+    elif replicate is not None and case in (None, ""):
+        problems.append('"replicate" needs a "case": the question or case the repeated answers answer')
     return problems
 
 
@@ -152,8 +175,9 @@ def _check_dialogue(obj: dict[str, Any]) -> list[str]:
 
 
 def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The JSON objects of a JSON Lines file with their line numbers. Lines that are not UTF-8, not JSON or
-    not an object go to ``errors``; blank lines are skipped. Every JSONL import reads its file through this."""
+    """The JSON objects of a JSON Lines file with their line numbers. Lines that are not UTF-8, not JSON, not an
+    object or holding text the database cannot store (``annotation.storable``: NUL, unpaired surrogates, NaN) go to
+    ``errors``; blank lines are skipped. Every JSONL import reads its file through this."""
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             try:
@@ -173,8 +197,15 @@ def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Itera
         except RecursionError:
             errors.append(LineError(number, "the JSON is nested too deeply"))
             continue
+        except ValueError as exc:  # e.g. a number of more than 4,300 digits
+            errors.append(LineError(number, f"invalid JSON ({str(exc).split(':')[0]})"))
+            continue
         if not isinstance(obj, dict):
             errors.append(LineError(number, "expected a JSON object"))
+            continue
+        unstorable = storable.json_problem(obj) if storable.might_be_unstorable(raw) else None
+        if unstorable:
+            errors.append(LineError(number, unstorable))
             continue
         yield number, obj
 
@@ -246,6 +277,8 @@ def dialogue_fields(obj: dict[str, Any]) -> dict[str, Any]:
         "language": (obj.get("language") or "en").strip(),
         "split": (obj.get("split") or "").strip(),
         "meta": obj.get("meta") or {},
+        "case": str(obj.get("case") if obj.get("case") is not None else "").strip(),
+        "replicate": obj.get("replicate"),
     }
 
 
@@ -257,8 +290,8 @@ def privacy_fields(self_report: str, turns: list[dict]) -> dict[str, Any]:
     return {"privacy_status": PrivacyStatus.CLEAR.value, "privacy_matches": []}
 
 
-UPDATE_FIELDS = ("self_report", "turns", "source_model", "language", "split", "meta", "privacy_status",
-                 "privacy_matches")
+UPDATE_FIELDS = ("self_report", "turns", "source_model", "language", "split", "meta", "case", "replicate",
+                 "privacy_status", "privacy_matches")
 # Below this many ids the existing ones are looked up with IN (...); above, the corpus's ids are read in one
 # query (no bound-parameter limit on SQLite, one index scan on PostgreSQL).
 _IN_LOOKUP_MAX = 500

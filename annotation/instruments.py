@@ -9,12 +9,14 @@ The format::
      "items": [{"code", "dimension", "text", "guidance",
                 "response": {"type": "binary"}
                           | {"type": "levels", "levels": [{"value", "label"}]}
-                          | {"type": "scale", "min", "max", "anchors": {"0": "...", "5": "..."}}
+                          | {"type": "scale", "min", "max", "step", "anchors": {"0": "...", "5": "..."}}
                           | {"type": "text"}}]}
 
 Optional: ``description``, ``source``, ``version_note``, ``show_reference`` (answers: show the reference answer,
-default true) and ``version`` (written by the export, ignored on import); levels may carry ``code`` and
-``guidance``. Any text (name, text, guidance, level label, anchor) is a string in the instrument's language or
+default true), ``judge_keys`` (a judge's own answer keys -> item codes, e.g. ``{"question 1": "comprehension"}``,
+so that answers in that judge's format are read) and ``version`` (written by the export, ignored on import); levels
+may carry ``code`` and ``guidance``; a scale's ``step`` (default 1, e.g. 0.5) sets the distance between points.
+Any text (name, text, guidance, level label, anchor) is a string in the instrument's language or
 ``{"en": ..., "zh": ...}``. ``levels`` is stored as the response type ``ordinal`` (the Mini-CEX's item 4).
 """
 
@@ -22,12 +24,13 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 
-from annotation import scales
+from annotation import scales, scores, storable
 from annotation.models import AuditEvent, Dimension, Item, Scale, ScaleVersion
 
 SHIPPED_DIR = Path(__file__).parent / "instrument"
@@ -40,19 +43,23 @@ SHIPPED = {
 LANGUAGES = ("en", "zh")
 TARGETS = ("dialogue", "answer")
 RESPONSE_TYPES = ("binary", "levels", "scale", "text")
-#: The widest scale: 21 points (0-20); wider ranges would need a slider rather than one key per point.
+#: The widest scale: 21 points (0-20, or 0-10 in steps of 0.5); more would need a slider rather than one key per
+#: point.
 MAX_SCALE_STEPS = 20
+#: A step has at most this many decimals (0.5, 0.25, 0.125).
+STEP_DECIMALS = 3
+JUDGE_KEY_MAX = 100
 SCALE_LIMIT = 1000
 CODE_MAX = 16
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 RESERVED_SLUGS = ("new",)  # /scales/new/ is the page that builds one
 
 TOP_REQUIRED = ("name", "slug", "language", "target", "dimensions", "items")
-TOP_OPTIONAL = ("description", "source", "version_note", "show_reference", "version")
+TOP_OPTIONAL = ("description", "source", "version_note", "show_reference", "judge_keys", "version")
 ITEM_REQUIRED = ("code", "dimension", "text", "response")
 ITEM_OPTIONAL = ("guidance",)
 RESPONSE_KEYS = {"binary": ("type",), "text": ("type",), "levels": ("type", "levels"), "scale": ("type", "min", "max")}
-RESPONSE_OPTIONAL = {"scale": ("anchors",)}
+RESPONSE_OPTIONAL = {"scale": ("step", "anchors")}
 STORED_TYPE = {"binary": "binary", "levels": "ordinal", "scale": "scale", "text": "text"}
 FILE_TYPE = {stored: public for public, stored in STORED_TYPE.items()}
 
@@ -127,6 +134,23 @@ class _Checker:
             return None
         return value
 
+    def step(self, value: Any, path: str) -> Decimal | None:
+        """A scale's step: a positive number with at most three decimals; None for 1 (whole points)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.error(path, "must be a number such as 0.5")
+            return None
+        try:
+            step = Decimal(str(value))
+        except InvalidOperation:
+            step = Decimal(-1)
+        if not step.is_finite() or step <= 0 or step > SCALE_LIMIT:
+            self.error(path, "must be a positive number such as 0.5")
+            return None
+        if step != round(step, STEP_DECIMALS):
+            self.error(path, f"has at most {STEP_DECIMALS} decimals (e.g. 0.5 or 0.25)")
+            return None
+        return None if step == 1 else step.normalize()
+
     def response(self, value: Any, path: str, item_code: str | None) -> dict | None:
         if not isinstance(value, dict):
             self.error(path, 'must be an object such as {"type": "binary"}')
@@ -137,29 +161,46 @@ class _Checker:
             return None
         if not self.keys(value, path, RESPONSE_KEYS[kind], RESPONSE_OPTIONAL.get(kind, ())):
             return None
-        out: dict[str, Any] = {"type": STORED_TYPE[kind], "min": None, "max": None, "anchors": {}, "levels": []}
+        out: dict[str, Any] = {"type": STORED_TYPE[kind], "min": None, "max": None, "step": None, "anchors": {},
+                               "levels": []}
         if kind == "scale":
             low, high = self.integer(value.get("min"), f"{path}.min"), self.integer(value.get("max"), f"{path}.max")
-            if low is not None and high is not None:
+            errors_before = len(self.errors)
+            step = self.step(value["step"], f"{path}.step") if "step" in value else None
+            step_ok = len(self.errors) == errors_before
+            out["step"] = step
+            if low is not None and high is not None and step_ok:
+                intervals = (Decimal(high - low) / (step or 1)) if low < high else None
                 if low >= high:
                     self.error(f"{path}.max", f"must be above min ({low})")
-                elif high - low > MAX_SCALE_STEPS:
+                elif intervals != intervals.to_integral_value():
+                    self.error(f"{path}.step", f"must divide the range {low}-{high} into whole steps "
+                                               f"(got {scores.step_text(step)})")
+                elif intervals > MAX_SCALE_STEPS:
                     self.error(f"{path}.max", f"a scale has at most {MAX_SCALE_STEPS + 1} points "
-                                              f"(max - min <= {MAX_SCALE_STEPS})")
+                                              + (f"(max - min <= {MAX_SCALE_STEPS})" if step is None else
+                                                 f"((max - min) / step <= {MAX_SCALE_STEPS})"))
                 else:
                     out["min"], out["max"] = low, high
             anchors = value.get("anchors", {})
+            points = scores.grid(out["min"], out["max"], step) if out["min"] is not None else None
             if not isinstance(anchors, dict):
                 self.error(f"{path}.anchors", 'must be an object such as {"0": "lowest", "5": "highest"}')
             else:
                 for key, label in anchors.items():
-                    point = int(key) if re.fullmatch(r"-?\d+", str(key).strip()) else None
+                    try:
+                        point = scores.parse(str(key)) if re.fullmatch(r"\s*-?\d+(\.\d+)?\s*", str(key)) else None
+                    except ValueError:
+                        point = None
                     if point is None:
                         self.error(f"{path}.anchors.{key}", "keys are scale points such as \"0\"")
-                    elif out["min"] is not None and not out["min"] <= point <= out["max"]:
-                        self.error(f"{path}.anchors.{key}", f"is outside the scale ({out['min']}-{out['max']})")
+                    elif points is not None and point not in points:
+                        where = f"{out['min']}-{out['max']}" + (f" in steps of {scores.step_text(step)}" if step
+                                                                  else "")
+                        self.error(f"{path}.anchors.{key}", f"is not a point of the scale ({where})")
                     else:
-                        out["anchors"][str(point)] = self.text(label, f"{path}.anchors.{key}", required=True)
+                        out["anchors"][scores.text(point)] = self.text(label, f"{path}.anchors.{key}",
+                                                                       required=True)
         elif kind == "levels":
             out["levels"] = self.levels(value.get("levels"), f"{path}.levels", item_code)
         return out
@@ -202,6 +243,33 @@ class _Checker:
                 "response": self.response(entry["response"], f"{path}.response", code)}
 
 
+def judge_key(key: str) -> str:
+    """A judge's answer key as it is compared: lower case, spaces, hyphens and underscores as one space."""
+    return re.sub(r"[\s_-]+", " ", str(key)).strip().lower()
+
+
+def _judge_keys(checker: _Checker, keys: dict, items: list[dict]) -> dict[str, str]:
+    """Check ``judge_keys``: each a short text naming a rated item's code, no two alike once normalised."""
+    rated = {item["code"] for item in items if (item["response"] or {}).get("type") in Item.SCORED_TYPES}
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key, code in keys.items():
+        path = f"$.judge_keys.{key}"
+        normal = judge_key(key)
+        if not normal or len(key) > JUDGE_KEY_MAX:
+            checker.error(path, f"a judge's key is 1-{JUDGE_KEY_MAX} characters")
+        elif not isinstance(code, str) or code not in rated:
+            checker.error(path, f"must name a rated item's code ({', '.join(sorted(rated)) or 'none yet'}); "
+                                f"got {code!r}")
+        elif normal in seen or normal in {judge_key(c) for c in rated if c != code}:
+            checker.error(path, f'is the same key as "{seen.get(normal, normal)}" (keys are compared without case, '
+                                "spaces, hyphens and underscores)")
+        else:
+            seen[normal] = key
+            out[key] = code
+    return out
+
+
 def check(data: Any) -> dict[str, Any]:
     """Validate and normalise an instrument; raise InstrumentError naming every wrong JSON path."""
     if not isinstance(data, dict):
@@ -222,12 +290,16 @@ def check(data: Any) -> dict[str, Any]:
             checker.error(f"$.{key}", "must be text")
     if "show_reference" in data and not isinstance(data["show_reference"], bool):
         checker.error("$.show_reference", "must be true or false")
+    judge_keys = data.get("judge_keys", {})
+    if not isinstance(judge_keys, dict):
+        checker.error("$.judge_keys", 'must be an object such as {"question 1": "comprehension"}')
+        judge_keys = {}
     spec: dict[str, Any] = {
         "slug": slug, "language": checker.language, "target": data.get("target"),
         "name": checker.text(data.get("name"), "$.name", required=True) if "name" in data else {"en": "", "zh": ""},
         "description": str(data.get("description") or ""), "source": str(data.get("source") or ""),
         "version_note": str(data.get("version_note") or ""), "show_reference": data.get("show_reference", True),
-        "dimensions": [], "items": [],
+        "dimensions": [], "items": [], "judge_keys": {},
     }
     dims = data.get("dimensions")
     if "dimensions" in data and (not isinstance(dims, list) or not dims):
@@ -272,6 +344,7 @@ def check(data: Any) -> dict[str, Any]:
     for n, dim in enumerate(spec["dimensions"]):
         if dim["code"] is not None and dim["code"] not in used and spec["items"]:
             checker.error(f"$.dimensions[{n}]", f'no item belongs to dimension "{dim["code"]}"')
+    spec["judge_keys"] = _judge_keys(checker, judge_keys, spec["items"])
     if spec["items"] and all((i["response"] or {}).get("type") == "text" for i in spec["items"]):
         checker.error("$.items", "needs at least one item rated with a value (binary, levels or scale); "
                                  "text items are free comments")
@@ -281,13 +354,23 @@ def check(data: Any) -> dict[str, Any]:
 
 
 def read_file(path: str | Path) -> Any:
-    """The JSON in ``path``; a file that is not JSON is an InstrumentError."""
+    """The JSON in ``path``; a file that is not JSON, or holds text the database cannot store (a NUL character, an
+    unpaired surrogate such as ``"\\ud800"``, NaN), is an InstrumentError naming the JSON path."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise InstrumentError(["$: the file is not UTF-8 text"]) from None
     except json.JSONDecodeError as exc:
         raise InstrumentError([f"$: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"]) from None
+    except RecursionError:
+        raise InstrumentError(["$: the JSON is nested too deeply"]) from None
+    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+        raise InstrumentError([f"$: not valid JSON ({str(exc).split(':')[0]})"]) from None
+    found = storable.find(data)
+    if found:
+        where, problem = found
+        raise InstrumentError([f"{storable.dotted(('$', *where), first_index=0)}: {problem}"])
+    return data
 
 
 # ------------------------------------------------------------------------------------------------------ writing
@@ -298,7 +381,7 @@ def _create_item(version: ScaleVersion, dimension: Dimension, item: dict, order:
         version=version, dimension=dimension, code=item["code"], order=order, response_type=response["type"],
         text_en=item["text"]["en"], text_zh=item["text"]["zh"], guidance_en=item["guidance"]["en"],
         guidance_zh=item["guidance"]["zh"], scale_min=response["min"], scale_max=response["max"],
-        anchors=response["anchors"])
+        scale_step=response.get("step"), anchors=response["anchors"])
     for level in response["levels"]:
         order += 1
         Item.objects.create(version=version, dimension=dimension, parent=created, code=level["code"], order=order,
@@ -310,7 +393,8 @@ def _create_item(version: ScaleVersion, dimension: Dimension, item: dict, order:
 
 def _content(spec: dict) -> str:
     """What a version holds (dimensions and items), to tell an unchanged re-import."""
-    return json.dumps([spec["dimensions"], spec["items"]], sort_keys=True, ensure_ascii=False)
+    return json.dumps([spec["dimensions"], spec["items"], spec.get("judge_keys") or {}], sort_keys=True,
+                      ensure_ascii=False, default=str)
 
 
 def _same_content(version: ScaleVersion, spec: dict) -> bool:
@@ -342,7 +426,7 @@ def import_instrument(data: Any, *, draft: bool = False, user=None, source: str 
             show_reference=spec["show_reference"], created_by=user)
     number = (latest.number if latest else 0) + 1
     version = ScaleVersion.objects.create(
-        scale=scale, number=number, based_on=latest, created_by=user,
+        scale=scale, number=number, based_on=latest, created_by=user, judge_keys=spec["judge_keys"],
         note=spec["version_note"] or (f"Imported from {source}." if source else "Imported instrument."))
     dimensions = {}
     for order, dim in enumerate(spec["dimensions"], start=1):
@@ -388,9 +472,11 @@ def export_instrument(version: ScaleVersion) -> dict[str, Any]:
         response: dict[str, Any] = {"type": FILE_TYPE.get(item.response_type, item.response_type)}
         if item.response_type == Item.ResponseType.SCALE:
             response.update({"min": item.scale_min, "max": item.scale_max})
+            if item.has_step:
+                response["step"] = scores.normal(item.scale_step)
             if item.anchors:
                 response["anchors"] = {key: _plain(label.get("en", ""), label.get("zh", ""), language)
-                                       for key, label in sorted(item.anchors.items(), key=lambda kv: int(kv[0]))}
+                                       for key, label in sorted(item.anchors.items(), key=lambda kv: float(kv[0]))}
         elif item.response_type == Item.ResponseType.ORDINAL:
             response["levels"] = []
             for level in levels.get(item.pk, []):
@@ -415,6 +501,8 @@ def export_instrument(version: ScaleVersion) -> dict[str, Any]:
     data["dimensions"] = [{"code": d.code, "name": _plain(d.name_en, d.name_zh, language)}
                           for d in version.dimensions.order_by("order")]
     data["items"] = out_items
+    if version.judge_keys:
+        data["judge_keys"] = dict(version.judge_keys)
     return data
 
 

@@ -1,28 +1,39 @@
 """Legacy label import: the CSV long format of DESIGN.md section 5.
 
 ``dialogue_id,rater,item,value`` plus the optional columns ``rater_kind`` (human | judge), ``judge_run``,
-``created`` (ISO 8601) and ``comment``. Labels land in a campaign of phase "imported" on the corpus: one
+``created`` (ISO 8601), ``comment`` and, for judge rows, ``judge_model``, ``prompt`` and ``raw_response``.
+Physicians' labels (``rater_kind`` human or empty) land in a campaign of phase "imported" on the corpus: one
 submitted assignment per (dialogue, rater), one Label per row and a LabelChange (source "import") per label.
 Raters are users by username; unknown names become external raters who cannot log in.
 
+An existing judge's scores (``rater_kind`` judge) become an *imported judge run* per judge (its ``rater`` name and
+``judge_run`` label), with the file's name and SHA-256, the model, the date and who imported it. Those runs are
+judge runs of the scoring app, which this app does not import (scoring depends on annotation, never the other way):
+scoring registers the writer with :func:`register_judge_importer`. A judge row may leave ``value`` empty when its
+``raw_response`` holds the judge's answer; the writer then reads the score from it (the instrument's
+``judge_keys``).
+
 All-or-nothing like the dialogue import: every bad line is reported with its number (the header is line 1,
-the first data row line 2) and nothing is written unless every line is good. Used by the
+the first data row line 2) and nothing is written unless every line is good; :func:`annotation.importers.
+group_errors` gives one line per distinct message with its count and first line numbers. Used by the
 ``import_labels`` management command; a browser upload can call :func:`import_labels` with the uploaded file.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import scores
 from annotation.campaigns import CampaignError, add_rater, check_target, create_campaign
 from annotation.importers import ImportRejected, LineError
 from annotation.models import (
@@ -42,7 +53,8 @@ from annotation.models import (
 from annotation.spreadsheet import restore_cell
 
 REQUIRED_COLUMNS = ("dialogue_id", "rater", "item", "value")
-OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment")
+OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment", "judge_model", "prompt", "raw_response")
+JUDGE_COLUMNS = ("judge_model", "prompt", "raw_response")
 DEFAULT_SCALE = "llm-mini-cex"
 RATER_KINDS = ("human", "judge")
 _IN_LOOKUP_MAX = 500
@@ -59,9 +71,38 @@ class LabelRow:
     rater: str
     item_id: int
     item_code: str
-    value: int | None  # None for free-text items, whose answer is the comment
+    value: int | float | None  # None for free-text items (their answer is the comment), or a judge's raw response
     comment: str
     created: datetime | None
+    kind: str = "human"
+    judge_run: str = ""
+    judge_model: str = ""
+    prompt: str = ""
+    raw_response: str = ""
+
+    @property
+    def is_judge(self) -> bool:
+        return self.kind == "judge"
+
+
+class JudgeImporter(Protocol):
+    """Writes judge rows as imported judge runs (registered by the scoring app)."""
+
+    def check(self, corpus: Corpus, version: ScaleVersion, rows: list[LabelRow], dialogues: dict[str, int],
+              sha256: str) -> list[LineError]:
+        """Line errors of the judge rows (reading scores from raw responses, a file imported before...)."""
+
+    def write(self, corpus: Corpus, version: ScaleVersion, rows: list[LabelRow], dialogues: dict[str, int], *,
+              file_name: str, sha256: str, user=None) -> list[dict[str, Any]]:
+        """Create the runs; one summary per run."""
+
+
+_judge_importer: list[JudgeImporter] = []
+
+
+def register_judge_importer(importer: JudgeImporter) -> None:
+    """Called once by the scoring app: where judge rows go."""
+    _judge_importer[:] = [importer]
 
 
 def default_campaign_name(file_name: str) -> str:
@@ -100,13 +141,13 @@ def _text_lines(lines: Iterable[str | bytes], errors: list[LineError]) -> Iterat
         yield raw
 
 
-def _parse_value(raw: str) -> int | None:
-    """"1", "0", "1.0", " 2 " -> int; anything else -> None."""
+def _parse_value(raw: str) -> int | float | None:
+    """"1", "0", "1.0", " 2 ", "4.5", "4,5" -> a score (checked against the item's grid by the caller); anything
+    else -> None."""
     try:
-        number = float(raw)
+        return scores.parse(raw)
     except ValueError:
         return None
-    return int(number) if number.is_integer() else None
 
 
 def _parse_created(raw: str) -> datetime | None:
@@ -119,7 +160,8 @@ def _parse_created(raw: str) -> datetime | None:
     return moment
 
 
-def _rating_items(version: ScaleVersion) -> tuple[dict[str, tuple[int, tuple[int, ...]]], dict[str, tuple[str, int]]]:
+def _rating_items(version: ScaleVersion) -> tuple[dict[str, tuple[int, tuple[int | float, ...]]],
+                                                    dict[str, tuple[str, int]]]:
     """code -> (item id, allowed values) of the items rated on a dialogue (free-text items allow no value: their
     label's value is the comment); level code -> (parent code, value)."""
     items = {}
@@ -131,13 +173,15 @@ def _rating_items(version: ScaleVersion) -> tuple[dict[str, tuple[int, tuple[int
     return items, levels
 
 
-def _value_error(code: str, allowed: tuple[int, ...], raw: str) -> str:
+def _value_error(code: str, allowed: tuple[int | float, ...], raw: str) -> str:
     if allowed == (0, 1):
         return f'item {code} takes binary, 0, 1; got "{raw}"'
-    if len(allowed) > 3 and allowed == tuple(range(allowed[0], allowed[-1] + 1)):
-        return f'item {code} takes a whole number from {allowed[0]} to {allowed[-1]}; got "{raw}"'
-    return f'item {code} takes {", ".join(map(str, allowed))}; got "{raw}"'
+    return f'item {code} takes {scores.describe(allowed)}; got "{raw}"'
 
+
+def row_text(fields: list[str], index: dict[str, int], name: str) -> str:
+    """A long text cell as written (a judge's prompt or raw response): only the spreadsheet guard is undone."""
+    return restore_cell(fields[index[name]]) if name in index else ""
 
 
 def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[list[LabelRow], list[LineError]]:
@@ -188,19 +232,31 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
 
         line_errors = []
         dialogue_id, rater, code, raw_value = get("dialogue_id"), get("rater"), get("item"), get("value")
+        kind = get("rater_kind").lower() or "human"
+        # A judge's row may leave its value to its raw response (the score is read from the judge's answer).
+        from_response = kind == "judge" and not raw_value and bool(row_text(fields, index, "raw_response"))
+        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
+        text_answer = code in items and not items[code][1] and bool(get("comment"))
         for name, text in (("dialogue_id", dialogue_id), ("rater", rater), ("item", code), ("value", raw_value)):
-            if not text:
-                line_errors.append(f"{name} is empty")
+            if not text and not (name == "value" and (from_response or text_answer)):
+                line_errors.append(f"{name} is empty" + (" (a judge's row may leave it empty when raw_response "
+                                                         "holds the judge's answer)" if name == "value"
+                                                         and kind == "judge" else ""))
         if len(rater) > 150:
             line_errors.append("rater names are at most 150 characters")
-        kind = get("rater_kind").lower()
-        if kind == "judge":
-            line_errors.append("rater_kind is judge: judge labels come from judge runs and cannot be imported "
-                               "as rater labels (remove the judge rows)")
-        elif kind not in ("", "human"):
+        if kind not in RATER_KINDS:
             line_errors.append(f'rater_kind must be human or judge, not "{get("rater_kind")}"')
-        elif get("judge_run"):
-            line_errors.append("judge_run is set: judge labels come from judge runs and cannot be imported")
+        elif kind == "human" and get("judge_run"):
+            line_errors.append("judge_run is set on a physician's row (rater_kind human): it names the run of a "
+                               "judge's rows (rater_kind judge)")
+        elif kind == "human" and any(get(name) for name in JUDGE_COLUMNS):
+            given = ", ".join(name for name in JUDGE_COLUMNS if get(name))
+            line_errors.append(f"{given} set on a physician's row (rater_kind human): these columns describe a "
+                               "judge's rows (rater_kind judge)")
+        if kind == "judge" and len(get("judge_model")) > 200:
+            line_errors.append("judge_model is at most 200 characters")
+        if kind == "judge" and len(get("judge_run")) > 100:
+            line_errors.append("judge_run is at most 100 characters")
         created = None
         if get("created"):
             created = _parse_created(get("created"))
@@ -219,6 +275,8 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
                                    f"with value {level_value}")
             else:
                 line_errors.append(f'unknown item "{code}" (rating items of {version}: {", ".join(items)})')
+        elif code and kind == "judge" and not items[code][1]:
+            line_errors.append(f"item {code} is a free-text item: judges score rated items only")
         elif code and raw_value and not items[code][1]:  # a free-text item: the value is the comment
             if comment:
                 line_errors.append(f"item {code} is a free-text item: its value is the comment; leave the comment "
@@ -229,17 +287,21 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
             allowed = items[code][1]
             if value not in allowed:
                 line_errors.append(_value_error(code, allowed, raw_value))
-        key = (dialogue_id, rater, code)
-        if all(key) and key in seen:
+                value = None
+        key = (dialogue_id, rater, code, kind, get("judge_run") if kind == "judge" else "")
+        if all(key[:3]) and key in seen:
             line_errors.append(f'duplicate label: dialogue "{dialogue_id}", rater "{rater}", item {code} '
                                f"is already on line {seen[key]}")
-        elif all(key):
+        elif all(key[:3]):
             seen[key] = number
         if line_errors:
             errors.extend(LineError(number, message) for message in line_errors)
             continue
         rows.append(LabelRow(line=number, dialogue_id=dialogue_id, rater=rater, item_id=items[code][0],
-                             item_code=code, value=value, comment=comment, created=created))
+                             item_code=code, value=value, comment=comment, created=created, kind=kind,
+                             judge_run=get("judge_run") if kind == "judge" else "",
+                             judge_model=get("judge_model"), prompt=row_text(fields, index, "prompt"),
+                             raw_response=row_text(fields, index, "raw_response")))
     if not rows and not errors:
         errors.append(LineError(0, "the file contains no labels"))
     return rows, errors
@@ -283,13 +345,16 @@ def _external_rater(username: str):
 
 @transaction.atomic
 def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: str, campaign_name: str | None = None,
-                  scale_version: ScaleVersion | None = None, user=None) -> dict[str, Any]:
+                  scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False
+                  ) -> dict[str, Any]:
     """Import a label CSV into an "imported" campaign on ``corpus``, or raise ImportRejected and write nothing.
 
     The campaign is ``campaign_name`` (default "Imported labels: <file name>"); an existing imported campaign of
     that name on this corpus is reused (labels it already holds are refused), otherwise one is created on
     ``scale_version`` (default: the newest published version of the Mini-CEX) with overlap = the most raters
-    any dialogue has. Raises LabelImportError for problems that are not about a line.
+    any dialogue has. Raises LabelImportError for problems that are not about a line. ``random_sample``: the
+    analyst declares that the labelled dialogues are a random sample of the corpus (recorded with the import,
+    :func:`annotation.sampling.declare_sample`), which prediction-powered estimates need.
     """
     name = (campaign_name or default_campaign_name(file_name)).strip()[:200]
     campaign = _find_campaign(name, corpus, scale_version)
@@ -297,27 +362,42 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     if version.status != ScaleVersion.Status.PUBLISHED:
         raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
     check_target(version, corpus, LabelImportError)
-    rows, errors = parse_labels(lines, version)
+    digest = hashlib.sha256()
+    rows, errors = parse_labels(_hashed(lines, digest), version)
+    sha256 = digest.hexdigest()
+    judge_rows = [row for row in rows if row.is_judge]
+    rows = [row for row in rows if not row.is_judge]
 
-    dialogues = _dialogues(corpus, {r.dialogue_id for r in rows})
+    dialogues = _dialogues(corpus, {r.dialogue_id for r in rows + judge_rows})
     existing_labels: dict[tuple[int, str, int], int] = {}
     existing_assignments: dict[tuple[int, str], Assignment] = {}
-    if campaign is not None:
+    if campaign is not None and rows:
         for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
             existing_assignments[(assignment.dialogue_id, assignment.rater.username)] = assignment
         for d, r, i in Label.objects.filter(campaign=campaign).values_list("dialogue_id", "rater__username", "item_id"):
             existing_labels[(d, r, i)] = 1
-    for row in rows:
+    for row in rows + judge_rows:
         found = dialogues.get(row.dialogue_id)
         if found is None:
             errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" is not in corpus "{corpus.name}"'))
         elif found[1]:
             errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" was deleted from corpus "{corpus.name}"'))
-        elif (found[0], row.rater, row.item_id) in existing_labels:
+        elif not row.is_judge and (found[0], row.rater, row.item_id) in existing_labels:
             errors.append(LineError(row.line, f'campaign "{name}" already has rater "{row.rater}"\'s label on '
                                               f'item {row.item_code} of dialogue "{row.dialogue_id}"'))
+    judge_dialogues = {ext: pk for ext, (pk, deleted) in dialogues.items() if not deleted}
+    if judge_rows and not _judge_importer:
+        errors.append(LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed"))
+    elif judge_rows:
+        errors += _judge_importer[0].check(corpus, version, judge_rows, judge_dialogues, sha256)
     if errors:
         raise ImportRejected(sorted(errors, key=lambda e: e.line))
+    judges = (_judge_importer[0].write(corpus, version, judge_rows, judge_dialogues, file_name=file_name,
+                                       sha256=sha256, user=user) if judge_rows else [])
+    if not rows:
+        return {"labels": 0, "assignments": 0, "dialogues": len({r.dialogue_id for r in judge_rows}), "raters": 0,
+                "raters_created": 0, "campaign": None, "campaign_created": False, "overlap": None,
+                "judge_runs": judges, "judge_labels": len(judge_rows), "sha256": sha256}
 
     # Everything is valid: write.
     now = timezone.now()
@@ -391,9 +471,25 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     counts = {
         "labels": len(labels), "assignments": len(new_assignments), "dialogues": len({r.dialogue_id for r in rows}),
         "raters": len(names), "raters_created": len(created_raters), "campaign": campaign.name,
-        "campaign_created": campaign_created, "overlap": campaign.overlap,
+        "campaign_created": campaign_created, "overlap": campaign.overlap, "sha256": sha256,
     }
+    if random_sample:
+        from annotation.sampling import declare_sample
+
+        try:
+            declare_sample(campaign, {dialogues[r.dialogue_id][0] for r in rows}, user=user,
+                           note=f"declared a random sample on importing {file_name}")
+        except CampaignError as exc:
+            raise LabelImportError(str(exc)) from exc
+    counts["random_sample"] = random_sample
     AuditEvent.record(user, "labels.import", campaign, reason=reason, file=file_name,
                       **{k: v for k, v in counts.items() if k not in ("campaign",)})
-    return counts
+    return {**counts, "judge_runs": judges, "judge_labels": len(judge_rows)}
+
+
+def _hashed(lines: Iterable[str | bytes], digest) -> Iterator[str | bytes]:
+    """The lines unchanged, fed to ``digest`` on the way (the file's SHA-256 for an imported run's provenance)."""
+    for line in lines:
+        digest.update(line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass"))
+        yield line
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation import scales
+from annotation import scales, scores
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -22,6 +22,9 @@ from annotation.models import (
     LabelChange,
 )
 
+#: Longest comment, skip reason or flag note a rater may write (the API's limit and the rating page's).
+MAX_TEXT = 10_000
+
 
 class LabelError(ValueError):
     """A save the rules refuse (wrong rater, closed assignment, value not allowed); the message says why."""
@@ -31,8 +34,15 @@ class LabelError(ValueError):
         self.status = status
 
 
+def _bounded(text: str | None, what: str) -> str | None:
+    """``text`` unless it is longer than :data:`MAX_TEXT` (a 400 saying so)."""
+    if text is not None and len(text) > MAX_TEXT:
+        raise LabelError(f"The {what} is {len(text):,} characters long; at most {MAX_TEXT:,} are allowed.")
+    return text
+
+
 @lru_cache(maxsize=64)
-def _allowed(version_id: int) -> dict[int, tuple[str, tuple[int, ...]]]:
+def _allowed(version_id: int) -> dict[int, tuple[str, tuple[int | float, ...]]]:
     """Item id -> (code, allowed values) for the items rated on the rating page of a (locked, hence immutable)
     version. Free-text items allow no value (their answer is the label's comment) and are never required."""
     return {item.pk: (item.code, tuple(item.allowed_values()))
@@ -59,6 +69,11 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
     than ORM queries: lock the assignment (which serialises every write to its labels and orders saves against
     submit), read the label, write it and its history row. Missing or deleted assignments are a 404."""
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
+    try:
+        value = scores.normal(value)
+    except (TypeError, ValueError):
+        raise LabelError(f"The value must be a number; got {value!r}.") from None
+    _bounded(comment, "comment")
     with transaction.atomic(), connection.cursor() as cursor:
         lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
         cursor.execute(_sql("SELECT a.rater_id, a.status, a.campaign_id, a.dialogue_id, c.scale_version_id, "
@@ -122,12 +137,10 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
     return label
 
 
-def _refusal(code: str, allowed: tuple[int, ...], value) -> str:
+def _refusal(code: str, allowed: tuple[int | float, ...], value) -> str:
     if not allowed:
-        return f"Item {code} is answered with a comment, not a value; got {value}."
-    if len(allowed) > 3 and allowed == tuple(range(allowed[0], allowed[-1] + 1)):
-        return f"Item {code} takes a whole number from {allowed[0]} to {allowed[-1]}; got {value}."
-    return f"Item {code} takes {', '.join(map(str, allowed))}; got {value}."
+        return f"Item {code} is answered with a comment, not a value; got {scores.text(value)}."
+    return f"Item {code} takes {scores.describe(allowed)}; got {scores.text(value)}."
 
 
 def missing_items(assignment: Assignment) -> list[str]:
@@ -149,6 +162,7 @@ def _open_for(assignment: Assignment, user) -> Assignment:
 
 @transaction.atomic
 def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assignment:
+    _bounded(comment, "comment")
     locked = _open_for(assignment, user)
     missing = missing_items(locked)
     if missing:
@@ -166,6 +180,7 @@ def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assig
 def skip(assignment: Assignment, user, reason: str) -> Assignment:
     if not reason.strip():
         raise LabelError("Say why you skip this dialogue.")
+    _bounded(reason, "reason")
     locked = _open_for(assignment, user)
     locked.status = Assignment.Status.SKIPPED
     locked.skip_reason = reason.strip()
@@ -178,6 +193,7 @@ def skip(assignment: Assignment, user, reason: str) -> Assignment:
 def flag(assignment: Assignment, user, note: str) -> Assignment:
     if not note.strip():
         raise LabelError("Describe the problem you are flagging.")
+    _bounded(note, "note")
     locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
     if locked.rater_id != user.pk:
         raise LabelError("This dialogue is not assigned to you.", status=403)
@@ -190,6 +206,7 @@ def flag(assignment: Assignment, user, note: str) -> Assignment:
 
 @transaction.atomic
 def save_comment(assignment: Assignment, user, comment: str) -> Assignment:
+    _bounded(comment, "comment")
     locked = _open_for(assignment, user)
     if locked.comment != comment:
         AuditEvent.record(user, "assignment.comment", locked, old=locked.comment, new=comment)
@@ -218,7 +235,7 @@ def adjudicate(campaign, dialogue, item: Item, value: int, by, reason: str) -> A
     if not reason.strip():
         raise LabelError("Give the reason for the final label.")
     if item.version_id != campaign.scale_version_id or value not in item.allowed_values():
-        raise LabelError(f"Item {item.code} takes {', '.join(map(str, item.allowed_values()))}.")
+        raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
     existing = (Adjudication.objects.select_for_update(of=("self",))
                 .filter(campaign=campaign, dialogue=dialogue, item=item).order_by("pk").first())
     old = existing.value if existing else None
@@ -245,7 +262,7 @@ def set_gold(campaign, dialogue, item: Item, value: int | None, by) -> GoldLabel
         AuditEvent.record(by, "gold.clear", dialogue, item=item.code, old=old)
         return None
     if value not in item.allowed_values():
-        raise LabelError(f"Item {item.code} takes {', '.join(map(str, item.allowed_values()))}.")
+        raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
     gold, _ = GoldLabel.objects.update_or_create(campaign=campaign, dialogue=dialogue, item=item,
                                                  defaults={"value": value, "set_by": by, "set_at": timezone.now()})
     AuditEvent.record(by, "gold.set", dialogue, item=item.code, old=old, new=value, campaign=campaign.name)

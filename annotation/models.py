@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from annotation.scores import ScoreField, grid, step_text
+
 
 class SoftDeleteQuerySet(models.QuerySet):
     def alive(self):
@@ -119,6 +121,10 @@ class ScaleVersion(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
     locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when the version is first used.")
     locked_reason = models.CharField(max_length=200, blank=True)
+    judge_keys = models.JSONField(
+        default=dict, blank=True, help_text='How a judge\'s own answer keys map to item codes, e.g. {"question 1": '
+                                            '"comprehension"}: its answers are read with these keys as well as the '
+                                            "codes.")
 
     class Meta:
         ordering = ["scale", "number"]
@@ -212,6 +218,8 @@ class Item(models.Model):
     value = models.SmallIntegerField(null=True, blank=True, help_text="The value a level stands for (1, 2, 3).")
     scale_min = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the lowest point.")
     scale_max = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the highest point.")
+    scale_step = models.DecimalField(max_digits=6, decimal_places=3, null=True, blank=True,
+                                     help_text="Scale items: the distance between points (e.g. 0.5); empty = 1.")
     anchors = models.JSONField(default=dict, blank=True,
                                help_text='Scale items: labels of some points, {"0": {"en": "...", "zh": "..."}}.')
     text_en = models.TextField()
@@ -250,12 +258,23 @@ class Item(models.Model):
         if self.response_type == self.ResponseType.ORDINAL:
             return sorted(level.value for level in self.levels.all())
         if self.response_type == self.ResponseType.SCALE and self.scale_min is not None and self.scale_max is not None:
-            return list(range(self.scale_min, self.scale_max + 1))
+            return grid(self.scale_min, self.scale_max, self.scale_step)
         return []
 
-    def anchor_label(self, value: int, lang: str = "en") -> str:
+    @property
+    def has_step(self) -> bool:
+        """A scale whose points are not whole numbers only (e.g. 0-5 in steps of 0.5)."""
+        return self.scale_step is not None and self.scale_step != 1
+
+    @property
+    def step_text(self) -> str:
+        return step_text(self.scale_step) if self.has_step else ""
+
+    def anchor_label(self, value: int | float, lang: str = "en") -> str:
         """The anchor label of a scale point ("" when the point has none)."""
-        entry = (self.anchors or {}).get(str(value)) or {}
+        from annotation.scores import text
+
+        entry = (self.anchors or {}).get(text(value)) or {}
         if isinstance(entry, str):
             return entry
         return (entry.get("zh") if lang == "zh" else "") or entry.get("en") or entry.get("zh") or ""
@@ -327,6 +346,12 @@ class Dialogue(SoftDeletable):
     language = models.CharField(max_length=16, default="en")
     split = models.CharField(max_length=12, choices=Split.choices, blank=True, default="")
     meta = models.JSONField(default=dict, blank=True)
+    case = models.CharField(max_length=200, blank=True, default="",
+                            help_text="The question or patient case this text answers; several texts of one model "
+                                      "on the same case are its replicates.")
+    replicate = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                 help_text="Which repetition of the model's answer to the case "
+                                                           "(1, 2, ...).")
     created_at = models.DateTimeField(default=timezone.now)
     privacy_status = models.CharField(max_length=10, choices=PrivacyStatus.choices, default=PrivacyStatus.CLEAR,
                                       db_index=True)
@@ -499,8 +524,8 @@ class Campaign(SoftDeletable):
     def __str__(self) -> str:
         return self.name
 
-    def dialogues(self) -> models.QuerySet[Dialogue]:
-        """The dialogues in scope: the corpus filtered by split/model/language, excluding private ones."""
+    def population(self) -> models.QuerySet[Dialogue]:
+        """The corpus filtered by split/model/language, excluding private ones: what a random sample is drawn from."""
         qs = self.corpus.dialogues.alive().exclude(privacy_status=PrivacyStatus.EXCLUDED)
         if self.filter_split:
             qs = qs.filter(split=self.filter_split)
@@ -509,6 +534,44 @@ class Campaign(SoftDeletable):
         if self.filter_language:
             qs = qs.filter(language=self.filter_language)
         return qs
+
+    def dialogues(self) -> models.QuerySet[Dialogue]:
+        """The dialogues in scope: the :meth:`population`, or the random sample drawn from it when the campaign has
+        one (a sample declared for imported labels does not narrow the scope)."""
+        qs = self.population()
+        drawn = (RandomSample.objects.filter(campaign=self, kind=RandomSample.Kind.DRAWN)
+                 .values_list("dialogues", flat=True).first())
+        return qs if drawn is None else qs.filter(pk__in=drawn)
+
+
+class RandomSample(models.Model):
+    """The random sample of a campaign's dialogues that physicians label, or the declaration that imported labels
+    come from one: what prediction-powered estimates need (the labelled dialogues a random sample of the population
+    the judge scored). Written once by :mod:`annotation.sampling`; a drawn sample is reproducible from ``seed`` and
+    ``population`` (:func:`annotation.sampling.draw`)."""
+
+    class Kind(models.TextChoices):
+        DRAWN = "drawn", "Drawn here with a recorded seed"
+        DECLARED = "declared", "Declared for imported labels"
+
+    campaign = models.OneToOneField(Campaign, on_delete=models.PROTECT, related_name="random_sample")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    size = models.PositiveIntegerField(help_text="Dialogues in the sample.")
+    seed = models.BigIntegerField(null=True, blank=True, help_text="Drawn samples: the seed of the draw.")
+    stratified = models.BooleanField(default=False, help_text="Drawn within each doctor model (equal allocation).")
+    population = models.JSONField(default=list, help_text="The dialogues it was drawn from: [[id, doctor model], ...] "
+                                                          "ascending by id.")
+    dialogues = models.JSONField(default=list, help_text="Ids of the sampled dialogues, ascending.")
+    strata = models.JSONField(default=dict, blank=True,
+                              help_text='Per doctor model: {"population": N, "sample": n}.')
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"random sample of {self.campaign}: {self.size} of {len(self.population)} dialogues ({self.kind})"
 
 
 class CampaignRater(models.Model):
@@ -589,7 +652,7 @@ class Label(models.Model):
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="labels")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="labels")
-    value = models.SmallIntegerField(null=True, blank=True)
+    value = ScoreField(null=True, blank=True)
     comment = models.TextField(blank=True)
     client_seq = models.BigIntegerField(default=0, help_text="Last applied client sequence: older saves lose.")
     created_at = models.DateTimeField(default=timezone.now)
@@ -617,8 +680,8 @@ class LabelChange(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     changed_at = models.DateTimeField(default=timezone.now)
-    old_value = models.SmallIntegerField(null=True, blank=True)
-    new_value = models.SmallIntegerField(null=True, blank=True)
+    old_value = ScoreField(null=True, blank=True)
+    new_value = ScoreField(null=True, blank=True)
     old_comment = models.TextField(blank=True)
     new_comment = models.TextField(blank=True)
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.RATER)
@@ -637,7 +700,7 @@ class GoldLabel(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="gold_labels")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="gold_labels")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    value = models.SmallIntegerField()
+    value = ScoreField()
     set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     set_at = models.DateTimeField(default=timezone.now)
 
@@ -654,7 +717,7 @@ class Adjudication(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="adjudications")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="adjudications")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    value = models.SmallIntegerField()
+    value = ScoreField()
     reason = models.TextField()
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     decided_at = models.DateTimeField(default=timezone.now)

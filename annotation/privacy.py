@@ -1,8 +1,8 @@
 """Coarse, pattern-based privacy filter for doctor-patient dialogues in English and Chinese.
 
 The MedEval study removed dialogues with patient privacy using regular expressions such as "My name is ..."
-(seeds/000 sec. 4.4). This module finds names, phone numbers, e-mail addresses, identity numbers and postal
-addresses in the self-report and the turns of a dialogue, and applies redactions (character spans of the
+(Shi et al., LLM-Mini-CEX, sec. 4.4). This module finds names, phone numbers, e-mail addresses, identity numbers and
+postal addresses in the self-report and the turns of a dialogue, and applies redactions (character spans of the
 ORIGINAL text) without touching the stored originals. Pure Python, no Django.
 
 Design notes:

@@ -10,6 +10,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import scores
+
 MINI_CEX_V1 = Path(__file__).parent / "instrument" / "mini_cex_v1.json"
 
 
@@ -98,7 +100,7 @@ def new_version(version, user, note: str):
     scale = version.scale
     number = (scale.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
     draft = ScaleVersion.objects.create(scale=scale, number=number, note=note.strip(), based_on=version,
-                                        created_by=user)
+                                        created_by=user, judge_keys=dict(version.judge_keys or {}))
     dim_map = {}
     for dim in version.dimensions.all():
         dim_map[dim.pk] = Dimension.objects.create(
@@ -114,7 +116,7 @@ def new_version(version, user, note: str):
             parent=item_map.get(item.parent_id), code=item.code, order=item.order,
             response_type=item.response_type, value=item.value, text_en=item.text_en, text_zh=item.text_zh,
             guidance_en=item.guidance_en, guidance_zh=item.guidance_zh, scale_min=item.scale_min,
-            scale_max=item.scale_max, anchors=item.anchors,
+            scale_max=item.scale_max, scale_step=item.scale_step, anchors=item.anchors,
         )
     AuditEvent.record(user, "scale_version.create", draft, reason=note, based_on=version.number)
     return draft
@@ -187,7 +189,7 @@ def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
     sheet: list[tuple[Any, list[Any]]] = []
     for item in items:
         item.level_list = sorted(item.levels.all(), key=lambda level: level.order)
-        item.points = tuple((value, item.anchor_label(value, "en"), item.anchor_label(value, "zh"))
+        item.points = tuple((scores.text(value), item.anchor_label(value, "en"), item.anchor_label(value, "zh"))
                             for value in item.allowed_values()) if item.response_type == "scale" else ()
         if not sheet or sheet[-1][0].pk != item.dimension_id:
             sheet.append((item.dimension, []))

@@ -17,6 +17,7 @@ import math
 import re
 import zipfile
 from collections.abc import Iterable, Iterator
+from datetime import UTC, date, datetime
 from typing import Any
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP's list).
@@ -85,17 +86,21 @@ _ROOT_RELS = (_XML_HEAD + f'<Relationships xmlns="{_PKG_REL}">'
 _WORKBOOK_RELS = (_XML_HEAD + f'<Relationships xmlns="{_PKG_REL}">'
                   f'<Relationship Id="rId1" Type="{_REL}/worksheet" Target="worksheets/sheet1.xml"/>'
                   f'<Relationship Id="rId2" Type="{_REL}/styles" Target="styles.xml"/></Relationships>')
-# Style 0: the default; style 1: bold, for the header row.
+# Style 0: the default; style 1: bold, for the header row; style 2: a date and time; style 3: a date.
 _STYLES = (
     _XML_HEAD + f'<styleSheet xmlns="{_MAIN}">'
+    '<numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy-mm-dd hh:mm:ss"/>'
+    '<numFmt numFmtId="165" formatCode="yyyy-mm-dd"/></numFmts>'
     '<fonts count="2"><font><sz val="11"/><name val="Calibri"/></font>'
     '<font><b/><sz val="11"/><name val="Calibri"/></font></fonts>'
     '<fills count="2"><fill><patternFill patternType="none"/></fill>'
     '<fill><patternFill patternType="gray125"/></fill></fills>'
     '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
     '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-    '<cellXfs count="2"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
-    '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/></cellXfs>'
+    '<cellXfs count="4"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
+    '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
+    '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+    '<xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/></cellXfs>'
     '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles></styleSheet>')
 _SHEET_HEAD = (_XML_HEAD + f'<worksheet xmlns="{_MAIN}" xmlns:r="{_REL}"><sheetViews><sheetView workbookViewId="0">'
                '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/></sheetView></sheetViews>'
@@ -131,10 +136,28 @@ def _xml_text(text: str) -> str:
     return text.replace("\r", "&#13;").replace("\t", "&#9;")
 
 
+_EXCEL_EPOCH = datetime(1899, 12, 30)  # day 0 of Excel's 1900 date system (serials from 1 March 1900 on)
+
+
+def excel_serial(moment: date) -> float:
+    """A date or date-time as Excel stores it: days since 1899-12-30, the time as the fraction of a day. An aware
+    date-time is written in UTC (a cell has no time zone), a naive one as it is."""
+    if isinstance(moment, datetime):
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(UTC).replace(tzinfo=None)
+        return (moment - _EXCEL_EPOCH).total_seconds() / 86400
+    return float((moment - _EXCEL_EPOCH.date()).days)
+
+
 def _cell_xml(ref: str, value: Any, style: str = "") -> str:
-    """One cell of any type (the header, and values that are not exactly str, int or float)."""
+    """One cell of any type (the header, and values that are not exactly str, int or float). Dates and date-times
+    are number cells with a date format (``yyyy-mm-dd hh:mm:ss`` / ``yyyy-mm-dd``), so a spreadsheet sorts and
+    computes with them."""
     if value is None or value == "":
         return ""
+    if isinstance(value, date):
+        style = style or (' s="2"' if isinstance(value, datetime) else ' s="3"')
+        return f'<c r="{ref}"{style}><v>{excel_serial(value)!r}</v></c>'
     if isinstance(value, bool):
         return f'<c r="{ref}"{style} t="b"><v>{int(value)}</v></c>'
     if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
@@ -186,8 +209,9 @@ def xlsx_stream(header: Iterable[str], rows: Iterable[Iterable[Any]], *, sheet_n
                 max_rows: int | None = None) -> Iterator[bytes]:
     """One-sheet XLSX file, produced as ``bytes`` chunks while ``rows`` are read (for a ``StreamingHttpResponse``).
     The header row is bold and frozen; text cells go through :func:`safe_cell`; ints and finite floats are number
-    cells; None and "" are empty cells. Raises :class:`TooManyRows` when the rows do not fit in an Excel sheet
-    (``max_rows``, the header included; default 1,048,576), after the chunks already yielded."""
+    cells; dates and date-times are date cells; None and "" are empty cells. Raises :class:`TooManyRows` when the
+    rows do not fit in an Excel sheet (``max_rows``, the header included; default 1,048,576), after the chunks
+    already yielded."""
     sink = _Chunks()
     for _ in _write_xlsx(sink, header, rows, sheet_name=sheet_name, max_rows=max_rows):
         yield sink.take()

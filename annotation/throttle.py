@@ -149,11 +149,20 @@ class LoginThrottleBackend(AxesStandaloneBackend):
         return super().authenticate(request, username, password, **kwargs)
 
 
+def retry_after() -> str:
+    """``Retry-After`` of a lockout: the whole pause (it runs from the last failed attempt, so no sooner)."""
+    return str(max(1, settings.LOGIN_LOCKOUT_SECONDS))
+
+
 def lockout_response(request, original_response=None, credentials=None):
-    """AXES_LOCKOUT_CALLABLE: 429 with the reason, as JSON for the API and as the login page otherwise."""
+    """AXES_LOCKOUT_CALLABLE: 429 with the reason and ``Retry-After``, as JSON for the API and as the login page
+    otherwise."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": message()}, status=429)
-    # An unbound form: validating one would try to authenticate (and count a failure) again.
-    form = AuthenticationForm(request, initial={"username": get_client_username(request, credentials) or ""})
-    return render(request, "registration/login.html", {"form": form, "lockout_message": message(),
-                                                       "next": request.POST.get("next", "")}, status=429)
+        response = JsonResponse({"detail": message()}, status=429)
+    else:
+        # An unbound form: validating one would try to authenticate (and count a failure) again.
+        form = AuthenticationForm(request, initial={"username": get_client_username(request, credentials) or ""})
+        response = render(request, "registration/login.html", {"form": form, "lockout_message": message(),
+                                                               "next": request.POST.get("next", "")}, status=429)
+    response["Retry-After"] = retry_after()
+    return response

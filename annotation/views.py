@@ -147,7 +147,8 @@ def _form_errors(form, exc: instruments.InstrumentError, fields: dict[str, str])
 
 
 ITEM_ERROR_FIELDS = {"code": "code", "dimension": "dimension", "text": "text_en", "guidance": "guidance_en",
-                     "type": "response", "min": "scale_min", "max": "scale_max", "anchors": "anchors",
+                     "type": "response", "min": "scale_min", "max": "scale_max", "step": "scale_step",
+                     "anchors": "anchors",
                      "levels": "levels"}
 
 

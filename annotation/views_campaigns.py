@@ -10,8 +10,8 @@ from django.views.decorators.http import require_POST
 
 from annotation import campaigns as campaign_service
 from annotation import dialogues as dialogue_views
-from annotation import labels
-from annotation.forms import AddRatersForm, CampaignForm, UploadDialoguesForm
+from annotation import labels, sampling, scores
+from annotation.forms import AddRatersForm, CampaignForm, SampleForm, UploadDialoguesForm
 from annotation.importers import ImportRejected, import_dialogues, size_error
 from annotation.models import (
     Adjudication,
@@ -97,19 +97,46 @@ def campaign_new(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            campaign = campaign_service.create_campaign(
-                name=data["name"], corpus=data["corpus"], scale_version=data["scale_version"],
-                overlap=data["overlap"], phase=data["phase"], user=request.user,
-                filter_split=data["filter_split"], filter_model=data["filter_model"].strip(),
-                filter_language=data["filter_language"].strip(), instructions=data["instructions"],
-                deadline=data["deadline"])
+            with transaction.atomic():  # a sample that cannot be drawn leaves no campaign behind
+                campaign = campaign_service.create_campaign(
+                    name=data["name"], corpus=data["corpus"], scale_version=data["scale_version"],
+                    overlap=data["overlap"], phase=data["phase"], user=request.user,
+                    filter_split=data["filter_split"], filter_model=data["filter_model"].strip(),
+                    filter_language=data["filter_language"].strip(), instructions=data["instructions"],
+                    deadline=data["deadline"])
+                if data.get("sample_size"):
+                    sampling.draw_sample(campaign, size=data["sample_size"], stratified=data["sample_stratified"],
+                                         seed=data["sample_seed"], user=request.user)
         except campaign_service.CampaignError as exc:
             form.add_error(None, str(exc))
         else:
+            sampled = " (a random sample)" if data.get("sample_size") else ""
             messages.success(request, f"Campaign {campaign.name} created with "
-                                      f"{campaign.dialogues().count()} dialogues in scope. Add raters next.")
+                                      f"{campaign.dialogues().count()} dialogues in scope{sampled}. Add raters next.")
             return redirect("campaign-detail", pk=campaign.pk)
     return render(request, "annotation/campaign_new.html", {"form": form})
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_sample(request, pk: int):
+    """Draw the campaign's random sample (before assigning)."""
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    form = SampleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Sample not drawn: " + " ".join(
+            f"{form.fields[name].label or name}: {' '.join(errs)}" for name, errs in form.errors.items()))
+        return redirect("campaign-detail", pk=pk)
+    try:
+        sample = sampling.draw_sample(campaign, size=form.cleaned_data["size"],
+                                      stratified=form.cleaned_data["stratified"], seed=form.cleaned_data["seed"],
+                                      user=request.user)
+    except campaign_service.CampaignError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Drew a random sample of {sample.size} dialogues (seed {sample.seed}). Assign "
+                                  "dialogues next: only the sample is assigned.")
+    return redirect("campaign-detail", pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -136,8 +163,12 @@ def campaign_detail(request, pk: int):
         .select_related("dialogue", "rater").order_by("rater__username", "position") if coordinating else [],
         "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username")
         if coordinating else [],
-        "sample": None,
+        "sample": None, "is_open": campaign.status == Campaign.Status.OPEN,
+        "random_sample": sampling.sample_of(campaign),
+        "sample_form": SampleForm(),
+        "n_assignments": Assignment.objects.filter(campaign=campaign).count(),
     }
+    context["random_sample_text"] = sampling.describe(context["random_sample"])
     method = request.GET.get("sample")
     if method in ("random", "disagreement"):
         size = max(1, min(500, whole_number(request.GET, "size", default=10)))
@@ -159,10 +190,16 @@ def campaign_add_raters(request, pk: int):
         messages.error(request, "Choose at least one physician. " + " ".join(
             e for errs in form.errors.values() for e in errs))
         return redirect("campaign-detail", pk=pk)
-    for user in form.cleaned_data["users"]:
-        campaign_service.add_rater(campaign, user, team=form.cleaned_data["team"].strip(),
-                                   capacity=form.cleaned_data["capacity"],
-                                   available_until=form.cleaned_data["available_until"], added_by=request.user)
+    try:
+        with transaction.atomic():
+            for user in form.cleaned_data["users"]:
+                campaign_service.add_rater(campaign, user, team=form.cleaned_data["team"].strip(),
+                                           capacity=form.cleaned_data["capacity"],
+                                           available_until=form.cleaned_data["available_until"],
+                                           added_by=request.user)
+    except campaign_service.CampaignError as exc:
+        messages.error(request, str(exc))
+        return redirect("campaign-detail", pk=pk)
     messages.success(request, f"Added {len(form.cleaned_data['users'])} rater(s). Press 'Assign dialogues'.")
     return redirect("campaign-detail", pk=pk)
 
@@ -183,7 +220,11 @@ def campaign_rater_toggle(request, pk: int, user_id: int):
 @role_required(COORDINATOR)
 def campaign_assign(request, pk: int):
     campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
-    result = campaign_service.assign(campaign, user=request.user)
+    try:
+        result = campaign_service.assign(campaign, user=request.user)
+    except campaign_service.CampaignError as exc:
+        messages.error(request, str(exc))
+        return redirect("campaign-detail", pk=pk)
     if result.short:
         messages.warning(request, f"Created {result.created} assignments; {len(result.short)} dialogue(s) still "
                                   f"lack raters (not enough available raters for overlap {campaign.overlap}).")
@@ -246,7 +287,7 @@ def campaign_dialogue_action(request, pk: int, dialogue_id: int):
         elif action in ("adjudicate", "gold"):
             item = get_object_or_404(Item, pk=whole_number(request.POST, "item"), version=campaign.scale_version_id)
             raw = request.POST.get("value", "")
-            value = None if raw == "" else int(raw)
+            value = scores.parse(raw)  # a point of the item's grid (4.5 on a half-point scale); checked below
             if action == "adjudicate":
                 if value is None:
                     raise labels.LabelError("Choose the final value.")

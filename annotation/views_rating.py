@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
-from annotation import labels, scales
-from annotation.campaigns import blind_id, next_assignment
+from annotation import labels, scales, scores
+from annotation.campaigns import blind_id, next_assignment, queue_place
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
 
@@ -39,11 +38,12 @@ def _error(exc: labels.LabelError) -> JsonResponse:
 
 
 def _payload(request) -> dict:
-    """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400."""
+    """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400 (JSON bodies
+    with NUL or unpaired surrogates never get here: config.failures.RejectUnstorableText)."""
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"{}")
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number too long to convert
             return {}
         data = data if isinstance(data, dict) else {}
     else:
@@ -70,16 +70,14 @@ def rate(request, pk: int):
     answers = {lab.item_id: lab for lab in Label.objects.filter(assignment=assignment)}
     dimensions = [(dimension, [(item, answers.get(item.pk)) for item in items])
                   for dimension, items in scales.rating_sheet(campaign.scale_version_id)]
-    counts = (Assignment.objects.filter(rater=request.user, campaign=campaign)
-              .exclude(status=Assignment.Status.WITHDRAWN)
-              .aggregate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"]))))
     view = dialogue_views.view_model(assignment.dialogue)
     context = {
         "assignment": assignment, "campaign": campaign, "lang": lang, "dimensions": dimensions,
         "dialogue": view, "language": assignment.dialogue.language,
         "n_items": sum(1 for _, items in dimensions for item, _ in items if item.response_type != "text"),
         "n_answered": sum(1 for a in answers.values() if a.value is not None),
-        "counts": counts, "editable": assignment.is_open, "blind_id": blind_id(campaign.pk, assignment.dialogue_id),
+        "queue": queue_place(assignment), "max_text": labels.MAX_TEXT, "editable": assignment.is_open,
+        "blind_id": blind_id(campaign.pk, assignment.dialogue_id),
         "show_reference": view["is_answer"] and scales.shows_reference(campaign.scale_version_id),
     }
     return render(request, "annotation/rate.html", context)
@@ -95,12 +93,13 @@ def rate_label(request, pk: int):
     try:
         item_id = int(data.get("item"))
         raw = data.get("value")
-        value = None if raw in (None, "", "null") else int(raw)
+        value = None if raw in (None, "", "null") else scores.parse(raw)
         seq = int(data.get("seq") or 0)
     except (TypeError, ValueError):
         return JsonResponse({"detail": "Send item (id), value (number or empty) and seq."}, status=400)
     if not (0 <= item_id <= MAX_ID and 0 <= seq <= MAX_ID and (value is None or abs(value) < 2**15)):
-        return JsonResponse({"detail": f"item and seq are whole numbers from 0 to {MAX_ID}; value is small."},
+        return JsonResponse({"detail": f"item and seq are whole numbers from 0 to {MAX_ID}; value is a small "
+                                       "number."},
                             status=400)
     comment = data.get("comment")
     comment = None if comment is None else str(comment)

@@ -3,21 +3,28 @@
 * ``handler500`` runs inside Django's exception handling (``sys.exc_info()`` is the error): a database outage
   becomes 503 with ``Retry-After`` and one warning line in the log, a value the database refused becomes 400,
   anything else stays a 500 (logged with its traceback as usual). API paths and JSON requests get JSON.
-* ``RejectNulCharacters`` answers 400 to query parameters or form fields containing NUL, which PostgreSQL
-  cannot store or compare (psycopg refuses such strings before they reach the server).
+* ``handler403`` logs a refusal as one warning line (Django logs it with the whole traceback of the
+  ``PermissionDenied``, which says nothing a line does not).
+* ``RejectUnstorableText`` answers 400 to text no database can store: NUL characters in the path, query
+  parameters, form fields or a JSON body (psycopg refuses them before they reach PostgreSQL), and unpaired
+  surrogates (``"a\\ud800b"``) or NaN in a JSON body (``annotation.storable``), which would end as a
+  UnicodeEncodeError (500) in whichever view saves them: label, comment, flag and preference saves, the API.
 
 The pages are rendered without the request context: they must work while the database is down.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
+from django.views import defaults
 
-from annotation import failures
+from annotation import failures, storable
 
 
 def error_response(request, status: int, title: str, message: str, *, retry_after: int | None = None):
@@ -54,6 +61,19 @@ def handler500(request, *args, **kwargs):
                           "before was lost. Please try again, and tell the coordinator if it persists.")
 
 
+def handler403(request, exception=None, *args, **kwargs):
+    """Django's 403 page, logged as one line (who, what, why) instead of a traceback."""
+    response = defaults.permission_denied(request, exception)
+    user = getattr(request, "user", None)
+    who = f"user #{user.pk}" if getattr(user, "is_authenticated", False) else "anonymous"
+    reason = str(exception or "").strip().splitlines()
+    logging.getLogger("django.request").warning(
+        "Forbidden (Permission denied): %s %s by %s%s", request.method, request.path.encode("unicode_escape")
+        .decode("ascii"), who, f" ({reason[0][:200]})" if reason else "")
+    response._has_been_logged = True
+    return response
+
+
 def handler400(request, exception=None, *args, **kwargs):
     """Our own refusals (BadRequest, e.g. a non-numeric parameter) say why; Django's security refusals
     (SuspiciousOperation) stay generic."""
@@ -69,9 +89,32 @@ def _has_nul(query_dict) -> bool:
     return any("\x00" in key or any("\x00" in value for value in values) for key, values in query_dict.lists())
 
 
-class RejectNulCharacters:
-    """400 for NUL characters in query parameters or form fields (JSON bodies are checked by the API's
-    serializers and the rating endpoints)."""
+def json_body_problem(request) -> str | None:
+    """Why a JSON request body holds text that cannot be stored (or is not UTF-8), or None. Bodies that are not
+    JSON, cannot be parsed (the view says why) or hold no suspicious escape are passed on unparsed."""
+    content_type = request.content_type or ""
+    if not (content_type == "application/json" or content_type.endswith("+json")):
+        return None
+    body = request.body
+    if not body:
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "The request body is not valid UTF-8 text."
+    if not storable.might_be_unstorable(text):
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    problem = storable.json_problem(data)
+    return f"The request cannot be saved: {problem}; remove it and try again." if problem else None
+
+
+class RejectUnstorableText:
+    """400 for text the database cannot store: NUL in the path, query parameters and form fields; NUL, unpaired
+    surrogates and NaN in JSON bodies. One check for every view (pages and API), before any view parses."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -82,6 +125,10 @@ class RejectNulCharacters:
             has_nul = _has_nul(request.POST)
         if has_nul:
             return error_response(request, 400, "Bad request", NUL_MESSAGE)
+        if request.method in ("POST", "PUT", "PATCH"):
+            problem = json_body_problem(request)
+            if problem:
+                return error_response(request, 400, "Bad request", problem)
         return self.get_response(request)
 
     def process_exception(self, request, exc):

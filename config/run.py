@@ -1,10 +1,13 @@
-"""Start the app: ``python -m config.run [dev|web|worker]``.
+"""Start the app: ``python -m config.run [dev|web|worker|fake-llm]``.
 
 * ``dev`` (default, used by ``make run``): Django's server and a real Celery worker process together;
   Ctrl-C stops both. The web server starts first (the demo data loads meanwhile with ``--demo``) and the
-  workers once it answers, so the first page comes sooner on a small machine.
+  workers once it answers, so the first page comes sooner on a small machine. With ``--demo`` the built-in fake
+  LLM endpoint starts too (``FAKE_LLM_PORT``, default 8001; ``--no-fake-llm`` leaves it out).
 * ``web``: gunicorn serving ``config.wsgi`` (production; static files through whitenoise).
 * ``worker``: one Celery worker; start as many as you like, on as many machines as you like.
+* ``fake-llm``: the built-in fake OpenAI-compatible endpoint (synthetic answers, no key; scoring/llm/fake.py), to
+  try judges, preference judging and generation without a provider.
 
 Every mode first checks the settings, the database and the broker, and stops with one clear line
 saying what to fix when one of them is wrong. ``--migrate`` applies the migrations and ``--demo`` loads the demo
@@ -38,7 +41,8 @@ def phase(name: str, action):
 
 def preflight(migrate: bool = False) -> None:
     """Load settings and reach the database and the broker, or exit with one line. ``migrate`` applies
-    unapplied migrations; otherwise they stop the start."""
+    unapplied migrations; otherwise they stop the start. Production mode also needs an e-mail backend chosen
+    (the console one would print the Delphi panel links, redacted, instead of sending them)."""
     import django
 
     from config.errors import ConfigError, exit_with
@@ -60,6 +64,11 @@ def preflight(migrate: bool = False) -> None:
         exit_with(
             f"cannot reach the Celery broker at {broker['url']} ({broker['error']}). Check CELERY_BROKER_URL."
         )
+    if not settings.DEBUG and not settings.EMAIL_BACKEND_SET:
+        exit_with("EMAIL_BACKEND is not set. In production mode (DEBUG off) e-mail, Delphi panel links included, "
+                  "would only be printed to the log: set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend "
+                  "with EMAIL_HOST (and EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS), or "
+                  "EMAIL_BACKEND=console to print messages with their links redacted.")
     if migrate:
         from django.core.management import call_command
 
@@ -120,7 +129,11 @@ def answers(host: str, port: int) -> bool:
     return False
 
 
-def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False) -> int:
+def fake_llm_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "config.run", "fake-llm", "--port", str(port)]
+
+
+def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, fake_llm: int | None = None) -> int:
     """Web server and worker as child processes; stop both when either stops or on Ctrl-C.
 
     The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes), and the
@@ -130,6 +143,12 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False) -
     start = time.perf_counter()
     print("==> web server", flush=True)
     children = [subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])]
+    if fake_llm:
+        if answers("127.0.0.1", fake_llm):
+            print(f"==> fake LLM endpoint: port {fake_llm} is taken; the demo's fake endpoint uses what answers "
+                  "there (set FAKE_LLM_PORT to move it)", flush=True)
+        else:
+            children.append(subprocess.Popen(fake_llm_command(fake_llm)))
     web_up = threading.Event()
 
     def watch_web() -> None:
@@ -195,9 +214,13 @@ def _wait_all(children: list[subprocess.Popen], seconds: float) -> None:
             child.wait(timeout=max(0.1, deadline - time.monotonic()))
 
 
+def fake_llm_port() -> int:
+    return int(os.environ.get("FAKE_LLM_PORT", "8001"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m config.run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", nargs="?", default="dev", choices=["dev", "web", "worker"])
+    parser.add_argument("mode", nargs="?", default="dev", choices=["dev", "web", "worker", "fake-llm"])
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "3")))
@@ -206,11 +229,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", default=None, help="Celery pool: prefork (default) or threads (for LLM calls)")
     parser.add_argument("--migrate", action="store_true", help="apply the database migrations first")
     parser.add_argument("--demo", action="store_true", help="load the demo data first (manage.py load_demo)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--no-fake-llm", action="store_true",
+                        help="dev: do not start the built-in fake LLM endpoint beside the demo")
+    args, rest = parser.parse_known_args(argv)
+    if args.mode == "fake-llm":  # no settings, database or broker needed
+        from scoring.llm import fake
+
+        return fake.main(rest + (["--port", str(args.port)] if "--port" in (argv or sys.argv[1:]) else
+                                 ["--port", str(fake_llm_port())]) + ["--host", args.host])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
 
     preflight(migrate=args.migrate)
     if args.mode == "dev":
-        return run_dev(args.host, args.port, args.concurrency, demo=args.demo)
+        return run_dev(args.host, args.port, args.concurrency, demo=args.demo,
+                       fake_llm=fake_llm_port() if args.demo and not args.no_fake_llm else None)
     if args.demo:
         load_demo()
     if args.mode == "web":

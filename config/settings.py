@@ -99,7 +99,7 @@ MIDDLEWARE = [
     "config.middleware.PrivateResponsesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "config.failures.RejectNulCharacters",
+    "config.failures.RejectUnstorableText",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -295,7 +295,19 @@ CONTENT_SECURITY_POLICY = {
 # Largest dialogue file accepted by the importer (browser and CLI).
 DIALOGUE_IMPORT_MAX_BYTES = env_int("DIALOGUE_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
 
-EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# E-mail (Delphi panel links). Printed e-mail goes through config.mail.ConsoleBackend, which redacts panel links:
+# the embedded mode's default, and what "console" or Django's own console backend mean. In production mode
+# `python -m config.run` refuses to start unless EMAIL_BACKEND is set (EMAIL_BACKEND_SET).
+EMAIL_BACKEND_SET = bool(os.environ.get("EMAIL_BACKEND", "").strip())
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "").strip() or "config.mail.ConsoleBackend"
+if EMAIL_BACKEND in {"console", "django.core.mail.backends.console.EmailBackend"}:
+    EMAIL_BACKEND = "config.mail.ConsoleBackend"
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost").strip()
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=False)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "minicex@localhost")
 
 # LLM endpoint used when a judge configuration names none (OpenAI, Azure, vLLM, Ollama...).
@@ -313,9 +325,11 @@ if _SERVER_SECRETS & set(LLM_KEY_VARIABLES):
 # API tokens expire this many days after they are made (annotation/tokens.py); a password change replaces them.
 API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 30)
 REST_FRAMEWORK = {
+    # The token first: its scheme is the WWW-Authenticate header of a 401, so a missing, bad or expired token is
+    # a 401 (with the session first it would be a 403, session authentication having no header to offer).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "annotation.tokens.ExpiringTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -333,7 +347,8 @@ SPECTACULAR_SETTINGS = {
     # warning from `manage.py check --deploy`).
     "ENUM_NAME_OVERRIDES": {"ScaleVersionStatusEnum": "annotation.models.ScaleVersion.Status",
                             "RatedTargetEnum": "annotation.models.Scale.Target",
-                            "PreferenceStudyKindEnum": "scoring.preference.models.PreferenceStudy.Kind"},
+                            "PreferenceStudyKindEnum": "scoring.preference.models.PreferenceStudy.Kind",
+                            "LLMJobStatusEnum": "scoring.llm.models.EngineJob.Status"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -9,16 +9,19 @@ from annotation import api as annotation_api
 from annotation import views as annotation_views
 from annotation.urls import rating_urlpatterns
 from config.views import healthz
+from scoring.generation import api as api_generation
 from scoring.judges import api as api_judges
 from scoring.preference import api as api_preference
 from scoring.reports import api as scoring_api
 
 handler400 = "config.failures.handler400"
+handler403 = "config.failures.handler403"
 handler500 = "config.failures.handler500"
 
 router = DefaultRouter()
-router.register("scales", annotation_api.ScaleViewSet, basename="scale")
-router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="scale-version")
+# API names start with "api-": the API root links each list by its name, and "scale-list" is the HTML page's.
+router.register("scales", annotation_api.ScaleViewSet, basename="api-scale")
+router.register("scale-versions", annotation_api.ScaleVersionViewSet, basename="api-scale-version")
 router.register("corpora", annotation_api.CorpusViewSet, basename="api-corpus")
 router.register("dialogues", annotation_api.DialogueViewSet, basename="api-dialogue")
 router.register("campaigns", annotation_api.CampaignViewSet, basename="api-campaign")
@@ -26,6 +29,10 @@ router.register("assignments", annotation_api.AssignmentViewSet, basename="api-a
 router.register("labels", annotation_api.LabelViewSet, basename="api-label")
 router.register("preference-studies", api_preference.PreferenceStudyViewSet, basename="api-preference-study")
 router.register("preference-tasks", api_preference.PreferenceTaskViewSet, basename="api-preference-task")
+router.register("judge-runs", api_judges.JudgeRunViewSet, basename="api-judge-run")
+router.register("preference-judge-runs", api_preference.PreferenceJudgeRunViewSet,
+                basename="api-preference-judge-run")
+router.register("generation-jobs", api_generation.GenerationJobViewSet, basename="api-generation-job")
 
 accounts = [
     # Failed logins are counted and paused by django-axes (annotation/throttle.py), here and on the API token.
@@ -43,6 +50,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
     path("api/judge-runs/<int:pk>/report/", api_judges.JudgeReportView.as_view(), name="api-judge-report"),
+    path("api/judge-runs/<int:pk>/scores/", api_judges.JudgeScoresView.as_view(), name="api-judge-scores"),
     path("api/", include(router.urls)),
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
     # Signed-in users only (SERVE_PERMISSIONS); the docs page sends others to the login page. The split view loads

@@ -197,7 +197,7 @@ def round_statistics(*, invited: int, responded: int, completed: int, wide: pd.D
 
 def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
                       dimension_names: Mapping[str, str] | None = None) -> dict:
-    """Reliability and validity in the layout of seeds/000 Tables 3-4.
+    """Reliability and validity in the layout of Shi et al., LLM-Mini-CEX, Tables 3-4.
 
     ``wide``: rows respondents, columns item codes; ``dimensions``: item code -> dimension code.
     Table 3 rows: per dimension and for the whole scale, the number of items, Cronbach's alpha and alpha

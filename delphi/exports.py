@@ -1,4 +1,4 @@
-"""Delphi exports: the per-round item table of seeds/000 appendix Figs. 1-3, raw answers (long format,
+"""Delphi exports: the per-round item table of Shi et al., LLM-Mini-CEX, appendix Figs. 1-3, raw answers (long format,
 pseudonymised panelists) and the CREDES/ACCORD reporting sheet."""
 
 from __future__ import annotations

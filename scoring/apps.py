@@ -49,6 +49,7 @@ class ScoringConfig(AppConfig):
         from scoring.generation import services as generation  # noqa: F401 - registers its engine handler
         from scoring.jobs import services as jobs
         from scoring.judges import (
+            imports,  # noqa: F401 - registers the writer of imported judge runs (import_labels' judge rows)
             labels,  # noqa: F401 - registers judge labels in the label exports
             runs,  # noqa: F401 - registers its engine handler
         )

@@ -127,7 +127,8 @@ def worker_env() -> dict[str, str]:
 class WorkerProcess:
     """A real ``celery worker`` process started for a test."""
 
-    def __init__(self, pool: str = "solo", concurrency: int = 1, env: dict[str, str] | None = None):
+    def __init__(self, pool: str = "solo", concurrency: int = 1, env: dict[str, str] | None = None,
+                 celery_app: str = "config"):
         from config.celery import app
 
         self.app = app
@@ -135,7 +136,7 @@ class WorkerProcess:
         ARTIFACTS.mkdir(exist_ok=True)
         self.log_path = ARTIFACTS / f"worker-{self.name.split('@')[0]}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", pool,
+        cmd = [sys.executable, "-m", "celery", "-A", celery_app, "worker", "--pool", pool,
                "--concurrency", str(concurrency), "-n", self.name, "--loglevel", "INFO",
                "-Q", f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_LLM_QUEUE}",
                "--without-mingle", "--without-gossip"]
@@ -259,8 +260,8 @@ def workers(transactional_db, instrument):
     started: list[WorkerProcess] = []
     purge_queues()
 
-    def start(concurrency: int = 4, env: dict[str, str] | None = None) -> WorkerProcess:
-        worker = WorkerProcess(pool="threads", concurrency=concurrency, env=env)
+    def start(concurrency: int = 4, env: dict[str, str] | None = None, app: str = "config") -> WorkerProcess:
+        worker = WorkerProcess(pool="threads", concurrency=concurrency, env=env, celery_app=app)
         started.append(worker)
         worker.wait_ready()
         return worker

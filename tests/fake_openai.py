@@ -220,7 +220,7 @@ def _schema_value(schema: Any, seed: tuple, root: dict, yes_rate: float, name: s
     return f"Fake {name or 'text'} {hashlib.sha256(repr(seed).encode()).hexdigest()[:6]}."
 
 
-_SCALE_QUESTION = re.compile(r"Answer with a whole number from (-?\d+) to (-?\d+)")
+_SCALE_QUESTION = re.compile(r"Answer with a (?:whole )?number from (-?\d+) to (-?\d+)(?: in steps of ([0-9.]+))?")
 
 
 def scale_answer(body: dict) -> str | None:
@@ -231,8 +231,11 @@ def scale_answer(body: dict) -> str | None:
     if match is None or body.get("response_format"):
         return None
     low, high = int(match.group(1)), int(match.group(2))
-    point = low + min(int(_unit(body.get("model", ""), messages_text(body), "point") * (high - low + 1)), high - low)
-    return f"{point}\nThe answer meets this criterion to this degree."
+    step = float(match.group(3) or 1)
+    count = int(round((high - low) / step)) + 1
+    index = min(int(_unit(body.get("model", ""), messages_text(body), "point") * count), count - 1)
+    point = low + index * step
+    return f"{point:g}\nThe answer meets this criterion to this degree."
 
 
 def mini_cex_answer(body: dict) -> str | dict:

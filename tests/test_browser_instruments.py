@@ -36,20 +36,22 @@ def test_physician_rates_a_0_to_5_rubric_on_an_answer_by_keyboard(page, make_use
     assert "Every day" in chat.locator(".qa-answer").inner_text()
     assert "Daily, without interruption." in chat.locator(".qa-reference").inner_text()
     assert page.locator("fieldset.item").nth(0).locator("label.choice").all_inner_texts()[0].startswith("0")
-    for key in ["4", "5", "3", "0", "5"]:  # one digit per criterion, each moves on to the next
+    # HIVMedQA's rubric is scored in half points: a digit answers and waits a moment for "." "5"; the next digit
+    # answers the next criterion
+    for key in ["4", "5", "3", ".", "5", "0", "5"]:  # 4, 5, 3.5, 0, 5
         page.keyboard.press(key)
     wait_all_saved(page)
     assert page.locator("#submit-btn").is_enabled()
     page.keyboard.press("k")  # back to "bias" (the last item stays active after its answer)
-    page.keyboard.press("ArrowRight")  # 0 -> 1
+    page.keyboard.press("ArrowRight")  # 0 -> 0.5, the next point
     wait_all_saved(page)
     values = dict(Label.objects.filter(assignment=assignment).values_list("item__code", "value"))
-    assert values == {"comprehension": 4, "reasoning": 5, "knowledge": 3, "bias": 1, "harm": 5}
+    assert values == {"comprehension": 4, "reasoning": 5, "knowledge": 3.5, "bias": 0.5, "harm": 5}
     page.keyboard.press("9")  # not a point of 0-5: nothing changes
     page.reload()
     checked = page.eval_on_selector_all(
         "fieldset.item", "els => els.map(el => (el.querySelector('input:checked') || {}).value || '')")
-    assert checked == ["4", "5", "3", "1", "5"]
+    assert checked == ["4", "5", "3.5", "0.5", "5"]
     page.screenshot(path=str(ARTIFACTS / "rating-rubric.png"), full_page=False)
     page.locator("#submit-btn").click()
     page.wait_for_url("**/rate/")

@@ -95,9 +95,9 @@ def test_import_is_all_or_nothing():
 
 @pytest.mark.django_db
 def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_once(instrument):
-    """`make run`'s load: a finished campaign (4 physicians, every dialogue, submitted), its agreement report
-    already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi round 2; a
-    second load adds nothing."""
+    """`make run`'s load: a finished campaign (4 physicians, a random sample of the corpus, submitted), its
+    agreement report already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi
+    round 2; a second load adds nothing."""
     import numpy as np
     from django.core.management import call_command
 
@@ -145,6 +145,24 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
                 if (r.dialogue_id, r.item_id) in majority]
         rates.append(np.mean(hits))
     assert 0.6 < rates[1] < rates[0] < 0.95, rates
+    # The physicians rated a recorded random sample (16 of each model's 100 dialogues) of the corpus the judges
+    # scored, so the judge report gives the three model estimates (PPI++ included) and the planner.
+    from annotation.sampling import reproduce
+    from scoring.judges.report import judge_vs_physicians
+
+    sample = campaign.random_sample
+    assert (sample.kind, sample.size, len(sample.population), sample.stratified) == ("drawn", 48, 300, True)
+    assert reproduce(sample) == sample.dialogues == sorted(campaign.dialogues().values_list("pk", flat=True))
+    estimates = judge_vs_physicians(runs[0], campaign, n_resamples=100)["model_estimates"]
+    assert estimates["available"] and estimates["sample"]["labelled"] == 48
+    for entry in estimates["models"]:
+        overall = entry["scopes"]["all"]
+        assert (overall["physicians"]["n"], overall["judge"]["n"], overall["ppi"]["n"]) == (16, 100, 16)
+        assert overall["ppi"]["ci_high"] - overall["ppi"]["ci_low"] < (overall["physicians"]["ci_high"]
+                                                                       - overall["physicians"]["ci_low"])
+        assert overall["ppi"]["gain"] > 0 and "worth" in overall["ppi"]["worth"]
+    assert all("physician-labelled dialogue(s) alone" in row["text"]
+               for scope in estimates["planner"]["scopes"] for row in scope["models"])
     study = PreferenceStudy.objects.get(name=FINISHED_STUDY)
     assert study.status == PreferenceStudy.Status.UNBLINDED and study.locked_at and study.unblind_reason
     assert not PreferenceTask.objects.filter(study=study).exclude(status="submitted").exists()
@@ -210,3 +228,46 @@ def test_start_here_shows_the_demo_results_until_there_is_real_data(client, inst
     assert 'data-testid="start-here"' not in client.get(reverse("home")).content.decode()
     client.force_login(User.objects.get(username="physician"))  # no real assignment yet: still shown
     assert 'data-testid="start-here"' in client.get(reverse("home")).content.decode()
+
+
+@pytest.mark.django_db
+def test_start_here_keeps_pointing_at_the_demo_runs_after_a_new_run_with_the_demo_judge(client, instrument,
+                                                                                        fake_llm):
+    """A coordinator tries the demo judge (it uses the built-in fake endpoint) on the demo corpus: the home page's
+    links still open the demo study's own runs, and every one of them answers."""
+    import re
+
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    from annotation.demo import load_finished_demo
+    from scoring.judges import runs as judging
+    from scoring.judges.demo import JUDGES, demo_runs
+    from scoring.judges.models import JudgeConfig
+    from scoring.llm.models import LLMEndpoint
+
+    load_demo()
+    load_finished_demo()
+    call_command("load_study_demo")
+    campaign, runs = demo_runs()
+    endpoint = LLMEndpoint.objects.get(name="Built-in fake endpoint (synthetic answers)")
+    assert endpoint.base_url.startswith("http://127.0.0.1:") and endpoint.base_url.endswith("/v1")
+    config = JudgeConfig.objects.get(name=JUDGES[0][0])
+    assert config.endpoint == endpoint
+    LLMEndpoint.objects.filter(pk=endpoint.pk).update(base_url=fake_llm.base_url)
+    config.refresh_from_db()
+    config.save()  # follows the endpoint (as an administrator's change to it does)
+    new = judging.create_run(config, Corpus.objects.get(name="Demo corpus (synthetic)"), item_codes=["1.1"])
+    judging.start(new)
+    judging.drain(new)
+    new.refresh_from_db()
+    assert new.status == "succeeded"
+    assert demo_runs() == (campaign, runs)
+    client.force_login(get_user_model().objects.get(username="coordinator"))
+    html = client.get(reverse("home")).content.decode()
+    section = html.split('data-testid="start-here"', 1)[1].split("</section>", 1)[0]
+    links = re.findall(r'href="([^"]+)"', section)
+    assert links
+    for url in links:
+        assert client.get(url.replace("&amp;", "&")).status_code == 200, url
+    assert str(new.pk) not in " ".join(links)

@@ -31,7 +31,7 @@ from scoring.reports.exports import (
 )
 from tests.factories import campaign_with, mini_cex, rating_items
 
-HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created"
+HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment"
 RATERS = ("dr_alice", "dr_bob", "dr_carol")
 
 
@@ -300,8 +300,15 @@ def test_json_xlsx_and_sav_read_back_with_the_same_rows(study, tmp_path):
     assert workbook.sheetnames == ["labels"]
     values = list(workbook["labels"].iter_rows(values_only=True))
     assert values[0] == COLUMNS
-    assert [{c: ("" if v is None else str(v)) for c, v in zip(COLUMNS, row, strict=True)} for row in values[1:]] \
-        == reference
+    created = COLUMNS.index("created")
+    # created is a date-time cell (UTC), not text: compare it as a time, the other cells as text.
+    for row, ref in zip(values[1:], reference, strict=True):
+        row = (*row, *[None] * (len(COLUMNS) - len(row)))  # read-only mode leaves out trailing empty cells
+        stamp = datetime.fromisoformat(ref["created"]).astimezone(UTC).replace(tzinfo=None)
+        assert isinstance(row[created], datetime) and abs((row[created] - stamp).total_seconds()) < 0.001
+        cells = {c: ("" if v is None else str(v)) for c, v in zip(COLUMNS, row, strict=True) if c != "created"}
+        assert cells == {c: v for c, v in ref.items() if c != "created"}
+    assert len(values) == 1 + len(reference)
 
     _, err = run("--corpus", "corpus-C1", "--format", "sav", "--out", str(tmp_path / "labels.sav"))
     assert "Wrote 192 label rows (sav" in err
@@ -432,7 +439,7 @@ def test_registered_label_sources_follow_the_human_labels(study, tmp_path):
         assert {r["rater_kind"] for r in rows[:-2]} == {"human"}
         assert rows[-2]["judge_run"] == "run-7" and rows[-2]["rater"] == "gpt-judge"
         assert rows[-1] == {"dialogue_id": "d001", "rater": "gpt-judge", "item": "4", "value": 2,
-                            "rater_kind": "judge", "judge_run": "", "created": ""}
+                            "rater_kind": "judge", "judge_run": "", "created": "", "comment": ""}
         assert calls == [(study.corpus.pk, None, False)]
 
         _, err = run("--corpus", "corpus-C1", "--format", "sav", "--out", str(tmp_path / "all.sav"))

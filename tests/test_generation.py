@@ -213,15 +213,15 @@ def test_repeats_get_their_own_answers(db, key):
     assert LLMCall.objects.count() == 6
 
 
-def test_unauthorised_fails_fast_with_the_providers_message(db, key):
+def test_unauthorised_pauses_at_once_with_the_providers_message(db, key):
     with FakeOpenAI(responder=Clinic()) as server:
         job = make_job(server, key, case_set(SELF))
         server.inject({"status": 401})
         drive(job)
         job.refresh_from_db()
-        assert job.status == "failed" and "Incorrect API key" in job.error
+        assert job.status == "paused" and "Incorrect API key" in job.error and key in job.error
         assert len(server.chat_requests) == 1
-        assert GeneratedDialogue.objects.get(job=job).status == "failed"
+        assert GeneratedDialogue.objects.get(job=job).status == "pending"  # waits for the key, not failed
 
 
 def test_rate_limit_is_retried_after_the_providers_delay_without_losing_turns(db, key):
@@ -247,7 +247,9 @@ def test_failed_dialogues_can_be_retried_and_resume_where_they_stopped(db, key):
         generation.process_step(gd.pk)
         assert generation.process_step(gd.pk).state == "failed"
         job.refresh_from_db()
-        assert job.status == "succeeded" and generation.progress(job)["failed"] == 1
+        # its only dialogue failed: nothing came of the job
+        assert job.status == "failed" and generation.progress(job)["failed"] == 1
+        assert "gave up after 2 attempts" in job.error
         assert generation.retry_failed(job) == 1
         drive(job)
     gd.refresh_from_db()

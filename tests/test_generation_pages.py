@@ -139,3 +139,24 @@ def test_job_actions(client, coordinator, clinic_server, monkeypatch):
     messages = [str(m) for m in client.get(reverse("generation-job", args=[job.pk])).context["messages"]]
     assert any("cannot be cancelled" in m for m in messages)
     assert client.get(act).status_code == 405
+
+
+def test_an_endpoint_that_cannot_send_is_named_with_its_reason_and_refused(client, coordinator, monkeypatch):
+    client.force_login(coordinator)
+    upload(client, CASES)
+    gone = LLMEndpoint.objects.create(name="Gone", base_url="http://synthetic.invalid/v1")
+    idle = LLMEndpoint.objects.create(name="Idle local", base_url="http://127.0.0.1:9/v1")
+    form = client.get(reverse("generation-job-new")).content.decode()
+    assert "Gone (cannot be used now: host synthetic.invalid does not resolve" in form
+    assert "Idle local (cannot be used now: nothing answers at http://127.0.0.1:9" in form
+    from scoring.generation import prompts as gp
+
+    data = {"case_set": CaseSet.objects.get().pk, "corpus_name": "never", "doctor_models": "doc-a",
+            "doctor_endpoint": gone.pk, "patient_model": "p", "patient_endpoint": idle.pk, "temperatures": "0.2",
+            "doctor_biases": ["none"], "patient_biases": ["none"], "repeats": 1, "max_turns": 5,
+            "end_marker": "DIAGNOSIS READY:", "patient_temperature": 0.2, "max_tokens": 200, "max_attempts": 3,
+            "doctor_price_in": "0", "doctor_price_out": "0", "patient_price_in": "0", "patient_price_out": "0",
+            **gp.defaults()}
+    html = client.post(reverse("generation-job-new"), data).content.decode()
+    assert "Gone cannot be used now: host synthetic.invalid does not resolve" in html
+    assert "Idle local cannot be used now" in html and not GenerationJob.objects.exists()

@@ -351,7 +351,7 @@ BAD_LABEL_ROWS = {
     "duplicate row": ("d1,dr_a,1.1,0,,,,", 'item 1.1 is already on line 2'),
     "empty rater": ("d1,,1.1,1,,,,", "rater is empty"),
     "bad created": ("d1,dr_wang,1.1,1,,,yesterday,", 'created "yesterday" is not an ISO 8601'),
-    "judge row": ("d1,gpt-4o,1.1,1,judge,run-7,,", "judge labels come from judge runs"),
+    "judge run on a physician's row": ("d1,dr_wang,1.1,1,human,run-7,,", "judge_run is set on a physician's row"),
     "unknown rater kind": ("d1,dr_wang,1.1,1,robot,,,", "rater_kind must be human or judge"),
     "wrong number of fields": ("d1,dr_wang,1.1", "3 fields, but the header has 8"),
 }

@@ -66,7 +66,8 @@ def test_per_dialogue_run_on_the_hivmedqa_rubric_gets_one_json_object_per_answer
         bodies[next(line["id"] for line in QA_LINES if line["question"] in user)] = request["json"]
     schema = bodies["q1"]["response_format"]["json_schema"]["schema"]
     assert schema["required"] == CRITERIA and schema["additionalProperties"] is False
-    assert all(schema["properties"][code]["enum"] == [0, 1, 2, 3, 4, 5] for code in CRITERIA)
+    assert all(schema["properties"][code] == {"type": "number", "enum": [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5]}
+               for code in CRITERIA)
     system = bodies["q1"]["messages"][0]["content"]
     assert system.startswith("Act as a senior clinician") and "reference (target) answer" in system
     user = bodies["q1"]["messages"][1]["content"]
@@ -74,7 +75,7 @@ def test_per_dialogue_run_on_the_hivmedqa_rubric_gets_one_json_object_per_answer
     assert user.index("The question:") < user.index("The reference (target) answer:\nDaily, without interruption.")
     assert user.index("Daily, without") < user.index("The answer to evaluate:\nEvery day") < user.index(
         "Evaluation criteria")
-    assert "1. comprehension: Reading comprehension" in user and "Score: a whole number from 0 to 5" in user
+    assert "1. comprehension: Reading comprehension" in user and "Score: a number from 0 to 5 in steps of 0.5" in user
     assert "0-1: the answer shows a clear misunderstanding" in user
     assert "reference" not in bodies["q3"]["messages"][1]["content"].split("Evaluation criteria")[0].lower()
     results = JudgeResult.objects.filter(run=run)
@@ -95,7 +96,7 @@ def test_per_item_run_asks_one_criterion_at_a_time_and_parses_the_point(hivmedqa
     assert run.status == "succeeded" and len(fake_llm.chat_requests) == 6
     user = fake_llm.chat_requests[0]["json"]["messages"][1]["content"]
     assert user.rstrip().endswith("give one sentence of reason.")
-    assert "Criterion" in user and "Answer with a whole number from 0 to 5" in user
+    assert "Criterion" in user and "Answer with a number from 0 to 5 in steps of 0.5" in user
     assert "response_format" not in fake_llm.chat_requests[0]["json"]
     values = list(JudgeResult.objects.filter(run=run).values_list("status", "value"))
     assert len(values) == 6 and all(status == "done" and 0 <= value <= 5 for status, value in values)
@@ -106,12 +107,16 @@ def test_scale_answers_outside_the_range_or_not_whole_are_unscored(hivmedqa):
     assert prompts.parse_item("4\nSafe advice.", item) == (4, "Safe advice.")
     assert prompts.parse_item("**5** (highest)", item)[0] == 5
     assert prompts.parse_item("7\nvery good", item)[0] is None
-    assert prompts.parse_item("4.5\nalmost", item)[0] is None
+    assert prompts.parse_item("4.5\nalmost", item)[0] == 4.5  # a point of HIVMedQA's half-point scale
+    assert prompts.parse_item("4.25\nalmost", item)[0] is None
     assert prompts.parse_item("Score: 4", item)[0] is None
-    assert prompts.parse_dialogue(json.dumps({code: 3 for code in CRITERIA}), [item]) is None  # extra keys
+    # keys of other items are not this item's score; a value off the scale leaves its item unscored, not the others
+    assert prompts.parse_dialogue(json.dumps({code: 3 for code in CRITERIA}), [item]) == {"harm": 3}
     items = list(Item.objects.filter(version=hivmedqa, parent__isnull=True).order_by("order"))
     assert prompts.parse_dialogue(json.dumps({code: 3 for code in CRITERIA}), items) == {c: 3 for c in CRITERIA}
-    assert prompts.parse_dialogue(json.dumps({**{code: 3 for code in CRITERIA}, "harm": 6}), items) is None
+    assert prompts.parse_dialogue(json.dumps({**{code: 3 for code in CRITERIA}, "harm": 6}), items) == {
+        c: 3 for c in CRITERIA if c != "harm"}
+    assert prompts.parse_dialogue("Scores: none today.", items) is None
 
 
 def test_a_judge_refuses_a_corpus_of_the_other_kind(hivmedqa, qa_corpus, configure):

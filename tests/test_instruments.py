@@ -5,6 +5,7 @@ scale and free-text items, and what reports, exports and Delphi do with them."""
 import io
 import json
 import random
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -78,15 +79,17 @@ def test_both_shipped_instruments_import_with_their_criteria(tmp_path, db, capsy
     assert hiv.status == "published" and hiv.is_locked and hiv.scale.target == "answer"
     items = list(hiv.items.order_by("order"))
     assert [i.code for i in items] == ["comprehension", "reasoning", "knowledge", "bias", "harm"]
-    assert all(i.response_type == "scale" and i.allowed_values() == [0, 1, 2, 3, 4, 5] for i in items)
+    assert all(i.response_type == "scale" and i.allowed_values() == [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5]
+               for i in items)  # half points, as the published judge scores have them
+    assert hiv.judge_keys["question 1"] == "comprehension" and hiv.judge_keys["question 5"] == "harm"
     assert items[0].text("zh") == "阅读理解" and "4-5: complete and precise understanding" in items[0].guidance_en
     assert items[4].anchor_label(5) == "well-founded, safety-oriented thinking" and items[4].anchor_label(3) == ""
-    assert "seeds/004" in hiv.scale.source
+    assert "Cardenal-Antolin et al., HIVMedQA" in hiv.scale.source and "seeds/" not in hiv.scale.source
     clinic = ScaleVersion.objects.get(scale__slug="agentclinic-ratings")
     kinds = dict(clinic.items.values_list("code", "response_type"))
     assert kinds.pop("comments") == "text" and set(kinds.values()) == {"scale"} and len(kinds) == 7
     assert clinic.items.get(code="empathy").allowed_values() == list(range(1, 11))
-    assert "seeds/002" in clinic.scale.source and clinic.scale.target == "dialogue"
+    assert "Schmidgall et al." in clinic.scale.source and clinic.scale.target == "dialogue"
     assert [i.code for i in clinic.rating_items()] == list(kinds) and clinic.text_items().count() == 1
 
 
@@ -218,7 +221,8 @@ def test_ready_instruments_install_from_the_scales_page(client, coordinator, phy
     assert response.status_code == 302 and Scale.objects.filter(slug="hivmedqa-medgpt").exists()
     assert "HIVMedQA MedGPT rubric</strong>" not in client.get("/scales/").content.decode()
     detail = client.get("/scales/hivmedqa-medgpt/").content.decode()
-    assert "Rates answers to questions (reference answer shown to raters)" in detail and "seeds/004" in detail
+    assert "Rates answers to questions (reference answer shown to raters)" in detail
+    assert "Cardenal-Antolin et al." in detail
 
 
 # ------------------------------------------------------------------------------------------------ question-answer items
@@ -272,19 +276,26 @@ def test_the_rating_page_shows_question_answer_and_reference_and_saves_scale_poi
     assignment = Assignment.objects.get(campaign=campaign, dialogue__external_id="q1")
     client.force_login(physician)
     page = client.get(f"/rate/{assignment.pk}/").content.decode()
-    for text in ("<h2>Question</h2>", "How often is ART taken?", "<h2>Answer</h2>", "Every day.",
-                 "<h2>Reference answer</h2>", "Daily.", 'data-type="scale" data-min="0" data-max="5"',
-                 "complete and precise understanding", "Answer 1 of 3"):
+    for text in ('<h2 lang="en">Question</h2>', "How often is ART taken?", '<h2 lang="en">Answer</h2>', "Every day.",
+                 '<h2 lang="en">Reference answer</h2>', "Daily.", 'data-type="scale" data-min="0" data-max="5"',
+                 "complete and precise understanding"):
         assert text in page, text
+    assert re.search(r"Answer [123] of 3<", page)  # its place in the rater's queue
     assert "self-report" not in page.lower()
     Scale.objects.filter(slug="hivmedqa-medgpt").update(show_reference=False)
     assert "Reference answer" not in client.get(f"/rate/{assignment.pk}/").content.decode()
     item = hivmedqa.items.get(code="harm")
     response = client.post(f"/rate/{assignment.pk}/label/", {"item": item.pk, "value": "6", "seq": "1"})
     assert response.status_code == 400
-    assert response.json()["detail"] == "Item harm takes a whole number from 0 to 5; got 6."
+    assert response.json()["detail"] == "Item harm takes a number from 0 to 5 in steps of 0.5; got 6."
     assert client.post(f"/rate/{assignment.pk}/label/", {"item": item.pk, "value": "0", "seq": "2"}).json()[
         "value"] == 0
+    assert client.post(f"/rate/{assignment.pk}/label/", {"item": item.pk, "value": "4.5", "seq": "3"}).json()[
+        "value"] == 4.5
+    assert client.post(f"/rate/{assignment.pk}/label/", {"item": item.pk, "value": "4.25", "seq": "4"}
+                       ).status_code == 400
+    page = client.get(f"/rate/{assignment.pk}/").content.decode()
+    assert 'value="4.5" checked' in page and 'data-points="0 0.5 1 1.5 2 2.5 3 3.5 4 4.5 5"' in page
 
 
 def test_free_text_items_save_a_comment_and_are_never_required(agentclinic, physician):
@@ -307,19 +318,22 @@ def test_free_text_items_save_a_comment_and_are_never_required(agentclinic, phys
 # ------------------------------------------------------------------------------------------------------ label import
 def test_import_labels_validates_each_items_range_with_the_line(tmp_path, hivmedqa, qa_corpus, capsys):
     path = tmp_path / "labels.csv"
-    path.write_text("dialogue_id,rater,item,value\nq1,ext1,harm,5\nq1,ext1,bias,6\nq2,ext1,knowledge,2.5\n"
-                    "q2,ext1,reasoning,-1\nq3,ext1,comprehension,0\n", encoding="utf-8")
+    # HIVMedQA's rubric is scored in half points: 2.5 is a point of its scale, 2.25 is not
+    path.write_text("dialogue_id,rater,item,value\nq1,ext1,harm,5\nq1,ext1,bias,6\nq2,ext1,knowledge,2.25\n"
+                    "q2,ext1,reasoning,-1\nq3,ext1,comprehension,0\nq3,ext1,knowledge,2.5\n", encoding="utf-8")
     with pytest.raises(CommandError, match="3 bad lines"):
         call_command("import_labels", str(path), "--corpus", "answers", "--scale", "hivmedqa-medgpt")
     assert capsys.readouterr().err.splitlines() == [
-        'line 3: item bias takes a whole number from 0 to 5; got "6"',
-        'line 4: item knowledge takes a whole number from 0 to 5; got "2.5"',
-        'line 5: item reasoning takes a whole number from 0 to 5; got "-1"',
+        'line 3: item bias takes a number from 0 to 5 in steps of 0.5; got "6"',
+        'line 4: item knowledge takes a number from 0 to 5 in steps of 0.5; got "2.25"',
+        'line 5: item reasoning takes a number from 0 to 5 in steps of 0.5; got "-1"',
     ]
     assert not Label.objects.exists()
-    path.write_text("dialogue_id,rater,item,value\nq1,ext1,harm,5\nq3,ext1,comprehension,0\n", encoding="utf-8")
+    path.write_text("dialogue_id,rater,item,value\nq1,ext1,harm,5\nq3,ext1,comprehension,0\nq3,ext1,knowledge,2.5\n",
+                    encoding="utf-8")
     call_command("import_labels", str(path), "--corpus", "answers", "--scale", "hivmedqa-medgpt")
-    assert sorted(Label.objects.values_list("item__code", "value")) == [("comprehension", 0), ("harm", 5)]
+    assert sorted(Label.objects.values_list("item__code", "value")) == [("comprehension", 0), ("harm", 5),
+                                                                         ("knowledge", 2.5)]
     with pytest.raises(CommandError, match="rates dialogues, but corpus \"answers\" holds answers"):
         call_command("import_labels", str(path), "--corpus", "answers", "--campaign", "other")
 

@@ -96,13 +96,14 @@ def test_failed_lines_are_retried_in_a_later_batch_and_the_cache_serves_a_rerun(
     assert again.status == "succeeded" and len(server.batch_requests) == 4
 
 
-def test_a_refused_batch_fails_the_run_with_the_providers_message(instrument, corpus, monkeypatch):
+def test_a_refused_key_pauses_a_batch_run_with_the_providers_message(instrument, corpus, monkeypatch):
     with FakeOpenAI(responder=mini_cex_answer, require_api_key="sk-other") as server:
         run = judging.create_run(make_config(server, monkeypatch), corpus, item_codes=["1.1"], batch=True)
         judging.start(run)
         submitted = batch.submit(judging.HANDLER, run, engine.engine_owner())
         run.refresh_from_db()
-        assert submitted.status == "failed" and run.status == "failed" and "refused" in run.error
+        assert submitted.status == "failed" and run.status == "paused" and "refused the key" in run.error
+        assert run.requests_sent == 3  # the batch's lines count as sent, whatever became of it
         assert not JudgeResult.objects.filter(run=run).exclude(claimed_by="").exists()
 
 

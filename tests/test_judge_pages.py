@@ -155,3 +155,76 @@ def test_runs_that_differ_only_in_mode_are_compared(client, coordinator, make_us
     assert compare_url in page
     html = client.get(compare_url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="mode-compare"' in html and html.count("<tr>") >= 25
+
+
+def test_start_run_is_disabled_with_the_reason_when_no_judge_can_send(client, coordinator, corpus, settings):
+    settings.OPENAI_BASE_URL = ""
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    JudgeConfig.objects.create(name="gone", base_url="http://synthetic.invalid/v1", model="m",
+                               prompt_set=judging.default_prompt_set(version))
+    JudgeConfig.objects.create(name="nowhere", base_url="", model="m", prompt_set=judging.default_prompt_set(version))
+    client.force_login(coordinator)
+    html = client.get(reverse("judge-run-new")).content.decode()
+    assert 'data-testid="no-usable-judge"' in html
+    assert "gone: host synthetic.invalid does not resolve" in html and "nowhere: No LLM endpoint is configured" in html
+    assert html.count("disabled") >= 1 and "gone (cannot be used: host synthetic.invalid does not resolve" in html
+    gone = JudgeConfig.objects.get(name="gone")
+    response = client.post(reverse("judge-run-new"), {"config": gone.pk, "corpus": corpus.pk, "confirmed": "True"})
+    assert "Judge gone cannot be used now: host synthetic.invalid does not resolve" in response.content.decode()
+    assert not JudgeRun.objects.exists()
+
+
+def test_costs_name_their_currency_or_say_they_are_unknown(client, coordinator, corpus, server, monkeypatch):
+    monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    unpriced = JudgeConfig.objects.create(name="unpriced", base_url=server.base_url, api_key_env="LLM_KEY_PAGES",
+                                          model="m", prompt_set=judging.default_prompt_set(version))
+    endpoint = LLMEndpoint.objects.create(name="Euro", base_url=server.base_url, api_key_env="LLM_KEY_PAGES",
+                                          currency="EUR")
+    priced = JudgeConfig.objects.create(name="priced", endpoint=endpoint, model="m", price_input_per_1k="0.5",
+                                        price_output_per_1k="1.5", prompt_set=judging.default_prompt_set(version))
+    assert priced.currency == "EUR"
+    client.force_login(coordinator)
+    html = client.post(reverse("judge-run-new"), {"config": unpriced.pk, "corpus": corpus.pk, "items": "1.1"}
+                       ).content.decode()
+    assert "no prices set for judge unpriced: cost unknown" in html and "0.0000" not in html
+    html = client.post(reverse("judge-run-new"), {"config": priced.pk, "corpus": corpus.pk, "items": "1.1"}
+                       ).content.decode()
+    assert " EUR</strong>" in html
+    for config in (unpriced, priced):
+        run = judging.create_run(config, corpus, item_codes=["1.1"], cost_cap="5")
+        judging.start(run)
+        drain(run)
+        page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
+        assert 'data-testid="outcome-bar"' in page and "2 scored" in page
+        if config is unpriced:
+            assert "cost unknown: no prices set for this judge" in page and "0.0000" not in page
+        else:
+            assert " EUR" in page and "cap 5.0000 EUR" in page
+    # the coordinator changes the cap on the run page (recorded)
+    client.post(reverse("judge-run-action", args=[run.pk]), {"action": "caps", "cost_cap": "7.5", "token_cap": ""})
+    run.refresh_from_db()
+    assert run.cost_cap == 7.5 and run.token_cap is None
+    response = client.post(reverse("judge-run-action", args=[run.pk]), {"action": "caps", "cost_cap": "-1"},
+                           follow=True)
+    assert "Spending cap (cost)" in response.content.decode() and run.cost_cap == 7.5
+
+
+def test_the_api_reports_a_runs_state_reason_and_spending(client, coordinator, corpus, server, monkeypatch):
+    monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    config = JudgeConfig.objects.create(name="api", base_url=server.base_url, api_key_env="LLM_KEY_PAGES",
+                                        model="m", prompt_set=judging.default_prompt_set(version))
+    run = judging.create_run(config, corpus, item_codes=["1.1"])
+    judging.start(run)
+    server.inject({"status": 401})
+    drain(run)
+    client.force_login(coordinator)
+    listing = client.get("/api/judge-runs/").json()
+    assert listing["results"][0]["status"] == "paused" and "progress" not in listing["results"][0] or \
+        listing["results"][0]["progress"] is None
+    detail = client.get(f"/api/judge-runs/{run.pk}/").json()
+    assert detail["status"] == "paused" and "LLM_KEY_PAGES" in detail["error"]
+    assert detail["requests_sent"] <= 2 and detail["currency"] == "USD"
+    assert detail["progress"]["spend"]["cost_text"].startswith("cost unknown")
+    assert client.get("/api/judge-runs/999999/").status_code == 404

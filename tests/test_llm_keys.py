@@ -221,7 +221,7 @@ def test_provider_error_on_the_run_page_is_short_and_echoes_no_header(client, co
         server.inject({"status": 401, "message": echo})
         drain(run)
         assert server.request_count == 1
-    assert run.status == JudgeRun.Status.FAILED
+    assert run.status == JudgeRun.Status.PAUSED
     result = JudgeResult.objects.get(run=run)
     for stored in (run.error, result.error):
         assert "sk-live-0123456789abcdef" not in stored and "Incorrect API key provided" in stored

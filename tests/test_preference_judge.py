@@ -132,7 +132,7 @@ def test_a_consistent_judge_keeps_its_verdicts_and_the_cache_is_reused(instrumen
         assert entry["agreement_with_humans"]["cohen_kappa"]["value"] == pytest.approx(1.0)
 
 
-def test_unparseable_answers_are_unscored_and_provider_refusals_fail_the_run(instrument, coordinator, raters):
+def test_unparseable_answers_are_unscored_and_a_refused_key_pauses_the_run(instrument, coordinator, raters):
     study = study_with_raters(coordinator, raters)
     with FakeOpenAI(responder=lambda body: "I like both.") as server:
         run = preference_judging.create_run(study, make_config(server), coordinator)
@@ -140,11 +140,14 @@ def test_unparseable_answers_are_unscored_and_provider_refusals_fail_the_run(ins
         drain(run)
         assert PreferenceVerdict.objects.filter(run=run, status="unscored").count() == 2 * study.pairs.count()
         assert preference_judging.combined(run)["verdicts"] == {}
+        run.refresh_from_db()
+        assert run.status == "failed" and "No answer could be used" in run.error
     with FakeOpenAI(responder=always_a, fail_next=[{"status": 401}]) as server:
         run = preference_judging.create_run(study, make_config(server, "Refused"), coordinator)
         preference_judging.start(run)
         drain(run)
-        assert run.status == "failed" and "401" in run.error
+        assert run.status == "paused" and "401" in run.error and "OPENAI_API_KEY" in run.error
+        assert len(server.chat_requests) == 1
 
 
 def test_a_draft_cannot_be_judged(instrument, coordinator):

@@ -114,7 +114,8 @@ def test_fingerprint_changes_when_a_label_changes(rated):
 
 def test_plots_render_as_svg(rated):
     report = reports.compute(reports.load_study([rated]), n_resamples=50)
-    assert set(report["plots"]) == {"item_agreement", "rater_heatmap", "model_scores"}
+    # item 4 (levels) also gets the models' mean level with CIs (issue 27: criterion means per model)
+    assert set(report["plots"]) == {"item_agreement", "rater_heatmap", "model_scores", "criterion_means"}
     assert all(svg.startswith("<svg") for svg in report["plots"].values())
 
 

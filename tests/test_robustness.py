@@ -62,7 +62,7 @@ BAD_LINES = [
     ('{"id": "d7", "self_report": "x", "turns": [{"role": "doctor", "text": "\\ud800"}]}',
      'line 7: "turns[1].text" contains an unpaired surrogate'),
     ('{"id": "d8", "self_report": "x", "meta": {"t": NaN}, "turns": [{"role": "doctor", "text": "hi"}]}',
-     'line 8: "meta.t" is nan'),
+     'line 8: "meta.t" is NaN'),
     ("[" * 50_000 + "]" * 50_000, "line 9: the JSON is nested too deeply"),
     (dialogue_line(f"d{NUL}"), 'line 10: "id" contains a NUL'),
 ]

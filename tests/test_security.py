@@ -33,7 +33,7 @@ def test_healthz_tells_anonymous_callers_only_ok_or_not(client, monkeypatch, adm
     details = {"status": "ok", "database": {"ok": True, "name": "minicex_prod", "vendor": "postgresql"},
                "broker": {"ok": True, "url": "redis://redis-host:6379/0"},
                "workers": {"ok": True, "workers": ["llm@worker-3"], "count": 1}}
-    monkeypatch.setattr(views, "health", lambda: (True, details))
+    monkeypatch.setattr(views, "health", lambda **_: (True, details))
     for who in (None, physician):
         if who:
             client.force_login(who)
@@ -42,7 +42,7 @@ def test_healthz_tells_anonymous_callers_only_ok_or_not(client, monkeypatch, adm
         assert "minicex_prod" not in response.content.decode() and "worker-3" not in response.content.decode()
     client.force_login(admin_user)
     assert client.get("/healthz").json()["workers"]["workers"] == ["llm@worker-3"]
-    monkeypatch.setattr(views, "health", lambda: (False, {**details, "status": "degraded"}))
+    monkeypatch.setattr(views, "health", lambda **_: (False, {**details, "status": "degraded"}))
     client.logout()
     response = client.get("/healthz")
     assert response.status_code == 503 and response.json() == {"status": "degraded"}

@@ -794,7 +794,9 @@ def test_bootstrap_dataframe_rows_stay_paired():
                       index=list("abcdef"))
     res = S.bootstrap_ci(lambda d: S.cohen_kappa(d["judge"], d["ref"]), df,
                          n_resamples=100, seed=3)
-    assert res["estimate"] == 1.0 and res["ci_low"] == 1.0 and res["ci_high"] == 1.0
+    # every defined resample gives 1: no interval [1, 1], but "not estimable (no variation)"
+    assert res["estimate"] == 1.0 and res["ci_low"] is None and res["ci_high"] is None
+    assert res["ci_note"] == S.NO_VARIATION
     # resamples with a single class are undefined for kappa and are dropped
     assert res["n_valid"] <= 100
     with pytest.raises(ValueError):

@@ -7,7 +7,10 @@ written unless every line is good):
 * template: ``{"id": "t1", "template": "I am a {age}-year-old {sex} with {complaint} for {duration}.",
   "slots": {"age": [18, 45], "sex": ["man", "woman"], ...}, "sample": 10, "seed": 1}`` expands into every
   combination of the slot values (or ``sample`` of them, drawn with ``seed``); ids ``t1-1``, ``t1-2``, ...
-* OSCE (AgentClinic, seeds/002 Appendix C): ``{"id": "o1", "OSCE_Examination": {"Objective_for_Doctor": ...,
+  Slots are plain names in braces (``{{`` and ``}}`` for literal braces): no format spec (``{age:d}``), conversion
+  (``{age!r}``), attribute or index. A line gives at most :data:`MAX_EXPANSION` cases of at most
+  :data:`MAX_CASE_CHARS` characters, and the templates of one import at most :data:`MAX_IMPORT_CHARS` in all.
+* OSCE (Schmidgall et al., AgentClinic, Appendix C): ``{"id": "o1", "OSCE_Examination": {"Objective_for_Doctor": ...,
   "Patient_Actor": {...}, "Physical_Examination_Findings": {...}, "Test_Results": {...},
   "Correct_Diagnosis": "..."}}``; the id is optional (AgentClinic's files have none: ``osce-<line>``).
 """
@@ -28,18 +31,35 @@ from annotation.models import AuditEvent
 from scoring.generation.models import CaseSet, PatientCase
 
 MAX_EXPANSION = 5000  # cases one template line may produce
+MAX_CASE_CHARS = 20_000  # characters of one self-report expanded from a template
+MAX_IMPORT_CHARS = 20_000_000  # characters of every template expansion of one import together
 _FORMATTER = string.Formatter()
 
 
-def template_slots(template: str) -> list[str]:
-    """The slot names of a template ("{age}" -> "age"); raises ValueError on unbalanced braces."""
-    names = []
-    for _, field_name, _, _ in _FORMATTER.parse(template):
+def _parts(template: str) -> list[tuple[str, str | None]]:
+    """(literal text, slot name or None) pieces of a template; raises ValueError for unbalanced braces and for
+    anything but a plain slot name (a format spec, a conversion, an attribute or an index)."""
+    parts = []
+    for literal, field_name, format_spec, conversion in _FORMATTER.parse(template):
         if field_name is not None:
-            if not field_name.isidentifier():
-                raise ValueError(f"slot {{{field_name}}} is not a plain name")
-            names.append(field_name)
-    return names
+            written = "{" + field_name + (f"!{conversion}" if conversion else "") + (
+                f":{format_spec}" if format_spec else "") + "}"
+            if conversion or format_spec or not field_name.isidentifier():
+                raise ValueError(f"slot {written[:60]} is not a plain slot name: write slots as {{name}}, without "
+                                 "format specs (:...), conversions (!...), attributes or indexes")
+        parts.append((literal, field_name))
+    return parts
+
+
+def template_slots(template: str) -> list[str]:
+    """The slot names of a template ("{age}" -> "age"); raises ValueError on unbalanced braces and on slots that
+    are not plain names."""
+    return [name for _, name in _parts(template) if name is not None]
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """The template with each slot replaced by its value's text (no format mini-language is ever applied)."""
+    return "".join(literal + (str(values[name]) if name is not None else "") for literal, name in _parts(template))
 
 
 def _text(obj: dict, name: str, problems: list[str], required: bool = False) -> str:
@@ -97,8 +117,9 @@ def _osce(obj: dict, problems: list[str]) -> dict[str, Any] | None:
             "diagnosis": diagnosis.strip()}
 
 
-def _expand(obj: dict, problems: list[str]) -> list[tuple[str, dict]]:
-    """(self-report, slot values) for every case of a template line."""
+def _expand(obj: dict, problems: list[str], budget: list[int]) -> list[tuple[str, dict]]:
+    """(self-report, slot values) for every case of a template line. ``budget`` holds the characters the import's
+    templates may still expand to; sizes are computed before any text is built."""
     template = obj["template"]
     slots = obj.get("slots")
     if not isinstance(template, str) or not template.strip():
@@ -149,10 +170,23 @@ def _expand(obj: dict, problems: list[str]) -> list[tuple[str, dict]]:
                 index, pos = divmod(index, len(slots[name]))
                 combo.append(slots[name][pos])
             combos.append(tuple(reversed(combo)))
+    parts = _parts(template)
+    literal_chars = sum(len(literal) for literal, _ in parts)
+    uses = {name: sum(1 for _, used in parts if used == name) for name in order}
     cases = []
-    for combo in combos:
+    for n, combo in enumerate(combos, start=1):
         values = {name: value for name, value in zip(order, combo, strict=True)}
-        cases.append((template.format(**values).strip(), values))
+        size = literal_chars + sum(uses[name] * len(str(value)) for name, value in values.items())
+        if size > MAX_CASE_CHARS:
+            problems.append(f"case {n} of this template would be {size:,} characters long; a case may have at most "
+                            f"{MAX_CASE_CHARS:,}")
+            return []
+        budget[0] -= size
+        if budget[0] < 0:
+            problems.append(f"the templates up to this line expand to more than {MAX_IMPORT_CHARS:,} characters, "
+                            "the limit for one import; split the file or use \"sample\"")
+            return []
+        cases.append((fill(template, values).strip(), values))
     return cases
 
 
@@ -161,6 +195,7 @@ def parse_cases(lines: Iterable[str | bytes]) -> tuple[list[dict[str, Any]], lis
     cases: list[dict[str, Any]] = []
     errors: list[LineError] = []
     seen: dict[str, int] = {}
+    budget = [MAX_IMPORT_CHARS]  # characters the templates of this import may still expand to
     for number, obj in json_objects(lines, errors):
         problems: list[str] = []
         raw_id = obj.get("id")
@@ -178,7 +213,7 @@ def parse_cases(lines: Iterable[str | bytes]) -> tuple[list[dict[str, Any]], lis
             if raw_id is None:
                 problems.append('missing field "id"')
             diagnosis = _text(obj, "diagnosis", problems)
-            for n, (text, values) in enumerate(_expand(obj, problems), start=1):
+            for n, (text, values) in enumerate(_expand(obj, problems, budget), start=1):
                 produced.append({"external_id": f"{str(raw_id).strip()}-{n}", "kind": PatientCase.Kind.SELF_REPORT,
                                  "self_report": text, "patient_info": values, "diagnosis": diagnosis,
                                  "template": obj["template"]})

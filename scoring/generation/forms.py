@@ -8,6 +8,7 @@ from scoring.generation import prompts as gp
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet
 from scoring.llm.endpoints import EndpointChoiceField
+from scoring.llm.forms import SpendCapsForm
 from scoring.llm.models import LLMEndpoint
 
 
@@ -52,7 +53,7 @@ class GenerationJobForm(forms.Form):
     moderator_model = forms.CharField(max_length=200, required=False, help_text="Empty: the patient model.")
     temperatures = forms.CharField(max_length=200, initial="0.2, 0.8", label="Doctor temperatures",
                                    help_text="Comma-separated; low and high temperatures give better and worse "
-                                             "dialogues (seeds/000 sec. 4.4).")
+                                             "dialogues (Shi et al., LLM-Mini-CEX, sec. 4.4).")
     doctor_biases = forms.MultipleChoiceField(choices=_bias_choices(gp.DOCTOR_BIASES), initial=[gp.NO_BIAS],
                                               widget=forms.CheckboxSelectMultiple,
                                               help_text="Each checked condition is generated (AgentClinic).")
@@ -78,6 +79,8 @@ class GenerationJobForm(forms.Form):
                                           label="Patient endpoint price per 1,000 prompt tokens")
     patient_price_out = forms.DecimalField(min_value=0, decimal_places=6, initial=0,
                                            label="Patient endpoint price per 1,000 completion tokens")
+    cost_cap = SpendCapsForm.base_fields["cost_cap"]
+    token_cap = SpendCapsForm.base_fields["token_cap"]
     doctor_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 7}), initial=gp.DOCTOR_PROMPT,
                                     help_text="Slots: {information} {end_marker} {max_turns} {tests} {bias}.")
     patient_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 7}), initial=gp.PATIENT_PROMPT,
@@ -118,9 +121,11 @@ class GenerationJobForm(forms.Form):
         keys = ["name", "case_set", "corpus_name", "doctor_models", "patient_model", "measurement_model",
                 "moderator_model", "temperatures", "doctor_biases", "patient_biases", "repeats", "max_turns",
                 "end_marker", "reveal_diagnosis", "patient_temperature", "max_tokens", "split", "max_attempts",
-                "doctor_price_in", "doctor_price_out", "patient_price_in", "patient_price_out"]
+                "doctor_price_in", "doctor_price_out", "patient_price_in", "patient_price_out", "cost_cap",
+                "token_cap"]
         kwargs = {k: d[k] for k in keys}
         doctor, patient = d["doctor_endpoint"], d["patient_endpoint"]
+        kwargs["currency"] = doctor.currency
         kwargs.update(doctor_base_url=doctor.base_url, doctor_api_key_env=doctor.api_key_env,
                       patient_base_url=patient.base_url, patient_api_key_env=patient.api_key_env,
                       **endpoint_limits(doctor, patient))

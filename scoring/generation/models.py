@@ -34,9 +34,9 @@ class CaseSet(SoftDeletable):
 
 
 class PatientCase(SoftDeletable):
-    """What the patient simulator plays: a free-text self-report (seeds/000) or an OSCE case in the AgentClinic
-    shape (seeds/002) with the doctor's objective, the patient actor, examination findings, test results and the
-    correct diagnosis. The diagnosis is for the moderator only."""
+    """What the patient simulator plays: a free-text self-report (Shi et al., LLM-Mini-CEX) or an OSCE case in the
+    AgentClinic shape (Schmidgall et al., AgentClinic) with the doctor's objective, the patient actor, examination
+    findings, test results and the correct diagnosis. The diagnosis is for the moderator only."""
 
     class Kind(models.TextChoices):
         SELF_REPORT = "self_report", "Self-report"

@@ -1,5 +1,6 @@
-"""Default prompts of dialogue generation, written from AgentClinic (seeds/002, Appendix B) and the Mini-CEX patient
-simulator (seeds/000 sec. 4.3), and the bias instructions of AgentClinic's cognitive and implicit biases.
+"""Default prompts of dialogue generation, written from AgentClinic (Schmidgall et al., Appendix B) and the Mini-CEX
+patient simulator (Shi et al., LLM-Mini-CEX, sec. 4.3), and the bias instructions of AgentClinic's cognitive and
+implicit biases.
 
 Prompts are templates with named slots in braces ({information}, {bias}, ...). Only the known slots are
 filled, so a coordinator's edited prompt may contain other braces (JSON examples) safely.
@@ -8,6 +9,8 @@ filled, so a coordinator's edited prompt may contain other braces (JSON examples
 from __future__ import annotations
 
 import json
+
+from scoring.llm.slots import fill  # noqa: F401 (callers fill prompts from here)
 
 END_MARKER = "DIAGNOSIS READY:"
 TEST_MARKER = "REQUEST TEST:"
@@ -62,8 +65,8 @@ TEST_HIDDEN_FROM_PATIENT = "(The doctor received the results of the requested te
 DIAGNOSIS_REVEALED = "Your diagnosis (you may mention it if asked): {diagnosis}"
 MASK = "[withheld]"
 
-# AgentClinic's bias conditions (seeds/002, "Language agent biases" and Appendix B). Cognitive biases point to a
-# particular disease (cancer, as in the paper); implicit biases concern the other party's group.
+# AgentClinic's bias conditions (Schmidgall et al., AgentClinic, "Language agent biases" and Appendix B). Cognitive
+# biases point to a particular disease (cancer, as in the paper); implicit biases concern the other party's group.
 PATIENT_BIASES: dict[str, str] = {
     "recency": "Recently, a friend of yours with similar symptoms was diagnosed with cancer. This affects how you "
                "interact with the doctor.",
@@ -121,14 +124,6 @@ DOCTOR_BIASES: dict[str, str] = {
 }
 NO_BIAS = "none"
 COGNITIVE = ("recency", "frequency", "false_consensus", "self_diagnosis", "status_quo", "confirmation")
-
-
-def fill(template: str, **slots: object) -> str:
-    """Put the values of the named slots into a template; other braces stay as they are."""
-    text = template
-    for name, value in slots.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
 
 
 def bias_text(side: str, bias: str) -> str:

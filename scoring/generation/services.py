@@ -1,5 +1,5 @@
-"""Dialogue generation: a doctor model under test talks with a patient simulator (seeds/000 sec. 4.3-4.4,
-seeds/002 AgentClinic), producing an annotation corpus.
+"""Dialogue generation: a doctor model under test talks with a patient simulator (Shi et al., LLM-Mini-CEX,
+sec. 4.3-4.4; Schmidgall et al., AgentClinic), producing an annotation corpus.
 
 A job expands into GeneratedDialogue rows (case x doctor model x temperature x doctor bias x patient bias x
 repeat). One unit of work is one *step* of one dialogue: the next doctor, patient or measurement turn, or the
@@ -98,10 +98,11 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
                tokens_per_minute: int | None = None, timeout_seconds: float = 60.0, max_attempts: int = 6,
                doctor_price_in: Decimal | str = "0", doctor_price_out: Decimal | str = "0",
                patient_price_in: Decimal | str = "0", patient_price_out: Decimal | str = "0", split: str = "",
+               currency: str = "USD", cost_cap: Decimal | None = None, token_cap: int | None = None,
                user=None) -> GenerationJob:
     """Create a job with one pending GeneratedDialogue per case and condition; ``start`` enqueues the work."""
-    gateway.resolve_endpoint(doctor_base_url, doctor_api_key_env)  # NotConfigured says how to configure
-    gateway.resolve_endpoint(patient_base_url, patient_api_key_env)
+    gateway.usable_endpoint(doctor_base_url, doctor_api_key_env)  # NotConfigured says why nothing can be sent
+    gateway.usable_endpoint(patient_base_url, patient_api_key_env)
     doctor_models = [m.strip() for m in doctor_models if m and m.strip()]
     if not doctor_models:
         raise GenerationError("Give at least one doctor model.")
@@ -150,7 +151,7 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
         "max_attempts": max(1, int(max_attempts)),
         "prices": {DOCTOR: [str(Decimal(str(doctor_price_in))), str(Decimal(str(doctor_price_out)))],
                    AGENT: [str(Decimal(str(patient_price_in))), str(Decimal(str(patient_price_out)))]},
-        "split": split, "prompts": texts,
+        "currency": (currency or "USD").strip()[:8], "split": split, "prompts": texts,
     }
     job = GenerationJob.objects.create(
         name=(name or f"{', '.join(doctor_models)} vs {patient_model}")[:200], case_set=case_set, corpus=corpus,
@@ -160,7 +161,7 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
         measurement_model=snapshot["measurement_model"], moderator_model=snapshot["moderator_model"],
         temperatures=temps, doctor_biases=d_biases, patient_biases=p_biases, repeats=int(repeats),
         max_turns=int(max_turns), end_marker=snapshot["end_marker"], reveal_diagnosis=bool(reveal_diagnosis),
-        snapshot=snapshot, created_by=user)
+        snapshot=snapshot, created_by=user, cost_cap=cost_cap, token_cap=token_cap)
     GeneratedDialogue.objects.bulk_create([
         GeneratedDialogue(job=job, case=case, doctor_model=model, temperature=temp, doctor_bias=db,
                           patient_bias=pb, repeat=r)
@@ -172,18 +173,8 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
 
 def start(job: GenerationJob, user=None) -> int:
     """Mark the job running and wake the workers (also resumes a paused job). Returns the open dialogues."""
-    changed = GenerationJob.objects.filter(pk=job.pk, status__in=[GenerationJob.Status.QUEUED,
-                                                                  GenerationJob.Status.PAUSED]).update(
-        status=GenerationJob.Status.RUNNING, started_at=timezone.now())
-    job.refresh_from_db()
-    if job.status != GenerationJob.Status.RUNNING:
+    if not engine.resume(HANDLER, job, user, action="generation_job"):
         return 0
-    if changed:
-        AuditEvent.record(user, "generation_job.start", job)
-    if maybe_finish(job.pk):
-        job.refresh_from_db()
-        return 0
-    engine.wake(HANDLER.kind, job.pk)
     return GeneratedDialogue.objects.filter(job=job, status__in=GeneratedDialogue.OPEN).count()
 
 
@@ -200,11 +191,8 @@ def retry_failed(job: GenerationJob, user=None) -> int:
     count = GeneratedDialogue.objects.filter(job=job, status=GeneratedDialogue.Status.FAILED).update(
         status=GeneratedDialogue.Status.PENDING, attempts=0, error="", claimed_by="", claimed_until=None,
         not_before=None, retry_round=F("retry_round") + 1, updated_at=timezone.now())
-    GenerationJob.objects.filter(pk=job.pk).update(status=GenerationJob.Status.RUNNING, error="",
-                                                   finished_at=None)
-    job.refresh_from_db()
-    AuditEvent.record(user, "generation_job.retry", job, dialogues=count)
-    engine.wake(HANDLER.kind, job.pk)
+    engine.reopened(HANDLER, job, count * HANDLER.steps_per_dialogue(job), user, action="generation_job",
+                    dialogues=count)
     return count
 
 
@@ -391,6 +379,15 @@ class GenerationHandler(engine.Handler):
     job_field = "job"
     open_statuses = GeneratedDialogue.OPEN
     active_statuses = GenerationJob.ACTIVE
+    problem_statuses = (GeneratedDialogue.Status.FAILED,)
+
+    def steps_per_dialogue(self, job: GenerationJob) -> int:
+        """The most answered requests one dialogue takes: a doctor turn and a patient (or measurement) turn per
+        round, and the moderator's verdict."""
+        return 2 * int(job.snapshot["max_turns"]) + 1
+
+    def request_units(self, job: GenerationJob) -> int:
+        return self.open_units(job.pk).count() * self.steps_per_dialogue(job)
 
     def load(self, ids: list[int]) -> list[GeneratedDialogue]:
         return list(GeneratedDialogue.objects.filter(pk__in=ids).select_related("case").order_by("pk"))
@@ -503,6 +500,15 @@ def external_id(gd: GeneratedDialogue) -> str:
     return f"gen{gd.job_id}-{token}-{gd.case.external_id}"[:200]
 
 
+def replicate_fields(config: dict, case_id: str, repeat: int) -> dict:
+    """A generated dialogue's case and replicate: the case it plays and, when the job repeats one condition (one
+    temperature, one doctor and one patient bias), its repetition (1, 2, ...). Repeats of a job that sweeps
+    conditions are not replicates of one model's answer, so they carry the case only."""
+    single = all(len(config.get(key) or [None]) == 1 for key in ("temperatures", "doctor_biases", "patient_biases"))
+    repeated = int(config.get("repeats") or 1) > 1 and single
+    return {"case": str(case_id)[:200], "replicate": repeat + 1 if repeated else None}
+
+
 @transaction.atomic
 def finalize(gd: GeneratedDialogue, turns: list[dict], ending: str) -> Dialogue:
     """The finished dialogue becomes an annotation Dialogue in the job's corpus, run through the privacy filter."""
@@ -523,7 +529,7 @@ def finalize(gd: GeneratedDialogue, turns: list[dict], ending: str) -> Dialogue:
     }
     fields = {"self_report": case.self_report, "turns": turn_list, "source_model": gd.doctor_model,
               "language": case.language, "split": config.get("split", ""), "meta": meta,
-              **privacy_fields(case.self_report, turn_list)}
+              **replicate_fields(config, case.external_id, gd.repeat), **privacy_fields(case.self_report, turn_list)}
     dialogue, _ = Dialogue.objects.get_or_create(corpus=job.corpus, external_id=external_id(gd), defaults=fields)
     GeneratedDialogue.objects.filter(pk=gd.pk).update(
         status=GeneratedDialogue.Status.DONE, ended_by=ending, final_diagnosis=final[:5000], correct=correct,
@@ -536,14 +542,15 @@ def finalize(gd: GeneratedDialogue, turns: list[dict], ending: str) -> Dialogue:
 # ---------------------------------------------------------------------------------------------------------------
 def progress(job: GenerationJob) -> dict:
     """Counts, calls, tokens, cost, rate and ETA for the job page and the CLI."""
-    counts = dict(GeneratedDialogue.objects.filter(job=job).values_list("status").annotate(n=Count("id")))
+    counts = dict(GeneratedDialogue.objects.filter(job=job).values_list("status").annotate(n=Count("id"))
+                  .order_by())
     total = sum(counts.values())
     done, failed = counts.get("done", 0), counts.get("failed", 0)
     remaining = counts.get("pending", 0) + counts.get("running", 0)
     turns = GenerationTurn.objects.filter(generated__job=job).aggregate(
         n=Count("id"), cached=Count("id", filter=Q(from_cache=True)))
     calls = LLMCall.objects.filter(pk__in=GenerationCall.objects.filter(job=job).values("call_id")).aggregate(
-        n=Count("id"), pt=Sum("prompt_tokens"), ct=Sum("completion_tokens"), cost=Sum("cost"))
+        n=Count("id"), pt=Sum("prompt_tokens"), ct=Sum("completion_tokens"))
     elapsed = rate = eta = None
     if job.started_at:
         end = job.finished_at or timezone.now()
@@ -551,14 +558,18 @@ def progress(job: GenerationJob) -> dict:
         rate = (calls["n"] or 0) / elapsed
         finished = done + failed
         eta = remaining / (finished / elapsed) if finished and remaining else (0 if not remaining else None)
+    spend = engine.spend(HANDLER, job)
     return {
         "total": total, "done": done, "failed": failed, "remaining": remaining,
         "in_progress": counts.get("running", 0),
         "percent": round(100 * (total - remaining) / total, 1) if total else 0.0,
+        "segments": engine.segments(total, done, 0, failed),
         "turns": turns["n"] or 0, "cached_turns": turns["cached"] or 0,
         "calls": calls["n"] or 0, "prompt_tokens": calls["pt"] or 0, "completion_tokens": calls["ct"] or 0,
-        "cost": float(calls["cost"] or 0), "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
-        "status": job.status, "error": job.error,
+        "cost": spend["cost"], "currency": spend["currency"], "spend": spend,
+        "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
+        "status": job.status, "status_label": job.get_status_display(), "error": job.error,
+        "causes": engine.top_causes(HANDLER, job.pk) if failed else [],
         "delivery": delivery.state(HANDLER, job, remaining=remaining),
     }
 

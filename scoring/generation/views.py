@@ -14,8 +14,9 @@ from scoring.generation import cases
 from scoring.generation import services as generation
 from scoring.generation.forms import CaseImportForm, GenerationJobForm
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
-from scoring.llm import gateway
+from scoring.llm import engine, gateway
 from scoring.llm.endpoints import endpoint_help
+from scoring.llm.forms import SpendCapsForm
 
 FIELD_GROUPS = [
     ("Cases and output", ["name", "case_set", "corpus_name", "split"]),
@@ -26,8 +27,8 @@ FIELD_GROUPS = [
     ("Conditions", ["temperatures", "doctor_biases", "patient_biases", "repeats"]),
     ("Dialogue", ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
     ("Limits and prices", ["max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
-                           "patient_price_out"]),
-    ("Prompts (defaults written from AgentClinic, seeds/002 Appendix B)", ["doctor_prompt", "patient_prompt",
+                           "patient_price_out", "cost_cap", "token_cap"]),
+    ("Prompts (defaults written from Schmidgall et al., AgentClinic, Appendix B)", ["doctor_prompt", "patient_prompt",
                                                                            "measurement_prompt",
                                                                            "moderator_prompt"]),
 ]
@@ -143,6 +144,12 @@ def job_action(request, pk: int):
         elif action == "retry":
             count = generation.retry_failed(job, request.user)
             messages.success(request, f"{count} failed dialogue(s) will continue from their last stored turn.")
+        elif action == "caps":
+            caps = SpendCapsForm(request.POST)
+            if not caps.is_valid():
+                raise generation.GenerationError(caps.problem())
+            engine.set_caps(generation.HANDLER, job, **caps.caps(), user=request.user, action="generation_job")
+            messages.success(request, "Spending caps saved.")
         else:
             raise generation.GenerationError("Unknown action.")
     except generation.GenerationError as exc:

@@ -4,15 +4,43 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
 from scoring.jobs.models import Job
+from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun
+from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.reports.api import CanReadReports, ReportPendingSerializer
+
+
+class JudgeRunSerializer(EngineJobSerializer):
+    config = serializers.CharField(source="config.name", read_only=True)
+    model = serializers.SerializerMethodField()
+    mode = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JudgeRun
+        fields = [*JOB_FIELDS, "config", "model", "mode", "corpus", "batch", "item_codes", "progress"]
+
+    def get_model(self, run) -> str:
+        return run.snapshot.get("model", "")
+
+    def get_mode(self, run) -> str:
+        return run.snapshot.get("mode", "")
+
+
+class JudgeRunViewSet(EngineJobViewSet):
+    """LLM judge runs: status (queued, running, paused, cancelled, succeeded = Finished, problems = Finished with
+    problems, failed), the reason in ``error``, requests sent against the run's limit, cost in the judge's currency
+    and, on the detail, the progress with the top causes of failed or unscored answers."""
+
+    queryset = JudgeRun.objects.select_related("config").order_by("-created_at", "-id")
+    serializer_class = JudgeRunSerializer
+    progress = staticmethod(judging.progress)
 
 
 class JudgeReportView(APIView):
@@ -62,3 +90,20 @@ class JudgeReportView(APIView):
             return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
                             status=status.HTTP_202_ACCEPTED)
         return Response(job.result)
+
+
+class JudgeScoresView(APIView):
+    """A judge run's own scores, without physicians (for any finished run, imported or run by the app): per model and
+    criterion the mean score with a bootstrap CI, and for repeated answers the mean over cases with the SD and CI
+    over replicates (Cardenal-Antolin et al., HIVMedQA, Table 2); an imported run's provenance (file name and
+    SHA-256, model, import date, who) under ``run.provenance``."""
+
+    permission_classes = [CanReadReports]
+
+    @extend_schema(responses={200: OpenApiResponse(description="see scoring.judges.report.judge_scores"),
+                              404: OpenApiResponse(description="no such run")})
+    def get(self, request, pk: int):
+        from scoring.judges.report import judge_scores
+
+        run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+        return Response(judge_scores(run))

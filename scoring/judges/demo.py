@@ -1,8 +1,14 @@
 """Finished demo judge runs for ``make run``: one per-item and one per-dialogue run of a synthetic judge on the
-finished study's corpus, with stored answers (no endpoint is called), so the judge-vs-physicians table, the mode
-comparison and the exports have content at first login."""
+finished study's whole corpus (the physicians rated a random sample of it), with stored answers (no endpoint is
+called), so the judge-vs-physicians table, the three model estimates (PPI++), the mode comparison and the exports
+have content at first login.
+
+The demo judges use the *built-in fake endpoint* (scoring/llm/fake.py, started by ``make run``): a newcomer can start
+a real run with them, through the workers, without a key; its answers are synthetic."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -14,11 +20,26 @@ from annotation.models import AuditEvent, Campaign, Corpus, ScaleVersion
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.prompts import default_prompt_set
 from scoring.judges.runs import config_snapshot, run_dialogues, run_items
+from scoring.llm.models import LLMEndpoint
 
 JUDGES = [("Demo judge, per item (synthetic)", JudgeConfig.Mode.PER_ITEM, 11, 0.7),
           ("Demo judge, per dialogue (synthetic)", JudgeConfig.Mode.PER_DIALOGUE, 12, 1.1)]
 SYNTHETIC_MODEL = "synthetic-demo-judge"
 RATIONALE = "Synthetic demo answer: drawn from a seeded model, no LLM was called."
+FAKE_ENDPOINT = "Built-in fake endpoint (synthetic answers)"
+OLD_DEMO_URL = "http://synthetic.invalid/v1"
+
+
+def fake_endpoint() -> LLMEndpoint:
+    """The administrator's endpoint of the built-in fake LLM (``python -m config.run fake-llm``; ``make run`` starts
+    it), created once; loopback only, any key accepted."""
+    port = int(os.environ.get("FAKE_LLM_PORT", "8001"))
+    endpoint, _ = LLMEndpoint.objects.get_or_create(name=FAKE_ENDPOINT, defaults={
+        "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "OPENAI_API_KEY", "concurrency": 8,
+        "timeout_seconds": 30, "currency": "USD",
+        "note": "Synthetic answers for trying the app without a key (make run starts it; python -m config.run "
+                "fake-llm otherwise). Never for study data."})
+    return endpoint
 
 
 def judge_values(latent: dict[tuple[int, str], float], items: list[tuple[str, tuple[int, ...]]], seed: int,
@@ -46,15 +67,20 @@ def load_judge_demo() -> list[JudgeRun]:
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
     coordinator = get_user_model().objects.filter(username="coordinator").first()
     prompt_set = default_prompt_set(version)
+    endpoint = fake_endpoint()
     runs = []
+    latent = None  # the same seeded model for both runs: drawn once
     for name, mode, seed, noise in JUDGES:
-        existing = JudgeRun.objects.filter(config__name=name, corpus=corpus).first()
+        config, _ = JudgeConfig.objects.get_or_create(name=name, defaults={
+            "model": SYNTHETIC_MODEL, "mode": mode, "prompt_set": prompt_set, "seed": 0, "created_by": coordinator,
+            "endpoint": endpoint})
+        if config.base_url == OLD_DEMO_URL:  # demos loaded before the fake endpoint existed
+            config.endpoint = endpoint
+            config.save()
+        existing = own_run(name)
         if existing is not None:
             runs.append(existing)
             continue
-        config, _ = JudgeConfig.objects.get_or_create(name=name, defaults={
-            "model": SYNTHETIC_MODEL, "mode": mode, "prompt_set": prompt_set, "seed": 0, "created_by": coordinator,
-            "base_url": "http://synthetic.invalid/v1"})
         now = timezone.now()
         run = JudgeRun.objects.create(config=config, corpus=corpus, created_by=coordinator,
                                       snapshot={**config_snapshot(config), "batch": False, "synthetic": True},
@@ -62,7 +88,8 @@ def load_judge_demo() -> list[JudgeRun]:
         items = run_items(run)
         shape = [(i.code, tuple(i.allowed_values())) for i in items]
         dialogues = list(run_dialogues(run).order_by("external_id"))
-        _, latent = synthetic_answers(len(dialogues), shape, len(SYNTHETIC_PHYSICIANS) + 1, FINISHED_SEED)
+        if latent is None:
+            _, latent = synthetic_answers(len(dialogues), shape, len(SYNTHETIC_PHYSICIANS) + 1, FINISHED_SEED)
         values = judge_values(latent, shape, seed, noise)
         JudgeResult.objects.bulk_create([
             JudgeResult(run=run, dialogue=dialogue, item=item, status=JudgeResult.Status.DONE,
@@ -73,9 +100,14 @@ def load_judge_demo() -> list[JudgeRun]:
     return runs
 
 
+def own_run(name: str) -> JudgeRun | None:
+    """The demo's own synthetic run of a demo judge (not a run a user started later with the same judge)."""
+    return (JudgeRun.objects.filter(config__name=name, corpus__name=DEMO_STUDY_CORPUS, snapshot__synthetic=True)
+            .order_by("created_at", "pk").first())
+
+
 def demo_runs() -> tuple[Campaign | None, list[JudgeRun]]:
     """The finished demo campaign and the synthetic runs to compare with it (per item first)."""
     campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
-    runs = [run for name, *_ in JUDGES
-            for run in JudgeRun.objects.filter(config__name=name, status=JudgeRun.Status.SUCCEEDED)[:1]]
+    runs = [run for name, *_ in JUDGES if (run := own_run(name)) is not None]
     return campaign, runs

@@ -4,7 +4,9 @@ from django import forms
 
 from annotation.models import Corpus
 from scoring.judges.models import JudgeConfig, PromptSet
+from scoring.llm import gateway
 from scoring.llm.endpoints import EndpointChoiceField
+from scoring.llm.forms import SpendCapsForm
 
 
 class JudgeConfigForm(forms.ModelForm):
@@ -17,8 +19,9 @@ class JudgeConfigForm(forms.ModelForm):
         model = JudgeConfig
         fields = ["name", "endpoint", "model", "mode", "temperature", "max_tokens", "seed", "structured_output",
                   "request_logprobs", "max_attempts", "price_input_per_1k", "price_output_per_1k", "prompt_set"]
-        help_texts = {"price_input_per_1k": "Price per 1,000 prompt tokens (your currency).",
-                      "price_output_per_1k": "Price per 1,000 completion tokens."}
+        help_texts = {"price_input_per_1k": "Price per 1,000 prompt tokens, in the endpoint's currency (0 and 0: "
+                                            "the cost is shown as unknown).",
+                      "price_output_per_1k": "Price per 1,000 completion tokens, in the endpoint's currency."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -36,11 +39,36 @@ class JudgeRunForm(forms.Form):
     batch = forms.BooleanField(required=False, label="Use the Batch API",
                                help_text="Send the requests as one provider batch (/v1/batches): half the price, "
                                          "results within 24 hours. Needs an endpoint that offers the Batch API.")
+    cost_cap = SpendCapsForm.base_fields["cost_cap"]
+    token_cap = SpendCapsForm.base_fields["token_cap"]
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["corpus"].queryset = Corpus.objects.alive()
+        # Why each judge cannot send anything now ("" when it can): shown beside the choice, and Start stays off.
+        self.problems = {config.pk: gateway.endpoint_problem(config.base_url, config.api_key_env)
+                         for config in JudgeConfig.objects.only("pk", "base_url", "api_key_env")}
+        self.fields["config"].label_from_instance = (
+            lambda config: f"{config.name} (cannot be used: {self.problems[config.pk]})"
+            if self.problems.get(config.pk) else config.name)
+
+    @property
+    def usable(self) -> bool:
+        """Some judge can send requests."""
+        return any(not problem for problem in self.problems.values())
+
+    def reasons(self) -> list[tuple[str, str]]:
+        """(judge, why it cannot be used) for every judge that cannot send requests."""
+        names = dict(JudgeConfig.objects.filter(pk__in=list(self.problems)).values_list("pk", "name"))
+        return [(names[pk], problem) for pk, problem in self.problems.items() if problem]
+
+    def clean_config(self):
+        config = self.cleaned_data["config"]
+        problem = self.problems.get(config.pk) or gateway.endpoint_problem(config.base_url, config.api_key_env)
+        if problem:
+            raise forms.ValidationError(f"Judge {config.name} cannot be used now: {problem}")
+        return config
 
     def item_codes(self) -> list[str]:
         return [c.strip() for c in self.cleaned_data["items"].split(",") if c.strip()]
@@ -51,8 +79,8 @@ class VerdictSettingsForm(forms.Form):
 
     floor = forms.FloatField(min_value=-1, max_value=1, initial=0.40, label="Reliability floor",
                              help_text="Physicians' own agreement (kappa, or AC1 at extreme prevalence; weighted "
-                                       "kappa on levels and scale items) below this: item unreliable. 0.40 is where "
-                                       "'moderate' starts on Landis & Koch's bands.")
+                                       "kappa on levels and scale items, AC2 at extreme prevalence) below this: item "
+                                       "unreliable. 0.40 is where 'moderate' starts on Landis & Koch's bands.")
     min_dialogues = forms.IntegerField(min_value=2, max_value=1_000_000, initial=30, label="Minimum dialogues",
                                        help_text="Fewer dialogues with judge and physician labels: not enough data.")
     margin = forms.FloatField(min_value=0, max_value=1, initial=0.10, label="Non-inferiority margin",

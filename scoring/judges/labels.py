@@ -25,8 +25,7 @@ from scoring.reports.exports import CHUNK_SIZE, JUDGE, iso_utc, register_label_s
 
 def judge_rater_name(run) -> str:
     """The stable rater label of a run's answers, e.g. "gpt-4o per-item (run 12)"."""
-    name = (run.snapshot or {}).get("name") or run.config.name
-    return f"{name} (run {run.pk})"
+    return f"{run.name} (run {run.pk})"
 
 
 def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:

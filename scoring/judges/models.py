@@ -8,6 +8,7 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
+from annotation.scores import ScoreField
 from scoring.llm.keys import validate_key_variable
 from scoring.llm.models import EngineJob, LLMCall, LLMEndpoint, WorkUnit
 
@@ -111,9 +112,26 @@ def follow_endpoint(sender, instance: LLMEndpoint, **kwargs) -> None:
 
 
 class JudgeRun(EngineJob):
-    """One judge configuration applied to (part of) a corpus. State and results live in the database."""
+    """One judge configuration applied to (part of) a corpus. State and results live in the database.
 
-    config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
+    An *imported* run (``source`` "imported") holds an existing judge's scores read from a label file
+    (``import_labels`` rows with ``rater_kind`` judge): no configuration and no endpoint, finished when created,
+    never sent to the LLM engine; its snapshot names the judge and its model, and ``source_file`` /
+    ``source_sha256`` / ``created_at`` / ``created_by`` say where it came from, when and who imported it."""
+
+    class Source(models.TextChoices):
+        LIVE = "live", "Run by the app"
+        IMPORTED = "imported", "Imported scores"
+
+    config = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="runs",
+                               help_text="Empty for imported runs.")
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.LIVE)
+    scale_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                      related_name="+", help_text="Imported runs: the version their items belong to "
+                                                                  "(live runs: their prompt set's).")
+    source_file = models.CharField(max_length=255, blank=True, help_text="Imported runs: the file's name.")
+    source_sha256 = models.CharField(max_length=64, blank=True, db_index=True,
+                                     help_text="Imported runs: the SHA-256 of the file.")
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs")
     filter_split = models.CharField(max_length=12, blank=True)
     filter_model = models.CharField(max_length=200, blank=True)
@@ -131,7 +149,16 @@ class JudgeRun(EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"Run #{self.pk} {self.config} on {self.corpus}"
+        return f"Run #{self.pk} {self.name} on {self.corpus}"
+
+    @property
+    def name(self) -> str:
+        """The judge's name as the run recorded it (stable if the configuration is renamed later)."""
+        return (self.snapshot or {}).get("name") or (self.config.name if self.config_id else f"run {self.pk}")
+
+    @property
+    def is_imported(self) -> bool:
+        return self.source == self.Source.IMPORTED
 
 
 class JudgeResult(WorkUnit):
@@ -147,7 +174,7 @@ class JudgeResult(WorkUnit):
     dialogue = models.ForeignKey("annotation.Dialogue", on_delete=models.PROTECT, related_name="judge_results")
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="judge_results")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    value = models.SmallIntegerField(null=True, blank=True)
+    value = ScoreField(null=True, blank=True)
     p_yes = models.FloatField(null=True, blank=True)
     rationale = models.TextField(blank=True)
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
@@ -164,3 +191,14 @@ class JudgeResult(WorkUnit):
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.dialogue_id} {self.item_id}: {self.status}"
+
+
+class ImportedPrompt(models.Model):
+    """What an imported judge was asked for one of its answers (the ``prompt`` column of the label file); the
+    answer's raw text is the result's ``rationale``."""
+
+    result = models.OneToOneField(JudgeResult, on_delete=models.CASCADE, related_name="imported_prompt")
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"prompt of {self.result}"

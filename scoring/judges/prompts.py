@@ -12,12 +12,14 @@ import math
 import re
 from typing import Any
 
-import jsonschema
 from django.db import transaction
 
+from annotation import scores
 from annotation.dialogues import redacted
+from annotation.instruments import judge_key
 from annotation.models import Dialogue, Item, ScaleVersion
 from scoring.judges.models import JudgeConfig, Prompt, PromptSet
+from scoring.llm.slots import fill
 
 DEFAULT_PROMPT_SET = "Mini-CEX judge (default)"
 SYSTEM_PROMPT = (
@@ -34,8 +36,12 @@ ROLE_NAMES = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurem
 YES = re.compile(r"^\W*(yes|是)\b", re.IGNORECASE)
 NO = re.compile(r"^\W*(no|否)\b", re.IGNORECASE)
 LEVEL_NUMBER = re.compile(r"^\W*([0-9]+)\b")
-# A whole number (possibly negative) first on the line, not the start of a decimal ("4.5" is no scale point).
-SCALE_POINT = re.compile(r"^\W*?(-?[0-9]+)\b(?![.,][0-9])")
+# A number (possibly negative, possibly with decimals: "4.5", "4,5") first on the line; whether it is a point of the
+# item's scale is checked against the item's grid ("4.5" is a point of a 0-5 scale in steps of 0.5 only).
+SCALE_POINT = re.compile(r"^\W*?(-?[0-9]+(?:[.,][0-9]+)?)\b(?![.,][0-9])")
+# A fenced block (```json ... ``` or ``` ... ```) anywhere in an answer.
+FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+BINARY_WORDS = {"yes": 1, "true": 1, "是": 1, "no": 0, "false": 0, "否": 0}
 
 MINI_CEX_SLUG = "llm-mini-cex"
 # Other instruments rating dialogues: the Mini-CEX's prompts with the scale's name and a generic instruction.
@@ -48,7 +54,7 @@ GENERIC_PER_DIALOGUE_INSTRUCTION = (
     "in one JSON object whose keys are the item codes: 1 for Yes and 0 for No, a level's number, or a whole "
     "number within the item's range."
 )
-# Instruments rating answers to questions: the shape of HIVMedQA's MedGPT prompt (seeds/004, supplementary
+# Instruments rating answers to questions: the shape of HIVMedQA's MedGPT prompt (Cardenal-Antolin et al., supplementary
 # section 4): a senior clinician compares the answer with the reference (target) answer, criterion by criterion,
 # each with its benchmarks and range, and returns one JSON object for all criteria.
 ANSWER_SYSTEM_PROMPT = (
@@ -72,13 +78,15 @@ ANSWER_PER_DIALOGUE_INSTRUCTION = (
 # ---------------------------------------------------------------------------------------------------------------
 def _anchors(item: Item) -> str:
     """ "0 = lowest, 5 = highest" from a scale item's anchor labels ("" without anchors)."""
-    points = [(int(key), item.anchor_label(int(key))) for key in (item.anchors or {})]
-    return ", ".join(f"{value} = {label}" for value, label in sorted(points) if label)
+    points = [(scores.parse(key), item.anchor_label(scores.parse(key))) for key in (item.anchors or {})]
+    return ", ".join(f"{scores.text(value)} = {label}" for value, label in sorted(points) if label)
 
 
 def _scale_range(item: Item) -> str:
     anchors = _anchors(item)
-    return f"a whole number from {item.scale_min} to {item.scale_max}" + (f" ({anchors})" if anchors else "")
+    points = (f"a number from {item.scale_min} to {item.scale_max} in steps of {item.step_text}" if item.has_step
+              else f"a whole number from {item.scale_min} to {item.scale_max}")
+    return points + (f" ({anchors})" if anchors else "")
 
 
 def _levels(item: Item) -> str:
@@ -165,7 +173,7 @@ def render_dialogue(prompt_set: PromptSet, dialogue: Dialogue) -> str:
     if dialogue.is_answer:
         parts.update({t["role"]: t["text"] for t in turns if t.get("role") in parts})
     reference_block = REFERENCE_BLOCK.format(reference=parts["reference"]) if parts["reference"] else ""
-    return prompt_set.dialogue_template.format(self_report=self_report, turns=lines, reference_block=reference_block,
+    return fill(prompt_set.dialogue_template, self_report=self_report, turns=lines, reference_block=reference_block,
                                                **parts)
 
 
@@ -185,7 +193,8 @@ def dialogue_schema(items: list[Item]) -> dict:
     """JSON schema of the per-dialogue answer: every item required, values restricted to its allowed values."""
     return {
         "type": "object",
-        "properties": {item.code: {"type": "integer", "enum": item.allowed_values()} for item in items},
+        "properties": {item.code: {"type": "number" if item.has_step else "integer", "enum": item.allowed_values()}
+                       for item in items},
         "required": [item.code for item in items],
         "additionalProperties": False,
     }
@@ -242,9 +251,9 @@ def p_yes(response: dict | None) -> float | None:
     return yes / (yes + no) if yes + no > 0 else None
 
 
-def parse_item(content: str, item: Item) -> tuple[int | None, str]:
-    """Strict verdict on the first line: Yes/No (binary), one allowed level (levels) or a whole number within the
-    range (scale); the rest is the reason."""
+def parse_item(content: str, item: Item) -> tuple[int | float | None, str]:
+    """Strict verdict on the first line: Yes/No (binary), one allowed level (levels) or a point of the item's scale
+    (a whole number, or e.g. 4.5 on a scale in steps of 0.5); the rest is the reason."""
     text = (content or "").strip()
     first, _, rest = text.partition("\n")
     rationale = rest.strip() or first
@@ -255,19 +264,97 @@ def parse_item(content: str, item: Item) -> tuple[int | None, str]:
             return 0, rationale
         return None, text
     match = (SCALE_POINT if item.response_type == Item.ResponseType.SCALE else LEVEL_NUMBER).match(first)
-    if match and int(match.group(1)) in item.allowed_values():
-        return int(match.group(1)), rationale
+    value = _number(match.group(1)) if match else None
+    if value is not None and value in item.allowed_values():
+        return value, rationale
     return None, text
 
 
-def parse_dialogue(content: str, items: list[Item]) -> dict[str, int] | None:
-    """The per-dialogue JSON answer, validated against the schema (every item required); None if invalid."""
-    text = (content or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
+def _number(text: str) -> int | float | None:
     try:
-        data = json.loads(text)
-        jsonschema.validate(data, dialogue_schema(items))
-    except (json.JSONDecodeError, jsonschema.ValidationError):
+        return scores.parse(text)
+    except ValueError:
         return None
-    return {code: int(value) for code, value in data.items()}
+
+
+def answer_json(content: str) -> Any:
+    """The JSON in a judge's answer: a fenced block (```json ... ```), the whole text, or the first JSON object in
+    it; None when there is none."""
+    text = (content or "").strip()
+    candidates = [block.strip() for block in FENCED.findall(text)] + [text]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):
+            pass
+    decoder = json.JSONDecoder()
+    for start in [m.start() for m in re.finditer(r"\{", text)][:50]:
+        try:
+            return decoder.raw_decode(text, start)[0]
+        except (json.JSONDecodeError, RecursionError):
+            continue
+    return None
+
+
+def item_value(raw: Any, item: Item) -> int | float | None:
+    """A value from a judge's JSON answer on ``item``'s grid: a number, or a number given as text ("4", "4.5");
+    for binary items also true/false and yes/no. None when it is not one of the item's values."""
+    if isinstance(raw, bool):
+        value: Any = int(raw) if item.response_type == Item.ResponseType.BINARY else None
+    elif isinstance(raw, int | float):
+        value = raw
+    elif isinstance(raw, str):
+        word = raw.strip().strip(".").lower()
+        value = BINARY_WORDS.get(word) if item.response_type == Item.ResponseType.BINARY else None
+        if value is None:
+            value = _number(raw.strip())
+    else:
+        value = None
+    try:
+        value = scores.normal(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value is not None and value in item.allowed_values() else None
+
+
+def answer_keys(items: list[Item], judge_keys: dict[str, str] | None = None) -> dict[str, Item]:
+    """Normalised answer key -> item: every item's code, and the instrument's ``judge_keys`` (a judge's own keys,
+    such as HIVMedQA's "question 1" for comprehension)."""
+    by_code = {item.code: item for item in items}
+    keys = {judge_key(code): item for code, item in by_code.items()}
+    for key, code in (judge_keys or {}).items():
+        if code in by_code:
+            keys.setdefault(judge_key(key), by_code[code])
+    return keys
+
+
+def parse_answer(content: str, items: list[Item], judge_keys: dict[str, str] | None = None
+                 ) -> tuple[dict[str, int | float] | None, str]:
+    """A per-dialogue JSON answer -> ({item code: value} for every item it scores on the item's grid, the judge's
+    reason); (None, "") when the answer holds no JSON object. Keys are the item codes or the instrument's
+    ``judge_keys`` (compared without case, spaces, hyphens and underscores); other keys ("overall score",
+    "reason") are not scores; a missing or invalid value leaves that item out (unscored)."""
+    data = answer_json(content)
+    if not isinstance(data, dict):
+        return None, ""
+    keys = answer_keys(items, judge_keys)
+    out: dict[str, int | float] = {}
+    reason = ""
+    for key, raw in data.items():
+        item = keys.get(judge_key(key))
+        if item is None:
+            if judge_key(key) in ("reason", "reasons", "rationale", "justification") and isinstance(raw, str):
+                reason = raw.strip()
+            continue
+        if item.code in out:
+            continue
+        value = item_value(raw, item)
+        if value is not None:
+            out[item.code] = value
+    return out, reason
+
+
+def parse_dialogue(content: str, items: list[Item], judge_keys: dict[str, str] | None = None
+                   ) -> dict[str, int | float] | None:
+    """The items a per-dialogue JSON answer scores (see :func:`parse_answer`); None if it holds no JSON object."""
+    return parse_answer(content, items, judge_keys)[0]

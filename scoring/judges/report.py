@@ -5,8 +5,8 @@ same corpus and scale version and returns a plain, JSON-serialisable dict (``Non
 with the reason in ``warnings``). Per item the run judged, on the dialogues that have both a scored judge answer
 (result status ``done``) and at least one physician label:
 
-* **Table 5 layout** (seeds/000): accuracy, precision, recall and F1 of the judge against the physician majority.
-  Binary items: positive class 1. Item 4 (ordinal): accuracy plus macro-averaged precision, recall and F1.
+* **Table 5 layout** (Shi et al., LLM-Mini-CEX): accuracy, precision, recall and F1 of the judge against the physician
+  majority. Binary items: positive class 1. Item 4 (ordinal): accuracy plus macro-averaged precision, recall and F1.
   Dialogues whose physician majority is tied are left out of these figures and counted (``n_tied``).
 * **Judge vs each physician**: Cohen's kappa (unweighted), Gwet's AC1, percent agreement and macro-F1, pairwise on
   the dialogues the judge shares with each physician, averaged over physicians weighted by the number of shared
@@ -25,7 +25,8 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
 * **Levels and scale items** (item 4, HIVMedQA's 0-5 criteria): quadratic weighted kappa against each physician,
   between physicians and against the physicians' median; Krippendorff's alpha at the interval level; Bland-Altman of
   the judge minus the physicians' mean beside each physician minus the mean of the others; the verdict uses
-  weighted kappa; per model the mean score per criterion with bootstrap CIs.
+  weighted kappa, or Gwet's AC2 (quadratic weights) for the physicians' agreement at extreme prevalence, with exact
+  and within-one agreement beside it; per model the mean score per criterion with bootstrap CIs.
 * Per doctor model, the **Table 6** comparison of physician and judge scores, and the **model ranking**
   (:func:`model_ranking`: Kendall's tau between the physicians' and the judge's per-model scores).
 
@@ -44,7 +45,9 @@ import pandas as pd
 from django.db.models import Count
 
 from scoring import stats
-from scoring.reports.agreement import ORDERED_TYPES, icc_of_scores
+from scoring.judges.estimates import model_estimates
+from scoring.reports.agreement import EXTREME_PREVALENCE, ORDERED_TYPES, icc_of_scores, mixed_replicate_warning
+from scoring.reports.wording import raters_are_physicians, words_for
 from scoring.stats._common import weighted_sums
 
 REPLACE = "judge can replace physicians"
@@ -56,8 +59,8 @@ OUTCOMES = (REPLACE, KEEP, UNRELIABLE, NOT_ENOUGH)
 OUTCOME_KEYS = {REPLACE: "replace", KEEP: "keep", UNRELIABLE: "unreliable", NOT_ENOUGH: "not_enough"}
 #: Physicians' agreement is measured with Gwet's AC1 instead of Cohen's kappa when the most frequent answer makes
 #: up at least this share of their labels (prevalence index |p_yes - p_no| >= 0.6, Byrt, Bishop & Carlin 1993):
-#: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008).
-EXTREME_PREVALENCE = 0.80
+#: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008);
+#: items with ordered scores likewise use Gwet's AC2 there. (The agreement report uses the same threshold.)
 PAPER_RULE = "accuracy >= 80%, Shi et al., LLM-Mini-CEX, sec. 4.5"
 LANDIS_KOCH = "Landis JR, Koch GG (1977). Biometrics 33(1):159-174"
 NON_INFERIORITY = ("Walker E, Nowacki AS (2011). Understanding equivalence and noninferiority testing. J Gen Intern "
@@ -75,6 +78,9 @@ MODE_COMPARISON_IGNORED = ("name", "config_id", "prompt_set_name", "api_key_env"
                            "price_input_per_1k", "price_output_per_1k", "request_logprobs", "structured_output")
 _TOL = 1e-9
 WEIGHTED_KAPPA = "quadratic weighted kappa"
+GWET_AC2 = "Gwet's AC2 (quadratic weights)"
+#: Verdict coefficients of items with ordered scores (levels and scale items).
+ORDERED_COEFFICIENTS = ("weighted_kappa", "gwet_ac2")
 
 
 class JudgeReportError(ValueError):
@@ -152,8 +158,11 @@ def acceptance_rule_text(settings: VerdictSettings) -> str:
             f"constant answer -- the 95% CI of its kappa against the physicians excludes 0 and its accuracy against "
             f"the physician majority exceeds the majority-class rate; (4) otherwise keep physicians. Items answered "
             f"with levels or a numeric scale use {WEIGHTED_KAPPA} throughout (a near miss counts as closer than a far "
-            f"one), and beating a constant answer means the 95% CI of the judge's weighted kappa against the "
-            f"physicians excludes 0 (a constant or random score has weighted kappa 0). The paper's "
+            f"one; at extreme prevalence, {EXTREME_PREVALENCE:.0%} or more of the physicians' scores being one value, "
+            f"the physicians' agreement and the non-inferiority test use {GWET_AC2} instead, which stays high when "
+            f"physicians agree on a near-constant item), and beating a constant answer means the 95% CI of the "
+            f"judge's weighted kappa against the physicians excludes 0 (a constant or random score has weighted kappa "
+            f"0). The paper's "
             f"rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a constant answer "
             f"would meet it too.")
 
@@ -272,6 +281,8 @@ def _figure(value: Any, reps: Reps, settings: ReportContext, warnings: Sequence[
             jackknife=None if jack is None else np.asarray(jack, dtype=float).ravel())
         out = {"value": value, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
                "warnings": _dedupe(list(warnings) + boot["warnings"])}
+        if boot.get("ci_note"):
+            out["ci_note"] = boot["ci_note"]
     if scale:
         out["interpretation"] = stats.interpret(out["value"], scale)
     return out
@@ -359,7 +370,8 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
 
 
 def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: int, settings: ReportContext,
-              averaging: str, who: str, ordered: bool = False) -> tuple[dict, dict[str, Reps]]:
+              averaging: str, who: str, ordered: bool = False, values: Sequence[float] | None = None
+              ) -> tuple[dict, dict[str, Reps]]:
     """Averaged pairwise figures over pairs (rows of ``first`` vs rows of ``second``); pairs sharing nothing drop.
 
     Returns the figures and, per figure, its (bootstrap, jackknife) replicates -- the paired differences of the
@@ -371,7 +383,8 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     out: dict[str, Any] = {"n_pairs": int(keep.sum()), "averaging": averaging}
     keys: tuple[str, ...] = ("accuracy", "kappa", "gwet_ac1", "macro_f1")
     if ordered:
-        keys += ("weighted_kappa",)
+        keys += ("weighted_kappa", "gwet_ac2", "within_one")
+        values = list(values) if values is not None else list(range(q))
     if not keep.any():
         reason = f"Undefined: no {who} shares a dialogue."
         for key in keys:
@@ -392,10 +405,11 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     boot_figs = table_figures(boot) if boot is not None else None
     jack_figs = table_figures(jack) if jack is not None else None
     if ordered:
-        figs["weighted_kappa"] = stats.kappa_from_tables(point, "quadratic")
-        for extra, tables in ((boot_figs, boot), (jack_figs, jack)):
+        for extra, tables in ((figs, point), (boot_figs, boot), (jack_figs, jack)):
             if extra is not None:
                 extra["weighted_kappa"] = stats.kappa_from_tables(tables, "quadratic")
+                extra["gwet_ac2"] = stats.ac2_from_tables(tables, values, "quadratic")
+                extra["within_one"] = stats.weighted_agreement_from_tables(tables, values, "within_one")
     n_point = figs["n"]
     warns: list[str] = []
     undefined_kappa = int((~np.isfinite(figs["kappa"])).sum())
@@ -424,14 +438,15 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
                             "weighted_kappa": f"Weighted kappa is undefined for every {who}: no variation on the "
                                               "shared dialogues."}.get(key, f"Undefined for every {who}."))
         out[key] = _figure(value, reps, settings, reasons,
-                           "landis_koch" if key in ("kappa", "gwet_ac1", "weighted_kappa") else None)
+                           "landis_koch" if key in ("kappa", "gwet_ac1", "weighted_kappa", "gwet_ac2") else None)
     out["pairs"] = [{"raters": pair, "n": int(n), "accuracy": _f(acc), "kappa": _f(kap), "gwet_ac1": _f(ac1),
                      "macro_f1": _f(mf1)}
                     for pair, n, acc, kap, ac1, mf1 in zip(names, n_point, figs["accuracy"], figs["kappa"],
                                                            figs["gwet_ac1"], figs["macro_f1"], strict=True)]
     if ordered:
-        for pair, value in zip(out["pairs"], figs["weighted_kappa"], strict=True):
-            pair["weighted_kappa"] = _f(value)
+        for n_pair, pair in enumerate(out["pairs"]):
+            for key in ("weighted_kappa", "gwet_ac2", "within_one"):
+                pair[key] = _f(figs[key][n_pair])
     out["warnings"] = warns
     return out, replicates
 
@@ -440,7 +455,8 @@ def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) ->
     humans = np.where(mask[None, :], item.humans, -1)
     judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
     names = [["judge", name] for name in settings.rater_names]
-    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered)
+    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered,
+                          item.values)
     out["n_physicians"] = out.pop("n_pairs")
     out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
     return out, reps
@@ -452,7 +468,7 @@ def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple
     i, j = np.triu_indices(r, k=1)
     names = [[settings.rater_names[a], settings.rater_names[b]] for a, b in zip(i, j, strict=True)]
     return _pairwise(humans[i], humans[j], names, len(item.values), settings, CEILING_AVERAGING,
-                     "pair of physicians", item.ordered)
+                     "pair of physicians", item.ordered, item.values)
 
 
 def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
@@ -581,6 +597,8 @@ def _icc_with_judge(scores: np.ndarray, judge_scores: np.ndarray, mask: np.ndarr
 
 
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
+    if fig.get("ci_note"):
+        return f"{fig['value']:.{digits}f} (95% CI {fig['ci_note']})"
     if fig.get("ci_low") is None:
         return f"{fig['value']:.{digits}f}"
     return f"{fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, {fig['ci_high']:.{digits}f}]"
@@ -598,6 +616,14 @@ def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None
 
 def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -> tuple[str, str, str]:
     """(key, name, why) of the agreement coefficient the verdict uses."""
+    extreme = prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL
+    if ordered and extreme:
+        return ("gwet_ac2", GWET_AC2,
+                f"{prevalence:.0%} of the physicians' scores are {answer!r} (at least {EXTREME_PREVALENCE:.0%}): with "
+                "such extreme prevalence weighted kappa is low even when physicians nearly always agree (the "
+                "prevalence paradox; Feinstein & Cicchetti 1990), so agreement is measured with Gwet's AC2 with "
+                "quadratic weights (Gwet 2014; the weighted AC1, as irrCAC computes it), the mean over pairs; exact "
+                "and within-one agreement are shown beside it")
     if ordered:
         return ("weighted_kappa", WEIGHTED_KAPPA,
                 "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
@@ -614,6 +640,14 @@ def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -
             "pairs")
 
 
+def _lower_limit(fig: dict) -> float | None:
+    """The lower 95% limit a verdict tests: the CI's, or the value itself when every resample gave that value (the
+    interval is not estimable, but nothing in the data varies below it)."""
+    if fig.get("ci_note") and fig.get("value") is not None:
+        return fig["value"]
+    return fig.get("ci_low")
+
+
 def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> dict:
     """The verdict on one item (see :func:`acceptance_rule_text`) with its reasons in plain words.
 
@@ -624,8 +658,9 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     key, name = agreement["coefficient"], agreement["name"]
     table5 = item["vs_majority"]
     accuracy, majority_rate = table5["accuracy"]["value"], table5["majority_class_rate"]
-    ordered = key == "weighted_kappa"  # levels and scale items: weighted kappa; exact accuracy is not the test
-    judge_kappa = item["vs_physicians"][key if ordered else "kappa"]
+    # levels and scale items: weighted kappa (AC2 at extreme prevalence); exact accuracy is not the test
+    ordered = key in ORDERED_COEFFICIENTS
+    judge_kappa = item["vs_physicians"]["weighted_kappa" if ordered else "kappa"]
     kappa_word = "weighted kappa" if ordered else "kappa"
     n = item["n_dialogues"]
     checks: dict[str, Any] = {"enough_data": n >= settings.min_dialogues, "reliable": None,
@@ -650,7 +685,7 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
                        f"Delphi panel.")
     else:
         checks["reliable"] = True
-        kappa_ok = judge_kappa["ci_low"] is not None and judge_kappa["ci_low"] > 0
+        kappa_ok = _lower_limit(judge_kappa) is not None and _lower_limit(judge_kappa) > 0
         accuracy_ok = ordered or (accuracy is not None and majority_rate is not None
                                   and accuracy > majority_rate + _TOL)
         checks["beats_constant"] = bool(kappa_ok and accuracy_ok)
@@ -674,7 +709,8 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
             reasons.append(f"Non-inferiority cannot be checked: the judge's {name} against the physicians is "
                            "undefined.")
         else:
-            checks["non_inferior"] = difference["ci_low"] is not None and difference["ci_low"] > -settings.margin
+            lower = _lower_limit(difference)
+            checks["non_inferior"] = lower is not None and lower > -settings.margin
             if checks["non_inferior"]:
                 notes.append(f"Non-inferior to a physician: judge-vs-physician minus physician-vs-physician {name} = "
                              f"{_fmt_ci(difference)}, lower limit above -{settings.margin:g}.")
@@ -694,16 +730,20 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
 
 def non_inferiority_not_shown(difference: dict, name: str, margin: float) -> str:
     """Why non-inferiority is not shown, in words that follow the interval and never contradict the point estimate:
-    the lower 95% limit is at or below minus the margin; what the point estimate says is added beside it (a judge
-    whose difference is +0.04 is not said to agree less than the physicians do)."""
-    value, low = difference["value"], difference["ci_low"]
+    the lower 95% limit (:func:`_lower_limit`) is at or below minus the margin; what the point estimate says is added
+    beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do)."""
+    value, low = difference["value"], _lower_limit(difference)
     what = f"judge-vs-physician minus physician-vs-physician {name}"
     if low is None:
         return (f"Non-inferiority not shown: {what} = {value:+.2f} has no confidence interval here (too few "
                 "resamples or dialogues), so a loss larger than the margin cannot be ruled out.")
     where = "below" if low < -margin - _TOL else "at"
-    text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {low:+.2f}, {where} minus the margin "
-            f"(-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
+    if difference.get("ci_note"):  # every resample gave the same difference: the value itself is tested
+        text = (f"Non-inferiority not shown: {what} is {value:+.2f} in every resample ({difference['ci_note']}), "
+                f"{where} minus the margin (-{margin:g})")
+    else:
+        text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {low:+.2f}, {where} minus the margin "
+                f"(-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
     if value >= 0:
         detail = ("the judge agrees with the physicians at least as well as they agree with each other on these "
                   "dialogues, but the interval is too wide to rule out a loss larger than the margin (more dialogues "
@@ -754,6 +794,9 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
                                      "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
                                      "most_frequent_answer": answer}
+    if item.ordered:  # beside the coefficient: how often physicians give exactly the same score, or one point apart
+        entry["physicians_agreement"]["exact"] = entry["ceiling"]["accuracy"]
+        entry["physicians_agreement"]["within_one"] = entry["ceiling"]["within_one"]
     difference = None
     judge_fig = entry["vs_physicians"][key]
     if judge_fig["value"] is not None and ceiling["value"] is not None:
@@ -781,6 +824,8 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
 def run_scale_version_id(run) -> int:
     from scoring.judges.models import PromptSet
 
+    if run.scale_version_id:  # imported runs (no prompt set)
+        return run.scale_version_id
     prompt_set_id = (run.snapshot or {}).get("prompt_set") or run.config.prompt_set_id
     return PromptSet.objects.values_list("scale_version_id", flat=True).get(pk=prompt_set_id)
 
@@ -811,8 +856,9 @@ def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
     rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
             .order_by()  # the default ordering joins four tables and sorts every answer on disk (0.2 s at 64,320)
             .values_list("dialogue_id", "item_id", "value"))
-    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=np.int64).reshape(-1, 3)
-    frame = pd.DataFrame({"dialogue": arr[:, 0], "item": [code_of.get(i, "") for i in arr[:, 1].tolist()],
+    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=float).reshape(-1, 3)
+    frame = pd.DataFrame({"dialogue": arr[:, 0].astype(np.int64),
+                          "item": [code_of.get(i, "") for i in arr[:, 1].astype(np.int64).tolist()],
                           "value": arr[:, 2]})
     return frame, units
 
@@ -898,21 +944,22 @@ def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: Rep
                                  "max": item.values[-1]}
         for key, column in (("physicians", human), ("judge", judge), ("difference", judge - human)):
             value = _f(column[mask].mean()) if mask.any() else None
-            low = high = None
+            low = high = note = None
             if value is not None and freq is not None:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     reps = weighted_sums(freq, column) / weighted_sums(freq, weight)
                 summary = stats.bootstrap_summary(value, reps, seed=settings.seed, n_resamples=len(reps))
-                low, high = summary["ci_low"], summary["ci_high"]
-            entry[key] = {"mean": value, "ci_low": low, "ci_high": high}
+                low, high, note = summary["ci_low"], summary["ci_high"], summary.get("ci_note")
+            entry[key] = {"mean": value, "ci_low": low, "ci_high": high, "ci_note": note}
         out[item.code] = entry
     return out
 
 
 def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str],
                  settings: ReportContext | None = None) -> list[dict]:
-    """seeds/000 Table 6 per doctor model: per dimension, sum of item scores / (items x dialogues) in %, physicians
-    (mean over raters per dialogue and item) next to the judge, on the (dialogue, item) cells both scored."""
+    """Shi et al., LLM-Mini-CEX, Table 6 per doctor model: per dimension, sum of item scores / (items x dialogues) in
+    %, physicians (mean over raters per dialogue and item) next to the judge, on the (dialogue, item) cells both
+    scored."""
     models = np.asarray([dialogue_model.get(d, "(unknown model)") for d in dialogue_ids], dtype=object)
     binary = [i for i in items if i.binary]
     overall = next((i for i in items if not i.binary), None)
@@ -981,9 +1028,21 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
 # ---------------------------------------------------------------------------------------------------------------
 def _run_info(run) -> dict:
     snap = run.snapshot or {}
-    return {"id": run.pk, "config": snap.get("name") or run.config.name, "model": snap.get("model"),
+    info = {"id": run.pk, "config": run.name, "model": snap.get("model"), "source": run.source,
             "mode": snap.get("mode"), "status": run.status, "prompt_set": snap.get("prompt_set_name"),
             "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
+    if run.is_imported:
+        info["provenance"] = provenance(run)
+    return info
+
+
+def provenance(run) -> dict:
+    """Where an imported run's scores come from: the file's name and SHA-256, the judge's model, when and by whom
+    they were imported."""
+    snap = run.snapshot or {}
+    return {"file": run.source_file, "sha256": run.source_sha256, "model": snap.get("model") or "",
+            "judge_run": snap.get("judge_run") or "", "imported_at": run.created_at.isoformat(),
+            "imported_by": snap.get("imported_by") or ""}
 
 
 #: Headings of the methods section (the keys of :func:`methods` are for programs, not for readers).
@@ -1002,10 +1061,10 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
         "reference": "Physicians: the submitted labels of the campaign. Compared: per item, the dialogues with a "
                      "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
                      "least one physician label.",
-        "vs_majority": "Shi et al. (LLM-Mini-CEX), Table 5: accuracy, precision, recall and F1 of the judge against "
-                       "the physician "
-                       "majority (the most frequent answer; a dialogue whose top answers tie is left out and counted "
-                       "as tied; a single physician label is its own majority). Binary items: positive class 1. "
+        "vs_majority": "Shi et al., LLM-Mini-CEX, Table 5: accuracy, precision, recall and F1 of the judge against the "
+                       "physician majority (the most frequent answer; a dialogue whose top answers tie is left out "
+                       "and counted as tied; a single physician label is its own majority). Binary items: positive "
+                       "class 1. "
                        "Item 4: accuracy with macro-averaged precision, recall and F1. The majority-class rate is the "
                        "accuracy a judge giving the most frequent majority answer every time would reach.",
         "vs_physicians": "Judge against each physician on the dialogues they share: percent agreement, Cohen's "
@@ -1018,8 +1077,14 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                                 f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
                                 f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
                                 f"& Cicchetti 1990; Gwet 2008). Levels and scale items: their mean pairwise "
-                                f"{WEIGHTED_KAPPA}. Bands ({LANDIS_KOCH}): "
-                                f"{stats.bands_text('landis_koch')}; a bound starts the band above it.",
+                                f"{WEIGHTED_KAPPA}, or at the same extreme prevalence their mean pairwise "
+                                f"{GWET_AC2} (Gwet 2014, Handbook of Inter-Rater Reliability, ch. 3; weights "
+                                f"1 - (x_k - x_l)^2 / (x_max - x_min)^2 on the item's scores, as irrCAC; every "
+                                f"point of the item's scale counts as a category), with exact and within-one-point "
+                                f"agreement beside it. A bootstrap interval whose resamples all give the same value "
+                                f"is reported as {stats.NO_VARIATION}, and the verdict then tests the value itself. "
+                                f"Bands ({LANDIS_KOCH}): {stats.bands_text('landis_koch')}; a bound starts "
+                                f"the band above it.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",
@@ -1036,10 +1101,10 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                            f"{verdict.floor:g}, minimum {verdict.min_dialogues} dialogues, margin {verdict.margin:g}.",
         "paper_rule": f"The paper's rule ({PAPER_RULE}) is shown for comparison with published results; it is "
                       "flagged where a constant answer (the majority class every time) would meet it too.",
-        "models": "Shi et al. (LLM-Mini-CEX), Table 6: per doctor model and dimension, sum of item scores / "
-                  "(items x dialogues) in %, "
-                  "the physicians' score of a dialogue and item being the mean over its raters; on the (dialogue, "
-                  "item) cells both the judge and the physicians scored; 'all' pools every binary item (the "
+        "models": "Shi et al., LLM-Mini-CEX, Table 6: per doctor model and dimension, sum of item scores / (items x "
+                  "dialogues) in %, the physicians' score of a dialogue and item being the mean over its raters; "
+                  "on the (dialogue, item) cells both the judge and the physicians scored; 'all' pools every binary "
+                  "item (the "
                   "Average column).",
         "ranking": "Whether the judge ranks the doctor models as the physicians do: Kendall's tau-b (scipy) between "
                    "the physicians' and the judge's per-model scores, per dimension, over all binary items and for "
@@ -1250,6 +1315,13 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         progress(0.92, "model ranking and scores")
     ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
+    estimates = model_estimates(run, campaign, study=study, judge=judge)
+    summary = _summary(item_entries, ranking)
+    summary["model_differences"] = estimates["ranking"]["text"]
+    replicates = judge_replicates(judge, study, codes)
+    mixed = mixed_replicate_warning(labels, study.dialogue_case, study.dialogue_replicate, "physicians")
+    if mixed:
+        warnings.append(mixed)
     return {
         "kind": "judge_vs_physicians",
         "run": _run_info(run),
@@ -1270,11 +1342,76 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "names_shown": study.names_shown,
         "items": item_entries,
         "has_ordered": any(item.ordered for item in items),
-        "summary": _summary(item_entries, ranking),
+        "near_constant": [e["code"] for e in item_entries if e["physicians_agreement"]["coefficient"] == "gwet_ac2"],
+        "words": words_for(study.target, raters_are_physicians(raters_all)),
+        "summary": summary,
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
+        "model_estimates": estimates,
+        **({"replicates": replicates} if replicates else {}),
         "warnings": _dedupe(warnings),
     }
+
+
+def judge_scores(run, *, n_resamples: int = 1000, seed: int = 20240501) -> dict:
+    """The judge's own scores, without physicians: per model and criterion the mean score with a 95% percentile
+    bootstrap CI over the model's texts, and for repeated answers the mean over cases with the SD and CI over
+    replicates (Cardenal-Antolin et al., HIVMedQA, Table 2). For any finished run, imported or run by the app."""
+    from annotation.models import Dialogue
+    from scoring.reports.agreement import item_metas, replicate_section, scored_items
+
+    judge, units = judge_frame(run)
+    items = [m for m in item_metas(scored_items(run_scale_version_id(run))) if m.code in judged_codes(run)]
+    facts = {pk: (model or "(unknown model)", case, replicate) for pk, model, case, replicate in
+             Dialogue.objects.filter(pk__in=set(judge["dialogue"].tolist()))
+             .values_list("pk", "source_model", "case", "replicate")}
+    model = {pk: f[0] for pk, f in facts.items()}
+    by_model = []
+    for offset, name in enumerate(sorted(set(model.values()))):
+        in_model = judge[judge["dialogue"].map(model) == name]
+        entry: dict[str, Any] = {"model": name, "n_texts": int(in_model["dialogue"].nunique()), "criteria": {}}
+        for meta in items:
+            values = in_model.loc[in_model["item"] == meta.code, "value"].to_numpy(dtype=float)
+            figure = {"mean": _f(values.mean()) if len(values) else None, "n": int(len(values)), "ci_low": None,
+                      "ci_high": None, "min": meta.values[0] if meta.values else None,
+                      "max": meta.values[-1] if meta.values else None}
+            if len(values) > 1:
+                boot = stats.bootstrap_ci(lambda a: a.mean(axis=-1), values, n_resamples=n_resamples,
+                                          seed=seed + offset, vectorized=True)
+                figure.update({"ci_low": boot["ci_low"], "ci_high": boot["ci_high"], "ci_note": boot.get("ci_note")})
+            entry["criteria"][meta.code] = figure
+        by_model.append(entry)
+    replicates = replicate_section(judge, items, {pk: f[1] for pk, f in facts.items()},
+                                   {pk: f[2] for pk, f in facts.items()}, model)
+    return {"kind": "judge_scores", "run": _run_info(run), "units": units,
+            "criteria": [{"code": m.code, "text": m.text, "response_type": m.response_type,
+                          "min": m.values[0] if m.values else None, "max": m.values[-1] if m.values else None}
+                         for m in items],
+            "models": by_model, **({"replicates": replicates} if replicates else {}),
+            "method": "Mean of the judge's scores over each model's texts with a 95% percentile bootstrap CI over "
+                      f"texts ({n_resamples} resamples, seed {seed}); scored answers only (unscored, failed and "
+                      "pending answers are left out)."}
+
+
+def judge_replicates(judge: pd.DataFrame, study, codes: set[str]) -> dict | None:
+    """Repeated answers: per model and criterion the mean over cases and the SD and CI over replicates
+    (Cardenal-Antolin et al., HIVMedQA, Table 2), from the judge's scores on every text it scored and from the
+    physicians' labels, side by side; None when no text carries a replicate number."""
+    from annotation.models import Dialogue
+    from scoring.reports.agreement import replicate_section
+
+    items = [m for m in study.items if m.code in codes]
+    ids = set(judge["dialogue"].tolist()) - set(study.dialogue_case)
+    case, replicate, model = dict(study.dialogue_case), dict(study.dialogue_replicate), dict(study.dialogue_model)
+    for pk, source_model, text_case, text_replicate in Dialogue.objects.filter(pk__in=ids).values_list(
+            "pk", "source_model", "case", "replicate"):
+        case[pk], replicate[pk], model[pk] = text_case, text_replicate, source_model or "(unknown model)"
+    judge_table = replicate_section(judge, items, case, replicate, model)
+    labels = study.labels[study.labels["item"].astype(str).isin(codes)]
+    physicians = replicate_section(labels, items, case, replicate, model)
+    if judge_table is None and physicians is None:
+        return None
+    return {"judge": judge_table, "physicians": physicians}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1282,11 +1419,18 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
 # ---------------------------------------------------------------------------------------------------------------
 def check_modes(run_a, run_b) -> list[str]:
     """Raise :class:`JudgeReportError` unless the two runs' snapshots differ in mode and in nothing else that can
-    change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared."""
+    change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared. An imported run is
+    compared with any other run of its scale version (nothing else is known to compare)."""
     if run_a.pk == run_b.pk:
         raise JudgeReportError("Compare two different runs.")
     if run_a.corpus_id != run_b.corpus_id:
         raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} judged different corpora.")
+    if run_a.is_imported or run_b.is_imported:
+        # An imported judge's scores against another run (the app's own, or another imported judge): nothing in
+        # their settings is comparable, so any two runs of one scale version go side by side.
+        if run_scale_version_id(run_a) != run_scale_version_id(run_b):
+            raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} rate on different scale versions.")
+        return []
     a, b = run_a.snapshot or {}, run_b.snapshot or {}
     if a.get("mode") == b.get("mode"):
         raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} both use mode {a.get('mode')!r}: a mode "

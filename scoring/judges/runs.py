@@ -10,7 +10,7 @@ endpoint, model, messages and parameters, so re-running or resuming never pays t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -37,6 +37,7 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     dialogue_schema,
     item_question,
     p_yes,
+    parse_answer,
     parse_dialogue,
     parse_item,
     render_dialogue,
@@ -59,7 +60,8 @@ def config_snapshot(config: JudgeConfig) -> dict:
         "concurrency": config.concurrency, "requests_per_minute": config.requests_per_minute,
         "tokens_per_minute": config.tokens_per_minute, "timeout_seconds": config.timeout_seconds,
         "max_attempts": config.max_attempts, "price_input_per_1k": str(config.price_input_per_1k),
-        "price_output_per_1k": str(config.price_output_per_1k), "prompt_set": config.prompt_set_id,
+        "price_output_per_1k": str(config.price_output_per_1k), "currency": config.currency,
+        "prompt_set": config.prompt_set_id,
         "prompt_set_name": str(config.prompt_set), "config_id": config.pk,
     }
 
@@ -97,16 +99,17 @@ def _check_items(config: JudgeConfig, item_codes: list[str] | None) -> None:
 @transaction.atomic
 def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: list[str] | None = None,
                filter_split: str = "", filter_model: str = "", filter_language: str = "",
-               batch: bool = False) -> JudgeRun:
+               batch: bool = False, cost_cap: Decimal | None = None, token_cap: int | None = None) -> JudgeRun:
     """Create a run with one pending result per (dialogue, item), written by the database in one statement (a
     run of 250,000 units is created in seconds); ``start`` wakes the workers."""
-    gateway.resolve_endpoint(config.base_url, config.api_key_env)  # NotConfigured says how to configure
+    gateway.usable_endpoint(config.base_url, config.api_key_env)  # NotConfigured says why nothing can be sent
     _check_items(config, item_codes)
     check_target(config.prompt_set.scale_version, corpus, RunError)
     run = JudgeRun.objects.create(config=config, corpus=corpus, item_codes=list(item_codes or []),
                                   snapshot={**config_snapshot(config), "batch": bool(batch)}, created_by=user,
                                   filter_split=filter_split, filter_model=filter_model,
-                                  filter_language=filter_language, batch=bool(batch))
+                                  filter_language=filter_language, batch=bool(batch), cost_cap=cost_cap,
+                                  token_cap=token_cap)
     item_ids = [item.pk for item in run_items(run)]
     dialogues = run_dialogues(run).order_by("pk")
     if not item_ids or not dialogues.exists():
@@ -136,19 +139,22 @@ def _insert_units(run: JudgeRun, dialogues, item_ids: list[int]) -> int:
         return cursor.rowcount
 
 
+def _not_imported(run: JudgeRun) -> None:
+    """Imported scores are never sent to an endpoint: nothing to start, pause, resume or retry."""
+    if run.is_imported:
+        raise RunError(f"Run #{run.pk} holds imported scores ({run.source_file}); it is never sent to an endpoint.")
+
+
 def start(run: JudgeRun, user=None) -> int:
     """Mark the run running and wake the workers (also resumes a paused run). Returns the units to do."""
-    JudgeRun.objects.filter(pk=run.pk, status__in=[JudgeRun.Status.QUEUED, JudgeRun.Status.PAUSED]).update(
-        status=JudgeRun.Status.RUNNING, started_at=timezone.now())
-    run.refresh_from_db()
-    if run.status != JudgeRun.Status.RUNNING:
+    _not_imported(run)
+    if not engine.resume(HANDLER, run, user, action="judge_run"):
         return 0
-    AuditEvent.record(user, "judge_run.start", run)
-    engine.wake(HANDLER.kind, run.pk)
     return JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).count()
 
 
 def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> JudgeRun:
+    _not_imported(run)
     run = engine.pause_or_cancel(run, status, user, reason, noun="run", action="judge_run", error=RunError)
     if status == JudgeRun.Status.CANCELLED and run.batch:
         batch.cancel_open(HANDLER, run.pk)
@@ -156,17 +162,17 @@ def set_status(run: JudgeRun, status: str, user=None, reason: str = "") -> Judge
 
 
 def retry_failed(run: JudgeRun, user=None) -> int:
-    """Put failed and unscored results back to pending (asking the endpoint again) and resume the run."""
-    count = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED, JudgeResult.Status.UNSCORED]
-                                       ).update(status=JudgeResult.Status.PENDING, attempts=0, error="",
-                                                claimed_by="", claimed_until=None, not_before=None,
-                                                retry_round=F("retry_round") + 1)
-    JudgeRun.objects.filter(pk=run.pk).exclude(status=JudgeRun.Status.CANCELLED).update(
-        status=JudgeRun.Status.RUNNING, error="", finished_at=None)
-    run.refresh_from_db()
-    AuditEvent.record(user, "judge_run.retry", run, results=count)
-    if run.status == JudgeRun.Status.RUNNING:
-        engine.wake(HANDLER.kind, run.pk)
+    """Put failed and unscored results back to pending (asking the endpoint again) and resume the run; the run
+    may send their requests again (its request limit grows by them)."""
+    _not_imported(run)
+    if run.status == JudgeRun.Status.CANCELLED:
+        raise RunError("A cancelled run cannot be retried.")
+    problems = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED,
+                                                                JudgeResult.Status.UNSCORED])
+    requests = HANDLER.requests_of(run, problems)
+    count = problems.update(status=JudgeResult.Status.PENDING, attempts=0, error="", claimed_by="",
+                            claimed_until=None, not_before=None, retry_round=F("retry_round") + 1)
+    engine.reopened(HANDLER, run, requests, user, action="judge_run", results=count)
     return count
 
 
@@ -191,6 +197,7 @@ class RunContext:
     questions: dict[int, str]
     limit: engine.Limit
     prices: tuple[Decimal, Decimal]
+    judge_keys: dict[str, str] = field(default_factory=dict)  # the instrument's keys for a judge's own format
 
 
 _contexts: dict[int, RunContext] = {}
@@ -210,7 +217,7 @@ def run_context(run: JudgeRun) -> RunContext:
         context = RunContext(
             config=config, prompt_set=prompt_set, items=items, questions=questions,
             limit=engine.endpoint_limit(gateway.resolve_endpoint(config["base_url"], config["api_key_env"]), config),
-            prices=(price_in, price_out))
+            prices=(price_in, price_out), judge_keys=dict(prompt_set.scale_version.judge_keys or {}))
         if len(_contexts) > 64:
             _contexts.clear()
         _contexts[run.pk] = context
@@ -274,6 +281,15 @@ class JudgeHandler(engine.Handler):
     applies_conditionally = True
     claim_columns = ("id", "run", "dialogue", "item", "attempts", "retry_round")
 
+    def requests_of(self, run: JudgeRun, results) -> int:
+        """How many requests these results need: one per result, or one per dialogue in per-dialogue mode."""
+        if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE:
+            return results.order_by().values("dialogue_id").distinct().count()
+        return results.count()
+
+    def request_units(self, run: JudgeRun) -> int:
+        return self.requests_of(run, self.open_units(run.pk))
+
     def claim_columns_for(self, run: JudgeRun) -> tuple[str, ...]:
         # Per-dialogue units are groups (every pending item of a dialogue): claimed under the run's lock instead.
         return () if run.snapshot["mode"] == JudgeConfig.Mode.PER_DIALOGUE else self.claim_columns
@@ -291,6 +307,7 @@ class JudgeHandler(engine.Handler):
             "pk", "run_id", "dialogue_id", "item_id", "attempts", "retry_round").order_by("dialogue_id", "pk"))
 
     def prepare(self, run: JudgeRun, units: list[JudgeResult]) -> list[engine.Request]:
+        _not_imported(run)  # never reached (imported runs are finished when created); no request may be built
         context = run_context(run)
         config = context.config
         endpoint = gateway.resolve_endpoint(config["base_url"], config["api_key_env"])
@@ -333,12 +350,15 @@ class JudgeHandler(engine.Handler):
                                   "" if value is not None else "The answer could not be parsed as a verdict.",
                                   call_id, r.from_cache, now]))
                 continue
-            parsed = parse_dialogue(content, [context.items[item_id] for item_id in r.data])
+            parsed, reason = parse_answer(content, [context.items[item_id] for item_id in r.data],
+                                          context.judge_keys)
             for pk, item_id in members:
-                value = None if parsed is None else parsed.get(context.items[item_id].code)
-                rows.append((pk, [value, None, "", DONE if value is not None else UNSCORED,
-                                  "" if value is not None else "The answer is not valid JSON for the item schema.",
-                                  call_id, r.from_cache, now]))
+                code = context.items[item_id].code
+                value = None if parsed is None else parsed.get(code)
+                problem = ("" if value is not None else "The answer holds no JSON object." if parsed is None else
+                           f"The answer gives no score on item {code}'s scale (missing, or not one of its values).")
+                rows.append((pk, [value, None, reason if value is not None else content, DONE if value is not None
+                                  else UNSCORED, problem, call_id, r.from_cache, now]))
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None,
                                                             "not_before": None}, only_status=["pending"])
 
@@ -388,7 +408,7 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     tokens per character); completion tokens as the mean of this model's past answers at this endpoint, or
     ``max_tokens`` (an upper bound) when there are none. Runs of more than ``ESTIMATE_SAMPLE`` requests are
     estimated from an evenly spaced sample."""
-    gateway.resolve_endpoint(config.base_url, config.api_key_env)
+    gateway.usable_endpoint(config.base_url, config.api_key_env)
     _check_items(config, item_codes)
     check_target(config.prompt_set.scale_version, corpus, RunError)
     run = JudgeRun(config=config, corpus=corpus, item_codes=list(item_codes or []), filter_split=filter_split,
@@ -432,11 +452,15 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
     completion_tokens = round(per_call * calls)
     discount = BATCH_DISCOUNT if batch else Decimal(1)
+    priced = bool(config.price_input_per_1k or config.price_output_per_1k)
     cost = gateway.cost(prompt_tokens, completion_tokens, Decimal(str(config.price_input_per_1k)) * discount,
                         Decimal(str(config.price_output_per_1k)) * discount)
     return {"requests": requests, "calls": calls, "cached": requests - calls, "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens, "completion_basis": "past answers" if past["n"] else
-            "max_tokens (upper bound)", "cost": float(cost), "sampled": step > 1, "batch": bool(batch)}
+            "max_tokens (upper bound)", "cost": float(cost) if priced else None, "currency": config.currency,
+            "cost_text": (f"{cost:.4f} {config.currency}" if priced else
+                          f"no prices set for judge {config.name}: cost unknown"),
+            "sampled": step > 1, "batch": bool(batch)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -464,11 +488,15 @@ def progress(run: JudgeRun) -> dict:
         rate = (calls["n"] or 0) / elapsed
         unit_rate = finished_units / elapsed if finished_units else 0
         eta = remaining / unit_rate if unit_rate and remaining else (0 if not remaining else None)
+    spend = engine.spend(HANDLER, run)
     return {
         "total": total, "done": done, "cached": cached, "unscored": unscored, "failed": failed,
         "remaining": remaining, "percent": round(100 * (total - remaining) / total, 1) if total else 0.0,
+        "segments": engine.segments(total, done, unscored, failed),
         "calls": calls["n"] or 0, "prompt_tokens": calls["pt"] or 0, "completion_tokens": calls["ct"] or 0,
-        "cost": float(calls["cost"] or 0), "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
-        "status": run.status, "error": run.error,
+        "cost": spend["cost"], "currency": spend["currency"], "spend": spend,
+        "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
+        "status": run.status, "status_label": run.get_status_display(), "error": run.error,
+        "causes": engine.top_causes(HANDLER, run.pk) if failed or unscored else [],
         "delivery": delivery.state(HANDLER, run, remaining=remaining),
     }

@@ -7,6 +7,7 @@ urlpatterns = [
     path("judges/new/", views.judge_config_edit, name="judge-new"),
     path("judges/<int:pk>/edit/", views.judge_config_edit, name="judge-edit"),
     path("judges/runs/new/", views.judge_run_new, name="judge-run-new"),
+    path("judges/planner/", views.judge_planner, name="judge-planner"),
     path("judges/runs/<int:pk>/", views.judge_run, name="judge-run"),
     path("judges/runs/<int:pk>/progress/", views.judge_run_progress, name="judge-run-progress"),
     path("judges/runs/<int:pk>/action/", views.judge_run_action, name="judge-run-action"),

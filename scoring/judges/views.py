@@ -15,8 +15,9 @@ from scoring.judges import prompts
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, VerdictSettingsForm
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
-from scoring.llm import gateway
+from scoring.llm import engine, gateway
 from scoring.llm.endpoints import endpoint_help
+from scoring.llm.forms import SpendCapsForm
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -69,7 +70,8 @@ def judge_run_new(request):
                                              "config": data["config"].pk, "corpus": data["corpus"].pk,
                                              "confirmed": True})
             else:
-                run = judging.create_run(data["config"], data["corpus"], user=request.user, **scope)
+                run = judging.create_run(data["config"], data["corpus"], user=request.user, **scope,
+                                         cost_cap=data["cost_cap"], token_cap=data["token_cap"])
         except (gateway.NotConfigured, judging.RunError) as exc:
             form.add_error(None, str(exc))
         else:
@@ -87,13 +89,20 @@ def _run_context(run: JudgeRun) -> dict:
                 .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
     return {"run": run, "progress": judging.progress(run), "problems": problems,
             "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
-            "partners": mode_partners(run) if run.status == JudgeRun.Status.SUCCEEDED else []}
+            "partners": mode_partners(run) if run.is_finished else []}
 
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run(request, pk: int):
+    from scoring.judges.report import judge_scores
+    from scoring.reports.wording import words_for
+
     run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
-    return render(request, "scoring/judge_run.html", _run_context(run))
+    context = _run_context(run)
+    if run.is_finished:
+        context["scores"] = judge_scores(run)
+    context["words"] = words_for(run.corpus.kind)
+    return render(request, "scoring/judge_run.html", context)
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -118,6 +127,13 @@ def judge_run_action(request, pk: int):
         elif action == "retry":
             count = judging.retry_failed(run, request.user)
             messages.success(request, f"{count} failed or unscored answer(s) will be asked again.")
+        elif action == "caps":
+            caps = SpendCapsForm(request.POST)
+            if not caps.is_valid():
+                raise judging.RunError(caps.problem())
+            engine.set_caps(judging.HANDLER, run, **caps.caps(), user=request.user, action="judge_run")
+            messages.success(request, "Spending caps saved." + (" Resume the run to go on." if run.status ==
+                                                                 JudgeRun.Status.PAUSED else ""))
         else:
             raise judging.RunError("Unknown action.")
     except judging.RunError as exc:
@@ -244,11 +260,16 @@ def judge_run_compare(request, pk: int, other: int):
 
 
 def mode_partners(run: JudgeRun) -> list[JudgeRun]:
-    """Finished runs on the same corpus whose configuration differs from this one only in mode."""
-    from scoring.judges.report import MODE_COMPARISON_IGNORED
+    """Finished runs on the same corpus whose configuration differs from this one only in mode, and, for an
+    imported run (or beside one), every finished run of the same scale version."""
+    from scoring.judges.report import MODE_COMPARISON_IGNORED, run_scale_version_id
 
     partners = []
-    for other in JudgeRun.objects.filter(corpus=run.corpus, status=JudgeRun.Status.SUCCEEDED).exclude(pk=run.pk):
+    for other in JudgeRun.objects.filter(corpus=run.corpus, status__in=JudgeRun.FINISHED).exclude(pk=run.pk):
+        if run.is_imported or other.is_imported:  # imported scores go beside any run of the same scale version
+            if run_scale_version_id(run) == run_scale_version_id(other):
+                partners.append(other)
+            continue
         a, b = run.snapshot, other.snapshot
         if a.get("mode") == b.get("mode"):
             continue
@@ -256,3 +277,42 @@ def mode_partners(run: JudgeRun) -> list[JudgeRun]:
         if all(a.get(k) == b.get(k) for k in keys):
             partners.append(other)
     return partners
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_planner(request):
+    """htmx partial: physician-labelled dialogues needed for a chosen interval half-width, from a pilot (a judge
+    run and the labels so far). For a campaign (``target``) or a corpus and scale version (a campaign being
+    created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan."""
+    from annotation.models import Corpus
+    from scoring.judges.planner import PlannerError, default_version, planner
+
+    def param_int(name: str) -> int | None:
+        raw = request.GET.get(name, "").strip()
+        return int(raw) if raw.isdigit() and len(raw) < 19 else None
+
+    target = Campaign.objects.alive().filter(pk=param_int("target")).first() if param_int("target") else None
+    corpus = target.corpus if target else Corpus.objects.alive().filter(pk=param_int("corpus")).first()
+    version = (target.scale_version if target else
+               ScaleVersion.objects.filter(pk=param_int("scale_version"), status="published").first())
+    if version is None and corpus is not None and not request.GET.get("scale_version"):
+        version = default_version(corpus)
+    context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None}
+    raw_half = request.GET.get("half_width", "").strip()
+    half_width = None
+    if raw_half:
+        try:
+            half_width = float(raw_half)
+        except ValueError:
+            context["error"] = f"The half-width must be a number; got {raw_half!r}."
+    if corpus is None or version is None:
+        context["reason"] = "Choose a corpus and a published scale version to plan a random sample."
+    elif context["error"] is None:
+        try:
+            context.update(planner(corpus=corpus, version=version, target=target, run_id=param_int("run"),
+                                   pilot_id=param_int("pilot"), scope=request.GET.get("scope") or None,
+                                   half_width=half_width))
+        except PlannerError as exc:
+            context["error"] = str(exc)
+    return render(request, "scoring/partials/judge_planner.html", context)
+

@@ -48,7 +48,12 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
         engine.release(handler, [u.pk for u in units])
         handler.fail_job(job.pk, str(exc))
         return None
-    misses = engine.resolve_cached(handler, job, requests)
+    try:
+        misses = engine.resolve_cached(handler, job, requests)
+    except engine.AnswersNotStored:  # the job is paused with the error
+        return None
+    # Every line of a batch counts as a request sent, whatever becomes of the batch.
+    misses = engine.charge(handler, job, misses)
     if not misses:
         handler.maybe_finish(job.pk)
         return None
@@ -62,6 +67,7 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
         size += len(line) + 1
         kept.append(r)
     engine.release(handler, [u for r in misses[len(kept):] for u in r.units])
+    engine.refund(handler, job.pk, len(misses) - len(kept))
     first = kept[0]
     with transaction.atomic():
         batch = LLMBatch.objects.create(
@@ -79,7 +85,8 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
         created = client.batches.create(input_file_id=uploaded.id, endpoint=CHAT_URL, completion_window="24h",
                                         metadata={"minicex": f"{handler.kind}:{job.pk}"})
     except Exception as exc:  # the provider refused or is unreachable: the units go back to the job
-        _give_up(batch, handler, f"could not submit the batch: {exc}", retryable=_retryable(exc))
+        _give_up(batch, handler, f"could not submit the batch: {exc}", retryable=_retryable(exc),
+                 key_refused=getattr(exc, "status_code", None) in gateway.KEY_REFUSED)
         batch.refresh_from_db()
         return batch
     LLMBatch.objects.filter(pk=batch.pk).update(provider_id=created.id, input_file_id=uploaded.id,
@@ -96,14 +103,19 @@ def _retryable(exc: Exception) -> bool:
     return status is None or status in (408, 409, 429) or status >= 500
 
 
-def _give_up(batch: LLMBatch, handler: engine.Handler, message: str, *, retryable: bool) -> None:
-    """The batch produced nothing (more): its open units go back to the job, or the job fails."""
+def _give_up(batch: LLMBatch, handler: engine.Handler, message: str, *, retryable: bool,
+             key_refused: bool = False) -> None:
+    """The batch produced nothing (more): its open units go back to the job, or the job pauses (a refused key) or
+    fails (any other error that retrying cannot fix)."""
     units = [u for spec in batch.requests.values() for u in spec["units"]]
     handler.unit_model.objects.filter(pk__in=units, claimed_by=batch.owner).update(
         claimed_by="", claimed_until=None, not_before=timezone.now() + timedelta(seconds=30), error=message[:2000])
     LLMBatch.objects.filter(pk=batch.pk).update(status=LLMBatch.Status.FAILED, error=message[:2000],
                                                 finished_at=timezone.now())
-    if not retryable:
+    if key_refused:
+        handler.pause_job(batch.job_id, f"The provider refused the key ({batch.api_key_env} at {batch.base_url}): "
+                                        f"{message}. Nothing more is sent. Fix the key, then resume.")
+    elif not retryable:
         handler.fail_job(batch.job_id, f"The provider refused the batch: {message}")
     else:
         engine.wake(handler.kind, batch.job_id)

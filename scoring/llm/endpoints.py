@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
+from scoring.llm import gateway
 from scoring.llm.models import LLMEndpoint
 
 NO_ENDPOINT = ("No LLM endpoint is defined yet. An administrator adds one under Admin → LLM endpoints: the base "
@@ -32,11 +33,22 @@ def endpoint_help() -> str | None:
 
 
 class EndpointChoiceField(forms.ModelChoiceField):
-    """An active endpoint; coordinators never type a URL or a key variable."""
+    """An active endpoint; coordinators never type a URL or a key variable. One that cannot send anything now (no URL,
+    an unknown host, nothing listening on a local server) says why beside its name and is refused."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("help_text", "Defined by an administrator (URL, key variable and limits).")
         super().__init__(queryset=active_endpoints(), **kwargs)
 
     def label_from_instance(self, obj: LLMEndpoint) -> str:
-        return f"{obj.name} — {obj.note}" if obj.note else obj.name
+        label = f"{obj.name} — {obj.note}" if obj.note else obj.name
+        problem = gateway.endpoint_problem(obj.base_url, obj.api_key_env)
+        return f"{label} (cannot be used now: {problem})" if problem else label
+
+    def clean(self, value):
+        endpoint = super().clean(value)
+        if endpoint is not None:
+            problem = gateway.endpoint_problem(endpoint.base_url, endpoint.api_key_env)
+            if problem:
+                raise forms.ValidationError(f"{endpoint.name} cannot be used now: {problem}")
+        return endpoint

@@ -15,7 +15,6 @@ and parameters, and checked before it is sent); two engines never send the same 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import math
@@ -33,7 +32,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Model, Q, QuerySet
+from django.db.models import Count, F, Max, Model, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from scoring.llm import gateway, limiter
@@ -146,16 +146,41 @@ class Handler:
         """The claimed unit rows, with what :meth:`prepare` needs."""
         return list(self.unit_model.objects.filter(pk__in=ids).order_by("pk"))
 
+    # Units whose answer was stored and used, and units that ended without one (failed, or an unparseable answer).
+    done_statuses: tuple[str, ...] = ("done",)
+    problem_statuses: tuple[str, ...] = ("failed", "unscored")
+
     def maybe_finish(self, job_id: int) -> bool:
-        """Finish the job from database state once no unit is open."""
+        """End the job from database state once no unit is open: *Finished* when answers were stored, *Finished with
+        problems* when more than ``LLM_PROBLEM_SHARE`` of the units failed or were unscored, *Failed* when no
+        answer could be used; the error names the top causes with their counts."""
         if self.open_units(job_id).exists():
             return False
+        status, message = end_state(self, job_id)
         return bool(self.job_model.objects.filter(pk=job_id, status=self.running_status).update(
-            status="succeeded", finished_at=timezone.now()))
+            status=status, error=message[:2000], finished_at=timezone.now()))
 
     def fail_job(self, job_id: int, message: str) -> None:
         self.job_model.objects.filter(pk=job_id, status__in=self.active_statuses).update(
             status="failed", error=message[:2000], finished_at=timezone.now())
+
+    def pause_job(self, job_id: int, message: str) -> bool:
+        """Pause a running job with the reason (a refused key, a spending cap, answers that could not be stored):
+        nothing more is sent until a coordinator resumes it."""
+        return bool(self.job_model.objects.filter(pk=job_id, status__in=self.active_statuses).update(
+            status="paused", error=message[:2000]))
+
+    # -- what the job may send ------------------------------------------------------------------------------
+    def attempts_per_unit(self, job) -> int:
+        return max(1, int(self.config(job).get("max_attempts") or 1))
+
+    def request_units(self, job) -> int:
+        """The most requests the job's open units need, one answered request each (a handler whose request
+        covers several units, or whose unit takes several requests, says so)."""
+        return self.open_units(job.pk).count()
+
+    def currency(self, job) -> str:
+        return str(self.config(job).get("currency") or "USD")
 
     # -- the units ------------------------------------------------------------------------------------------
     def prepare(self, job, units: list) -> list[Request]:
@@ -188,6 +213,133 @@ def handler_for(kind: str) -> Handler:
         return HANDLERS[kind]
     except KeyError:
         raise LookupError(f"no engine handler registered for {kind!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# how a job ends, and what it may send
+# ---------------------------------------------------------------------------------------------------------------
+def problem_share() -> float:
+    """Above this share of failed or unscored units a job ends *Finished with problems*."""
+    return _setting("LLM_PROBLEM_SHARE", 0.05)
+
+
+def top_causes(handler: Handler, job_id: int, limit: int = 3) -> list[tuple[str, int]]:
+    """The most frequent reasons units of a job failed or were unscored, with their counts."""
+    rows = (handler.unit_model.objects.filter(**{f"{handler.job_field}_id": job_id},
+                                              status__in=handler.problem_statuses)
+            .values_list("error").annotate(n=Count("pk")).order_by("-n", "error")[:limit])
+    return [(error or "no reason recorded", n) for error, n in rows]
+
+
+def end_state(handler: Handler, job_id: int) -> tuple[str, str]:
+    """(status, message) of a job with no open unit."""
+    counts = dict(handler.unit_model.objects.filter(**{f"{handler.job_field}_id": job_id})
+                  .values_list("status").annotate(n=Count("pk")).order_by())
+    total = sum(counts.values())
+    done = sum(counts.get(s, 0) for s in handler.done_statuses)
+    problems = sum(counts.get(s, 0) for s in handler.problem_statuses)
+    if not total or not problems:
+        return "succeeded", ""
+    causes = "; ".join(f"{cause} ({n:,})" for cause, n in top_causes(handler, job_id))
+    if not done:
+        return "failed", f"No answer could be used: all {total:,} units failed or were unscored. {causes}"
+    if problems / total > problem_share():
+        return "problems", f"{problems:,} of {total:,} units failed or were unscored. {causes}"
+    return "succeeded", ""
+
+
+def _money(value: Decimal, currency: str) -> str:
+    return f"{value:.4f} {currency}"
+
+
+def cap_reached(row: dict, currency: str) -> str:
+    """Why a job's spending cap stops it ("" when no cap is reached)."""
+    if row.get("cost_cap") is not None and row["spent_cost"] >= row["cost_cap"]:
+        return (f"Spending cap reached: {_money(row['spent_cost'], currency)} spent of a cap of "
+                f"{_money(row['cost_cap'], currency)}. Raise the cap to go on.")
+    if row.get("token_cap") is not None and row["spent_tokens"] >= row["token_cap"]:
+        return (f"Token cap reached: {row['spent_tokens']:,} tokens used of a cap of {row['token_cap']:,}. "
+                "Raise the cap to go on.")
+    return ""
+
+
+_ACCOUNT = ("status", "requests_sent", "request_limit", "spent_cost", "spent_tokens", "cost_cap", "token_cap")
+
+
+def charge(handler: Handler, job, requests: list[Request]) -> list[Request]:
+    """Count requests against the job *before* they are sent; returns those that may go, the others released.
+
+    None may go when the job is not running, when a spending cap is reached (the job pauses) or when its request
+    limit is reached (the units nobody is sending fail with that reason, so the job ends and says why). The limit
+    is set on the first charge: the open units' requests x the attempts per unit."""
+    if not requests:
+        return []
+    model = handler.job_model
+    limit = None
+    with transaction.atomic():
+        row = model.objects.select_for_update().filter(pk=job.pk).values(*_ACCOUNT).first()
+        granted = 0
+        if row is not None and row["status"] == handler.running_status:
+            stop = cap_reached(row, handler.currency(job))
+            if stop:
+                model.objects.filter(pk=job.pk).update(status="paused", error=stop)
+            else:
+                changes: dict[str, Any] = {}
+                limit = row["request_limit"]
+                if limit is None:
+                    limit = row["requests_sent"] + handler.request_units(job) * handler.attempts_per_unit(job)
+                    changes["request_limit"] = limit
+                granted = max(0, min(len(requests), limit - row["requests_sent"]))
+                if granted:
+                    changes["requests_sent"] = F("requests_sent") + granted
+                if changes:
+                    model.objects.filter(pk=job.pk).update(**changes)
+    release(handler, [u for r in requests[granted:] for u in r.units])
+    if limit is not None and granted < len(requests):
+        limit_reached(handler, job, limit)
+    return requests[:granted]
+
+
+def refund(handler: Handler, job_id: int, n: int) -> None:
+    """Give back the count of charged requests that were not sent after all (released before sending)."""
+    if n > 0:
+        handler.job_model.objects.filter(pk=job_id, requests_sent__gte=n).update(requests_sent=F("requests_sent") - n)
+
+
+def limit_reached(handler: Handler, job, limit: int) -> None:
+    """The job sent all it may: its units that nobody is sending now fail with the reason (a coordinator's "retry"
+    asks them again with a fresh allowance), and the job ends once the requests in flight are stored."""
+    now = timezone.now()
+    reason = (f"not sent: the job reached its request limit ({limit:,} requests: its units x "
+              f"{handler.attempts_per_unit(job)} attempts each)")
+    handler.open_units(job.pk).filter(free_claim(now, live_owners())).update(
+        status=handler.failed_status, error=reason, claimed_by="", claimed_until=None, updated_at=now)
+    warn_now_and_then(f"limit-{handler.kind}-{job.pk}", "%s %s reached its request limit (%s)", handler.kind,
+                      job.pk, limit)
+    handler.maybe_finish(job.pk)
+
+
+def grow_limit(handler: Handler, job, units: int) -> None:
+    """A coordinator asks ``units`` request units again ("retry"): the job may send that many more x attempts."""
+    if units > 0:
+        handler.job_model.objects.filter(pk=job.pk, request_limit__isnull=False).update(
+            request_limit=F("request_limit") + units * handler.attempts_per_unit(job))
+
+
+def record_spend(handler: Handler, job, requests: list[Request]) -> str:
+    """Add what fresh answers cost to the job; a job whose spending cap is now reached pauses (returns why)."""
+    if not requests:
+        return ""
+    cost = sum((gateway.cost(r.outcome.prompt_tokens, r.outcome.completion_tokens, *r.prices) for r in requests),
+               Decimal(0))
+    tokens = sum(r.outcome.prompt_tokens + r.outcome.completion_tokens for r in requests)
+    model = handler.job_model
+    model.objects.filter(pk=job.pk).update(spent_cost=F("spent_cost") + cost, spent_tokens=F("spent_tokens") + tokens)
+    row = model.objects.filter(pk=job.pk).values(*_ACCOUNT).first()
+    stop = cap_reached(row, handler.currency(job)) if row else ""
+    if stop:
+        model.objects.filter(pk=job.pk, status=handler.running_status).update(status="paused", error=stop)
+    return stop
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -453,6 +605,7 @@ def store(handler: Handler, job, requests: list[Request], *, from_cache: bool = 
             _store_calls(requests)
             for r in requests:
                 handler.record_call(job, r, r.call)
+            record_spend(handler, job, requests)
         ids = [u for r in requests for u in r.units]
         if handler.applies_conditionally:
             open_ids = set(ids)  # apply() itself updates only rows still open
@@ -481,6 +634,33 @@ def cached_calls(keys: set[str]) -> dict[str, LLMCall]:
     return out
 
 
+class AnswersNotStored(Exception):
+    """Answers could not be applied to their units: they are kept in the request cache and the job is paused."""
+
+
+def keep_answers(handler: Handler, job, requests: list[Request], exc: Exception, *, paid: bool) -> None:
+    """Applying answers failed (a bug, bad data): keep the paid answers in the request cache (their own
+    transaction), give the units back and pause the job with the error, so nothing is sent again in a loop. When
+    the job is resumed the units are answered from the cache, without a new request."""
+    if paid:
+        with transaction.atomic():
+            _store_calls(requests)
+            record_spend(handler, job, requests)
+    release(handler, [u for r in requests for u in r.units])
+    what = f"{len(requests):,} paid answer(s) are kept" if paid else "the answers are in the request cache"
+    message = (f"Answers could not be stored ({type(exc).__name__}: {exc}). Nothing more is sent; {what} and are "
+               "applied, without new requests, when the job is resumed.")
+    handler.pause_job(job.pk, message)
+    log.error("%s %s paused: %s", handler.kind, job.pk, message, exc_info=exc)
+
+
+def _is_outage(exc: Exception) -> bool:
+    """The database is unreachable (nothing can be stored or paused now; try again later)."""
+    from django.db import InterfaceError, OperationalError
+
+    return isinstance(exc, InterfaceError | OperationalError) and not isinstance(exc, IntegrityError)
+
+
 def resolve_cached(handler: Handler, job, requests: list[Request]) -> list[Request]:
     """Answer from the cache every request already paid for; returns the others (the same key once)."""
     if not requests:
@@ -496,23 +676,52 @@ def resolve_cached(handler: Handler, job, requests: list[Request]) -> list[Reque
         else:
             seen.add(r.key)
             misses.append(r)
-    store(handler, job, hits, from_cache=True)
+    try:
+        store(handler, job, hits, from_cache=True)
+    except Exception as exc:
+        if _is_outage(exc):
+            raise
+        keep_answers(handler, job, hits, exc, paid=False)
+        release(handler, [u for r in misses for u in r.units])
+        raise AnswersNotStored(str(exc)) from exc
     return misses
 
 
+def key_refused(request: Request) -> str:
+    """The job's message when the provider refused the key (401/403): which key, where, and what to do."""
+    o = request.outcome
+    what = "the key was refused" if o.status == 401 else "the key may not use this model or endpoint"
+    said = o.error if len(o.error) <= 160 else o.error[:159] + "…"
+    return (f"{o.status}: {what} ({request.endpoint.key_source}): {said} Nothing more is sent; fix "
+            f"{request.endpoint.key_source}, then resume.")
+
+
+def stops_the_job(outcome: gateway.Outcome | None) -> bool:
+    """An answer after which nothing more of the job may be sent: a refused key or a request retrying cannot fix."""
+    return outcome is not None and not outcome.ok and not outcome.retryable
+
+
 def fail_requests(handler: Handler, job, failed: list[Request]) -> bool:
-    """Retry later, give up on, or stop the job for failed requests. Returns True when the job was failed."""
+    """Retry later, give up on, or stop the job for failed requests. Returns True when the job was stopped: paused
+    when the provider refused the key (401/403: the units stay open), failed on any other error that retrying
+    cannot fix (an unknown host, a model that does not exist, a request the provider rejects)."""
     stopped = False
     now = timezone.now()
     for r in failed:
         o = r.outcome
         attempts = r.attempts + 1
         base = handler.unit_model.objects.filter(pk__in=r.units, status__in=handler.open_statuses)
-        if not o.retryable:
+        if o.status in gateway.KEY_REFUSED:
+            base.update(error=o.error[:2000], claimed_by="", claimed_until=None, updated_at=now)
+            if not stopped:
+                handler.pause_job(job.pk, key_refused(r))
+                stopped = True
+        elif not o.retryable:
             base.update(status=handler.failed_status, error=o.error[:2000], attempts=attempts, claimed_by="",
                         claimed_until=None, updated_at=now)
             if not stopped:
-                handler.fail_job(job.pk, f"The provider refused the request: {o.error}")
+                handler.fail_job(job.pk, o.error if o.extra.get("cause") == "dns" else
+                                 f"The provider refused the request: {o.error}")
                 stopped = True
         elif attempts >= r.max_attempts:
             base.update(status=handler.failed_status, error=f"gave up after {attempts} attempts: {o.error}"[:2000],
@@ -528,6 +737,7 @@ class Admission:
     admitted: list[Request]
     refused: list[Request] = field(default_factory=list)  # no slot or rate budget now (still claimed)
     deferred_for: float = 0.0  # the limit refused everything: look again after this many seconds
+    released: list[Request] = field(default_factory=list)  # given back unsent (their charge is refunded)
 
 
 def admit(handler: Handler, requests: list[Request], owner: str, *, keep_refused: bool = False) -> Admission:
@@ -552,7 +762,7 @@ def admit(handler: Handler, requests: list[Request], owner: str, *, keep_refused
         if keep_refused:
             return Admission([], refused=list(requests), deferred_for=1.0)
         release(handler, [u for r in requests for u in r.units])
-        return Admission([], deferred_for=1.0)
+        return Admission([], deferred_for=1.0, released=list(requests))
     admitted, busy = [], []
     for r in keep:
         (admitted if r.key in reserved else busy).append(r)
@@ -566,10 +776,10 @@ def admit(handler: Handler, requests: list[Request], owner: str, *, keep_refused
     rest = requests[n:]
     deferred = 0.0 if admitted else (wait or 0.05)
     if keep_refused:
-        return Admission(admitted, refused=rest, deferred_for=wait if rest and wait else deferred)
+        return Admission(admitted, refused=rest, deferred_for=wait if rest and wait else deferred, released=busy)
     later = now + timedelta(seconds=wait) if wait else None
     release(handler, [u for r in rest for u in r.units], not_before=later)
-    return Admission(admitted, deferred_for=deferred)
+    return Admission(admitted, deferred_for=deferred, released=busy + rest)
 
 
 class _quiet_limiter:
@@ -598,24 +808,30 @@ def give_back(requests: list[Request]) -> None:
         r.reserved = False
 
 
-def finish(handler: Handler, job, done: list[Request]) -> None:
-    """Store what came back: answers in one transaction, failures as retries or failed units. On any error the
-    units are released, so they are claimed again at once instead of when the lease runs out."""
+def finish(handler: Handler, job, done: list[Request]) -> set[int]:
+    """Store what came back: answers in one transaction, failures as retries or failed units. Answers that cannot
+    be applied are kept in the request cache and pause the job (:func:`keep_answers`): never sent again in a loop.
+    Only when the database itself is unreachable does this raise (the caller tries again later; the units stay
+    claimed until then). Returns the units whose answers were kept but not applied."""
     ok = [r for r in done if r.outcome is not None and r.outcome.ok]
     failed = [r for r in done if r.outcome is None or not r.outcome.ok]
     for r in failed:
         if r.outcome is None:
             r.outcome = gateway.Outcome(ok=False, retryable=True, error="the request was not answered")
+    unapplied: set[int] = set()
     try:
-        store(handler, job, ok)
+        try:
+            store(handler, job, ok)
+        except Exception as exc:
+            if _is_outage(exc):
+                raise
+            keep_answers(handler, job, ok, exc, paid=True)
+            unapplied = {u for r in ok for u in r.units}
         fail_requests(handler, job, failed)
-    except Exception:
-        with contextlib.suppress(Exception):
-            release(handler, [u for r in done for u in r.units])
-        raise
     finally:
         give_back(done)
     note_activity(handler, job.pk)
+    return unapplied
 
 
 _activity: dict[tuple[str, int], float] = {}
@@ -665,7 +881,11 @@ def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int 
         return states
     for unit in units:
         states[unit.pk] = "done"  # units finished by prepare (no request needed)
-    misses = resolve_cached(handler, job, requests)
+    try:
+        misses = resolve_cached(handler, job, requests)
+    except AnswersNotStored:
+        states.update({u.pk: "fatal" for u in units})
+        return states
     for r in requests:
         if r.from_cache:
             states.update(dict.fromkeys(r.units, "cached"))
@@ -673,6 +893,10 @@ def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int 
     for r in requests:
         if not r.from_cache and not set(r.units) & missed:
             states.update(dict.fromkeys(r.units, "retry"))  # the same request twice in the batch
+    allowed = charge(handler, job, misses)
+    for r in misses[len(allowed):]:
+        states.update(dict.fromkeys(r.units, "skipped"))
+    misses = allowed
     by_limit: dict[str, list[Request]] = defaultdict(list)
     for r in misses:
         by_limit[r.limit.name].append(r)
@@ -680,6 +904,7 @@ def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int 
     for group in by_limit.values():
         admission = admit(handler, group, owner)
         admitted += admission.admitted
+        refund(handler, job_id, len(group) - len(admission.admitted))
         sent = {u for r in admission.admitted for u in r.units}
         for r in group:
             if not set(r.units) & sent:
@@ -691,12 +916,13 @@ def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int 
             r.outcome = future.result()
         except Exception as exc:  # a bug in the client must not lose the claim
             r.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
-    finish(handler, job, admitted)
+    unapplied = finish(handler, job, admitted)
     for r in admitted:
         o = r.outcome
         state = "done" if o.ok else ("fatal" if not o.retryable else
                                      ("failed" if r.attempts + 1 >= r.max_attempts else "retry"))
         states.update(dict.fromkeys(r.units, state))
+    states.update(dict.fromkeys(unapplied, "fatal"))  # answers kept in the cache, the job paused
     handler.maybe_finish(job_id)
     return states
 
@@ -780,6 +1006,89 @@ def pause_or_cancel(obj, status: str, user, reason: str, *, noun: str, action: s
     AuditEvent.record(user, f"{action}.{status}", obj, reason=reason)
     obj.refresh_from_db()
     return obj
+
+
+def resume(handler: Handler, job, user=None, *, action: str) -> bool:
+    """Start a queued job or resume a paused one (its pause reason is cleared) and wake the workers. Returns
+    whether it is running now (a job with nothing left to do ends at once)."""
+    from annotation.models import AuditEvent
+
+    now = timezone.now()
+    changed = handler.job_model.objects.filter(pk=job.pk, status__in=("queued", "paused")).update(
+        status="running", error="", started_at=Coalesce(F("started_at"), Value(now)))
+    job.refresh_from_db()
+    if job.status != handler.running_status:
+        return False
+    if changed:
+        AuditEvent.record(user, f"{action}.start", job)
+    if handler.maybe_finish(job.pk):
+        job.refresh_from_db()
+        return False
+    wake(handler.kind, job.pk)
+    return True
+
+
+def reopened(handler: Handler, job, request_units: int, user=None, *, action: str, **details) -> None:
+    """After a coordinator put failed units back to open ("retry"): the job may send their requests again (its
+    request limit grows by them x the attempts per unit), runs again, and the workers are woken."""
+    from annotation.models import AuditEvent
+
+    grow_limit(handler, job, request_units)
+    handler.job_model.objects.filter(pk=job.pk).exclude(status="cancelled").update(
+        status="running", error="", finished_at=None)
+    job.refresh_from_db()
+    AuditEvent.record(user, f"{action}.retry", job, **details)
+    if job.status == handler.running_status:
+        wake(handler.kind, job.pk)
+
+
+def set_caps(handler: Handler, job, *, cost_cap: Decimal | None, token_cap: int | None, user=None,
+             action: str) -> None:
+    """Set or remove a job's spending caps (recorded with who set them); a job paused by a cap goes on when it is
+    resumed under a higher one."""
+    from annotation.models import AuditEvent
+
+    handler.job_model.objects.filter(pk=job.pk).update(cost_cap=cost_cap, token_cap=token_cap)
+    AuditEvent.record(user, f"{action}.caps", job, cost_cap=None if cost_cap is None else str(cost_cap),
+                      token_cap=token_cap)
+    job.refresh_from_db()
+
+
+def spend(handler: Handler, job) -> dict[str, Any]:
+    """What a job sent and spent against its limits, in words for pages, the API and ``--wait``."""
+    currency = handler.currency(job)
+    config = handler.config(job)
+    priced = any(Decimal(str(p)) for p in _prices(config))
+    row = handler.job_model.objects.filter(pk=job.pk).values(*_ACCOUNT).first() or {  # the counters as they are now
+        name: getattr(job, name) for name in _ACCOUNT}
+    return {
+        "requests_sent": row["requests_sent"], "request_limit": row["request_limit"], "currency": currency,
+        "priced": priced, "cost": float(row["spent_cost"]) if priced else None, "tokens": row["spent_tokens"],
+        "cost_cap": None if row["cost_cap"] is None else float(row["cost_cap"]), "token_cap": row["token_cap"],
+        "cost_text": (_money(row["spent_cost"], currency) if priced else
+                      "cost unknown: no prices set for this judge" if handler.kind != "generation" else
+                      "cost unknown: no prices set for this job"),
+    }
+
+
+def segments(total: int, done: int, unscored: int, failed: int) -> list[dict[str, Any]]:
+    """The parts of a job's progress bar: answers used, unscored, failed and still open, each with its share."""
+    remaining = max(0, total - done - unscored - failed)
+    parts = [("done", "scored", done), ("unscored", "unscored", unscored), ("failed", "failed", failed),
+             ("open", "to do", remaining)]
+    out, offset = [], 0.0
+    for kind, label, n in parts:
+        if n:
+            share = round(100 * n / total, 2)
+            out.append({"kind": kind, "label": label, "n": n, "percent": share, "offset": round(offset, 2)})
+            offset += share
+    return out
+
+
+def _prices(config: dict) -> list:
+    if "prices" in config:  # generation: per side
+        return [p for pair in config["prices"].values() for p in pair]
+    return [config.get("price_input_per_1k") or 0, config.get("price_output_per_1k") or 0]
 
 
 def connection_count() -> int:

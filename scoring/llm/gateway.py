@@ -17,12 +17,15 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -70,6 +73,11 @@ HOW_TO_CONFIGURE = (
 )
 
 
+# getaddrinfo's "no such name" answers (EAI_NONAME, EAI_NODATA): retrying cannot make the host exist. A temporary
+# failure of the resolver (EAI_AGAIN) is retried.
+_NO_SUCH_HOST = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+
 def resolve_endpoint(base_url: str, api_key_env: str) -> Endpoint:
     url = (base_url or settings.OPENAI_BASE_URL or "").strip().rstrip("/")
     if not url:
@@ -82,6 +90,76 @@ def resolve_endpoint(base_url: str, api_key_env: str) -> Endpoint:
         key = settings.OPENAI_API_KEY
     # Local servers (vLLM, Ollama) accept any key; a missing key is reported by the provider as 401 if it matters.
     return Endpoint(base_url=url, api_key=key or "not-set", key_source=env)
+
+
+_host_checks: dict[str, tuple[float, str]] = {}
+HOST_CHECK_SECONDS = 3.0
+
+
+def host_problem(base_url: str, *, listening: bool = False) -> str:
+    """Why requests to ``base_url`` cannot go out ("" when its host resolves). Looked up with a short timeout and
+    remembered for a minute; skipped behind a proxy (the proxy resolves the host, not this machine). With
+    ``listening``, a server on this machine must also accept connections now (the pages ask that before offering to
+    start; a job already created rather retries until it answers, and then says it was refused)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname
+    if host in ("localhost", "::1") or (host or "").startswith("127."):
+        return _local_problem(parts) if listening else ""
+    if not host or any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                                     "ALL_PROXY", "all_proxy")):
+        return ""
+    now = time.monotonic()
+    cached = _host_checks.get(host)
+    if cached and now - cached[0] < 60:
+        return cached[1]
+    result: list[str] = []
+
+    def look_up() -> None:
+        try:
+            socket.getaddrinfo(host, None)
+            result.append("")
+        except socket.gaierror as exc:
+            result.append(f"host {host} does not resolve (check the base URL {base_url})"
+                          if exc.errno in _NO_SUCH_HOST else "")
+        except OSError:
+            result.append("")
+
+    thread = threading.Thread(target=look_up, daemon=True)
+    thread.start()
+    thread.join(HOST_CHECK_SECONDS)
+    problem = result[0] if result else f"host {host} could not be looked up within {HOST_CHECK_SECONDS:g} s"
+    _host_checks[host] = (now, problem)
+    return problem
+
+
+def _local_problem(parts) -> str:
+    """A server on this machine (vLLM, Ollama, the built-in fake endpoint): something must listen on its port."""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=0.5):
+            return ""
+    except OSError:
+        return (f"nothing answers at {parts.scheme}://{parts.hostname}:{port} (start the server, e.g. "
+                "python -m config.run fake-llm for the built-in fake endpoint)")
+
+
+def endpoint_problem(base_url: str, api_key_env: str) -> str:
+    """Why a judge or job with this endpoint cannot send anything now ("" when it can), for the pages: no URL
+    configured, a refused key variable, a host that does not resolve, or nothing listening on a local server."""
+    try:
+        endpoint = resolve_endpoint(base_url, api_key_env)
+    except NotConfigured as exc:
+        return str(exc)
+    return host_problem(endpoint.base_url, listening=True)
+
+
+def usable_endpoint(base_url: str, api_key_env: str) -> Endpoint:
+    """The endpoint of a new job, or NotConfigured saying why nothing could be sent to it."""
+    endpoint = resolve_endpoint(base_url, api_key_env)
+    problem = host_problem(endpoint.base_url)
+    if problem:
+        raise NotConfigured(f"Nothing can be sent: {problem}.")
+    return endpoint
 
 
 def request_key(endpoint: str, payload: dict) -> str:
@@ -199,10 +277,8 @@ async def acomplete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcom
         # skipped (they cost more CPU than the rest of a call); errors, timeouts and headers are the client's.
         raw = await runner().client(endpoint).post("/chat/completions", body=payload, cast_to=httpx2.Response,
                                                    options={"timeout": timeout})
-    except openai.APITimeoutError as exc:
-        return Outcome(ok=False, retryable=True, error=f"timeout after {timeout:g} s ({exc})")
-    except openai.APIConnectionError as exc:
-        return Outcome(ok=False, retryable=True, error=f"connection failed: {exc}")
+    except openai.APIConnectionError as exc:  # APITimeoutError included: the transport reports most failures so
+        return connection_failure(exc, endpoint, timeout)
     except openai.APIStatusError as exc:
         status = exc.status_code
         retryable = status in (408, 409, 429) or status >= 500
@@ -210,6 +286,42 @@ async def acomplete(endpoint: Endpoint, payload: dict, timeout: float) -> Outcom
                        error=f"HTTP {status}: {_message(exc)}")
     latency = int((time.monotonic() - started) * 1000)
     return parse_completion(raw.content, latency)
+
+
+# The provider refused the key (401) or its rights (403): the job pauses until the key is fixed.
+KEY_REFUSED = (401, 403)
+
+
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def connection_failure(exc: Exception, endpoint: Endpoint, timeout: float) -> Outcome:
+    """What really went wrong with a request that got no HTTP answer, in words. The aiohttp transport reports an
+    unknown host or a refused connection as a timeout, so the cause chain is read instead of the exception's type."""
+    host = urlsplit(endpoint.base_url).hostname or endpoint.base_url
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            if cause.errno in _NO_SUCH_HOST:
+                return Outcome(ok=False, retryable=False, extra={"cause": "dns"},
+                               error=f"host {host} does not resolve (check the base URL {endpoint.base_url})")
+            return Outcome(ok=False, retryable=True, error=f"host {host} could not be looked up now ({cause})")
+        if isinstance(cause, ConnectionRefusedError):
+            port = urlsplit(endpoint.base_url).port
+            return Outcome(ok=False, retryable=True,
+                           error=f"connection refused by {host}{f':{port}' if port else ''} (is the server up?)")
+        if isinstance(cause, ssl.SSLError):
+            return Outcome(ok=False, retryable=True, error=f"TLS handshake with {host} failed ({cause})")
+    if any(type(cause).__name__ in ("ReadTimeout", "ConnectTimeout", "TimeoutError", "ServerTimeoutError",
+                                    "APITimeoutError", "PoolTimeout", "WriteTimeout")
+           and "Cannot connect" not in str(cause) for cause in _causes(exc)):
+        return Outcome(ok=False, retryable=True, error=f"timeout after {timeout:g} s (no answer from {host})")
+    first = next((c for c in _causes(exc) if c is not exc), exc)
+    return Outcome(ok=False, retryable=True, error=f"connection to {host} failed: {first}")
 
 
 def parse_completion(body: bytes | str | dict, latency_ms: int = 0) -> Outcome:

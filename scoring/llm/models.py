@@ -27,6 +27,7 @@ class LLMCall(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "LLM call"
 
     def __str__(self) -> str:
         return f"{self.model} {self.key[:12]}"
@@ -118,6 +119,7 @@ class LLMWorker(models.Model):
 
     class Meta:
         ordering = ["-seen_at"]
+        verbose_name = "LLM worker"
 
     def __str__(self) -> str:
         return self.owner
@@ -156,6 +158,8 @@ class LLMBatch(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["kind", "job_id"])]
+        verbose_name = "LLM batch"
+        verbose_name_plural = "LLM batches"
 
     def __str__(self) -> str:
         return f"batch {self.pk} ({self.provider_status or self.status}) for {self.kind} {self.job_id}"

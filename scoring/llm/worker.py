@@ -136,14 +136,25 @@ class Engine:
             state, requests = item
             try:
                 finish(state.handler, state.job, requests)
-            except Exception:
-                log.exception("storing %d answers of %s failed; their units are released", len(requests),
-                              state.key)
+                status = state.handler.job_model.objects.filter(pk=state.job.pk).values_list(
+                    "status", flat=True).first()
+                if status != state.handler.running_status:  # paused by a cap or a kept answer, failed, cancelled
+                    state.stopping = True
+            except Exception as exc:
+                # Only an unreachable database gets here (finish keeps and pauses on anything else): the answers
+                # stay in memory and are stored when it is back; their units stay claimed by this engine.
                 close_old_connections()
-            finally:
-                with self._lock:
-                    state.storing -= len(requests)
-                self.finished.put(None)  # the driver may finish the job now
+                if self._stop.is_set():
+                    log.error("could not store %d answers of %s before stopping: %s", len(requests), state.key, exc)
+                else:
+                    steps.warn_now_and_then(f"store-{state.key}", "storing %d answers of %s failed (%s); trying "
+                                            "again", len(requests), state.key, exc)
+                    time.sleep(1.0)
+                    self.to_store.put((state, requests))
+                    continue
+            with self._lock:
+                state.storing -= len(requests)
+            self.finished.put(None)  # the driver may finish the job now
 
     # -- heartbeat ------------------------------------------------------------------------------------------
     def _beat(self) -> None:
@@ -302,7 +313,16 @@ class Engine:
         except Exception:
             release(handler, [u.pk for u in units])
             raise
-        misses = resolve_cached(handler, job, requests)
+        try:
+            misses = resolve_cached(handler, job, requests)
+        except steps.AnswersNotStored:  # the job is paused with the error
+            state.stopping = True
+            return bool(state.ready)
+        # Counted before they can be sent: a job never sends more than its request limit allows.
+        wanted = len(misses)
+        misses = steps.charge(handler, job, misses)
+        if wanted and not misses:
+            state.stopping = True  # not running any more, a spending cap or the request limit is reached
         if misses:
             # Reserved now, so that a freed slot can go straight to the next of them (see _hand_over).
             lease = max(r.timeout for r in misses) * 1.5 + 5
@@ -321,6 +341,7 @@ class Engine:
                     state.ready.append(r)  # the limiter is away: admit() reserves it later
             release(handler, [u for r in busy for u in r.units],
                     not_before=timezone.now() + timedelta(seconds=1))
+            steps.refund(handler, job.pk, len(busy))
         return bool(state.ready)
 
     def _send_ready(self, state: _JobState, cap: int) -> None:
@@ -337,6 +358,7 @@ class Engine:
         sent = 0
         for requests in by_limit.values():
             admission = admit(state.handler, requests, self.owner, keep_refused=True)
+            steps.refund(state.handler, state.job.pk, len(admission.released))
             for r in admission.admitted:
                 self._send(state, r)
                 sent += 1
@@ -365,6 +387,8 @@ class Engine:
             request.outcome = future.result()
         except Exception as exc:
             request.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+        if steps.stops_the_job(request.outcome):
+            state.stopping = True  # a refused key or an unknown host: not one more request of this job
         handed = self._hand_over(state, request)
         self.finished.put(_Finished(state, request, handed))
 
@@ -459,13 +483,13 @@ class Engine:
         """Forget jobs with nothing in flight that are stopped, or have had nothing to claim for a while."""
         for key, state in list(self.jobs.items()):
             if state.stopping and state.ready:  # paused or cancelled: the prepared requests go back unsent
-                release(state.handler, [u for r in state.ready for u in r.units])
-                give_back(list(state.ready))
-                state.ready.clear()
+                self._unsend(state)
             if state.in_flight or state.answered or state.ready or state.storing:
                 continue
             if state.stopping or state.idle_rounds >= 8:
-                if not state.stopping:
+                if state.stopping:  # e.g. the request limit was reached while answers were still coming in
+                    state.handler.maybe_finish(state.job.pk)
+                else:
                     state.handler.maybe_finish(state.job.pk)
                     if steps.claimable(state.handler, state.job.pk).exists():
                         state.idle_rounds = 0
@@ -479,6 +503,19 @@ class Engine:
                 with self._lock:
                     del self.jobs[key]
 
+    def _unsend(self, state: _JobState) -> None:
+        """Give the prepared requests of a job back unsent: units released, slots and reservations freed, their
+        charge refunded."""
+        unsent = []
+        while True:
+            try:  # the event loop's thread may take from the same deque until the job stopped
+                unsent.append(state.ready.popleft())
+            except IndexError:
+                break
+        release(state.handler, [u for r in unsent for u in r.units])
+        give_back(unsent)
+        steps.refund(state.handler, state.job.pk, len(unsent))
+
     def _drain_and_release(self) -> None:
         for state in self.jobs.values():
             state.stopping = True  # no slot is handed over any more
@@ -491,6 +528,8 @@ class Engine:
         self.to_store.put(None)
         self.storer.join(30)
         for state in self.jobs.values():
+            if state.ready:
+                self._unsend(state)
             state.handler.unit_model.objects.filter(claimed_by=self.owner).update(claimed_by="",
                                                                                   claimed_until=None)
         LLMWorker.objects.filter(owner=self.owner).delete()

@@ -12,8 +12,10 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from annotation.roles import ANALYST, COORDINATOR, has_role
+from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
+from scoring.preference import judging
 from scoring.preference import services as preference
-from scoring.preference.models import PreferenceStudy, PreferenceTask
+from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
 from scoring.preference.services import PreferenceError
 
 
@@ -173,3 +175,20 @@ class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveMod
         data.is_valid(raise_exception=True)
         preference.skip_task(self.get_object(), request.user, data.validated_data["reason"])
         return Response(preference.blinded_task(self.get_object()))
+
+
+class PreferenceJudgeRunSerializer(EngineJobSerializer):
+    config = serializers.CharField(source="config.name", read_only=True)
+
+    class Meta:
+        model = PreferenceJudgeRun
+        fields = [*JOB_FIELDS, "study", "config", "progress"]
+
+
+class PreferenceJudgeRunViewSet(EngineJobViewSet):
+    """LLM judges answering preference studies (each pair in both orders): state, reason, requests and cost; the
+    detail adds the progress."""
+
+    queryset = PreferenceJudgeRun.objects.select_related("config").order_by("-created_at", "-id")
+    serializer_class = PreferenceJudgeRunSerializer
+    progress = staticmethod(judging.progress)

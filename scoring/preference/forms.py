@@ -8,12 +8,14 @@ from django.contrib.auth import get_user_model
 from annotation.models import Corpus
 from annotation.roles import PHYSICIAN
 from scoring.judges.models import JudgeConfig, JudgeRun
+from scoring.llm import gateway
+from scoring.llm.forms import SpendCapsForm
 from scoring.preference.models import PreferenceStudy
 from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
 
 PRESET_CHOICES = [
-    ("evaluation", "seeds/003 evaluations: knowledge correctness, reference correctness, fluency"),
-    ("response", "seeds/003 responses: relevancy, knowledge correctness, fluency"),
+    ("evaluation", "Zhang et al., AutoMedEval, evaluations: knowledge correctness, reference correctness, fluency"),
+    ("response", "Zhang et al., AutoMedEval, responses: relevancy, knowledge correctness, fluency"),
     ("overall", "One overall preference"),
     ("custom", "Custom (below)"),
 ]
@@ -53,9 +55,9 @@ class JudgeRunsForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["runs"].queryset = (JudgeRun.objects.filter(status=JudgeRun.Status.SUCCEEDED)
+        self.fields["runs"].queryset = (JudgeRun.objects.filter(status__in=JudgeRun.FINISHED)
                                         .select_related("config", "corpus"))
-        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.config.name} on {r.corpus.name}"
+        self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.name} on {r.corpus.name}"
 
 
 class DialoguesForm(forms.Form):
@@ -88,11 +90,20 @@ class RatersForm(forms.Form):
 
 class JudgeForm(forms.Form):
     config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge")
+    cost_cap = SpendCapsForm.base_fields["cost_cap"]
+    token_cap = SpendCapsForm.base_fields["token_cap"]
 
     def __init__(self, *args, study: PreferenceStudy, **kwargs):
         super().__init__(*args, **kwargs)
         excluded = study.sources.exclude(judge_run=None).values_list("judge_run__config_id", flat=True)
         self.fields["config"].queryset = JudgeConfig.objects.exclude(pk__in=list(excluded))
+
+    def clean_config(self):
+        config = self.cleaned_data["config"]
+        problem = gateway.endpoint_problem(config.base_url, config.api_key_env)
+        if problem:
+            raise forms.ValidationError(f"Judge {config.name} cannot be used now: {problem}")
+        return config
 
 
 class ReasonForm(forms.Form):

@@ -16,7 +16,7 @@ from collections import Counter
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import AuditEvent
@@ -124,7 +124,8 @@ def parse_choices(content: str, codes: list[str]) -> dict[str, str] | None:
 # runs
 # ---------------------------------------------------------------------------------------------------------------
 @transaction.atomic
-def create_run(study: PreferenceStudy, config: JudgeConfig, user=None) -> PreferenceJudgeRun:
+def create_run(study: PreferenceStudy, config: JudgeConfig, user=None, *, cost_cap: Decimal | None = None,
+               token_cap: int | None = None) -> PreferenceJudgeRun:
     """One pending verdict per pair and order."""
     study.refresh_from_db(fields=["status", "deleted_at"])
     if study.is_deleted or study.status == PreferenceStudy.Status.DRAFT:
@@ -132,12 +133,12 @@ def create_run(study: PreferenceStudy, config: JudgeConfig, user=None) -> Prefer
                               status=409)
     if study.sources.filter(judge_run__config=config).exists():
         raise PreferenceError("This judge configuration is one of the sources compared; choose another judge.")
-    gateway.resolve_endpoint(config.base_url, config.api_key_env)
+    gateway.usable_endpoint(config.base_url, config.api_key_env)
     pairs = list(study.pairs.filter(item__deleted_at__isnull=True).values_list("id", flat=True))
     if not pairs:
         raise PreferenceError("The study has no comparisons.")
     run = PreferenceJudgeRun.objects.create(study=study, config=config, snapshot=config_snapshot(config),
-                                            created_by=user)
+                                            created_by=user, cost_cap=cost_cap, token_cap=token_cap)
     PreferenceVerdict.objects.bulk_create([PreferenceVerdict(run=run, pair_id=p, order=o) for p in pairs
                                            for o in PreferenceVerdict.Order.values])
     AuditEvent.record(user, "preference.judge_run", study, run=run.pk, config=config.pk, units=2 * len(pairs))
@@ -145,26 +146,32 @@ def create_run(study: PreferenceStudy, config: JudgeConfig, user=None) -> Prefer
 
 
 def start(run: PreferenceJudgeRun, user=None) -> int:
-    PreferenceJudgeRun.objects.filter(pk=run.pk, status=PreferenceJudgeRun.Status.QUEUED).update(
-        status=PreferenceJudgeRun.Status.RUNNING, started_at=timezone.now())
-    run.refresh_from_db()
-    if run.status != PreferenceJudgeRun.Status.RUNNING:
+    """Start the run, or resume it after a pause (a refused key, a spending cap, a pause by a coordinator)."""
+    if not engine.resume(HANDLER, run, user, action="preference.judge"):
         return 0
-    if maybe_finish(run.pk):
-        return 0
-    engine.wake(HANDLER.kind, run.pk)
     return PreferenceVerdict.objects.filter(run=run, status=PreferenceVerdict.Status.PENDING).count()
 
 
+def set_status(run: PreferenceJudgeRun, status: str, user=None, reason: str = "") -> PreferenceJudgeRun:
+    """Pause or cancel the run (requests in flight are stored; nothing more is sent)."""
+    return engine.pause_or_cancel(run, status, user, reason, noun="judge run", action="preference.judge",
+                                  error=lambda message: PreferenceError(message, status=409))
+
+
 def cancel(run: PreferenceJudgeRun, user=None) -> PreferenceJudgeRun:
-    changed = PreferenceJudgeRun.objects.filter(pk=run.pk, status__in=[
-        PreferenceJudgeRun.Status.QUEUED, PreferenceJudgeRun.Status.RUNNING]).update(
-        status=PreferenceJudgeRun.Status.CANCELLED, finished_at=timezone.now())
-    if not changed:
-        raise PreferenceError("Only a queued or running judge run can be cancelled.", status=409)
-    AuditEvent.record(user, "preference.judge_cancel", run.study, run=run.pk)
-    run.refresh_from_db()
-    return run
+    return set_status(run, PreferenceJudgeRun.Status.CANCELLED, user)
+
+
+def retry_failed(run: PreferenceJudgeRun, user=None) -> int:
+    """Ask failed and unscored comparisons again (a fresh allowance of requests for them) and resume the run."""
+    if run.status == PreferenceJudgeRun.Status.CANCELLED:
+        raise PreferenceError("A cancelled judge run cannot be retried.", status=409)
+    problems = PreferenceVerdict.objects.filter(run=run, status__in=[PreferenceVerdict.Status.FAILED,
+                                                                      PreferenceVerdict.Status.UNSCORED])
+    count = problems.update(status=PreferenceVerdict.Status.PENDING, attempts=0, error="", claimed_by="",
+                            claimed_until=None, not_before=None, updated_at=timezone.now())
+    engine.reopened(HANDLER, run, count, user, action="preference.judge", verdicts=count)
+    return count
 
 
 def maybe_finish(run_id: int) -> bool:
@@ -279,15 +286,19 @@ def combined(run: PreferenceJudgeRun) -> dict:
 
 
 def progress(run: PreferenceJudgeRun) -> dict:
-    counts = dict(PreferenceVerdict.objects.filter(run=run).values_list("status").annotate(n=Count("id")))
+    counts = dict(PreferenceVerdict.objects.filter(run=run).values_list("status").annotate(n=Count("id"))
+                  .order_by())
     total = sum(counts.values())
     pending = counts.get("pending", 0)
+    done, unscored, failed = counts.get("done", 0), counts.get("unscored", 0), counts.get("failed", 0)
     calls = (LLMCall.objects.filter(pk__in=PreferenceVerdict.objects.filter(run=run, from_cache=False)
-                                    .exclude(call=None).values("call_id"))
-             .aggregate(n=Count("id"), cost=Sum("cost")))
-    return {"total": total, "done": counts.get("done", 0), "unscored": counts.get("unscored", 0),
-            "failed": counts.get("failed", 0), "pending": pending,
-            "percent": round(100 * (total - pending) / total) if total else 0, "calls": calls["n"] or 0,
-            "cost": float(calls["cost"] or 0), "status": run.status, "error": run.error,
+                                    .exclude(call=None).values("call_id")).aggregate(n=Count("id")))
+    spend = engine.spend(HANDLER, run)
+    return {"total": total, "done": done, "unscored": unscored, "failed": failed, "pending": pending,
+            "percent": round(100 * (total - pending) / total) if total else 0,
+            "segments": engine.segments(total, done, unscored, failed), "calls": calls["n"] or 0,
+            "cost": spend["cost"], "currency": spend["currency"], "spend": spend, "status": run.status,
+            "status_label": run.get_status_display(), "error": run.error,
+            "causes": engine.top_causes(HANDLER, run.pk) if failed or unscored else [],
             "delivery": delivery.state(HANDLER, run, remaining=pending)}
 

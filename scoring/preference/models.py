@@ -1,4 +1,4 @@
-"""Double-blind preference studies (DESIGN.md section 3, seeds/003 appendix E).
+"""Double-blind preference studies (DESIGN.md section 3, Zhang et al., AutoMedEval, appendix E).
 
 A study compares candidates of two or more sources (judge runs, doctor models, imported answers) on the same
 items. Each pair of candidates of one item is a comparison; raters (physicians) and LLM judges answer it per
@@ -84,6 +84,7 @@ class PreferenceCriterion(models.Model):
     class Meta:
         ordering = ["study", "order", "id"]
         constraints = [models.UniqueConstraint(fields=["study", "code"], name="unique_preference_criterion")]
+        verbose_name_plural = "preference criteria"
 
     def __str__(self) -> str:
         return f"{self.study}: {self.name}"

@@ -48,7 +48,7 @@ class PreferenceError(ValueError):
         self.status = status
 
 
-# seeds/003: section 4.4.1 (responses) and appendix E (the double-blind study of evaluations).
+# Zhang et al., AutoMedEval: section 4.4.1 (responses) and appendix E (the double-blind study of evaluations).
 CRITERIA_PRESETS: dict[str, list[tuple[str, str, str]]] = {
     "evaluation": [
         ("knowledge", "Knowledge correctness",
@@ -265,7 +265,7 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
     runs = list(runs)
     if len({r.pk for r in runs}) < 2 and not study.sources.exists():
         raise PreferenceError("Choose at least two judge runs to compare.")
-    unfinished = [r for r in runs if r.status != JudgeRun.Status.SUCCEEDED]
+    unfinished = [r for r in runs if not r.is_finished]
     if unfinished:
         raise PreferenceError("Only finished judge runs can be compared; unfinished: "
                               + ", ".join(f"run #{r.pk}" for r in unfinished))
@@ -286,10 +286,10 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
         common &= existing_dialogues
     if not common:
         raise PreferenceError("These judge runs have no judged dialogue in common.")
-    labels = Counter(r.snapshot.get("name", str(r.config)) for r in runs)
+    labels = Counter(r.name for r in runs)
     sources = {}
     for run in runs:
-        name = run.snapshot.get("name", str(run.config))
+        name = run.name
         label = name if labels[name] == 1 else f"{name} (run #{run.pk})"
         sources[run.pk] = _add_source(study, label, judge_run=run, tells=[name, run.snapshot.get("model", "")])
     dialogues = Dialogue.objects.in_bulk(common)

@@ -18,7 +18,8 @@ from django.views.decorators.http import require_POST
 from annotation.models import AuditEvent
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, role_required
-from scoring.llm import gateway
+from scoring.llm import engine, gateway
+from scoring.llm.forms import SpendCapsForm
 from scoring.preference import judging as preference_judging
 from scoring.preference import services as preference
 from scoring.preference.forms import (
@@ -30,7 +31,7 @@ from scoring.preference.forms import (
     ReasonForm,
     StudyForm,
 )
-from scoring.preference.models import PreferenceStudy, PreferenceTask
+from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
 from scoring.preference.services import PreferenceError
 
 
@@ -193,14 +194,34 @@ def study_action(request, pk: int):
         elif action == "judge":
             form = JudgeForm(request.POST, study=study)
             if not form.is_valid():
-                raise PreferenceError("Choose a judge configuration.")
-            run = preference_judging.create_run(study, form.cleaned_data["config"], request.user)
+                raise PreferenceError(" ".join(" ".join(e) for e in form.errors.values())
+                                      or "Choose a judge configuration.")
+            run = preference_judging.create_run(study, form.cleaned_data["config"], request.user,
+                                                cost_cap=form.cleaned_data["cost_cap"],
+                                                token_cap=form.cleaned_data["token_cap"])
             units = preference_judging.start(run, request.user)
             messages.success(request, f"LLM judge started: {units} request(s) queued (each pair in both orders).")
-        elif action == "cancel-judge":
+        elif action in ("cancel-judge", "pause-judge", "resume-judge", "retry-judge", "caps-judge"):
             run = get_object_or_404(study.judge_runs, pk=whole_number(request.POST, "run"))
-            preference_judging.cancel(run, request.user)
-            messages.success(request, "Judge run cancelled.")
+            if action == "cancel-judge":
+                preference_judging.cancel(run, request.user)
+                messages.success(request, "Judge run cancelled.")
+            elif action == "pause-judge":
+                preference_judging.set_status(run, PreferenceJudgeRun.Status.PAUSED, request.user)
+                messages.success(request, "Judge run paused: requests in flight are stored, nothing more is sent.")
+            elif action == "resume-judge":
+                units = preference_judging.start(run, request.user)
+                messages.success(request, f"Judge run resumed: {units} request(s) to go.")
+            elif action == "retry-judge":
+                count = preference_judging.retry_failed(run, request.user)
+                messages.success(request, f"{count} failed or unscored comparison(s) will be asked again.")
+            else:
+                caps = SpendCapsForm(request.POST)
+                if not caps.is_valid():
+                    raise PreferenceError(caps.problem())
+                engine.set_caps(preference_judging.HANDLER, run, **caps.caps(), user=request.user,
+                                action="preference.judge")
+                messages.success(request, "Spending caps saved.")
         else:
             raise PreferenceError("Unknown action.")
     except (PreferenceError, gateway.NotConfigured) as exc:
@@ -263,7 +284,7 @@ def _payload(request) -> dict:
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"{}")
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or a number too long to convert
             return {}
         return data if isinstance(data, dict) else {}
     return request.POST.dict()

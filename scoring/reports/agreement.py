@@ -21,6 +21,7 @@ from django.db.models import Count, Max
 
 from annotation.models import Assignment, Campaign, Dialogue, Item, Label, RaterProfile
 from scoring import stats
+from scoring.reports.wording import raters_are_physicians, words_for
 
 N_RESAMPLES = 1000
 CI_METHOD = "percentile bootstrap over dialogues"
@@ -28,6 +29,9 @@ CI_METHODS = ("percentile", "bca")
 CORRELATIONS = ("pearson", "tetrachoric")
 #: Response types with ordered scores (levels and scale items).
 ORDERED_TYPES = ("ordinal", "scale")
+#: At or above this share of one answer among the physicians' labels, agreement on an item with ordered scores is
+#: led by Gwet's AC2 instead of weighted kappa (the judge report's threshold, Byrt, Bishop & Carlin 1993).
+EXTREME_PREVALENCE = 0.80
 #: Per-rater reliability is shown for raters with at least this many complete ratings.
 MIN_RATER_DIALOGUES = 10
 Progress = Callable[[float, str], None]
@@ -72,6 +76,10 @@ class Study:
     fingerprint: str
     names_shown: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    dialogue_case: dict[int, str] = field(default_factory=dict)
+    dialogue_replicate: dict[int, int | None] = field(default_factory=dict)
+    target: str = "dialogue"  # what the instrument rates: "dialogue" or "answer"
+    words: dict[str, str] = field(default_factory=dict)  # scoring.reports.wording
 
 
 def study_fingerprint(campaigns: Sequence[Campaign]) -> str:
@@ -81,6 +89,17 @@ def study_fingerprint(campaigns: Sequence[Campaign]) -> str:
     work = Assignment.objects.filter(campaign_id__in=ids).aggregate(n=Count("id"), last=Max("updated_at"))
     raw = f"{ids}|{labels['n']}|{labels['last']}|{work['n']}|{work['last']}"
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def scored_items(version_id: int):
+    """The version's binary, levels and scale items in order (with their levels)."""
+    return (Item.objects.filter(version_id=version_id, response_type__in=Item.SCORED_TYPES)
+            .select_related("dimension").prefetch_related("levels").order_by("order"))
+
+
+def item_metas(items) -> list[ItemMeta]:
+    return [ItemMeta(code=i.code, text=i.text_en, dimension=i.dimension.code, dimension_name=i.dimension.name_en,
+                     response_type=i.response_type, values=i.allowed_values()) for i in items]
 
 
 def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str | None = None) -> Study:
@@ -93,27 +112,28 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
         raise ReportError("These campaigns use different scale versions; report on one campaign at a time.")
     version_id = versions.pop()
     fingerprint = study_fingerprint(campaigns)
-    items_qs = (Item.objects.filter(version_id=version_id, response_type__in=Item.SCORED_TYPES)
-                .select_related("dimension").prefetch_related("levels").order_by("order"))
-    items = [ItemMeta(code=i.code, text=i.text_en, dimension=i.dimension.code, dimension_name=i.dimension.name_en,
-                      response_type=i.response_type, values=i.allowed_values()) for i in items_qs]
+    items_qs = scored_items(version_id)
+    items = item_metas(items_qs)
     code_of = {i.pk: i.code for i in items_qs}
     # Only the items above: free-text items are not analysed here; they are in the exports.
     rows = (Label.objects.filter(campaign__in=campaigns, value__isnull=False, item_id__in=list(code_of),
                                  assignment__status=Assignment.Status.SUBMITTED)
             .order_by()  # Label's default ordering joins three tables and sorts 643k rows on disk
             .values_list("dialogue_id", "rater_id", "item_id", "value"))
-    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=np.int64).reshape(-1, 4)
+    # floats: values of scales in steps (4.5) are kept exactly; ids are far below 2**53
+    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=float).reshape(-1, 4)
+    ids = arr[:, :3].astype(np.int64)
     item_ids = sorted(code_of)
     labels = pd.DataFrame({
-        "dialogue": arr[:, 0], "rater": arr[:, 1],
-        "item": pd.Categorical.from_codes(np.searchsorted(item_ids, arr[:, 2]),
+        "dialogue": ids[:, 0], "rater": ids[:, 1],
+        "item": pd.Categorical.from_codes(np.searchsorted(item_ids, ids[:, 2]),
                                           categories=[code_of[k] for k in item_ids]),
         "value": arr[:, 3]})
     dialogue_ids = labels["dialogue"].unique().tolist()
-    meta = Dialogue.objects.filter(pk__in=dialogue_ids).values_list("pk", "source_model", "external_id")
-    dialogue_model = {pk: model or "(unknown model)" for pk, model, _ in meta}
-    dialogue_external = {pk: ext for pk, _, ext in meta}
+    meta = list(Dialogue.objects.filter(pk__in=dialogue_ids).values_list("pk", "source_model", "external_id", "case",
+                                                                         "replicate"))
+    dialogue_model = {pk: model or "(unknown model)" for pk, model, *_ in meta}
+    dialogue_external = {pk: ext for pk, _, ext, *_ in meta}
     rater_ids = labels["rater"].unique().tolist()
     if names:
         from django.contrib.auth import get_user_model
@@ -128,9 +148,14 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
 
                 profile = RaterProfile.for_user(get_user_model().objects.get(pk=rid))
             rater_names[rid] = profile.pseudonym
+    version = campaigns[0].scale_version
     return Study(title=title or ", ".join(c.name for c in campaigns), campaigns=campaigns, labels=labels,
                  items=items, dialogue_model=dialogue_model, dialogue_external=dialogue_external,
-                 rater_names=rater_names, fingerprint=fingerprint, names_shown=names)
+                 rater_names=rater_names, fingerprint=fingerprint, names_shown=names,
+                 dialogue_case={pk: case for pk, _, _, case, _ in meta},
+                 dialogue_replicate={pk: replicate for pk, *_, replicate in meta},
+                 target=version.scale.target if version else "dialogue",
+                 words=words_for(version.scale.target, raters_are_physicians(rater_ids)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -165,6 +190,8 @@ def _figure(detail: dict, boot: dict, scale: str | None) -> dict:
     value = detail.get("value")
     out = {"value": value, "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
            "warnings": list(dict.fromkeys(detail.get("warnings", []) + boot["warnings"]))}
+    if boot.get("ci_note"):
+        out["ci_note"] = boot["ci_note"]
     if scale:
         out["interpretation"] = stats.interpret(value, scale)
     return out
@@ -249,12 +276,31 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
         out["weighted_kappa"] = {"value": None, "ci_low": None, "ci_high": None, "n_pairs": 0,
                                  "weights": "quadratic", "warnings": ["Undefined: fewer than two physicians."],
                                  "interpretation": stats.interpret(None, "landis_koch")}
+    # Gwet's AC2 (quadratic weights) with exact and within-one-point agreement: at extreme prevalence (one score for
+    # most answers) weighted kappa collapses although the physicians agree (the prevalence paradox); AC2 does not.
+    ac2 = stats.gwet_ac2_counts(table, meta.values) if len(wide) else float("nan")
+    ac2_value = float(ac2) if np.isfinite(ac2) else None
+    out["gwet_ac2"] = _figure({"value": ac2_value, "warnings": [] if ac2_value is not None else [
+        "Undefined: no dialogue has two physicians' scores."]}, boot.ci(ac2_value, lambda f, t=table, m=meta: (
+            stats.gwet_ac2_counts(t, m.values, freq=f))), "landis_koch")
+    out["gwet_ac2"]["weights"] = "quadratic"
+    within = stats.weighted_agreement_counts(table, stats.agreement_weights(meta.values, "within_one"))
+    within_value = float(within) if np.isfinite(within) else None
+    w_one = stats.agreement_weights(meta.values, "within_one")
+    out["within_one"] = _figure({"value": within_value, "warnings": [] if within_value is not None else [
+        "Undefined: no dialogue has two physicians' scores."]}, boot.ci(within_value, lambda f, t=table: (
+            stats.weighted_agreement_counts(t, w_one, f))), None)
+    counts = table.sum(axis=0)
+    share = float(counts.max() / counts.sum()) if counts.sum() else None
+    out["extreme_prevalence"] = share is not None and share >= EXTREME_PREVALENCE
+    out["headline"] = "gwet_ac2" if out["extreme_prevalence"] else "weighted_kappa"
+    out["most_frequent_share"] = share
     interval = stats.krippendorff_alpha_detail(wide.T, level="interval", value_domain=meta.values)
     out["krippendorff_interval"] = _figure(
         interval, boot.ci(interval["value"],
                           lambda f, t=table, m=meta: stats.krippendorff_alpha_counts(t, m.values, "interval", f)),
         "krippendorff")
-    out["icc"] = icc_of_scores(frame[["dialogue", "rater", "value"]], "value", study.rater_names)
+    out["icc"] = icc_of_scores(frame[["dialogue", "rater", "value"]], "value", study.rater_names, study.words)
     scores = wide.to_numpy(dtype=float).T  # (raters, dialogues)
     differences = stats.differences_from_others(scores)
     full = np.full((differences.shape[0], n_full), np.nan)
@@ -265,8 +311,10 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
         ok = np.isfinite(row)
         if ok.any():
             per_rater.append({"rater": str(name), **stats.bland_altman(row[ok], np.zeros(int(ok.sum())))})
+    words = study.words or {}
     out["bland_altman"] = {"pooled": pooled, "per_rater": per_rater,
-                           "what": "each physician minus the mean of the other physicians on the same dialogue"}
+                           "what": f"each {words.get('rater', 'physician')} minus the mean of the other "
+                                   f"{words.get('raters', 'physicians')} on the same {words.get('unit', 'dialogue')}"}
     return out
 
 
@@ -288,7 +336,7 @@ ICC_LEFT_OUT = ("Raters differ between dialogues, so there is no rater effect to
                 "ratings) fit this design (Shrout & Fleiss 1979; Koo & Li 2016).")
 
 
-def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str]) -> dict:
+def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str], words: Mapping[str, str] | None = None) -> dict:
     """Rows (dialogue, rater, ...) of the dialogues with the usual number of raters, with the ICC's rater column
     ``slot``: the rater's name when every dialogue has the same raters (all six forms), else the rating's order
     within its dialogue (one-way forms only)."""
@@ -297,22 +345,23 @@ def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str]) -> dict:
     complete = per_dialogue[per_dialogue.map(len) == k]
     crossed = complete.nunique() == 1
     warnings = []
+    unit, units = (words or {}).get("unit", "dialogue"), (words or {}).get("units", "dialogues")
     if len(complete) < len(per_dialogue):
-        warnings.append(f"{len(per_dialogue) - len(complete)} dialogue(s) with fewer or more than {k} raters "
-                        "were left out of the ICC (it needs the same number of ratings per dialogue).")
+        warnings.append(f"{len(per_dialogue) - len(complete)} {unit}(s) with fewer or more than {k} raters "
+                        f"were left out of the ICC (it needs the same number of ratings per {unit}).")
     frame = frame[frame["dialogue"].isin(complete.index)].copy()
     if crossed:
         frame["slot"] = frame["rater"].map(lambda r: names.get(r, f"R{r}"))
-        design = "crossed: every dialogue rated by the same raters"
+        design = f"crossed: every {unit} rated by the same raters"
         forms = list(stats.ICC_FORMS)
         left_out = None
     else:
         frame = frame.sort_values(["dialogue", "rater"])
         frame["slot"] = frame.groupby("dialogue").cumcount() + 1
-        design = (f"not crossed: raters differ between dialogues ({k} per dialogue); one-way model, ICC1 and ICC1k "
+        design = (f"not crossed: raters differ between {units} ({k} per {unit}); one-way model, ICC1 and ICC1k "
                   "only")
         forms = ["ICC1", "ICC1k"]
-        left_out = ICC_LEFT_OUT
+        left_out = ICC_LEFT_OUT.replace("dialogues", units).replace("dialogue", unit)
     return {"frame": frame, "crossed": bool(crossed), "k": k, "forms": forms, "design": design,
             "left_out": left_out, "warnings": warnings}
 
@@ -335,12 +384,13 @@ def _icc_forms(frame: pd.DataFrame, column: str, forms: list[str], crossed: bool
     return entry
 
 
-def icc_of_scores(frame: pd.DataFrame, column: str, names: Mapping[Any, str]) -> dict:
+def icc_of_scores(frame: pd.DataFrame, column: str, names: Mapping[Any, str],
+                  words: Mapping[str, str] | None = None) -> dict:
     """ICC of one item's scores (rows dialogue, rater, ``column``; ``names``: rater -> name shown) in the forms its
     design allows."""
     if frame.empty:
         return {"design": None, "forms": [], "warnings": ["No submitted labels yet."]}
-    layout = _icc_layout(frame, names)
+    layout = _icc_layout(frame, names, words)
     entry = _icc_forms(layout["frame"], column, layout["forms"], layout["crossed"])
     entry["warnings"] = layout["warnings"] + entry["warnings"]
     entry.update({key: layout[key] for key in ("design", "crossed", "forms", "left_out")})
@@ -372,7 +422,7 @@ def _icc(study: Study) -> dict:
 
 def _reliability(study: Study, n_resamples: int, seed: int, method: str = "percentile",
                  correlation: str = "pearson") -> dict:
-    """Scale reliability and validity on the binary items (seeds/000 Tables 3-4) on a defensible unit.
+    """Scale reliability and validity on the binary items (Shi et al., LLM-Mini-CEX, Tables 3-4) on a defensible unit.
 
     Rows are ratings (dialogue x rater), which are not independent: a dialogue appears once per rater. So the
     alpha CIs come from a cluster bootstrap over dialogues (all ratings of a drawn dialogue go together), Bartlett's
@@ -490,7 +540,8 @@ def _reliability_per_rater(study: Study, wide: pd.DataFrame, raters: np.ndarray,
 
 
 def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile") -> list[dict]:
-    """seeds/000 Table 6: per doctor model and dimension, sum of item scores / (items x dialogues) in %."""
+    """Shi et al., LLM-Mini-CEX, Table 6: per doctor model and dimension, sum of item scores / (items x dialogues),
+    in %."""
     binary = {m.code: m for m in study.items if m.response_type == "binary"}
     labels = study.labels
     means = (labels[labels["item"].isin(binary)].groupby(["dialogue", "item"], observed=True)["value"].mean()
@@ -501,7 +552,8 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
                 .groupby(["dialogue", "item"], observed=True)["value"].mean().unstack("item"))
     out = []
     dims = list(dict.fromkeys(m.dimension for m in binary.values()))
-    # dialogues of the comparison: those with binary labels (seeds/000), or with scores when there are no binary items
+    # dialogues of the comparison: those with binary labels (as Shi et al., LLM-Mini-CEX), or with scores when there are
+    # no binary items
     index = means.index if binary else criteria.index
     models = pd.Series({d: study.dialogue_model.get(d, "(unknown model)") for d in index}, dtype=object)
     for offset, (model, dialogue_ids) in enumerate(models.groupby(models).groups.items()):
@@ -541,10 +593,60 @@ def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampl
         summary = boot.ci(estimate, lambda f, v=values, w=weights: (
             stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
         out[meta.code] = {"text": meta.text, "mean": estimate, "ci_low": summary["ci_low"],
-                          "ci_high": summary["ci_high"], "n_dialogues": int(valid.sum()),
+                          "ci_high": summary["ci_high"], "ci_note": summary.get("ci_note"),
+                          "n_dialogues": int(valid.sum()),
                           "min": meta.values[0] if meta.values else None,
                           "max": meta.values[-1] if meta.values else None}
     return out
+
+
+REPLICATES_METHOD = (
+    "Repeated answers (Cardenal-Antolin et al., HIVMedQA, Table 2: mean and SD across iterations): per model and "
+    "criterion, a text's score is the mean over its raters; the mean is over cases (each case's score the mean over "
+    "its replicates); per replicate the mean over the cases it answered, and the SD (ddof 1) of these replicate means "
+    "with the 95% t-interval over replicates (mean of the replicate means +- t(0.975, R-1) SD / sqrt(R)). The interval "
+    "describes the variation of repeated generation with the cases held fixed, not the sampling of cases.")
+
+
+def replicate_section(scores: pd.DataFrame, items: Sequence[ItemMeta], case: Mapping[int, str],
+                      replicate: Mapping[int, int | None], model: Mapping[int, str]) -> dict | None:
+    """Per model and criterion: mean over cases, SD and CI over replicates (:func:`scoring.stats.replicate_table`).
+    ``scores``: rows ``dialogue``, ``item``, ``value`` (labels of several raters, or a judge's answers); ``case``,
+    ``replicate``, ``model``: per dialogue. None when no scored text carries a replicate number."""
+    ids = scores["dialogue"].unique().tolist() if len(scores) else []
+    if not any(replicate.get(d) is not None and case.get(d) for d in ids):
+        return None
+    per_text = (scores.assign(item=scores["item"].astype(str)).groupby(["dialogue", "item"])["value"].mean()
+                .unstack("item"))
+    frame = per_text.assign(model=[model.get(d, "(unknown model)") for d in per_text.index],
+                            case=[case.get(d) or "" for d in per_text.index],
+                            replicate=[replicate.get(d) for d in per_text.index])
+    frame = frame[frame["case"] != ""]
+    codes = [m.code for m in items if m.code in frame.columns]
+    return {"criteria": [{"code": m.code, "text": m.text, "min": m.values[0] if m.values else None,
+                          "max": m.values[-1] if m.values else None} for m in items if m.code in codes],
+            "models": stats.replicate_table(frame.reset_index(drop=True), codes),
+            "n_texts": int(len(frame)), "n_cases": int(frame["case"].nunique()),
+            "n_replicates": int(frame["replicate"].nunique()), "method": REPLICATES_METHOD}
+
+
+def mixed_replicate_warning(labels: pd.DataFrame, case: Mapping[int, str], replicate: Mapping[int, int | None],
+                            who: str = "raters") -> str | None:
+    """The warning when labels of one case come from different replicates for different raters (their labels are
+    then never compared: agreement compares raters only on the same text)."""
+    if labels.empty or not any(v is not None for v in replicate.values()):
+        return None
+    rows = labels[["dialogue", "rater"]].drop_duplicates()
+    frame = rows.assign(case=[case.get(d) or "" for d in rows["dialogue"]],
+                        replicate=[replicate.get(d) for d in rows["dialogue"]])
+    mixed = stats.mixed_replicates(frame)
+    if not mixed:
+        return None
+    example = mixed[0]
+    return (f"Labels of {len(mixed)} case(s) come from different replicates for different {who} (e.g. case "
+            f"{example['case']}: replicates {', '.join(map(str, example['replicates']))}): agreement compares "
+            f"{who} only on the same text, so {who} who rated different replicates of a case are not compared with "
+            "each other there.")
 
 
 def _rater_matrix(study: Study) -> dict:
@@ -610,7 +712,18 @@ def software_versions() -> dict[str, str]:
     return result
 
 
-def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlation: str = "pearson") -> dict:
+def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlation: str = "pearson", *,
+            items: Sequence[ItemMeta] | None = None, words: Mapping[str, str] | None = None) -> dict:
+    """The methods section. With ``items`` (the instrument's scored items) only what applies to them is said: no
+    dimension scores, reliability or rater matrix without binary items, nothing about levels and scale items
+    without them; ``words`` name what is rated and who rates (:mod:`scoring.reports.wording`)."""
+    from scoring.reports.wording import words_for
+
+    w = dict(words or words_for("dialogue"))
+    units, unit, raters, rater = w["units"], w["unit"], w["raters"], w["rater"]
+    types = {m.response_type for m in items} if items is not None else {"binary", "ordinal", "scale"}
+    has_binary, has_ordered = "binary" in types, bool(types & set(ORDERED_TYPES))
+    levels = [m.code for m in items or [] if m.response_type == "ordinal"]
     ci_name = stats.CI_METHOD_NAMES[ci_method]
     correlations = (
         "tetrachoric correlations (two-step estimator as R psych::tetrachoric: thresholds from the margins, rho by "
@@ -622,56 +735,79 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         "LLM-Mini-CEX, Tables 3-4); "
         "Cronbach's alpha on binary items is KR-20 (Kuder & Richardson 1937). Tetrachoric correlations are "
         "available as an option")
-    return {
-        "agreement": "Per item, among physicians: mean pairwise percent agreement; Fleiss' kappa (Fleiss 1971; "
-                     "Gwet's generalisation when the number of ratings per dialogue varies); Gwet's AC1 (Gwet "
-                     "2008); Krippendorff's alpha (krippendorff package; nominal level for binary items, ordinal "
-                     "for item 4). Only submitted work counts. Bands of kappa and AC1 (Landis & Koch 1977): "
-                     + stats.bands_text("landis_koch") + "; of alpha (Krippendorff 2004): "
-                     + stats.bands_text("krippendorff") + "; a bound starts the band above it.",
-        "icc": "ICC of per-dialogue dimension scores (sum of the binary items of a dimension; item 4 on its own) "
-               "from pingouin.intraclass_corr (Shrout & Fleiss 1979), 95% CIs from the F distribution. When every "
-               "dialogue has the same raters, all six forms: ICC1 one-way random, ICC2 two-way random absolute "
-               "agreement, ICC3 two-way mixed consistency, and their k-rater means. When raters differ between "
-               "dialogues, only ICC1 and ICC1k, the forms that fit that design (ICC2/ICC3 would treat rating slots "
-               "as raters). Bands (Koo & Li 2016: < .50 poor, .50-.75 moderate, .75-.90 good, > .90 excellent) are "
-               "applied to the 95% CI, as Koo & Li recommend, e.g. 'moderate to good'.",
-        "reliability": "Cronbach's alpha (pingouin), whole scale, per dimension and if item deleted; KMO and "
-                       "Bartlett's test of sphericity (factor_analyzer), on the binary items. Unit: one row per "
-                       "rating (dialogue x rater), as the paper's tables; since a dialogue's ratings are not "
-                       "independent, the 95% CI of alpha is a cluster bootstrap over dialogues (a drawn dialogue "
-                       "brings all its ratings; Field & Welsh 2007) instead of Feldt's interval, Bartlett's chi-square "
-                       "uses the number of dialogues as n, and alpha is also given per rater (that rater's dialogues "
-                       "are independent rows; Feldt's 95% CI). n is stated as ratings, dialogues and raters. "
-                       f"Correlations: {correlations}.",
-        "rater_matrix": "Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1 of "
-                        "the two raters on the dialogues they share (items differ in prevalence, so one kappa pooled "
-                        "over items would mix them); items where kappa is undefined for the pair are left out.",
-        "models": "Per doctor model and dimension: sum of item scores / (items x dialogues), in % (Table 6 "
-                  "in Shi et al., LLM-Mini-CEX), with each item's score the mean over the dialogue's raters. Items "
-                  "answered with levels "
-                  "or a numeric scale: mean score per criterion (a dialogue's score = mean over its raters), with "
-                  "the bootstrap CI over the model's dialogues.",
-        "ordered": "Items answered with levels or a numeric scale (e.g. 0-5) also get: Cohen's kappa with quadratic "
-                  "weights (Cohen 1968; statsmodels' definition, weights on the category index), the mean over "
-                  "pairs of physicians weighted by the dialogues each pair shares, bootstrap CI; Krippendorff's "
-                  "alpha at the interval level beside the ordinal one; the ICC of the item's scores "
-                  "(pingouin.intraclass_corr; all six Shrout-Fleiss forms when every dialogue has the same "
-                  "raters, else ICC1 and ICC1k; F-distribution CIs); and Bland-Altman (Bland & Altman 1986) of each "
-                  "physician against the mean of the other physicians on the same dialogue: per physician with the "
-                  "paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and pooled over physicians (bias 0 "
-                  "by construction; limits of agreement = bias +- 1.96 SD, CIs from the bootstrap over dialogues "
-                  "since a dialogue gives several differences).",
-        "ci": f"{ci_name} over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
-              "dialogues are used for every item"
-              + ("; BCa acceleration from the leave-one-dialogue-out jackknife" if ci_method == "bca" else "")
-              + f". With fewer than about {stats.SMALL_SAMPLE} dialogues the report warns that intervals are "
-                "rough (the percentile interval undercovers there; Efron & Tibshirani 1993, ch. 14).",
-        "undefined": "A statistic that is undefined for the data (no variation, one rater, n <= p, singular "
-                     "matrix) is reported as undefined with the reason, never as 0 or 1. Warnings name raters by "
-                     "the names the report shows (pseudonyms unless names are allowed).",
-        "software": software_versions(),
+    level_parts = []
+    if has_binary:
+        level_parts.append("nominal level for binary items")
+    if has_ordered:
+        named = f" (item {', '.join(levels)})" if items is not None and levels and len(levels) <= 3 else ""
+        level_parts.append(f"ordinal for levels{named} and scale items" if "scale" in types else
+                           f"ordinal for levels items{named}")
+    out = {
+        "agreement": f"Per item, among {raters}: mean pairwise percent agreement; Fleiss' kappa (Fleiss 1971; "
+                     f"Gwet's generalisation when the number of ratings per {unit} varies); Gwet's AC1 (Gwet "
+                     f"2008); Krippendorff's alpha (krippendorff package; {'; '.join(level_parts)}). Only submitted "
+                     "work counts. Bands of kappa and AC1 (Landis & Koch 1977): " + stats.bands_text("landis_koch")
+                     + "; of alpha (Krippendorff 2004): " + stats.bands_text("krippendorff")
+                     + "; a bound starts the band above it.",
     }
+    if has_binary:
+        overall = f"; {' and '.join('item ' + c for c in levels)} on its own" if levels else ""
+        out["icc"] = (f"ICC of per-{unit} dimension scores (sum of the binary items of a dimension{overall}) "
+                      "from pingouin.intraclass_corr (Shrout & Fleiss 1979), 95% CIs from the F distribution. When "
+                      f"every {unit} has the same raters, all six forms: ICC1 one-way random, ICC2 two-way random "
+                      "absolute agreement, ICC3 two-way mixed consistency, and their k-rater means. When raters "
+                      f"differ between {units}, only ICC1 and ICC1k, the forms that fit that design (ICC2/ICC3 would "
+                      "treat rating slots as raters). Bands (Koo & Li 2016: < .50 poor, .50-.75 moderate, .75-.90 "
+                      "good, > .90 excellent) are applied to the 95% CI, as Koo & Li recommend, e.g. 'moderate to "
+                      "good'.")
+        out["reliability"] = ("Cronbach's alpha (pingouin), whole scale, per dimension and if item deleted; KMO and "
+                              "Bartlett's test of sphericity (factor_analyzer), on the binary items. Unit: one row "
+                              f"per rating ({unit} x rater), as the paper's tables; since a {unit}'s ratings are not "
+                              f"independent, the 95% CI of alpha is a cluster bootstrap over {units} (a drawn {unit} "
+                              "brings all its ratings; Field & Welsh 2007) instead of Feldt's interval, Bartlett's "
+                              f"chi-square uses the number of {units} as n, and alpha is also given per rater (that "
+                              f"rater's {units} are independent rows; Feldt's 95% CI). n is stated as ratings, "
+                              f"{units} and raters. Correlations: {correlations}.")
+        out["rater_matrix"] = ("Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's "
+                               f"AC1 of the two raters on the {units} they share (items differ in prevalence, so one "
+                               "kappa pooled over items would mix them); items where kappa is undefined for the pair "
+                               "are left out.")
+    models = []
+    if has_binary:
+        models.append(f"Per {w['model']} and dimension: sum of item scores / (items x {units}), in % (Shi et al., "
+                      f"LLM-Mini-CEX, Table 6), with each item's score the mean over the {unit}'s raters.")
+    if has_ordered:
+        models.append(f"{'Items answered with levels or a numeric scale: m' if has_binary else 'M'}ean score per "
+                      f"criterion and {w['model']} (a {unit}'s score = mean over its raters), with the bootstrap CI "
+                      f"over the {w['model']}'s {units}.")
+    out["models"] = " ".join(models)
+    if has_ordered:
+        out["ordered"] = (
+            f"{'Items answered with levels or a numeric scale (e.g. 0-5) also get' if has_binary else 'Every item'}"
+            f"{':' if has_binary else ' gets'} Cohen's kappa with quadratic weights (Cohen 1968; statsmodels' "
+            f"definition, weights on the category index), the mean over pairs of {raters} weighted by the {units} "
+            "each pair shares, bootstrap CI; Gwet's AC2 with quadratic weights (Gwet 2014, Handbook of Inter-Rater "
+            "Reliability, ch. 3; weights 1 - (x_k - x_l)^2 / (x_max - x_min)^2 on the scores, every point of the "
+            "item's scale a category, as irrCAC) with exact and within-one-point agreement (share of rater pairs), "
+            f"which lead when one score makes up {EXTREME_PREVALENCE:.0%} or more of the labels (weighted kappa is "
+            "then low even when raters nearly always agree: the prevalence paradox); Krippendorff's alpha at the "
+            "interval level beside the ordinal one; the ICC of the item's scores (pingouin.intraclass_corr; all six "
+            f"Shrout-Fleiss forms when every {unit} has the same raters, else ICC1 and ICC1k; F-distribution CIs); "
+            f"and Bland-Altman (Bland & Altman 1986) of each {rater} against the mean of the other {raters} on the "
+            f"same {unit}: per {rater} with the paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and "
+            f"pooled over {raters} (bias 0 by construction; limits of agreement = bias +- 1.96 SD, CIs from the "
+            f"bootstrap over {units} since a {unit} gives several differences).")
+    out["ci"] = (f"{ci_name} over {units}: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
+                 f"{units} are used for every item"
+                 + (f"; BCa acceleration from the leave-one-{unit}-out jackknife" if ci_method == "bca" else "")
+                 + f". With fewer than about {stats.SMALL_SAMPLE} {units} the report warns that intervals are "
+                   "rough (the percentile interval undercovers there; Efron & Tibshirani 1993, ch. 14). An interval "
+                   f"whose resamples all give the same value is reported as {stats.NO_VARIATION}, never [x, x].")
+    out["undefined"] = ("A statistic that is undefined for the data (no variation, one rater, n <= p, singular "
+                        "matrix) is reported as undefined with the reason, never as 0 or 1. Warnings name raters by "
+                        "the names the report shows (pseudonyms unless names are allowed).")
+    out["software"] = software_versions()
+    return out
 
 
 def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 20240501, plots: bool = True,
@@ -690,11 +826,14 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     labels = study.labels
     dialogue_ids = sorted(labels["dialogue"].unique().tolist())
     dialogue_index = {d: i for i, d in enumerate(dialogue_ids)}
+    words = study.words or words_for(study.target)
     report: dict[str, Any] = {
         "title": study.title, "campaigns": [{"id": c.pk, "name": c.name} for c in study.campaigns],
         "fingerprint": study.fingerprint, "n_labels": int(len(labels)), "n_dialogues": len(dialogue_ids),
         "n_raters": int(labels["rater"].nunique()), "names_shown": study.names_shown,
-        "methods": methods(seed, n_resamples, ci_method, correlation), "seed": seed, "n_resamples": n_resamples,
+        "methods": methods(seed, n_resamples, ci_method, correlation, items=study.items, words=words),
+        "words": words, "has_binary": any(m.response_type == "binary" for m in study.items),
+        "has_ordered": any(m.ordered for m in study.items), "seed": seed, "n_resamples": n_resamples,
         "ci_method": ci_method, "correlation": correlation, "warnings": [],
     }
     if labels.empty:
@@ -703,7 +842,7 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
                               if study.items else "This report covers binary, levels and scale items, and this "
                               "instrument has none: its labels are in the exports."]
         return report
-    small = stats.small_sample_warning(len(dialogue_ids), ci_method)
+    small = stats.small_sample_warning(len(dialogue_ids), ci_method, f"{words['unit']}(s)")
     if small:
         report["warnings"].append(small)
     step(0.1, "agreement per item")
@@ -716,6 +855,13 @@ def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 2024050
     report["reliability"] = _reliability(study, n_resamples, seed, ci_method, correlation)
     step(0.75, "model comparison")
     report["models"] = _models(study, seed, n_resamples, ci_method)
+    replicates = replicate_section(study.labels, study.items, study.dialogue_case, study.dialogue_replicate,
+                                   study.dialogue_model)
+    if replicates is not None:
+        report["replicates"] = replicates
+    mixed = mixed_replicate_warning(study.labels, study.dialogue_case, study.dialogue_replicate)
+    if mixed:
+        report["warnings"].append(mixed)
     step(0.85, "rater agreement matrix")
     report["rater_matrix"] = _rater_matrix(study)
     if plots:

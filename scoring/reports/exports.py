@@ -2,23 +2,25 @@
 
 One row per label, columns exactly :data:`COLUMNS`::
 
-    dialogue_id, rater, item, value, rater_kind, judge_run, created
+    dialogue_id, rater, item, value, rater_kind, judge_run, created, comment
 
 * ``dialogue_id`` is the dialogue's (or question-answer item's) external id, ``item`` the item code (Mini-CEX:
   ``1.1`` ... ``3.7``, ``4``; other instruments: their codes), ``value`` an integer (scale items: the point, as
-  rated; free-text items are comments and not in the export), ``created`` the time the label was last saved
-  (ISO 8601 in UTC with microseconds, e.g. ``2024-05-01T09:30:00.000000+00:00``).
-* Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, of the
-  corpus's campaigns that are not deleted (or of one campaign), whose assignment is not withdrawn and whose
-  dialogue is not deleted. Raters appear under their stable pseudonym (``RaterProfile``, created on the fly for
-  raters who have none) unless ``names=True``, which gives usernames; callers decide with :func:`may_see_names`.
+  rated; empty for free-text items, whose answer is the comment), ``created`` the time the label was last saved
+  (ISO 8601 in UTC with microseconds, e.g. ``2024-05-01T09:30:00.000000+00:00``; a date-time cell in XLSX and
+  SPSS), ``comment`` the rater's comment on the item, or the answer to a free-text item (empty for judges).
+* Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, and every
+  answered free-text item, of the corpus's campaigns that are not deleted (or of one campaign), whose assignment
+  is not withdrawn and whose dialogue is not deleted. Raters appear under their stable pseudonym
+  (``RaterProfile``, created on the fly for raters who have none) unless ``names=True``, which gives usernames;
+  callers decide with :func:`may_see_names`.
 * Then every source in :data:`LABEL_SOURCES`, in order. Other modules (the LLM judge runs) append a generator
   function there: ``source(corpus, campaign, names=...)`` yielding dicts of the same shape (``rater_kind``
   "judge", ``judge_run`` naming the run).
 
-The CSV output reads back through ``manage.py import_labels`` (annotation.label_import) unchanged, as long as it
-holds only human rows of one campaign (the importer refuses judge rows, and a rater's label on a dialogue and
-item appears once per campaign).
+The CSV output reads back through ``manage.py import_labels`` (annotation.label_import) unchanged, comments and
+free-text answers included, as long as it holds only human rows of one campaign (the importer refuses judge rows,
+and a rater's label on a dialogue and item appears once per campaign).
 
 Memory: :func:`label_rows` streams from the database (server-side cursor, only the needed columns, no model
 instances), and the CSV, JSON and XLSX writers write row by row, so a 643,000-label study exports in constant
@@ -38,7 +40,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import IO, Any
 
@@ -46,7 +48,7 @@ from annotation.spreadsheet import XLSX_MAX_ROWS as SHEET_ROWS
 from annotation.spreadsheet import TooManyRows, safe_row, write_xlsx_file
 from annotation.spreadsheet import xlsx_stream as _xlsx_stream
 
-COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created")
+COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment")
 HUMAN = "human"
 JUDGE = "judge"
 XLSX_MAX_ROWS = SHEET_ROWS  # rows in an Excel sheet, the header line included
@@ -61,6 +63,7 @@ COLUMN_LABELS = {
     "rater_kind": "Kind of rater (human physician or LLM judge)",
     "judge_run": "Judge run (empty for physicians)",
     "created": "Time the label was last saved (UTC)",
+    "comment": "The rater's comment on the item, or the answer to a free-text item",
 }
 RATER_KIND_LABELS = {HUMAN: "Physician (human rater)", JUDGE: "LLM judge"}
 
@@ -113,10 +116,14 @@ def campaigns_in_scope(corpus, campaign=None):
 
 
 def _human_labels(corpus, campaign=None):
-    from annotation.models import Assignment, Label
+    """Labels with a value, and answers to free-text items (their label's comment; they have no value)."""
+    from django.db.models import Q
 
-    qs = Label.objects.filter(campaign__corpus=corpus, campaign__deleted_at__isnull=True,
-                              dialogue__deleted_at__isnull=True, value__isnull=False)
+    from annotation.models import Assignment, Item, Label
+
+    answered = Q(value__isnull=False) | (Q(item__response_type=Item.ResponseType.TEXT) & ~Q(comment=""))
+    qs = Label.objects.filter(answered, campaign__corpus=corpus, campaign__deleted_at__isnull=True,
+                              dialogue__deleted_at__isnull=True)
     if campaign is not None:
         qs = qs.filter(campaign=campaign)
     return qs.exclude(assignment__status=Assignment.Status.WITHDRAWN)
@@ -151,15 +158,15 @@ def human_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[
     created = _created_text()
     if created is not None:  # PostgreSQL formats the time: parsing 643,000 timestamps in Python costs seconds
         qs = qs.annotate(created_text=created).values_list(
-            "dialogue__external_id", rater_column, "item__code", "value", "created_text")
-        for dialogue_id, rater, code, value, stamp in qs.iterator(chunk_size=CHUNK_SIZE):
+            "dialogue__external_id", rater_column, "item__code", "value", "created_text", "comment")
+        for dialogue_id, rater, code, value, stamp, comment in qs.iterator(chunk_size=CHUNK_SIZE):
             yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
-                   "judge_run": "", "created": stamp}
+                   "judge_run": "", "created": stamp, "comment": comment}
         return
-    qs = qs.values_list("dialogue__external_id", rater_column, "item__code", "value", "updated_at")
-    for dialogue_id, rater, code, value, updated in qs.iterator(chunk_size=CHUNK_SIZE):
+    qs = qs.values_list("dialogue__external_id", rater_column, "item__code", "value", "updated_at", "comment")
+    for dialogue_id, rater, code, value, updated, comment in qs.iterator(chunk_size=CHUNK_SIZE):
         yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
-               "judge_run": "", "created": iso_utc(updated)}
+               "judge_run": "", "created": iso_utc(updated), "comment": comment}
 
 
 def iso_utc(moment) -> str:
@@ -201,6 +208,20 @@ def label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[s
 
 
 _cells = itemgetter(*COLUMNS)  # row dict -> tuple of cells in column order
+_CREATED = COLUMNS.index("created")
+
+
+def _xlsx_cells(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The row's cells for a spreadsheet: ``created`` as a date-time (a date cell), not text."""
+    cells = _cells(row)
+    stamp = cells[_CREATED]
+    if not isinstance(stamp, str) or not stamp:
+        return cells
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:  # a source's own text: kept as it is
+        return cells
+    return (*cells[:_CREATED], moment, *cells[_CREATED + 1:])
 
 
 def _safe_cells(row: dict[str, Any]) -> list[Any]:
@@ -267,7 +288,7 @@ def write_xlsx(rows: Iterable[dict[str, Any]], path_or_fileobj) -> int:
     not fit in an Excel sheet (1,048,576 rows with the header): the file is then incomplete, so write to a
     temporary path and discard it (``export_labels`` does). Returns the row count."""
     try:
-        return write_xlsx_file(path_or_fileobj, COLUMNS, (_cells(row) for row in rows), sheet_name=SHEET_NAME,
+        return write_xlsx_file(path_or_fileobj, COLUMNS, (_xlsx_cells(row) for row in rows), sheet_name=SHEET_NAME,
                                max_rows=XLSX_MAX_ROWS)
     except TooManyRows:
         raise too_many_for_xlsx() from None
@@ -277,7 +298,7 @@ def xlsx_stream(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     """The XLSX file of :func:`write_xlsx` in chunks while the rows are read, for ``StreamingHttpResponse``.
     Raises ExportError mid-stream when the rows overflow a sheet: check :func:`fits_in_a_sheet` first."""
     try:
-        yield from _xlsx_stream(COLUMNS, (_cells(row) for row in rows), sheet_name=SHEET_NAME,
+        yield from _xlsx_stream(COLUMNS, (_xlsx_cells(row) for row in rows), sheet_name=SHEET_NAME,
                                 max_rows=XLSX_MAX_ROWS)
     except TooManyRows:
         raise too_many_for_xlsx() from None
@@ -301,7 +322,7 @@ def rows_dataframe(rows: Iterable[dict[str, Any]]):
                 value = shared[c].setdefault(value, value)
             values.append(value)
     frame = pd.DataFrame(columns, columns=list(COLUMNS))
-    for c in ("dialogue_id", "rater", "item", "rater_kind", "judge_run"):
+    for c in ("dialogue_id", "rater", "item", "rater_kind", "judge_run", "comment"):
         frame[c] = frame[c].fillna("").astype(str)
     frame["value"] = pd.to_numeric(frame["value"]).astype("float64")
     created = frame["created"].fillna("").astype(str)
@@ -321,7 +342,7 @@ def write_sav(rows: Iterable[dict[str, Any]], path) -> int:
         frame, str(path), column_labels=[COLUMN_LABELS[c] for c in COLUMNS],
         variable_value_labels={"rater_kind": dict(RATER_KIND_LABELS)},
         variable_measure={"dialogue_id": "nominal", "rater": "nominal", "item": "nominal", "value": "ordinal",
-                          "rater_kind": "nominal", "judge_run": "nominal", "created": "scale"},
+                          "rater_kind": "nominal", "judge_run": "nominal", "created": "scale", "comment": "nominal"},
         file_label="Mini-CEX Workbench label export")
     return len(frame)
 

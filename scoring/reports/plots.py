@@ -46,7 +46,7 @@ def _svg(fig) -> str:
     return csp_safe(text[text.index("<svg"):])
 
 
-def item_agreement(items: list[dict]) -> str:
+def item_agreement(items: list[dict], words: dict | None = None) -> str:
     """Gwet's AC1 and Fleiss' kappa per item with their 95% bootstrap CIs."""
     codes = [i["code"] for i in items]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(codes)), 3.2))
@@ -68,7 +68,7 @@ def item_agreement(items: list[dict]) -> str:
     ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.05)
     ax.set_ylabel("agreement (95% CI)")
     ax.legend(frameon=False, ncols=2, loc="lower left")
-    ax.set_title("Agreement among physicians per item")
+    ax.set_title(f"Agreement among {(words or {}).get('raters', 'physicians')} per item")
     return _svg(fig)
 
 
@@ -107,43 +107,88 @@ def rater_heatmap_figure(matrix: dict):
     return fig
 
 
-def model_scores(models: list[dict]) -> str:
-    """Distribution of per-dialogue total scores (sum of binary items, mean over raters) per doctor model."""
-    return _svg(model_scores_figure(models))
+def model_scores(models: list[dict], n_binary: int = 23, words: dict | None = None) -> str:
+    """Distribution of per-dialogue total scores (sum of the binary items, mean over raters) per doctor model."""
+    return _svg(model_scores_figure(models, n_binary, words))
 
 
 #: How the box plot draws its markers; its key (legend) names each of them.
 BOX_STYLE = {"median": {"color": "#c07a1b", "linewidth": 1.6},
              "mean": {"marker": "^", "markerfacecolor": "#1e7b34", "markeredgecolor": "#1e7b34", "markersize": 6},
              "flier": {"marker": "o", "markerfacecolor": "none", "markeredgecolor": "#444", "markersize": 4}}
-BOX_KEY = ("box: middle half of the dialogues (quartiles)", "median", "mean",
-           "whiskers: furthest dialogue within 1.5 box heights", "dialogue beyond the whiskers")
 
 
-def model_scores_figure(models: list[dict]):
+def box_key(words: dict | None = None) -> tuple[str, ...]:
+    """The box plot's key, in the report's words ("dialogues", "answers", ...)."""
+    words = words or {"unit": "dialogue", "units": "dialogues"}
+    return (f"box: middle half of the {words['units']} (quartiles)", "median", "mean",
+            f"whiskers: furthest {words['unit']} within 1.5 box heights", f"{words['unit']} beyond the whiskers")
+
+
+BOX_KEY = box_key()
+
+
+def model_scores_figure(models: list[dict], n_binary: int = 23, words: dict | None = None):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
+    words = words or {"unit": "dialogue", "model": "doctor model", "units": "dialogues"}
     fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * len(models) + 4.5), 3.4), layout="constrained")
     data = [m["total_scores"] for m in models]
     ax.boxplot(data, tick_labels=[f"{m['model']}\n(n={m['n_dialogues']})" for m in models], showmeans=True,
                medianprops=BOX_STYLE["median"], meanprops=BOX_STYLE["mean"], flierprops=BOX_STYLE["flier"])
-    ax.set_ylabel("total score per dialogue (0-23)")
-    ax.set_title("Scores per doctor model")
+    ax.set_ylabel(f"total of the {n_binary} binary items per {words['unit']} (0-{n_binary})")
+    ax.set_title(f"Binary-item totals per {words['model']}")
     handles = [Patch(facecolor="none", edgecolor="black"),
                Line2D([], [], **BOX_STYLE["median"]),
                Line2D([], [], linestyle="none", **BOX_STYLE["mean"]),
                Line2D([], [], color="black", linewidth=1.0),
                Line2D([], [], linestyle="none", **BOX_STYLE["flier"])]
-    ax.legend(handles, BOX_KEY, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
+    ax.legend(handles, box_key(words), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
               title="Key", title_fontsize=8, alignment="left")
     return fig
 
 
+def criterion_means(models: list[dict], words: dict | None = None) -> str:
+    """Per model, the mean score of every criterion (levels and scale items) with its 95% bootstrap CI: one panel
+    per criterion, on the criterion's own range."""
+    words = words or {"model": "doctor model", "units": "dialogues"}
+    codes = list(models[0]["criteria"])
+    names = [m["model"] for m in models]
+    columns = min(len(codes), 3)
+    rows = -(-len(codes) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(max(4.0, 3.2 * columns), 2.6 * rows), squeeze=False)
+    for ax, code in zip(axes.ravel(), codes, strict=False):
+        entries = [m["criteria"][code] for m in models]
+        ys = [e["mean"] if e["mean"] is not None else float("nan") for e in entries]
+        low = [max(0.0, y - e["ci_low"]) if e.get("ci_low") is not None else 0.0
+               for y, e in zip(ys, entries, strict=True)]
+        high = [max(0.0, e["ci_high"] - y) if e.get("ci_high") is not None else 0.0
+                for y, e in zip(ys, entries, strict=True)]
+        ax.errorbar(range(len(names)), ys, yerr=[low, high], fmt="o", capsize=3, color="#1f5fbf")
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+        first = entries[0]
+        if first.get("min") is not None and first.get("max") is not None:
+            ax.set_ylim(first["min"] - 0.05 * (first["max"] - first["min"]),
+                        first["max"] + 0.05 * (first["max"] - first["min"]))
+        ax.set_title(code)
+    for ax in axes.ravel()[len(codes):]:
+        ax.set_visible(False)
+    fig.suptitle(f"Mean score per criterion and {words['model']} (95% CI over its {words['units']})")
+    fig.tight_layout()
+    return _svg(fig)
+
+
 def all_plots(report: dict) -> dict[str, str]:
-    plots = {"item_agreement": item_agreement(report["items"])}
-    if len(report["rater_matrix"]["raters"]) >= 2:
+    """The report's plots, only those its instrument has data for: no binary-item totals without binary items,
+    no rater matrix without two raters on binary items, criterion means for levels and scale items."""
+    words = report.get("words")
+    plots = {"item_agreement": item_agreement(report["items"], words)}
+    if len(report["rater_matrix"]["raters"]) >= 2 and report["rater_matrix"].get("n_items"):
         plots["rater_heatmap"] = rater_heatmap(report["rater_matrix"])
-    if report["models"]:
-        plots["model_scores"] = model_scores(report["models"])
+    n_binary = sum(1 for item in report["items"] if item.get("level") == "nominal")
+    if report["models"] and n_binary:
+        plots["model_scores"] = model_scores(report["models"], n_binary, words)
+    if report["models"] and report["models"][0].get("criteria"):
+        plots["criterion_means"] = criterion_means(report["models"], words)
     return plots

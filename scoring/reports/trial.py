@@ -1,5 +1,5 @@
-"""Trial-phase report: each rater and team scored against the coordinator's gold labels (seeds/000 sec. 4.4:
-trial annotation selects the annotation team)."""
+"""Trial-phase report: each rater and team scored against the coordinator's gold labels (Shi et al., LLM-Mini-CEX,
+sec. 4.4: trial annotation selects the annotation team)."""
 
 from __future__ import annotations
 

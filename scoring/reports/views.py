@@ -63,12 +63,10 @@ def campaign_report_status(request, pk: int, job_id: int):
     return render(request, "scoring/partials/report_progress.html", {"campaign": _campaign(pk), "job": job})
 
 
-@role_required(COORDINATOR, ANALYST)
-def campaign_report_download(request, pk: int):
-    """The report as one self-contained HTML file (tables, plots, methods)."""
+def _attachment(request, pk: int, render):
+    """A download made from the campaign's finished report for the query's options: ``render(campaign, result)``
+    gives (content, content type, file name); a report still computing or failed is a 409 saying so."""
     from django.http import HttpResponse
-    from django.template.loader import render_to_string
-    from django.utils import timezone
 
     from scoring.reports.service import current_report_job, report_options
 
@@ -79,12 +77,35 @@ def campaign_report_download(request, pk: int):
     if job.status != Job.Status.SUCCEEDED:
         return HttpResponse("The report is still being computed; try again when the report page shows it.",
                             status=409, content_type="text/plain")
-    html = render_to_string("scoring/report_standalone.html",
-                            {"campaign": campaign, "report": job.result, "generated": timezone.now(),
-                             "css": _inline_css()}, request=request)
-    response = HttpResponse(html, content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="report-{campaign.pk}.html"'
+    content, content_type, filename = render(campaign, job.result)
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_report_download(request, pk: int):
+    """The report as one self-contained HTML file (tables, plots, methods)."""
+    from django.template.loader import render_to_string
+    from django.utils import timezone
+
+    def render(campaign, result):
+        html = render_to_string("scoring/report_standalone.html",
+                                {"campaign": campaign, "report": result, "generated": timezone.now(),
+                                 "css": _inline_css()}, request=request)
+        return html, "text/html; charset=utf-8", f"report-{campaign.pk}.html"
+
+    return _attachment(request, pk, render)
+
+
+@role_required(COORDINATOR, ANALYST)
+def campaign_report_csv(request, pk: int):
+    """The report's figures as CSV (the rows of ``manage.py agreement --format csv``), from the same cached job as
+    the page, for the options in the query string."""
+    from scoring.reports.agreement_csv import csv_text
+
+    return _attachment(request, pk, lambda campaign, result: (csv_text(result), "text/csv; charset=utf-8",
+                                                              f"agreement-{campaign.pk}.csv"))
 
 
 def _inline_css() -> str:

@@ -50,6 +50,7 @@ from scoring.stats.agreement import (  # noqa: F401
 from scoring.stats.bootstrap import (  # noqa: F401
     CI_METHOD_NAMES,
     CI_METHODS,
+    NO_VARIATION,
     SMALL_SAMPLE,
     bca_interval,
     bootstrap_ci,
@@ -62,14 +63,17 @@ from scoring.stats.bootstrap import (  # noqa: F401
 from scoring.stats.classification import classification_report  # noqa: F401
 from scoring.stats.interpretation import band_at, bands_text, format_p, interpret, interpret_interval  # noqa: F401
 from scoring.stats.kernels import (  # noqa: F401
+    agreement_weights,
     cohen_kappa_codes,
     count_table,
     encode_labels,
     fleiss_kappa_counts,
     gwet_ac1_counts,
+    gwet_ac2_counts,
     krippendorff_alpha_counts,
     ordered_labels,
     percent_agreement_counts,
+    weighted_agreement_counts,
 )
 from scoring.stats.method_comparison import (  # noqa: F401
     LOA_Z,
@@ -79,7 +83,13 @@ from scoring.stats.method_comparison import (  # noqa: F401
     cluster_sums,
     differences_from_others,
 )
-from scoring.stats.pairs import kappa_from_tables, mean_over_pairs, pairwise_tables  # noqa: F401
+from scoring.stats.pairs import (  # noqa: F401
+    ac2_from_tables,
+    kappa_from_tables,
+    mean_over_pairs,
+    pairwise_tables,
+    weighted_agreement_from_tables,
+)
 from scoring.stats.preference import (  # noqa: F401
     PREFERENCE_OUTCOMES,
     bradley_terry,
@@ -108,3 +118,4 @@ from scoring.stats.reliability import (  # noqa: F401
     tetrachoric_detail,
     tetrachoric_matrix,
 )
+from scoring.stats.replicates import mixed_replicates, replicate_summary, replicate_table  # noqa: F401

@@ -22,15 +22,19 @@ CI_METHOD_NAMES = {
 #: Below about this many resampled units (dialogues) bootstrap intervals are rough and the percentile interval
 #: undercovers (Efron & Tibshirani 1993, ch. 14; Carpenter & Bithell 2000).
 SMALL_SAMPLE = 30
+#: A bootstrap interval whose resamples all give the same value is not an interval: reported with this note instead of
+#: [x, x] (``ci_note`` of :func:`bootstrap_summary`).
+NO_VARIATION = "not estimable (no variation)"
+NO_VARIATION_TOL = 1e-12
 
 
-def small_sample_warning(n: int, method: str) -> str | None:
+def small_sample_warning(n: int, method: str, units: str = "dialogue(s)") -> str | None:
     """The warning a report shows when fewer than :data:`SMALL_SAMPLE` units are resampled."""
     if n >= SMALL_SAMPLE:
         return None
     advice = ("BCa intervals are used, which correct part of this, but read them as approximate" if method == "bca"
               else "the percentile intervals shown tend to be too narrow; prefer BCa intervals")
-    return (f"Only {n} dialogue(s) are resampled (fewer than about {SMALL_SAMPLE}): bootstrap intervals are rough "
+    return (f"Only {n} {units} are resampled (fewer than about {SMALL_SAMPLE}): bootstrap intervals are rough "
             f"and {advice}.")
 
 
@@ -91,7 +95,9 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
                       jackknife: Iterable[Any] | None = None) -> dict:
     """Turn an estimate and its bootstrap replicates into the :func:`bootstrap_ci` dict.
 
-    Non-finite replicates (undefined statistics) are dropped and counted.  ``method``:
+    Non-finite replicates (undefined statistics) are dropped and counted.  When every finite replicate is the same
+    value, or the percentile limits coincide, the interval is not estimable: ``ci_low``/``ci_high`` stay None and
+    ``ci_note`` is :data:`NO_VARIATION` (never [x, x]).  ``method``:
     "percentile" (Efron), "basic" (reverse percentile, 2*estimate - quantiles) or "bca"
     (:func:`bca_interval`; needs ``jackknife``, the n leave-one-out values of the statistic).
     When the BCa acceleration cannot be computed (an undefined jackknife value) or its limits
@@ -124,12 +130,22 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
     if finite.size < 0.9 * total:
         warns.append("More than 10% of resamples were undefined; the interval may be "
                      "biased.")
+    if float(finite.max() - finite.min()) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
+        # Every resample gives the same value (e.g. perfect agreement, a constant judge): an interval [x, x] would
+        # claim a precision the data cannot give.
+        out["ci_note"] = NO_VARIATION
+        warns.append(f"All {finite.size} bootstrap resamples give {est:.3g}: the 95% interval is {NO_VARIATION}.")
+        return out
     if method == "bca":
         jack = np.asarray([np.nan if v is None else v for v in jackknife], dtype=float).ravel()
         if jack.size >= 2 and np.isfinite(jack).all():
             lo_q, hi_q, z0, a = bca_interval(est, finite, jack, confidence)
             out["bias_correction"], out["acceleration"] = _num(z0), _num(a)
             if np.isfinite(lo_q) and np.isfinite(hi_q):
+                if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
+                    out["ci_note"] = NO_VARIATION
+                    warns.append(f"The BCa limits coincide at {float(lo_q):.3g}: the interval is {NO_VARIATION}.")
+                    return out
                 out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)
                 return out
             warns.append("BCa limits are undefined (every resample falls on one side of the estimate); "
@@ -139,6 +155,13 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
                          "out); percentile interval shown.")
         out["method"] = "percentile (BCa undefined)"
     lo_q, hi_q = np.percentile(finite, [50 * (1 - confidence), 50 * (1 + confidence)])
+    if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
+        # The middle 95% of the resamples give one value (a discrete statistic, e.g. a ranking that holds in nearly
+        # every resample): no interval width to report either.
+        out["ci_note"] = NO_VARIATION
+        warns.append(f"The middle {confidence:.0%} of the bootstrap resamples all give {float(lo_q):.3g}: the "
+                     f"interval is {NO_VARIATION}.")
+        return out
     if method == "basic":
         lo_q, hi_q = 2 * est - hi_q, 2 * est - lo_q
     out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)

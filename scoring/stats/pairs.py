@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from scoring.stats._common import _EPS, LeaveOneOut, weighted_sums
-from scoring.stats.kernels import _disagreement_weights
+from scoring.stats.kernels import _disagreement_weights, agreement_weights
 
 
 def pairwise_tables(a: np.ndarray, b: np.ndarray, q: int, freq: Any = None) -> np.ndarray:
@@ -116,3 +116,29 @@ def mean_over_pairs(values: np.ndarray, n: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, (np.where(w > 0, v, 0.0) * w).sum(axis=-1) / np.where(total > 0, total, 1),
                         np.nan)
+
+
+def weighted_agreement_from_tables(tables: np.ndarray, values: Any, weights: str = "within_one") -> np.ndarray:
+    """Share of a pair's subjects on which the two agree up to the weights (``within_one``: at most one point
+    apart; ``identity``: exactly), from confusion tables (..., q, q); NaN without subjects."""
+    t = np.asarray(tables, dtype=float)
+    n = t.sum(axis=(-1, -2))
+    w = agreement_weights(values, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (t * w).sum(axis=(-1, -2)) / np.where(n > 0, n, 1), np.nan)
+
+
+def ac2_from_tables(tables: np.ndarray, values: Any, weights: str = "quadratic") -> np.ndarray:
+    """Gwet's AC2 of two raters from their confusion tables (..., q, q) over categories with numeric ``values``:
+    pa = sum_kl w_kl p_kl, pe = T_w / (q (q - 1)) sum_k pi_k (1 - pi_k), pi_k the mean of the two raters' shares
+    (the two-rater case of :func:`scoring.stats.gwet_ac2_counts`); NaN without subjects."""
+    t = np.asarray(tables, dtype=float)
+    q = t.shape[-1]
+    n = t.sum(axis=(-1, -2))
+    w = agreement_weights(values, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = t / n[..., None, None]
+        pa = (p * w).sum(axis=(-1, -2))
+        pi = (p.sum(axis=-1) + p.sum(axis=-2)) / 2.0
+        pe = w.sum() * (pi * (1.0 - pi)).sum(axis=-1) / (q * (q - 1)) if q > 1 else np.zeros_like(pa)
+        return np.where(n > 0, (pa - pe) / (1.0 - pe), np.nan)

@@ -28,7 +28,10 @@ def pvalue(value, style="p"):
 
 @register.filter
 def ci(figure, digits=3):
-    """'[low, high]' from a dict with ci_low / ci_high, or '' when there is no interval."""
+    """'[low, high]' from a dict with ci_low / ci_high; "[CI not estimable (no variation)]" when every bootstrap
+    resample gave the same value (never [x, x]); '' when there is no interval."""
+    if isinstance(figure, dict) and figure.get("ci_note"):
+        return f"[CI {figure['ci_note']}]"
     if not isinstance(figure, dict) or figure.get("ci_low") is None or figure.get("ci_high") is None:
         return ""
     d = int(digits)

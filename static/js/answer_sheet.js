@@ -13,8 +13,32 @@
 //   commentId     id of the page comment textarea; its save state is "<commentId>-state"
 //   submitLabel   function (button, text) writing the submit button label (default: button.textContent = text)
 // A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
+// The words it shows come from the page's JSON block #ui-text (annotation/ui_text.py: English or 中文), English
+// when a page has none.
 (function () {
   "use strict";
+  const ENGLISH = {
+    saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…", failed: "Not saved: {reason}",
+    refused: "refused", submit: "Submit", submit_left: "Submit ({n} left)",
+    session_ended: "Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and " +
+      "will be sent automatically.",
+    pending: "{n} answer(s) not saved yet{offline}. They are kept in this browser and sent as soon as the server answers.",
+    offline: " (you are offline)",
+    unreachable: "Could not reach the server; your answers are kept. Try again in a moment.",
+    server_refused: "The server refused that.",
+  };
+  // The phrase `key` with its {placeholders} filled from `values`.
+  window.uiText = function (key, values) {
+    if (!window.uiText.table) {
+      let own = {};
+      const block = document.getElementById("ui-text");
+      try { own = block ? JSON.parse(block.textContent) : {}; } catch (e) { own = {}; }
+      window.uiText.table = Object.assign({}, ENGLISH, own);
+    }
+    const text = window.uiText.table[key] !== undefined ? window.uiText.table[key] : key;
+    return text.replace(/\{(\w+)\}/g, (whole, name) => (values && name in values ? String(values[name]) : whole));
+  };
+  const t = window.uiText;
   window.AnswerSheet = function (root, options) {
     const idKey = options.idKey;
     const valueKey = options.valueKey;
@@ -46,8 +70,8 @@
         : byId.get(String(key)) && byId.get(String(key)).querySelector(".save-state");
       if (!el) return;
       el.dataset.state = state;
-      el.textContent = { saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…",
-        failed: "Not saved: " + (message || "refused"), empty: "" }[state] || "";
+      el.textContent = state === "failed" ? t("failed", { reason: message || t("refused") })
+        : (state === "empty" || !state ? "" : t(state));
       if (key !== "comment") byId.get(String(key)).classList.toggle("unsaved", state === "retrying" || state === "failed");
     }
 
@@ -64,12 +88,10 @@
       if (banner) {
         if (pending && sessionExpired) {
           banner.hidden = false;
-          banner.textContent = "Your session has ended. Log in again in another tab: " + pending +
-            " answer(s) are kept in this browser and will be sent automatically.";
+          banner.textContent = t("session_ended", { n: pending });
         } else if (pending && (retryTimer || !navigator.onLine)) {
           banner.hidden = false;
-          banner.textContent = pending + " answer(s) not saved yet" + (navigator.onLine ? "" : " (you are offline)") +
-            ". They are kept in this browser and sent as soon as the server answers.";
+          banner.textContent = t("pending", { n: pending, offline: navigator.onLine ? "" : t("offline") });
         } else {
           banner.hidden = true;
         }
@@ -77,8 +99,8 @@
       if (submitBtn) {
         const ready = answered === required.length && pending === 0;
         submitBtn.disabled = !ready;
-        submitLabel(submitBtn, pending ? "Saving…"
-          : (answered === required.length ? "Submit" : "Submit (" + (required.length - answered) + " left)"));
+        submitLabel(submitBtn, pending ? t("saving")
+          : (answered === required.length ? t("submit") : t("submit_left", { n: required.length - answered })));
       }
     }
 
@@ -196,12 +218,12 @@
       actionMsg.textContent = "";
       let response;
       try { response = await post(url, body); } catch (e) {
-        actionMsg.textContent = "Could not reach the server; your answers are kept. Try again in a moment.";
+        actionMsg.textContent = t("unreachable");
         return false;
       }
       const data = await response.json().catch(() => ({}));
       if (response.ok) { onOk(data); return true; }
-      actionMsg.textContent = data.detail || "The server refused that.";
+      actionMsg.textContent = data.detail || t("server_refused");
       return false;
     }
 

@@ -12,11 +12,12 @@
   const { submitBtn, actionMsg, post, action } = sheet;
 
   // Keys: 0-9 answer the active item and move on; j/k or up/down move; n goes to the next dialogue.
-  // Scales reaching 10 or more take two digits ("1" then "0" = 10): a digit that can still grow waits a moment
-  // for the next one (its value is already saved) before moving on. Left/right step a scale or levels item.
+  // Scales reaching 10 or more take two digits ("1" then "0" = 10), and scales in steps such as 0.5 take a point
+  // and its decimals ("4" "." "5" = 4.5): a typed point that can still grow into another point waits a moment for
+  // the next key (its value is already saved) before moving on. Left/right step a scale or levels item.
   // Enter writes in a free-text item, Escape leaves its box.
   const DIGIT_WAIT_MS = 1000;
-  let typed = null; // {index, text, timer}: digits typed on a multi-digit scale
+  let typed = null; // {index, text, timer}: keys typed on a multi-key scale
 
   function settle() {
     if (!typed) return;
@@ -28,20 +29,38 @@
     if (sheet.active === index) sheet.activate(index + 1, true);
   }
 
-  function typeDigit(fieldset, digit) {
+  function points(fieldset) {
+    return (fieldset.dataset.points || "").split(" ").filter(Boolean);
+  }
+
+  // A scale needs more than one key per point when some point's text is longer than one character.
+  function multiKey(fieldset) {
+    return points(fieldset).some((point) => point.replace("-", "").length > 1);
+  }
+
+  function typeKey(fieldset, key) {
     const index = sheet.active;
-    const max = Number(fieldset.dataset.max);
-    let text = typed && typed.index === index ? typed.text + digit : digit;
-    if (Number(text) > max) text = digit; // too large: this digit starts a new number
+    const all = points(fieldset);
+    const grows = (text) => all.some((point) => point.length > text.length && point.startsWith(text));
+    const before = typed && typed.index === index ? typed.text : "";
+    let text = before + (key === "," ? "." : key);
+    if (!all.includes(text) && !grows(text)) {
+      if (before && all.includes(before)) {
+        // "4" then "5" on a half-point scale: 4 stands, and the 5 answers the next item.
+        settle();
+        moveOn(index);
+        return sheet.active !== index ? answerKey(key) : false;
+      }
+      text = key === "," ? "." : key; // this key starts a new point
+    }
     settle();
-    const value = Number(text);
-    const chosen = sheet.choose(index, String(value));
-    if (value > 0 && value * 10 <= max) {
+    const chosen = all.includes(text) ? sheet.choose(index, text) : false;
+    if (grows(text)) {
       typed = { index: index, text: text, timer: setTimeout(() => { typed = null; if (chosen) moveOn(index); },
         DIGIT_WAIT_MS) };
-    } else if (chosen) {
-      moveOn(index);
+      return true;
     }
+    if (chosen) moveOn(index);
     return chosen;
   }
 
@@ -70,14 +89,18 @@
       if (step(fieldset, event.key === "ArrowRight" ? 1 : -1)) event.preventDefault();
       return;
     }
-    if (!/^[0-9]$/.test(event.key)) return;
-    if (type === "scale" && Number(fieldset.dataset.max) >= 10) {
-      if (typeDigit(fieldset, event.key)) event.preventDefault();
-      return;
-    }
-    settle();
-    if (sheet.answerActive(event.key)) event.preventDefault();
+    if (answerKey(event.key)) event.preventDefault();
   });
+
+  // A digit (or a decimal point on a scale in steps) answers the active item.
+  function answerKey(key) {
+    const fieldset = sheet.items[sheet.active];
+    if (!fieldset) return false;
+    if (fieldset.dataset.type === "scale" && multiKey(fieldset) && /^[0-9.,]$/.test(key)) return typeKey(fieldset, key);
+    if (!/^[0-9]$/.test(key)) return false;
+    settle();
+    return sheet.answerActive(key);
+  }
 
   if (submitBtn) submitBtn.addEventListener("click", () => {
     if (sheet.pending()) return;
@@ -94,22 +117,22 @@
   if (redactBtn) redactBtn.addEventListener("click", async () => {
     const msg = document.getElementById("redact-msg");
     const sel = window.getSelection();
-    if (!sel || sel.isCollapsed) { msg.textContent = "Select the words to hide in one turn first."; return; }
+    if (!sel || sel.isCollapsed) { msg.textContent = window.uiText("redact_select"); return; }
     const range = sel.getRangeAt(0);
     const startSpan = range.startContainer.parentElement && range.startContainer.parentElement.closest("span[data-off]");
     const endSpan = range.endContainer.parentElement && range.endContainer.parentElement.closest("span[data-off]");
     const place = startSpan && startSpan.closest("[data-field]");
     if (!startSpan || !endSpan || place !== endSpan.closest("[data-field]")) {
-      msg.textContent = "Select text inside a single turn (not across turns or redacted parts).";
+      msg.textContent = window.uiText("redact_one_turn");
       return;
     }
     const start = Number(startSpan.dataset.off) + range.startOffset;
     const end = Number(endSpan.dataset.off) + range.endOffset;
-    if (end <= start) { msg.textContent = "Select at least one character."; return; }
+    if (end <= start) { msg.textContent = window.uiText("redact_one_char"); return; }
     const response = await post(root.dataset.redactUrl, { field: place.dataset.field, turn: place.dataset.turn || "",
       start: start, end: end }).catch(() => null);
     if (response && response.ok) { window.location.reload(); return; }
     const data = response ? await response.json().catch(() => ({})) : {};
-    msg.textContent = data.detail || "Could not redact; try again.";
+    msg.textContent = data.detail || window.uiText("redact_failed");
   });
 })();

@@ -8,16 +8,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers import ImportRejected
 from annotation.label_import import DEFAULT_SCALE, LabelImportError, import_labels, resolve_scale_version
-from annotation.management.commands.import_dialogues import format_error
 from annotation.models import Corpus
 
 
 class Command(BaseCommand):
     help = (
-        "Import legacy physician labels (CSV: dialogue_id,rater,item,value [,rater_kind,judge_run,created,comment]) "
-        "into a campaign of phase 'imported'. Unknown raters become external raters who cannot log in. "
-        "All-or-nothing: every bad line is reported as 'line N: message' (the header is line 1) and nothing is "
-        "written (exit status 1)."
+        "Import labels (CSV: dialogue_id,rater,item,value [,rater_kind,judge_run,created,comment,judge_model,prompt,"
+        "raw_response]): physicians' labels into a campaign of phase 'imported' (unknown raters become external "
+        "raters who cannot log in), an existing judge's scores (rater_kind judge) into an imported judge run per "
+        "judge, with the file's name and SHA-256. All-or-nothing: every distinct problem is reported once with how "
+        "many lines have it and their first line numbers (the header is line 1), and nothing is written (exit "
+        "status 1)."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -33,9 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--scale", default=DEFAULT_SCALE, help=f"scale slug (default {DEFAULT_SCALE})")
         parser.add_argument("--version", dest="scale_version", type=int,
                             help="published scale version number (default: the newest published)")
+        parser.add_argument("--random-sample", action="store_true",
+                            help="declare that the labelled dialogues are a random sample of the corpus (recorded "
+                                 "with the import); prediction-powered model scores in the judge report need it")
 
     def handle(self, *args, path: str, corpus: str, campaign: str | None, scale: str, scale_version: int | None,
-               **options):
+               random_sample: bool = False, **options):
         target = Corpus.objects.filter(name=corpus.strip()).first()
         if target is None or target.is_deleted:
             raise CommandError(f'There is no corpus "{corpus}"; import its dialogues first (import_dialogues).')
@@ -47,18 +51,26 @@ class Command(BaseCommand):
                 version = resolve_scale_version(scale, scale_version)
             with open(path, "rb") as handle:
                 counts = import_labels(target, handle, file_name=os.path.basename(path), campaign_name=campaign,
-                                       scale_version=version)
+                                       scale_version=version, random_sample=random_sample)
         except LabelImportError as exc:
             raise CommandError(str(exc)) from None
         except ImportRejected as rejected:
-            for error in rejected.errors:
-                self.stderr.write(format_error(error))
+            for line in rejected.grouped():
+                self.stderr.write(line)
             bad_lines = len({e.line for e in rejected.errors})
             raise CommandError(f"Import refused: {bad_lines} bad line{'s' if bad_lines != 1 else ''} in {path}; "
                                "nothing was written.") from None
         if counts["raters_created"]:
             self.stdout.write(f"Created {counts['raters_created']} external rater(s) (they cannot log in).")
-        self.stdout.write(self.style.SUCCESS(
-            f'Imported {counts["labels"]} labels on {counts["dialogues"]} dialogues by {counts["raters"]} raters '
-            f'into {"new " if counts["campaign_created"] else ""}campaign "{counts["campaign"]}" '
-            f'({counts["assignments"]} submitted assignments, overlap {counts["overlap"]}).'))
+        if counts["labels"]:
+            self.stdout.write(self.style.SUCCESS(
+                f'Imported {counts["labels"]} labels on {counts["dialogues"]} dialogues by {counts["raters"]} raters '
+                f'into {"new " if counts["campaign_created"] else ""}campaign "{counts["campaign"]}" '
+                f'({counts["assignments"]} submitted assignments, overlap {counts["overlap"]}).'))
+        for run in counts.get("judge_runs", []):
+            self.stdout.write(self.style.SUCCESS(
+                f'Imported judge "{run["name"]}"{" (" + run["model"] + ")" if run["model"] else ""}: '
+                f'{run["results"]} scores on {run["dialogues"]} dialogues as run #{run["id"]} '
+                f'(/judges/runs/{run["id"]}/; file SHA-256 {counts["sha256"][:12]}...).'))
+        if random_sample:
+            self.stdout.write("Recorded: these labels come from a random sample of the corpus (your declaration).")

@@ -2,81 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
-from annotation.spreadsheet import safe_row
-from scoring import stats
 from scoring.reports import agreement as reports
-
-
-def csv_rows(report: dict):
-    """The report's figures as flat rows: section, scope, statistic, value, ci_low, ci_high, n, band."""
-    yield ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
-    for item in report.get("items", []):
-        for key, name in (("percent_agreement", "percent agreement"), ("fleiss_kappa", "Fleiss kappa"),
-                          ("gwet_ac1", "Gwet AC1"), ("krippendorff_alpha", f"Krippendorff alpha ({item['level']})")):
-            fig = item[key]
-            yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
-                   item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
-        if item.get("ordered"):
-            yield from ordered_item_rows(item)
-    icc = report.get("icc", {})
-    for code, dim in icc.get("dimensions", {}).items():
-        for form in icc.get("forms") or ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
-            row = dim.get(form) or {}
-            yield ["icc", f"{code} {dim['name']}", form, row.get("icc"), row.get("ci_low"), row.get("ci_high"),
-                   dim.get("n_targets"), (row.get("interpretation") or {}).get("label", ""), icc.get("design", "")]
-    rel = report.get("reliability", {})
-    if "cronbach_alpha" in rel:
-        a = rel["cronbach_alpha"]
-        yield ["reliability", "whole scale", "Cronbach alpha", a["alpha"], a["ci_low"], a["ci_high"], a["n"],
-               a["interpretation"]["label"], " ".join(a["warnings"])]
-        for code, d in rel["dimensions"].items():
-            yield ["reliability", f"{code} {d['name']}", "Cronbach alpha", d["alpha"], d["ci_low"], d["ci_high"],
-                   d["n"], d["interpretation"]["label"], " ".join(d["warnings"])]
-        for code, value in rel["alpha_if_deleted"].items():
-            yield ["reliability", code, "alpha if item deleted", value, "", "", rel["n_ratings"], "", ""]
-        for r in rel.get("per_rater", []):
-            yield ["reliability", f"rater {r['rater']}", "alpha (Feldt CI)", r["alpha"], r["ci_low"], r["ci_high"],
-                   r["n_dialogues"], r["interpretation"]["label"], " ".join(r["warnings"])]
-        yield ["validity", "whole scale", "KMO", rel["kmo"]["overall"], "", "", rel["n_ratings"],
-               rel["kmo"]["interpretation"]["label"], " ".join(rel["kmo"].get("warnings", []))]
-        for code, value in rel["kmo"].get("items", {}).items():
-            yield ["validity", code, "KMO (MSA)", value, "", "", rel["n_ratings"], "", ""]
-        b = rel["bartlett"]
-        yield ["validity", "whole scale", "Bartlett chi2", b["chi2"], "", "", b.get("n", rel["n_ratings"]), "",
-               f"dof={b['dof']} {stats.format_p(b['p'])} ({b.get('n_note', '')})"]
-    for model in report.get("models", []):
-        for code, d in model["dimensions"].items():
-            yield ["model comparison", model["model"], f"dimension {code} score %", d["score_pct"], d["ci_low"],
-                   d["ci_high"], model["n_dialogues"], "", ""]
-        for code, c in model.get("criteria", {}).items():
-            yield ["model comparison", model["model"], f"{code} mean score", c["mean"], c["ci_low"], c["ci_high"],
-                   c["n_dialogues"], "", f"scale {c['min']}-{c['max']}"]
-
-
-def ordered_item_rows(item: dict):
-    """Levels and scale items: weighted kappa, interval alpha, ICC of the item's scores, physicians' Bland-Altman."""
-    for key, name in (("weighted_kappa", "weighted kappa (quadratic)"),
-                      ("krippendorff_interval", "Krippendorff alpha (interval)")):
-        fig = item[key]
-        yield ["item agreement", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"], item["n_dialogues"],
-               (fig.get("interpretation") or {}).get("label", ""), " ".join(fig["warnings"])]
-    icc = item["icc"]
-    for form in icc.get("forms", []):
-        row = icc.get(form) or {}
-        yield ["item icc", item["code"], form, row.get("icc"), row.get("ci_low"), row.get("ci_high"),
-               icc.get("n_targets"), (row.get("interpretation") or {}).get("label", ""), icc.get("design", "")]
-    pooled = item["bland_altman"]["pooled"]
-    note = "physician minus the mean of the other physicians, pooled; " + " ".join(pooled["warnings"])
-    for key, name in (("bias", "Bland-Altman bias"), ("loa_low", "Bland-Altman lower limit"),
-                      ("loa_high", "Bland-Altman upper limit")):
-        yield ["item bland-altman", item["code"], name, pooled[key], pooled[f"{key}_ci_low"], pooled[f"{key}_ci_high"],
-               pooled["n"], "", note]
+from scoring.reports.agreement_csv import csv_text
 
 
 class Command(BaseCommand):
@@ -115,6 +47,4 @@ class Command(BaseCommand):
         if options["format"] == "json":
             self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False))
         else:
-            writer = csv.writer(self.stdout, lineterminator="\n")
-            for row in csv_rows(report):
-                writer.writerow(safe_row("" if v is None else v for v in row))  # model names come from data
+            self.stdout.write(csv_text(report), ending="")

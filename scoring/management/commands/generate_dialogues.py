@@ -7,6 +7,7 @@ import hashlib
 import os
 import sys
 import time
+from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -39,8 +40,9 @@ def summary_lines(job: GenerationJob, progress: dict, report: dict, wall: float)
         f"generation #{job.pk} {job.get_status_display().lower()}" + (f": {job.error}" if job.error else ""),
         f"  dialogues done: {progress['done']}  failed: {progress['failed']}  remaining: {progress['remaining']}  "
         f"turns: {progress['turns']} ({progress['cached_turns']} from cache)",
-        f"  calls made: {progress['calls']}  tokens: {progress['prompt_tokens']} in / "
-        f"{progress['completion_tokens']} out  cost: {progress['cost']:.4f}  wall time: {wall:.1f} s",
+        f"  calls made: {progress['calls']}  requests sent: {progress['spend']['requests_sent']}  tokens: "
+        f"{progress['prompt_tokens']} in / {progress['completion_tokens']} out  cost: {progress['spend']['cost_text']}"
+        f"  wall time: {wall:.1f} s",
         f"  corpus: {job.corpus.name}",
     ]
     for row in report["by_model"]:
@@ -66,6 +68,10 @@ class Command(BaseCommand):
         parser.add_argument("--turns", type=int, default=10, help="most doctor turns per dialogue (default 10)")
         parser.add_argument("--temperatures", default="0.2,0.8", help="doctor temperatures (default 0.2,0.8)")
         parser.add_argument("--corpus", default="", help="output corpus (default: 'Generated from <case set>')")
+        parser.add_argument("--max-cost", type=Decimal, default=None,
+                            help="pause the job once its answers cost this much")
+        parser.add_argument("--max-tokens", type=int, default=None,
+                            help="pause the job once its answers used this many tokens (prompt + completion)")
         parser.add_argument("--wait", action="store_true", help="show progress until the job ends")
 
     def handle(self, *args, **options):
@@ -83,13 +89,17 @@ class Command(BaseCommand):
                                "\n  ".join(str(e) for e in exc.errors)) from None
         self.stderr.write(f"case set {case_set.name!r}: " + (f"{imported} case(s) imported" if imported else
                                                             "already imported, reused"))
+        for name in ("max_cost", "max_tokens"):
+            if options[name] is not None and options[name] < 0:
+                raise CommandError(f"--{name.replace('_', '-')} cannot be negative.")
         try:
             job = generation.create_job(
                 case_set=case_set, corpus_name=options["corpus"],
                 doctor_models=[m for m in options["doctor_model"].split(",") if m.strip()],
                 patient_model=options["patient_model"], temperatures=generation.parse_list(options["temperatures"]),
                 doctor_base_url=options["base_url"], patient_base_url=options["base_url"], max_turns=options["turns"],
-                doctor_api_key_env=key_env, patient_api_key_env=key_env)
+                doctor_api_key_env=key_env, patient_api_key_env=key_env, cost_cap=options["max_cost"],
+                token_cap=options["max_tokens"])
         except (gateway.NotConfigured, generation.GenerationError) as exc:
             raise CommandError(str(exc)) from None
         queued = generation.start(job)

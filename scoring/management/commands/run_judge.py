@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -19,12 +20,14 @@ def bar(fraction: float, width: int = 30) -> str:
 
 
 def summary_lines(run: JudgeRun, progress: dict, wall: float) -> list[str]:
+    spend = progress["spend"]
+    limit = f" of at most {spend['request_limit']}" if spend["request_limit"] else ""
     return [
         f"run #{run.pk} {run.get_status_display().lower()}" + (f": {run.error}" if run.error else ""),
-        f"  calls made: {progress['calls']}  cached: {progress['cached']}  unscored: {progress['unscored']}  "
-        f"failed: {progress['failed']}  remaining: {progress['remaining']}",
-        f"  tokens: {progress['prompt_tokens']} in / {progress['completion_tokens']} out  "
-        f"cost: {progress['cost']:.4f}  wall time: {wall:.1f} s",
+        f"  scored: {progress['done']}  calls made: {progress['calls']}  cached: {progress['cached']}  "
+        f"unscored: {progress['unscored']}  failed: {progress['failed']}  remaining: {progress['remaining']}",
+        f"  requests sent: {spend['requests_sent']}{limit}  tokens: {progress['prompt_tokens']} in / "
+        f"{progress['completion_tokens']} out  cost: {spend['cost_text']}  wall time: {wall:.1f} s",
     ]
 
 
@@ -32,7 +35,7 @@ def estimate_line(estimate: dict) -> str:
     return (f"{estimate['requests']} request(s): {estimate['calls']} call(s) to make, {estimate['cached']} answered "
             f"from the cache; about {estimate['prompt_tokens']} prompt + {estimate['completion_tokens']} completion "
             f"tokens (completion estimated from {estimate['completion_basis']}); estimated cost "
-            f"{estimate['cost']:.4f}" + (" (Batch API: half price)" if estimate["batch"] else ""))
+            f"{estimate['cost_text']}" + (" (Batch API: half price)" if estimate["batch"] else ""))
 
 
 class Command(BaseCommand):
@@ -56,6 +59,10 @@ class Command(BaseCommand):
         parser.add_argument("--batch", action="store_true",
                             help="send the requests through the provider's Batch API (half the price, results "
                                  "within 24 hours)")
+        parser.add_argument("--max-cost", type=Decimal, default=None,
+                            help="pause the run once its answers cost this much (in the judge's currency)")
+        parser.add_argument("--max-tokens", type=int, default=None,
+                            help="pause the run once its answers used this many tokens (prompt + completion)")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the calls, tokens and estimated cost, then exit without sending anything")
         parser.add_argument("--wait", action="store_true", help="show progress until the run ends")
@@ -95,7 +102,11 @@ class Command(BaseCommand):
             self.stdout.write(estimate_line(estimate))
             if options["dry_run"]:
                 return
-            run = judging.create_run(config, corpus, item_codes=codes, batch=options["batch"])
+            for name in ("max_cost", "max_tokens"):
+                if options[name] is not None and options[name] < 0:
+                    raise judging.RunError(f"--{name.replace('_', '-')} cannot be negative.")
+            run = judging.create_run(config, corpus, item_codes=codes, batch=options["batch"],
+                                     cost_cap=options["max_cost"], token_cap=options["max_tokens"])
         except (gateway.NotConfigured, judging.RunError) as exc:
             raise CommandError(str(exc)) from None
         units = judging.start(run)
@@ -122,7 +133,7 @@ class Command(BaseCommand):
         sys.stderr.write("\n")
         for line in summary_lines(run, judging.progress(run), time.monotonic() - started):
             self.stdout.write(line)
-        if run.status != JudgeRun.Status.SUCCEEDED:
+        if run.status != JudgeRun.Status.SUCCEEDED:  # failed, finished with problems, paused or cancelled
             raise CommandError(f"run #{run.pk} {run.get_status_display().lower()}: {run.error or 'see the run page'}")
 
 

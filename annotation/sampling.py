@@ -1,0 +1,177 @@
+"""Random samples of a campaign's dialogues, for the estimates that need one (prediction-powered inference).
+
+A judge's scores on every dialogue can be corrected by its error on the dialogues physicians labelled only when
+those dialogues are a random sample of the ones the judge scored. A coordinator therefore lets the campaign draw
+its sample (:func:`draw_sample`), or, for imported labels, an analyst declares that they come from one
+(:func:`declare_sample`, ``import_labels --random-sample``). Either is recorded once, with who and when, in a
+:class:`~annotation.models.RandomSample`.
+
+How a sample is drawn (:func:`draw`): the dialogues of the population, in ascending id order, each get the next
+number of Python's Mersenne Twister seeded with the seed (``random.Random(seed).random()``, whose sequence Python
+keeps the same across versions); the sample is the dialogues with the smallest numbers, overall or within each
+doctor model (stratified). Stratified samples share the size equally among the models (equal allocation, best
+for comparing them); a model with too few dialogues gives all it has and the rest is shared among the others; a
+remainder goes to the larger models. The population and the seed are stored, so :func:`reproduce` draws the same
+sample again.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from django.db import transaction
+
+from annotation.campaigns import CampaignError
+from annotation.models import Assignment, AuditEvent, Campaign, RandomSample
+
+UNKNOWN_MODEL = "(unknown model)"
+MAX_SEED = 2**63 - 1
+
+
+def allocate(strata: dict[str, int], size: int) -> dict[str, int]:
+    """Equal allocation of ``size`` over strata of the given sizes (see the module docstring)."""
+    if size > sum(strata.values()):
+        raise ValueError(f"A sample of {size} is larger than the {sum(strata.values())} dialogues it is drawn from.")
+    order = sorted(strata, key=lambda name: (strata[name], name))
+    out: dict[str, int] = {}
+    left = size
+    for i, name in enumerate(order):
+        take = min(strata[name], left // (len(order) - i))
+        out[name] = take
+        left -= take
+    return {name: out[name] for name in sorted(strata)}
+
+
+def draw(population: Iterable[Sequence], size: int, seed: int, stratified: bool = False
+         ) -> tuple[list[int], dict[str, dict[str, int]]]:
+    """The sample (dialogue ids, ascending) of ``size`` from ``population`` ([(id, doctor model), ...]) with
+    ``seed``, and per doctor model the population and sample sizes. Pure and reproducible."""
+    frame = sorted((int(pk), str(model or UNKNOWN_MODEL)) for pk, model in population)
+    if not 1 <= size <= len(frame):
+        raise ValueError(f"The sample size must be between 1 and {len(frame)} (the dialogues in scope).")
+    rng = random.Random(seed)
+    key = {pk: (rng.random(), pk) for pk, _ in frame}
+    models = dict(frame)
+    counts = Counter(models.values())
+    if stratified:
+        quota = allocate(dict(counts), size)
+        chosen: list[int] = []
+        for name in sorted(counts):
+            group = sorted((pk for pk, m in frame if m == name), key=key.__getitem__)
+            chosen += group[:quota[name]]
+    else:
+        chosen = sorted(models, key=key.__getitem__)[:size]
+    taken = Counter(models[pk] for pk in chosen)
+    strata = {name: {"population": counts[name], "sample": taken.get(name, 0)} for name in sorted(counts)}
+    return sorted(chosen), strata
+
+
+def reproduce(sample: RandomSample) -> list[int]:
+    """Draw a stored sample again from its population and seed (the same ids for a drawn sample)."""
+    if sample.kind != RandomSample.Kind.DRAWN:
+        raise ValueError("Only a drawn sample has a seed to reproduce it from.")
+    return draw(sample.population, sample.size, sample.seed, sample.stratified)[0]
+
+
+def sample_of(campaign: Campaign) -> RandomSample | None:
+    return RandomSample.objects.filter(campaign=campaign).select_related("created_by").first()
+
+
+def _seed(seed: int | None) -> int:
+    if seed is None:
+        return secrets.randbelow(2**31)
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise CampaignError(f"The seed must be a whole number from 0 to {MAX_SEED}.")
+    return int(seed)
+
+
+@transaction.atomic
+def draw_sample(campaign: Campaign, *, size: int, stratified: bool = False, seed: int | None = None,
+                user=None) -> RandomSample:
+    """Draw the campaign's random sample of ``size`` dialogues (its scope from then on) and record it.
+
+    Refused once the campaign has assignments (the sample must come before anyone sees a dialogue, so that it
+    cannot be chosen after the fact) or a sample, and for campaigns of imported labels (declare theirs on import).
+    ``seed``: None draws a fresh one, recorded with the sample."""
+    Campaign.objects.select_for_update().get(pk=campaign.pk)
+    existing = sample_of(campaign)
+    if existing is not None:
+        raise CampaignError(f"This campaign already has its random sample ({existing.size} dialogues, "
+                            f"{existing.created_at:%Y-%m-%d}); a sample is drawn once.")
+    if campaign.phase == Campaign.Phase.IMPORTED:
+        raise CampaignError("Campaigns of imported labels do not draw samples; declare that imported labels come "
+                            "from a random sample on import (import_labels --random-sample).")
+    assigned = Assignment.objects.filter(campaign=campaign).count()
+    if assigned:
+        raise CampaignError(f"Draw the random sample before assigning: this campaign already has {assigned} "
+                            "assignment(s), so a sample drawn now would not decide which dialogues physicians "
+                            "rate.")
+    population = [[pk, model or UNKNOWN_MODEL] for pk, model in
+                  campaign.population().order_by("pk").values_list("pk", "source_model")]
+    if not population:
+        raise CampaignError("The campaign has no dialogues in scope to sample from.")
+    if not 1 <= size <= len(population):
+        raise CampaignError(f"The sample size must be between 1 and {len(population)} (the dialogues in scope).")
+    seed = _seed(seed)
+    ids, strata = draw(population, size, seed, stratified)
+    sample = RandomSample.objects.create(
+        campaign=campaign, kind=RandomSample.Kind.DRAWN, size=size, seed=seed, stratified=stratified,
+        population=population, dialogues=ids, strata=strata, created_by=user if getattr(user, "pk", None) else None)
+    AuditEvent.record(user, "campaign.random_sample", campaign, size=size, seed=seed, stratified=stratified,
+                      population=len(population))
+    return sample
+
+
+@transaction.atomic
+def declare_sample(campaign: Campaign, dialogue_ids: Iterable[int], *, user=None, note: str = "") -> RandomSample:
+    """Record that the labels of ``dialogue_ids`` (imported into ``campaign``) come from a random sample of the
+    campaign's population; a later declaration on the same campaign adds its dialogues to the sample."""
+    Campaign.objects.select_for_update().get(pk=campaign.pk)
+    ids = sorted({int(pk) for pk in dialogue_ids})
+    population = [[pk, model or UNKNOWN_MODEL] for pk, model in
+                  campaign.population().order_by("pk").values_list("pk", "source_model")]
+    existing = sample_of(campaign)
+    if existing is not None and existing.kind == RandomSample.Kind.DRAWN:
+        raise CampaignError("This campaign drew its own random sample; imported labels cannot be declared one.")
+    if existing is not None:
+        ids = sorted(set(existing.dialogues) | set(ids))
+        population = sorted({tuple(p) for p in existing.population} | {tuple(p) for p in population})
+        population = [list(p) for p in population]
+        note = "\n".join(n for n in (existing.note, note) if n)
+    models = {pk: model for pk, model in population}
+    counts = Counter(models.values())
+    taken = Counter(models.get(pk, UNKNOWN_MODEL) for pk in ids)
+    strata = {name: {"population": counts[name], "sample": taken.get(name, 0)} for name in sorted(counts)}
+    fields = {"kind": RandomSample.Kind.DECLARED, "size": len(ids), "seed": None, "stratified": False,
+              "population": population, "dialogues": ids, "strata": strata, "note": note}
+    if existing is None:
+        sample = RandomSample.objects.create(campaign=campaign, created_by=user if getattr(user, "pk", None) else None,
+                                             **fields)
+    else:
+        for name, value in fields.items():
+            setattr(existing, name, value)
+        existing.save()
+        sample = existing
+    AuditEvent.record(user, "campaign.random_sample_declared", campaign, reason=note, dialogues=len(ids),
+                      population=len(population))
+    return sample
+
+
+def describe(sample: RandomSample | None) -> str:
+    """The sample in one sentence, for pages and reports."""
+    if sample is None:
+        return ("No random sample: the dialogues were assigned by hand (every dialogue in scope, or a coordinator's "
+                "choice).")
+    who = sample.created_by.username if sample.created_by else "the system"
+    when = f"{sample.created_at:%Y-%m-%d}"
+    if sample.kind == RandomSample.Kind.DECLARED:
+        return (f"Declared by {who} on {when}: the imported labels of {sample.size} dialogue(s) come from a random "
+                f"sample of the {len(sample.population)} dialogues in scope (the analyst's declaration, not checked "
+                "here).")
+    per_model = ", ".join(f"{name} {s['sample']} of {s['population']}" for name, s in sample.strata.items())
+    how = f"within each doctor model ({per_model})" if sample.stratified else "from all of them"
+    return (f"A random sample of {sample.size} of the {len(sample.population)} dialogues in scope, drawn {how} with "
+            f"seed {sample.seed} by {who} on {when}; anyone can draw it again from the seed.")

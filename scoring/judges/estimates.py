@@ -1,0 +1,496 @@
+"""Doctor models' scores three ways: physicians only, judge only, and prediction-powered (PPI++) (issue 28).
+
+For each doctor model and each dimension (the LLM-Mini-CEX paper's Table 6, Shi et al.), the overall score and each
+criterion scored on levels or a scale, :func:`model_estimates` gives
+
+* **physicians**: the mean of the physicians' scores on the dialogues they labelled, with its classical (CLT)
+  interval -- valid for the corpus when those dialogues are a random sample, wide because they are few;
+* **judge**: the mean of the judge's scores on every dialogue it scored -- narrow, but *not validated*: the
+  judge's bias is not in this interval;
+* **ppi**: PPI++ (Angelopoulos, Bates, Fannjiang, Jordan and Zrnic, Science 2023; Angelopoulos, Duchi and Zrnic
+  2023): the judge's scores on every dialogue corrected by its error on the physician-labelled ones, with power
+  tuning; valid however biased the judge is, narrower the better it is. Only when the physician-labelled
+  dialogues are a random sample (drawn by the campaign or declared on import, :mod:`annotation.sampling`);
+  otherwise no estimate and the reason.
+
+Beside them the effective sample size ("the judge's labels are worth N more physician-labelled dialogues"), the
+difference of every pair of models (the basis of "model A beats model B"), a ranking sentence built on those
+differences, and the planner (:func:`plan`): physician-labelled dialogues needed for a chosen interval half-width,
+with and without the judge. The statistics are :mod:`scoring.stats.ppi`; this module only loads and arranges.
+
+The human label of a dialogue is the **mean** over the physicians who labelled it (not the majority): the
+estimand is the score the average physician gives, it uses every rater, needs no tie rule, and for a binary item
+it is the share of physicians who marked it met -- the same per-dialogue score as Table 6.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from annotation import sampling
+from annotation.models import Campaign, RandomSample
+from scoring.stats import ppi
+
+ALPHA = 0.05
+NOT_VALIDATED = "not validated: the judge's bias is not in this interval"
+#: The planner's default half-width: this share of the score's range (10 points on a 0-100% score, 0.5 on 0-5).
+DEFAULT_HALF_WIDTH_SHARE = 0.10
+CITATION = ("Angelopoulos AN, Bates S, Fannjiang C, Jordan MI, Zrnic T (2023). Prediction-powered inference. "
+            "Science 382(6671):669-674; Angelopoulos AN, Duchi JC, Zrnic T (2023). PPI++: Efficient "
+            "prediction-powered inference. arXiv:2311.01453")
+
+
+@dataclass
+class Scope:
+    """A score reported per model: a dimension (binary items, in %), the overall score, or one criterion."""
+
+    key: str
+    name: str
+    kind: str  # "dimension", "overall" or "criterion"
+    unit: str  # "%" or "points"
+    low: float
+    high: float
+    codes: list[str]
+
+    @property
+    def short(self) -> str:
+        """A label for narrow table cells."""
+        if self.kind == "overall":
+            return self.name.split(" (")[0]
+        if self.kind == "criterion":
+            return f"Item {self.key}"
+        name = f"{self.key} {self.name}"
+        return name if len(name) <= 24 else name[:23].rstrip() + "…"
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "name": self.name, "short": self.short, "kind": self.kind, "unit": self.unit,
+                "min": self.low,
+                "max": self.high, "items": list(self.codes), "digits": 1 if self.unit == "%" else 2,
+                "default_half_width": default_half_width(self.low, self.high)}
+
+
+@dataclass
+class Scores:
+    """Per dialogue of the population (the sample's frame, or the campaign's dialogues in scope): its doctor model,
+    whether it is in the random sample, and per scope the physicians' and the judge's score (NaN: none)."""
+
+    dialogue_ids: np.ndarray
+    models: np.ndarray
+    scopes: list[Scope]
+    physicians: dict[str, np.ndarray]
+    judge: dict[str, np.ndarray]
+    in_sample: np.ndarray
+    sample: RandomSample | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def model_names(self) -> list[str]:
+        return sorted(set(self.models.tolist()))
+
+
+def default_half_width(low: float, high: float) -> float:
+    return float(round((high - low) * DEFAULT_HALF_WIDTH_SHARE, 6)) or 0.05
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------------------------------------------
+def _scopes(items: Sequence[Any]) -> list[Scope]:
+    """Dimensions of binary items (in %), the overall score, then each criterion on levels or a scale."""
+    binary = [i for i in items if i.response_type == "binary"]
+    ordered = [i for i in items if i.response_type != "binary" and i.values]
+    scopes = []
+    for dim in dict.fromkeys(i.dimension for i in binary):
+        group = [i for i in binary if i.dimension == dim]
+        scopes.append(Scope(dim, group[0].dimension_name, "dimension", "%", 0.0, 100.0, [i.code for i in group]))
+    if binary:
+        scopes.append(Scope("all", "All binary items (the Average column of Table 6)", "overall", "%", 0.0, 100.0,
+                            [i.code for i in binary]))
+    elif len(ordered) > 1:
+        ranges = {(min(i.values), max(i.values)) for i in ordered}
+        low, high = ranges.pop() if len(ranges) == 1 else (0.0, 1.0)
+        name = "All criteria (mean score)" if high != 1.0 or low != 0.0 else "All criteria (scores rescaled to 0-1)"
+        scopes.append(Scope("all", name, "overall", "points", float(low), float(high), [i.code for i in ordered]))
+    for item in ordered:
+        scopes.append(Scope(item.code, f"Item {item.code}: {item.text}", "criterion", "points",
+                            float(min(item.values)), float(max(item.values)), [item.code]))
+    return scopes
+
+
+def _per_item(frame: pd.DataFrame, index: pd.Index, items: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per item code: the mean value per dialogue over ``frame``'s rows (columns dialogue, item, value), NaN where
+    there is none; values outside the item's range are left out."""
+    out = {}
+    for code, group in frame.groupby("item", observed=True):
+        meta = items.get(str(code))
+        if meta is None:
+            continue
+        ok = group["value"].between(min(meta.values), max(meta.values))
+        means = group[ok].groupby("dialogue")["value"].mean()
+        column = np.full(len(index), np.nan)
+        pos = index.get_indexer(means.index)
+        column[pos[pos >= 0]] = means.to_numpy(dtype=float)[pos >= 0]
+        out[str(code)] = column
+    return out
+
+
+def _scope_score(per_item: dict[str, np.ndarray], scope: Scope, items: dict[str, Any], n: int) -> np.ndarray:
+    """A dialogue's score on a scope: the mean of its item scores (x100 for binary items; rescaled to 0-1 for an
+    overall score over criteria of different ranges); NaN unless every item of the scope has a score."""
+    columns = []
+    for code in scope.codes:
+        column = per_item.get(code, np.full(n, np.nan))
+        meta = items[code]
+        if scope.unit == "%":
+            column = 100.0 * column
+        elif scope.kind == "overall" and (scope.low, scope.high) == (0.0, 1.0):
+            low, high = min(meta.values), max(meta.values)
+            column = (column - low) / (high - low) if high > low else column * np.nan
+        columns.append(column)
+    return np.mean(np.vstack(columns), axis=0) if columns else np.full(n, np.nan)
+
+
+def judge_values(run) -> pd.DataFrame:
+    """The run's scored answers (dialogue, item code, value); replicate answers of a unit are all kept."""
+    from scoring.judges.models import JudgeResult
+
+    rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
+            .values_list("dialogue_id", "item__code", "value"))
+    dialogue, item, value = zip(*rows, strict=True) if rows else ((), (), ())
+    return pd.DataFrame({"dialogue": np.asarray(dialogue, dtype=np.int64), "item": list(item),
+                         "value": np.asarray(value, dtype=float)})
+
+
+def load_scores(run, campaign: Campaign, *, study=None, judge: pd.DataFrame | None = None) -> Scores:
+    """Physicians' and judge's per-dialogue scores on the campaign's population (check comparability first).
+    ``study`` (:func:`scoring.reports.agreement.load_study` of the campaign) and ``judge`` (:func:`judge_values`)
+    may be passed when the caller has them already."""
+    from scoring.reports.agreement import load_study
+
+    study = study if study is not None else load_study([campaign])
+    judge = judge if judge is not None else judge_values(run)
+    judged = set(judge["item"].unique().tolist())
+    items = {i.code: i for i in study.items if i.code in judged}
+    scopes = _scopes(list(items.values()))
+    sample = sampling.sample_of(campaign)
+    in_scope = campaign.population().values_list("pk", "source_model")
+    if sample is not None:
+        frame = {int(pk) for pk, _ in sample.population}
+        in_scope = [(pk, model) for pk, model in in_scope if pk in frame]
+    pairs = sorted(in_scope)
+    index = pd.Index([pk for pk, _ in pairs])
+    models = np.asarray([model or sampling.UNKNOWN_MODEL for _, model in pairs], dtype=object)
+    labels = study.labels.assign(value=study.labels["value"].astype(float))
+    physicians = _per_item(labels[labels["dialogue"].isin(index)], index, items)
+    judge_items = _per_item(judge[judge["dialogue"].isin(index)], index, items)
+    n = len(index)
+    in_sample = (np.isin(index.to_numpy(), np.asarray(sample.dialogues, dtype=np.int64)) if sample is not None
+                 else np.zeros(n, bool))
+    warnings = []
+    outside = int((~labels["dialogue"].isin(index)).groupby(labels["dialogue"]).any().sum()) if len(labels) else 0
+    if outside:
+        warnings.append(f"{outside} physician-labelled dialogue(s) are outside the population (left the campaign's "
+                        "scope, or outside the sample's frame) and are left out of the model estimates.")
+    return Scores(dialogue_ids=index.to_numpy(), models=models, scopes=scopes,
+                  physicians={s.key: _scope_score(physicians, s, items, n) for s in scopes},
+                  judge={s.key: _scope_score(judge_items, s, items, n) for s in scopes},
+                  in_sample=in_sample, sample=sample, warnings=warnings)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# estimates
+# ---------------------------------------------------------------------------------------------------------------
+def _public(estimate: dict, keep: Sequence[str] = ()) -> dict:
+    out = {k: estimate.get(k) for k in ("value", "ci_low", "ci_high", "n", "se", *keep)}
+    out["warnings"] = list(estimate.get("warnings", []))
+    return out
+
+
+def no_ppi_reason(sample: RandomSample | None) -> str | None:
+    if sample is not None:
+        return None
+    return ("No PPI++ estimate: the physicians' dialogues of this campaign were assigned by hand (every dialogue in "
+            "scope, or a coordinator's choice), not drawn at random. PPI++ corrects the judge with its error on the "
+            "physician-labelled dialogues, which is an unbiased measure of its error on all dialogues only when "
+            "those are a random sample. Draw a random sample when creating a campaign (or on its page, before "
+            "assigning), or declare imported labels a random sample (import_labels --random-sample).")
+
+
+def _fmt(value: float | None, unit: str, digits: int = 1) -> str:
+    if value is None:
+        return "undefined"
+    return f"{value:.{digits}f}{'%' if unit == '%' else ''}"
+
+
+def _digits(scope: Scope) -> int:
+    return 1 if scope.unit == "%" else 2
+
+
+def _masks(scores: Scores, key: str, model: str) -> dict[str, np.ndarray]:
+    in_model = scores.models == model
+    y, yhat = scores.physicians[key], scores.judge[key]
+    labelled = in_model & np.isfinite(y) & (scores.in_sample if scores.sample is not None else True)
+    judged = in_model & np.isfinite(yhat)
+    return {"labelled": labelled, "judged": judged, "pairs": labelled & judged, "unlabelled": judged & ~labelled,
+            "in_model": in_model}
+
+
+def _worth(ppi_fig: dict) -> str | None:
+    if ppi_fig.get("gain") is None:
+        return None
+    gain = ppi_fig["gain"]
+    if gain < 0.5:
+        return (f"The judge's labels add nothing here (lambda {ppi_fig['lam']:.2f}): the PPI++ interval is as wide "
+                "as the physicians' own.")
+    return (f"The judge's labels are worth {gain:.0f} more physician-labelled dialogue(s) (effective sample size "
+            f"{ppi_fig['effective_n']:.0f} from {ppi_fig['n']} labelled; lambda {ppi_fig['lam']:.2f}).")
+
+
+def _estimate(scores: Scores, scope: Scope, model: str, alpha: float) -> dict:
+    m = _masks(scores, scope.key, model)
+    y, yhat = scores.physicians[scope.key], scores.judge[scope.key]
+    physicians = _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha))
+    if scores.sample is None and physicians["n"]:
+        physicians["warnings"].insert(0, "These dialogues were not drawn at random: the interval describes them, not "
+                                         "necessarily the model's corpus.")
+    judge = {**_public(ppi.classical_mean(yhat[m["judged"]], alpha=alpha)), "validated": False,
+             "note": NOT_VALIDATED}
+    reason = no_ppi_reason(scores.sample)
+    if reason is None:
+        fig = ppi.ppi_mean(y[m["pairs"]], yhat[m["pairs"]], yhat[m["unlabelled"]], alpha=alpha)
+        estimate = _public(fig, ("n_unlabeled", "lam", "effective_n", "gain"))
+        missing_judge = int((m["labelled"] & ~m["judged"]).sum())
+        if missing_judge:
+            estimate["warnings"].append(f"{missing_judge} physician-labelled dialogue(s) have no judge score on "
+                                        "every item of this scope and are left out of PPI++.")
+        estimate["available"] = fig["value"] is not None and fig["ci_low"] is not None
+        estimate["reason"] = None if estimate["available"] else (fig["warnings"] or ["Undefined."])[0]
+        estimate["worth"] = _worth(fig)
+    else:
+        estimate = {"value": None, "ci_low": None, "ci_high": None, "n": int(m["pairs"].sum()), "se": None,
+                    "n_unlabeled": int(m["unlabelled"].sum()), "lam": None, "effective_n": None, "gain": None,
+                    "available": False, "reason": reason, "worth": None, "warnings": []}
+    return {"physicians": physicians, "judge": judge, "ppi": estimate}
+
+
+def _verdict(diff: dict, a: str, b: str) -> str:
+    if diff.get("ci_low") is None:
+        return "undefined"
+    if diff["ci_low"] > 0:
+        return f"{a} scores higher"
+    if diff["ci_high"] < 0:
+        return f"{b} scores higher"
+    return "no difference shown"
+
+
+def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> list[dict]:
+    out = []
+    for scope in scores.scopes:
+        for a, b in itertools.combinations(scores.model_names, 2):
+            entry: dict[str, Any] = {"scope": scope.key, "scope_name": scope.short, "unit": scope.unit,
+                                     "digits": _digits(scope), "a": a, "b": b}
+            for source in ("physicians", "judge", "ppi"):
+                fa, fb = per_model[a][scope.key][source], per_model[b][scope.key][source]
+                if source == "ppi" and not (fa.get("available") and fb.get("available")):
+                    diff = {"value": None, "ci_low": None, "ci_high": None, "se": None}
+                else:
+                    diff = ppi.difference(fa, fb, alpha=alpha)
+                entry[source] = {**diff, "n": [fa.get("n"), fb.get("n")], "verdict": _verdict(diff, a, b)}
+            if entry["ppi"]["value"] is None:
+                entry["ppi"]["reason"] = (per_model[a][scope.key]["ppi"].get("reason")
+                                          or per_model[b][scope.key]["ppi"].get("reason"))
+            entry["judge"]["note"] = NOT_VALIDATED
+            out.append(entry)
+    return out
+
+
+def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]) -> dict:
+    """The model ranking summary, on the overall score (else the first scope), built on the PPI++ differences."""
+    scope = next((s for s in scores.scopes if s.key == "all"), scores.scopes[0] if scores.scopes else None)
+    if scope is None or len(scores.model_names) < 2:
+        return {"scope": None, "order": [], "text": "A model ranking needs at least two doctor models with scores."}
+    digits = _digits(scope)
+    first = per_model[scores.model_names[0]][scope.key]["ppi"]
+    if not all(per_model[m][scope.key]["ppi"]["available"] for m in scores.model_names):
+        reason = first["reason"] or next(per_model[m][scope.key]["ppi"]["reason"] for m in scores.model_names
+                                         if not per_model[m][scope.key]["ppi"]["available"])
+        return {"scope": scope.key, "order": [], "text": f"No PPI++ ranking of the doctor models. {reason}"}
+    order = sorted(scores.model_names, key=lambda m: -per_model[m][scope.key]["ppi"]["value"])
+    scores_text = ", ".join(f"{m} {_fmt(per_model[m][scope.key]['ppi']['value'], scope.unit, digits)} "
+                            f"[{_fmt(per_model[m][scope.key]['ppi']['ci_low'], scope.unit, digits)}, "
+                            f"{_fmt(per_model[m][scope.key]['ppi']['ci_high'], scope.unit, digits)}]" for m in order)
+    pairs = [d for d in differences if d["scope"] == scope.key]
+    shown, unclear, judge_differs = [], [], 0
+    for d in pairs:
+        fig, a, b = d["ppi"], d["a"], d["b"]
+        interval = (f"{a} - {b} {fig['value']:+.{digits}f} [{fig['ci_low']:+.{digits}f}, "
+                    f"{fig['ci_high']:+.{digits}f}]")
+        if fig["verdict"] == f"{a} scores higher":
+            shown.append(f"{a} above {b} by {fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, "
+                         f"{fig['ci_high']:.{digits}f}]")
+        elif fig["verdict"] == f"{b} scores higher":
+            shown.append(f"{b} above {a} by {-fig['value']:.{digits}f} [{-fig['ci_high']:.{digits}f}, "
+                         f"{-fig['ci_low']:.{digits}f}]")
+        else:
+            unclear.append(f"{a} and {b} ({interval})")
+        judge_differs += d["judge"]["verdict"] != fig["verdict"]
+    parts = [f"PPI++ scores over {scope.name[0].lower() + scope.name[1:]}: {scores_text}."]
+    if shown:
+        parts.append("Differences the 95% intervals show: " + "; ".join(shown) + ".")
+    if unclear:
+        parts.append("No difference shown between " + "; ".join(unclear) + ".")
+    if judge_differs:
+        parts.append(f"The judge's scores alone would call {judge_differs} of {len(pairs)} comparison(s) "
+                     "differently; they are not validated (the judge's bias is not in their intervals).")
+    return {"scope": scope.key, "order": order, "text": " ".join(parts)}
+
+
+def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | None) -> str | None:
+    """One sentence: what the judge's labels are worth per model on the ranking's score."""
+    scope = next((s for s in scores.scopes if s.key == scope_key), None)
+    figures = [(m, per_model[m][scope.key]["ppi"]) for m in scores.model_names] if scope else []
+    figures = [(m, f) for m, f in figures if f.get("gain") is not None]
+    if not figures:
+        return None
+    parts = [f"{f['gain']:.0f} for {m} (effective sample size {f['effective_n']:.0f} from {f['n']} labelled)"
+             for m, f in figures]
+    return (f"On {scope.name[0].lower() + scope.name[1:]}, the judge's labels are worth "
+            + ", ".join(parts) + " more physician-labelled dialogue(s).")
+
+
+def methods(alpha: float = ALPHA) -> str:
+    level = f"{1 - alpha:.0%}"
+    return (
+        f"Model scores three ways, per doctor model, with {level} intervals. Physicians only: the mean of the "
+        "physicians' scores on the dialogues they labelled and its normal (CLT) interval. Judge only: the mean of "
+        "the judge's scores on every dialogue it scored, with the same kind of interval -- not validated: it "
+        "contains the judge's sampling error but not its bias. PPI++: prediction-powered inference with power "
+        f"tuning ({CITATION}); the estimate lambda x (judge's mean on the dialogues physicians did not label) + "
+        "(physicians' mean - lambda x judge's mean on those they labelled), with lambda in [0, 1] chosen from the "
+        "data to make the interval narrowest (0: the physicians' own estimate, 1: the original PPI), and a normal "
+        "interval from the two parts' variances; computed by scoring.stats.ppi, whose estimates and intervals "
+        "equal those of the authors' package ppi_py (tested). Assumptions: the physician-labelled dialogues are a "
+        "random sample of the dialogues in scope (drawn by the campaign with a recorded seed, or declared so for "
+        "imported labels; otherwise no PPI++ estimate is given); the judge and the physicians labelled the same "
+        "labelled dialogues; dialogues are independent draws of each model's output (the estimand is the mean "
+        "score physicians give to dialogues like these). Sampled dialogues no physician has finished yet count as "
+        "unlabelled, which keeps the sample random only if what is left undone is unrelated to the dialogues' "
+        "quality. The human label of a dialogue is the mean over the physicians who labelled it (not the majority: "
+        "the estimand is the average physician's score; the mean uses every rater and needs no tie rule; for a "
+        "binary item it is the share of physicians who marked it met, Table 6's per-dialogue score). Scores: per "
+        "dimension and over all binary items, the dialogue's share of items met in %; per criterion on levels or "
+        "a scale, the mean score. A dialogue counts in a score when every item of it has a physician (or judge) "
+        "score. Effective sample size: the physician-labelled dialogues a physicians-only interval would need to be "
+        "as narrow as the PPI++ one (n x classical variance / PPI++ variance); the judge's labels are worth the "
+        "difference. Differences between two models: estimates on disjoint dialogues, so the difference's "
+        "standard error is the root sum of squares of the two. Planner: from the labels so far (the pilot), the "
+        "physician-labelled dialogues needed for a chosen interval half-width, physicians only (z^2 var / h^2) and "
+        "with the judge scoring the model's dialogues (the smallest n whose PPI++ variance with the tuned lambda "
+        "reaches (h / z)^2; without clipping of lambda, ppi_py's closed form n0 M (1 - rho^2) / (M - rho^2 n0)); a "
+        "plan is only as good as the pilot's estimate of the correlation and of the spread.")
+
+
+def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Scores | None = None, study=None,
+                    judge: pd.DataFrame | None = None) -> dict:
+    """The JSON block of the three estimates per doctor model and scope, the model differences, the ranking
+    summary and the default planner (see the module docstring). ``run`` and ``campaign`` must be comparable;
+    ``study``/``judge``: see :func:`load_scores`."""
+    scores = scores or load_scores(run, campaign, study=study, judge=judge)
+    per_model = {model: {s.key: _estimate(scores, s, model, alpha) for s in scores.scopes}
+                 for model in scores.model_names}
+    differences = _differences(scores, per_model, alpha)
+    sample = scores.sample
+    labelled_in_sample = None
+    if sample is not None:
+        any_label = np.zeros(len(scores.dialogue_ids), bool)
+        for key in scores.physicians:
+            any_label |= np.isfinite(scores.physicians[key])
+        labelled_in_sample = int((any_label & scores.in_sample).sum())
+    models = []
+    for model in scores.model_names:
+        in_model = scores.models == model
+        entry = {"model": model, "n_dialogues": int(in_model.sum()),
+                 "n_sampled": int((in_model & scores.in_sample).sum()), "scopes": per_model[model]}
+        models.append(entry)
+    reason = no_ppi_reason(sample)
+    ranking = _ranking(scores, per_model, differences)
+    return {
+        "available": reason is None and bool(scores.scopes),
+        "reason": reason if scores.scopes else "No scored item was judged: nothing to estimate.",
+        "alpha": alpha, "confidence": 1 - alpha,
+        "human_label": "mean",
+        "human_label_text": "the mean over the physicians who labelled the dialogue",
+        "sample": None if sample is None else {
+            "kind": sample.kind, "text": sampling.describe(sample), "size": sample.size, "seed": sample.seed,
+            "stratified": sample.stratified, "population": len(sample.population), "strata": sample.strata,
+            "labelled": labelled_in_sample},
+        "scopes": [s.as_dict() for s in scores.scopes],
+        "models": models,
+        "differences": differences,
+        "ranking": ranking,
+        "worth_text": _worth_text(scores, per_model, ranking["scope"]),
+        "planner": plan(scores, alpha=alpha),
+        "methods": methods(alpha),
+        "citation": CITATION,
+        "warnings": list(scores.warnings),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# planner
+# ---------------------------------------------------------------------------------------------------------------
+def _plan_sentence(scope: Scope, half_width: float, plan_: dict, total: int | None, what: str) -> str:
+    h = f"+/-{half_width:g}{' points' if scope.unit == '%' else ''}"
+    alone = plan_["physicians_only"]
+    if alone is None:
+        return f"{what}: {h} cannot be planned from this pilot ({(plan_['warnings'] or ['undefined'])[0]})"
+    text = f"{what}: {h} needs {alone} physician-labelled dialogue(s) alone"
+    if plan_["with_judge"] is not None:
+        text += f", or {plan_['with_judge']} with this judge"
+        if total is not None:
+            text += f" scoring {total} dialogue(s)"
+    elif plan_.get("with_judge_unlimited") is not None:
+        text += (f", more than the {total} dialogue(s) in scope: not reachable there even with the judge (were "
+                 f"the judge to score more dialogues, {plan_['with_judge_unlimited']} physician-labelled ones would "
+                 "do)")
+    return text + "."
+
+
+def plan(scores: Scores, *, scope: str | None = None, half_width: float | None = None,
+         totals: dict[str, int] | None = None, alpha: float = ALPHA) -> dict:
+    """Physician-labelled dialogues needed per model (and per pair of models, for their difference) for an
+    interval of ``half_width`` on ``scope`` (default: every scope, each at its default half-width), planned from
+    the labels so far. ``totals``: per model the dialogues the judge will score (default: those it scored)."""
+    if half_width is not None and not half_width > 0:
+        raise ValueError("The half-width must be positive.")
+    chosen = [s for s in scores.scopes if scope in (None, s.key)]
+    if scope is not None and not chosen:
+        raise ValueError(f"Unknown score {scope!r}; choose one of {', '.join(s.key for s in scores.scopes)}.")
+    out: dict[str, Any] = {"alpha": alpha, "scopes": []}
+    for s in chosen:
+        h = half_width if half_width is not None else default_half_width(s.low, s.high)
+        pilots, rows = {}, []
+        for model in scores.model_names:
+            m = _masks(scores, s.key, model)
+            pairs = np.isfinite(scores.physicians[s.key]) & m["judged"]
+            y, yhat = scores.physicians[s.key][pairs], scores.judge[s.key][pairs]
+            total = int(m["judged"].sum()) if totals is None else int(totals.get(model, 0))
+            pilots[model] = (y, yhat, total or None)
+            result = ppi.sample_size(y, yhat, h, n_total=total or None, alpha=alpha)
+            rows.append({"model": model, **result,
+                         "text": _plan_sentence(s, h, result, total or None, f"{model}'s score")})
+        pairs_out = []
+        for a, b in itertools.combinations(scores.model_names, 2):
+            result = ppi.difference_sample_size([pilots[a], pilots[b]], h, alpha=alpha)
+            total = min((t for t in (pilots[a][2], pilots[b][2]) if t), default=None)
+            pairs_out.append({"a": a, "b": b, **result,
+                              "text": _plan_sentence(s, h, result, total, f"{a} - {b} (per model)")})
+        out["scopes"].append({"scope": s.key, "name": s.name, "unit": s.unit, "half_width": h, "models": rows,
+                              "differences": pairs_out})
+    return out

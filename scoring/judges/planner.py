@@ -1,0 +1,89 @@
+"""The sample-size planner where a coordinator sizes a campaign (issue 28 item 4).
+
+From a pilot -- a judge run and a campaign with physician labels on the same corpus and scale version, the labels
+so far -- :func:`planner` says how many physician-labelled dialogues a chosen interval half-width needs, per doctor
+model and for the difference of two models, with physicians alone and with the judge scoring every dialogue in
+scope (:func:`scoring.judges.estimates.plan`, :func:`scoring.stats.ppi.sample_size`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from annotation import sampling
+from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
+from scoring.judges import estimates
+from scoring.judges.models import JudgeRun
+from scoring.judges.report import run_scale_version_id
+
+
+class PlannerError(ValueError):
+    """A request the planner cannot answer (unknown score, half-width not positive...); the message says why."""
+
+
+def runs_for(corpus: Corpus, version: ScaleVersion) -> list[JudgeRun]:
+    """Finished judge runs on ``corpus`` whose prompts rate ``version``, newest first."""
+    runs = JudgeRun.objects.filter(corpus=corpus, status=JudgeRun.Status.SUCCEEDED).select_related("config")
+    return [run for run in runs.order_by("-pk") if run_scale_version_id(run) == version.pk]
+
+
+def pilots_for(corpus: Corpus, version: ScaleVersion) -> list[Campaign]:
+    """Campaigns on ``corpus`` and ``version`` with submitted physician labels, newest first."""
+    ids = set(Assignment.objects.filter(campaign__corpus=corpus, campaign__scale_version=version,
+                                        status=Assignment.Status.SUBMITTED).values_list("campaign_id", flat=True))
+    return list(Campaign.objects.alive().filter(pk__in=ids).order_by("-created_at", "-pk"))
+
+
+def default_version(corpus: Corpus) -> ScaleVersion | None:
+    """The scale version of the newest campaign with physician labels on ``corpus`` (the planner's default before a
+    version is chosen)."""
+    campaign = (Campaign.objects.alive().filter(corpus=corpus, assignments__status=Assignment.Status.SUBMITTED)
+                .select_related("scale_version").order_by("-created_at", "-pk").first())
+    return campaign.scale_version if campaign else None
+
+
+def _population(corpus: Corpus, target: Campaign | None) -> dict[str, int]:
+    """Dialogues per doctor model the judge will score: the target campaign's population, else the corpus."""
+    from annotation.models import PrivacyStatus
+
+    qs = (target.population() if target is not None
+          else corpus.dialogues.alive().exclude(privacy_status=PrivacyStatus.EXCLUDED))
+    return dict(Counter(model or sampling.UNKNOWN_MODEL for model in qs.values_list("source_model", flat=True)))
+
+
+def planner(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = None, run_id: int | None = None,
+            pilot_id: int | None = None, scope: str | None = None, half_width: float | None = None) -> dict[str, Any]:
+    """Everything the planner partial shows: the runs and pilots to choose from, the chosen ones, the scores that
+    can be planned and the plan for ``scope`` (default: the overall score) at ``half_width`` (default: 5% of the
+    score's range). ``ready`` is False, with ``reason``, when there is no run or pilot yet."""
+    runs = runs_for(corpus, version)
+    pilots = pilots_for(corpus, version)
+    run = next((r for r in runs if r.pk == run_id), runs[0] if runs else None)
+    default_pilot = target if target is not None and target in pilots else (pilots[0] if pilots else None)
+    pilot = next((p for p in pilots if p.pk == pilot_id), default_pilot)
+    totals = _population(corpus, target)
+    out: dict[str, Any] = {"runs": runs, "pilots": pilots, "run": run, "pilot": pilot, "target": target,
+                           "corpus": corpus, "version": version, "totals": totals, "ready": False, "reason": None,
+                           "scopes": [], "scope": None, "half_width": half_width, "plan": None}
+    if run is None or pilot is None:
+        missing = [what for what, found in (("a finished judge run on this corpus and scale version", run),
+                                            ("physician labels on it (a pilot campaign)", pilot)) if found is None]
+        out["reason"] = ("The planner needs a pilot: " + " and ".join(missing) + ". Run the judge on the corpus and "
+                         "let physicians label a few dozen dialogues first; then plan the full sample here.")
+        return out
+    scores = estimates.load_scores(run, pilot)
+    if not scores.scopes:
+        out["reason"] = "The judge run scored none of the scale's rated items: nothing to plan."
+        return out
+    keys = [s.key for s in scores.scopes]
+    if scope is not None and scope not in keys:
+        raise PlannerError(f"Unknown score {scope!r}; choose one of {', '.join(keys)}.")
+    chosen = scope or ("all" if "all" in keys else keys[0])
+    if half_width is not None and not (half_width > 0 and math.isfinite(half_width)):
+        raise PlannerError("The half-width must be a positive number.")
+    result = estimates.plan(scores, scope=chosen, half_width=half_width, totals=totals)["scopes"][0]
+    out.update(ready=True, scopes=[s.as_dict() for s in scores.scopes], scope=chosen,
+               half_width=result["half_width"], plan=result)
+    return out

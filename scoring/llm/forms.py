@@ -1,0 +1,26 @@
+"""The spending caps of an LLM job (judge run, preference judging, generation job), set when it is created and
+changed on its page."""
+
+from __future__ import annotations
+
+from django import forms
+
+
+class SpendCapsForm(forms.Form):
+    """Optional caps: the job pauses once its paid answers reach either (the requests in flight when it is reached
+    still finish and are stored)."""
+
+    cost_cap = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=4,
+                                  label="Spending cap (cost)",
+                                  help_text="Pause the job once its answers cost this much (in the endpoint's "
+                                            "currency). Empty: no cap.")
+    token_cap = forms.IntegerField(required=False, min_value=0, max_value=10**15, label="Token cap",
+                                   help_text="Pause the job once its answers used this many tokens (prompt + "
+                                             "completion). Empty: no cap.")
+
+    def caps(self) -> dict:
+        return {"cost_cap": self.cleaned_data.get("cost_cap"), "token_cap": self.cleaned_data.get("token_cap")}
+
+    def problem(self) -> str:
+        """The form's errors as one sentence for a message."""
+        return " ".join(f"{self.fields[name].label}: {' '.join(errors)}" for name, errors in self.errors.items())

@@ -1,0 +1,165 @@
+"""python manage.py judge_report --corpus NAME [--campaign NAME] --judge RUN_ID_OR_RATER [--format json|csv|html]
+[--out FILE]: the judge-vs-physicians report for scripts, the same JSON as the API (/api/judge-runs/<id>/report/)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Campaign, Corpus
+from annotation.spreadsheet import safe_row
+from scoring.judges.forms import VerdictSettingsForm
+from scoring.judges.labels import judge_rater_name
+from scoring.judges.models import JudgeRun
+from scoring.judges.report import JudgeReportError, judge_vs_physicians, run_scale_version_id
+from scoring.reports.agreement_csv import replicate_rows
+from scoring.reports.exports import may_see_names
+
+CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
+
+
+def find_run(corpus: Corpus, judge: str) -> JudgeRun:
+    """A run on ``corpus`` by id ("12", "#12") or by its judge's name as pages and exports show it ("MedGPT judge",
+    or "gpt-4o per-item (run 12)"); CommandError naming the candidates when none or several match."""
+    runs = JudgeRun.objects.filter(corpus=corpus).select_related("config", "corpus").order_by("pk")
+    text = judge.strip().lstrip("#")
+    if text.isdigit():
+        run = runs.filter(pk=int(text)).first()
+        if run is None:
+            raise CommandError(f"Corpus {corpus.name!r} has no judge run #{text}.")
+        return run
+    matches = [run for run in runs if judge.strip() in (run.name, judge_rater_name(run))]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(f"#{run.pk} {run.name}" for run in runs) or "none"
+    if not matches:
+        raise CommandError(f"No judge run named {judge!r} on corpus {corpus.name!r} (runs: {known}).")
+    raise CommandError(f"{len(matches)} runs are named {judge!r}: give the run id (runs: "
+                       + ", ".join(f"#{run.pk}" for run in matches) + ").")
+
+
+def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
+    """The campaign named ``name`` on the corpus, or the only one rating it on the run's scale version."""
+    campaigns = Campaign.objects.alive().filter(corpus=corpus).select_related("scale_version")
+    if name:
+        campaign = campaigns.filter(name=name).first()
+        if campaign is None:
+            raise CommandError(f"No campaign named {name!r} on corpus {corpus.name!r}.")
+        return campaign
+    fitting = list(campaigns.filter(scale_version_id=run_scale_version_id(run)))
+    if len(fitting) == 1:
+        return fitting[0]
+    if not fitting:
+        raise CommandError(f"No campaign rates corpus {corpus.name!r} on the judge's scale version: the report "
+                           "compares the judge with physicians' labels (import them with import_labels).")
+    raise CommandError("Several campaigns rate this corpus on the judge's scale version; choose one with --campaign ("
+                       + ", ".join(repr(c.name) for c in fitting) + ").")
+
+
+def csv_rows(report: dict):
+    """The report as flat rows: per item the verdict and its figures, the model ranking and the models' scores."""
+    yield CSV_HEADER
+    for item in report["items"]:
+        decision, agreement = item["decision"], item["physicians_agreement"]
+        yield ["verdict", item["code"], "verdict", decision["verdict"], "", "", item["n_dialogues"], "",
+               " ".join(decision["reasons"])]
+        yield ["verdict", item["code"], f"physicians' agreement ({agreement['name']})", agreement["value"],
+               agreement["ci_low"], agreement["ci_high"], item["n_dialogues"],
+               (agreement.get("interpretation") or {}).get("label", ""), agreement.get("ci_note") or ""]
+        for key in ("exact", "within_one"):
+            if agreement.get(key):
+                fig = agreement[key]
+                yield ["verdict", item["code"], f"physicians' {key.replace('_', '-')} agreement", fig["value"],
+                       fig["ci_low"], fig["ci_high"], item["n_dialogues"], "", fig.get("ci_note") or ""]
+        if item["difference"]:
+            d = item["difference"]
+            yield ["verdict", item["code"], f"judge minus physicians ({d['name']})", d["value"], d["ci_low"],
+                   d["ci_high"], item["n_dialogues"], "", d.get("ci_note") or ""]
+        for key, name in (("kappa", "kappa vs each physician"), ("gwet_ac1", "AC1 vs each physician"),
+                          ("weighted_kappa", "weighted kappa vs each physician"),
+                          ("gwet_ac2", "AC2 vs each physician")):
+            fig = item["vs_physicians"].get(key)
+            if fig:
+                yield ["judge vs physicians", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
+                       item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""),
+                       fig.get("ci_note") or ""]
+        table5 = item["vs_majority"]
+        for key in ("accuracy", "precision", "recall", "f1"):
+            fig = table5[key]
+            yield ["vs physician majority", item["code"], key, fig["value"], fig["ci_low"], fig["ci_high"],
+                   table5["n"], "", table5["ties"]]
+    for scope in report["ranking"]["scopes"]:
+        tau = scope["tau"]
+        yield ["ranking", scope["name"], "Kendall tau", tau["value"], tau["ci_low"], tau["ci_high"],
+               report["ranking"]["n_models"], "", tau.get("ci_note") or ""]
+    for model in report["models"]:
+        for code, c in (model.get("criteria") or {}).items():
+            for side in ("physicians", "judge"):
+                yield ["models", model["model"], f"{code} {side}' mean" if side == "physicians" else f"{code} judge's "
+                       "mean", c[side]["mean"], c[side]["ci_low"], c[side]["ci_high"], c["n_dialogues"], "",
+                       c[side].get("ci_note") or ""]
+    for side in ("judge", "physicians"):
+        yield from replicate_rows((report.get("replicates") or {}).get(side), f"replicates ({side})")
+
+
+class Command(BaseCommand):
+    help = ("The judge-vs-physicians report of a judge run (one run by the app, or an imported judge's scores) "
+            "against a campaign on the same corpus: the same JSON as the API, or CSV rows, or one HTML file.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--corpus", required=True, help="corpus name")
+        parser.add_argument("--campaign", help="campaign name (default: the only campaign rating the corpus on the "
+                                               "judge's scale version)")
+        parser.add_argument("--judge", required=True, help="the run id, or the judge's name as pages and exports "
+                                                           "show it")
+        parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
+        parser.add_argument("--out", help="write to this file instead of standard output")
+        parser.add_argument("--floor", type=float, help="reliability floor (default 0.40)")
+        parser.add_argument("--min-dialogues", type=int, help="minimum dialogues for a verdict (default 30)")
+        parser.add_argument("--margin", type=float, help="non-inferiority margin (default 0.10)")
+        parser.add_argument("--ci", choices=["percentile", "bca"], help="interval method (default percentile)")
+
+    def handle(self, *args, **options):
+        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
+        if corpus is None:
+            raise CommandError(f"No corpus named {options['corpus']!r}.")
+        run = find_run(corpus, options["judge"])
+        campaign = find_campaign(corpus, run, options["campaign"])
+        query = {key: str(options[name]) for key, name in (("floor", "floor"), ("min_dialogues", "min_dialogues"),
+                                                           ("margin", "margin"), ("ci", "ci"))
+                 if options[name] is not None}
+        form = VerdictSettingsForm.from_query(query)
+        if not form.is_valid():
+            raise CommandError("Invalid settings: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        try:
+            # names as an analyst sees them: only where the coordinator allowed them (the README's one rule)
+            report = judge_vs_physicians(run, campaign, verdict=form.settings(), names=may_see_names(None, [campaign]))
+        except (JudgeReportError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["format"] == "json":
+            text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
+        elif options["format"] == "csv":
+            buffer = io.StringIO()
+            writer = csv.writer(buffer, lineterminator="\n")
+            for row in csv_rows(report):
+                writer.writerow(safe_row("" if v is None else v for v in row))  # names come from data
+            text = buffer.getvalue()
+        else:
+            from django.template.loader import render_to_string
+            from django.utils import timezone
+
+            from scoring.reports.views import _inline_css
+
+            text = render_to_string("scoring/judge_report_standalone.html", {
+                "run": run, "campaign": campaign, "report": report, "generated": timezone.now(),
+                "css": _inline_css()})
+        if options["out"]:
+            with open(options["out"], "w", encoding="utf-8") as handle:
+                handle.write(text)
+            self.stderr.write(f"Wrote the report of run #{run.pk} ({run.name}) against {campaign.name!r} to "
+                              f"{options['out']}.")
+        else:
+            self.stdout.write(text)

@@ -1,0 +1,123 @@
+"""Issue 26 items 7 and 9 in the browser (Debian's chromium), at 1366 and 1024 px: the rating page says where a
+dialogue stands in the rater's queue, never past the total and the same before and after submitting; the 中文
+switch translates its buttons, labels and the words its script writes."""
+
+import re
+
+import pytest
+from django.core.management import call_command
+
+from annotation.demo import DEMO_FINISHED
+from annotation.models import Assignment
+from tests.conftest import ARTIFACTS, wait_js
+from tests.factories import campaign_with
+
+WIDTHS = (1366, 1024)
+
+
+def login(page, username: str, password: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r".*/$"))
+
+
+def place(page) -> tuple[int, int]:
+    text = page.get_by_test_id("queue-place").inner_text()
+    match = re.fullmatch(r"Dialogue (\d+) of (\d+)", text) or re.fullmatch(r"第 (\d+) 个对话，共 (\d+) 个", text)
+    assert match, text
+    return int(match.group(1)), int(match.group(2))
+
+
+def fits(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+@pytest.mark.browser
+def test_a_rated_demo_dialogue_reads_its_place_within_the_total(page, transactional_db):
+    call_command("load_demo", no_logins=True)
+    login(page, "physician", "physician-demo")
+    page.get_by_test_id("start-here").get_by_role("link", name="A dialogue you rated in the finished demo study") \
+        .click()
+    page.wait_for_url(re.compile(r".*/rate/\d+/$"))
+    rated = Assignment.objects.filter(rater__username="physician", campaign__name=DEMO_FINISHED)
+    total = rated.count()
+    assert total == 48 and not rated.exclude(status="submitted").exists()
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.reload()
+        assert place(page) == (1, total)  # was "Dialogue 49 of 48"
+        assert f"{total} done" in page.locator(".rate-head").inner_text()
+        assert page.get_by_test_id("queue-place").is_visible() and fits(page), width
+    last = rated.order_by("-position", "-id").first()
+    page.goto(f"/rate/{last.pk}/")
+    assert place(page) == (total, total)
+
+
+@pytest.mark.browser
+def test_the_place_stays_when_a_dialogue_is_submitted(page, make_user):
+    rater = make_user("placed", "physician", password="a-long-password-1")
+    campaign = campaign_with([rater], n=3, overlap=1, name="Places")
+    first = Assignment.objects.filter(campaign=campaign).order_by("position", "id").first()
+    login(page, "placed", "a-long-password-1")
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/rate/{first.pk}/")
+    assert place(page) == (1, 3)
+    for key in ["1"] * 23 + ["2"]:
+        page.keyboard.press(key)
+    wait_js(page, "() => !document.getElementById('submit-btn').disabled")
+    page.locator("#submit-btn").click()
+    page.wait_for_url(re.compile(rf".*/rate/(?!{first.pk}/)\d+/$"))
+    assert place(page) == (2, 3)  # the next one
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto(f"/rate/{first.pk}/")
+    # the submitted one keeps its place (before, it read "Dialogue 2 of 3" now: done + 1)
+    assert place(page) == (1, 3) and "1 done" in page.locator(".rate-head").inner_text()
+
+
+@pytest.mark.browser
+def test_the_chinese_switch_translates_the_rating_page(page, make_user):
+    rater = make_user("zh-rater", "physician", password="a-long-password-1")
+    campaign = campaign_with([rater], n=2, overlap=1, name="中文 campaign", instructions="Rate every item.")
+    assignments = Assignment.objects.filter(campaign=campaign).order_by("position", "id")
+    login(page, "zh-rater", "a-long-password-1")
+    for n, (width, assignment) in enumerate(zip(WIDTHS, assignments, strict=True), start=1):  # a fresh one each
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"/rate/{assignment.pk}/?lang=en")
+        assert page.locator("#submit-btn").inner_text().startswith("Submit")
+        assert page.locator("details.instructions summary").inner_text() == "Instructions"
+        page.get_by_role("link", name="中文").click()
+        page.wait_for_load_state()
+        buttons = {name: page.locator(selector).inner_text() for name, selector in (
+            ("submit", "#submit-btn"), ("skip", "#skip-btn"), ("flag", "#flag-btn"), ("next", "#next-link"),
+            ("redact", "#redact-btn"))}
+        assert buttons["submit"].startswith("提交（还剩 24 项）"), buttons  # written by the script
+        assert buttons["skip"] == "跳过…" and buttons["flag"] == "报告问题…", buttons
+        assert buttons["next"].startswith("下一个对话") and buttons["redact"] == "隐去所选文字", buttons
+        assert page.locator("details.instructions summary").inner_text() == "评分须知"
+        assert page.locator("fieldset.item details.item-comment summary").first.inner_text() == "评论"
+        speakers = set(page.locator(".turn .speaker").all_inner_texts())
+        assert {s.strip().lower() for s in speakers} == {"医生", "患者"}, speakers
+        assert page.locator(".self-report h2").inner_text() == "患者自述"
+        assert page.locator("label[for=dialogue-comment]").inner_text() == "对整个对话的评论（可选）"
+        head = page.locator(".rate-head").inner_text()
+        assert f"第 {n} 个对话，共 2 个" in head and "未开始" in head and "items answered" not in head, head
+        assert page.locator("fieldset.item").first.locator("label.choice.yes").inner_text().startswith("是")
+        page.keyboard.press("1")  # the first item: "是"; the script says it is saved, in Chinese
+        wait_js(page, "() => document.querySelector('fieldset.item .save-state').dataset.state === 'saved'")
+        assert page.locator("fieldset.item .save-state").first.inner_text() == "已保存"
+        assert page.locator("#submit-btn").inner_text().startswith("提交（还剩 23 项）")
+        page.locator("#skip-btn").click()
+        dialog = page.locator("#skip-dialog")
+        assert dialog.locator("h2").inner_text() == "跳过此对话" and "取消" in dialog.inner_text()
+        dialog.get_by_role("button", name="取消").click()
+        selector = ".rate button, .rate summary, .rate label, .rate .speaker, .rate h2, .rate-head p"
+        english = " | ".join(page.locator(selector).all_inner_texts())
+        for words in ("Submit", "Skip", "Flag", "Comment", "Instructions", "Doctor", "Patient", "Keyboard",
+                      "Saved", "Redact", "Cancel", "Not started"):
+            assert words not in english, (words, width)
+        assert fits(page), width
+        page.screenshot(path=str(ARTIFACTS / f"rating-page-zh-{width}.png"), full_page=False)
+        page.goto(f"/rate/{assignment.pk}/?lang=en")  # back to English: the switch is remembered either way
+        assert page.locator("#skip-btn").inner_text() == "Skip…"

@@ -1,0 +1,273 @@
+"""No LLM job spends without bound: requests are counted in the database before they are sent and never exceed the
+job's units x attempts; answers that cannot be stored are kept and pause the job; a refused key pauses it at once;
+spending caps pause it; end states say what happened ("Finished", "Finished with problems", "Failed" with causes).
+
+In process (the engine's synchronous path) and through real worker processes, in whichever mode the suite runs
+(SQLite and the filesystem broker, or PostgreSQL and Redis)."""
+
+from __future__ import annotations
+
+import io
+import time
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.models import Corpus, Dialogue, ScaleVersion
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.llm import engine, gateway, limiter
+from scoring.llm.models import LLMCall
+from tests.conftest import wait_until
+from tests.fake_openai import FakeOpenAI, messages_text, mini_cex_answer
+
+KEY = "LLM_KEY_MINICEX_TEST"
+
+
+@pytest.fixture
+def corpus(db):
+    corpus = Corpus.objects.create(name="guarded")
+    for i in range(3):
+        Dialogue.objects.create(corpus=corpus, external_id=f"g{i}", self_report=f"Chest pain for {i + 1} days.",
+                                turns=[{"role": "doctor", "text": f"Hello, where does it hurt? ({i})"},
+                                       {"role": "patient", "text": "Behind the breastbone."}])
+    return corpus
+
+
+def make_config(server_url: str, monkeypatch, name: str = "guarded judge", **extra) -> JudgeConfig:
+    monkeypatch.setenv(KEY, "sk-test")
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    config = JudgeConfig.objects.create(
+        name=name, base_url=server_url, api_key_env=KEY, model="fake-judge",
+        prompt_set=judging.default_prompt_set(version), timeout_seconds=2,
+        **{"max_attempts": 3, "concurrency": 4, **extra})
+    limiter.reset(f"judge-{config.pk}")
+    return config
+
+
+def started(config: JudgeConfig, corpus: Corpus, codes: list[str], **caps) -> JudgeRun:
+    run = judging.create_run(config, corpus, item_codes=codes, **caps)
+    judging.start(run)
+    return run
+
+
+def drain(run: JudgeRun, timeout: float = 60) -> JudgeRun:
+    engine.run_until_idle(judging.HANDLER.kind, run.pk, timeout=timeout)
+    run.refresh_from_db()
+    return run
+
+
+# ------------------------------------------------------------------------------------------------ store failures
+def test_an_answer_that_cannot_be_stored_is_kept_and_pauses_the_run(instrument, corpus, monkeypatch):
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        run = started(make_config(server.base_url, monkeypatch), corpus, ["1.1", "1.2"])
+
+        def cannot_store(self, run, requests, open_ids):
+            raise ValueError('Cannot assign "1": "JudgeResult.call" must be a "LLMCall" instance.')
+
+        with monkeypatch.context() as patch:
+            patch.setattr(judging.JudgeHandler, "apply", cannot_store)
+            run = drain(run)
+        units = 6
+        sent = len(server.chat_requests)
+        assert run.status == "paused"
+        assert "Answers could not be stored" in run.error and "JudgeResult.call" in run.error
+        assert 0 < sent <= 4  # one round (the judge's concurrency), never re-sent in a loop
+        assert run.requests_sent == sent and LLMCall.objects.count() == sent  # the paid answers are kept
+        assert JudgeResult.objects.filter(run=run, status="pending", claimed_by="").count() == units
+        spent = run.spent_tokens
+        assert spent > 0
+        # the bug is fixed: resuming applies the kept answers without asking for them again
+        judging.start(run)
+        run = drain(run)
+        assert run.status == "succeeded" and JudgeResult.objects.filter(run=run, status="done").count() == units
+        assert len(server.chat_requests) == units and run.requests_sent == units  # only the ones never sent
+        assert JudgeResult.objects.filter(run=run, from_cache=True).count() == sent
+
+
+def test_whatever_fails_the_run_never_sends_more_than_its_units_times_attempts(instrument, corpus, monkeypatch):
+    """The backstop: a handler that loses every answer and a cache that never answers (a loop like the one the
+    default mode once had) still stop at units x attempts, and the run says why."""
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        run = started(make_config(server.base_url, monkeypatch), corpus, ["1.1"])
+
+        def loses_answers(self, run, requests, open_ids):
+            engine.release(self, [u for r in requests for u in r.units])
+
+        monkeypatch.setattr(judging.JudgeHandler, "apply", loses_answers)
+        monkeypatch.setattr(engine, "cached_calls", lambda keys: {})
+        run = drain(run, timeout=30)
+        assert run.request_limit == 3 * 3
+        assert run.requests_sent == len(server.chat_requests) == 9
+        assert run.status == "failed" and "request limit" in run.error
+        assert JudgeResult.objects.filter(run=run, status="failed").count() == 3
+
+
+# ------------------------------------------------------------------------------------------------ refusals
+def test_a_refused_key_pauses_at_once_and_nothing_more_is_sent(instrument, corpus, monkeypatch):
+    with FakeOpenAI(responder=mini_cex_answer, require_api_key="sk-other") as server:
+        config = make_config(server.base_url, monkeypatch, concurrency=2)
+        run = started(config, corpus, ["1.1", "1.2", "2.1"])
+        run = drain(run)
+        assert run.status == "paused" and "401" in run.error and KEY in run.error
+        first_round = len(server.chat_requests)
+        assert first_round <= 9 and run.requests_sent == first_round
+        assert not JudgeResult.objects.filter(run=run).exclude(status="pending").exists()
+        drain(run)
+        assert len(server.chat_requests) == first_round  # paused: nothing more
+
+
+def test_unparseable_answers_end_the_run_as_failed_with_the_cause(instrument, corpus, monkeypatch):
+    with FakeOpenAI(responder=lambda body: "I would rather not say.") as server:
+        for mode, units, requests in ((JudgeConfig.Mode.PER_ITEM, 6, 6), (JudgeConfig.Mode.PER_DIALOGUE, 6, 3)):
+            run = started(make_config(server.base_url, monkeypatch, name=f"unparseable {mode}", mode=mode),
+                          corpus, ["1.1", "1.2"])
+            before = len(server.chat_requests)
+            run = drain(run)
+            sent = len(server.chat_requests) - before
+            assert sent == requests <= units * 3
+            assert run.status == "failed" and "No answer could be used" in run.error
+            assert f"all {units} units failed or were unscored" in run.error
+
+
+def test_a_share_of_problems_above_five_percent_finishes_with_problems(instrument, monkeypatch):
+    corpus = Corpus.objects.create(name="mixed")
+    for i in range(40):
+        Dialogue.objects.create(corpus=corpus, external_id=f"m{i:02d}", self_report="Cough.",
+                                turns=[{"role": "doctor", "text": f"Hello {i}"}, {"role": "patient", "text": "Hi"}])
+
+    def answer_some(bad: set[str]):
+        def respond(body):
+            text = messages_text(body) + "\n"
+            return "Hard to tell." if any(f"Hello {i}\n" in text for i in bad) else mini_cex_answer(body)
+        return respond
+
+    with FakeOpenAI(responder=answer_some({"1"})) as server:
+        run = drain(started(make_config(server.base_url, monkeypatch, name="one bad"), corpus, ["1.1"]))
+        assert run.status == "succeeded" and JudgeResult.objects.filter(run=run, status="unscored").count() == 1
+    with FakeOpenAI(responder=answer_some({"1", "2", "3"})) as server:
+        run = drain(started(make_config(server.base_url, monkeypatch, name="three bad"), corpus, ["1.1"]))
+        assert run.status == "problems"
+        assert "3 of 40 units failed or were unscored" in run.error and "could not be parsed" in run.error
+        progress = judging.progress(run)
+        assert [s["kind"] for s in progress["segments"]] == ["done", "unscored"]
+        assert progress["causes"][0][1] == 3
+
+
+def test_an_unknown_host_fails_the_run_within_seconds_with_that_cause(instrument, corpus, monkeypatch):
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        config = make_config(server.base_url, monkeypatch)
+    # a new run is refused before anything is stored or sent
+    JudgeConfig.objects.filter(pk=config.pk).update(base_url="http://synthetic.invalid/v1")
+    config.refresh_from_db()
+    with pytest.raises(gateway.NotConfigured, match="host synthetic.invalid does not resolve"):
+        judging.create_run(config, corpus, item_codes=["1.1"])
+    # a run whose host stopped resolving after it was created fails at its first answer, not after timeouts
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        JudgeConfig.objects.filter(pk=config.pk).update(base_url=server.base_url)
+        config.refresh_from_db()
+        run = judging.create_run(config, corpus, item_codes=["1.1", "1.2"])
+    JudgeRun.objects.filter(pk=run.pk).update(snapshot={**run.snapshot, "base_url": "http://synthetic.invalid/v1"})
+    judging.start(run)
+    began = time.monotonic()
+    run = drain(run)
+    assert time.monotonic() - began < 10
+    assert run.status == "failed" and "host synthetic.invalid does not resolve" in run.error
+    assert run.requests_sent <= 6
+
+
+def test_a_refused_connection_is_retried_then_named_as_the_cause(instrument, corpus, monkeypatch):
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        config = make_config(server.base_url, monkeypatch, max_attempts=2)
+        run = started(config, corpus, ["1.1"])
+        port = server.port
+    # the pages no longer offer it...
+    assert f"nothing answers at http://127.0.0.1:{port}" in gateway.endpoint_problem(config.base_url, KEY)
+    run = drain(run)  # ...and the run whose server went away after it started says so
+    assert run.status == "failed" and f"connection refused by 127.0.0.1:{port}" in run.error
+    assert "timeout" not in run.error
+    assert run.requests_sent == 3 * 2  # each unit, with its one retry
+
+
+# ------------------------------------------------------------------------------------------------ spending caps
+def test_a_spending_cap_pauses_the_run_and_a_higher_one_lets_it_finish(instrument, corpus, monkeypatch,
+                                                                        coordinator):
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        config = make_config(server.base_url, monkeypatch, price_input_per_1k="0.5", price_output_per_1k="1.5",
+                             currency="EUR", concurrency=1)
+        run = started(config, corpus, ["1.1", "1.2", "2.1"], cost_cap=Decimal("0.0001"))
+        engine.process(judging.HANDLER.kind, run.pk, limit=2)
+        run = drain(run)
+        assert run.status == "paused" and "Spending cap reached" in run.error and "EUR" in run.error
+        assert len(server.chat_requests) == run.requests_sent == 1 and run.spent_cost >= Decimal("0.0001")
+        engine.set_caps(judging.HANDLER, run, cost_cap=Decimal("10"), token_cap=None, user=coordinator,
+                        action="judge_run")
+        judging.start(run)
+        run = drain(run)
+        assert run.status == "succeeded" and len(server.chat_requests) == 9
+        spend = judging.progress(run)["spend"]
+        assert spend["cost_text"].endswith(" EUR") and spend["cost"] == pytest.approx(float(run.spent_cost))
+
+
+def test_a_token_cap_pauses_the_run(instrument, corpus, monkeypatch):
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        run = started(make_config(server.base_url, monkeypatch), corpus, ["1.1", "1.2", "2.1"], token_cap=10)
+        engine.process(judging.HANDLER.kind, run.pk, limit=1)
+        run = drain(run)
+        assert run.status == "paused" and "Token cap reached" in run.error and len(server.chat_requests) == 1
+
+
+def test_cost_without_prices_is_unknown_not_zero(instrument, corpus, monkeypatch, coordinator):
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        config = make_config(server.base_url, monkeypatch)
+        estimate = judging.estimate(config, corpus, item_codes=["1.1"])
+        assert estimate["cost"] is None and "no prices set for judge guarded judge: cost unknown" in \
+            estimate["cost_text"]
+        run = drain(started(config, corpus, ["1.1"]))
+        spend = judging.progress(run)["spend"]
+        assert spend["cost"] is None and "cost unknown" in spend["cost_text"]
+        priced = make_config(server.base_url, monkeypatch, name="priced", price_input_per_1k="1")
+        assert judging.estimate(priced, corpus, item_codes=["1.1"])["cost_text"].endswith(" USD")
+
+
+# ------------------------------------------------------------------------------------------------ through workers
+@pytest.mark.integration
+def test_a_worker_that_cannot_store_answers_pauses_the_run_instead_of_resending(workers, corpus, monkeypatch):
+    with FakeOpenAI(latency=0.05, responder=mini_cex_answer) as server:
+        workers(concurrency=4, env={"MINICEX_TEST_FAULT": "apply"}, app="tests.fault_celery")
+        run = started(make_config(server.base_url, monkeypatch), corpus, ["1.1", "1.2", "2.1", "2.2"])
+        wait_until(lambda: JudgeRun.objects.get(pk=run.pk).status == "paused", 30, "the run did not pause")
+        sent = len(server.chat_requests)
+        time.sleep(3)
+        run.refresh_from_db()
+        assert len(server.chat_requests) == sent <= 12 * 3  # nothing more after the pause
+        assert run.requests_sent >= sent and "Answers could not be stored" in run.error
+        assert LLMCall.objects.count() == sent  # every paid answer kept
+
+
+@pytest.mark.integration
+def test_a_refused_key_through_a_worker_sends_at_most_the_requests_in_flight(workers, monkeypatch):
+    monkeypatch.setenv(KEY, "sk-test")
+    corpus = Corpus.objects.create(name="refused-cli")
+    for i in range(10):
+        Dialogue.objects.create(corpus=corpus, external_id=f"r{i}", self_report="Fever.",
+                                turns=[{"role": "doctor", "text": f"Hello {i}"}, {"role": "patient", "text": "Hi"}])
+    with FakeOpenAI(latency=0.2, responder=mini_cex_answer, require_api_key="sk-other") as server:
+        workers(concurrency=4)
+        err = io.StringIO()
+        with pytest.raises(CommandError, match=f"paused: 401.*{KEY}"):
+            call_command("run_judge", stdout=io.StringIO(), stderr=err, corpus="refused-cli", model="fake-judge",
+                         base_url=server.base_url, api_key_env=KEY, items="1.1,1.2,2.1", concurrency=4, wait=True,
+                         poll=0.2)
+        assert len(server.chat_requests) <= 4  # the requests in flight when the first 401 came back
+        run = JudgeRun.objects.get(corpus=corpus)
+        assert run.status == "paused" and run.requests_sent <= 4 + 4  # charged ahead for the ready buffer at most
+    # --wait exits non-zero for a run that ended without a usable answer, naming the cause
+    with FakeOpenAI(latency=0.02, responder=lambda body: "Who knows.") as server:
+        with pytest.raises(CommandError, match="failed: No answer could be used"):
+            call_command("run_judge", stdout=io.StringIO(), stderr=io.StringIO(), corpus="refused-cli",
+                         model="fake-judge", base_url=server.base_url, api_key_env=KEY, items="1.1",
+                         concurrency=4, wait=True, poll=0.2)
+        assert len(server.chat_requests) == 10

@@ -102,6 +102,20 @@ def item_metas(items) -> list[ItemMeta]:
                      response_type=i.response_type, values=i.allowed_values()) for i in items]
 
 
+def float_rows(queryset, k: int, chunk: int = 20000) -> np.ndarray:
+    """``(n, k)`` float array of a ``values_list`` queryset of ``k`` numeric columns, read with the database cursor
+    in chunks: Django's per-row converters would cost more than the query (0.3 s on 643,200 labels)."""
+    from django.db import connections
+
+    sql, params = queryset.query.sql_with_params()
+    parts = []
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        while batch := cursor.fetchmany(chunk):
+            parts.append(np.array(batch, dtype=float))
+    return np.concatenate(parts).reshape(-1, k) if parts else np.empty((0, k))
+
+
 def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str | None = None) -> Study:
     """Read submitted labels (values only, no model instances: a MedEval-sized study is 643k rows)."""
     campaigns = list(campaigns)
@@ -121,7 +135,7 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
             .order_by()  # Label's default ordering joins three tables and sorts 643k rows on disk
             .values_list("dialogue_id", "rater_id", "item_id", "value"))
     # floats: values of scales in steps (4.5) are kept exactly; ids are far below 2**53
-    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=float).reshape(-1, 4)
+    arr = float_rows(rows, 4)
     ids = arr[:, :3].astype(np.int64)
     item_ids = sorted(code_of)
     labels = pd.DataFrame({

@@ -16,12 +16,13 @@ from tests.test_reports import rate_everything
 
 
 @pytest.mark.browser
-def test_pages_work_under_the_content_security_policy(page, make_user):
+def test_pages_work_under_the_content_security_policy(page, make_user, fake_llm):
     make_user("boss", "admin", password="a-long-password-1", is_superuser=True)
     raters = [make_user(f"doc{i}", "physician") for i in range(3)]
     campaign = campaign_with(raters, n=6, overlap=3, name="Plots")
     rate_everything(campaign, random.Random(2))
-    LLMEndpoint.objects.create(name="Local vLLM", base_url="http://127.0.0.1:9/v1", api_key_env="LLM_KEY_VLLM")
+    # a server that answers: one that does not is offered with its reason beside its name
+    LLMEndpoint.objects.create(name="Local vLLM", base_url=fake_llm.base_url, api_key_env="LLM_KEY_VLLM")
     login(page, "boss", "a-long-password-1")
 
     page.goto(f"/campaigns/{campaign.pk}/report/")

@@ -2,7 +2,8 @@
 
 from django.contrib import admin
 
-from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
+from annotation.admin import ReadOnlyHistoryAdmin
+from scoring.judges.models import ImportedPrompt, JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
 
 
 class PromptInline(admin.TabularInline):
@@ -38,3 +39,11 @@ class JudgeResultAdmin(admin.ModelAdmin):
     list_display = ["run", "dialogue", "item", "status", "value", "p_yes", "from_cache", "attempts"]
     list_filter = ["status", "from_cache"]
     raw_id_fields = ["run", "dialogue", "item", "call"]
+
+
+@admin.register(ImportedPrompt)
+class ImportedPromptAdmin(ReadOnlyHistoryAdmin):
+    """What an imported judge was asked (from its label file): provenance, never edited."""
+
+    list_display = ["result", "text"]
+    raw_id_fields = ["result"]

@@ -36,6 +36,7 @@ import pandas as pd
 from annotation import sampling
 from annotation.models import Campaign, RandomSample
 from scoring.stats import ppi
+from scoring.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
 
 ALPHA = 0.05
 NOT_VALIDATED = "not validated: the judge's bias is not in this interval"
@@ -209,7 +210,16 @@ def load_scores(run, campaign: Campaign, *, study=None, judge: pd.DataFrame | No
 def _public(estimate: dict, keep: Sequence[str] = ()) -> dict:
     out = {k: estimate.get(k) for k in ("value", "ci_low", "ci_high", "n", "se", *keep)}
     out["warnings"] = list(estimate.get("warnings", []))
-    return out
+    return _no_variation(out)
+
+
+def _no_variation(figure: dict) -> dict:
+    """An interval of zero width (every score the same: no spread to estimate from) is noted as such, never shown
+    as [x, x]."""
+    low, high = figure.get("ci_low"), figure.get("ci_high")
+    if low is not None and high is not None and abs(high - low) <= NO_VARIATION_TOL:
+        figure["ci_note"] = NO_VARIATION
+    return figure
 
 
 def no_ppi_reason(sample: RandomSample | None) -> str | None:
@@ -301,7 +311,8 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
                     diff = {"value": None, "ci_low": None, "ci_high": None, "se": None}
                 else:
                     diff = ppi.difference(fa, fb, alpha=alpha)
-                entry[source] = {**diff, "n": [fa.get("n"), fb.get("n")], "verdict": _verdict(diff, a, b)}
+                entry[source] = _no_variation({**diff, "n": [fa.get("n"), fb.get("n")],
+                                               "verdict": _verdict(diff, a, b)})
             if entry["ppi"]["value"] is None:
                 entry["ppi"]["reason"] = (per_model[a][scope.key]["ppi"].get("reason")
                                           or per_model[b][scope.key]["ppi"].get("reason"))

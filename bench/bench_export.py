@@ -175,6 +175,19 @@ def build_study() -> None:
             cursor.execute(f"ANALYZE {model._meta.db_table}")
 
 
+def prepare_study() -> None:
+    """Django set up on the benchmark database, migrated, with the study built once (rebuilt if incomplete)."""
+    print(ensure_database(os.environ["DATABASE_URL"]))
+    setup_django()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    if not study_is_complete():
+        print("building the study (once)...")
+        drop_study()
+        build_study()
+
+
 def run_export(names: bool, fmt: str) -> dict:
     """Child process: time write_csv / write_xlsx(label_rows(...)) to a temp file; report figures as JSON."""
     setup_django()

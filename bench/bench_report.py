@@ -23,15 +23,7 @@ TARGET_REPORT, TARGET_BOOTSTRAP = 5.0, 60.0
 
 
 def main() -> int:
-    print(bench_export.ensure_database(bench_export.os.environ["DATABASE_URL"]))
-    bench_export.setup_django()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    if not bench_export.study_is_complete():
-        print("building the study (once)...")
-        bench_export.drop_study()
-        bench_export.build_study()
+    bench_export.prepare_study()
     import numpy as np
 
     from annotation.models import Campaign

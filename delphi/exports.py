@@ -152,6 +152,15 @@ def _r(x: float | None, digits: int = 3) -> Any:
     return "" if x is None else round(x, digits)
 
 
+def _p(p: float | None) -> Any:
+    """A p-value cell: the number to four decimals, or the text "< 0.0001" where that would be 0."""
+    from scoring.stats import format_p
+
+    if p is None:
+        return ""
+    return round(p, 4) if p >= 1e-4 else format_p(p, prefix=False)
+
+
 REPORT_FLOW_COLUMNS = ["Round", "Kind", "Version", "Opened", "Closed", "Invited", "Responded", "Completed",
                        "Positive coefficient", "Excluded (familiarity below threshold)", "Carried to next round",
                        "Ca", "Cs", "Cr", "Kendall's W", "Kendall's W (no tie correction)", "Chi-square", "df", "p",
@@ -199,7 +208,7 @@ def reporting_sheets(study: DelphiStudy) -> list[tuple[str, list[str], list[dict
             "Excluded (familiarity below threshold)": ", ".join(excluded), "Carried to next round": carried,
             "Ca": _r(s["ca"]), "Cs": _r(s["cs"]), "Cr": _r(s["cr"]), "Kendall's W": _r(s["kendall_w"]),
             "Kendall's W (no tie correction)": _r(s["kendall_w_uncorrected"]),
-            "Chi-square": _r(s["chi2"]), "df": s["dof"] or "", "p": _r(s["p"], 4),
+            "Chi-square": _r(s["chi2"]), "df": s["dof"] or "", "p": _p(s["p"]),
             "Panelists left out of W (missing rating)": ", ".join(s["w_dropped"]),
             "Items rated": len(stats_rows),
             "Items meeting consensus": sum(1 for v in stats_rows.values() if v["consensus"]),

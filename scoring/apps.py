@@ -57,6 +57,7 @@ class ScoringConfig(AppConfig):
         from scoring.preference import judging  # noqa: F401 - registers its engine handler
 
         jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.service.campaign_report"
+        jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.service.judge_report"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)
         reconcile.register("provider batches", batch.reconcile)

@@ -21,6 +21,7 @@ from scoring.judges import report as judge_report
 from scoring.judges.models import ImportedPrompt, JudgeResult, JudgeRun
 from scoring.reports import agreement as reports
 from tests import hivmedqa_data as hiv
+from tests.test_report_pages import run_pending
 
 pytestmark = pytest.mark.django_db
 
@@ -227,7 +228,10 @@ def test_judge_report_command_gives_the_apis_json_csv_and_html(judge_run, campai
     call_command("judge_report", "--corpus", corpus.name, "--judge", hiv.JUDGE, "--out", str(out))
     from_cli = json.loads(out.read_text())
     client.force_login(make_user("ana", "analyst"))
-    from_api = client.get(f"/api/judge-runs/{judge_run.pk}/report/?campaign={campaign.pk}").json()
+    api_url = f"/api/judge-runs/{judge_run.pk}/report/?campaign={campaign.pk}"
+    assert client.get(api_url).status_code == 202  # the report is computed by a worker, then kept
+    run_pending()
+    from_api = client.get(api_url).json()
     assert from_cli == from_api  # the same JSON as the API (same defaults, same seed)
     scores_api = client.get(f"/api/judge-runs/{judge_run.pk}/scores/").json()
     assert scores_api["run"]["provenance"]["sha256"] == judge_run.source_sha256

@@ -129,6 +129,9 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
     # The judges agree with the physicians' majority at a plausible rate; per item more often than per dialogue.
     _, runs = demo_runs()
     assert [run.snapshot["mode"] for run in runs] == ["per-item", "per-dialogue"]
+    # so is the per-item run's judge report that the home page links (names allowed: one for both demo users)
+    judged = Job.objects.get(kind=Job.Kind.JUDGE_REPORT, params__run=runs[0].pk, status="succeeded")
+    assert judged.params["campaign"] == campaign.pk and len(judged.result["items"]) == 24
     majority = {}
     for (dialogue, item), values in _values_by_unit(campaign).items():
         top = np.bincount(values).argmax()

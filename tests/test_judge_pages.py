@@ -8,6 +8,7 @@ from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm.models import LLMEndpoint
 from tests.test_judge import drain
+from tests.test_report_pages import run_pending
 
 
 @pytest.fixture
@@ -116,7 +117,10 @@ def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkey
     client.force_login(coordinator)
     page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
     assert f"?campaign={campaign.pk}" in page
-    html = client.get(reverse("judge-run-report", args=[run.pk]), {"campaign": campaign.pk}).content.decode()
+    url = reverse("judge-run-report", args=[run.pk])
+    assert "Computing the report" in client.get(url, {"campaign": campaign.pk}).content.decode()
+    run_pending()
+    html = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-items"' in html and ("judge can replace physicians" in html or "keep physicians" in html)
     assert 'data-testid="judge-models"' in html
     from scoring.reports.exports import label_rows

@@ -239,39 +239,54 @@ def demo_judged(db, make_user):
 def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo_judged):
     from rest_framework.test import APIClient
 
+    from tests.test_report_pages import run_pending
+
     campaign, run = demo_judged
     n_dialogues = campaign.corpus.dialogues.count()
     assert n_dialogues < 30
     client.force_login(coordinator)
     url = reverse("judge-run-report", args=[run.pk])
+    pending = client.get(url, {"campaign": campaign.pk}).content.decode()
+    assert 'data-testid="judge-report-progress"' in pending and 'data-testid="verdict-settings"' in pending
+    run_pending()
     html = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-summary"' in html and 'data-testid="verdict-settings"' in html
+    assert html.index('data-testid="judge-summary"') < html.index('data-testid="verdict-settings"')
     assert "<strong>24</strong> item(s): <span class=\"badge\">not enough data</span>" in html
     assert html.count('data-outcome="not_enough"') == 24
     assert "accuracy &gt;= 80%, Shi et al., LLM-Mini-CEX, sec. 4.5" in html and "Walker" in html
-    assert "minimum 30 dialogues" in html
+    assert "minimum 30 dialogues" in html and "seeds/0" not in html
     # the coordinator lowers the minimum: the random physicians now make every item unreliable
-    html = client.get(url, {"campaign": campaign.pk, "min_dialogues": 5, "floor": "0.4", "margin": "0.1",
-                            "ci": "bca"}).content.decode()
+    lowered = {"campaign": campaign.pk, "min_dialogues": 5, "floor": "0.4", "margin": "0.1", "ci": "bca"}
+    client.get(url, lowered)
+    run_pending()
+    html = client.get(url, lowered).content.decode()
     assert html.count('data-outcome="not_enough"') == 0
     assert html.count('data-outcome="unreliable"') + html.count('data-outcome="keep"') == 24
     assert "minimum 5 dialogues" in html and "BCa" in html
     bad = client.get(url, {"campaign": campaign.pk, "floor": "2"}).content.decode()
     assert "Fix the settings" in bad and 'role="alert"' in bad
-    # downloads carry the settings
+    # downloads carry the settings (the cached report of those settings; 409 while one is not computed yet)
     download = reverse("judge-run-report-download", args=[run.pk, "json"])
-    data = json.loads(client.get(download, {"campaign": campaign.pk, "min_dialogues": 5}).content)
+    assert client.get(download, {"campaign": campaign.pk, "min_dialogues": 7}).status_code == 409
+    data = json.loads(client.get(download, {**lowered}).content)
     assert data["settings"]["min_dialogues"] == 5 and data["summary"]["n_not_enough"] == 0
     standalone = client.get(reverse("judge-run-report-download", args=[run.pk, "html"]), {"campaign": campaign.pk})
     body = standalone.content.decode()
     assert "attachment" in standalone["Content-Disposition"] and "<style>" in body and "not enough data" in body
     assert client.get(download, {"campaign": campaign.pk, "margin": "x"}).status_code == 400
-    # API: same figures, 400 with a message on bad settings, physicians refused
+    # API: the same cached figures (202 while a report is computed), 400 with a message on bad settings,
+    # physicians refused
     api = APIClient()
     api.force_authenticate(coordinator)
     answer = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk})
     assert answer.status_code == 200 and answer.json()["summary"]["counts"]["not_enough"] == 24
     assert answer.json()["items"][0]["decision"]["verdict"] == NOT_ENOUGH
+    pending = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk, "margin": "0.2"})
+    assert pending.status_code == 202 and pending.json()["status"] == "queued"
+    run_pending()
+    ready = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk, "margin": "0.2"})
+    assert ready.status_code == 200 and ready.json()["settings"]["margin"] == 0.2
     refused = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk, "ci": "normal"})
     assert refused.status_code == 400 and "ci" in refused.json()["detail"]
     assert api.get(f"/api/judge-runs/{run.pk}/report/").status_code == 400

@@ -24,6 +24,7 @@ from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.report import judge_vs_physicians
 from scoring.judges.runs import config_snapshot, default_prompt_set
 from tests.factories import mini_cex
+from tests.test_report_pages import run_pending
 
 ppi_py = pytest.importorskip("ppi_py")
 
@@ -414,6 +415,8 @@ def test_report_page_json_and_api_show_the_three_estimates(client, analyst, phys
     campaign = make_campaign(corpus, physicians)
     run = make_run(corpus)
     client.force_login(analyst)
+    client.get(f"/judges/runs/{run.pk}/report/?campaign={campaign.pk}")  # queues the report for a worker
+    run_pending()
     page = client.get(f"/judges/runs/{run.pk}/report/?campaign={campaign.pk}")
     text = page.content.decode()
     assert page.status_code == 200

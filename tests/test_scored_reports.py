@@ -376,7 +376,11 @@ def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign
     harm_a = criteria["model-A"]["harm"]
     assert harm_a["physicians"]["ci_low"] <= harm_a["physicians"]["mean"] <= harm_a["physicians"]["ci_high"]
     assert harm_a["judge"]["mean"] is not None and harm_a["n_dialogues"] == N_ANSWERS // 2
+    from tests.test_report_pages import run_pending
+
     client.force_login(coordinator)
+    client.get(reverse("judge-run-report", args=[run.pk]), {"campaign": hiv_campaign.pk, "min_dialogues": 10})
+    run_pending()
     html = client.get(reverse("judge-run-report", args=[run.pk]),
                       {"campaign": hiv_campaign.pk, "min_dialogues": 10}).content.decode()
     for marker in ('data-testid="judge-scored-items"', "Weighted kappa vs each physician",

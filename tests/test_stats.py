@@ -808,11 +808,13 @@ def test_bootstrap_dataframe_rows_stay_paired():
 # --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("scale, value, label", [
     # Landis & Koch (1977): <0 poor, .00-.20 slight, .21-.40 fair, .41-.60 moderate,
-    # .61-.80 substantial, .81-1.00 almost perfect
-    ("landis_koch", -0.1, "poor"), ("landis_koch", 0.0, "slight"),
-    ("landis_koch", 0.20, "slight"), ("landis_koch", 0.21, "fair"),
-    ("landis_koch", 0.40, "fair"), ("landis_koch", 0.60, "moderate"),
-    ("landis_koch", 0.80, "substantial"), ("landis_koch", 0.81, "almost perfect"),
+    # .61-.80 substantial, .81-1.00 almost perfect; the bounds of a continuous coefficient start the
+    # band above them (issue 26: 0.40 is "moderate", the band a reliability floor of 0.40 names)
+    ("landis_koch", -0.1, "poor"), ("landis_koch", 0.0, "slight"), ("landis_koch", 0.19, "slight"),
+    ("landis_koch", 0.20, "fair"), ("landis_koch", 0.21, "fair"), ("landis_koch", 0.399, "fair"),
+    ("landis_koch", 0.40, "moderate"), ("landis_koch", 0.1 + 0.3 - 1e-12, "moderate"),
+    ("landis_koch", 0.59, "moderate"), ("landis_koch", 0.60, "substantial"),
+    ("landis_koch", 0.79, "substantial"), ("landis_koch", 0.80, "almost perfect"),
     # Kaiser (1974): .90s marvelous, .80s meritorious, .70s middling, .60s mediocre,
     # .50s miserable, below .50 unacceptable
     ("kaiser_kmo", 0.95, "marvelous"), ("kaiser_kmo", 0.85, "meritorious"),

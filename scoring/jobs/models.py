@@ -17,6 +17,7 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         WORKER_CHECK = "worker_check", "End-to-end worker check"
         CAMPAIGN_REPORT = "campaign_report", "Campaign agreement report"
+        JUDGE_REPORT = "judge_report", "Judge vs physicians report"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

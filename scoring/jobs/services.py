@@ -48,6 +48,21 @@ def submit(kind: str, user=None, **params) -> Job:
     return job
 
 
+def current(kind: str, params: dict[str, Any], lookup: dict[str, Any], *, user=None, start: bool = True,
+            retry: bool = False) -> Job | None:
+    """The job of ``kind`` whose params match ``lookup`` (e.g. a report for the current data and options): a
+    finished one if there is one, else a running one, else the one that failed (the same data would fail again).
+    With ``start`` a new one with ``params`` is queued when there is none, or with ``retry`` when the last one
+    failed."""
+    same = Job.objects.filter(kind=kind, **{f"params__{key}": value for key, value in lookup.items()})
+    job = same.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
+    if job is None and not retry:
+        job = same.order_by("-created_at").first()
+    if job is None and start:
+        job = submit(kind, user=user, **params)
+    return job
+
+
 def send(job_id: int) -> bool:
     """Queue a job's task; False when the broker cannot be reached (the reconciler tries again)."""
     Job.objects.filter(pk=job_id).update(enqueued_at=timezone.now())

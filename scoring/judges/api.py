@@ -9,11 +9,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
+from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
-from scoring.reports.api import CanReadReports
+from scoring.reports.api import CanReadReports, ReportPendingSerializer
 
 
 class JudgeRunSerializer(EngineJobSerializer):
@@ -45,7 +46,9 @@ class JudgeRunViewSet(EngineJobViewSet):
 class JudgeReportView(APIView):
     """Judge vs physicians for a finished run and a campaign on the same corpus: per item the Table 5 figures, the
     verdict (judge can replace physicians / keep physicians / item unreliable / not enough data) with its reasons,
-    the paper's rule for comparison, the model ranking and the methods. Settings as query parameters."""
+    the paper's rule for comparison, the model ranking and the methods. Settings as query parameters. Computed by a
+    worker and cached until the labels, the judge's answers or the settings change, as the campaign report: 200
+    with the report when it is ready, 202 with the progress while it is computed (ask again)."""
 
     permission_classes = [CanReadReports]
 
@@ -56,14 +59,17 @@ class JudgeReportView(APIView):
                     OpenApiParameter("margin", float, description="non-inferiority margin (default 0.10)"),
                     OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method")],
         responses={200: OpenApiResponse(description="the report (see scoring.judges.report.judge_vs_physicians)"),
-                   400: OpenApiResponse(description="invalid settings, or run and campaign not comparable")},
+                   202: ReportPendingSerializer,
+                   400: OpenApiResponse(description="invalid settings, or run and campaign not comparable"),
+                   409: OpenApiResponse(description="the report could not be computed (the error says why)")},
     )
     def get(self, request, pk: int):
-        from scoring.judges.report import judge_vs_physicians
+        from scoring.judges.report import check_comparable
+        from scoring.judges.service import current_report_job
 
         run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
         campaign_id = request.query_params.get("campaign")
-        if not str(campaign_id or "").isdigit():
+        if not str(campaign_id or "").isdigit() or len(str(campaign_id)) > 18:
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
         campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
@@ -73,10 +79,17 @@ class JudgeReportView(APIView):
             return Response({"detail": f"Invalid settings: {errors}", "errors": form.errors},
                             status=status.HTTP_400_BAD_REQUEST)
         try:
-            report = judge_vs_physicians(run, campaign, verdict=form.settings())
+            check_comparable(run, campaign)
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(report)
+        job = current_report_job(run, campaign, request.user, form.settings())
+        if job.status == Job.Status.FAILED:
+            return Response({"detail": f"The report could not be computed: {job.error}", "job": job.pk},
+                            status=status.HTTP_409_CONFLICT)
+        if job.status != Job.Status.SUCCEEDED:
+            return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
+                            status=status.HTTP_202_ACCEPTED)
+        return Response(job.result)
 
 
 class JudgeScoresView(APIView):

@@ -80,7 +80,7 @@ class VerdictSettingsForm(forms.Form):
     floor = forms.FloatField(min_value=-1, max_value=1, initial=0.40, label="Reliability floor",
                              help_text="Physicians' own agreement (kappa, or AC1 at extreme prevalence; weighted "
                                        "kappa on levels and scale items, AC2 at extreme prevalence) below this: item "
-                                       "unreliable.")
+                                       "unreliable. 0.40 is where 'moderate' starts on Landis & Koch's bands.")
     min_dialogues = forms.IntegerField(min_value=2, max_value=1_000_000, initial=30, label="Minimum dialogues",
                                        help_text="Fewer dialogues with judge and physician labels: not enough data.")
     margin = forms.FloatField(min_value=0, max_value=1, initial=0.10, label="Non-inferiority margin",

@@ -36,7 +36,7 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,13 @@ from django.db.models import Count
 
 from scoring import stats
 from scoring.judges.estimates import model_estimates
-from scoring.reports.agreement import EXTREME_PREVALENCE, ORDERED_TYPES, icc_of_scores, mixed_replicate_warning
+from scoring.reports.agreement import (
+    EXTREME_PREVALENCE,
+    ORDERED_TYPES,
+    float_rows,
+    icc_of_scores,
+    mixed_replicate_warning,
+)
 from scoring.reports.wording import raters_are_physicians, words_for
 from scoring.stats._common import weighted_sums
 
@@ -118,7 +124,7 @@ def _codes(values: np.ndarray, domain: Sequence[int]) -> np.ndarray:
 class VerdictSettings:
     """What a coordinator can set per report; printed with it."""
 
-    floor: float = 0.40  # physicians' own agreement below this: item unreliable ("moderate", Landis & Koch)
+    floor: float = 0.40  # physicians' own agreement below this: item unreliable (0.40 starts "moderate")
     min_dialogues: int = 30  # fewer dialogues with judge and physician labels: not enough data
     margin: float = 0.10  # non-inferiority margin on the agreement difference
     ci_method: str = "percentile"  # or "bca"
@@ -140,8 +146,10 @@ class VerdictSettings:
 
 
 def _floor_band(floor: float) -> str:
-    """The floor in words: the Landis & Koch band that starts at it (0.40: "moderate" agreement from 0.41)."""
-    return f"'{stats.interpret(floor + 0.005, 'landis_koch')['label']}' agreement and above, Landis & Koch 1977"
+    """The floor in words, from the same bands that label every kappa (:func:`stats.band_at`): 0.40 is "the start of
+    'moderate' agreement (0.40 to < 0.60)", so a physicians' kappa of exactly 0.40 is "moderate" and passes."""
+    band = stats.band_at(floor, "landis_koch")
+    return f"{band['text']} agreement, {band['range']} on Landis & Koch's bands"
 
 
 def acceptance_rule_text(settings: VerdictSettings) -> str:
@@ -709,12 +717,11 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
         else:
             lower = _lower_limit(difference)
             checks["non_inferior"] = lower is not None and lower > -settings.margin
-            text = (f"judge-vs-physician minus physician-vs-physician {name} = {_fmt_ci(difference)}, lower limit "
-                    f"{'above' if checks['non_inferior'] else 'not above'} -{settings.margin:g}")
             if checks["non_inferior"]:
-                notes.append(f"Non-inferior to a physician: {text}.")
+                notes.append(f"Non-inferior to a physician: judge-vs-physician minus physician-vs-physician {name} = "
+                             f"{_fmt_ci(difference)}, lower limit above -{settings.margin:g}.")
             else:
-                reasons.append(f"The judge agrees with the physicians less than they agree with each other: {text}.")
+                reasons.append(non_inferiority_not_shown(difference, name, settings.margin))
         outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
         if outcome == REPLACE and ordered:
             notes.append(f"Beats a constant answer: {kappa_word} {_fmt_ci(judge_kappa)} excludes 0 (a constant or "
@@ -725,6 +732,41 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     return {"verdict": outcome, "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
             "reasons": reasons if outcome != REPLACE else notes, "notes": notes if outcome != REPLACE else [],
             "checks": checks, "coefficient": key}
+
+
+def non_inferiority_not_shown(difference: dict, name: str, margin: float) -> str:
+    """Why non-inferiority is not shown, in words that follow the interval and never contradict the point estimate:
+    the lower 95% limit (:func:`_lower_limit`) is at or below minus the margin; what the point estimate says is added
+    beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do)."""
+    value, low = difference["value"], _lower_limit(difference)
+    what = f"judge-vs-physician minus physician-vs-physician {name}"
+    if low is None:
+        return (f"Non-inferiority not shown: {what} = {value:+.2f} has no confidence interval here (too few "
+                "resamples or dialogues), so a loss larger than the margin cannot be ruled out.")
+    where = "below" if low < -margin - _TOL else "at"
+    if difference.get("ci_note"):  # every resample gave the same difference: the value itself is tested
+        text = (f"Non-inferiority not shown: {what} is {value:+.2f} in every resample ({difference['ci_note']}), "
+                f"{where} minus the margin (-{margin:g})")
+    else:
+        text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {low:+.2f}, {where} minus the margin "
+                f"(-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
+    if value >= 0:
+        detail = ("the judge agrees with the physicians at least as well as they agree with each other on these "
+                  "dialogues, but the interval is too wide to rule out a loss larger than the margin (more dialogues "
+                  "narrow it)")
+    elif value > -margin:
+        detail = ("the estimated loss is within the margin, but the interval reaches beyond it (more dialogues "
+                  "narrow it)")
+    else:
+        detail = ("the estimated loss is larger than the margin: the judge agrees with the physicians less than they "
+                  "agree with each other")
+    return f"{text}: {detail}."
+
+
+def _fmt_signed_ci(fig: dict, digits: int = 2) -> str:
+    if fig.get("ci_low") is None:
+        return f"{fig['value']:+.{digits}f}"
+    return f"{fig['value']:+.{digits}f} [{fig['ci_low']:+.{digits}f}, {fig['ci_high']:+.{digits}f}]"
 
 
 def paper_rule(table5: dict, threshold: float) -> dict:
@@ -818,8 +860,9 @@ def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
     units["total"] = sum(units.values())
     code_of = dict(Item.objects.filter(version_id=run_scale_version_id(run)).values_list("pk", "code"))
     rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
+            .order_by()  # the default ordering joins four tables and sorts every answer on disk (0.2 s at 64,320)
             .values_list("dialogue_id", "item_id", "value"))
-    arr = np.fromiter((v for row in rows.iterator(chunk_size=20000) for v in row), dtype=float).reshape(-1, 3)
+    arr = float_rows(rows, 3)
     frame = pd.DataFrame({"dialogue": arr[:, 0].astype(np.int64),
                           "item": [code_of.get(i, "") for i in arr[:, 1].astype(np.int64).tolist()],
                           "value": arr[:, 2]})
@@ -827,9 +870,13 @@ def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
 
 
 def judged_codes(run) -> set[str]:
+    """The codes of the items the run has answers for (of any status). JudgeResult's default ordering joins the
+    item table and sorts every answer; without it the distinct item ids come from the (run, ...) index."""
+    from annotation.models import Item
     from scoring.judges.models import JudgeResult
 
-    return set(JudgeResult.objects.filter(run=run).values_list("item__code", flat=True).distinct())
+    item_ids = JudgeResult.objects.filter(run=run).order_by().values_list("item_id", flat=True).distinct()
+    return set(Item.objects.filter(pk__in=list(item_ids)).values_list("code", flat=True))
 
 
 def _item_arrays(study, judge: pd.DataFrame, codes: set[str], dialogues: pd.Index, raters: pd.Index
@@ -1004,6 +1051,16 @@ def provenance(run) -> dict:
             "imported_by": snap.get("imported_by") or ""}
 
 
+#: Headings of the methods section (the keys of :func:`methods` are for programs, not for readers).
+METHOD_TITLES = {
+    "reference": "Reference", "vs_majority": "Against the physician majority", "vs_physicians": "Against each "
+    "physician", "ceiling": "Between physicians (the ceiling)", "physicians_agreement": "Physicians' own agreement",
+    "krippendorff": "Krippendorff's alpha", "ci": "Confidence intervals", "verdict": "Verdict",
+    "non_inferiority": "Non-inferiority", "paper_rule": "The paper's rule", "models": "Doctor models",
+    "ranking": "Model ranking", "undefined": "Undefined figures", "ordered_items": "Levels and scale items",
+}
+
+
 def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
     ci_name = stats.CI_METHOD_NAMES[verdict.ci_method]
     return {
@@ -1012,7 +1069,7 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                      "least one physician label.",
         "vs_majority": "Shi et al., LLM-Mini-CEX, Table 5: accuracy, precision, recall and F1 of the judge against the "
                        "physician majority (the most frequent answer; a dialogue whose top answers tie is left out "
-                       "and counted in n_tied; a single physician label is its own majority). Binary items: positive "
+                       "and counted as tied; a single physician label is its own majority). Binary items: positive "
                        "class 1. "
                        "Item 4: accuracy with macro-averaged precision, recall and F1. The majority-class rate is the "
                        "accuracy a judge giving the most frequent majority answer every time would reach.",
@@ -1032,7 +1089,8 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
                                 f"point of the item's scale counts as a category), with exact and within-one-point "
                                 f"agreement beside it. A bootstrap interval whose resamples all give the same value "
                                 f"is reported as {stats.NO_VARIATION}, and the verdict then tests the value itself. "
-                                f"Bands: {LANDIS_KOCH}.",
+                                f"Bands ({LANDIS_KOCH}): {stats.bands_text('landis_koch')}; a bound starts "
+                                f"the band above it.",
         "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
                         "of the physicians and of the physicians plus the judge as one more rater, on the compared "
                         "dialogues.",
@@ -1207,12 +1265,14 @@ def _summary(entries: list[dict], ranking: dict) -> dict:
 
 
 def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None, n_resamples: int = 1000,
-                        seed: int = 20240501, names: bool = False) -> dict:
+                        seed: int = 20240501, names: bool = False,
+                        progress: Callable[[float, str], None] | None = None) -> dict:
     """The judge vs physicians report of ``run`` against ``campaign`` (see the module docstring).
 
     Raises :class:`JudgeReportError` (a ValueError) when the campaign rates another corpus or scale version.
     ``verdict``: the coordinator's settings (floor, minimum dialogues, margin, interval method).
     ``names=True`` shows physicians' usernames instead of pseudonyms (check ``exports.may_see_names`` first).
+    ``progress(fraction, message)`` is called as the work goes on (the report job shows it).
     """
     from scoring.reports.agreement import load_study
 
@@ -1221,6 +1281,8 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     study = load_study([campaign], names=names)
     judge, units = judge_frame(run)
     codes = judged_codes(run)
+    if progress is not None:
+        progress(0.12, "labels and answers loaded")
     warnings: list[str] = []
     if units.get("unscored") or units.get("failed") or units.get("pending"):
         warnings.append(f"{units.get('unscored', 0)} unscored, {units.get('failed', 0)} failed and "
@@ -1250,7 +1312,13 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     small = stats.small_sample_warning(n, verdict.ci_method) if n else None
     if small:
         warnings.append(small)
-    item_entries = [item_report(item, settings) for item in items]
+    item_entries = []
+    for k, item in enumerate(items):
+        if progress is not None:
+            progress(0.15 + 0.75 * k / max(len(items), 1), f"item {item.code} ({k + 1} of {len(items)})")
+        item_entries.append(item_report(item, settings))
+    if progress is not None:
+        progress(0.92, "model ranking and scores")
     ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
     estimates = model_estimates(run, campaign, study=study, judge=judge)
@@ -1271,6 +1339,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
                             "extreme_prevalence": EXTREME_PREVALENCE, "paper_rule": PAPER_RULE},
         "outcomes": list(OUTCOMES),
         "methods": methods(seed, n_resamples, verdict),
+        "method_titles": METHOD_TITLES,
         "counts": {"units": units, "dialogues_judged": len(judge_dialogues),
                    "dialogues_rated": int(labels["dialogue"].nunique()), "dialogues_compared": n,
                    "physicians": len(raters_all), "physicians_compared": int(compared_raters.sum()),

@@ -12,6 +12,8 @@ urlpatterns = [
     path("judges/runs/<int:pk>/progress/", views.judge_run_progress, name="judge-run-progress"),
     path("judges/runs/<int:pk>/action/", views.judge_run_action, name="judge-run-action"),
     path("judges/runs/<int:pk>/report/", views.judge_run_report, name="judge-run-report"),
+    path("judges/runs/<int:pk>/report/status/<int:job_id>/", views.judge_run_report_status,
+         name="judge-run-report-status"),
     path("judges/runs/<int:pk>/report.<str:fmt>", views.judge_run_report_download, name="judge-run-report-download"),
     path("judges/runs/<int:pk>/compare/<int:other>/", views.judge_run_compare, name="judge-run-compare"),
 ]

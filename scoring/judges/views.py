@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import Campaign, ScaleVersion
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, role_required
+from scoring.jobs.models import Job
 from scoring.judges import prompts
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, VerdictSettingsForm
@@ -139,54 +141,92 @@ def judge_run_action(request, pk: int):
     return redirect("judge-run", pk=pk)
 
 
-def _judge_report(request, pk: int):
-    """(run, campaign, form, report or None) for the report pages and downloads; raises ValueError for a run and
-    campaign that cannot be compared."""
-    from scoring.judges.report import judge_vs_physicians
+def _report_request(request, pk: int):
+    """(run, campaign, form) of a report page or download; raises ValueError for a run and campaign that cannot be
+    compared (another corpus or scale version)."""
+    from scoring.judges.report import check_comparable
 
     run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=whole_number(request.GET, "campaign"), corpus=run.corpus)
-    form = VerdictSettingsForm.from_query(request.GET)
-    report = None
-    if form.is_valid():
-        report = judge_vs_physicians(run, campaign, verdict=form.settings())
-    return run, campaign, form, report
+    campaign = get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version"),
+                                 pk=whole_number(request.GET, "campaign"), corpus=run.corpus)
+    check_comparable(run, campaign)
+    return run, campaign, VerdictSettingsForm.from_query(request.GET)
 
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run_report(request, pk: int):
-    """Judge versus physicians (Shi et al., LLM-Mini-CEX, Table 5 layout, verdicts) for a campaign on the same corpus;
-    the verdict settings come from the query string (the form on the page)."""
+    """Judge versus physicians (the paper's Table 5 layout, verdicts) for a campaign on the same corpus; the verdict
+    settings come from the query string (the form on the page). Computed by a worker and cached until the labels,
+    the judge's answers or the settings change (:mod:`scoring.judges.service`); progress while it runs."""
+    from scoring.judges.service import current_report_job
+
     try:
-        run, campaign, form, report = _judge_report(request, pk)
+        run, campaign, form = _report_request(request, pk)
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("judge-run", pk=pk)
-    return render(request, "scoring/judge_report.html", {
-        "run": run, "campaign": campaign, "report": report, "form": form,
-        "query": form.query() if report is not None else ""})
+    context = {"run": run, "campaign": campaign, "form": form, "report": None, "job": None, "query": ""}
+    if form.is_valid():
+        context["query"] = form.query()
+        if request.method == "POST":  # "Try again" after a failure
+            current_report_job(run, campaign, request.user, form.settings(), retry=True)
+            return redirect(f"{reverse('judge-run-report', args=[pk])}?campaign={campaign.pk}&{context['query']}")
+        job = current_report_job(run, campaign, request.user, form.settings())
+        context["job"] = job
+        if job.status == Job.Status.SUCCEEDED:
+            context["report"] = job.result
+    return render(request, "scoring/judge_report.html", context)
+
+
+@role_required(COORDINATOR, ANALYST)
+def judge_run_report_status(request, pk: int, job_id: int):
+    """htmx poll: the progress of a report job, or a full-page refresh once it is ready."""
+    from django.http import Http404, HttpResponse
+
+    from scoring.judges.service import report_job
+
+    try:
+        job = report_job(job_id, pk)
+    except Job.DoesNotExist as exc:
+        raise Http404("No such report.") from exc
+    if job.is_finished:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    run = get_object_or_404(JudgeRun, pk=pk)
+    return render(request, "scoring/partials/judge_report_progress.html", {"run": run, "job": job})
 
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run_report_download(request, pk: int, fmt: str):
-    """The judge report as JSON or as one self-contained HTML file, with the same settings as the page."""
+    """The judge report as JSON or as one self-contained HTML file, with the same settings as the page (the cached
+    report; 409 while it is being computed)."""
     import json
 
     from django.http import Http404, HttpResponse
     from django.template.loader import render_to_string
     from django.utils import timezone
 
+    from scoring.judges.service import current_report_job
     from scoring.reports.views import _inline_css
 
     if fmt not in ("json", "html"):
         raise Http404("Unknown format.")
     try:
-        run, campaign, form, report = _judge_report(request, pk)
+        run, campaign, form = _report_request(request, pk)
     except ValueError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
-    if report is None:
+    if not form.is_valid():
         errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
         return HttpResponse(f"Invalid settings: {errors}", status=400, content_type="text/plain; charset=utf-8")
+    job = current_report_job(run, campaign, request.user, form.settings())
+    if job.status == Job.Status.FAILED:
+        return HttpResponse(f"The report could not be computed: {job.error}", status=409,
+                            content_type="text/plain; charset=utf-8")
+    if job.status != Job.Status.SUCCEEDED:
+        return HttpResponse("The report is still being computed; try again when the report page shows it.",
+                            status=409, content_type="text/plain; charset=utf-8")
+    report = job.result
     filename = f"judge-report-run{run.pk}-campaign{campaign.pk}.{fmt}"
     if fmt == "json":
         response = HttpResponse(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False),
@@ -204,13 +244,14 @@ def judge_run_report_download(request, pk: int, fmt: str):
 def judge_run_compare(request, pk: int, other: int):
     """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians."""
     from scoring.judges.report import compare_modes
+    from scoring.reports.exports import may_see_names
 
     run_a = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
     run_b = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=other)
     campaign = get_object_or_404(Campaign.objects.alive(), pk=whole_number(request.GET, "campaign"),
                                  corpus=run_a.corpus)
     try:
-        report = compare_modes(run_a, run_b, campaign)
+        report = compare_modes(run_a, run_b, campaign, names=may_see_names(request.user, [campaign]))
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("judge-run", pk=pk)

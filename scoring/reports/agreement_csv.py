@@ -13,6 +13,8 @@ from annotation.spreadsheet import safe_row
 
 def csv_rows(report: dict):
     """The report's figures as flat rows: section, scope, statistic, value, ci_low, ci_high, n, band."""
+    from scoring.stats.interpretation import format_p
+
     yield ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
     for item in report.get("items", []):
         for key, name in (("percent_agreement", "percent agreement"), ("fleiss_kappa", "Fleiss kappa"),
@@ -47,7 +49,7 @@ def csv_rows(report: dict):
             yield ["validity", code, "KMO (MSA)", value, "", "", rel["n_ratings"], "", ""]
         b = rel["bartlett"]
         yield ["validity", "whole scale", "Bartlett chi2", b["chi2"], "", "", b.get("n", rel["n_ratings"]), "",
-               f"dof={b['dof']} p={b['p']} ({b.get('n_note', '')})"]
+               f"dof={b['dof']} {format_p(b['p'])} ({b.get('n_note', '')})"]
     for model in report.get("models", []):
         for code, d in model["dimensions"].items():
             yield ["model comparison", model["model"], f"dimension {code} score %", d["score_pct"], d["ci_low"],

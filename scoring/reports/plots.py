@@ -74,16 +74,26 @@ def item_agreement(items: list[dict], words: dict | None = None) -> str:
 
 def rater_heatmap(matrix: dict) -> str:
     """Between pairs of raters: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1."""
+    return _svg(rater_heatmap_figure(matrix))
+
+
+def rater_heatmap_figure(matrix: dict):
+    """The two heatmaps side by side, sharing the raters' names on the left only, in a constrained layout: the
+    second panel's names would otherwise sit on the first panel's last columns, and long rotated names below
+    get the room they need."""
     names = matrix["raters"]
     size = len(names)
     panels = [("kappa", "mean per-item Cohen's kappa"), ("gwet_ac1", "mean per-item Gwet's AC1")]
     side = max(3.0, 0.5 * size + 1.0)
-    fig, axes = plt.subplots(1, len(panels), figsize=(2 * side + 1.5, side))
+    fig, axes = plt.subplots(1, len(panels), figsize=(2 * side + 1.5, side + 0.8), sharey=True,
+                             layout="constrained")
+    image = None
     for ax, (key, title) in zip(axes, panels, strict=True):
         values = [[(v if v is not None else float("nan")) for v in row] for row in matrix.get(key, [])]
         image = ax.imshow(values, vmin=-0.2, vmax=1.0, cmap="viridis")
         ax.set_xticks(range(size), names, rotation=90)
         ax.set_yticks(range(size), names)
+        ax.tick_params(axis="y", labelleft=ax is axes[0])
         if size <= 12:
             for i in range(size):
                 for j in range(size):
@@ -92,20 +102,51 @@ def rater_heatmap(matrix: dict) -> str:
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                                 color="white" if v < 0.5 else "black")
         ax.set_title(title)
-    fig.colorbar(image, ax=axes, label="agreement")
+    fig.colorbar(image, ax=axes, label="agreement", shrink=0.9)
     fig.suptitle("Rater x rater agreement (mean over items)")
-    return _svg(fig)
+    return fig
 
 
 def model_scores(models: list[dict], n_binary: int = 23, words: dict | None = None) -> str:
     """Distribution of per-dialogue total scores (sum of the binary items, mean over raters) per doctor model."""
+    return _svg(model_scores_figure(models, n_binary, words))
+
+
+#: How the box plot draws its markers; its key (legend) names each of them.
+BOX_STYLE = {"median": {"color": "#c07a1b", "linewidth": 1.6},
+             "mean": {"marker": "^", "markerfacecolor": "#1e7b34", "markeredgecolor": "#1e7b34", "markersize": 6},
+             "flier": {"marker": "o", "markerfacecolor": "none", "markeredgecolor": "#444", "markersize": 4}}
+
+
+def box_key(words: dict | None = None) -> tuple[str, ...]:
+    """The box plot's key, in the report's words ("dialogues", "answers", ...)."""
+    words = words or {"unit": "dialogue", "units": "dialogues"}
+    return (f"box: middle half of the {words['units']} (quartiles)", "median", "mean",
+            f"whiskers: furthest {words['unit']} within 1.5 box heights", f"{words['unit']} beyond the whiskers")
+
+
+BOX_KEY = box_key()
+
+
+def model_scores_figure(models: list[dict], n_binary: int = 23, words: dict | None = None):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     words = words or {"unit": "dialogue", "model": "doctor model", "units": "dialogues"}
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(models) + 2), 3.2))
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * len(models) + 4.5), 3.4), layout="constrained")
     data = [m["total_scores"] for m in models]
-    ax.boxplot(data, tick_labels=[f"{m['model']}\n(n={m['n_dialogues']})" for m in models], showmeans=True)
+    ax.boxplot(data, tick_labels=[f"{m['model']}\n(n={m['n_dialogues']})" for m in models], showmeans=True,
+               medianprops=BOX_STYLE["median"], meanprops=BOX_STYLE["mean"], flierprops=BOX_STYLE["flier"])
     ax.set_ylabel(f"total of the {n_binary} binary items per {words['unit']} (0-{n_binary})")
     ax.set_title(f"Binary-item totals per {words['model']}")
-    return _svg(fig)
+    handles = [Patch(facecolor="none", edgecolor="black"),
+               Line2D([], [], **BOX_STYLE["median"]),
+               Line2D([], [], linestyle="none", **BOX_STYLE["mean"]),
+               Line2D([], [], color="black", linewidth=1.0),
+               Line2D([], [], linestyle="none", **BOX_STYLE["flier"])]
+    ax.legend(handles, box_key(words), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
+              title="Key", title_fontsize=8, alignment="left")
+    return fig
 
 
 def criterion_means(models: list[dict], words: dict | None = None) -> str:

@@ -35,14 +35,7 @@ def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: b
     if cached, else a running one, else the one that failed (its error is shown; the same labels would fail
     again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one failed."""
     params = _job_params(campaign, user, options)
-    jobs_for_labels = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT,
-                                         **{f"params__{key}": value for key, value in params.items()})
-    job = jobs_for_labels.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
-    if job is None and not retry:
-        job = jobs_for_labels.order_by("-created_at").first()
-    if job is None and start:
-        job = jobs.submit(Job.Kind.CAMPAIGN_REPORT, user=user, **params)
-    return job
+    return jobs.current(Job.Kind.CAMPAIGN_REPORT, params, params, user=user, start=start, retry=retry)
 
 
 def _job_params(campaign: Campaign, user, options: dict | None) -> dict[str, Any]:

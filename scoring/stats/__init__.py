@@ -61,7 +61,7 @@ from scoring.stats.bootstrap import (  # noqa: F401
     small_sample_warning,
 )
 from scoring.stats.classification import classification_report  # noqa: F401
-from scoring.stats.interpretation import interpret, interpret_interval  # noqa: F401
+from scoring.stats.interpretation import band_at, bands_text, format_p, interpret, interpret_interval  # noqa: F401
 from scoring.stats.kernels import (  # noqa: F401
     agreement_weights,
     cohen_kappa_codes,

@@ -505,8 +505,8 @@ def kendall_w(df: Any) -> dict:
     if flat:
         warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} tied all objects.")
     if any(len(np.unique(row)) < n for row in values):
-        warns.append("Ties within raters: tie-corrected W reported (w), and W without the correction "
-                     "(w_uncorrected).")
+        warns.append("Ties within raters: Kendall's W is given tie-corrected, and also without the "
+                     "correction.")
     from scipy.stats import rankdata
 
     rank_sums = rankdata(values, axis=1).sum(axis=0)

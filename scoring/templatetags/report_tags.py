@@ -18,6 +18,15 @@ def num(value, digits=3):
 
 
 @register.filter
+def pvalue(value, style="p"):
+    """A p-value: "p = 0.0123" / "p < 0.0001" (never "p = 0.0000"); ``style="bare"`` for a column headed "p"
+    ("0.0123" / "< 0.0001"). The one rule is :func:`scoring.stats.format_p`."""
+    from scoring.stats.interpretation import format_p
+
+    return format_p(value, prefix=style != "bare")
+
+
+@register.filter
 def ci(figure, digits=3):
     """'[low, high]' from a dict with ci_low / ci_high; "[CI not estimable (no variation)]" when every bootstrap
     resample gave the same value (never [x, x]); '' when there is no interval."""

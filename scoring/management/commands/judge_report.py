@@ -16,6 +16,7 @@ from scoring.judges.labels import judge_rater_name
 from scoring.judges.models import JudgeRun
 from scoring.judges.report import JudgeReportError, judge_vs_physicians, run_scale_version_id
 from scoring.reports.agreement_csv import replicate_rows
+from scoring.reports.exports import may_see_names
 
 CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
 
@@ -134,7 +135,8 @@ class Command(BaseCommand):
         if not form.is_valid():
             raise CommandError("Invalid settings: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         try:
-            report = judge_vs_physicians(run, campaign, verdict=form.settings())
+            # names as an analyst sees them: only where the coordinator allowed them (the README's one rule)
+            report = judge_vs_physicians(run, campaign, verdict=form.settings(), names=may_see_names(None, [campaign]))
         except (JudgeReportError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         if options["format"] == "json":

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.demo import DEMO_FINISHED, SYNTHETIC_PHYSICIANS
 from annotation.models import Campaign
+from scoring.judges import service as judge_reports
 from scoring.judges.demo import load_judge_demo
 from scoring.preference.demo import load_finished_preference_demo
 from scoring.reports.service import compute_now
@@ -12,8 +13,9 @@ from scoring.reports.service import compute_now
 
 class Command(BaseCommand):
     help = ("Finish the demo study: two synthetic judge runs (per item, per dialogue) with stored answers, a "
-            "locked and unblinded preference study, and the finished campaign's agreement report computed for "
-            "the demo coordinator and analyst. Run load_demo first. Safe to run again; makes no LLM calls.")
+            "locked and unblinded preference study, and the finished campaign's agreement report and the per-item "
+            "run's judge report computed for the demo coordinator and analyst. Run load_demo first. Safe to run "
+            "again; makes no LLM calls.")
 
     def handle(self, *args, **options):
         runs = load_judge_demo()
@@ -26,5 +28,9 @@ class Command(BaseCommand):
                 job = compute_now(campaign, user)
                 if job.status == "succeeded":
                     reports.add(job.pk)
+                if runs:  # the home page's "Synthetic LLM judge vs physicians" opens this one
+                    judged = judge_reports.compute_now(runs[0], campaign, user)
+                    if judged.status == "succeeded":
+                        reports.add(judged.pk)
         self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
-                          f"#{preference['study']} unblinded, {len(reports)} agreement report(s) ready.")
+                          f"#{preference['study']} unblinded, {len(reports)} report(s) ready.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextvars
+
 from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
@@ -11,10 +13,100 @@ from django.utils import timezone
 
 from annotation.scores import ScoreField, grid, step_text
 
+DEFAULT_PROJECT = "Default"
+# The project new study data belongs to when the code creating it names none: set per request by
+# annotation.projects.ProjectMiddleware, per command by ``--project``, per task by the task's own object.
+WORKING_PROJECT: contextvars.ContextVar[int | None] = contextvars.ContextVar("minicex_project", default=None)
+
+
+class Project(models.Model):
+    """A study team's space: it owns corpora, scale drafts, campaigns, judges and their runs, preference and
+    Delphi studies, generation and report jobs. Members hold a role per project (:class:`Membership`)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.")
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in one project: physician, coordinator or analyst (administrators are instance-wide)."""
+
+    class Role(models.TextChoices):
+        PHYSICIAN = "physician", "Physician (annotator)"
+        COORDINATOR = "coordinator", "Coordinator"
+        ANALYST = "analyst", "Analyst"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    added_at = models.DateTimeField(default=timezone.now)
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["project", "user__username", "role"]
+        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_project_member_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.get_role_display()} in {self.project}"
+
+
+def default_project_id() -> int:
+    """The working project (see ``WORKING_PROJECT``), else "Default" (created when missing)."""
+    working = WORKING_PROJECT.get()
+    if working is not None:
+        return working
+    return Project.objects.get_or_create(name=DEFAULT_PROJECT)[0].pk
+
+
+def project_of(target) -> int | None:
+    """The project id an object belongs to: its own ``project``, else its parent's (a dialogue's corpus, a
+    label's campaign, a round's study...), else the working project."""
+    seen = 0
+    while target is not None and seen < 4:
+        if isinstance(target, Project):
+            return target.pk
+        if hasattr(target, "project_id"):
+            return target.project_id
+        target = next((getattr(target, name) for name in PARENTS if hasattr(target, name + "_id")), None)
+        seen += 1
+    return WORKING_PROJECT.get()
+
+
+# Parent links followed by project_of, in order of preference.
+PARENTS = ("campaign", "corpus", "study", "run", "job", "round", "participation", "scale", "version", "case_set",
+           "prompt_set", "assignment", "dialogue", "item", "task", "label")
+
 
 class SoftDeleteQuerySet(models.QuerySet):
     def alive(self):
         return self.filter(deleted_at__isnull=True)
+
+    def in_project(self, project):
+        """Rows of one project (a Project or its id)."""
+        return self.filter(project=project)
+
+
+class ProjectOwned(models.Model):
+    """Study data that belongs to one project: its pages, API, exports and jobs are seen only there."""
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", default=default_project_id)
+
+    objects = SoftDeleteQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
 
 
 class SoftDeletable(models.Model):
@@ -50,7 +142,7 @@ class Language(models.TextChoices):
     ZH = "zh", "中文"
 
 
-class Scale(models.Model):
+class Scale(ProjectOwned):
     """A rating instrument, e.g. the LLM-specific Mini-CEX; its content lives in versions.
 
     ``target`` says what it rates: doctor-patient dialogues, or answers to questions (question-answer items,
@@ -81,6 +173,10 @@ class Scale(models.Model):
     def __str__(self) -> str:
         return self.name_en
 
+    def editable_in(self, project) -> bool:
+        """Only the owning project changes a scale; other projects use its published versions (the library)."""
+        return self.project_id == getattr(project, "pk", project)
+
     def name(self, lang: str = "en") -> str:
         return (self.name_zh if lang == "zh" else "") or self.name_en or self.name_zh
 
@@ -101,8 +197,9 @@ class LockedVersionError(ValidationError):
     """Raised when something tries to change a version that has been published or used."""
 
 
-class ScaleVersion(models.Model):
-    """One fixed content of a scale. Published or used versions are immutable; edits make a new version."""
+class ScaleVersion(ProjectOwned):
+    """One fixed content of a scale. Published or used versions are immutable; edits make a new version.
+    A draft is seen only in its project; published and retired versions form a library every project may use."""
 
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -289,7 +386,7 @@ class Item(models.Model):
             raise ValidationError("A scale item needs a lowest point below its highest point.")
 
 
-class Corpus(SoftDeletable):
+class Corpus(ProjectOwned, SoftDeletable):
     """A named collection of dialogues (imported, generated, or the demo corpus), or of answers to questions
     (question-answer items): ``kind`` is set by the first import and every later import must match it."""
 
@@ -297,7 +394,7 @@ class Corpus(SoftDeletable):
         DIALOGUE = "dialogue", "Dialogues"
         ANSWER = "answer", "Answers to questions"
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIALOGUE)
     description = models.TextField(blank=True)
     is_demo = models.BooleanField(default=False, help_text="Written for the demo; not study data.")
@@ -309,6 +406,7 @@ class Corpus(SoftDeletable):
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "corpora"
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_corpus_name_per_project")]
 
     def __str__(self) -> str:
         return self.name
@@ -398,6 +496,9 @@ class AuditEvent(models.Model):
     target_id = models.CharField(max_length=64, blank=True)
     target = GenericForeignKey("target_type", "target_id")
     target_repr = models.CharField(max_length=300, blank=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                                help_text="The project the event happened in (empty: instance-wide, e.g. a "
+                                          "published scale or a project itself).")
     reason = models.TextField(blank=True)
     data = models.JSONField(default=dict, blank=True)
 
@@ -418,7 +519,8 @@ class AuditEvent(models.Model):
                 "target_repr": str(target)[:300],
             }
         user = actor if getattr(actor, "is_authenticated", False) else None
-        return cls.objects.create(actor=user, action=action, reason=reason, data=data, **kwargs)
+        return cls.objects.create(actor=user, action=action, reason=reason, data=data,
+                                  project_id=project_of(target), **kwargs)
 
 
 class Redaction(models.Model):
@@ -487,7 +589,7 @@ class RaterProfile(models.Model):
         return profile
 
 
-class Campaign(SoftDeletable):
+class Campaign(ProjectOwned, SoftDeletable):
     """Physicians rate (part of) a corpus on one scale version, each dialogue by ``overlap`` raters."""
 
     class Phase(models.TextChoices):
@@ -499,7 +601,7 @@ class Campaign(SoftDeletable):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="campaigns")
     scale_version = models.ForeignKey(ScaleVersion, on_delete=models.PROTECT, related_name="campaigns")
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.FORMAL)
@@ -520,6 +622,7 @@ class Campaign(SoftDeletable):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_campaign_name_per_project")]
 
     def __str__(self) -> str:
         return self.name

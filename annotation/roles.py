@@ -1,5 +1,7 @@
-"""Roles are Django groups with permission sets. Each app declares its share in its AppConfig
-(``role_permissions``), so this module never imports the apps that build on annotation."""
+"""Roles. Physician, coordinator and analyst are held per project (``Membership``); the administrator is
+instance-wide (the admin group, or a superuser) and sees every project. The groups keep the Django permission sets
+each app declares in its AppConfig (``role_permissions``), so this module never imports the apps that build on
+annotation."""
 
 from __future__ import annotations
 
@@ -56,17 +58,58 @@ def _permission(model, dotted: str):
         raise LookupError(f"role permission {dotted} does not exist") from None
 
 
-def roles_of(user) -> set[str]:
-    """The roles a user holds; superusers hold the admin role."""
+PROJECT_ROLES = (PHYSICIAN, COORDINATOR, ANALYST)
+
+
+def is_admin(user) -> bool:
+    """Instance administrators (the admin group, or superusers) see and manage every project."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    cached = getattr(user, "_minicex_admin", None)
+    if cached is None:
+        cached = user.is_superuser or user.groups.filter(name=ADMIN).exists()
+        user._minicex_admin = cached
+    return cached
+
+
+def _project_id(project) -> int | None:
+    return getattr(project, "pk", project)
+
+
+def working_project_id(user=None) -> int | None:
+    """The project a user's rights are read in: the request's (``annotation.projects``), else the working one."""
+    from annotation.models import DEFAULT_PROJECT, WORKING_PROJECT, Project
+
+    project = getattr(user, "_minicex_project", None) if user is not None else None
+    if project is None:
+        project = WORKING_PROJECT.get()
+    if project is None:
+        project = Project.objects.filter(name=DEFAULT_PROJECT).values_list("pk", flat=True).first()
+    return project
+
+
+def roles_in(user, project) -> set[str]:
+    """The roles a user holds in one project (admins: the admin role as well)."""
+    from annotation.models import Membership
+
     if not getattr(user, "is_authenticated", False):
         return set()
+    held = set(Membership.objects.filter(user=user, project=_project_id(project)).values_list("role", flat=True))
+    if is_admin(user):
+        held.add(ADMIN)
+    return held
+
+
+def roles_of(user) -> set[str]:
+    """The roles a user holds in the working project; administrators hold the admin role everywhere."""
+    if not getattr(user, "is_authenticated", False):
+        return set()
+    project = working_project_id(user)
     cached = getattr(user, "_minicex_roles", None)
-    if cached is None:
-        cached = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
-        if user.is_superuser:
-            cached.add(ADMIN)
+    if cached is None or cached[0] != project:
+        cached = (project, roles_in(user, project) if project is not None else ({ADMIN} if is_admin(user) else set()))
         user._minicex_roles = cached
-    return cached
+    return cached[1]
 
 
 def effective_roles(user) -> set[str]:
@@ -76,22 +119,34 @@ def effective_roles(user) -> set[str]:
 
 
 def has_role(user, *roles: str) -> bool:
-    """True when the user holds one of ``roles``; admins hold every role."""
+    """True when the user holds one of ``roles`` in the working project; admins hold every role."""
     held = roles_of(user)
     return ADMIN in held or bool(held.intersection(roles))
 
 
-def assign_role(user, role: str) -> None:
-    """Put a user in a role group; admins are also staff (Django admin)."""
+def forget_roles(user) -> None:
+    for name in ("_minicex_roles", "_minicex_admin"):
+        user.__dict__.pop(name, None)
+
+
+def assign_role(user, role: str, project=None, *, by=None) -> None:
+    """Give a user a role: administrator instance-wide (also staff, for the Django admin), any other role in one
+    project (default: the working project, else "Default")."""
     from django.contrib.auth.models import Group
+
+    from annotation.models import Membership, default_project_id
 
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
-    user.groups.add(Group.objects.get(name=role))
-    if role == ADMIN and not user.is_staff:
-        user.is_staff = True
-        user.save(update_fields=["is_staff"])
-    user.__dict__.pop("_minicex_roles", None)
+    if role == ADMIN:
+        user.groups.add(Group.objects.get_or_create(name=ADMIN)[0])
+        if not user.is_staff:
+            user.is_staff = True
+            user.save(update_fields=["is_staff"])
+    else:
+        project_id = _project_id(project) if project is not None else default_project_id()
+        Membership.objects.get_or_create(project_id=project_id, user=user, role=role, defaults={"added_by": by})
+    forget_roles(user)
 
 
 def role_required(*roles: str):
@@ -114,7 +169,10 @@ def role_required(*roles: str):
     return decorator
 
 
-def users_with_role(role: str) -> Iterable:
+def users_with_role(role: str, project=None) -> Iterable:
+    """Active users holding ``role`` in a project (default: the working project)."""
     from django.contrib.auth import get_user_model
 
-    return get_user_model().objects.filter(groups__name=role, is_active=True).order_by("username")
+    project_id = _project_id(project) if project is not None else working_project_id()
+    return get_user_model().objects.filter(memberships__role=role, memberships__project=project_id,
+                                           is_active=True).distinct().order_by("username")

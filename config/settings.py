@@ -103,6 +103,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.project: the project a page works in (annotation/projects.py; the API's authentication does the same).
+    "annotation.projects.ProjectMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Turns a login lockout (annotation/throttle.py) into a 429 page or JSON answer.
@@ -328,8 +330,8 @@ REST_FRAMEWORK = {
     # The token first: its scheme is the WWW-Authenticate header of a 401, so a missing, bad or expired token is
     # a 401 (with the session first it would be a 403, session authentication having no header to offer).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "annotation.tokens.ExpiringTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "annotation.projects.ProjectTokenAuthentication",
+        "annotation.projects.ProjectSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import SoftDeletable
+from annotation.models import ProjectOwned, SoftDeletable
 
 
 class Familiarity(models.IntegerChoices):
@@ -29,7 +29,7 @@ class Influence(models.TextChoices):
     LOW = "low", "Low"
 
 
-class DelphiStudy(SoftDeletable):
+class DelphiStudy(ProjectOwned, SoftDeletable):
     """A Delphi study over a scale: rounds, a panel, a consensus rule fixed before round 1."""
 
     class Status(models.TextChoices):
@@ -38,7 +38,7 @@ class DelphiStudy(SoftDeletable):
         VALIDATION = "validation", "Validation survey"
         PUBLISHED = "published", "Agreed version published"
 
-    title = models.CharField(max_length=200, unique=True)
+    title = models.CharField(max_length=200)
     scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies")
     base_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.SETUP)
@@ -73,6 +73,7 @@ class DelphiStudy(SoftDeletable):
         ordering = ["-created_at"]
         verbose_name = "Delphi study"
         verbose_name_plural = "Delphi studies"
+        constraints = [models.UniqueConstraint(fields=["project", "title"], name="unique_delphi_title_per_project")]
 
     def __str__(self) -> str:
         return self.title

@@ -10,15 +10,15 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import SoftDeletable
+from annotation.models import ProjectOwned, SoftDeletable
 from scoring.llm.keys import validate_key_variable
 from scoring.llm.models import EngineJob, WorkUnit
 
 
-class CaseSet(SoftDeletable):
+class CaseSet(ProjectOwned, SoftDeletable):
     """A named collection of patient cases, imported from one JSON Lines file (or several)."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     source = models.CharField(max_length=300, blank=True, help_text="File the cases came from.")
     created_by = models.ForeignKey(
@@ -28,6 +28,7 @@ class CaseSet(SoftDeletable):
 
     class Meta:
         ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_case_set_name_per_project")]
 
     def __str__(self) -> str:
         return self.name
@@ -71,7 +72,7 @@ class PatientCase(SoftDeletable):
         return bool(self.test_results or self.examination)
 
 
-class GenerationJob(EngineJob):
+class GenerationJob(ProjectOwned, EngineJob):
     """A doctor model (or several) under test talking with a patient simulator over a set of cases, for every
     condition (temperature x doctor bias x patient bias). API keys are never stored: ``*_api_key_env`` names the
     environment variable holding each key."""

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from annotation.models import default_project_id
+
 
 class Job(models.Model):
     """A unit of background work whose state and result live in the database, not in Celery.
@@ -32,6 +34,9 @@ class Job(models.Model):
     error = models.TextField(blank=True)
     progress = models.FloatField(default=0.0)
     message = models.CharField(max_length=200, blank=True, help_text="What the job is doing now.")
+    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="+", default=default_project_id,
+                                help_text="Empty for instance-wide jobs (the worker check).")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

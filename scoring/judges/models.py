@@ -8,12 +8,13 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
+from annotation.models import ProjectOwned
 from annotation.scores import ScoreField
 from scoring.llm.keys import validate_key_variable
 from scoring.llm.models import EngineJob, LLMCall, LLMEndpoint, WorkUnit
 
 
-class PromptSet(models.Model):
+class PromptSet(ProjectOwned):
     """A versioned set of judge prompts for one scale version. Used sets are immutable; edits make a new version."""
 
     name = models.CharField(max_length=120)
@@ -31,7 +32,7 @@ class PromptSet(models.Model):
 
     class Meta:
         ordering = ["name", "-version"]
-        constraints = [models.UniqueConstraint(fields=["name", "version"], name="unique_prompt_set_version")]
+        constraints = [models.UniqueConstraint(fields=["project", "name", "version"], name="unique_prompt_set_version")]
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
@@ -52,7 +53,7 @@ class Prompt(models.Model):
         return f"{self.prompt_set} {self.item.code}"
 
 
-class JudgeConfig(models.Model):
+class JudgeConfig(ProjectOwned):
     """An LLM judge: an OpenAI-compatible endpoint, a model, parameters and a prompt set.
 
     The API key is never stored: ``api_key_env`` names the environment variable that holds it. Judges made in the
@@ -64,7 +65,7 @@ class JudgeConfig(models.Model):
         PER_ITEM = "per-item", "One call per dialogue and item (the paper's method)"
         PER_DIALOGUE = "per-dialogue", "One structured call per dialogue returning every item"
 
-    name = models.CharField(max_length=120, unique=True)
+    name = models.CharField(max_length=120)
     endpoint = models.ForeignKey(LLMEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="judges",
                                  help_text="Defined by an administrator; empty for judges made by run_judge.")
     base_url = models.CharField(max_length=300, blank=True, help_text="Empty: OPENAI_BASE_URL from the environment.")
@@ -94,6 +95,7 @@ class JudgeConfig(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_judge_name_per_project")]
 
     def __str__(self) -> str:
         return self.name
@@ -111,7 +113,7 @@ def follow_endpoint(sender, instance: LLMEndpoint, **kwargs) -> None:
     JudgeConfig.objects.filter(endpoint=instance).update(**instance.settings_dict())
 
 
-class JudgeRun(EngineJob):
+class JudgeRun(ProjectOwned, EngineJob):
     """One judge configuration applied to (part of) a corpus. State and results live in the database.
 
     An *imported* run (``source`` "imported") holds an existing judge's scores read from a label file

@@ -191,6 +191,8 @@ class LLMEndpoint(models.Model):
     note = models.TextField(blank=True, help_text="Shown to coordinators when they choose the endpoint.")
     is_active = models.BooleanField(default=True, help_text="Inactive endpoints cannot be chosen for new judges "
                                                             "or jobs; existing ones keep their settings.")
+    projects = models.ManyToManyField("annotation.Project", blank=True, related_name="endpoints",
+                                      help_text="The projects whose coordinators may choose this endpoint.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

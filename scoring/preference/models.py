@@ -13,11 +13,11 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import SoftDeletable
+from annotation.models import ProjectOwned, SoftDeletable
 from scoring.llm.models import EngineJob, WorkUnit
 
 
-class PreferenceStudy(SoftDeletable):
+class PreferenceStudy(ProjectOwned, SoftDeletable):
     """A double-blind side-by-side comparison study."""
 
     class Kind(models.TextChoices):
@@ -31,7 +31,7 @@ class PreferenceStudy(SoftDeletable):
         LOCKED = "locked", "Locked (answers final, identities sealed)"
         UNBLINDED = "unblinded", "Unblinded"
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     kind = models.CharField(max_length=12, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT, db_index=True)
     instructions = models.TextField(blank=True, help_text="Shown to raters above every task.")
@@ -59,6 +59,7 @@ class PreferenceStudy(SoftDeletable):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "preference studies"
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_preference_name_per_project")]
 
     def __str__(self) -> str:
         return self.name
@@ -268,7 +269,7 @@ class PreferenceAnswerChange(models.Model):
         return f"{self.answer_id}: {self.old_choice or '-'} -> {self.new_choice or '-'}"
 
 
-class PreferenceJudgeRun(EngineJob):
+class PreferenceJudgeRun(ProjectOwned, EngineJob):
     """An LLM judge answering every comparison of a study, each pair asked in both orders."""
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="judge_runs")

@@ -2,6 +2,8 @@ from django.contrib import admin
 
 from annotation.models import (
     Adjudication,
+    Membership,
+    Project,
     Assignment,
     AuditEvent,
     Campaign,
@@ -19,6 +21,36 @@ from annotation.models import (
     Scale,
     ScaleVersion,
 )
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    fk_name = "project"
+    extra = 0
+    fields = ["user", "role", "added_at", "added_by"]
+    readonly_fields = ["added_at", "added_by"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    """Projects and their members (the browser's project pages and ``manage.py project`` do the same, with
+    audit events)."""
+
+    list_display = ["name", "is_demo", "created_at", "created_by"]
+    list_filter = ["is_demo"]
+    search_fields = ["name"]
+    readonly_fields = ["created_at", "created_by"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role", "added_at", "added_by"]
+    list_filter = ["project", "role"]
+    search_fields = ["user__username", "project__name"]
+    readonly_fields = ["added_at", "added_by"]
+    autocomplete_fields = ["user"]
 
 
 class LockedVersionMixin:
@@ -50,15 +82,15 @@ class ItemInline(LockedVersionMixin, admin.StackedInline):
 
 @admin.register(Scale)
 class ScaleAdmin(admin.ModelAdmin):
-    list_display = ["name_en", "name_zh", "slug", "target", "created_at"]
-    list_filter = ["target"]
+    list_display = ["name_en", "name_zh", "slug", "target", "project", "created_at"]
+    list_filter = ["project", "target"]
     prepopulated_fields = {"slug": ["name_en"]}
 
 
 @admin.register(ScaleVersion)
 class ScaleVersionAdmin(LockedVersionMixin, admin.ModelAdmin):
-    list_display = ["scale", "number", "status", "published_at", "locked_at", "created_by"]
-    list_filter = ["scale", "status"]
+    list_display = ["scale", "number", "status", "project", "published_at", "locked_at", "created_by"]
+    list_filter = ["project", "scale", "status"]
     readonly_fields = ["created_at", "created_by", "published_at", "locked_at", "locked_reason"]
     inlines = [DimensionInline, ItemInline]
 
@@ -85,15 +117,15 @@ class StudyDataAdmin(admin.ModelAdmin):
 
 @admin.register(Corpus)
 class CorpusAdmin(StudyDataAdmin):
-    list_display = ["name", "kind", "is_demo", "created_at", "deleted_at"]
-    list_filter = ["kind", "is_demo"]
+    list_display = ["name", "project", "kind", "is_demo", "created_at", "deleted_at"]
+    list_filter = ["project", "kind", "is_demo"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
 
 
 @admin.register(Dialogue)
 class DialogueAdmin(StudyDataAdmin):
     list_display = ["external_id", "corpus", "source_model", "language", "split", "deleted_at"]
-    list_filter = ["corpus", "language", "split"]
+    list_filter = ["corpus__project", "corpus", "language", "split"]
     search_fields = ["external_id", "self_report"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
 
@@ -113,8 +145,8 @@ class ReadOnlyHistoryAdmin(admin.ModelAdmin):
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyHistoryAdmin):
-    list_display = ["at", "actor", "action", "target_repr", "reason"]
-    list_filter = ["action"]
+    list_display = ["at", "actor", "project", "action", "target_repr", "reason"]
+    list_filter = ["project", "action"]
     search_fields = ["target_repr", "reason"]
 
 
@@ -126,8 +158,9 @@ class CampaignRaterInline(admin.TabularInline):
 
 @admin.register(Campaign)
 class CampaignAdmin(StudyDataAdmin):
-    list_display = ["name", "phase", "status", "corpus", "scale_version", "overlap", "deadline", "deleted_at"]
-    list_filter = ["phase", "status"]
+    list_display = ["name", "project", "phase", "status", "corpus", "scale_version", "overlap", "deadline",
+                    "deleted_at"]
+    list_filter = ["project", "phase", "status"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason", "scale_version", "corpus"]
     inlines = [CampaignRaterInline]
 
@@ -137,19 +170,19 @@ class RandomSampleAdmin(ReadOnlyHistoryAdmin):
     """A sample is drawn or declared once (annotation.sampling), never edited."""
 
     list_display = ["campaign", "kind", "size", "seed", "stratified", "created_by", "created_at"]
-    list_filter = ["kind"]
+    list_filter = ["campaign__project", "kind"]
 
 
 @admin.register(CampaignRater)
 class CampaignRaterAdmin(admin.ModelAdmin):
     list_display = ["campaign", "user", "team", "capacity", "available_until", "active"]
-    list_filter = ["campaign", "active"]
+    list_filter = ["campaign__project", "campaign", "active"]
 
 
 @admin.register(Assignment)
 class AssignmentAdmin(StudyDataAdmin):
     list_display = ["campaign", "dialogue", "rater", "status", "flagged", "submitted_at"]
-    list_filter = ["campaign", "status", "flagged"]
+    list_filter = ["campaign__project", "campaign", "status", "flagged"]
     raw_id_fields = ["dialogue", "rater"]
     readonly_fields = ["campaign", "dialogue", "rater"]
 
@@ -157,7 +190,7 @@ class AssignmentAdmin(StudyDataAdmin):
 @admin.register(Label)
 class LabelAdmin(ReadOnlyHistoryAdmin):
     list_display = ["campaign", "dialogue", "rater", "item", "value", "updated_at"]
-    list_filter = ["campaign"]
+    list_filter = ["campaign__project", "campaign"]
 
 
 @admin.register(LabelChange)

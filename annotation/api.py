@@ -29,7 +29,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import failures as db_errors
 from annotation import labels as label_service
-from annotation import sampling, scores, throttle, tokens
+from annotation import projects, sampling, scores, throttle, tokens
 from annotation.campaigns import (
     CampaignClosed,
     CampaignError,
@@ -38,6 +38,7 @@ from annotation.campaigns import (
     blind_id,
     create_campaign,
     rater_progress,
+    rating_projects,
     shows_names,
 )
 from annotation.dialogues import redacted
@@ -58,7 +59,7 @@ from annotation.models import (
     Scale,
     ScaleVersion,
 )
-from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role
+from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, roles_in, working_project_id
 
 
 def _summary(errors) -> str:
@@ -197,11 +198,18 @@ class ScaleSerializer(serializers.ModelSerializer):
 
 
 class ScaleViewSet(viewsets.ReadOnlyModelViewSet):
-    """Rating scales and their versions."""
+    """Rating scales and their versions: the project's own, and the library (other projects' published versions)."""
 
-    queryset = Scale.objects.prefetch_related("versions").order_by("name_en")
     serializer_class = ScaleSerializer
     lookup_field = "slug"
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Scale.objects.none()
+        project = projects.current(self.request)
+        return (projects.visible_scales(project)
+                .prefetch_related(Prefetch("versions", queryset=projects.visible_versions(project)))
+                .order_by("name_en"))
 
 
 class ScaleVersionViewSet(viewsets.ReadOnlyModelViewSet):
@@ -211,7 +219,9 @@ class ScaleVersionViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ScaleVersionSerializer
 
     def get_queryset(self):
-        qs = super().get_queryset()
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return ScaleVersion.objects.none()
+        qs = projects.visible_versions(projects.current(self.request), super().get_queryset())
         scale = self.request.query_params.get("scale")
         return qs.filter(scale__slug=scale) if scale else qs
 
@@ -400,10 +410,22 @@ class BlindDialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
         return data
 
 
+class ProjectRelatedField(serializers.PrimaryKeyRelatedField):
+    """A reference to a row the request's project may use (its corpora; its own and the library's scale
+    versions); any other id is "does not exist", as a missing one."""
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        project = projects.current(self.context["request"])
+        if qs.model is ScaleVersion:
+            return projects.visible_versions(project, qs)
+        return qs.in_project(project)
+
+
 class CampaignSerializer(serializers.ModelSerializer):
-    corpus = serializers.PrimaryKeyRelatedField(queryset=Corpus.objects.alive())
+    corpus = ProjectRelatedField(queryset=Corpus.objects.alive())
     corpus_name = serializers.CharField(source="corpus.name", read_only=True)
-    scale_version = serializers.PrimaryKeyRelatedField(
+    scale_version = ProjectRelatedField(
         queryset=ScaleVersion.objects.all(), help_text="A published scale version (it becomes locked).")
     scale = serializers.CharField(source="scale_version.scale.slug", read_only=True)
     scale_version_number = serializers.IntegerField(source="scale_version.number", read_only=True)
@@ -441,8 +463,9 @@ class RaterInputSerializer(serializers.Serializer):
             user = users.filter(pk=ref).first()
         if user is None:
             raise serializers.ValidationError(f"No active user {ref!r}.")
-        if not has_role(user, PHYSICIAN):
-            raise serializers.ValidationError(f"{user.username} is not a physician; only physicians rate dialogues.")
+        if PHYSICIAN not in roles_in(user, working_project_id()):
+            raise serializers.ValidationError(f"{user.username} is not a physician of this project; only its "
+                                              "physicians rate its dialogues.")
         return user
 
 
@@ -642,7 +665,7 @@ class CorpusViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsReader]
 
     def get_queryset(self):
-        return (Corpus.objects.alive()
+        return (Corpus.objects.alive().in_project(projects.current(self.request))
                 .annotate(dialogue_count=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)))
                 .order_by("name"))
 
@@ -664,7 +687,8 @@ class DialogueViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsReader]
 
     def get_queryset(self):
-        qs = _dialogues().order_by("corpus_id", "external_id", "id")
+        qs = _dialogues().filter(corpus__project=projects.current(self.request)).order_by(
+            "corpus_id", "external_id", "id")
         if self.action == "list":
             corpus = _int_param(self.request, "corpus")
             if corpus is not None:
@@ -688,7 +712,10 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         return [IsCoordinator()] if writes else [IsReader()]
 
     def get_queryset(self):
-        qs = Campaign.objects.alive().select_related("corpus", "scale_version__scale").order_by("-created_at", "-id")
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Campaign.objects.none()
+        qs = (Campaign.objects.alive().in_project(projects.current(self.request))
+              .select_related("corpus", "scale_version__scale").order_by("-created_at", "-id"))
         if self.action == "list":
             corpus = _int_param(self.request, "corpus")
             if corpus is not None:
@@ -771,8 +798,14 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
               .prefetch_related(Prefetch("dialogue__redactions",
                                          queryset=Redaction.objects.filter(revoked_at__isnull=True)))
               .order_by("campaign_id", "rater_id", "position", "id"))
-        if not has_role(user, COORDINATOR):
-            qs = qs.filter(rater=user).exclude(dialogue__privacy_status=PrivacyStatus.EXCLUDED)
+        # Coordinators see their project's assignments; a physician sees their own in every project where they
+        # are a physician (their rating queue), never anybody else's.
+        if has_role(user, COORDINATOR):
+            qs = qs.filter(Q(campaign__project=projects.current(self.request))
+                           | Q(rater=user, campaign__project__in=rating_projects(user)))
+        else:
+            qs = (qs.filter(rater=user, campaign__project__in=rating_projects(user))
+                  .exclude(dialogue__privacy_status=PrivacyStatus.EXCLUDED))
         if self.action == "list":
             campaign = _int_param(self.request, "campaign")
             if campaign is not None:
@@ -864,7 +897,9 @@ class LabelViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsReader]
 
     def get_queryset(self):
-        qs = (Label.objects.filter(campaign__deleted_at__isnull=True)
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Label.objects.none()
+        qs = (Label.objects.filter(campaign__deleted_at__isnull=True, campaign__project=projects.current(self.request))
               .select_related("item", "dialogue", "assignment", "campaign", "rater__rater_profile")
               .order_by("campaign_id", "dialogue_id", "assignment_id", "item__order", "id"))
         if self.action == "list":

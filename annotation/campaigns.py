@@ -21,7 +21,7 @@ from annotation.models import (
     Label,
     RaterProfile,
 )
-from annotation.roles import COORDINATOR, has_role
+from annotation.roles import COORDINATOR, PHYSICIAN, has_role
 
 
 class CampaignError(ValueError):
@@ -85,12 +85,14 @@ def check_target(scale_version, corpus, error: type[Exception]) -> None:
 @transaction.atomic
 def create_campaign(*, name: str, corpus, scale_version, overlap: int, phase: str = Campaign.Phase.FORMAL,
                     user=None, **options) -> Campaign:
-    """Create a campaign on a published scale version (which becomes locked: it is now in use)."""
+    """Create a campaign on a published scale version (which becomes locked: it is now in use), in the project
+    of its corpus."""
     if overlap < 1:
         raise CampaignError("Overlap must be at least 1 rater per dialogue.")
     if scale_version.status != "published":
         raise CampaignError(f"{scale_version} is not published; publish it before rating with it.")
     check_target(scale_version, corpus, CampaignError)
+    options.setdefault("project_id", corpus.project_id)
     campaign = Campaign.objects.create(name=name.strip(), corpus=corpus, scale_version=scale_version,
                                        overlap=overlap, phase=phase, created_by=user, **options)
     scales.lock(scale_version, f"used by campaign {campaign.name}"[:200])
@@ -225,10 +227,19 @@ def dialogue_progress(campaign: Campaign):
     ).order_by("external_id"))
 
 
+def rating_projects(user):
+    """Ids of the projects whose campaigns a physician's queue spans: every project where they are a physician."""
+    from annotation.projects import projects_of
+
+    return projects_of(user, PHYSICIAN).values("pk")
+
+
 def next_assignment(user, campaign: Campaign | None = None, after: Assignment | None = None) -> Assignment | None:
-    """The rater's next open dialogue: returned work first, then in queue order."""
+    """The rater's next open dialogue: returned work first, then in queue order (across every project where they
+    are a physician)."""
     qs = Assignment.objects.filter(rater=user, status__in=Assignment.OPEN_STATUSES,
-                                   campaign__status=Campaign.Status.OPEN, campaign__deleted_at__isnull=True)
+                                   campaign__status=Campaign.Status.OPEN, campaign__deleted_at__isnull=True,
+                                   campaign__project__in=rating_projects(user))
     if campaign is not None:
         qs = qs.filter(campaign=campaign)
     if after is not None:

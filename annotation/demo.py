@@ -39,7 +39,17 @@ DEMO_USERS = [
 @transaction.atomic
 def load_demo() -> dict[str, int]:
     """Create the demo users, corpus and a campaign on it for the demo physician, so that a new user can rate at
-    once. Idempotent: existing users, dialogues and the campaign (even if deleted since) are left alone."""
+    once. Everything lives in the demo project ("Demo (synthetic)"); the demo physician, coordinator and analyst
+    are its members (the demo administrator is instance-wide). Idempotent: existing users, dialogues and the
+    campaign (even if deleted since) are left alone."""
+    from annotation.projects import demo_project, working_in
+
+    project = demo_project()
+    with working_in(project):
+        return _load_demo(project)
+
+
+def _load_demo(project) -> dict[str, int]:
     from annotation.models import Corpus, ScaleVersion
 
     User = get_user_model()
@@ -56,9 +66,9 @@ def load_demo() -> dict[str, int]:
             user.save()
             _PASSWORD_CHECKS[(user.password, password)] = True
             users_created += 1
-        assign_role(user, role)
+        assign_role(user, role, project)
     corpus, _ = Corpus.objects.get_or_create(
-        name=DEMO_CORPUS,
+        name=DEMO_CORPUS, project=project,
         defaults={
             "is_demo": True,
             "description": "Dialogues written for this demo by the developers. Not real patients, not study data.",
@@ -107,7 +117,7 @@ def _demo_campaign(corpus, name: str, version, instructions: str) -> int:
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.models import Campaign
 
-    if Campaign.objects.filter(corpus=corpus, name=name).exists():
+    if Campaign.objects.filter(corpus=corpus, name=name, project=corpus.project_id).exists():
         return 0
     User = get_user_model()
     coordinator = User.objects.get(username="coordinator")
@@ -123,12 +133,20 @@ def load_instrument_demo() -> dict[str, int]:
     """Install the ready instruments (HIVMedQA's rubric, AgentClinic's ratings) and a small corpus of synthetic
     question-answer items rated on HIVMedQA's rubric by the demo physician. Run after :func:`load_demo`;
     idempotent like it."""
+    from annotation.projects import demo_project, working_in
+
+    project = demo_project()
+    with working_in(project):
+        return _load_instrument_demo(project)
+
+
+def _load_instrument_demo(project) -> dict[str, int]:
     from annotation.instruments import SHIPPED, install_shipped
     from annotation.models import Corpus
 
     installed = sum(install_shipped(slug)[1] for slug in SHIPPED)
     corpus, _ = Corpus.objects.get_or_create(
-        name=DEMO_ANSWERS, defaults={"is_demo": True, "kind": Corpus.Kind.ANSWER, "description": (
+        name=DEMO_ANSWERS, project=project, defaults={"is_demo": True, "kind": Corpus.Kind.ANSWER, "description": (
             "Questions, model answers and reference answers written for this demo by the developers (in the style "
             "of HIVMedQA). Not clinical advice, not study data.")})
     created = _import_missing(corpus, DEMO_ANSWER_FILE)
@@ -178,14 +196,23 @@ def load_finished_demo() -> dict[str, int]:
     stratified random sample of its dialogues (drawn with seed :data:`FINISHED_SEED` and recorded; labels saved
     and submitted through the same services as the rating page), so reports have content at first login.
     Idempotent: an existing campaign of that name is left alone."""
+    from annotation.projects import demo_project, working_in
+
+    project = demo_project()
+    with working_in(project):
+        return _load_finished_demo(project)
+
+
+def _load_finished_demo(project) -> dict[str, int]:
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.labels import rating_items, save_label, submit
     from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
     from annotation.sampling import draw_sample
 
-    if Campaign.objects.filter(name=DEMO_FINISHED).exists():
+    if Campaign.objects.filter(name=DEMO_FINISHED, project=project).exists():
         return {"campaigns_created": 0, "labels_created": 0}
-    corpus, _ = Corpus.objects.get_or_create(name=DEMO_STUDY_CORPUS, defaults={"is_demo": True, "description": (
+    corpus, _ = Corpus.objects.get_or_create(name=DEMO_STUDY_CORPUS, project=project, defaults={
+        "is_demo": True, "description": (
         "The finished demo study's dialogues: the demo transcripts again under study ids and three demo doctor "
         "models. Not real patients, not study data.")})
     _import_missing(corpus, study_lines())
@@ -198,7 +225,7 @@ def load_finished_demo() -> dict[str, int]:
         if created:
             user.set_unusable_password()
             user.save(update_fields=["password"])
-        assign_role(user, PHYSICIAN)
+        assign_role(user, PHYSICIAN, project)
         raters.append(user)
     coordinator = User.objects.get(username="coordinator")
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
@@ -258,30 +285,44 @@ def demo_logins() -> list[tuple[str, str, str]]:
     return logins
 
 
-def has_real_data(user, held: set[str]) -> bool:
+def has_real_data(user, held: set[str], project=None) -> bool:
     """True once the user works with data that is not the demo's: staff once a corpus that is not a demo corpus
-    exists, physicians once they have an assignment on one."""
+    exists in the project (any project when none is given), physicians once they have an assignment on one."""
     from annotation.models import Assignment, Corpus
 
-    if held - {PHYSICIAN} and Corpus.objects.alive().filter(is_demo=False).exists():
+    corpora = Corpus.objects.alive().filter(is_demo=False)
+    if project is not None:
+        corpora = corpora.in_project(project)
+    if held - {PHYSICIAN} and corpora.exists():
         return True
     return Assignment.objects.filter(rater=user, campaign__corpus__is_demo=False).exists()
 
 
-def start_here(user, held: set[str]) -> list[dict[str, str]]:
-    """The "start here" list of a user's home page: links to the finished demo study's results for the user's
-    roles, then the first real steps. Empty once the user has real data (:func:`has_real_data`). Other apps add
-    their links through a ``start_here(user, held)`` method of their AppConfig (annotation imports neither)."""
+def start_here(user, held: set[str], project=None) -> list[dict[str, str]]:
+    """The "start here" list of a user's home page, per project: in the demo project, links to the finished demo
+    study's results for the user's roles; elsewhere, a way into the demo project when there is one; then the
+    first real steps. Empty once the user has real data in the project (:func:`has_real_data`). Other apps add
+    their demo links through a ``start_here(user, held)`` method of their AppConfig (annotation imports neither),
+    asked only in the demo project."""
     from django.apps import apps
     from django.urls import reverse
 
     from annotation.models import Assignment, Campaign
 
-    if not held or has_real_data(user, held):
+    if not held or has_real_data(user, held, project):
         return []
     links: list[dict[str, str]] = []
-    finished = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
-    if PHYSICIAN in held:
+    in_demo = project is not None and project.is_demo
+    finished = Campaign.objects.alive().filter(name=DEMO_FINISHED, project=project).first() if in_demo else None
+    if not in_demo:
+        from annotation.projects import projects_of
+
+        demo = projects_of(user).filter(is_demo=True).first()
+        if demo is not None:
+            links.append({"kind": "switch", "url": reverse("project-switch"), "project": demo.pk,
+                          "text": f"Switch to the project {demo.name!r}",
+                          "note": "the demo study: a finished campaign, reports, judges, a Delphi study"})
+    if PHYSICIAN in held and in_demo:
         done = (Assignment.objects.filter(rater=user, campaign=finished, status=Assignment.Status.SUBMITTED)
                 .order_by("position").first() if finished else None)
         if done is not None:
@@ -289,7 +330,7 @@ def start_here(user, held: set[str]) -> list[dict[str, str]]:
                           "text": "A dialogue you rated in the finished demo study",
                           "note": "your submitted answers, item by item"})
         links.append({"kind": "step", "url": reverse("rate-next"), "text": "Rate a demo dialogue yourself",
-                       "note": "every click is saved at once"})
+                      "note": "every click is saved at once"})
     if finished is not None and held & {COORDINATOR, ANALYST}:
         links.append({"kind": "demo", "url": reverse("campaign-report", args=[finished.pk]),
                       "text": "Agreement report of the finished demo study",
@@ -298,7 +339,7 @@ def start_here(user, held: set[str]) -> list[dict[str, str]]:
         links.append({"kind": "demo", "url": reverse("campaign-detail", args=[finished.pk]),
                       "text": "Progress of the finished demo campaign", "note": "per rater and per dialogue"})
     for config in apps.get_app_configs():
-        if config.name != "annotation" and hasattr(config, "start_here"):
+        if in_demo and config.name != "annotation" and hasattr(config, "start_here"):
             links.extend(config.start_here(user, held))
     if COORDINATOR in held:
         links.append({"kind": "step", "url": reverse("corpus-upload"), "text": "Import your own dialogues",

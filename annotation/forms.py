@@ -127,17 +127,20 @@ class CampaignForm(forms.Form):
     sample_seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, label="Seed of the draw",
                                      help_text="Empty: a fresh seed, recorded with the sample.")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         from annotation.models import Campaign, Corpus, ScaleVersion
+        from annotation.projects import visible_versions
 
         super().__init__(*args, **kwargs)
-        self.fields["corpus"].queryset = Corpus.objects.alive()
-        self.fields["scale_version"].queryset = ScaleVersion.objects.filter(status="published").select_related("scale")
+        self.project = project
+        self.fields["corpus"].queryset = Corpus.objects.alive().in_project(project)
+        self.fields["scale_version"].queryset = visible_versions(
+            project, ScaleVersion.objects.filter(status="published")).select_related("scale")
         self._campaign_model = Campaign
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
-        if self._campaign_model.objects.filter(name=name).exists():
+        if self._campaign_model.objects.filter(name=name, project=self.project).exists():
             raise forms.ValidationError("A campaign with this name exists already.")
         return name
 
@@ -163,12 +166,12 @@ class AddRatersForm(forms.Form):
     capacity = forms.IntegerField(required=False, min_value=1, help_text="Most dialogues each (empty = no limit).")
     available_until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args, **kwargs):
-        from django.contrib.auth import get_user_model
+    def __init__(self, *args, project, **kwargs):
+        from annotation.roles import PHYSICIAN, users_with_role
 
         super().__init__(*args, **kwargs)
-        self.fields["users"].queryset = get_user_model().objects.filter(
-            groups__name="physician", is_active=True).order_by("username")
+        # The project's physicians (members with the physician role), never other projects' people.
+        self.fields["users"].queryset = users_with_role(PHYSICIAN, project)
 
 
 class UploadDialoguesForm(forms.Form):

@@ -308,7 +308,7 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
 
 
 def _find_campaign(name: str, corpus: Corpus, scale_version: ScaleVersion | None) -> Campaign | None:
-    campaign = Campaign.objects.filter(name=name).select_related("scale_version").first()
+    campaign = Campaign.objects.filter(name=name, project=corpus.project_id).select_related("scale_version").first()
     if campaign is None:
         return None
     if campaign.is_deleted:

@@ -91,16 +91,18 @@ def instrument_json(version) -> dict[str, Any]:
 
 
 @transaction.atomic
-def new_version(version, user, note: str):
-    """Copy ``version`` into a new draft (the next number) that can be edited."""
+def new_version(version, user, note: str, *, project=None):
+    """Copy ``version`` into a new draft (the next number) that can be edited, in ``project`` (default: the
+    working project)."""
     from annotation.models import AuditEvent, Dimension, Item, ScaleVersion
 
     if not note.strip():
         raise ValueError("Say why the new version is needed.")
     scale = version.scale
     number = (scale.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    owner = {"project_id": getattr(project, "pk", project)} if project is not None else {}
     draft = ScaleVersion.objects.create(scale=scale, number=number, note=note.strip(), based_on=version,
-                                        created_by=user, judge_keys=dict(version.judge_keys or {}))
+                                        created_by=user, **owner, judge_keys=dict(version.judge_keys or {}))
     dim_map = {}
     for dim in version.dimensions.all():
         dim_map[dim.pk] = Dimension.objects.create(

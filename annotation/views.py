@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from annotation import demo, instruments, scales, tokens
+from annotation import demo, instruments, projects, scales, tokens
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
@@ -33,30 +33,39 @@ def scale_language(request) -> str:
 @login_required
 def home(request):
     held = effective_roles(request.user)
-    context: dict = {"held": held, "no_role": not held, "start_here": demo.start_here(request.user, held)}
-    if has_role(request.user, COORDINATOR, ANALYST, PHYSICIAN):
+    project = getattr(request, "project", None)
+    # A physician's queue spans every project where they rate, whichever project the page is in.
+    rates_somewhere = PHYSICIAN in held or projects.projects_of(request.user, PHYSICIAN).exists()
+    context: dict = {"held": held, "no_role": not held and not rates_somewhere, "rates_somewhere": rates_somewhere,
+                     "start_here": demo.start_here(request.user, held, project)}
+    if project is not None and has_role(request.user, COORDINATOR, ANALYST, PHYSICIAN):
         context["scales"] = [
-            (scale, scale.current_version()) for scale in Scale.objects.order_by("name_en")
+            (scale, scale.current_version()) for scale in projects.visible_scales(project).order_by("name_en")
         ]
-    if has_role(request.user, *STAFF_ROLES):
-        context["corpora"] = corpora_with_counts()
-    if PHYSICIAN in held:
+    if project is not None and has_role(request.user, *STAFF_ROLES):
+        context["corpora"] = corpora_with_counts(project)
+    if rates_somewhere:
         context["my_campaigns"] = physician_queue(request.user)
-    if has_role(request.user, COORDINATOR, ANALYST):
-        context["campaigns"] = Campaign.objects.alive().select_related("corpus")[:20]
+    if project is not None and has_role(request.user, COORDINATOR, ANALYST):
+        context["campaigns"] = Campaign.objects.alive().in_project(project).select_related("corpus")[:20]
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [
-            (role, User.objects.filter(groups__name=role, is_active=True).count()) for role in ROLES
+            (role, User.objects.filter(groups__name=role, is_active=True).count() if role == ADMIN
+             else User.objects.filter(memberships__role=role, memberships__project=project, is_active=True)
+             .distinct().count()) for role in ROLES
         ]
     return render(request, "annotation/home.html", context)
 
 
 def physician_queue(user) -> list[dict]:
-    """The physician's campaigns with their own progress (never other raters' work)."""
-    rows = (Assignment.objects.filter(rater=user, campaign__deleted_at__isnull=True)
+    """The physician's campaigns with their own progress (never other raters' work), in every project where
+    they are a physician."""
+    rows = (Assignment.objects.filter(rater=user, campaign__deleted_at__isnull=True,
+                                      campaign__project__in=projects.projects_of(user, PHYSICIAN).values("pk"))
             .exclude(status=Assignment.Status.WITHDRAWN)
-            .values("campaign_id", "campaign__name", "campaign__deadline", "campaign__status")
+            .values("campaign_id", "campaign__name", "campaign__deadline", "campaign__status",
+                    "campaign__project__name")
             .annotate(total=Count("id"),
                       done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])),
                       returned=Count("id", filter=Q(status=Assignment.Status.RETURNED)))
@@ -65,8 +74,8 @@ def physician_queue(user) -> list[dict]:
              "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0} for row in rows]
 
 
-def corpora_with_counts():
-    return Corpus.objects.alive().annotate(
+def corpora_with_counts(project):
+    return Corpus.objects.alive().in_project(project).annotate(
         n_dialogues=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)),
         n_flagged=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True,
                                               dialogues__privacy_status=PrivacyStatus.FLAGGED)),
@@ -75,7 +84,10 @@ def corpora_with_counts():
 
 @login_required
 def scale_list(request):
-    rows = [(scale, scale.versions.order_by("-number")) for scale in Scale.objects.order_by("name_en")]
+    """The project's scales and the library (other projects' published versions, read-only)."""
+    project = projects.current(request)
+    rows = [(scale, projects.visible_versions(project, scale.versions.all()).order_by("-number"))
+            for scale in projects.visible_scales(project).order_by("name_en")]
     can_build = has_role(request.user, COORDINATOR)
     ready = [r for r in instruments.shipped_available() if not r["installed"]] if can_build else []
     return render(request, "annotation/scale_list.html", {"rows": rows, "can_build": can_build, "ready": ready})
@@ -83,10 +95,14 @@ def scale_list(request):
 
 @login_required
 def scale_detail(request, slug: str, number: int | None = None):
-    scale = get_object_or_404(Scale, slug=slug)
-    version = (
-        get_object_or_404(ScaleVersion, scale=scale, number=number) if number else scale.current_version()
-    )
+    project = projects.current(request)
+    scale = get_object_or_404(projects.visible_scales(project), slug=slug)
+    versions = projects.visible_versions(project, scale.versions.all())
+    if number:
+        version = get_object_or_404(versions, number=number)
+    else:
+        version = (versions.filter(status=ScaleVersion.Status.PUBLISHED).order_by("-number").first()
+                   or versions.order_by("-number").first())
     return render(request, "annotation/scale_detail.html", _scale_context(request, scale, version))
 
 
@@ -102,11 +118,13 @@ def _scale_context(request, scale: Scale, version: ScaleVersion | None, **forms)
         for item in dim_items:
             item.level_list = [lv for lv in items if lv.parent_id == item.pk]
         dimensions.append((dim, dim_items))
-    can_version = has_role(request.user, COORDINATOR)
+    project = projects.current(request)
+    can_version = has_role(request.user, COORDINATOR) and scale.editable_in(project)
     can_edit = can_version and not version.is_locked
     context = {
         "scale": scale, "version": version, "lang": lang, "dimensions": dimensions,
-        "versions": scale.versions.order_by("-number"),
+        "versions": projects.visible_versions(project, scale.versions.all()).order_by("-number"),
+        "library": not scale.editable_in(project),
         "n_secondary": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.LEVEL,
                                                                    Item.ResponseType.SCALE)),
         "n_rating": sum(1 for i in items if i.response_type in Item.SCORED_TYPES),
@@ -152,14 +170,21 @@ ITEM_ERROR_FIELDS = {"code": "code", "dimension": "dimension", "text": "text_en"
                      "levels": "levels"}
 
 
-def _draft(slug: str, number: int) -> ScaleVersion:
-    return get_object_or_404(ScaleVersion.objects.select_related("scale"), scale__slug=slug, number=number)
+def _draft(request, slug: str, number: int) -> ScaleVersion:
+    """A version of a scale the request's project owns (edits); others' versions are 404 here."""
+    return _own_version(request, slug, number)
+
+
+def _own_version(request, slug: str, number: int) -> ScaleVersion:
+    project = projects.current(request)
+    return get_object_or_404(ScaleVersion.objects.select_related("scale"), scale__slug=slug, number=number,
+                             scale__project=project)
 
 
 @require_POST
 @role_required(COORDINATOR)
 def scale_add_dimension(request, slug: str, number: int):
-    version = _draft(slug, number)
+    version = _draft(request, slug, number)
     form = DimensionForm(request.POST)
     if form.is_valid():
         try:
@@ -179,7 +204,7 @@ def scale_add_dimension(request, slug: str, number: int):
 @require_POST
 @role_required(COORDINATOR)
 def scale_add_item(request, slug: str, number: int):
-    version = _draft(slug, number)
+    version = _draft(request, slug, number)
     form = ItemForm(request.POST, dimensions=version.dimensions.order_by("order"))
     if form.is_valid():
         try:
@@ -199,7 +224,8 @@ def scale_add_item(request, slug: str, number: int):
 @require_POST
 @role_required(COORDINATOR)
 def item_remove(request, pk: int):
-    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk, parent__isnull=True)
+    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk, parent__isnull=True,
+                             version__scale__project=projects.current(request))
     version = item.version
     try:
         instruments.remove_item(item, request.user)
@@ -227,7 +253,7 @@ def scale_install(request, slug: str):
 @require_POST
 @role_required(COORDINATOR)
 def scale_new_version(request, slug: str, number: int):
-    version = get_object_or_404(ScaleVersion, scale__slug=slug, number=number)
+    version = _own_version(request, slug, number)
     form = NewVersionForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Say why a new version is needed.")
@@ -241,7 +267,7 @@ def scale_new_version(request, slug: str, number: int):
 @require_POST
 @role_required(COORDINATOR)
 def scale_publish(request, slug: str, number: int):
-    version = get_object_or_404(ScaleVersion, scale__slug=slug, number=number)
+    version = _own_version(request, slug, number)
     try:
         scales.publish(version, request.user)
     except ValueError as exc:
@@ -257,7 +283,8 @@ ITEM_FIELDS = ("text_en", "text_zh", "guidance_en", "guidance_zh")
 @role_required(COORDINATOR)
 def item_edit(request, pk: int):
     """htmx partial: show or save one item's texts in a draft version."""
-    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk)
+    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk,
+                             version__scale__project=projects.current(request))
     lang = scale_language(request)
     if item.version.is_locked:
         return HttpResponseBadRequest(f"Version {item.version.number} is locked; create a new version to edit it.")
@@ -291,12 +318,12 @@ def _with_levels(item: Item) -> Item:
 
 @role_required(*STAFF_ROLES)
 def corpus_list(request):
-    return render(request, "annotation/corpus_list.html", {"corpora": corpora_with_counts()})
+    return render(request, "annotation/corpus_list.html", {"corpora": corpora_with_counts(projects.current(request))})
 
 
 @role_required(*STAFF_ROLES)
 def corpus_detail(request, pk: int):
-    corpus = get_object_or_404(Corpus.objects.alive(), pk=pk)
+    corpus = get_object_or_404(Corpus.objects.alive().in_project(projects.current(request)), pk=pk)
     dialogues = corpus.dialogues.alive().order_by("external_id")
     summary = dialogues.values("language", "split", "source_model").annotate(n=Count("id")).order_by(
         "language", "split", "source_model"
@@ -312,7 +339,8 @@ def dialogue_detail(request, pk: int):
     from annotation.dialogues import view_model
     from annotation.models import Redaction
 
-    dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk)
+    dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk,
+                                 corpus__project=projects.current(request))
     redactions = list(dialogue.redactions.select_related("created_by", "revoked_by").order_by("created_at"))
     # Redactions made while rating name a physician: analysts see the rater's pseudonym.
     by_raters = rater_names([r.created_by for r in redactions if r.source == Redaction.Source.ANNOTATOR],
@@ -329,7 +357,8 @@ def redaction_revoke(request, pk: int):
     from annotation.dialogues import revoke_redaction
     from annotation.models import Redaction
 
-    redaction = get_object_or_404(Redaction.objects.select_related("dialogue"), pk=pk, revoked_at__isnull=True)
+    redaction = get_object_or_404(Redaction.objects.select_related("dialogue"), pk=pk, revoked_at__isnull=True,
+                                  dialogue__corpus__project=projects.current(request))
     try:
         revoke_redaction(redaction, request.user, request.POST.get("reason", ""))
     except ValueError as exc:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import campaigns as campaign_service
 from annotation import dialogues as dialogue_views
-from annotation import labels, sampling, scores
+from annotation import labels, projects, sampling, scores
 from annotation.forms import AddRatersForm, CampaignForm, SampleForm, UploadDialoguesForm
 from annotation.importers import ImportRejected, import_dialogues, size_error
 from annotation.models import (
@@ -30,6 +30,12 @@ from annotation.params import whole_number
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
 
 
+def _campaign(request, pk: int, *related: str) -> Campaign:
+    """A live campaign of the request's project; another project's is a 404 like a missing one."""
+    qs = Campaign.objects.alive().in_project(projects.current(request))
+    return get_object_or_404(qs.select_related(*related) if related else qs, pk=pk)
+
+
 @role_required(COORDINATOR)
 def corpus_upload(request):
     errors: list = []
@@ -43,7 +49,8 @@ def corpus_upload(request):
         else:
             try:
                 with transaction.atomic():
-                    corpus, created = Corpus.objects.get_or_create(name=name, defaults={"created_by": request.user})
+                    corpus, created = Corpus.objects.get_or_create(name=name, project=projects.current(request),
+                                                                   defaults={"created_by": request.user})
                     counts = import_dialogues(corpus, upload.read().splitlines(),
                                               update=form.cleaned_data["update"], user=request.user,
                                               source=upload.name)
@@ -60,7 +67,7 @@ def corpus_upload(request):
 
 @role_required(COORDINATOR)
 def privacy_review(request, pk: int):
-    corpus = get_object_or_404(Corpus.objects.alive(), pk=pk)
+    corpus = get_object_or_404(Corpus.objects.alive().in_project(projects.current(request)), pk=pk)
     if request.method == "POST":
         dialogue = get_object_or_404(Dialogue, pk=whole_number(request.POST, "dialogue"), corpus=corpus)
         try:
@@ -87,13 +94,15 @@ def privacy_review(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_list(request):
-    campaigns = Campaign.objects.alive().select_related("corpus", "scale_version__scale")
+    campaigns = Campaign.objects.alive().in_project(projects.current(request)).select_related(
+        "corpus", "scale_version__scale")
     return render(request, "annotation/campaign_list.html", {"campaigns": campaigns})
 
 
 @role_required(COORDINATOR)
 def campaign_new(request):
-    form = CampaignForm(request.POST or None, initial={"corpus": request.GET.get("corpus")})
+    form = CampaignForm(request.POST or None, initial={"corpus": request.GET.get("corpus")},
+                        project=projects.current(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -121,7 +130,7 @@ def campaign_new(request):
 @role_required(COORDINATOR)
 def campaign_sample(request, pk: int):
     """Draw the campaign's random sample (before assigning)."""
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = _campaign(request, pk)
     form = SampleForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Sample not drawn: " + " ".join(
@@ -141,7 +150,7 @@ def campaign_sample(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_detail(request, pk: int):
-    campaign = get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version__scale"), pk=pk)
+    campaign = _campaign(request, pk, "corpus", "scale_version__scale")
     coordinating = has_role(request.user, COORDINATOR)
     raters = campaign_service.rater_progress(campaign)
     flagged = list(Assignment.objects.filter(campaign=campaign, flagged=True).select_related("dialogue", "rater"))
@@ -157,7 +166,8 @@ def campaign_detail(request, pk: int):
         assignment.blind_id = campaign_service.blind_id(campaign.pk, assignment.dialogue_id)  # as raters quote it
     context = {
         "campaign": campaign, "raters": raters, "names_shown": campaign_service.shows_names(request.user, campaign),
-        "dialogues": campaign_service.dialogue_progress(campaign), "add_form": AddRatersForm(),
+        "dialogues": campaign_service.dialogue_progress(campaign),
+        "add_form": AddRatersForm(project=campaign.project),
         "in_scope": campaign.dialogues().count(), "flagged": flagged, "skipped": skipped,
         "open_assignments": Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
         .select_related("dialogue", "rater").order_by("rater__username", "position") if coordinating else [],
@@ -184,8 +194,8 @@ def campaign_detail(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def campaign_add_raters(request, pk: int):
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
-    form = AddRatersForm(request.POST)
+    campaign = _campaign(request, pk)
+    form = AddRatersForm(request.POST, project=campaign.project)
     if not form.is_valid():
         messages.error(request, "Choose at least one physician. " + " ".join(
             e for errs in form.errors.values() for e in errs))
@@ -207,7 +217,7 @@ def campaign_add_raters(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def campaign_rater_toggle(request, pk: int, user_id: int):
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = _campaign(request, pk)
     rater = get_object_or_404(campaign.raters, user_id=user_id)
     rater.active = not rater.active
     rater.save(update_fields=["active"])
@@ -219,7 +229,7 @@ def campaign_rater_toggle(request, pk: int, user_id: int):
 @require_POST
 @role_required(COORDINATOR)
 def campaign_assign(request, pk: int):
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = _campaign(request, pk)
     try:
         result = campaign_service.assign(campaign, user=request.user)
     except campaign_service.CampaignError as exc:
@@ -237,7 +247,8 @@ def campaign_assign(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def assignment_reassign(request, pk: int):
-    assignment = get_object_or_404(Assignment, pk=pk)
+    assignment = get_object_or_404(Assignment, pk=pk, campaign__project=projects.current(request),
+                                   campaign__deleted_at__isnull=True)
     to_user = get_object_or_404(get_user_model(), pk=whole_number(request.POST, "to_user"))
     try:
         campaign_service.reassign(assignment, to_user, by=request.user, reason=request.POST.get("reason", ""))
@@ -251,7 +262,7 @@ def assignment_reassign(request, pk: int):
 @role_required(COORDINATOR, ADMIN)
 def campaign_dialogue(request, pk: int, dialogue_id: int):
     """Review one dialogue: every rater's answers side by side, gold labels, adjudication and returns."""
-    campaign = get_object_or_404(Campaign.objects.alive().select_related("scale_version"), pk=pk)
+    campaign = _campaign(request, pk, "scale_version")
     dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
     assignments = list(Assignment.objects.filter(campaign=campaign, dialogue=dialogue)
                        .exclude(status=Assignment.Status.WITHDRAWN).select_related("rater").order_by("rater__username"))
@@ -275,7 +286,7 @@ def campaign_dialogue(request, pk: int, dialogue_id: int):
 @require_POST
 @role_required(COORDINATOR)
 def campaign_dialogue_action(request, pk: int, dialogue_id: int):
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = _campaign(request, pk)
     dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
     action = request.POST.get("action")
     try:
@@ -308,7 +319,8 @@ def campaign_dialogue_action(request, pk: int, dialogue_id: int):
 @role_required(COORDINATOR, ADMIN)
 def label_history(request, pk: int):
     """Every change to the labels of one assignment, and the assignment's own events."""
-    assignment = get_object_or_404(Assignment.objects.select_related("campaign", "dialogue", "rater"), pk=pk)
+    assignment = get_object_or_404(Assignment.objects.select_related("campaign", "dialogue", "rater"), pk=pk,
+                                   campaign__project=projects.current(request))
     changes = (LabelChange.objects.filter(label__assignment=assignment)
                .select_related("label__item", "changed_by").order_by("changed_at", "id"))
     events = AuditEvent.objects.filter(target_type__model="assignment", target_id=str(assignment.pk)).select_related(
@@ -321,7 +333,7 @@ def label_history(request, pk: int):
 @role_required(COORDINATOR)
 def campaign_allow_names(request, pk: int):
     """Let analysts see raters' names in this campaign's reports and exports (or take that back)."""
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = _campaign(request, pk)
     campaign.allow_names = not campaign.allow_names
     campaign.save(update_fields=["allow_names"])
     AuditEvent.record(request.user, "campaign.allow_names" if campaign.allow_names else "campaign.pseudonyms_only",

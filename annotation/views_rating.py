@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
-from annotation import labels, scales, scores
-from annotation.campaigns import blind_id, next_assignment, queue_place
+from annotation import labels, projects, scales, scores
+from annotation.campaigns import blind_id, next_assignment, queue_place, rating_projects
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
 
@@ -22,14 +22,19 @@ MAX_ID = 2**63 - 1  # PostgreSQL bigint: larger ids and sequence numbers cannot 
 
 def _own_assignment(request, pk: int, *, with_dialogue: bool = True) -> Assignment:
     """The requesting rater's assignment; anybody else's is a 404 (its existence is not revealed).
-    Saves skip the dialogue (its turns are large and a click does not need them)."""
+    Saves skip the dialogue (its turns are large and a click does not need them).
+    A physician's queue spans every project where they are a physician: the request enters the assignment's
+    project (its roles, its rows); an assignment in a project where they no longer rate is a 404 as well."""
     related = ("campaign", "dialogue") if with_dialogue else ("campaign",)
     try:
-        assignment = Assignment.objects.select_related(*related).get(pk=pk, rater=request.user)
+        assignment = Assignment.objects.select_related(*related).get(
+            pk=pk, rater=request.user, campaign__project__in=rating_projects(request.user))
     except Assignment.DoesNotExist:
         raise Http404("No such assignment.") from None
     if assignment.campaign.is_deleted:
         raise Http404("No such assignment.")
+    if getattr(getattr(request, "project", None), "pk", None) != assignment.campaign.project_id:
+        projects.enter(request, request.user, assignment.campaign.project)
     return assignment
 
 

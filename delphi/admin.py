@@ -45,8 +45,9 @@ class RoundInline(admin.TabularInline):
 
 @admin.register(DelphiStudy)
 class DelphiStudyAdmin(NoDeleteAdmin):
-    list_display = ["title", "scale", "status", "planned_rounds", "consensus_locked_at", "created_at", "deleted_at"]
-    list_filter = ["status"]
+    list_display = ["title", "project", "scale", "status", "planned_rounds", "consensus_locked_at", "created_at",
+                    "deleted_at"]
+    list_filter = ["project", "status"]
     search_fields = ["title"]
     readonly_fields = ["consensus_fixed_at", "consensus_locked_at", "agreed_version", "created_at", *SOFT]
     inlines = [RoundInline]
@@ -55,14 +56,14 @@ class DelphiStudyAdmin(NoDeleteAdmin):
 @admin.register(Round)
 class RoundAdmin(NoDeleteAdmin):
     list_display = ["study", "number", "kind", "status", "version", "opened_at", "closed_at"]
-    list_filter = ["kind", "status"]
+    list_filter = ["study__project", "kind", "status"]
     readonly_fields = ["opened_at", "closed_at", "closed_by", "next_version"]
 
 
 @admin.register(Panelist)
 class PanelistAdmin(NoDeleteAdmin):
     list_display = ["pseudonym", "study", "name", "email", "user", "professional_title", "deleted_at"]
-    list_filter = ["study"]
+    list_filter = ["study__project", "study"]
     search_fields = ["pseudonym", "name", "email"]
     readonly_fields = ["token_version", *SOFT]
 
@@ -92,4 +93,4 @@ class ProposalAdmin(ReadOnlyAdmin):
 @admin.register(ItemDecision)
 class ItemDecisionAdmin(ReadOnlyAdmin):
     list_display = ["round", "item", "action", "new_code", "decided_by", "decided_at", "deleted_at"]
-    list_filter = ["action", "round__study"]
+    list_filter = ["round__study__project", "action", "round__study"]

@@ -28,7 +28,8 @@ class DelphiConfig(AppConfig):
         from delphi.demo import TITLE
         from delphi.models import Round
 
-        rnd = (Round.objects.filter(study__title=TITLE, status=Round.Status.CLOSED, study__deleted_at__isnull=True)
+        rnd = (Round.objects.filter(study__title=TITLE, status=Round.Status.CLOSED, study__deleted_at__isnull=True,
+                                    study__project__is_demo=True)
                .order_by("-number").first())
         if rnd is None:
             return []

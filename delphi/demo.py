@@ -18,7 +18,16 @@ N_EXPERTS = 12
 
 @transaction.atomic
 def load_delphi_demo() -> DelphiStudy | None:
-    existing = DelphiStudy.objects.filter(title=TITLE).first()
+    """The demo study, in the demo project ("Demo (synthetic)")."""
+    from annotation.projects import demo_project, working_in
+
+    project = demo_project()
+    with working_in(project):
+        return _load(project)
+
+
+def _load(project) -> DelphiStudy | None:
+    existing = DelphiStudy.objects.filter(title=TITLE, project=project).first()
     if existing is not None:
         _finish_round_2(existing)  # databases loaded before round 2 was part of the demo
         return existing
@@ -27,7 +36,7 @@ def load_delphi_demo() -> DelphiStudy | None:
         return None
     user = get_user_model().objects.filter(username="coordinator").first()
     study = services.create_study(
-        title=TITLE, user=user, version=version, site_url="http://127.0.0.1:8000",
+        title=TITLE, user=user, version=version, project=project, site_url="http://127.0.0.1:8000",
         invitation="Demo invitation: please rate how important each item is for evaluating an LLM's consultation.",
         instructions="Rate each item's importance from 1 (not important) to 5 (very important). Comment or propose "
                      "a rewording where the item is unclear.", reminder_days=0)

@@ -229,7 +229,8 @@ def reporting_sheets(study: DelphiStudy) -> list[tuple[str, list[str], list[dict
                             .exclude(comment="", proposed_wording="").count()})
     history = [{"When": _when(e.at), "Who": str(e.actor or ""), "Action": e.action, "Target": e.target_repr,
                 "Why": e.reason}
-               for e in AuditEvent.objects.filter(action__startswith="delphi.", target_repr__contains=study.title)
+               for e in AuditEvent.objects.filter(action__startswith="delphi.", target_repr__contains=study.title,
+                                                  project=study.project_id)
                .select_related("actor").order_by("at", "id")
                if e.target_repr in (study.title,) or e.target_repr.startswith(f"{study.title} · ")
                or e.target_repr.endswith(f"({study.title})")]

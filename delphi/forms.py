@@ -52,6 +52,13 @@ class NewStudyForm(SettingsForm):
     class Meta(SettingsForm.Meta):
         fields = ["title", *SettingsForm.Meta.fields]
 
+    def __init__(self, *args, project, **kwargs):
+        from annotation.projects import visible_versions
+
+        super().__init__(*args, **kwargs)
+        # The project's own versions and the published library, never another project's drafts.
+        self.fields["version"].queryset = visible_versions(project, self.fields["version"].queryset)
+
     field_order = ["title", "source", "version", "scale_name", "item_lines"]
 
     def clean(self):

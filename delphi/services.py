@@ -120,27 +120,34 @@ def _unique_slug(title: str) -> str:
 
 @transaction.atomic
 def create_study(*, title: str, user, version: ScaleVersion | None = None, scale_name: str = "",
-                 item_lines: str = "", **fields) -> DelphiStudy:
-    """A study over an existing scale version, or over a new draft scale typed as item lines; round 1 is
-    created (not opened)."""
+                 item_lines: str = "", project=None, **fields) -> DelphiStudy:
+    """A study over an existing scale version (the project's own, or a published one of the library), or over a
+    new draft scale typed as item lines; round 1 is created (not opened). ``project``: default the working one."""
+    from annotation.models import default_project_id
+    from annotation.projects import visible_versions, working_in
+
+    project_id = getattr(project, "pk", project) if project is not None else default_project_id()
     title = title.strip()
     if not title:
         raise DelphiError("Give the study a title.")
-    if DelphiStudy.objects.filter(title=title).exists():
+    if version is not None and not visible_versions(project_id).filter(pk=version.pk).exists():
+        raise DelphiError(f"{version} is a draft of another project; choose a published version or your own.")
+    if DelphiStudy.objects.filter(title=title, project=project_id).exists():
         raise DelphiError(f"A study called {title!r} exists already.")
     if version is None:
         from annotation import models as annotation_models
 
         data = parse_item_lines(item_lines)
         name = scale_name.strip() or f"{title} scale"
-        scale = scales.load_instrument({"slug": _unique_slug(name), "name_en": name,
-                                        "version_note": f"Draft for Delphi study {title}", **data},
-                                       annotation_models, publish=False)
+        with working_in(project_id):  # the draft scale belongs to the study's project
+            scale = scales.load_instrument({"slug": _unique_slug(name), "name_en": name,
+                                            "version_note": f"Draft for Delphi study {title}", **data},
+                                           annotation_models, publish=False)
         version = scale.versions.get(number=1)
         ScaleVersion.objects.filter(pk=version.pk).update(created_by=user)
     if not version.secondary_items().exists():
         raise DelphiError(f"{version} has no items to rate.")
-    study = DelphiStudy(title=title, scale=version.scale, base_version=version, created_by=user,
+    study = DelphiStudy(title=title, scale=version.scale, base_version=version, created_by=user, project_id=project_id,
                         consensus_fixed_at=timezone.now())
     _apply_fields(study, fields)
     study.save()
@@ -757,8 +764,8 @@ def apply_decisions(rnd: Round, user) -> ScaleVersion:
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ItemDecision.Action.values}
     summary = ", ".join(f"{n} {ItemDecision.Action(a).label.lower()}" for a, n in counts.items()
                         if n and a != "reserve") or "no changes"
-    draft = scales.new_version(rnd.version, user, f"Delphi study {rnd.study.title}, after {rnd.label.lower()}: "
-                                                  f"{summary}.")
+    draft = scales.new_version(rnd.version, user, project=rnd.study.project_id,
+                               note=f"Delphi study {rnd.study.title}, after {rnd.label.lower()}: {summary}.")
     items = {i.code: i for i in draft.items.all()}
     dims = {d.code: d for d in draft.dimensions.all()}
     remove: list[str] = []

@@ -13,6 +13,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from annotation import projects
 from annotation.models import Item
 from annotation.params import whole_number
 from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
@@ -27,14 +28,15 @@ BASIS_LABELS = [("basis_practice", "Practical experience"), ("basis_theory", "Th
                 ("basis_literature", "Literature (domestic and foreign)"), ("basis_intuition", "Intuition")]
 
 
-def _study(pk: int) -> DelphiStudy:
-    return get_object_or_404(DelphiStudy.objects.alive().select_related("scale", "base_version", "agreed_version"),
-                             pk=pk)
+def _study(request, pk: int) -> DelphiStudy:
+    """A live study of the request's project; another project's is a 404 like a missing one."""
+    return get_object_or_404(DelphiStudy.objects.alive().in_project(projects.current(request))
+                             .select_related("scale", "base_version", "agreed_version"), pk=pk)
 
 
-def _round(pk: int) -> Round:
+def _round(request, pk: int) -> Round:
     return get_object_or_404(Round.objects.select_related("study", "version__scale").filter(
-        study__deleted_at__isnull=True), pk=pk)
+        study__deleted_at__isnull=True, study__project=projects.current(request)), pk=pk)
 
 
 def _fail(request, exc: DelphiError, to: str, *args):
@@ -51,20 +53,21 @@ def _htmx_error(exc: DelphiError) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------------------------
 @role_required(*READERS)
 def study_list(request):
-    studies = DelphiStudy.objects.alive().select_related("scale", "agreed_version").order_by("-created_at")
+    studies = (DelphiStudy.objects.alive().in_project(projects.current(request))
+               .select_related("scale", "agreed_version").order_by("-created_at"))
     rows = [(s, services.current_round(s), s.rounds.count()) for s in studies]
     return render(request, "delphi/study_list.html", {"rows": rows, "can_edit": has_role(request.user, COORDINATOR)})
 
 
 @role_required(COORDINATOR)
 def study_new(request):
-    form = NewStudyForm(request.POST or None)
+    form = NewStudyForm(request.POST or None, project=projects.current(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         fields = {k: data[k] for k in SettingsForm.Meta.fields}
         try:
             study = services.create_study(
-                title=data["title"], user=request.user,
+                title=data["title"], user=request.user, project=projects.current(request),
                 version=data["version"] if data["source"] == "version" else None,
                 scale_name=data["scale_name"], item_lines=data["item_lines"], **fields)
         except DelphiError as exc:
@@ -79,7 +82,7 @@ def study_new(request):
 
 @role_required(*READERS)
 def study_detail(request, pk: int):
-    study = _study(pk)
+    study = _study(request, pk)
     can_edit = has_role(request.user, COORDINATOR)
     rounds = list(study.rounds.select_related("version", "next_version").order_by("number"))
     summaries = [(r, services.round_summary(r)) for r in rounds]
@@ -96,7 +99,9 @@ def study_detail(request, pk: int):
         "study": study, "summaries": summaries, "current": current, "can_edit": can_edit, "panel": panel,
         "settings_form": SettingsForm(instance=study, locked=study.consensus_locked) if can_edit else None,
         "rule_text": exports.rule_text(study.consensus_rule()),
-        "users": User.objects.filter(is_active=True).order_by("username") if can_edit else [],
+        # People to invite with their account: the project's members (others join by e-mail address).
+        "users": User.objects.filter(is_active=True, memberships__project=study.project_id).distinct()
+        .order_by("username") if can_edit else [],
         "last_closed": services.last_closed_delphi_round(study),
         "has_validation": any(r.is_validation for r in rounds),
         "open_round": next((r for r in rounds if r.status == Round.Status.OPEN), None),
@@ -107,7 +112,7 @@ def study_detail(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def study_settings(request, pk: int):
-    study = _study(pk)
+    study = _study(request, pk)
     form = SettingsForm(request.POST, instance=DelphiStudy.objects.get(pk=study.pk), locked=study.consensus_locked)
     attempted_rule_change = study.consensus_locked and any(
         name in request.POST and not services._decimal_equal(request.POST.get(name) or None, getattr(study, name))
@@ -132,9 +137,10 @@ def study_settings(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def study_invite(request, pk: int):
-    study = _study(pk)
+    study = _study(request, pk)
     services.remember_site(study, request)
-    users = get_user_model().objects.filter(pk__in=[u for u in request.POST.getlist("users") if u.isdigit()])
+    users = get_user_model().objects.filter(pk__in=[u for u in request.POST.getlist("users") if u.isdigit()],
+                                            memberships__project=study.project_id).distinct()
     try:
         added = services.invite(study, request.user, text=request.POST.get("contacts", ""), users=users)
     except DelphiError as exc:
@@ -149,7 +155,8 @@ def study_invite(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def panelist_action(request, pk: int, action: str):
-    panelist = get_object_or_404(Panelist.objects.alive().select_related("study"), pk=pk)
+    panelist = get_object_or_404(Panelist.objects.alive().select_related("study"), pk=pk,
+                                 study__project=projects.current(request), study__deleted_at__isnull=True)
     services.remember_site(panelist.study, request)
     try:
         if action == "remove":
@@ -169,7 +176,7 @@ def panelist_action(request, pk: int, action: str):
 @require_POST
 @role_required(COORDINATOR)
 def study_action(request, pk: int, action: str):
-    study = _study(pk)
+    study = _study(request, pk)
     services.remember_site(study, request)
     try:
         if action == "validation":
@@ -196,7 +203,7 @@ def study_action(request, pk: int, action: str):
 @require_POST
 @role_required(COORDINATOR)
 def round_action(request, pk: int, action: str):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     services.remember_site(rnd.study, request)
     try:
         if action == "open":
@@ -256,7 +263,7 @@ def focus_group_context(rnd: Round) -> dict:
 
 @role_required(*READERS)
 def round_detail(request, pk: int):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     context = focus_group_context(rnd)
     context["can_edit"] = has_role(request.user, COORDINATOR)
     context["editable"] = context["editable"] and context["can_edit"]
@@ -266,7 +273,7 @@ def round_detail(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def round_decide(request, pk: int, item_id: int):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     item = get_object_or_404(Item, pk=item_id, version=rnd.version)
     merge_into = Item.objects.filter(pk=whole_number(request.POST, "merge_into") or 0, version=rnd.version).first()
     try:
@@ -282,7 +289,7 @@ def round_decide(request, pk: int, item_id: int):
 @require_POST
 @role_required(COORDINATOR)
 def round_add_item(request, pk: int):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     proposal = Proposal.objects.alive().filter(pk=whole_number(request.POST, "proposal") or 0,
                                                participation__round=rnd).first()
     try:
@@ -298,7 +305,7 @@ def round_add_item(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def round_withdraw_added(request, pk: int, decision_id: int):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     decision = get_object_or_404(ItemDecision.objects.alive(), pk=decision_id, round=rnd)
     try:
         services.withdraw_added_item(decision, request.user, request.POST.get("reason", "") or "withdrawn")
@@ -311,7 +318,7 @@ def round_withdraw_added(request, pk: int, decision_id: int):
 @require_POST
 @role_required(COORDINATOR)
 def round_adopt(request, pk: int, kind: str, obj_id: int):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     model = Response if kind == "response" else Proposal if kind == "proposal" else None
     if model is None:
         raise Http404("Unknown opinion kind.")
@@ -326,7 +333,7 @@ def round_adopt(request, pk: int, kind: str, obj_id: int):
 
 @role_required(*READERS)
 def round_validation(request, pk: int):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     report = services.validation_stats(rnd)
     return render(request, "delphi/validation.html", {
         "round": rnd, "study": rnd.study, "report": report, "summary": services.round_summary(rnd),
@@ -335,7 +342,7 @@ def round_validation(request, pk: int):
 
 @role_required(*READERS)
 def round_export(request, pk: int, fmt: str):
-    rnd = _round(pk)
+    rnd = _round(request, pk)
     rows = exports.round_table(rnd)
     name = f"delphi-{rnd.study.pk}-round-{rnd.number}-items"
     if fmt == "csv":
@@ -351,7 +358,7 @@ def round_export(request, pk: int, fmt: str):
 
 @role_required(*READERS)
 def study_export(request, pk: int, what: str, fmt: str):
-    study = _study(pk)
+    study = _study(request, pk)
     if what == "responses" and fmt in ("csv", "xlsx"):
         rows = list(exports.response_rows(study))
         body = (exports.to_csv(rows, exports.RESPONSE_COLUMNS) if fmt == "csv"

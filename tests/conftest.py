@@ -24,6 +24,17 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @pytest.fixture(autouse=True)
+def _no_working_project():
+    """A command's ``--project`` (annotation.projects.for_command) sets the working project for the rest of the
+    thread; each test starts without one, as a new process would."""
+    from annotation.models import WORKING_PROJECT
+
+    WORKING_PROJECT.set(None)
+    yield
+    WORKING_PROJECT.set(None)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_item_cache():
     """Per-process caches keyed by ids (scale versions, runs, dialogues): test databases reuse ids."""
     from annotation import labels, scales

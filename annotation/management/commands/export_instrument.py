@@ -6,8 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation import projects
 from annotation.instruments import export_instrument
-from annotation.models import Scale
 
 
 class Command(BaseCommand):
@@ -20,16 +20,21 @@ class Command(BaseCommand):
         return super().create_parser(prog_name, subcommand, **kwargs)
 
     def add_arguments(self, parser):
+        projects.add_argument(parser)
         parser.add_argument("slug", help="the scale's slug, e.g. llm-mini-cex")
         parser.add_argument("--version", dest="number", type=int, help="version number")
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, slug: str, number: int | None, output: str | None, **options):
-        scale = Scale.objects.filter(slug=slug).first()
+        project = projects.for_command(options.get("project"))
+        visible = projects.visible_scales(project)  # the project's scales and the published library
+        scale = visible.filter(slug=slug).first()
         if scale is None:
-            known = ", ".join(Scale.objects.order_by("slug").values_list("slug", flat=True))
+            known = ", ".join(visible.order_by("slug").values_list("slug", flat=True))
             raise CommandError(f'There is no scale "{slug}" (scales: {known}).')
-        version = scale.versions.filter(number=number).first() if number else scale.current_version()
+        versions = projects.visible_versions(project, scale.versions.all())
+        newest = versions.filter(status="published").order_by("-number").first() or versions.order_by("-number").first()
+        version = versions.filter(number=number).first() if number else newest
         if version is None:
             raise CommandError(f'Scale "{slug}" has no version {number}.' if number else f'"{slug}" has no version.')
         text = json.dumps(export_instrument(version), ensure_ascii=False, indent=2) + "\n"

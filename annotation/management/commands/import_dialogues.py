@@ -8,6 +8,7 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation import projects
 from annotation.importers import ImportRejected, LineError, import_dialogue_file, max_import_bytes
 from annotation.models import Corpus
 
@@ -24,6 +25,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
+        projects.add_argument(parser)
         parser.add_argument("path", help="JSON Lines file, one dialogue a line")
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--update", action="store_true",
@@ -32,6 +34,7 @@ class Command(BaseCommand):
                             help="create the corpus if it does not exist (default); --no-create-corpus refuses")
 
     def handle(self, *args, path: str, corpus: str, update: bool, create_corpus: bool, **options):
+        project = projects.for_command(options.get("project"))
         name = corpus.strip()
         if not name:
             raise CommandError("--corpus needs a name.")
@@ -40,14 +43,14 @@ class Command(BaseCommand):
             raise CommandError(f"--corpus: a name of at most {limit} characters, without NUL characters.")
         if not os.path.isfile(path):
             raise CommandError(f"{path}: no such file.")
-        existing = Corpus.objects.filter(name=name).first()
+        existing = Corpus.objects.filter(name=name, project=project).first()
         if existing is not None and existing.is_deleted:
             raise CommandError(f'Corpus "{name}" was deleted; import into another corpus.')
         if existing is None and not create_corpus:
             raise CommandError(f'Corpus "{name}" does not exist (leave out --no-create-corpus to create it).')
         try:
             with transaction.atomic():  # a refused import also leaves no new, empty corpus behind
-                target = existing or Corpus.objects.create(name=name, description=f"Imported from "
+                target = existing or Corpus.objects.create(name=name, project=project, description=f"Imported from "
                                                                                    f"{os.path.basename(path)}.")
                 counts = import_dialogue_file(target, path, update=update, max_bytes=max_import_bytes())
         except ImportRejected as rejected:

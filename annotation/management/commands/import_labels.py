@@ -6,6 +6,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation import projects
 from annotation.importers import ImportRejected
 from annotation.label_import import DEFAULT_SCALE, LabelImportError, import_labels, resolve_scale_version
 from annotation.models import Corpus
@@ -27,6 +28,7 @@ class Command(BaseCommand):
         return super().create_parser(prog_name, subcommand, **kwargs)
 
     def add_arguments(self, parser):
+        projects.add_argument(parser)
         parser.add_argument("path", help="CSV file in the long format, with a header line")
         parser.add_argument("--corpus", required=True, help="the corpus the dialogue ids belong to")
         parser.add_argument("--campaign", help='campaign name (default "Imported labels: <file name>"); an existing '
@@ -40,7 +42,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, path: str, corpus: str, campaign: str | None, scale: str, scale_version: int | None,
                random_sample: bool = False, **options):
-        target = Corpus.objects.filter(name=corpus.strip()).first()
+        project = projects.for_command(options.get("project"))
+        target = Corpus.objects.filter(name=corpus.strip(), project=project).first()
         if target is None or target.is_deleted:
             raise CommandError(f'There is no corpus "{corpus}"; import its dialogues first (import_dialogues).')
         if not os.path.isfile(path):

@@ -1,0 +1,136 @@
+"""Project pages: my projects (administrators: all, and a form to create one), a project's members (its
+coordinators and the administrators add and remove them), and the navigation's project switch.
+
+A project the user may not enter answers 404, as a missing one; its members who do not manage it read the member
+list and get 403 on the forms' actions (as role-restricted pages do)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from annotation import projects
+from annotation.models import Membership, Project
+from annotation.roles import PROJECT_ROLES, ROLE_LABELS, is_admin
+
+
+class NewProjectForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Project name")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class AddMemberForm(forms.Form):
+    username = forms.CharField(max_length=150, help_text="The person's account name (an administrator creates "
+                                                         "accounts).")
+    role = forms.ChoiceField(choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES])
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "member_%s")
+        super().__init__(*args, **kwargs)
+
+
+def _project(request, pk: int) -> Project:
+    """A project the user may enter (member, or administrator); any other is a 404."""
+    return get_object_or_404(projects.projects_of(request.user), pk=pk)
+
+
+def _manageable(request, pk: int) -> Project:
+    project = _project(request, pk)
+    if not projects.may_manage_members(request.user, project):
+        raise PermissionDenied("Only the project's coordinators and administrators add and remove its members.")
+    return project
+
+
+@login_required
+def project_list(request):
+    form = NewProjectForm(request.POST or None) if is_admin(request.user) else None
+    if request.method == "POST":
+        if form is None:
+            raise PermissionDenied("Only administrators create projects.")
+        if form.is_valid():
+            try:
+                project = projects.create_project(form.cleaned_data["name"], by=request.user,
+                                                  description=form.cleaned_data["description"].strip())
+            except projects.ProjectError as exc:
+                form.add_error("name", str(exc))
+            else:
+                messages.success(request, f"Project {project.name!r} created. Add its members next.")
+                return redirect("project-detail", pk=project.pk)
+    mine = list(projects.projects_of(request.user))
+    held = {}
+    for membership in Membership.objects.filter(user=request.user, project__in=[p.pk for p in mine]):
+        held.setdefault(membership.project_id, []).append(ROLE_LABELS[membership.role])
+    rows = [(p, held.get(p.pk, []), p.memberships.values("user").distinct().count()) for p in mine]
+    return render(request, "annotation/project_list.html", {"rows": rows, "form": form},
+                  status=400 if form is not None and form.errors else 200)
+
+
+@login_required
+def project_detail(request, pk: int):
+    project = _project(request, pk)
+    manage = projects.may_manage_members(request.user, project)
+    form = AddMemberForm(request.POST or None) if manage else None
+    if request.method == "POST":
+        if form is None:
+            raise PermissionDenied("Only the project's coordinators and administrators add members.")
+        if form.is_valid():
+            user = get_user_model().objects.filter(username=form.cleaned_data["username"].strip()).first()
+            if user is None:
+                form.add_error("username", f"No account named {form.cleaned_data['username'].strip()!r}.")
+            else:
+                try:
+                    added = projects.add_member(project, user, form.cleaned_data["role"], by=request.user)
+                except projects.ProjectError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    role = ROLE_LABELS[form.cleaned_data["role"]]
+                    messages.success(request, f"{user.username} is now {role.lower()} in {project.name}."
+                                     if added else f"{user.username} was {role.lower()} in {project.name} already.")
+                    return redirect("project-detail", pk=project.pk)
+    return render(request, "annotation/project_detail.html",
+                  {"the_project": project, "members": projects.members(project), "manage": manage, "form": form},
+                  status=400 if form is not None and form.errors else 200)
+
+
+@login_required
+def member_remove(request, pk: int, user_id: int):
+    """Confirm, then take a member's roles (or one role) in the project away; their work stays."""
+    project = _manageable(request, pk)
+    member = get_object_or_404(get_user_model(), pk=user_id, memberships__project=project)
+    roles = list(Membership.objects.filter(project=project, user=member).values_list("role", flat=True))
+    if request.method == "POST":
+        role = request.POST.get("role") or None
+        if role is not None and role not in roles:
+            raise Http404("No such role of this member.")
+        try:
+            removed = projects.remove_member(project, member, role, by=request.user)
+        except projects.ProjectError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"{member.username}: {removed} role(s) in {project.name} removed; their work "
+                                      "stays in the project.")
+        return redirect("project-detail", pk=project.pk)
+    return render(request, "annotation/project_member_remove.html",
+                  {"the_project": project, "member": member, "roles": [(r, ROLE_LABELS[r]) for r in roles]})
+
+
+@require_POST
+@login_required
+def project_switch(request):
+    """The navigation's switch: remember the chosen project in the session, then go home (or to a safe ``next``)."""
+    project = projects.find(request.user, request.POST.get("project", ""))
+    if project is None:
+        raise Http404("No such project that you are a member of.")
+    request.session[projects.SESSION_KEY] = project.pk
+    target = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        target = "home"
+    return redirect(target)

@@ -2,8 +2,6 @@ from django.contrib import admin
 
 from annotation.models import (
     Adjudication,
-    Membership,
-    Project,
     Assignment,
     AuditEvent,
     Campaign,
@@ -15,6 +13,8 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
+    Membership,
+    Project,
     RandomSample,
     RaterProfile,
     Redaction,

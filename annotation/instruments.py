@@ -31,7 +31,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation import scales, scores, storable
-from annotation.models import AuditEvent, Dimension, Item, Scale, ScaleVersion
+from annotation.models import AuditEvent, Dimension, Item, Scale, ScaleVersion, default_project_id
 
 SHIPPED_DIR = Path(__file__).parent / "instrument"
 #: Ready instruments (slug -> file in annotation/instrument/), installed by load_demo or from the Scales page.
@@ -416,8 +416,12 @@ def import_instrument(data: Any, *, draft: bool = False, user=None, source: str 
         if scale.target != spec["target"]:
             raise InstrumentError([f'$.target: scale "{scale.slug}" rates {scale.get_target_display().lower()}; '
                                    f'a new version cannot rate "{spec["target"]}" (use another slug)'])
-        if latest is not None and _same_content(latest, spec):
+        own = scale.editable_in(default_project_id())
+        if latest is not None and (own or latest.status != ScaleVersion.Status.DRAFT) and _same_content(latest, spec):
             return latest, False
+        if not own:
+            raise InstrumentError([f'$.slug: scale "{scale.slug}" belongs to another project (its published versions '
+                                   "are in the library, read-only); give your instrument another slug"])
     else:
         name = spec["name"]
         scale = Scale.objects.create(
@@ -427,6 +431,7 @@ def import_instrument(data: Any, *, draft: bool = False, user=None, source: str 
     number = (latest.number if latest else 0) + 1
     version = ScaleVersion.objects.create(
         scale=scale, number=number, based_on=latest, created_by=user, judge_keys=spec["judge_keys"],
+        project_id=scale.project_id,
         note=spec["version_note"] or (f"Imported from {source}." if source else "Imported instrument."))
     dimensions = {}
     for order, dim in enumerate(spec["dimensions"], start=1):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from django.db import transaction
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.http import Http404
+from drf_spectacular.authentication import SessionScheme
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound
 
@@ -124,9 +125,22 @@ class ProjectSessionAuthentication(SessionAuthentication):
         return _enter_api(request, super().authenticate(request))
 
 
+class ProjectSessionScheme(SessionScheme):
+    """The API schema describes the project-entering session authentication as the session cookie it is."""
+
+    target_class = "annotation.projects.ProjectSessionAuthentication"
+
+
 def current(request) -> Project:
     """The request's project; 404 when the user has none (no membership anywhere)."""
     project = getattr(request, "project", None)
+    user = getattr(request, "user", None)
+    if project is None and getattr(user, "is_authenticated", False):
+        # Authenticated after the middleware ran (e.g. DRF's force_authenticate in tests): resolve it now.
+        target = getattr(request, "_request", request)
+        project = resolve(target, user)
+        if project is not None:
+            enter(target, user, project)
     if project is None:
         raise Http404("You are not a member of any project.")
     return project
@@ -262,9 +276,10 @@ def visible_scales(project, queryset: QuerySet | None = None) -> QuerySet:
     """Scales a project sees: its own, and those with a published or retired version (the library, read-only)."""
     from annotation.models import Scale
 
+    from django.db.models import Q
+
     qs = Scale.objects.all() if queryset is None else queryset
-    return qs.filter(pk__in=visible_versions(project).values("scale")).distinct() | qs.filter(
-        project=getattr(project, "pk", project))
+    return qs.filter(Q(pk__in=visible_versions(project).values("scale")) | Q(project=getattr(project, "pk", project)))
 
 
 def demo_project() -> Project:

@@ -488,6 +488,10 @@ def test_demo_study_is_idempotent(instrument, make_user, client):
 
     coordinator = make_user("coordinator", "coordinator")
     call_command("load_delphi_demo")
+    from annotation.projects import add_member, demo_project
+
+    assert DelphiStudy.objects.get(title=TITLE).project == demo_project()  # the demo study's own project
+    add_member(demo_project(), coordinator, "coordinator")  # the demo loaders make the demo users its members
     call_command("load_delphi_demo")
     study = DelphiStudy.objects.get(title=TITLE)
     r1, r2, r3 = study.rounds.order_by("number")
@@ -499,5 +503,6 @@ def test_demo_study_is_idempotent(instrument, make_user, client):
     summary = services.round_summary(r2)
     assert summary["kendall_w"] is not None and 0 < summary["kendall_w"] < 1, summary
     client.force_login(coordinator)
+    client.post(reverse("project-switch"), {"project": demo_project().pk})
     assert client.get(reverse("delphi:round", args=[r1.pk])).status_code == 200
     assert client.get(reverse("delphi:study", args=[study.pk])).status_code == 200

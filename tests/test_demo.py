@@ -25,8 +25,15 @@ def test_demo_is_idempotent_and_complete():
     assert set(dialogues.values_list("language", flat=True)) == {"en", "zh"}
     assert all(d.meta.get("demo") for d in dialogues)
     assert max(len(d.turns) for d in dialogues) >= 40
+    from annotation.projects import demo_project, projects_of
+    from annotation.roles import roles_in
+
+    demo = demo_project()
+    assert corpus.project == demo and assigned.first().campaign.project == demo
     for role, username, _password, _name in DEMO_USERS:
-        assert role in roles_of(get_user_model().objects.get(username=username))
+        user = get_user_model().objects.get(username=username)
+        assert role in roles_in(user, demo)  # members of the demo project with their role (admin: instance-wide)
+        assert role in roles_of(user) or role == "admin" or list(projects_of(user)) == [demo]
     assert [login[0] for login in demo_logins()] == ["physician", "coordinator", "analyst", "admin"]
 
 
@@ -223,8 +230,13 @@ def test_start_here_shows_the_demo_results_until_there_is_real_data(client, inst
         for text in texts:
             assert text in html, (username, text)
     assert "Import your own dialogues" not in client.get(reverse("home")).content.decode()  # analyst
-    Corpus.objects.create(name="Ward 3 dialogues", is_demo=False)
+    from annotation.projects import create_project, demo_project
+
+    # Start here is per project: real data in another project leaves the demo project's list alone.
+    Corpus.objects.create(name="Ward 3 dialogues", is_demo=False, project=create_project("Ward 3"))
     client.force_login(User.objects.get(username="coordinator"))
+    assert 'data-testid="start-here"' in client.get(reverse("home")).content.decode()
+    Corpus.objects.create(name="Ward 3 dialogues", is_demo=False, project=demo_project())
     assert 'data-testid="start-here"' not in client.get(reverse("home")).content.decode()
     client.force_login(User.objects.get(username="physician"))  # no real assignment yet: still shown
     assert 'data-testid="start-here"' in client.get(reverse("home")).content.decode()

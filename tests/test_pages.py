@@ -5,6 +5,7 @@ import re
 import pytest
 from django.apps import apps
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import scales
@@ -87,7 +88,7 @@ def test_physician_cannot_edit_items(client, physician, coordinator):
 
 def test_corpus_and_dialogue_pages_mark_the_demo(client, coordinator):
     load_demo()
-    client.force_login(coordinator)
+    client.force_login(get_user_model().objects.get(username="coordinator"))  # the demo project's coordinator
     corpus = Corpus.objects.get(is_demo=True)
     html = client.get(reverse("corpus-detail", args=[corpus.pk])).content.decode()
     assert "Demo corpus" in html and "demo-en-01" in html and "demo-zh-01" in html

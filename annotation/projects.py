@@ -274,9 +274,9 @@ def visible_versions(project, queryset: QuerySet | None = None) -> QuerySet:
 
 def visible_scales(project, queryset: QuerySet | None = None) -> QuerySet:
     """Scales a project sees: its own, and those with a published or retired version (the library, read-only)."""
-    from annotation.models import Scale
-
     from django.db.models import Q
+
+    from annotation.models import Scale
 
     qs = Scale.objects.all() if queryset is None else queryset
     return qs.filter(Q(pk__in=visible_versions(project).values("scale")) | Q(project=getattr(project, "pk", project)))

@@ -398,3 +398,27 @@ def test_commands_take_a_project(tmp_path, two):
         call_command("import_instrument", str(file), "--project", alpha.project.name, stdout=io.StringIO(),
                      stderr=io.StringIO())
     assert beta.draft.scale.versions.count() == 1
+
+
+def test_demo_users_land_in_the_demo_project_and_the_admin_is_shown_the_way_there(client, instrument):
+    from django.contrib.auth import get_user_model
+
+    from annotation.demo import load_demo, load_finished_demo
+
+    load_demo()
+    load_finished_demo()
+    User = get_user_model()
+    demo = projects.demo_project()
+    for username in ("physician", "coordinator", "analyst"):
+        assert list(projects.projects_of(User.objects.get(username=username))) == [demo]
+    client.force_login(User.objects.get(username="coordinator"))
+    home = client.get(reverse("home"))
+    assert home.wsgi_request.project == demo and "Agreement report of the finished demo study" in home.content.decode()
+    admin = User.objects.get(username="admin")
+    client.force_login(admin)
+    home = client.get(reverse("home"))
+    assert home.wsgi_request.project.name == "Default"  # the administrator's first project
+    html = home.content.decode()
+    assert 'data-kind="switch"' in html and "Agreement report of the finished demo study" not in html
+    client.post(reverse("project-switch"), {"project": demo.pk})
+    assert "Agreement report of the finished demo study" in client.get(reverse("home")).content.decode()

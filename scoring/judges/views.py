@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import projects
-from annotation.models import Campaign, ScaleVersion
+from annotation.models import Campaign
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, role_required
 from scoring.jobs.models import Job

@@ -127,6 +127,13 @@ class ProjectSessionAuthentication(SessionAuthentication):
 def current(request) -> Project:
     """The request's project; 404 when the user has none (no membership anywhere)."""
     project = getattr(request, "project", None)
+    user = getattr(request, "user", None)
+    if project is None and getattr(user, "is_authenticated", False):
+        # Authenticated after the middleware ran (e.g. DRF's force_authenticate in tests): resolve it now.
+        target = getattr(request, "_request", request)
+        project = resolve(target, user)
+        if project is not None:
+            enter(target, user, project)
     if project is None:
         raise Http404("You are not a member of any project.")
     return project

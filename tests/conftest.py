@@ -24,6 +24,18 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @pytest.fixture(autouse=True)
+def _no_working_project_left_behind():
+    """A command's ``--project`` (annotation.projects.for_command) sets the working project for the rest of the
+    process: in a test process that would be the next test's default project (an id a rolled-back database no
+    longer has). Each test starts with none and leaves none."""
+    from annotation.models import WORKING_PROJECT
+
+    token = WORKING_PROJECT.set(None)
+    yield
+    WORKING_PROJECT.reset(token)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_item_cache():
     """Per-process caches keyed by ids (scale versions, runs, dialogues): test databases reuse ids."""
     from annotation import labels, scales

@@ -25,6 +25,16 @@ class LLMEndpointAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("projects")
 
+    def get_changeform_initial_data(self, request):
+        """A new endpoint on an instance with one project is offered to it (ticked; the administrator may untick)."""
+        from annotation.models import Project
+
+        initial = super().get_changeform_initial_data(request)
+        only = list(Project.objects.values_list("pk", flat=True)[:2])
+        if len(only) == 1 and "projects" not in initial:
+            initial["projects"] = only
+        return initial
+
     @admin.display(description="Projects")
     def granted_to(self, endpoint) -> str:
         return ", ".join(project.name for project in endpoint.projects.all()) or "none"

@@ -482,3 +482,35 @@ def test_commands_read_the_project_named_by_project(two, tmp_path):
     from scoring.management.commands.load_generation_demo import DEMO_NAME
 
     assert CaseSet.objects.get(name=DEMO_NAME).project_id == beta.project.pk
+
+
+def test_judge_names_are_unique_per_project(client, two):
+    alpha, beta = two
+    endpoint = LLMEndpoint.objects.create(name="Shared", base_url="http://127.0.0.1:9/v1")
+    endpoint.projects.add(alpha.project, beta.project)
+    data = {"endpoint": endpoint.pk, "model": "m", "mode": "per-item", "temperature": 0, "max_tokens": 64,
+            "max_attempts": 3, "price_input_per_1k": "0", "price_output_per_1k": "0"}
+    client.force_login(alpha.coordinator)
+    taken = client.post(reverse("judge-new"), {**data, "name": "Judge", "prompt_set": alpha.prompt_set.pk})
+    assert taken.status_code == 200 and "already exists" in taken.content.decode()
+    # "Judge" exists in both projects; a new name is saved in the request's project only
+    client.post(reverse("judge-new"), {**data, "name": "Fresh", "prompt_set": alpha.prompt_set.pk})
+    assert JudgeConfig.objects.get(name="Fresh").project_id == alpha.project.pk
+    client.force_login(beta.coordinator)
+    client.post(reverse("judge-new"), {**data, "name": "Fresh", "prompt_set": beta.prompt_set.pk})
+    assert set(JudgeConfig.objects.filter(name="Fresh").values_list("project", flat=True)) == {
+        alpha.project.pk, beta.project.pk}
+
+
+def test_the_admin_grants_endpoints_to_projects_and_shows_the_project(client, two, make_user):
+    alpha, beta = two
+    client.force_login(make_user("boss", "admin", is_superuser=True))
+    form = client.get("/admin/scoring/llmendpoint/add/").content.decode()
+    assert 'name="projects"' in form and "Alpha" in form and "Beta" in form
+    endpoint = LLMEndpoint.objects.create(name="Granted", base_url="http://127.0.0.1:9/v1")
+    endpoint.projects.add(beta.project)
+    listing = client.get("/admin/scoring/llmendpoint/").content.decode()
+    assert "Granted" in listing and "Beta" in listing
+    filtered = client.get(f"/admin/scoring/judgerun/?project__id__exact={alpha.project.pk}").content.decode()
+    assert f"/admin/scoring/judgerun/{alpha.run.pk}/change/" in filtered
+    assert f"/admin/scoring/judgerun/{beta.run.pk}/change/" not in filtered

@@ -484,15 +484,16 @@ def test_commands_read_the_project_named_by_project(two, tmp_path):
     assert CaseSet.objects.get(name=DEMO_NAME).project_id == beta.project.pk
 
 
-def test_judge_names_are_unique_per_project(client, two):
+def test_judge_names_are_unique_per_project(client, two, fake_llm):
     alpha, beta = two
-    endpoint = LLMEndpoint.objects.create(name="Shared", base_url="http://127.0.0.1:9/v1")
+    endpoint = LLMEndpoint.objects.create(name="Shared", base_url=fake_llm.base_url)
     endpoint.projects.add(alpha.project, beta.project)
     data = {"endpoint": endpoint.pk, "model": "m", "mode": "per-item", "temperature": 0, "max_tokens": 64,
             "max_attempts": 3, "price_input_per_1k": "0", "price_output_per_1k": "0"}
     client.force_login(alpha.coordinator)
     taken = client.post(reverse("judge-new"), {**data, "name": "Judge", "prompt_set": alpha.prompt_set.pk})
     assert taken.status_code == 200 and "already exists" in taken.content.decode()
+    assert JudgeConfig.objects.filter(name="Judge").count() == 2
     # "Judge" exists in both projects; a new name is saved in the request's project only
     client.post(reverse("judge-new"), {**data, "name": "Fresh", "prompt_set": alpha.prompt_set.pk})
     assert JudgeConfig.objects.get(name="Fresh").project_id == alpha.project.pk

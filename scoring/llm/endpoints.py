@@ -43,13 +43,13 @@ def endpoint_help(project=None) -> str | None:
 
 
 class EndpointChoiceField(forms.ModelChoiceField):
-    """An active endpoint (the form narrows it to those granted to the project: :func:`limit_to`); coordinators
+    """An active endpoint granted to the project (the form sets the choices with :func:`limit_to`); coordinators
     never type a URL or a key variable. One that cannot send anything now (no URL, an unknown host, nothing
     listening on a local server) says why beside its name and is refused."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("help_text", "Defined by an administrator (URL, key variable and limits).")
-        super().__init__(queryset=active_endpoints(), **kwargs)
+        super().__init__(queryset=LLMEndpoint.objects.none(), **kwargs)  # fails closed until limit_to
 
     def label_from_instance(self, obj: LLMEndpoint) -> str:
         label = f"{obj.name} — {obj.note}" if obj.note else obj.name

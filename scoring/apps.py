@@ -18,17 +18,24 @@ class ScoringConfig(AppConfig):
     demo_commands = ["load_preference_demo", "load_generation_demo", "load_study_demo"]
 
     def start_here(self, user, held: set[str]) -> list[dict[str, str]]:
-        """Home-page links to the finished demo study's judge and preference results (see annotation.demo)."""
+        """Home-page links to the finished demo study's judge and preference results (see annotation.demo), shown
+        in the demo project only (elsewhere they would answer 404)."""
         if not held & {"coordinator", "analyst"}:
             return []
         from django.urls import reverse
 
+        from annotation.models import Project
+        from annotation.projects import DEMO_PROJECT
+        from annotation.roles import working_project_id
         from scoring.judges.demo import demo_runs
         from scoring.preference.demo import FINISHED_STUDY
         from scoring.preference.models import PreferenceStudy
 
         links = []
-        campaign, runs = demo_runs()
+        project = Project.objects.filter(name=DEMO_PROJECT).first()
+        if project is None or working_project_id(user) != project.pk:
+            return []
+        campaign, runs = demo_runs(project)
         if campaign is not None and runs:
             query = f"?campaign={campaign.pk}"
             links.append({"kind": "demo", "url": reverse("judge-run-report", args=[runs[0].pk]) + query,
@@ -38,7 +45,8 @@ class ScoringConfig(AppConfig):
                 links.append({"kind": "demo", "url": reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
                               + query, "text": "Per-item vs per-dialogue judging", "note": "the two modes side "
                                                                                           "by side"})
-        study = PreferenceStudy.objects.alive().filter(name=FINISHED_STUDY, status="unblinded").first()
+        study = (PreferenceStudy.objects.alive().in_project(project).filter(name=FINISHED_STUDY, status="unblinded")
+                 .first())
         if study is not None:
             links.append({"kind": "demo", "url": reverse("preference-results", args=[study.pk]),
                           "text": "Preference study result", "note": "win/tie/loss, Bradley-Terry ranking"})

@@ -21,7 +21,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
 
 @pytest.mark.integration
 def test_task_result_reaches_the_database_through_a_real_worker(celery_worker, coordinator):
-    job = jobs.submit(Job.Kind.WORKER_CHECK, user=coordinator)
+    job = jobs.submit(Job.Kind.WORKER_CHECK, user=coordinator, project=None)  # instance-wide
     done = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=["succeeded", "failed"]).first())
     assert done.status == "succeeded", done.error
     assert done.result["items"] == 27 and done.result["scale_versions"] == 1

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from annotation.models import GoldLabel
+from annotation.models import GoldLabel, default_project_id
 from scoring.llm.models import LLMEndpoint
 from tests.conftest import ARTIFACTS, wait_js, wait_until
 from tests.factories import campaign_with
@@ -22,7 +22,8 @@ def test_pages_work_under_the_content_security_policy(page, make_user, fake_llm)
     campaign = campaign_with(raters, n=6, overlap=3, name="Plots")
     rate_everything(campaign, random.Random(2))
     # a server that answers: one that does not is offered with its reason beside its name
-    LLMEndpoint.objects.create(name="Local vLLM", base_url=fake_llm.base_url, api_key_env="LLM_KEY_VLLM")
+    LLMEndpoint.objects.create(name="Local vLLM", base_url=fake_llm.base_url, api_key_env="LLM_KEY_VLLM").projects.add(
+        default_project_id())  # granted to the project
     login(page, "boss", "a-long-password-1")
 
     page.goto(f"/campaigns/{campaign.pk}/report/")

@@ -15,7 +15,8 @@ from scoring.generation.models import (
 
 @admin.register(CaseSet)
 class CaseSetAdmin(admin.ModelAdmin):
-    list_display = ["name", "source", "created_by", "created_at", "deleted_at"]
+    list_display = ["name", "project", "source", "created_by", "created_at", "deleted_at"]
+    list_filter = ["project"]
     search_fields = ["name"]
 
 
@@ -28,8 +29,9 @@ class PatientCaseAdmin(admin.ModelAdmin):
 
 @admin.register(GenerationJob)
 class GenerationJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "case_set", "corpus", "patient_model", "status", "created_at", "finished_at"]
-    list_filter = ["status"]
+    list_display = ["id", "name", "project", "case_set", "corpus", "patient_model", "status", "created_at",
+                    "finished_at"]
+    list_filter = ["project", "status"]
     readonly_fields = ["snapshot", "error"]
 
 

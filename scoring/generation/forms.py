@@ -7,7 +7,7 @@ from django import forms
 from scoring.generation import prompts as gp
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet
-from scoring.llm.endpoints import EndpointChoiceField
+from scoring.llm.endpoints import EndpointChoiceField, limit_to
 from scoring.llm.forms import SpendCapsForm
 from scoring.llm.models import LLMEndpoint
 
@@ -90,9 +90,10 @@ class GenerationJobForm(forms.Form):
                                          help_text="Slot: {information} (examination findings and test results).")
     moderator_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), initial=gp.MODERATOR_PROMPT)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["case_set"].queryset = CaseSet.objects.alive()
+        self.fields["case_set"].queryset = CaseSet.objects.alive().in_project(project)
+        limit_to(self, project)
 
     def clean_doctor_models(self):
         models = [m.strip() for m in self.cleaned_data["doctor_models"].split(",") if m.strip()]

@@ -130,11 +130,12 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
     if total > MAX_DIALOGUES:
         raise GenerationError(f"That is {total} dialogues; the limit per job is {MAX_DIALOGUES}.")
     corpus_name = (corpus_name or "").strip() or f"Generated from {case_set.name}"
-    corpus = Corpus.objects.filter(name=corpus_name).first()
+    project = case_set.project_id  # the job, its corpus and its dialogues belong to the case set's project
+    corpus = Corpus.objects.in_project(project).filter(name=corpus_name).first()
     if corpus is not None and corpus.is_deleted:
         raise GenerationError(f"Corpus {corpus_name!r} was deleted; choose another name.")
     if corpus is None:
-        corpus = Corpus.objects.create(name=corpus_name[:200], created_by=user,
+        corpus = Corpus.objects.create(project_id=project, name=corpus_name[:200], created_by=user,
                                        description=f"Dialogues generated from case set {case_set.name}.")
         AuditEvent.record(user, "corpus.create", corpus, source="generation")
     snapshot = {
@@ -154,7 +155,8 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
         "currency": (currency or "USD").strip()[:8], "split": split, "prompts": texts,
     }
     job = GenerationJob.objects.create(
-        name=(name or f"{', '.join(doctor_models)} vs {patient_model}")[:200], case_set=case_set, corpus=corpus,
+        project_id=project, name=(name or f"{', '.join(doctor_models)} vs {patient_model}")[:200], case_set=case_set,
+        corpus=corpus,
         doctor_base_url=doctor_base_url, doctor_api_key_env=snapshot["doctor_api_key_env"],
         doctor_models=doctor_models, patient_base_url=patient_base_url,
         patient_api_key_env=snapshot["patient_api_key_env"], patient_model=snapshot["patient_model"],

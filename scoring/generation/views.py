@@ -7,6 +7,7 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from annotation import projects
 from annotation.importers import ImportRejected, LineError, size_error
 from annotation.models import AuditEvent, Campaign
 from annotation.roles import ANALYST, COORDINATOR, role_required
@@ -36,15 +37,22 @@ FIELD_GROUPS = [
 
 @role_required(COORDINATOR, ANALYST)
 def generation_home(request):
+    project = projects.current(request)
     return render(request, "scoring/generation_list.html", {
-        "case_sets": CaseSet.objects.alive().prefetch_related("cases"),
-        "jobs": GenerationJob.objects.select_related("case_set", "corpus")[:50],
-        "endpoint_help": endpoint_help(),
+        "case_sets": CaseSet.objects.alive().in_project(project).prefetch_related("cases"),
+        "jobs": GenerationJob.objects.in_project(project).select_related("case_set", "corpus")[:50],
+        "endpoint_help": endpoint_help(project),
     })
+
+
+def _jobs(request):
+    """The request's project's generation jobs: another project's answers 404, as a missing one."""
+    return GenerationJob.objects.in_project(projects.current(request)).select_related("case_set", "corpus")
 
 
 @role_required(COORDINATOR)
 def case_import(request):
+    project = projects.current(request)
     form = CaseImportForm(request.POST or None, request.FILES or None,
                           initial={"case_set": request.GET.get("case_set", "")})
     errors = []
@@ -57,12 +65,13 @@ def case_import(request):
             name = form.cleaned_data["case_set"].strip()
             try:
                 with transaction.atomic():
-                    case_set = CaseSet.objects.filter(name=name).first()
+                    case_set = CaseSet.objects.in_project(project).filter(name=name).first()
                     if case_set is not None and case_set.is_deleted:
                         raise ImportRejected([LineError(0, f"case set {name!r} was deleted; "
                                                                  "choose another name")])
                     if case_set is None:
-                        case_set = CaseSet.objects.create(name=name, created_by=request.user, source=upload.name,
+                        case_set = CaseSet.objects.create(project=project, name=name, created_by=request.user,
+                                                          source=upload.name,
                                                           description=form.cleaned_data["description"])
                         AuditEvent.record(request.user, "case_set.create", case_set)
                     counts = cases.import_cases(case_set, upload, user=request.user, source=upload.name)
@@ -78,7 +87,7 @@ def case_import(request):
 
 @role_required(COORDINATOR, ANALYST)
 def case_set_detail(request, pk: int):
-    case_set = get_object_or_404(CaseSet.objects.alive(), pk=pk)
+    case_set = get_object_or_404(CaseSet.objects.alive().in_project(projects.current(request)), pk=pk)
     return render(request, "scoring/generation_case_set.html", {
         "case_set": case_set, "cases": case_set.cases.alive()[:500], "count": case_set.cases.alive().count(),
         "jobs": case_set.jobs.select_related("corpus")})
@@ -86,8 +95,9 @@ def case_set_detail(request, pk: int):
 
 @role_required(COORDINATOR)
 def job_new(request):
+    project = projects.current(request)
     initial = {"case_set": request.GET.get("case_set")}
-    form = GenerationJobForm(request.POST or None, initial=initial)
+    form = GenerationJobForm(request.POST or None, initial=initial, project=project)
     if request.method == "POST" and form.is_valid():
         try:
             job = generation.create_job(user=request.user, **form.job_kwargs())
@@ -99,7 +109,7 @@ def job_new(request):
             return redirect("generation-job", pk=job.pk)
     groups = [(legend, [form[name] for name in names]) for legend, names in FIELD_GROUPS]
     return render(request, "scoring/generation_job_new.html", {"form": form, "groups": groups,
-                                                               "endpoint_help": endpoint_help()})
+                                                               "endpoint_help": endpoint_help(project)})
 
 
 def _job_context(job: GenerationJob) -> dict:
@@ -111,11 +121,11 @@ def _job_context(job: GenerationJob) -> dict:
 
 @role_required(COORDINATOR, ANALYST)
 def job_detail(request, pk: int):
-    job = get_object_or_404(GenerationJob.objects.select_related("case_set", "corpus"), pk=pk)
+    job = get_object_or_404(_jobs(request), pk=pk)
     context = _job_context(job)
     context.update({
-        "campaigns": Campaign.objects.alive().filter(corpus=job.corpus),
-        "judge_runs": job.corpus.judge_runs.select_related("config")[:20],
+        "campaigns": Campaign.objects.alive().in_project(job.project_id).filter(corpus=job.corpus),
+        "judge_runs": job.corpus.judge_runs.filter(project=job.project_id).select_related("config")[:20],
     })
     return render(request, "scoring/generation_job.html", context)
 
@@ -123,14 +133,14 @@ def job_detail(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def job_progress(request, pk: int):
     """htmx partial, polled while the job is active."""
-    job = get_object_or_404(GenerationJob.objects.select_related("case_set", "corpus"), pk=pk)
+    job = get_object_or_404(_jobs(request), pk=pk)
     return render(request, "scoring/generation_progress.html", _job_context(job))
 
 
 @require_POST
 @role_required(COORDINATOR)
 def job_action(request, pk: int):
-    job = get_object_or_404(GenerationJob, pk=pk)
+    job = get_object_or_404(_jobs(request), pk=pk)
     action = request.POST.get("action")
     try:
         if action == "pause":
@@ -159,5 +169,6 @@ def job_action(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def generated_detail(request, pk: int):
-    gd = get_object_or_404(GeneratedDialogue.objects.select_related("job", "case", "dialogue"), pk=pk)
+    gd = get_object_or_404(projects.scope(GeneratedDialogue.objects.select_related("job", "case", "dialogue"),
+                                          projects.current(request), "job__project"), pk=pk)
     return render(request, "scoring/generation_dialogue.html", {"gd": gd, "turns": generation.transcript(gd)})

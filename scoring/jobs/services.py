@@ -40,26 +40,29 @@ def handler_for(kind: str) -> Callable[[Job], dict[str, Any]]:
     return HANDLERS[kind]
 
 
-def submit(kind: str, user=None, **params) -> Job:
+def submit(kind: str, user=None, *, project, **params) -> Job:
     """Create a job and enqueue it once the surrounding transaction commits (the reconciler enqueues it again
-    if the message is lost)."""
-    job = Job.objects.create(kind=kind, params=params, requested_by=user)
+    if the message is lost). ``project`` is the project of the object the job works for (None: an instance-wide
+    job, the worker check, which only administrators see)."""
+    job = Job.objects.create(kind=kind, params=params, requested_by=user, project_id=getattr(project, "pk", project))
     transaction.on_commit(lambda: send(job.pk))
     return job
 
 
-def current(kind: str, params: dict[str, Any], lookup: dict[str, Any], *, user=None, start: bool = True,
+def current(kind: str, params: dict[str, Any], lookup: dict[str, Any], *, project, user=None, start: bool = True,
             retry: bool = False) -> Job | None:
     """The job of ``kind`` whose params match ``lookup`` (e.g. a report for the current data and options): a
     finished one if there is one, else a running one, else the one that failed (the same data would fail again).
     With ``start`` a new one with ``params`` is queued when there is none, or with ``retry`` when the last one
-    failed."""
-    same = Job.objects.filter(kind=kind, **{f"params__{key}": value for key, value in lookup.items()})
+    failed. Only jobs of ``project`` (the project of the object the job works for) are looked at; a new one
+    belongs to it."""
+    same = Job.objects.filter(kind=kind, project=getattr(project, "pk", project),
+                              **{f"params__{key}": value for key, value in lookup.items()})
     job = same.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
     if job is None and not retry:
         job = same.order_by("-created_at").first()
     if job is None and start:
-        job = submit(kind, user=user, **params)
+        job = submit(kind, user=user, project=project, **params)
     return job
 
 

@@ -13,7 +13,8 @@ class PromptInline(admin.TabularInline):
 
 @admin.register(PromptSet)
 class PromptSetAdmin(admin.ModelAdmin):
-    list_display = ["name", "version", "scale_version", "locked_at", "created_at"]
+    list_display = ["name", "version", "project", "scale_version", "locked_at", "created_at"]
+    list_filter = ["project"]
     inlines = [PromptInline]
 
 
@@ -24,13 +25,14 @@ class PromptAdmin(admin.ModelAdmin):
 
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
-    list_display = ["name", "model", "base_url", "api_key_env", "mode", "concurrency", "created_at"]
+    list_display = ["name", "project", "model", "base_url", "api_key_env", "mode", "concurrency", "created_at"]
+    list_filter = ["project"]
 
 
 @admin.register(JudgeRun)
 class JudgeRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "config", "corpus", "status", "created_at", "finished_at"]
-    list_filter = ["status"]
+    list_display = ["id", "project", "config", "corpus", "status", "created_at", "finished_at"]
+    list_filter = ["project", "status"]
     readonly_fields = ["snapshot", "error"]
 
 

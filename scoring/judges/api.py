@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation import projects
 from annotation.models import Campaign
 from scoring.jobs.models import Job
 from scoring.judges import runs as judging
@@ -43,6 +44,11 @@ class JudgeRunViewSet(EngineJobViewSet):
     progress = staticmethod(judging.progress)
 
 
+def _runs(request):
+    """The request's project's runs: another project's run is a 404, as a missing one."""
+    return JudgeRun.objects.in_project(projects.current(request)).select_related("config", "corpus")
+
+
 class JudgeReportView(APIView):
     """Judge vs physicians for a finished run and a campaign on the same corpus: per item the Table 5 figures, the
     verdict (judge can replace physicians / keep physicians / item unreliable / not enough data) with its reasons,
@@ -67,12 +73,12 @@ class JudgeReportView(APIView):
         from scoring.judges.report import check_comparable
         from scoring.judges.service import current_report_job
 
-        run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+        run = get_object_or_404(_runs(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
         if not str(campaign_id or "").isdigit() or len(str(campaign_id)) > 18:
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
-        campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
+        campaign = get_object_or_404(Campaign.objects.alive().in_project(run.project_id), pk=int(campaign_id))
         form = VerdictSettingsForm.from_query(request.query_params)
         if not form.is_valid():
             errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
@@ -105,5 +111,5 @@ class JudgeScoresView(APIView):
     def get(self, request, pk: int):
         from scoring.judges.report import judge_scores
 
-        run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+        run = get_object_or_404(_runs(request), pk=pk)
         return Response(judge_scores(run))

@@ -3,6 +3,9 @@ finished study's whole corpus (the physicians rated a random sample of it), with
 called), so the judge-vs-physicians table, the three model estimates (PPI++), the mode comparison and the exports
 have content at first login.
 
+Everything here lives in the demo project ("Demo (synthetic)", :func:`annotation.projects.demo_project`), like the
+demo corpus and campaigns it builds on; the fake endpoint is granted to that project.
+
 The demo judges use the *built-in fake endpoint* (scoring/llm/fake.py, started by ``make run``): a newcomer can start
 a real run with them, through the workers, without a key; its answers are synthetic."""
 
@@ -17,6 +20,7 @@ from django.utils import timezone
 
 from annotation.demo import DEMO_FINISHED, DEMO_STUDY_CORPUS, FINISHED_SEED, SYNTHETIC_PHYSICIANS, synthetic_answers
 from annotation.models import AuditEvent, Campaign, Corpus, ScaleVersion
+from annotation.projects import demo_project
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.prompts import default_prompt_set
 from scoring.judges.runs import config_snapshot, run_dialogues, run_items
@@ -30,15 +34,16 @@ FAKE_ENDPOINT = "Built-in fake endpoint (synthetic answers)"
 OLD_DEMO_URL = "http://synthetic.invalid/v1"
 
 
-def fake_endpoint() -> LLMEndpoint:
+def fake_endpoint(project=None) -> LLMEndpoint:
     """The administrator's endpoint of the built-in fake LLM (``python -m config.run fake-llm``; ``make run`` starts
-    it), created once; loopback only, any key accepted."""
+    it), created once; loopback only, any key accepted. Granted to the demo project (or ``project``)."""
     port = int(os.environ.get("FAKE_LLM_PORT", "8001"))
     endpoint, _ = LLMEndpoint.objects.get_or_create(name=FAKE_ENDPOINT, defaults={
         "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "OPENAI_API_KEY", "concurrency": 8,
         "timeout_seconds": 30, "currency": "USD",
         "note": "Synthetic answers for trying the app without a key (make run starts it; python -m config.run "
                 "fake-llm otherwise). Never for study data."})
+    endpoint.projects.add(project or demo_project())
     return endpoint
 
 
@@ -58,31 +63,33 @@ def judge_values(latent: dict[tuple[int, str], float], items: list[tuple[str, tu
 
 
 @transaction.atomic
-def load_judge_demo() -> list[JudgeRun]:
-    """The two finished synthetic runs (created once; idempotent). Each is a run as the engine leaves it: a
-    snapshot of its configuration, status succeeded and one done result per dialogue and item."""
-    corpus = Corpus.objects.filter(name=DEMO_STUDY_CORPUS).first()
+def load_judge_demo(project=None) -> list[JudgeRun]:
+    """The two finished synthetic runs in the demo project (or ``project``), created once; idempotent. Each is a run
+    as the engine leaves it: a snapshot of its configuration, status succeeded and one done result per dialogue and
+    item."""
+    project = project or demo_project()
+    corpus = Corpus.objects.in_project(project).filter(name=DEMO_STUDY_CORPUS).first()
     if corpus is None:
         return []
-    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)  # published: the library
     coordinator = get_user_model().objects.filter(username="coordinator").first()
-    prompt_set = default_prompt_set(version)
-    endpoint = fake_endpoint()
+    prompt_set = default_prompt_set(version, project=project)
+    endpoint = fake_endpoint(project)
     runs = []
     latent = None  # the same seeded model for both runs: drawn once
     for name, mode, seed, noise in JUDGES:
-        config, _ = JudgeConfig.objects.get_or_create(name=name, defaults={
+        config, _ = JudgeConfig.objects.get_or_create(project=project, name=name, defaults={
             "model": SYNTHETIC_MODEL, "mode": mode, "prompt_set": prompt_set, "seed": 0, "created_by": coordinator,
             "endpoint": endpoint})
         if config.base_url == OLD_DEMO_URL:  # demos loaded before the fake endpoint existed
             config.endpoint = endpoint
             config.save()
-        existing = own_run(name)
+        existing = own_run(name, project)
         if existing is not None:
             runs.append(existing)
             continue
         now = timezone.now()
-        run = JudgeRun.objects.create(config=config, corpus=corpus, created_by=coordinator,
+        run = JudgeRun.objects.create(project=project, config=config, corpus=corpus, created_by=coordinator,
                                       snapshot={**config_snapshot(config), "batch": False, "synthetic": True},
                                       status=JudgeRun.Status.SUCCEEDED, started_at=now, finished_at=now)
         items = run_items(run)
@@ -100,14 +107,17 @@ def load_judge_demo() -> list[JudgeRun]:
     return runs
 
 
-def own_run(name: str) -> JudgeRun | None:
+def own_run(name: str, project=None) -> JudgeRun | None:
     """The demo's own synthetic run of a demo judge (not a run a user started later with the same judge)."""
-    return (JudgeRun.objects.filter(config__name=name, corpus__name=DEMO_STUDY_CORPUS, snapshot__synthetic=True)
+    return (JudgeRun.objects.in_project(project or demo_project())
+            .filter(config__name=name, corpus__name=DEMO_STUDY_CORPUS, snapshot__synthetic=True)
             .order_by("created_at", "pk").first())
 
 
-def demo_runs() -> tuple[Campaign | None, list[JudgeRun]]:
-    """The finished demo campaign and the synthetic runs to compare with it (per item first)."""
-    campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
-    runs = [run for name, *_ in JUDGES if (run := own_run(name)) is not None]
+def demo_runs(project=None) -> tuple[Campaign | None, list[JudgeRun]]:
+    """The finished demo campaign and the synthetic runs to compare with it (per item first), in the demo project
+    (or ``project``)."""
+    project = project or demo_project()
+    campaign = Campaign.objects.alive().in_project(project).filter(name=DEMO_FINISHED).first()
+    runs = [run for name, *_ in JUDGES if (run := own_run(name, project)) is not None]
     return campaign, runs

@@ -5,7 +5,7 @@ from django import forms
 from annotation.models import Corpus
 from scoring.judges.models import JudgeConfig, PromptSet
 from scoring.llm import gateway
-from scoring.llm.endpoints import EndpointChoiceField
+from scoring.llm.endpoints import EndpointChoiceField, limit_to
 from scoring.llm.forms import SpendCapsForm
 
 
@@ -23,13 +23,25 @@ class JudgeConfigForm(forms.ModelForm):
                                             "the cost is shown as unknown).",
                       "price_output_per_1k": "Price per 1,000 completion tokens, in the endpoint's currency."}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["prompt_set"].queryset = PromptSet.objects.select_related("scale_version__scale")
+        if self.instance.pk is None:
+            self.instance.project = project
+        limit_to(self, project)
+        self.fields["prompt_set"].queryset = (PromptSet.objects.in_project(project)
+                                              .select_related("scale_version__scale"))
+
+    def _get_validation_exclusions(self):
+        # the name is unique per project: check it with the project, which is not a field of the form
+        exclude = super()._get_validation_exclusions()
+        exclude.discard("project")
+        return exclude
 
 
 class JudgeRunForm(forms.Form):
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.all(), label="Judge")
+    """A run of one of the project's judges on one of its corpora."""
+
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge")
     corpus = forms.ModelChoiceField(queryset=Corpus.objects.none())
     filter_split = forms.ChoiceField(required=False, label="Split", choices=[
         ("", "All"), ("train", "Train"), ("validation", "Validation"), ("test", "Test")])
@@ -43,12 +55,21 @@ class JudgeRunForm(forms.Form):
     token_cap = SpendCapsForm.base_fields["token_cap"]
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
+        from scoring.llm.endpoints import active_endpoints
+
         super().__init__(*args, **kwargs)
-        self.fields["corpus"].queryset = Corpus.objects.alive()
+        self.fields["corpus"].queryset = Corpus.objects.alive().in_project(project)
+        configs = JudgeConfig.objects.in_project(project)
+        self.fields["config"].queryset = configs
+        granted = set(active_endpoints(project).values_list("pk", flat=True))
         # Why each judge cannot send anything now ("" when it can): shown beside the choice, and Start stays off.
-        self.problems = {config.pk: gateway.endpoint_problem(config.base_url, config.api_key_env)
-                         for config in JudgeConfig.objects.only("pk", "base_url", "api_key_env")}
+        # A judge on an endpoint no longer granted to the project (or deactivated) cannot start a run here.
+        self.problems = {
+            config.pk: (gateway.endpoint_problem(config.base_url, config.api_key_env)
+                        if config.endpoint_id is None or config.endpoint_id in granted
+                        else "its endpoint is not granted to this project (or was deactivated)")
+            for config in configs.only("pk", "base_url", "api_key_env", "endpoint_id")}
         self.fields["config"].label_from_instance = (
             lambda config: f"{config.name} (cannot be used: {self.problems[config.pk]})"
             if self.problems.get(config.pk) else config.name)

@@ -93,7 +93,8 @@ class JudgeImporter:
             model = next((r.judge_model for r in group if r.judge_model), "")
             name = _judge_name(rater, label)
             run = JudgeRun.objects.create(
-                config=None, source=JudgeRun.Source.IMPORTED, scale_version=version, corpus=corpus,
+                project_id=corpus.project_id, config=None, source=JudgeRun.Source.IMPORTED, scale_version=version,
+                corpus=corpus,
                 source_file=file_name[:255], source_sha256=sha256, created_by=user if who else None,
                 item_codes=sorted({r.item_code for r in group}), status=JudgeRun.Status.SUCCEEDED, started_at=now,
                 finished_at=now, activity_at=now, request_limit=0,

@@ -34,7 +34,8 @@ def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[
     have no personal names to hide."""
     from scoring.judges.models import JudgeResult, JudgeRun
 
-    for run in JudgeRun.objects.filter(corpus=corpus).select_related("config").order_by("pk"):
+    runs = JudgeRun.objects.in_project(corpus.project_id).filter(corpus=corpus)  # the corpus's project only
+    for run in runs.select_related("config").order_by("pk"):
         qs = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False,
                                         dialogue__deleted_at__isnull=True)
         if campaign is not None:

@@ -124,15 +124,19 @@ def default_prompt_set_name(scale_version: ScaleVersion) -> str:
 
 
 @transaction.atomic
-def default_prompt_set(scale_version: ScaleVersion, user=None) -> PromptSet:
-    """The default prompt set for a scale version (created once, from the items' text, guidance and ranges): the
-    Mini-CEX judge of the paper, the same shape for other instruments on dialogues, and HIVMedQA's rubric shape
-    for instruments on answers."""
+def default_prompt_set(scale_version: ScaleVersion, user=None, *, project=None) -> PromptSet:
+    """The default prompt set for a scale version in ``project`` (default: the working project), created once per
+    project from the items' text, guidance and ranges: the Mini-CEX judge of the paper, the same shape for other
+    instruments on dialogues, and HIVMedQA's rubric shape for instruments on answers."""
+    from annotation.models import default_project_id
+
+    project_id = getattr(project, "pk", project) or default_project_id()
     name = default_prompt_set_name(scale_version)
-    existing = PromptSet.objects.filter(name=name, scale_version=scale_version).order_by("-version").first()
+    mine = PromptSet.objects.filter(project_id=project_id)
+    existing = mine.filter(name=name, scale_version=scale_version).order_by("-version").first()
     if existing:
         return existing
-    number = (PromptSet.objects.filter(name=name).order_by("-version").values_list(
+    number = (mine.filter(name=name).order_by("-version").values_list(
         "version", flat=True).first() or 0) + 1
     scale = scale_version.scale
     if scale.target == "answer":
@@ -143,7 +147,8 @@ def default_prompt_set(scale_version: ScaleVersion, user=None) -> PromptSet:
         texts = (GENERIC_SYSTEM_PROMPT.format(scale=scale.name_en), DIALOGUE_TEMPLATE,
                  GENERIC_PER_DIALOGUE_INSTRUCTION)
     prompt_set = PromptSet.objects.create(
-        name=name, version=number, scale_version=scale_version, system_prompt=texts[0], dialogue_template=texts[1],
+        project_id=project_id, name=name, version=number, scale_version=scale_version, system_prompt=texts[0],
+        dialogue_template=texts[1],
         per_dialogue_instruction=texts[2], created_by=user,
         note=f"Written from the item text and guidance of {scale_version}.")
     Prompt.objects.bulk_create([Prompt(prompt_set=prompt_set, item=item, question=item_question(item, scale.target))
@@ -151,15 +156,15 @@ def default_prompt_set(scale_version: ScaleVersion, user=None) -> PromptSet:
     return prompt_set
 
 
-def ensure_default_prompt_sets(user=None) -> list[PromptSet]:
-    """The default prompt set of the newest published version of every scale (created where missing), so that a
-    judge can be configured for any instrument."""
+def ensure_default_prompt_sets(user=None, *, project=None) -> list[PromptSet]:
+    """The default prompt set of the newest published version of every scale (created where missing) in
+    ``project`` (default: the working project), so that a judge can be configured for any instrument."""
     out = []
     for scale_id in ScaleVersion.objects.filter(status="published").values_list("scale_id", flat=True).distinct():
         version = (ScaleVersion.objects.filter(scale_id=scale_id, status="published").select_related("scale")
                    .order_by("-number").first())
         if version.rating_items().exists():
-            out.append(default_prompt_set(version, user))
+            out.append(default_prompt_set(version, user, project=project))
     return out
 
 

@@ -102,10 +102,14 @@ def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: li
                batch: bool = False, cost_cap: Decimal | None = None, token_cap: int | None = None) -> JudgeRun:
     """Create a run with one pending result per (dialogue, item), written by the database in one statement (a
     run of 250,000 units is created in seconds); ``start`` wakes the workers."""
+    if config.project_id != corpus.project_id:
+        raise RunError("The judge and the corpus belong to different projects: a run uses a judge and a corpus of "
+                       "one project.")
     gateway.usable_endpoint(config.base_url, config.api_key_env)  # NotConfigured says why nothing can be sent
     _check_items(config, item_codes)
     check_target(config.prompt_set.scale_version, corpus, RunError)
-    run = JudgeRun.objects.create(config=config, corpus=corpus, item_codes=list(item_codes or []),
+    run = JudgeRun.objects.create(project_id=corpus.project_id, config=config, corpus=corpus,
+                                  item_codes=list(item_codes or []),
                                   snapshot={**config_snapshot(config), "batch": bool(batch)}, created_by=user,
                                   filter_split=filter_split, filter_model=filter_model,
                                   filter_language=filter_language, batch=bool(batch), cost_cap=cost_cap,

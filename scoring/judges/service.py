@@ -67,7 +67,8 @@ def current_report_job(run: JudgeRun, campaign: Campaign, user, verdict, *, star
     else the one that failed (the same data would fail again). With ``start`` a new one is queued when there is
     none, or with ``retry`` when the last one failed."""
     params = report_params(run, campaign, user, verdict)
-    return jobs.current(Job.Kind.JUDGE_REPORT, params, {"key": params["key"]}, user=user, start=start, retry=retry)
+    return jobs.current(Job.Kind.JUDGE_REPORT, params, {"key": params["key"]}, project=run.project_id, user=user,
+                        start=start, retry=retry)
 
 
 def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None) -> Job:
@@ -76,15 +77,16 @@ def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None) -> Job:
     from scoring.judges.report import VerdictSettings
 
     params = report_params(run, campaign, user, verdict or VerdictSettings())
-    job = jobs.current(Job.Kind.JUDGE_REPORT, params, {"key": params["key"]}, start=False)
+    job = jobs.current(Job.Kind.JUDGE_REPORT, params, {"key": params["key"]}, project=run.project_id, start=False)
     if job is not None and job.status != Job.Status.FAILED:
         return job
-    job = Job.objects.create(kind=Job.Kind.JUDGE_REPORT, params=params, requested_by=user)
+    job = Job.objects.create(kind=Job.Kind.JUDGE_REPORT, params=params, requested_by=user, project_id=run.project_id)
     return jobs.execute(job.pk)
 
 
 def report_job(pk: int, run_id: int) -> Job:
-    """A judge report job of this run (for the progress poll); Job.DoesNotExist otherwise."""
+    """A judge report job of this run (for the progress poll; the caller found the run in the request's project);
+    Job.DoesNotExist otherwise."""
     return Job.objects.get(pk=pk, kind=Job.Kind.JUDGE_REPORT, params__run=run_id)
 
 
@@ -120,7 +122,8 @@ def forget_superseded(job: Job) -> int:
     name rule on older labels, answers or code): no page can ask for them again, and each holds the whole report.
     The rows stay (an open page polling one still hears that it finished)."""
     params = job.params
-    older = (Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED, params__run=params["run"],
+    older = (Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED, project=job.project_id,
+                                params__run=params["run"],
                                 params__campaign=params["campaign"], created_at__lte=job.created_at)
              .exclude(pk=job.pk).values_list("pk", "params"))
     superseded = [pk for pk, other in older if other.get("names") == params.get("names")

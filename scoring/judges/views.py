@@ -7,7 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.models import Campaign, ScaleVersion
+from annotation import projects
+from annotation.models import Campaign
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, role_required
 from scoring.jobs.models import Job
@@ -22,41 +23,52 @@ from scoring.llm.forms import SpendCapsForm
 
 @role_required(COORDINATOR, ANALYST)
 def judge_list(request):
+    project = projects.current(request)
     return render(request, "scoring/judge_list.html", {
-        "configs": JudgeConfig.objects.select_related("prompt_set", "endpoint"),
-        "runs": JudgeRun.objects.select_related("config", "corpus")[:50],
-        "endpoint_help": endpoint_help(),
+        "configs": JudgeConfig.objects.in_project(project).select_related("prompt_set", "endpoint"),
+        "runs": JudgeRun.objects.in_project(project).select_related("config", "corpus")[:50],
+        "endpoint_help": endpoint_help(project),
     })
+
+
+def _runs(request):
+    """The request's project's judge runs: another project's run answers 404, as a missing one."""
+    return JudgeRun.objects.in_project(projects.current(request)).select_related("config", "corpus")
 
 
 @role_required(COORDINATOR)
 def judge_config_edit(request, pk: int | None = None):
-    config = get_object_or_404(JudgeConfig, pk=pk) if pk else None
+    project = projects.current(request)
+    config = get_object_or_404(JudgeConfig.objects.in_project(project), pk=pk) if pk else None
     if config is None and request.method == "GET":
-        version = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by(
+        version = projects.visible_versions(project).filter(scale__slug="llm-mini-cex", status="published").order_by(
             "-number").first()
-        prompts.ensure_default_prompt_sets(request.user)  # every published instrument can be judged
-        initial = {"prompt_set": judging.default_prompt_set(version, request.user).pk} if version else {}
-        form = JudgeConfigForm(initial=initial)
+        # every published instrument can be judged: its default prompt set in this project
+        prompts.ensure_default_prompt_sets(request.user, project=project)
+        initial = ({"prompt_set": judging.default_prompt_set(version, request.user, project=project).pk}
+                   if version else {})
+        form = JudgeConfigForm(initial=initial, project=project)
     else:
-        form = JudgeConfigForm(request.POST or None, instance=config)
+        form = JudgeConfigForm(request.POST or None, instance=config, project=project)
     if request.method == "POST" and form.is_valid():
         saved = form.save(commit=False)
         if config is None:
             saved.created_by = request.user
+            saved.project = project
         saved.save()
         messages.success(request, f"Judge {saved.name} saved.")
         return redirect("judge-list")
     return render(request, "scoring/judge_form.html", {"form": form, "config": config,
-                                                        "endpoint_help": endpoint_help()})
+                                                        "endpoint_help": endpoint_help(project)})
 
 
 @role_required(COORDINATOR)
 def judge_run_new(request):
     """Two steps: the first submit shows what the run would send (calls, tokens, estimated cost) before anything is
     sent; the second starts it."""
+    project = projects.current(request)
     form = JudgeRunForm(request.POST or None, initial={"config": request.GET.get("config"),
-                                                       "corpus": request.GET.get("corpus")})
+                                                       "corpus": request.GET.get("corpus")}, project=project)
     estimate = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -68,7 +80,7 @@ def judge_run_new(request):
                 estimate = judging.estimate(data["config"], data["corpus"], **scope)
                 form = JudgeRunForm(initial={**{k: v for k, v in data.items() if k not in ("config", "corpus")},
                                              "config": data["config"].pk, "corpus": data["corpus"].pk,
-                                             "confirmed": True})
+                                             "confirmed": True}, project=project)
             else:
                 run = judging.create_run(data["config"], data["corpus"], user=request.user, **scope,
                                          cost_cap=data["cost_cap"], token_cap=data["token_cap"])
@@ -80,7 +92,7 @@ def judge_run_new(request):
                 messages.success(request, f"Run #{run.pk} started: {units} unit(s) to judge.")
                 return redirect("judge-run", pk=run.pk)
     return render(request, "scoring/judge_run_new.html", {"form": form, "estimate": estimate,
-                                                           "endpoint_help": endpoint_help()})
+                                                           "endpoint_help": endpoint_help(project)})
 
 
 def _run_context(run: JudgeRun) -> dict:
@@ -88,7 +100,7 @@ def _run_context(run: JudgeRun) -> dict:
                                                                  JudgeResult.Status.UNSCORED])
                 .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
     return {"run": run, "progress": judging.progress(run), "problems": problems,
-            "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
+            "campaigns": Campaign.objects.alive().in_project(run.project_id).filter(corpus=run.corpus),
             "partners": mode_partners(run) if run.is_finished else []}
 
 
@@ -97,7 +109,7 @@ def judge_run(request, pk: int):
     from scoring.judges.report import judge_scores
     from scoring.reports.wording import words_for
 
-    run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    run = get_object_or_404(_runs(request), pk=pk)
     context = _run_context(run)
     if run.is_finished:
         context["scores"] = judge_scores(run)
@@ -108,14 +120,14 @@ def judge_run(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def judge_run_progress(request, pk: int):
     """htmx partial, polled while the run is active."""
-    run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
+    run = get_object_or_404(_runs(request), pk=pk)
     return render(request, "scoring/partials/judge_progress.html", _run_context(run))
 
 
 @require_POST
 @role_required(COORDINATOR)
 def judge_run_action(request, pk: int):
-    run = get_object_or_404(JudgeRun, pk=pk)
+    run = get_object_or_404(_runs(request), pk=pk)
     action = request.POST.get("action")
     try:
         if action == "pause":
@@ -143,11 +155,12 @@ def judge_run_action(request, pk: int):
 
 def _report_request(request, pk: int):
     """(run, campaign, form) of a report page or download; raises ValueError for a run and campaign that cannot be
-    compared (another corpus or scale version)."""
+    compared (another corpus or scale version). Both belong to the request's project (404 otherwise)."""
     from scoring.judges.report import check_comparable
 
-    run = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
-    campaign = get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version"),
+    run = get_object_or_404(_runs(request), pk=pk)
+    campaign = get_object_or_404(Campaign.objects.alive().in_project(run.project_id)
+                                 .select_related("corpus", "scale_version"),
                                  pk=whole_number(request.GET, "campaign"), corpus=run.corpus)
     check_comparable(run, campaign)
     return run, campaign, VerdictSettingsForm.from_query(request.GET)
@@ -185,15 +198,15 @@ def judge_run_report_status(request, pk: int, job_id: int):
 
     from scoring.judges.service import report_job
 
+    run = get_object_or_404(_runs(request), pk=pk)
     try:
-        job = report_job(job_id, pk)
+        job = report_job(job_id, run.pk)
     except Job.DoesNotExist as exc:
         raise Http404("No such report.") from exc
     if job.is_finished:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
-    run = get_object_or_404(JudgeRun, pk=pk)
     return render(request, "scoring/partials/judge_report_progress.html", {"run": run, "job": job})
 
 
@@ -246,10 +259,10 @@ def judge_run_compare(request, pk: int, other: int):
     from scoring.judges.report import compare_modes
     from scoring.reports.exports import may_see_names
 
-    run_a = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=pk)
-    run_b = get_object_or_404(JudgeRun.objects.select_related("config", "corpus"), pk=other)
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=whole_number(request.GET, "campaign"),
-                                 corpus=run_a.corpus)
+    run_a = get_object_or_404(_runs(request), pk=pk)
+    run_b = get_object_or_404(_runs(request), pk=other)
+    campaign = get_object_or_404(Campaign.objects.alive().in_project(run_a.project_id),
+                                 pk=whole_number(request.GET, "campaign"), corpus=run_a.corpus)
     try:
         report = compare_modes(run_a, run_b, campaign, names=may_see_names(request.user, [campaign]))
     except ValueError as exc:
@@ -265,7 +278,8 @@ def mode_partners(run: JudgeRun) -> list[JudgeRun]:
     from scoring.judges.report import MODE_COMPARISON_IGNORED, run_scale_version_id
 
     partners = []
-    for other in JudgeRun.objects.filter(corpus=run.corpus, status__in=JudgeRun.FINISHED).exclude(pk=run.pk):
+    for other in (JudgeRun.objects.in_project(run.project_id).filter(corpus=run.corpus, status__in=JudgeRun.FINISHED)
+                  .exclude(pk=run.pk)):
         if run.is_imported or other.is_imported:  # imported scores go beside any run of the same scale version
             if run_scale_version_id(run) == run_scale_version_id(other):
                 partners.append(other)
@@ -291,10 +305,13 @@ def judge_planner(request):
         raw = request.GET.get(name, "").strip()
         return int(raw) if raw.isdigit() and len(raw) < 19 else None
 
-    target = Campaign.objects.alive().filter(pk=param_int("target")).first() if param_int("target") else None
-    corpus = target.corpus if target else Corpus.objects.alive().filter(pk=param_int("corpus")).first()
+    project = projects.current(request)
+    target = (Campaign.objects.alive().in_project(project).filter(pk=param_int("target")).first()
+              if param_int("target") else None)
+    corpus = (target.corpus if target else
+              Corpus.objects.alive().in_project(project).filter(pk=param_int("corpus")).first())
     version = (target.scale_version if target else
-               ScaleVersion.objects.filter(pk=param_int("scale_version"), status="published").first())
+               projects.visible_versions(project).filter(pk=param_int("scale_version"), status="published").first())
     if version is None and corpus is not None and not request.GET.get("scale_version"):
         version = default_version(corpus)
     context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None}

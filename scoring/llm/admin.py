@@ -18,8 +18,26 @@ class LLMCallAdmin(admin.ModelAdmin):
 @admin.register(LLMEndpoint)
 class LLMEndpointAdmin(admin.ModelAdmin):
     list_display = ["name", "base_url", "api_key_env", "concurrency", "requests_per_minute", "tokens_per_minute",
-                    "timeout_seconds", "is_active", "updated_at"]
-    list_filter = ["is_active"]
+                    "timeout_seconds", "is_active", "granted_to", "updated_at"]
+    list_filter = ["is_active", "projects"]
+    filter_horizontal = ["projects"]  # the projects whose coordinators may choose the endpoint
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("projects")
+
+    def get_changeform_initial_data(self, request):
+        """A new endpoint on an instance with one project is offered to it (ticked; the administrator may untick)."""
+        from annotation.models import Project
+
+        initial = super().get_changeform_initial_data(request)
+        only = list(Project.objects.values_list("pk", flat=True)[:2])
+        if len(only) == 1 and "projects" not in initial:
+            initial["projects"] = only
+        return initial
+
+    @admin.display(description="Projects")
+    def granted_to(self, endpoint) -> str:
+        return ", ".join(project.name for project in endpoint.projects.all()) or "none"
     search_fields = ["name", "base_url"]
 
 

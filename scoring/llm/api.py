@@ -9,6 +9,7 @@ from collections.abc import Callable
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
+from annotation import projects
 from annotation.api import IsReader
 
 JOB_FIELDS = ["id", "status", "status_label", "error", "created_at", "started_at", "finished_at", "requests_sent",
@@ -37,10 +38,16 @@ class EngineJobSerializer(serializers.ModelSerializer):
 
 
 class EngineJobViewSet(viewsets.ReadOnlyModelViewSet):
-    """Coordinators, analysts and admins read LLM jobs; the detail adds the progress."""
+    """Coordinators, analysts and admins read LLM jobs of the request's project (another project's job is a 404, as
+    a missing one); the detail adds the progress."""
 
     permission_classes = [IsReader]
     progress: Callable | None = None
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request project
+            return super().get_queryset().none()
+        return projects.scope(super().get_queryset(), projects.current(self.request))
 
     def get_serializer_context(self):
         context = super().get_serializer_context()

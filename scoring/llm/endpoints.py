@@ -18,14 +18,24 @@ NO_URL = ("The endpoints use the server's default URL, and OPENAI_BASE_URL is no
           "its own base URL under Admin → LLM endpoints.")
 
 
-def active_endpoints():
-    return LLMEndpoint.objects.filter(is_active=True)
+NOT_GRANTED = ("No LLM endpoint is granted to this project. An administrator grants one under Admin → LLM endpoints "
+               "(its Projects field); until then no judge run, preference judging or generation job can start here.")
 
 
-def endpoint_help() -> str | None:
-    """What to do when no endpoint can be used; None when one can."""
-    endpoints = list(active_endpoints().values_list("base_url", flat=True))
+def active_endpoints(project=None):
+    """Active endpoints; with ``project``, only those granted to it (what its coordinators may choose)."""
+    qs = LLMEndpoint.objects.filter(is_active=True)
+    if project is not None:
+        qs = qs.filter(projects=getattr(project, "pk", project))
+    return qs
+
+
+def endpoint_help(project=None) -> str | None:
+    """What to do when no endpoint can be used (in ``project``: none granted to it); None when one can."""
+    endpoints = list(active_endpoints(project).values_list("base_url", flat=True))
     if not endpoints:
+        if project is not None and active_endpoints().exists():
+            return NOT_GRANTED
         return NO_ENDPOINT
     if not settings.OPENAI_BASE_URL and not any(url.strip() for url in endpoints):
         return NO_URL
@@ -33,12 +43,13 @@ def endpoint_help() -> str | None:
 
 
 class EndpointChoiceField(forms.ModelChoiceField):
-    """An active endpoint; coordinators never type a URL or a key variable. One that cannot send anything now (no URL,
-    an unknown host, nothing listening on a local server) says why beside its name and is refused."""
+    """An active endpoint granted to the project (the form sets the choices with :func:`limit_to`); coordinators
+    never type a URL or a key variable. One that cannot send anything now (no URL, an unknown host, nothing
+    listening on a local server) says why beside its name and is refused."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("help_text", "Defined by an administrator (URL, key variable and limits).")
-        super().__init__(queryset=active_endpoints(), **kwargs)
+        super().__init__(queryset=LLMEndpoint.objects.none(), **kwargs)  # fails closed until limit_to
 
     def label_from_instance(self, obj: LLMEndpoint) -> str:
         label = f"{obj.name} — {obj.note}" if obj.note else obj.name
@@ -52,3 +63,10 @@ class EndpointChoiceField(forms.ModelChoiceField):
             if problem:
                 raise forms.ValidationError(f"{endpoint.name} cannot be used now: {problem}")
         return endpoint
+
+
+def limit_to(form: forms.BaseForm, project) -> None:
+    """Every endpoint choice of ``form`` offers only the endpoints granted to ``project``."""
+    for field in form.fields.values():
+        if isinstance(field, EndpointChoiceField):
+            field.queryset = active_endpoints(project)

@@ -11,7 +11,13 @@ from scoring.llm.keys import DEFAULT_KEY_VARIABLE, validate_base_url, validate_k
 
 class LLMCall(models.Model):
     """One request to an endpoint and its raw response, keyed by a hash of endpoint, model, messages and
-    parameters: an identical request is answered from here and never paid twice."""
+    parameters: an identical request is answered from here and never paid twice.
+
+    The cache is shared by every project (issue 29): the same request gets the same answer whoever asks, and only
+    a project that sends the identical request (the same dialogue text and prompt) is answered from another's
+    call. Pages never list calls; a job's calls are reached through its units (judge results, verdicts, generated
+    turns), which belong to the job's project. The cost estimate's completion-token average per endpoint and model
+    is taken over every project's calls."""
 
     key = models.CharField(max_length=64, unique=True)
     endpoint = models.CharField(max_length=300)

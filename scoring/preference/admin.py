@@ -22,8 +22,9 @@ from scoring.preference.models import (
 class PreferenceStudyAdmin(admin.ModelAdmin):
     """Read-mostly: lock and unblind happen on the study page, where they are audited."""
 
-    list_display = ["name", "kind", "status", "overlap", "seed", "created_at", "locked_at", "unblinded_at"]
-    list_filter = ["kind", "status"]
+    list_display = ["name", "project", "kind", "status", "overlap", "seed", "created_at", "locked_at",
+                    "unblinded_at"]
+    list_filter = ["project", "kind", "status"]
     readonly_fields = ["status", "seed", "opened_at", "locked_at", "locked_by", "unblinded_at", "unblinded_by",
                        "unblind_reason"]
 
@@ -54,7 +55,8 @@ class PreferenceAnswerAdmin(admin.ModelAdmin):
 
 @admin.register(PreferenceJudgeRun)
 class PreferenceJudgeRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "study", "config", "status", "created_at", "finished_at"]
+    list_display = ["id", "project", "study", "config", "status", "created_at", "finished_at"]
+    list_filter = ["project"]
     readonly_fields = ["snapshot", "error"]
 
 

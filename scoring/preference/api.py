@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
+from annotation import projects
 from annotation.roles import ANALYST, COORDINATOR, has_role
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.preference import judging
@@ -80,13 +81,17 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
-    """Preference studies (coordinators and analysts). Lock and unblind are coordinator actions."""
+    """Preference studies of the request's project (coordinators and analysts). Lock and unblind are coordinator
+    actions."""
 
     serializer_class = StudySerializer
     permission_classes = [IsStudyReader]
 
     def get_queryset(self):
-        return PreferenceStudy.objects.alive().prefetch_related("criteria").order_by("-created_at", "-id")
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request project
+            return PreferenceStudy.objects.none()
+        return (PreferenceStudy.objects.alive().in_project(projects.current(self.request))
+                .prefetch_related("criteria").order_by("-created_at", "-id"))
 
     @extend_schema(request=ReasonSerializer, responses=StudySerializer)
     @action(detail=True, methods=["post"])
@@ -139,15 +144,15 @@ class TaskSerializer(serializers.Serializer):
 
 
 class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """The requesting rater's own comparisons (blinded)."""
+    """The requesting rater's own comparisons (blinded), in every project where they are a physician (like the
+    rating queue)."""
 
     serializer_class = TaskSerializer
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user
             return PreferenceTask.objects.none()
-        return (PreferenceTask.objects.filter(rater=self.request.user, study__deleted_at__isnull=True)
-                .exclude(status=PreferenceTask.Status.WITHDRAWN)
+        return (preference.my_tasks(self.request.user).exclude(status=PreferenceTask.Status.WITHDRAWN)
                 .select_related("study", "pair__item__dialogue", "pair__first", "pair__second")
                 .order_by("study_id", "position", "id"))
 

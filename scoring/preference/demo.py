@@ -1,5 +1,6 @@
 """A demo preference study for ``make run``: three synthetic doctor models' answers to four patient questions
-(written for the demo by the developers, not real patients), compared by the demo physician."""
+(written for the demo by the developers, not real patients), compared by the demo physician. The studies live in
+the demo project ("Demo (synthetic)")."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from annotation.projects import demo_project
+from annotation.roles import PHYSICIAN, assign_role
 from scoring.preference import services as preference
 from scoring.preference.models import PreferenceStudy
 
@@ -16,10 +19,11 @@ DEMO_FILE = Path(__file__).parent / "demo_data" / "preference_answers.jsonl"
 
 
 @transaction.atomic
-def load_preference_demo() -> dict:
+def load_preference_demo(project=None) -> dict:
     """Create and open the demo study (idempotent). Needs the demo users of ``load_demo``. Its seed is drawn by
     the server like any study's: a seed written here would let anyone reading the source unblind the demo."""
-    existing = PreferenceStudy.objects.filter(name=DEMO_STUDY).first()
+    project = project or demo_project()
+    existing = PreferenceStudy.objects.in_project(project).filter(name=DEMO_STUDY).first()
     if existing is not None:
         return {"study": existing.pk, "created": False}
     User = get_user_model()
@@ -28,9 +32,11 @@ def load_preference_demo() -> dict:
     study = preference.create_study(
         name=DEMO_STUDY, kind=PreferenceStudy.Kind.ANSWER, criteria="response", overlap=1,
         instructions="Read the question, then both answers. For each criterion choose A, tie or B "
-                     "(keys a / t / b). Which model wrote an answer is hidden.", user=coordinator)
+                     "(keys a / t / b). Which model wrote an answer is hidden.", user=coordinator,
+        project=project)
     preference.import_answers(study, DEMO_FILE.read_text(encoding="utf-8").splitlines(), coordinator)
     if physician is not None:
+        assign_role(physician, PHYSICIAN, project)  # the demo physician rates in the demo project (idempotent)
         preference.add_rater(study, physician, added_by=coordinator)
     result = preference.open_study(study, coordinator)
     return {"study": study.pk, "created": True, "tasks": result.created}
@@ -49,13 +55,14 @@ def _choice(rng, diff: float) -> str:
 
 
 @transaction.atomic
-def load_finished_preference_demo(rater_usernames: list[str], seed: int = 7) -> dict:
+def load_finished_preference_demo(rater_usernames: list[str], seed: int = 7, project=None) -> dict:
     """A finished study on the same answers: three synthetic physicians answered every comparison (seeded
     choices through the same services as the comparison page), then the coordinator locked and unblinded it.
     Idempotent."""
     import numpy as np
 
-    existing = PreferenceStudy.objects.filter(name=FINISHED_STUDY).first()
+    project = project or demo_project()
+    existing = PreferenceStudy.objects.in_project(project).filter(name=FINISHED_STUDY).first()
     if existing is not None:
         return {"study": existing.pk, "created": False}
     User = get_user_model()
@@ -64,9 +71,10 @@ def load_finished_preference_demo(rater_usernames: list[str], seed: int = 7) -> 
     study = preference.create_study(
         name=FINISHED_STUDY, kind=PreferenceStudy.Kind.ANSWER, criteria="response", overlap=len(raters),
         instructions="Demo only: a finished study. The answers were drawn from a seeded model, not given by "
-                     "anyone.", user=coordinator)
+                     "anyone.", user=coordinator, project=project)
     preference.import_answers(study, DEMO_FILE.read_text(encoding="utf-8").splitlines(), coordinator)
     for rater in raters:
+        assign_role(rater, PHYSICIAN, project)  # synthetic physicians of the demo project (idempotent)
         preference.add_rater(study, rater, added_by=coordinator)
     preference.open_study(study, coordinator)
     rng = np.random.default_rng(seed)

@@ -6,7 +6,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from annotation.models import Corpus
-from annotation.roles import PHYSICIAN
+from annotation.roles import PHYSICIAN, users_with_role
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm import gateway
 from scoring.llm.forms import SpendCapsForm
@@ -53,9 +53,9 @@ class JudgeRunsForm(forms.Form):
     runs = forms.ModelMultipleChoiceField(queryset=JudgeRun.objects.none(), widget=forms.CheckboxSelectMultiple,
                                           label="Finished judge runs to compare")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["runs"].queryset = (JudgeRun.objects.filter(status__in=JudgeRun.FINISHED)
+        self.fields["runs"].queryset = (JudgeRun.objects.in_project(project).filter(status__in=JudgeRun.FINISHED)
                                         .select_related("config", "corpus"))
         self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.name} on {r.corpus.name}"
 
@@ -65,9 +65,9 @@ class DialoguesForm(forms.Form):
     group_key = forms.CharField(max_length=100, initial="case_id", label="Case key in dialogue metadata")
     models = forms.CharField(required=False, label="Doctor models", help_text="Comma-separated; empty: all models.")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["corpus"].queryset = Corpus.objects.alive()
+        self.fields["corpus"].queryset = Corpus.objects.alive().in_project(project)
 
 
 class AnswersForm(forms.Form):
@@ -82,10 +82,11 @@ class RatersForm(forms.Form):
     capacity = forms.IntegerField(min_value=1, required=False,
                                   help_text="Most comparisons per rater; empty = no limit.")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["users"].queryset = (get_user_model().objects.filter(groups__name=PHYSICIAN, is_active=True)
-                                         .order_by("username"))
+        # the project's physicians
+        self.fields["users"].queryset = get_user_model().objects.filter(
+            pk__in=users_with_role(PHYSICIAN, project).values("pk")).order_by("username")
 
 
 class JudgeForm(forms.Form):
@@ -94,12 +95,19 @@ class JudgeForm(forms.Form):
     token_cap = SpendCapsForm.base_fields["token_cap"]
 
     def __init__(self, *args, study: PreferenceStudy, **kwargs):
+        from scoring.llm.endpoints import active_endpoints
+
         super().__init__(*args, **kwargs)
         excluded = study.sources.exclude(judge_run=None).values_list("judge_run__config_id", flat=True)
-        self.fields["config"].queryset = JudgeConfig.objects.exclude(pk__in=list(excluded))
+        self.fields["config"].queryset = JudgeConfig.objects.in_project(study.project_id).exclude(
+            pk__in=list(excluded))
+        self.granted = set(active_endpoints(study.project_id).values_list("pk", flat=True))
 
     def clean_config(self):
         config = self.cleaned_data["config"]
+        if config.endpoint_id is not None and config.endpoint_id not in self.granted:
+            raise forms.ValidationError(f"Judge {config.name} cannot be used now: its endpoint is not granted to "
+                                        "this project (or was deactivated).")
         problem = gateway.endpoint_problem(config.base_url, config.api_key_env)
         if problem:
             raise forms.ValidationError(f"Judge {config.name} cannot be used now: {problem}")

@@ -131,14 +131,17 @@ def create_run(study: PreferenceStudy, config: JudgeConfig, user=None, *, cost_c
     if study.is_deleted or study.status == PreferenceStudy.Status.DRAFT:
         raise PreferenceError("Open the study first: a judge answers the same comparisons as the raters.",
                               status=409)
+    if config.project_id != study.project_id:
+        raise PreferenceError("Choose a judge of the study's project.")
     if study.sources.filter(judge_run__config=config).exists():
         raise PreferenceError("This judge configuration is one of the sources compared; choose another judge.")
     gateway.usable_endpoint(config.base_url, config.api_key_env)
     pairs = list(study.pairs.filter(item__deleted_at__isnull=True).values_list("id", flat=True))
     if not pairs:
         raise PreferenceError("The study has no comparisons.")
-    run = PreferenceJudgeRun.objects.create(study=study, config=config, snapshot=config_snapshot(config),
-                                            created_by=user, cost_cap=cost_cap, token_cap=token_cap)
+    run = PreferenceJudgeRun.objects.create(project_id=study.project_id, study=study, config=config,
+                                            snapshot=config_snapshot(config), created_by=user, cost_cap=cost_cap,
+                                            token_cap=token_cap)
     PreferenceVerdict.objects.bulk_create([PreferenceVerdict(run=run, pair_id=p, order=o) for p in pairs
                                            for o in PreferenceVerdict.Order.values])
     AuditEvent.record(user, "preference.judge_run", study, run=run.pk, config=config.pk, units=2 * len(pairs))

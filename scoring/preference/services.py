@@ -189,13 +189,19 @@ def parse_criteria(text: str) -> list[tuple[str, str, str]]:
 @transaction.atomic
 def create_study(*, name: str, kind: str, criteria: str | list[tuple[str, str, str]] = "evaluation",
                  overlap: int = 3, seed: int | None = None, instructions: str = "", corpus: Corpus | None = None,
-                 group_key: str = "case_id", item_codes: list[str] | None = None, user=None) -> PreferenceStudy:
+                 group_key: str = "case_id", item_codes: list[str] | None = None, user=None,
+                 project=None) -> PreferenceStudy:
     """A draft study with its criteria: a preset name (evaluation, response, overall) or (code, name,
-    description) tuples."""
+    description) tuples. It belongs to ``project`` (default: the working project); names are unique per project."""
+    from annotation.models import default_project_id
+
+    project_id = getattr(project, "pk", project) or default_project_id()
     name = (name or "").strip()
     if not name:
         raise PreferenceError("Give the study a name.")
-    if PreferenceStudy.objects.filter(name=name).exists():
+    if corpus is not None and corpus.project_id != project_id:
+        raise PreferenceError("The corpus belongs to another project.")
+    if PreferenceStudy.objects.in_project(project_id).filter(name=name).exists():
         raise PreferenceError(f'A study called "{name}" already exists.')
     if kind not in PreferenceStudy.Kind.values:
         raise PreferenceError(f"Unknown study kind {kind!r}; use {', '.join(PreferenceStudy.Kind.values)}.")
@@ -208,9 +214,9 @@ def create_study(*, name: str, kind: str, criteria: str | list[tuple[str, str, s
     if not criteria:
         raise PreferenceError("A study needs at least one criterion.")
     study = PreferenceStudy.objects.create(
-        name=name, kind=kind, overlap=overlap, seed=random.SystemRandom().randrange(1, 2**31) if seed is None
-        else seed, instructions=instructions, corpus=corpus, group_key=group_key.strip(),
-        item_codes=list(item_codes or []), created_by=user)
+        project_id=project_id, name=name, kind=kind, overlap=overlap,
+        seed=random.SystemRandom().randrange(1, 2**31) if seed is None else seed, instructions=instructions,
+        corpus=corpus, group_key=group_key.strip(), item_codes=list(item_codes or []), created_by=user)
     PreferenceCriterion.objects.bulk_create([
         PreferenceCriterion(study=study, code=code, name=cname, description=desc, order=i)
         for i, (code, cname, desc) in enumerate(criteria)])
@@ -265,6 +271,8 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
     runs = list(runs)
     if len({r.pk for r in runs}) < 2 and not study.sources.exists():
         raise PreferenceError("Choose at least two judge runs to compare.")
+    if any(r.project_id != study.project_id for r in runs):
+        raise PreferenceError("Only judge runs of the study's project can be compared.")
     unfinished = [r for r in runs if not r.is_finished]
     if unfinished:
         raise PreferenceError("Only finished judge runs can be compared; unfinished: "
@@ -333,6 +341,8 @@ def add_dialogues(study: PreferenceStudy, corpus: Corpus, *, models: list[str] |
     _ensure_draft(study)
     if study.kind != PreferenceStudy.Kind.DIALOGUE:
         raise PreferenceError("Dialogues are candidates of dialogue studies only.")
+    if corpus.project_id != study.project_id:
+        raise PreferenceError("Only corpora of the study's project can be compared.")
     key = (group_key if group_key is not None else study.group_key or "case_id").strip()
     if not key:
         raise PreferenceError("Name the metadata key that groups dialogues of the same case (e.g. case_id).")
@@ -518,6 +528,8 @@ def add_rater(study: PreferenceStudy, user, *, capacity: int | None = None, adde
     study.refresh_from_db(fields=["status", "deleted_at"])
     if study.is_deleted or study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
         raise PreferenceError("Raters can be added to draft or open studies only.", status=409)
+    if not rater_projects(user).filter(pk=study.project_id).exists():
+        raise PreferenceError(f"{user.username} is not a physician in the study's project.")
     rater, created = PreferenceRater.objects.get_or_create(study=study, user=user, defaults={
         "capacity": capacity, "added_by": added_by})
     if not created and (not rater.active or rater.capacity != capacity):
@@ -666,10 +678,21 @@ def open_study(study: PreferenceStudy, user=None) -> AssignResult:
 # ---------------------------------------------------------------------------------------------------------------
 # answering
 # ---------------------------------------------------------------------------------------------------------------
+def rater_projects(user):
+    """The projects whose comparisons a user rates: where they are a physician (administrators: every project).
+    Like the rating queue, a physician's comparisons span these projects."""
+    from annotation.projects import projects_of
+    from annotation.roles import PHYSICIAN, is_admin
+
+    return projects_of(user) if is_admin(user) else projects_of(user, PHYSICIAN)
+
+
 def own_task(user, pk: int) -> PreferenceTask:
-    """The user's task (anybody else's is "not found": its existence is not revealed)."""
+    """The user's task in a project where they are a physician (anybody else's is "not found": its existence is
+    not revealed)."""
     task = (PreferenceTask.objects.select_related("study", "pair__item", "pair__first", "pair__second")
-            .filter(pk=pk, rater=user, study__deleted_at__isnull=True).first())
+            .filter(pk=pk, rater=user, study__deleted_at__isnull=True,
+                    study__project__in=rater_projects(user).values("pk")).first())
     if task is None:
         raise PreferenceError("No such task.", status=404)
     return task
@@ -768,9 +791,14 @@ def save_task_comment(task: PreferenceTask, user, comment: str) -> PreferenceTas
     return locked
 
 
+def my_tasks(user):
+    """The user's comparisons in every project where they are a physician."""
+    return PreferenceTask.objects.filter(rater=user, study__deleted_at__isnull=True,
+                                         study__project__in=rater_projects(user).values("pk"))
+
+
 def open_tasks(user):
-    return PreferenceTask.objects.filter(rater=user, status__in=PreferenceTask.OPEN_STATUSES,
-                                         study__status=PreferenceStudy.Status.OPEN, study__deleted_at__isnull=True)
+    return my_tasks(user).filter(status__in=PreferenceTask.OPEN_STATUSES, study__status=PreferenceStudy.Status.OPEN)
 
 
 def next_task(user, after: PreferenceTask | None = None) -> PreferenceTask | None:
@@ -782,8 +810,7 @@ def next_task(user, after: PreferenceTask | None = None) -> PreferenceTask | Non
 
 def my_studies(user) -> list[dict]:
     """Per study: the rater's done and total comparisons (for the physician's home and list)."""
-    rows = (PreferenceTask.objects.filter(rater=user, study__deleted_at__isnull=True)
-            .exclude(status=PreferenceTask.Status.WITHDRAWN)
+    rows = (my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
             .values("study_id", "study__name", "study__status")
             .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
             .order_by("study__name"))

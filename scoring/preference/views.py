@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotation import projects
 from annotation.models import AuditEvent
 from annotation.params import whole_number
 from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, role_required
@@ -35,13 +36,14 @@ from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, Prefe
 from scoring.preference.services import PreferenceError
 
 
-def _study(pk: int) -> PreferenceStudy:
-    return get_object_or_404(PreferenceStudy.objects.alive(), pk=pk)
+def _study(request, pk: int) -> PreferenceStudy:
+    """A study of the request's project: another project's answers 404, as a missing one."""
+    return get_object_or_404(PreferenceStudy.objects.alive().in_project(projects.current(request)), pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
 def study_list(request):
-    studies = (PreferenceStudy.objects.alive()
+    studies = (PreferenceStudy.objects.alive().in_project(projects.current(request))
                .annotate(n_items=Count("items", filter=Q(items__deleted_at__isnull=True), distinct=True),
                          n_tasks=Count("tasks", distinct=True),
                          n_done=Count("tasks", filter=Q(tasks__status="submitted"), distinct=True)))
@@ -57,7 +59,7 @@ def study_new(request):
             study = preference.create_study(
                 name=data["name"], kind=data["kind"], criteria=data["criteria"], overlap=data["overlap"],
                 instructions=data.get("instructions", ""), item_codes=data["codes"],
-                user=request.user)
+                user=request.user, project=projects.current(request))
         except PreferenceError as exc:
             form.add_error(None, str(exc))
         else:
@@ -81,13 +83,14 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status == PreferenceStudy.Status.DRAFT:
         context["items"] = study.items.alive().annotate(n=Count("candidates"))[:200]
         if study.kind == PreferenceStudy.Kind.EVALUATION:
-            context["source_form"] = JudgeRunsForm()
+            context["source_form"] = JudgeRunsForm(project=study.project_id)
         elif study.kind == PreferenceStudy.Kind.DIALOGUE:
-            context["source_form"] = DialoguesForm(initial={"group_key": study.group_key or "case_id"})
+            context["source_form"] = DialoguesForm(initial={"group_key": study.group_key or "case_id"},
+                                                   project=study.project_id)
         else:
             context["source_form"] = AnswersForm()
     if study.status in (PreferenceStudy.Status.DRAFT, PreferenceStudy.Status.OPEN):
-        context["raters_form"] = RatersForm()
+        context["raters_form"] = RatersForm(project=study.project_id)
     context["can_withdraw"] = context["is_coordinator"] and study.status == PreferenceStudy.Status.OPEN
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
@@ -100,7 +103,7 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
 
 @role_required(COORDINATOR, ANALYST)
 def study_detail(request, pk: int):
-    study = _study(pk)
+    study = _study(request, pk)
     return render(request, "scoring/preference_detail.html", _detail_context(request, study))
 
 
@@ -108,17 +111,17 @@ def study_detail(request, pk: int):
 @role_required(COORDINATOR)
 def study_sources(request, pk: int):
     """Add candidates: judge runs (evaluation), dialogues grouped by case (dialogue), or imported answers."""
-    study = _study(pk)
+    study = _study(request, pk)
     try:
         if study.kind == PreferenceStudy.Kind.EVALUATION:
-            form = JudgeRunsForm(request.POST)
+            form = JudgeRunsForm(request.POST, project=study.project_id)
             if not form.is_valid():
                 raise PreferenceError("Choose at least two finished judge runs.")
             result = preference.add_judge_runs(study, list(form.cleaned_data["runs"]), request.user)
             messages.success(request, f"{result['items']} dialogue(s) judged by every run added, "
                                       f"{result['candidates']} evaluation(s).")
         elif study.kind == PreferenceStudy.Kind.DIALOGUE:
-            form = DialoguesForm(request.POST)
+            form = DialoguesForm(request.POST, project=study.project_id)
             if not form.is_valid():
                 raise PreferenceError("Choose a corpus and the metadata key of the case.")
             data = form.cleaned_data
@@ -142,8 +145,8 @@ def study_sources(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def study_raters(request, pk: int):
-    study = _study(pk)
-    form = RatersForm(request.POST)
+    study = _study(request, pk)
+    form = RatersForm(request.POST, project=study.project_id)
     if not form.is_valid():
         messages.error(request, "Choose one or more physicians.")
         return redirect("preference-detail", pk=pk)
@@ -164,7 +167,7 @@ def study_raters(request, pk: int):
 @role_required(COORDINATOR)
 def study_action(request, pk: int):
     """open / assign / withdraw-rater / lock / unblind / delete / judge / cancel-judge."""
-    study = _study(pk)
+    study = _study(request, pk)
     action = request.POST.get("action")
     reason = request.POST.get("reason", "").strip()
     try:
@@ -232,7 +235,7 @@ def study_action(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def item_delete(request, pk: int, item_id: int):
-    study = _study(pk)
+    study = _study(request, pk)
     item = get_object_or_404(study.items.alive(), pk=item_id)
     try:
         preference.delete_item(item, request.user, request.POST.get("reason", ""))
@@ -246,7 +249,7 @@ def item_delete(request, pk: int, item_id: int):
 
 @role_required(COORDINATOR, ANALYST)
 def study_results(request, pk: int):
-    study = _study(pk)
+    study = _study(request, pk)
     if not study.is_unblinded:
         return render(request, "scoring/preference_results.html", {"study": study, "sealed": True}, status=409)
     try:
@@ -261,7 +264,7 @@ def study_results(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def study_export(request, pk: int):
-    study = _study(pk)
+    study = _study(request, pk)
     from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
 
     response = HttpResponse(preference_analysis.export_csv(study), content_type="text/csv; charset=utf-8")
@@ -274,10 +277,14 @@ def study_export(request, pk: int):
 # physicians
 # ---------------------------------------------------------------------------------------------------------------
 def _task(request, pk: int) -> PreferenceTask:
+    """The user's comparison in any project where they are a physician; the request then works in its project."""
     try:
-        return preference.own_task(request.user, pk)
+        task = preference.own_task(request.user, pk)
     except PreferenceError:
         raise Http404("No such comparison.") from None
+    if getattr(request, "project", None) is None or request.project.pk != task.study.project_id:
+        projects.enter(request, request.user, task.study.project)
+    return task
 
 
 def _payload(request) -> dict:

@@ -8,6 +8,7 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation import projects
 from annotation.models import Campaign
 from annotation.roles import ANALYST, COORDINATOR, has_role
 from scoring.jobs.models import Job
@@ -44,7 +45,7 @@ class CampaignReportView(APIView):
                    202: ReportPendingSerializer},
     )
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+        campaign = get_object_or_404(Campaign.objects.alive().in_project(projects.current(request)), pk=pk)
         for key, allowed in (("ci", ("percentile", "bca")), ("correlation", ("pearson", "tetrachoric"))):
             value = request.query_params.get(key)
             if value is not None and value not in allowed:

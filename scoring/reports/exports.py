@@ -109,7 +109,7 @@ def campaigns_in_scope(corpus, campaign=None):
     """The campaigns whose labels an export of ``corpus`` (optionally one campaign) includes."""
     from annotation.models import Campaign
 
-    qs = Campaign.objects.alive().filter(corpus=corpus)
+    qs = Campaign.objects.alive().in_project(corpus.project_id).filter(corpus=corpus)
     if campaign is not None:
         qs = qs.filter(pk=campaign.pk)
     return qs.order_by("pk")
@@ -122,7 +122,8 @@ def _human_labels(corpus, campaign=None):
     from annotation.models import Assignment, Item, Label
 
     answered = Q(value__isnull=False) | (Q(item__response_type=Item.ResponseType.TEXT) & ~Q(comment=""))
-    qs = Label.objects.filter(answered, campaign__corpus=corpus, campaign__deleted_at__isnull=True,
+    qs = Label.objects.filter(answered, campaign__corpus=corpus, campaign__project=corpus.project_id,
+                              campaign__deleted_at__isnull=True,
                               dialogue__deleted_at__isnull=True)
     if campaign is not None:
         qs = qs.filter(campaign=campaign)

@@ -35,7 +35,8 @@ def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: b
     if cached, else a running one, else the one that failed (its error is shown; the same labels would fail
     again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one failed."""
     params = _job_params(campaign, user, options)
-    return jobs.current(Job.Kind.CAMPAIGN_REPORT, params, params, user=user, start=start, retry=retry)
+    return jobs.current(Job.Kind.CAMPAIGN_REPORT, params, params, project=campaign.project_id, user=user, start=start,
+                        retry=retry)
 
 
 def _job_params(campaign: Campaign, user, options: dict | None) -> dict[str, Any]:
@@ -55,12 +56,12 @@ def compute_now(campaign: Campaign, user, options: dict | None = None) -> Job:
     if job is not None and job.status != Job.Status.FAILED:
         return job
     job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, params=_job_params(campaign, user, options),
-                             requested_by=user)
+                             requested_by=user, project_id=campaign.project_id)
     return jobs.execute(job.pk)
 
 
 def last_failure(campaign: Campaign) -> Job | None:
-    return (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+    return (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk, project=campaign.project_id,
                                status=Job.Status.FAILED).order_by("-created_at").first())
 
 

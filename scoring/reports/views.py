@@ -3,6 +3,7 @@
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from annotation import projects
 from annotation.roles import ANALYST, COORDINATOR, role_required
 from scoring.jobs.models import Job
 
@@ -13,15 +14,17 @@ def campaign_trial_report(request, pk: int):
     from scoring.reports.service import names_allowed
     from scoring.reports.trial import trial_report
 
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = get_object_or_404(Campaign.objects.alive().in_project(projects.current(request)), pk=pk)
     report = trial_report(campaign, names=names_allowed(request.user, campaign))
     return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": report})
 
 
-def _campaign(pk: int):
+def _campaign(request, pk: int):
+    """A campaign of the request's project: another project's answers 404, as a missing one."""
     from annotation.models import Campaign
 
-    return get_object_or_404(Campaign.objects.alive().select_related("corpus", "scale_version__scale"), pk=pk)
+    return get_object_or_404(Campaign.objects.alive().in_project(projects.current(request))
+                             .select_related("corpus", "scale_version__scale"), pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -33,7 +36,7 @@ def campaign_report(request, pk: int):
 
     from scoring.reports.service import current_report_job, last_failure, report_options
 
-    campaign = _campaign(pk)
+    campaign = _campaign(request, pk)
     options = report_options(request.GET)
     query = urlencode({"ci": options["ci_method"], "correlation": options["correlation"]})
     if request.method == "POST":  # "Try again" after a failure
@@ -55,12 +58,14 @@ def campaign_report_status(request, pk: int, job_id: int):
     """htmx poll: the progress bar, or a full-page refresh once the report is ready."""
     from django.http import HttpResponse
 
-    job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=pk)
+    campaign = _campaign(request, pk)
+    job = get_object_or_404(Job.objects.filter(project=campaign.project_id), pk=job_id,
+                            kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk)
     if job.is_finished:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
-    return render(request, "scoring/partials/report_progress.html", {"campaign": _campaign(pk), "job": job})
+    return render(request, "scoring/partials/report_progress.html", {"campaign": campaign, "job": job})
 
 
 def _attachment(request, pk: int, render):
@@ -70,7 +75,7 @@ def _attachment(request, pk: int, render):
 
     from scoring.reports.service import current_report_job, report_options
 
-    campaign = _campaign(pk)
+    campaign = _campaign(request, pk)
     job = current_report_job(campaign, request.user, options=report_options(request.GET))
     if job.status == Job.Status.FAILED:
         return HttpResponse(f"The report could not be computed: {job.error}", status=409, content_type="text/plain")
@@ -137,7 +142,7 @@ def campaign_export(request, pk: int, fmt: str):
 
     if fmt not in EXPORT_TYPES:
         raise Http404("Unknown export format.")
-    campaign = _campaign(pk)
+    campaign = _campaign(request, pk)
     rows = exports.label_rows(campaign.corpus, campaign, names=names_allowed(request.user, campaign))
     filename = f"labels-{campaign.pk}.{fmt}"
     if fmt == "csv":

@@ -1,4 +1,4 @@
-"""python manage.py agreement --corpus NAME [--campaign NAME] [--format json|csv]"""
+"""python manage.py agreement --corpus NAME [--campaign NAME] [--format json|csv] [--project NAME]"""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation import projects
 from annotation.models import Campaign, Corpus
 from scoring.reports import agreement as reports
 from scoring.reports.agreement_csv import csv_text
@@ -15,7 +16,8 @@ class Command(BaseCommand):
     help = "Print the agreement report (the same figures as the browser report) as JSON or CSV."
 
     def add_arguments(self, parser):
-        parser.add_argument("--corpus", required=True, help="corpus name")
+        projects.add_argument(parser)
+        parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--campaign", help="campaign name (default: every campaign on the corpus)")
         parser.add_argument("--format", choices=["json", "csv"], default="json")
         parser.add_argument("--names", action="store_true", help="show rater usernames instead of pseudonyms")
@@ -27,10 +29,11 @@ class Command(BaseCommand):
                             help="correlations for reliability and validity: pearson (phi, default) or tetrachoric")
 
     def handle(self, *args, **options):
-        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
+        project = projects.for_command(options["project"])
+        corpus = Corpus.objects.alive().in_project(project).filter(name=options["corpus"]).first()
         if corpus is None:
-            raise CommandError(f"No corpus named {options['corpus']!r}.")
-        campaigns = Campaign.objects.alive().filter(corpus=corpus)
+            raise CommandError(f"No corpus named {options['corpus']!r} in project {project.name!r}.")
+        campaigns = Campaign.objects.alive().in_project(project).filter(corpus=corpus)
         if options["campaign"]:
             campaigns = campaigns.filter(name=options["campaign"])
             if not campaigns.exists():

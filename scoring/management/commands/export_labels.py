@@ -8,6 +8,7 @@ import tempfile
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation import projects
 from annotation.models import Campaign, Corpus
 from scoring.reports.exports import (
     FORMATS,
@@ -33,7 +34,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--corpus", required=True, help="corpus name")
+        projects.add_argument(parser)
+        parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--campaign", help="only this campaign's labels (default: every campaign on the corpus)")
         parser.add_argument("--format", dest="fmt", choices=FORMATS, default="csv", help="output format (csv)")
         parser.add_argument("--out", required=True, help='output file; "-" writes CSV or JSON to standard output')
@@ -43,14 +45,15 @@ class Command(BaseCommand):
 
     def handle(self, *args, corpus: str, campaign: str | None, fmt: str, out: str, names: bool,
                as_user: str | None, **options):
-        target = Corpus.objects.filter(name=corpus.strip()).first()
+        project = projects.for_command(options.get("project"))
+        target = Corpus.objects.in_project(project).filter(name=corpus.strip()).first()
         if target is None or target.is_deleted:
-            raise CommandError(f'There is no corpus "{corpus}".')
+            raise CommandError(f'There is no corpus "{corpus}" in project "{project.name}".')
         chosen = None
         if campaign is not None:
-            chosen = Campaign.objects.filter(name=campaign.strip()).first()
+            chosen = Campaign.objects.in_project(project).filter(name=campaign.strip()).first()
             if chosen is None or chosen.is_deleted:
-                raise CommandError(f'There is no campaign "{campaign}".')
+                raise CommandError(f'There is no campaign "{campaign}" in project "{project.name}".')
             if chosen.corpus_id != target.pk:
                 raise CommandError(f'Campaign "{chosen}" rates corpus "{chosen.corpus}", not "{target}".')
         user = None

@@ -1,5 +1,5 @@
 """python manage.py generate_dialogues --cases PATH --doctor-model M --patient-model M [--base-url URL] [--turns N]
-[--temperatures 0.2,0.8] [--corpus NAME] [--wait]"""
+[--temperatures 0.2,0.8] [--corpus NAME] [--project NAME] [--wait]"""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from decimal import Decimal
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation import projects
 from annotation.importers import ImportRejected
 from scoring.generation import cases
 from scoring.generation import services as generation
@@ -20,17 +21,17 @@ from scoring.llm import gateway, keys
 from scoring.management.commands.run_judge import bar
 
 
-def case_set_for(path: str) -> tuple[CaseSet, int]:
-    """The case set of this file's content (imported once; the same file again reuses it, so a re-run is answered
-    from the request cache). Returns (case set, cases imported now)."""
+def case_set_for(path: str, project) -> tuple[CaseSet, int]:
+    """The case set of this file's content in ``project`` (imported once; the same file again reuses it, so a re-run
+    is answered from the request cache). Returns (case set, cases imported now)."""
     with open(path, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()[:12]
     name = f"{os.path.basename(path)} ({digest})"
-    existing = CaseSet.objects.alive().filter(name=name).first()
+    existing = CaseSet.objects.alive().in_project(project).filter(name=name).first()
     if existing is not None:
         return existing, 0
     with transaction.atomic():
-        case_set = CaseSet.objects.create(name=name, source=os.path.abspath(path))
+        case_set = CaseSet.objects.create(project=project, name=name, source=os.path.abspath(path))
         counts = cases.import_case_file(case_set, path)
     return case_set, counts["created"]
 
@@ -58,6 +59,7 @@ class Command(BaseCommand):
             "Lines file; the dialogues go into a corpus (optionally wait with a progress bar).")
 
     def add_arguments(self, parser):
+        projects.add_argument(parser)
         parser.add_argument("--cases", required=True, help="JSON Lines file of self-reports, templates or OSCE cases")
         parser.add_argument("--doctor-model", required=True, help="doctor model(s) under test, comma-separated")
         parser.add_argument("--patient-model", required=True, help="patient simulator (also measurement, moderator)")
@@ -75,6 +77,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="show progress until the job ends")
 
     def handle(self, *args, **options):
+        project = projects.for_command(options["project"])
         try:
             key_env = keys.check_key_variable(options["api_key_env"])
         except keys.KeyVariableRefused as exc:
@@ -83,7 +86,7 @@ class Command(BaseCommand):
         if not os.path.isfile(path):
             raise CommandError(f"No such file: {path}")
         try:
-            case_set, imported = case_set_for(path)
+            case_set, imported = case_set_for(path, project)
         except ImportRejected as exc:
             raise CommandError("Nothing was imported; fix these line(s):\n  " +
                                "\n  ".join(str(e) for e in exc.errors)) from None

@@ -1,5 +1,6 @@
 """python manage.py judge_report --corpus NAME [--campaign NAME] --judge RUN_ID_OR_RATER [--format json|csv|html]
-[--out FILE]: the judge-vs-physicians report for scripts, the same JSON as the API (/api/judge-runs/<id>/report/)."""
+[--out FILE] [--project NAME]: the judge-vs-physicians report for scripts, the same JSON as the API
+(/api/judge-runs/<id>/report/)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation import projects
 from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
 from scoring.judges.forms import VerdictSettingsForm
@@ -24,7 +26,8 @@ CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n"
 def find_run(corpus: Corpus, judge: str) -> JudgeRun:
     """A run on ``corpus`` by id ("12", "#12") or by its judge's name as pages and exports show it ("MedGPT judge",
     or "gpt-4o per-item (run 12)"); CommandError naming the candidates when none or several match."""
-    runs = JudgeRun.objects.filter(corpus=corpus).select_related("config", "corpus").order_by("pk")
+    runs = (JudgeRun.objects.in_project(corpus.project_id).filter(corpus=corpus).select_related("config", "corpus")
+            .order_by("pk"))
     text = judge.strip().lstrip("#")
     if text.isdigit():
         run = runs.filter(pk=int(text)).first()
@@ -43,7 +46,8 @@ def find_run(corpus: Corpus, judge: str) -> JudgeRun:
 
 def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
     """The campaign named ``name`` on the corpus, or the only one rating it on the run's scale version."""
-    campaigns = Campaign.objects.alive().filter(corpus=corpus).select_related("scale_version")
+    campaigns = (Campaign.objects.alive().in_project(corpus.project_id).filter(corpus=corpus)
+                 .select_related("scale_version"))
     if name:
         campaign = campaigns.filter(name=name).first()
         if campaign is None:
@@ -110,7 +114,8 @@ class Command(BaseCommand):
             "against a campaign on the same corpus: the same JSON as the API, or CSV rows, or one HTML file.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--corpus", required=True, help="corpus name")
+        projects.add_argument(parser)
+        parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--campaign", help="campaign name (default: the only campaign rating the corpus on the "
                                                "judge's scale version)")
         parser.add_argument("--judge", required=True, help="the run id, or the judge's name as pages and exports "
@@ -123,9 +128,10 @@ class Command(BaseCommand):
         parser.add_argument("--ci", choices=["percentile", "bca"], help="interval method (default percentile)")
 
     def handle(self, *args, **options):
-        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
+        project = projects.for_command(options["project"])
+        corpus = Corpus.objects.alive().in_project(project).filter(name=options["corpus"]).first()
         if corpus is None:
-            raise CommandError(f"No corpus named {options['corpus']!r}.")
+            raise CommandError(f"No corpus named {options['corpus']!r} in project {project.name!r}.")
         run = find_run(corpus, options["judge"])
         campaign = find_campaign(corpus, run, options["campaign"])
         query = {key: str(options[name]) for key, name in (("floor", "floor"), ("min_dialogues", "min_dialogues"),

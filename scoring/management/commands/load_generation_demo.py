@@ -1,4 +1,5 @@
-"""python manage.py load_generation_demo: the demo patient cases for dialogue generation (no LLM calls)."""
+"""python manage.py load_generation_demo [--project NAME]: the demo patient cases for dialogue generation (no LLM
+calls), in the demo project ("Demo (synthetic)") unless another is named."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from annotation import projects
 from scoring.generation import cases
 from scoring.generation.models import CaseSet
 
@@ -14,13 +16,15 @@ DEMO_FILE = Path(__file__).resolve().parents[2] / "generation" / "fixtures" / "g
 DEMO_NAME = "Demo cases (self-reports, templates, OSCE)"
 
 
-def load_generation_demo() -> int:
-    """Import the demo case set once; returns the number of cases imported now (0 when already there)."""
-    if CaseSet.objects.filter(name=DEMO_NAME).exists():
+def load_generation_demo(project=None) -> int:
+    """Import the demo case set once into ``project`` (default: the demo project); returns the number of cases
+    imported now (0 when already there)."""
+    project = project or projects.demo_project()
+    if CaseSet.objects.in_project(project).filter(name=DEMO_NAME).exists():
         return 0
     with transaction.atomic():
         case_set = CaseSet.objects.create(
-            name=DEMO_NAME, source=DEMO_FILE.name,
+            project=project, name=DEMO_NAME, source=DEMO_FILE.name,
             description="Two self-reports, a self-report template (4 sampled cases) and two AgentClinic-style OSCE "
                         "cases with hidden diagnoses. Written for the demo; not study data.")
         return cases.import_case_file(case_set, DEMO_FILE)["created"]
@@ -29,8 +33,13 @@ def load_generation_demo() -> int:
 class Command(BaseCommand):
     help = "Import the demo patient cases for dialogue generation. Safe to run again; makes no LLM calls."
 
+    def add_arguments(self, parser):
+        projects.add_argument(parser)  # default here: the demo project
+
     def handle(self, *args, **options):
-        created = load_generation_demo()
+        project = projects.for_command(options["project"]) if options.get("project") else projects.demo_project()
+        with projects.working_in(project):
+            created = load_generation_demo(project)
         if created:
             self.stdout.write(f"Demo generation cases ready: {created} case(s) in {DEMO_NAME!r}.")
         else:

@@ -1,8 +1,10 @@
-"""python manage.py load_study_demo: the finished demo study's scoring side (no LLM calls)."""
+"""python manage.py load_study_demo [--project NAME]: the finished demo study's scoring side (no LLM calls), in the
+demo project ("Demo (synthetic)") unless another is named."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from annotation import projects
 from annotation.demo import DEMO_FINISHED, SYNTHETIC_PHYSICIANS
 from annotation.models import Campaign
 from scoring.judges import service as judge_reports
@@ -17,10 +19,19 @@ class Command(BaseCommand):
             "run's judge report computed for the demo coordinator and analyst. Run load_demo first. Safe to run "
             "again; makes no LLM calls.")
 
+    def add_arguments(self, parser):
+        projects.add_argument(parser)  # default here: the demo project
+
     def handle(self, *args, **options):
-        runs = load_judge_demo()
-        preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS])
-        campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
+        project = projects.for_command(options["project"]) if options.get("project") else projects.demo_project()
+        with projects.working_in(project):
+            self._load(project)
+
+    def _load(self, project):
+        runs = load_judge_demo(project)
+        preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS],
+                                                   project=project)
+        campaign = Campaign.objects.alive().in_project(project).filter(name=DEMO_FINISHED).first()
         reports = set()
         if campaign is not None:
             # The demo campaign allows names (made-up raters), so both users share one report.

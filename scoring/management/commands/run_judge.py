@@ -1,4 +1,4 @@
-"""python manage.py run_judge --corpus NAME --model MODEL [...] [--wait]"""
+"""python manage.py run_judge --corpus NAME --model MODEL [--project NAME] [...] [--wait]"""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import Corpus, ScaleVersion
+from annotation import projects
+from annotation.models import Corpus
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm import gateway, keys
@@ -42,7 +43,8 @@ class Command(BaseCommand):
     help = "Create and start an LLM judge run on a corpus (optionally wait for it with a progress bar)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--corpus", required=True)
+        projects.add_argument(parser)
+        parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--model", required=True, help="model name at the endpoint")
         parser.add_argument("--base-url", default="", help="OpenAI-compatible base URL (default OPENAI_BASE_URL)")
         parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
@@ -73,13 +75,14 @@ class Command(BaseCommand):
             options["api_key_env"] = keys.check_key_variable(options["api_key_env"])
         except keys.KeyVariableRefused as exc:
             raise CommandError(str(exc)) from None
-        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
+        project = projects.for_command(options["project"])
+        corpus = Corpus.objects.alive().in_project(project).filter(name=options["corpus"]).first()
         if corpus is None:
-            raise CommandError(f"No corpus named {options['corpus']!r}.")
-        version = ScaleVersion.objects.filter(scale__slug=options["scale"], status="published").order_by(
-            "-number").first()
+            raise CommandError(f"No corpus named {options['corpus']!r} in project {project.name!r}.")
+        visible = projects.visible_versions(project)
+        version = visible.filter(scale__slug=options["scale"], status="published").order_by("-number").first()
         if version is None:
-            known = ", ".join(ScaleVersion.objects.filter(status="published").order_by("scale__slug")
+            known = ", ".join(visible.filter(status="published").order_by("scale__slug")
                               .values_list("scale__slug", flat=True).distinct())
             raise CommandError(f"No published scale {options['scale']!r} (published: {known}).")
         scale_part = "" if options["scale"] == "llm-mini-cex" else f" {options['scale']}"
@@ -87,8 +90,9 @@ class Command(BaseCommand):
                                      f"{options['base_url'] or 'default'}")
         defaults = {"base_url": options["base_url"], "api_key_env": options["api_key_env"],
                     "model": options["model"], "mode": options["mode"], "concurrency": options["concurrency"],
-                    "temperature": options["temperature"], "prompt_set": judging.default_prompt_set(version)}
-        config, created = JudgeConfig.objects.get_or_create(name=name[:120], defaults=defaults)
+                    "temperature": options["temperature"],
+                    "prompt_set": judging.default_prompt_set(version, project=project)}
+        config, created = JudgeConfig.objects.get_or_create(project=project, name=name[:120], defaults=defaults)
         if not created:
             changed = [k for k, v in defaults.items() if k != "prompt_set" and getattr(config, k) != v]
             if config.prompt_set.scale_version.scale_id != version.scale_id:

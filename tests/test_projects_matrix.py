@@ -111,7 +111,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "campaign-dialogue-action": {"pk": "campaign", "dialogue_id": "dialogue"},
     # the project pages: a project the user is not a member of answers 404 like a missing one
     "project-detail": {"pk": "project"},
-    "project-members": {"pk": "project"},
+    "project-member-remove": {"pk": "project", "user_id": "member"},
 }
 
 # Pages without an object: lists, forms, queues. Alpha's users must see no Bravo row on them.
@@ -175,6 +175,8 @@ def _value(world, side, spec: str):
         side, spec = world.alpha, spec[4:]
     if spec == "project":
         return side.project.pk
+    if spec == "member":
+        return side.coordinator.pk
     if spec == "panel_token":
         from delphi.services import make_token
 
@@ -466,6 +468,17 @@ def test_api_writes_cannot_point_at_other_project_objects(world, db, client):
          "username": bravo.physicians[1].username}), content_type="application/json")
     assert response.status_code in (400, 404), response.content
     assert not CampaignRater.objects.filter(campaign=alpha.objects["campaign"], user=bravo.physicians[1]).exists()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_switch_refuses_a_project_one_is_not_in(world, db, client, role):
+    client.force_login(world.alpha.user(role))
+    for value in (world.bravo.project.pk, "Bravo"):
+        other = client.post(reverse("project-switch"), {"project": value})
+        gone = client.post(reverse("project-switch"), {"project": MISSING_ID if isinstance(value, int) else "Nope"})
+        assert other.status_code == gone.status_code == 404
+    assert client.get("/campaigns/").status_code in (200, 403)  # still in Alpha
+    assert not world.bravo.leaks(client.get("/").content.decode())
 
 
 @pytest.mark.parametrize("how", ["header", "query"])

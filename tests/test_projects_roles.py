@@ -16,6 +16,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from annotation import projects
+from annotation.labels import submit
 from annotation.models import DEFAULT_PROJECT, Campaign, Corpus, Dialogue, Label, Membership, Project
 from tests.factories import answer_all, campaign_with
 from tests.two_projects import shared_world
@@ -198,6 +199,7 @@ def twins(db, instrument, make_user):
             campaign = campaign_with(raters, n=4, overlap=2, name="C1")
             for assignment in campaign.assignments.select_related("rater"):
                 answer_all(assignment, assignment.rater, value=1 if name == "Alpha" else 0)
+                submit(assignment, assignment.rater)
         made[name] = campaign
     return made
 
@@ -291,8 +293,9 @@ def test_without_project_the_only_project_is_used(db, instrument, tmp_path, make
     campaign = campaign_with(raters, n=2, overlap=2, name="Solo")
     for assignment in campaign.assignments.select_related("rater"):
         answer_all(assignment, assignment.rater)
+        submit(assignment, assignment.rater)
     run("import_dialogues", _dialogues_file(tmp_path, "solo"), "--corpus", "corpus-Solo", "--update")
     assert Dialogue.objects.filter(corpus=campaign.corpus, external_id__startswith="solo-").count() == 3
     report = json.loads(run("agreement", "--corpus", "corpus-Solo", "--resamples", "20"))
-    assert report
+    assert [c["name"] for c in report["campaigns"]] == ["Solo"] and report["n_labels"] > 0
     assert campaign.project.name == DEFAULT_PROJECT

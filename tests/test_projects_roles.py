@@ -246,10 +246,10 @@ def test_agreement_and_export_labels_read_the_named_project(twins, tmp_path):
     assert "bravo_r0" in json.dumps(bravo_report) and "alpha_r0" not in json.dumps(bravo_report)
     assert "alpha_r0" in json.dumps(alpha_report) and "bravo_r0" not in json.dumps(alpha_report)
     out = tmp_path / "alpha.csv"
-    run("export_labels", "--corpus", "corpus-C1", "--project", "Alpha", "--out", str(out), "--names")
+    run("export_labels", "--corpus", "corpus-C1", "--project", "Alpha", "--out", str(out))
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
-    assert rows and {row["rater"] for row in rows} == {"alpha_r0", "alpha_r1"}
-    assert {row["value"] for row in rows if row["item"] == "1.1"} == {"1"}
+    assert len(rows) == Label.objects.filter(campaign=twins["Alpha"]).count()
+    assert {row["value"] for row in rows if row["item"] == "1.1"} == {"1"}  # Bravo's physicians answered 0
 
 
 def test_run_judge_works_in_the_named_project(twins, fake_llm, monkeypatch):

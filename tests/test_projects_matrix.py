@@ -185,13 +185,14 @@ def _value(world, side, spec: str):
     return obj.slug if spec == "scale" else obj.pk
 
 
-def _url(world, name: str, spec: dict, fill) -> str:
-    """``fill(argument, kind)`` gives each object argument's value."""
+def _url(world, name: str, spec: dict, fill, suffix: bool = False) -> str:
+    """``fill(argument, kind)`` gives each object argument's value; ``suffix``: the API's format-suffix route
+    (``.json``) of the same view."""
     kwargs, query = {}, {}
     for arg, kind in spec.items():
         value = kind[1:] if kind.startswith("=") else fill(arg, kind)
         (query if arg.startswith("?") else kwargs)[arg.lstrip("?")] = value
-    if "format" in ARGS.get(name, ()):
+    if suffix:
         kwargs["format"] = "json"
     url = reverse(name, kwargs=kwargs)
     return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
@@ -270,8 +271,9 @@ def test_no_url_reads_or_writes_across_projects(world, db, role, name, path, arg
             used.append(value)
             return value
 
-        other_url = _url(world, name, spec, fill)
-        missing_url = _url(world, name, spec, lambda a, k, f=fill: f(a, k, gone=True))
+        suffix = "format" in args
+        other_url = _url(world, name, spec, fill, suffix)
+        missing_url = _url(world, name, spec, lambda a, k, f=fill: f(a, k, gone=True), suffix)
         for method in ("GET", "POST"):
             other = _request(client_other, method, other_url)
             gone = _request(client_gone, method, missing_url)
@@ -283,7 +285,7 @@ def test_no_url_reads_or_writes_across_projects(world, db, role, name, path, arg
             if other.status_code != 404:
                 # answered whatever the object (the role or the method is refused, a GET redirects): Alpha's own
                 # object gets the same status, and nothing of the object is in the answer
-                own_url = _url(world, name, spec, lambda a, k: _value(world, alpha, k.replace("own:", "")))
+                own_url = _url(world, name, spec, lambda a, k: _value(world, alpha, k.replace("own:", "")), suffix)
                 own = _request(client_own, method, own_url)
                 assert own.status_code == other.status_code, \
                     f"{where}: {other.status_code} on Bravo's object but {own.status_code} on Alpha's own"

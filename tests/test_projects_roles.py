@@ -253,6 +253,7 @@ def test_agreement_and_export_labels_read_the_named_project(twins, tmp_path):
 
 
 def test_run_judge_works_in_the_named_project(twins, fake_llm, monkeypatch):
+    from scoring.judges import runs as judging
     from scoring.judges.models import JudgeConfig, JudgeRun
 
     monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
@@ -261,8 +262,12 @@ def test_run_judge_works_in_the_named_project(twins, fake_llm, monkeypatch):
     judge_run = JudgeRun.objects.get()
     assert judge_run.project.name == "Bravo" and judge_run.corpus == twins["Bravo"].corpus
     assert JudgeConfig.objects.get(name="Judge C1").project.name == "Bravo"
+    judging.drain(judge_run)  # the tiny run, synchronously (no worker), against the fake endpoint
+    judge_run.refresh_from_db()
+    assert judge_run.status == JudgeRun.Status.SUCCEEDED
     assert judge_run.results.filter(dialogue__corpus=twins["Alpha"].corpus).count() == 0
-    assert judge_run.results.count() == 4  # four dialogues, one item
+    assert judge_run.results.filter(status="done").count() == 4  # four dialogues, one item
+    assert len(fake_llm.chat_requests) == 4
 
 
 @pytest.mark.parametrize("command,args", [

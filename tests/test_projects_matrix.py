@@ -513,3 +513,23 @@ def test_admin_sees_both_projects(world, db, client):
             response = client.get(url, {"project": side.name})
             assert response.status_code == 200, (url, response.status_code)
             assert side.name in response.content.decode()
+
+
+def test_audit_events_carry_their_project(world, db):
+    """Every audit entry the world's services wrote about a project's objects records that project."""
+    from django.contrib.contenttypes.models import ContentType
+
+    from annotation.models import AuditEvent
+
+    checked = 0
+    for side in (world.alpha, world.bravo):
+        for kind in ("corpus", "scale", "campaign", "preference_study", "delphi_study", "generation_job"):
+            obj = side.objects[kind]
+            events = AuditEvent.objects.filter(target_type=ContentType.objects.get_for_model(obj),
+                                               target_id=str(obj.pk))
+            assert {e.project_id for e in events} <= {side.project.pk}, (side.name, kind)
+            checked += events.count()
+        members = AuditEvent.objects.filter(action="member-add", data__user=side.coordinator.username)
+        assert members and {e.project_id for e in members} == {side.project.pk}
+        assert AuditEvent.objects.get(action="world.built", project=side.project)
+    assert checked >= 6

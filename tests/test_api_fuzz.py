@@ -1,7 +1,12 @@
 """Fuzzing the API from its own schema (issue 12): schemathesis generates requests for every operation of
 /api/schema/ (data that fits the schema and data that does not), each sent with a coordinator's and a
 physician's token to a live server on the test database; no answer may be a 5xx. Bounded: about 20 examples
-per operation, no shrinking, a couple of minutes in all."""
+per operation, no shrinking, a couple of minutes in all.
+
+With two projects (issue 29): the database holds the world of tests/two_projects.py (projects Alpha and Bravo, one
+of every kind of object in each), the tokens are Alpha's coordinator's and physician's, and no answer may hold a
+Bravo row (every Bravo name, external id and username contains "bravo"): generated ids hit Bravo's objects often,
+the ids being small."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from rest_framework.authtoken.models import Token
 from schemathesis import GenerationMode
 
-from tests.factories import campaign_with
+from tests.two_projects import build_world
 
 EXAMPLES = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 8}  # about 20 per operation
 FUZZ_SETTINGS = dict(deadline=None, database=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
@@ -24,9 +29,11 @@ def _describe(case, response) -> str:
     return f"{case.method} {case.formatted_path} query={case.query!r} body={sent!r} -> {response.status_code} {answer}"
 
 
-def _fuzz(operation, mode, examples: int, base_url: str, tokens: list[str], failures: list[str]) -> None:
-    """Send ``examples`` generated requests for one operation, each with every token; note each 5xx once."""
-    seen: set[str] = set()
+def _fuzz(operation, mode, examples: int, base_url: str, tokens: list[str], failures: list[str],
+          leaks=lambda text: []) -> None:
+    """Send ``examples`` generated requests for one operation, each with every token; note each 5xx and each answer
+    that shows another project's rows (``leaks``) once."""
+    seen: set = set()
 
     @settings(max_examples=examples, **FUZZ_SETTINGS)
     @given(case=operation.as_strategy(generation_mode=mode))
@@ -36,16 +43,19 @@ def _fuzz(operation, mode, examples: int, base_url: str, tokens: list[str], fail
             if response.status_code >= 500 and case.formatted_path not in seen:
                 seen.add(case.formatted_path)
                 failures.append(_describe(case, response))
+            found = leaks(response.text)
+            if found and ("leak", case.formatted_path) not in seen:
+                seen.add(("leak", case.formatted_path))
+                failures.append(f"another project's rows {found[:2]}: " + _describe(case, response))
 
     send()
 
 
-def test_no_api_operation_answers_5xx(live_server, transactional_db, instrument, make_user):
-    coordinator = make_user("fuzz-coord", "coordinator")
-    physicians = [make_user(f"fuzz-doc{i}", "physician") for i in range(2)]
-    campaign_with(physicians, n=3, overlap=2, name="Fuzz")
-    tokens = {"coordinator": Token.objects.create(user=coordinator).key,
-              "physician": Token.objects.create(user=physicians[0]).key}
+def test_no_api_operation_answers_5xx_or_another_projects_rows(live_server, transactional_db, instrument):
+    world = build_world()
+    alpha = world.alpha
+    tokens = {"coordinator": Token.objects.create(user=alpha.coordinator).key,
+              "physician": Token.objects.create(user=alpha.physicians[0]).key}
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/",
                                            headers={"Authorization": f"Token {tokens['coordinator']}"})
     failures: list[str] = []
@@ -55,12 +65,13 @@ def test_no_api_operation_answers_5xx(live_server, transactional_db, instrument,
         operations += 1
         for mode, examples in EXAMPLES.items():
             try:
-                _fuzz(operation, mode, examples, live_server.url, list(tokens.values()), failures)
+                _fuzz(operation, mode, examples, live_server.url, list(tokens.values()), failures,
+                      leaks=world.bravo.leaks)
             except Exception as exc:  # a case schemathesis cannot build or send is a finding too
                 if "Unsatisfiable" not in type(exc).__name__:
                     failures.append(f"{operation.method.upper()} {operation.path}: {type(exc).__name__}: {exc}")
     assert operations >= 20, "the schema lists fewer operations than the API has"
-    assert not failures, "5xx answers:\n" + "\n".join(failures)
+    assert not failures, "5xx answers or another project's rows:\n" + "\n".join(failures)
 
 
 pytestmark = pytest.mark.integration

@@ -680,7 +680,7 @@ class CorpusViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(parameters=DIALOGUE_FILTERS, responses=DialogueSerializer(many=True),
                    summary="The corpus's dialogues, redactions applied")
     @action(detail=True, methods=["get"])
-    def dialogues(self, request, pk=None):
+    def dialogues(self, request, pk=None, format=None):
         corpus = self.get_object()
         qs = _filter_dialogues(_dialogues().filter(corpus=corpus).order_by("external_id", "id"), request)
         page = self.paginate_queryset(qs)
@@ -739,7 +739,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
     @extend_schema(methods=["POST"], request=RaterInputSerializer, responses={201: CampaignRaterSerializer},
                    summary="Add a physician to the campaign (or update team, capacity, availability)")
     @action(detail=True, methods=["get", "post"], pagination_class=None)
-    def raters(self, request, pk=None):
+    def raters(self, request, pk=None, format=None):
         campaign = self.get_object()
         context = self.get_serializer_context()
         if request.method == "GET":
@@ -753,7 +753,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
     @extend_schema(request=None, responses={200: AssignResultSerializer},
                    summary="Give every dialogue in scope its overlap of raters (tops up; never moves work)")
     @action(detail=True, methods=["post"])
-    def assign(self, request, pk=None):
+    def assign(self, request, pk=None, format=None):
         result = assign(self.get_object(), user=request.user)  # a closed campaign: 409 (CampaignClosed)
         return Response({"created": result.created, "short": len(result.short),
                          "missing": sum(result.short.values()), "complete": result.complete})
@@ -763,7 +763,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
     @extend_schema(methods=["POST"], request=SampleInputSerializer, responses={201: RandomSampleSerializer},
                    summary="Draw the campaign's random sample of dialogues (before assigning; once)")
     @action(detail=True, methods=["get", "post"])
-    def sample(self, request, pk=None):
+    def sample(self, request, pk=None, format=None):
         campaign = self.get_object()
         if request.method == "GET":
             sample = sampling.sample_of(campaign)
@@ -780,7 +780,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
 
     @extend_schema(responses=RaterProgressSerializer(many=True), summary="Counts per rater")
     @action(detail=True, methods=["get"], pagination_class=None)
-    def progress(self, request, pk=None):
+    def progress(self, request, pk=None, format=None):
         campaign = self.get_object()
         rows = rater_progress(campaign)
         for row in rows:
@@ -832,7 +832,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(methods=["POST"], request=LabelInputSerializer, responses={200: OwnLabelSerializer},
                    summary="Save one answer at once (with history); only the assigned rater can")
     @action(detail=True, methods=["get", "post"], pagination_class=None)
-    def labels(self, request, pk=None):
+    def labels(self, request, pk=None, format=None):
         assignment = self.get_object()
         if request.method == "GET":
             rows = assignment.labels.select_related("item").order_by("item__order", "id")
@@ -850,7 +850,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
                    responses={200: AssignmentSerializer, 400: SubmitErrorSerializer},
                    summary="Submit the answers (every item must be answered)")
     @action(detail=True, methods=["post"])
-    def submit(self, request, pk=None):
+    def submit(self, request, pk=None, format=None):
         assignment = self.get_object()
         data = SubmitInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -866,7 +866,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=SkipInputSerializer, responses={200: AssignmentSerializer},
                    summary="Skip the dialogue, saying why")
     @action(detail=True, methods=["post"])
-    def skip(self, request, pk=None):
+    def skip(self, request, pk=None, format=None):
         assignment = self.get_object()
         data = SkipInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -875,7 +875,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=FlagInputSerializer, responses={200: AssignmentSerializer},
                    summary="Report a problem with the dialogue")
     @action(detail=True, methods=["post"])
-    def flag(self, request, pk=None):
+    def flag(self, request, pk=None, format=None):
         assignment = self.get_object()
         data = FlagInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

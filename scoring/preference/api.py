@@ -95,7 +95,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=ReasonSerializer, responses=StudySerializer)
     @action(detail=True, methods=["post"])
-    def lock(self, request, pk=None):
+    def lock(self, request, pk=None, format=None):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         study = preference.lock(self.get_object(), request.user, data.validated_data["reason"])
@@ -103,7 +103,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=ReasonSerializer, responses=StudySerializer)
     @action(detail=True, methods=["post"])
-    def unblind(self, request, pk=None):
+    def unblind(self, request, pk=None, format=None):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         study = preference.unblind(self.get_object(), request.user, data.validated_data["reason"])
@@ -112,7 +112,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
     @extend_schema(responses={200: OpenApiResponse(description="scoring.preference.analysis.analysis"),
                               409: OpenApiResponse(description="the study is not unblinded")})
     @action(detail=True, methods=["get"])
-    def results(self, request, pk=None):
+    def results(self, request, pk=None, format=None):
         try:
             n = min(5000, max(100, int(request.query_params.get("resamples", 1000))))
         except ValueError:
@@ -123,7 +123,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses={200: OpenApiResponse(description="CSV long format")})
     @action(detail=True, methods=["get"])
-    def export(self, request, pk=None):
+    def export(self, request, pk=None, format=None):
         from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
 
         return HttpResponse(preference_analysis.export_csv(self.get_object()), content_type="text/csv; charset=utf-8")
@@ -158,7 +158,7 @@ class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveMod
 
     @extend_schema(request=AnswerSerializer, responses=TaskSerializer)
     @action(detail=True, methods=["post"])
-    def answer(self, request, pk=None):
+    def answer(self, request, pk=None, format=None):
         task = self.get_object()
         data = AnswerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -169,13 +169,13 @@ class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveMod
 
     @extend_schema(request=None, responses=TaskSerializer)
     @action(detail=True, methods=["post"])
-    def submit(self, request, pk=None):
+    def submit(self, request, pk=None, format=None):
         preference.submit_task(self.get_object(), request.user)
         return Response(preference.blinded_task(self.get_object()))
 
     @extend_schema(request=ReasonSerializer, responses=TaskSerializer)
     @action(detail=True, methods=["post"])
-    def skip(self, request, pk=None):
+    def skip(self, request, pk=None, format=None):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         preference.skip_task(self.get_object(), request.user, data.validated_data["reason"])

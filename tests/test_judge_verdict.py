@@ -209,42 +209,49 @@ def demo_judged(db, make_user):
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.demo import DEMO_CORPUS, load_demo
     from annotation.models import Assignment, Corpus
+    from annotation.projects import demo_project, working_in
     from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
     from scoring.judges.runs import config_snapshot, default_prompt_set
     from tests.factories import mini_cex, rating_items
 
     load_demo()
-    corpus = Corpus.objects.get(name=DEMO_CORPUS)
-    campaign = create_campaign(name="Random physicians", corpus=corpus, scale_version=mini_cex(), overlap=3)
-    raters = [make_user(f"rnd{i}", "physician") for i in range(3)]
-    for user in raters:
-        add_rater(campaign, user)
-    assign(campaign)
-    rng = random.Random(19)
-    items = rating_items(campaign)
-    for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
-        for item in items:
-            labels.save_label(assignment, item.pk, rng.choice(item.allowed_values()), assignment.rater)
-        labels.submit(assignment, assignment.rater)
-    config = JudgeConfig.objects.create(name="random judge", model="random", prompt_set=default_prompt_set(mini_cex()))
-    run = JudgeRun.objects.create(config=config, corpus=corpus, snapshot=config_snapshot(config),
-                                  status=JudgeRun.Status.SUCCEEDED)
-    JudgeResult.objects.bulk_create([
-        JudgeResult(run=run, dialogue=d, item=item, status=JudgeResult.Status.DONE,
-                    value=rng.choice(item.allowed_values()))
-        for d in corpus.dialogues.all() for item in items])
-    return campaign, run
+    corpus = Corpus.objects.get(name=DEMO_CORPUS, project=demo_project())
+    with working_in(corpus.project):  # the campaign, its raters and the judge in the demo corpus's project
+        campaign = create_campaign(name="Random physicians", corpus=corpus, scale_version=mini_cex(), overlap=3)
+        raters = [make_user(f"rnd{i}", "physician") for i in range(3)]
+        for user in raters:
+            add_rater(campaign, user)
+        assign(campaign)
+        rng = random.Random(19)
+        items = rating_items(campaign)
+        for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
+            for item in items:
+                labels.save_label(assignment, item.pk, rng.choice(item.allowed_values()), assignment.rater)
+            labels.submit(assignment, assignment.rater)
+        config = JudgeConfig.objects.create(name="random judge", model="random",
+                                            prompt_set=default_prompt_set(mini_cex()))
+        run = JudgeRun.objects.create(config=config, corpus=corpus, snapshot=config_snapshot(config),
+                                      status=JudgeRun.Status.SUCCEEDED)
+        JudgeResult.objects.bulk_create([
+            JudgeResult(run=run, dialogue=d, item=item, status=JudgeResult.Status.DONE,
+                        value=rng.choice(item.allowed_values()))
+            for d in corpus.dialogues.all() for item in items])
+        return campaign, run
 
 
 def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo_judged):
     from rest_framework.test import APIClient
 
+    from annotation.projects import add_member
     from tests.test_report_pages import run_pending
 
     campaign, run = demo_judged
     n_dialogues = campaign.corpus.dialogues.count()
     assert n_dialogues < 30
+    add_member(campaign.project, coordinator, "coordinator")
+    add_member(campaign.project, physician, "physician")
     client.force_login(coordinator)
+    client.post(reverse("project-switch"), {"project": campaign.project.pk})
     url = reverse("judge-run-report", args=[run.pk])
     pending = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-report-progress"' in pending and 'data-testid="verdict-settings"' in pending
@@ -279,6 +286,7 @@ def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo
     # physicians refused
     api = APIClient()
     api.force_authenticate(coordinator)
+    api.credentials(HTTP_X_PROJECT=campaign.project.name)
     answer = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk})
     assert answer.status_code == 200 and answer.json()["summary"]["counts"]["not_enough"] == 24
     assert answer.json()["items"][0]["decision"]["verdict"] == NOT_ENOUGH

@@ -20,7 +20,8 @@ def words_for(target: str, physicians: bool = False) -> dict[str, str]:
 
 
 def raters_are_physicians(user_ids) -> bool:
-    """Whether every one of these users holds the physician role (external raters from imported labels do not)."""
+    """Whether every one of these users is a physician in some project (external raters from imported labels are
+    members of none)."""
     from django.contrib.auth import get_user_model
 
     from annotation.roles import PHYSICIAN
@@ -28,4 +29,4 @@ def raters_are_physicians(user_ids) -> bool:
     ids = set(user_ids)
     if not ids:
         return False
-    return get_user_model().objects.filter(pk__in=ids, groups__name=PHYSICIAN).distinct().count() == len(ids)
+    return get_user_model().objects.filter(pk__in=ids, memberships__role=PHYSICIAN).distinct().count() == len(ids)

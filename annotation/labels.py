@@ -20,7 +20,9 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
+    Membership,
 )
+from annotation.roles import PHYSICIAN
 
 #: Longest comment, skip reason or flag note a rater may write (the API's limit and the rating page's).
 MAX_TEXT = 10_000
@@ -57,17 +59,19 @@ def _sql(template: str) -> str:
     """Fill table names into a hot-path statement (quoted for the current database)."""
     q = connection.ops.quote_name
     return template.format(assignment=q(Assignment._meta.db_table), campaign=q(Campaign._meta.db_table),
-                           label=q(Label._meta.db_table), change=q(LabelChange._meta.db_table))
+                           label=q(Label._meta.db_table), change=q(LabelChange._meta.db_table),
+                           membership=q(Membership._meta.db_table))
 
 
 def save_label(assignment: Assignment | int, item_id: int, value: int | None, user, *, comment: str | None = None,
-               client_seq: int = 0, reason: str = "") -> Label:
+               client_seq: int = 0, reason: str = "", member_only: bool = False) -> Label:
     """Store one answer at once. Retries are harmless (same value = no new history) and a late retry of an
     older click never overwrites a newer one (``client_seq``).
 
     This is the busiest write of the app (every click of every rater), so it is a few plain statements rather
     than ORM queries: lock the assignment (which serialises every write to its labels and orders saves against
-    submit), read the label, write it and its history row. Missing or deleted assignments are a 404."""
+    submit), read the label, write it and its history row. Missing or deleted assignments are a 404; with
+    ``member_only`` (the rating page) so is an assignment in a project where the rater is no longer a physician."""
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     try:
         value = scores.normal(value)
@@ -76,13 +80,16 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
     _bounded(comment, "comment")
     with transaction.atomic(), connection.cursor() as cursor:
         lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
+        member = (_sql(", EXISTS (SELECT 1 FROM {membership} m WHERE m.project_id = c.project_id AND "
+                       "m.user_id = a.rater_id AND m.role = %s)") if member_only else ", 1")
         cursor.execute(_sql("SELECT a.rater_id, a.status, a.campaign_id, a.dialogue_id, c.scale_version_id, "
-                            "c.deleted_at FROM {assignment} a JOIN {campaign} c ON c.id = a.campaign_id "
-                            "WHERE a.id = %s") + lock, [assignment_id])
+                            "c.deleted_at") + member + _sql(" FROM {assignment} a JOIN {campaign} c ON "
+                                                            "c.id = a.campaign_id WHERE a.id = %s") + lock,
+                       ([PHYSICIAN] if member_only else []) + [assignment_id])
         row = cursor.fetchone()
-        if row is None or row[5] is not None:
+        if row is None or row[5] is not None or not row[6]:
             raise LabelError("No such assignment.", status=404)
-        rater_id, status, campaign_id, dialogue_id, version_id, _ = row
+        rater_id, status, campaign_id, dialogue_id, version_id, _, _ = row
         if rater_id != user.pk:
             raise LabelError("This dialogue is not assigned to you.", status=403)
         items = _allowed(version_id)

@@ -110,7 +110,8 @@ def rate_label(request, pk: int):
     comment = None if comment is None else str(comment)
     try:
         # save_label checks ownership inside its transaction; someone else's assignment is a 404 as everywhere.
-        label = labels.save_label(pk, item_id, value, request.user, comment=comment, client_seq=seq)
+        label = labels.save_label(pk, item_id, value, request.user, comment=comment, client_seq=seq,
+                                  member_only=True)
     except labels.LabelError as exc:
         if exc.status in (403, 404):
             raise Http404("No such assignment.") from None

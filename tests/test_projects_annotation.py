@@ -422,3 +422,35 @@ def test_demo_users_land_in_the_demo_project_and_the_admin_is_shown_the_way_ther
     assert 'data-kind="switch"' in html and "Agreement report of the finished demo study" not in html
     client.post(reverse("project-switch"), {"project": demo.pk})
     assert "Agreement report of the finished demo study" in client.get(reverse("home")).content.decode()
+
+
+def test_a_physician_removed_from_the_project_can_no_longer_save_labels(client, instrument, make_user, coordinator):
+    """The rating page's fast save (raw SQL) checks the rater is still a physician of the campaign's project."""
+    import json
+
+    from django.urls import reverse
+
+    from annotation.campaigns import add_rater, assign, create_campaign
+    from annotation.models import Assignment, Corpus, Dialogue, Label
+    from annotation.projects import remove_member
+    from tests.factories import mini_cex
+
+    rater = make_user("leaver", "physician")
+    corpus = Corpus.objects.create(name="Leaver corpus")
+    Dialogue.objects.create(corpus=corpus, external_id="d1", self_report="s", source_model="m",
+                            turns=[{"role": "doctor", "text": "hello"}, {"role": "patient", "text": "hi"}])
+    campaign = create_campaign(name="Leaver campaign", corpus=corpus, scale_version=mini_cex(), overlap=1)
+    add_rater(campaign, rater)
+    assign(campaign)
+    assignment = Assignment.objects.get(campaign=campaign, rater=rater)
+    item = mini_cex().rating_items().filter(response_type="binary").first()
+    client.force_login(rater)
+    url = reverse("rate-label", args=[assignment.pk])
+
+    def save(seq: int):
+        return client.post(url, json.dumps({"item": item.pk, "value": 1, "seq": seq}), content_type="application/json")
+
+    assert save(1).status_code == 200
+    remove_member(campaign.project, rater, by=coordinator)
+    assert save(2).status_code == 404
+    assert Label.objects.get(assignment=assignment, item=item).client_seq == 1

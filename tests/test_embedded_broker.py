@@ -1,0 +1,92 @@
+"""The embedded mode's filesystem broker never hands a consumer a message that is still being written.
+
+kombu's stock transport creates the file and then writes into it; a consumer that lists the folder in between takes
+an empty file, fails with a JSON decode error and the message is lost (once in CI: a worker's ping reply). Both
+tests check the moment that matters: while the payload is being written, a consumer in the same folder sees no
+message, and once the put returns it sees the whole message exactly once. They fail on kombu's own transport."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from queue import Empty
+
+import pytest
+from kombu import Connection
+
+from config import broker
+
+
+def connection(folder) -> Connection:
+    for sub in ("queue", "processed", "control"):
+        (folder / sub).mkdir(exist_ok=True)
+    return Connection(transport=broker.Transport, transport_options={
+        "data_folder_in": str(folder / "queue"), "data_folder_out": str(folder / "queue"),
+        "processed_folder": str(folder / "processed"), "store_processed": False,
+        "control_folder": str(folder / "control")})
+
+
+def test_the_embedded_mode_uses_the_atomic_transport():
+    from config.celery import app
+
+    if os.environ.get("CELERY_BROKER_URL"):
+        pytest.skip("production mode: the broker is Redis")
+    with app.connection_for_write() as conn:
+        assert isinstance(conn.transport, broker.Transport)
+
+
+def test_a_message_being_written_is_invisible_to_a_consumer(tmp_path, monkeypatch):
+    seen_during_write = []
+    conn = connection(tmp_path)
+    channel = conn.default_channel
+    real_str_to_bytes = broker.str_to_bytes
+
+    def write_while_a_consumer_looks(text):
+        # The file is open for writing at this point; a consumer now must find nothing to take.
+        try:
+            seen_during_write.append(channel._get("q"))
+        except Empty:
+            seen_during_write.append(None)
+        return real_str_to_bytes(text)
+
+    monkeypatch.setattr(broker, "str_to_bytes", write_while_a_consumer_looks)
+    channel._put("q", {"body": "x" * 10_000})
+    monkeypatch.setattr(broker, "str_to_bytes", real_str_to_bytes)
+
+    assert seen_during_write == [None]
+    assert channel._get("q") == {"body": "x" * 10_000}
+    with pytest.raises(Empty):
+        channel._get("q")
+    assert os.listdir(tmp_path / "queue") == []
+    conn.release()
+
+
+def _produce(folder: str, count: int) -> None:
+    from pathlib import Path
+
+    with connection(Path(folder)) as conn:
+        channel = conn.default_channel
+        for i in range(count):
+            channel._put("q", {"i": i, "pad": "y" * 50_000})
+
+
+def test_a_consumer_racing_a_producer_in_another_process_gets_every_message_whole(tmp_path):
+    count = 300
+    producer = multiprocessing.get_context("spawn").Process(target=_produce, args=(str(tmp_path), count))
+    conn = connection(tmp_path)
+    channel = conn.default_channel
+    received = []
+    producer.start()
+    deadline = time.monotonic() + 120
+    try:
+        while len(received) < count and time.monotonic() < deadline:
+            try:
+                received.append(channel._get("q")["i"])
+            except Empty:
+                continue
+    finally:
+        producer.join(timeout=60)
+        conn.release()
+    assert producer.exitcode == 0
+    assert sorted(received) == list(range(count))

@@ -4,6 +4,17 @@ from annotation.roles import ROLE_LABELS, effective_roles, roles_of
 def roles(request):
     """The user's roles in the request's project, the project, and the projects they may switch to."""
     user = getattr(request, "user", None)
+    if getattr(request, "project", None) is None:
+        # A page rendered without a view (a 404 for an unknown URL) or after a refused ?project=: its navigation
+        # still shows the user's project.
+        from django.http import Http404
+
+        from annotation.projects import enter_once
+
+        try:
+            enter_once(request)
+        except Http404:
+            request._project_entered = True
     held = roles_of(user)
     context = {"user_roles": effective_roles(user),
                "user_role_labels": [ROLE_LABELS[r] for r in ROLE_LABELS if r in held],

@@ -78,14 +78,31 @@ def resolve(request, user) -> Project | None:
 def enter(request, user, project: Project | None) -> None:
     """Make ``project`` the request's project: its rows, its roles and the default for rows it creates."""
     request.project = project
+    request._project_entered = True
     user._minicex_project = project.pk if project is not None else None
     forget_roles(user)
     WORKING_PROJECT.set(project.pk if project is not None else None)
 
 
+def enter_once(request) -> None:
+    """Resolve and enter the request's project unless that was done (or nobody is logged in)."""
+    user = getattr(request, "user", None)
+    if getattr(user, "is_authenticated", False) and not getattr(request, "_project_entered", False):
+        enter(request, user, resolve(request, user))
+
+
+def project_free(view):
+    """Mark a view that reads no project: not ``request.project``, no roles, no working project for new rows (the
+    label save, which checks the rater's membership in its own locking query). The middleware then does not
+    resolve the project, which on the busiest request of the app would be two queries more than the save itself."""
+    view.project_free = True
+    return view
+
+
 class ProjectMiddleware:
-    """Sets ``request.project`` for pages (after AuthenticationMiddleware); the API's authentication classes
-    below do the same for token-authenticated requests. The working project is reset after each request."""
+    """Sets ``request.project`` for pages (after AuthenticationMiddleware) just before their view runs, unless the
+    view is ``project_free``; the API's authentication classes below do the same for token-authenticated requests.
+    The working project is reset after each request."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -94,12 +111,14 @@ class ProjectMiddleware:
         token = WORKING_PROJECT.set(None)
         try:
             request.project = None
-            user = getattr(request, "user", None)
-            if getattr(user, "is_authenticated", False):
-                enter(request, user, resolve(request, user))
             return self.get_response(request)
         finally:
             WORKING_PROJECT.reset(token)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if not getattr(view_func, "project_free", False):
+            enter_once(request)
+        return None
 
 
 def _enter_api(request, result):

@@ -88,6 +88,7 @@ def rate(request, pk: int):
     return render(request, "annotation/rate.html", context)
 
 
+@projects.project_free
 @require_POST
 @login_required
 def rate_label(request, pk: int):

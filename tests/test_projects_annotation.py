@@ -16,7 +16,7 @@ from annotation import instruments, labels, projects
 from annotation.campaigns import add_rater, assign
 from annotation.dialogues import redact
 from annotation.forms import AddRatersForm, CampaignForm
-from annotation.models import AuditEvent, Campaign, Corpus, Membership, Project, Redaction
+from annotation.models import Assignment, AuditEvent, Campaign, Corpus, Membership, Project, Redaction
 from annotation.roles import roles_in
 from tests.factories import answer_all, campaign_with
 
@@ -454,3 +454,42 @@ def test_a_physician_removed_from_the_project_can_no_longer_save_labels(client, 
     remove_member(campaign.project, rater, by=coordinator)
     assert save(2).status_code == 404
     assert Label.objects.get(assignment=assignment, item=item).client_seq == 1
+
+
+def test_the_label_save_does_not_resolve_the_project(client, two):
+    """The busiest request checks membership in its own locking query; resolving the request's project (the
+    membership and admin-group queries) would double its cost, so the middleware skips it there, and only there."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    alpha, _ = two
+    assignment = alpha.campaign.assignments.filter(status__in=Assignment.OPEN_STATUSES).first()
+    doc = assignment.rater
+    item = alpha.campaign.scale_version.rating_items().filter(response_type="binary").first()
+    client.force_login(doc)
+    url = reverse("rate-label", args=[assignment.pk])
+    client.post(url, json.dumps({"item": item.pk, "value": 1, "seq": 1}), content_type="application/json")
+    with CaptureQueriesContext(connection) as saved:
+        response = client.post(url, json.dumps({"item": item.pk, "value": 0, "seq": 2}),
+                               content_type="application/json")
+    assert response.status_code == 200 and response.json()["value"] == 0
+    touched = " ".join(q["sql"] for q in saved.captured_queries)
+    assert "annotation_label" in touched
+    assert '"annotation_project"' not in touched and "auth_group" not in touched
+    # Every other request still enters its project: the rating page of the same assignment, its comment save.
+    page = client.get(reverse("rate", args=[assignment.pk]))
+    assert page.status_code == 200 and page.wsgi_request.project == alpha.project
+    comment = client.post(reverse("rate-comment", args=[assignment.pk]), {"comment": "ok"})
+    assert comment.status_code == 200 and comment.wsgi_request.project == alpha.project
+
+
+def test_a_page_without_a_view_still_shows_the_users_project(client, two):
+    alpha, beta = two
+    client.force_login(alpha.coordinator)
+    missing = client.get("/no-such-page/")
+    assert missing.status_code == 404
+    assert missing.wsgi_request.project == alpha.project
+    # A project the user is not a member of: 404, and the navigation does not enter it.
+    refused = client.get(reverse("home"), {"project": beta.project.name})
+    assert refused.status_code == 404
+    assert refused.wsgi_request.project != beta.project

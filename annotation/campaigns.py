@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import random
+import secrets
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import Count, Q
-from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from annotation import scales
@@ -275,8 +275,14 @@ def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:
     return dict(result)
 
 
+def new_seed() -> int:
+    """A seed for a random draw, short enough to write down and type again."""
+    return secrets.randbelow(1_000_000)
+
+
 def audit_sample(campaign: Campaign, *, size: int, method: str = "random", seed: int | None = None) -> list[int]:
-    """Dialogue ids for a quality audit: a random sample of submitted ones, or those with most disagreement."""
+    """Dialogue ids for a quality audit: a random sample of submitted ones, or those with most disagreement.
+    The same seed draws the same sample while the submitted dialogues stay the same."""
     submitted = sorted(set(Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED)
                            .values_list("dialogue_id", flat=True)))
     if method == "disagreement":
@@ -284,5 +290,5 @@ def audit_sample(campaign: Campaign, *, size: int, method: str = "random", seed:
         return sorted(submitted, key=lambda d: (-scores.get(d, 0), d))[:size]
     if method != "random":
         raise CampaignError(f"unknown sampling method {method!r}")
-    rng = random.Random(seed if seed is not None else timezone.now().timestamp())
+    rng = random.Random(new_seed() if seed is None else seed)
     return sorted(rng.sample(submitted, min(size, len(submitted))))

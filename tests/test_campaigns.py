@@ -237,3 +237,32 @@ def test_campaign_filters_and_privacy_exclusion(physicians):
     campaign = campaigns.create_campaign(name="F", corpus=corpus, scale_version=mini_cex(), overlap=1,
                                          filter_model="model-A")
     assert sorted(campaign.dialogues().values_list("external_id", flat=True)) == ["d003", "d005"]
+
+
+def test_the_random_audit_sample_shows_its_seed_and_draws_again_from_it(client, physicians, coordinator):
+    """A sample an auditor cannot draw again cannot be checked: the page names the seed and links to the same draw."""
+    import re
+
+    from django.urls import reverse
+
+    campaign = campaign_with(physicians[:2], n=8, overlap=2, name="seeded audit")
+    for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
+        answer_all(assignment, assignment.rater, value=1)
+        labels.submit(assignment, assignment.rater)
+    client.force_login(coordinator)
+    url = reverse("campaign-detail", args=[campaign.pk])
+
+    def drawn(params):
+        page = client.get(url, params).content.decode()
+        sample = re.search(r'<ul data-testid="audit-sample">(.*?)</ul>', page, re.S).group(1)
+        seed = re.search(r'with seed <strong>(\d+)</strong>', page)
+        return re.findall(r">(d\d+)</a>", sample), seed and int(seed.group(1))
+
+    first, seed = drawn({"sample": "random", "size": 3})
+    assert len(first) == 3 and seed is not None
+    assert drawn({"sample": "random", "size": 3, "seed": seed}) == (first, seed)
+    seeds = {drawn({"sample": "random", "size": 3})[1] for _ in range(5)}
+    assert len(seeds) > 1  # no seed given: a new one each time
+    assert client.get(url, {"sample": "random", "size": 3, "seed": "x"}).status_code == 400
+    # The disagreement ordering is not random: no seed to show.
+    assert drawn({"sample": "disagreement", "size": 3})[1] is None

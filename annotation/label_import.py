@@ -46,10 +46,12 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
+    Membership,
     RaterProfile,
     Scale,
     ScaleVersion,
 )
+from annotation.roles import PHYSICIAN
 from annotation.spreadsheet import restore_cell
 
 REQUIRED_COLUMNS = ("dialogue_id", "rater", "item", "value")
@@ -332,6 +334,22 @@ def _dialogues(corpus: Corpus, ext_ids: set[str]) -> dict[str, tuple[int, bool]]
             for ext, pk, deleted in qs.values_list("external_id", "pk", "deleted_at") if ext in ext_ids}
 
 
+def _raters_outside_project(rows: list[LabelRow], project) -> list[LineError]:
+    """Rows naming a login account that is not a physician of the corpus's project. Their labels would be attributed
+    to a person outside the study (user names are instance-wide); external raters of earlier imports may recur."""
+    names = {row.rater for row in rows}
+    if not names:
+        return []
+    accounts = set(get_user_model().objects.filter(username__in=names).exclude(rater_profile__is_external=True)
+                   .values_list("username", flat=True))
+    members = set(Membership.objects.filter(project=project, role=PHYSICIAN, user__username__in=accounts)
+                  .values_list("user__username", flat=True))
+    return [LineError(row.line, f'rater "{row.rater}" is an account that is not a physician of project '
+                                f'"{project.name}": add them to the project first (manage.py project add '
+                                f'"{project.name}" {row.rater} physician), or give this rater another name in the file')
+            for row in rows if row.rater in accounts - members]
+
+
 def _external_rater(username: str):
     User = get_user_model()
     user = User(username=username, is_active=False)
@@ -390,6 +408,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         errors.append(LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed"))
     elif judge_rows:
         errors += _judge_importer[0].check(corpus, version, judge_rows, judge_dialogues, sha256)
+    errors += _raters_outside_project(rows, corpus.project)
     if errors:
         raise ImportRejected(sorted(errors, key=lambda e: e.line))
     judges = (_judge_importer[0].write(corpus, version, judge_rows, judge_dialogues, file_name=file_name,

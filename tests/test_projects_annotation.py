@@ -493,3 +493,31 @@ def test_a_page_without_a_view_still_shows_the_users_project(client, two):
     refused = client.get(reverse("home"), {"project": beta.project.name})
     assert refused.status_code == 404
     assert refused.wsgi_request.project != beta.project
+
+
+def test_imported_labels_are_not_attributed_to_another_projects_physician(tmp_path, two):
+    """User names are instance-wide: a label file for Beta naming Alpha's physician is refused with the line and
+    the way out, and nothing is written; Beta's own physicians and new (external) names import as before."""
+    from annotation.models import Label
+
+    alpha, beta = two
+    outsider, insider = alpha.physicians[0].username, beta.physicians[0].username
+    ext = beta.dialogue.external_id
+    path = tmp_path / "labels.csv"
+    path.write_text(f"dialogue_id,rater,item,value\n{ext},{insider},1.1,1\n{ext},{outsider},1.1,0\n"
+                    f"{ext},{outsider},2.1,1\n", encoding="utf-8")
+    before = Label.objects.count()
+    errors = io.StringIO()
+    with pytest.raises(CommandError, match="2 bad lines"):
+        call_command("import_labels", str(path), "--corpus", beta.corpus.name, "--project", beta.project.name,
+                     stdout=io.StringIO(), stderr=errors)
+    text = errors.getvalue()
+    assert f'rater "{outsider}" is an account that is not a physician of project "Beta"' in text
+    assert "2 lines (3, 4)" in text and f"manage.py project add \"Beta\" {outsider} physician" in text
+    assert insider not in text.replace(outsider, "")
+    assert Label.objects.count() == before
+    path.write_text(f"dialogue_id,rater,item,value\n{ext},{insider},1.1,1\n{ext},outside-reader,1.1,0\n",
+                    encoding="utf-8")
+    call_command("import_labels", str(path), "--corpus", beta.corpus.name, "--project", beta.project.name,
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    assert Label.objects.count() == before + 2

@@ -48,6 +48,20 @@ def test_report_is_computed_once_and_cached_until_labels_change(client, analyst,
     labels.return_for_reannotation(assignment, None, "recheck")
     client.get(reverse("campaign-report", args=[rated.pk]))
     assert Job.objects.filter(kind="campaign_report").count() == 2  # labels changed: recomputed
+    # Other options are another report, which the new labels' report does not replace.
+    client.get(reverse("campaign-report", args=[rated.pk]), {"ci": "bca"})
+    run_pending()
+    # The report on the old labels no longer holds its figures (each is a whole report); the row stays.
+    assert Job.objects.get(pk=job.pk).result == {}
+    kept = Job.objects.filter(kind="campaign_report").exclude(pk=job.pk)
+    assert kept.count() == 2 and all(other.result.get("items") for other in kept)
+    # Should the old labels' fingerprint come back, the emptied job is never served: a new one is computed.
+    Job.objects.filter(pk=job.pk).update(params={**job.params, "fingerprint": kept.get(
+        params__ci_method="percentile").params["fingerprint"]})
+    Job.objects.filter(pk__in=kept.values("pk")).delete()
+    pending = client.get(reverse("campaign-report", args=[rated.pk])).content.decode()
+    assert "Computing the report" in pending
+    assert Job.objects.filter(kind="campaign_report", status=Job.Status.QUEUED).count() == 1
 
 
 def test_coordinator_sees_names_and_can_allow_them_for_analysts(client, coordinator, analyst, rated):

@@ -56,14 +56,29 @@ def current(kind: str, params: dict[str, Any], lookup: dict[str, Any], *, projec
     With ``start`` a new one with ``params`` is queued when there is none, or with ``retry`` when the last one
     failed. Only jobs of ``project`` (the project of the object the job works for) are looked at; a new one
     belongs to it."""
-    same = Job.objects.filter(kind=kind, project=getattr(project, "pk", project),
-                              **{f"params__{key}": value for key, value in lookup.items()})
+    same = (Job.objects.filter(kind=kind, project=getattr(project, "pk", project),
+                               **{f"params__{key}": value for key, value in lookup.items()})
+            .exclude(status=Job.Status.SUCCEEDED, result={}))  # superseded: see forget_superseded
     job = same.exclude(status=Job.Status.FAILED).order_by("-created_at").first()
     if job is None and not retry:
         job = same.order_by("-created_at").first()
     if job is None and start:
         job = submit(kind, user=user, project=project, **params)
     return job
+
+
+def forget_superseded(job: Job, *, same: tuple[str, ...], version: str) -> int:
+    """Empty the stored results of earlier finished jobs of ``job``'s kind that it replaces: those with the same
+    ``same`` params whose ``version`` param (what the data looked like: labels, answers, code) differs. Pages look a
+    report up by the current version, so nothing asks for them again, and each holds a whole report; the rows stay
+    (an open page polling one still hears that it finished), and :func:`current` never serves an emptied one."""
+    params = job.params
+    older = (Job.objects.filter(kind=job.kind, status=Job.Status.SUCCEEDED, project=job.project_id,
+                                created_at__lte=job.created_at, **{f"params__{same[0]}": params.get(same[0])})
+             .exclude(pk=job.pk).exclude(result={}).values_list("pk", "params"))
+    superseded = [pk for pk, other in older if other.get(version) != params.get(version)
+                  and all(other.get(key) == params.get(key) for key in same)]
+    return Job.objects.filter(pk__in=superseded).update(result={})
 
 
 def send(job_id: int) -> bool:

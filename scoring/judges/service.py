@@ -118,14 +118,6 @@ def single_blas_thread():
 
 
 def forget_superseded(job: Job) -> int:
-    """Empty the stored results of earlier reports that this one replaces (the same run, campaign, settings and
-    name rule on older labels, answers or code): no page can ask for them again, and each holds the whole report.
-    The rows stay (an open page polling one still hears that it finished)."""
-    params = job.params
-    older = (Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED, project=job.project_id,
-                                params__run=params["run"],
-                                params__campaign=params["campaign"], created_at__lte=job.created_at)
-             .exclude(pk=job.pk).values_list("pk", "params"))
-    superseded = [pk for pk, other in older if other.get("names") == params.get("names")
-                  and other.get("settings") == params.get("settings") and other.get("key") != params.get("key")]
-    return Job.objects.filter(pk__in=superseded).update(result={})
+    """Empty the stored results of earlier reports that this one replaces: the same run, campaign, settings and name
+    rule on older labels, answers or code (:func:`scoring.jobs.services.forget_superseded`)."""
+    return jobs.forget_superseded(job, same=("run", "campaign", "names", "settings"), version="key")

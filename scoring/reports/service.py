@@ -73,6 +73,9 @@ def campaign_report(job: Job) -> dict[str, Any]:
     campaign = Campaign.objects.get(pk=job.params["campaign"])
     study = agreement.load_study([campaign], names=job.params.get("names", False))
     jobs.set_progress(job, 0.05, "labels loaded")
-    return agreement.compute(study, progress=lambda fraction, message: jobs.set_progress(job, fraction, message),
-                             ci_method=job.params.get("ci_method", "percentile"),
-                             correlation=job.params.get("correlation", "pearson"))
+    report = agreement.compute(study, progress=lambda fraction, message: jobs.set_progress(job, fraction, message),
+                               ci_method=job.params.get("ci_method", "percentile"),
+                               correlation=job.params.get("correlation", "pearson"))
+    # Reports of the same campaign and options on older labels are never served again: drop their figures.
+    jobs.forget_superseded(job, same=("campaign", "names", "ci_method", "correlation"), version="fingerprint")
+    return report

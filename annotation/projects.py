@@ -64,7 +64,9 @@ def resolve(request, user) -> Project | None:
     if named:
         project = find(user, named)
         if project is None:
-            raise Http404(f"No project {named!r} that you are a member of.")
+            # The name is not echoed: the answer is the same whether the project exists or not.
+            raise Http404("No such project among yours (the X-Project header or ?project= names a project by its "
+                          "name or id).")
         return project
     session = getattr(request, "session", None)
     chosen = session.get(SESSION_KEY) if session is not None else None
@@ -101,7 +103,7 @@ def project_free(view):
 
 class ProjectMiddleware:
     """Sets ``request.project`` for pages (after AuthenticationMiddleware) just before their view runs, unless the
-    view is ``project_free``; the API's authentication classes below do the same for token-authenticated requests.
+    view is ``project_free``; for the API, its authentication classes below do it (sessions and tokens alike).
     The working project is reset after each request."""
 
     def __init__(self, get_response):
@@ -116,6 +118,11 @@ class ProjectMiddleware:
             WORKING_PROJECT.reset(token)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
+        from rest_framework.views import APIView  # not at import: DRF's settings import this module
+
+        api_view = getattr(view_func, "cls", None)
+        if api_view is not None and issubclass(api_view, APIView):
+            return None  # its authentication classes enter the project (for sessions and tokens alike)
         if not getattr(view_func, "project_free", False):
             enter_once(request)
         return None

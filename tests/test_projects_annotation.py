@@ -521,3 +521,18 @@ def test_imported_labels_are_not_attributed_to_another_projects_physician(tmp_pa
     call_command("import_labels", str(path), "--corpus", beta.corpus.name, "--project", beta.project.name,
                  stdout=io.StringIO(), stderr=io.StringIO())
     assert Label.objects.count() == before + 2
+
+
+def test_an_api_request_with_a_session_resolves_its_project_once(client, two):
+    """The API's authentication enters the project; the page middleware leaves API views to it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    alpha, _ = two
+    client.force_login(alpha.coordinator)
+    with CaptureQueriesContext(connection) as api:
+        listing = client.get("/api/campaigns/")
+    assert listing.status_code == 200 and {row["name"] for row in listing.json()["results"]} == {alpha.campaign.name}
+    resolutions = [q["sql"] for q in api.captured_queries if "annotation_project" in q["sql"] and "CASE" in q["sql"]]
+    assert len(resolutions) == 1, resolutions
+    assert listing.wsgi_request.project == alpha.project

@@ -14,11 +14,13 @@ import uuid
 from time import monotonic
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
+from kombu.transport import TRANSPORT_ALIASES, filesystem
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps
 
 PARTIAL_SUFFIX = ".part"
+#: The embedded mode's broker URL scheme (settings.CELERY_BROKER_URL); any other URL keeps its own transport.
+SCHEME = "minicexfs"
 
 
 class Channel(filesystem.Channel):
@@ -39,3 +41,6 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+
+TRANSPORT_ALIASES.setdefault(SCHEME, f"{__name__}:Transport")

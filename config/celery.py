@@ -5,6 +5,8 @@ import os
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
+from config import broker  # noqa: F401  registers the embedded mode's broker scheme
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("minicex")

@@ -362,9 +362,9 @@ BROKER_DIR = VAR_DIR / "broker"
 if CELERY_BROKER_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 else:
-    CELERY_BROKER_URL = "filesystem://"
-    # kombu's filesystem transport, but a message file appears only once it is complete (config/broker.py).
-    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
+    # kombu's filesystem transport, but a message file appears only once it is complete (config/broker.py, which
+    # config/celery.py imports so that every process knows the scheme).
+    CELERY_BROKER_URL = "minicexfs://"
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -34,6 +34,9 @@ def test_the_embedded_mode_uses_the_atomic_transport():
         pytest.skip("production mode: the broker is Redis")
     with app.connection_for_write() as conn:
         assert isinstance(conn.transport, broker.Transport)
+    # Another URL keeps its own transport (the health check's test points the app at a dead Redis this way).
+    with app.connection_for_write("redis://127.0.0.1:1/0") as conn:
+        assert conn.transport_cls == "redis"
 
 
 def test_a_message_being_written_is_invisible_to_a_consumer(tmp_path, monkeypatch):

@@ -551,7 +551,10 @@ def create_scale(*, slug: str, name_en: str, name_zh: str = "", language: str = 
     except InstrumentError as exc:
         raise InstrumentError([e.replace("$.", "", 1) for e in exc.errors]) from None
     if Scale.objects.filter(slug=slug).exists():
-        raise InstrumentError([f'slug: a scale "{slug}" exists already'])
+        # Slugs name scales in URLs and in the library every project reads, so they are instance-wide; the message
+        # says only that the slug is taken, never whose it is.
+        raise InstrumentError([f'slug: "{slug}" is taken (scale slugs are shared by every project on this '
+                               'instance); choose another'])
     scale = Scale.objects.create(slug=slug, name_en=spec["name"]["en"] or spec["name"]["zh"],
                                  name_zh=spec["name"]["zh"], language=language, target=target,
                                  show_reference=show_reference, description=description.strip(), created_by=user)

@@ -536,3 +536,14 @@ def test_an_api_request_with_a_session_resolves_its_project_once(client, two):
     resolutions = [q["sql"] for q in api.captured_queries if "annotation_project" in q["sql"] and "CASE" in q["sql"]]
     assert len(resolutions) == 1, resolutions
     assert listing.wsgi_request.project == alpha.project
+
+
+def test_a_slug_taken_in_another_project_is_refused_without_saying_whose(client, two):
+    alpha, beta = two
+    client.force_login(alpha.coordinator)
+    taken = beta.draft.scale.slug
+    with projects.working_in(alpha.project), pytest.raises(instruments.InstrumentError) as refused:
+        instruments.create_scale(slug=taken, name_en="Mine", user=alpha.coordinator)
+    message = " ".join(refused.value.errors)
+    assert f'"{taken}" is taken' in message and "choose another" in message
+    assert beta.project.name not in message and beta.draft.scale.name_en not in message

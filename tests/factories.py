@@ -42,3 +42,18 @@ def answer_all(assignment, user, value: int = 1):
 
     for item in rating_items(assignment.campaign):
         save_label(assignment, item.pk, value if item.response_type == "binary" else 2, user)
+
+
+def staffed_project(name: str, make_user, *, physicians: list[str], tag: str | None = None):
+    """A new project with its coordinator (``coord_<tag>``), analyst (``ana_<tag>``) and the named physicians as
+    members; returns (project, coordinator, analyst, physicians). ``tag`` defaults to the project's name in lower
+    case."""
+    from annotation import projects
+
+    project = projects.create_project(name)
+    tag = tag or name.lower()
+    coordinator, analyst = make_user(f"coord_{tag}"), make_user(f"ana_{tag}")
+    doctors = [make_user(username) for username in physicians]
+    for user, role in ((coordinator, "coordinator"), (analyst, "analyst"), *((d, "physician") for d in doctors)):
+        projects.add_member(project, user, role)
+    return project, coordinator, analyst, doctors

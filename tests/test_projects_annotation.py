@@ -18,7 +18,7 @@ from annotation.dialogues import redact
 from annotation.forms import AddRatersForm, CampaignForm
 from annotation.models import Assignment, AuditEvent, Campaign, Corpus, Membership, Project, Redaction
 from annotation.roles import roles_in
-from tests.factories import answer_all, campaign_with
+from tests.factories import answer_all, campaign_with, staffed_project
 
 pytestmark = pytest.mark.django_db
 
@@ -27,15 +27,9 @@ class Side:
     """One project's people and objects."""
 
     def __init__(self, name: str, make_user):
-        self.project = projects.create_project(name)
         tag = name.lower()
-        self.coordinator = make_user(f"coord_{tag}")
-        self.analyst = make_user(f"ana_{tag}")
-        self.physicians = [make_user(f"doc_{tag}_{i}") for i in range(2)]
-        projects.add_member(self.project, self.coordinator, "coordinator")
-        projects.add_member(self.project, self.analyst, "analyst")
-        for doc in self.physicians:
-            projects.add_member(self.project, doc, "physician")
+        self.project, self.coordinator, self.analyst, self.physicians = staffed_project(
+            name, make_user, physicians=[f"doc_{tag}_{i}" for i in range(2)])
         with projects.working_in(self.project):
             self.campaign = campaign_with(self.physicians, n=4, overlap=2, name=f"Campaign {name}")
             self.corpus = self.campaign.corpus

@@ -12,6 +12,7 @@ from annotation.models import ScaleVersion
 from delphi import services
 from delphi.forms import NewStudyForm
 from delphi.models import DelphiStudy, Panelist, Round
+from tests.factories import staffed_project
 
 pytestmark = pytest.mark.django_db
 
@@ -24,14 +25,9 @@ def _no_scheduled_reminders(settings):
 
 class Side:
     def __init__(self, name: str, make_user):
-        self.project = projects.create_project(name)
         tag = name.lower()
-        self.coordinator = make_user(f"coord_{tag}")
-        self.analyst = make_user(f"ana_{tag}")
-        self.member = make_user(f"member_{tag}")
-        projects.add_member(self.project, self.coordinator, "coordinator")
-        projects.add_member(self.project, self.analyst, "analyst")
-        projects.add_member(self.project, self.member, "physician")
+        self.project, self.coordinator, self.analyst, (self.member,) = staffed_project(
+            name, make_user, physicians=[f"member_{tag}"])
         mini_cex = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
         with projects.working_in(self.project):
             self.study = services.create_study(title="Same title in both", user=self.coordinator, version=mini_cex,

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from annotation import projects
 from annotation.models import Campaign, Corpus, Project
-from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, assign_role
+from annotation.roles import PHYSICIAN, assign_role
 from scoring.generation import services as generation
 from scoring.generation.cases import import_case_file
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
@@ -34,7 +34,7 @@ from scoring.preference import judging as preference_judging
 from scoring.preference import services as preference
 from scoring.preference.demo import DEMO_FILE as ANSWERS_FILE
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
-from tests.factories import campaign_with, mini_cex
+from tests.factories import campaign_with, mini_cex, staffed_project
 from tests.test_reports import rate_everything
 
 CASES_FILE = Path(__file__).resolve().parent.parent / "scoring" / "generation" / "fixtures" / \
@@ -64,14 +64,8 @@ class Side:
 
 
 def build(make_user, name: str, tag: str) -> Side:
-    project = projects.create_project(name)
-    coordinator = make_user(f"coord_{tag}")
-    analyst = make_user(f"ana_{tag}")
-    physicians = [make_user(f"doc{i}_{tag}") for i in range(2)]
-    assign_role(coordinator, COORDINATOR, project)
-    assign_role(analyst, ANALYST, project)
-    for user in physicians:
-        assign_role(user, PHYSICIAN, project)
+    project, coordinator, analyst, physicians = staffed_project(
+        name, make_user, physicians=[f"doc{i}_{tag}" for i in range(2)], tag=tag)
     with projects.working_in(project):
         # the same names in both projects: names are unique per project, and every lookup must say which
         campaign = campaign_with(physicians, n=4, overlap=2, name="Camp", project=project)

@@ -182,10 +182,8 @@ def campaign_detail(request, pk: int):
     method = request.GET.get("sample")
     if method in ("random", "disagreement"):
         size = max(1, min(500, whole_number(request.GET, "size", default=10)))
-        seed = whole_number(request.GET, "seed") if method == "random" else None
-        if method == "random" and seed is None:
-            # Drawn here rather than inside the sample, so the page can show it and link to the same draw.
-            seed = campaign_service.new_seed()
+        # A new seed is drawn here rather than inside the sample, so the page can show it and link to the same draw.
+        seed = whole_number(request.GET, "seed", default=campaign_service.new_seed()) if method == "random" else None
         ids = campaign_service.audit_sample(campaign, size=size, method=method, seed=seed)
         scores = campaign_service.disagreement_by_dialogue(campaign)
         context["sample"] = [(d, scores.get(d.pk, 0)) for d in Dialogue.objects.filter(pk__in=ids)

@@ -103,7 +103,9 @@ def judge_report(job: Job) -> dict[str, Any]:
         report = judge_vs_physicians(run, campaign, verdict=VerdictSettings(**params["settings"]),
                                      names=params.get("names", False),
                                      progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
-    forget_superseded(job)
+    # Reports of the same run, campaign, settings and name rule on older labels, answers or code are never served
+    # again: drop their figures.
+    jobs.forget_superseded(job, same=("run", "campaign", "names", "settings"), version="key")
     return report
 
 
@@ -115,9 +117,3 @@ def single_blas_thread():
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1, user_api="blas")
-
-
-def forget_superseded(job: Job) -> int:
-    """Empty the stored results of earlier reports that this one replaces: the same run, campaign, settings and name
-    rule on older labels, answers or code (:func:`scoring.jobs.services.forget_superseded`)."""
-    return jobs.forget_superseded(job, same=("run", "campaign", "names", "settings"), version="key")

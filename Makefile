@@ -35,10 +35,15 @@ lint: install-dev
 ## as the machine has cores (at most 4; TEST_PROCESSES=1 for one). Embedded mode unless DATABASE_URL and
 ## CELERY_BROKER_URL are set.
 TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+## Each step says what it does first; pytest's test processes print their collection as it goes (tests/progress.py),
+## then one dot per test with the share done, and the slowest tests at the end.
 test: install-dev
-	$(PY) -m ruff check .
-	SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} $(PY) manage.py makemigrations --check --dry-run
-	SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} CELERY_TASK_DEFAULT_QUEUE=minicex-test CELERY_LLM_QUEUE=minicex-test-llm $(PY) -m pytest -n $(TEST_PROCESSES)
+	@echo "==> 1/3 lint: ruff check ."
+	@$(PY) -m ruff check .
+	@echo "==> 2/3 migrations: makemigrations --check (no model change without its migration)"
+	@SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} $(PY) manage.py makemigrations --check --dry-run
+	@echo "==> 3/3 pytest in $(TEST_PROCESSES) processes: each starts Django and collects the tests (lines below), then one dot per test"
+	@SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} CELERY_TASK_DEFAULT_QUEUE=minicex-test CELERY_LLM_QUEUE=minicex-test-llm $(PY) -m pytest -n $(TEST_PROCESSES) --durations=10
 
 bench: install-dev
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -3,7 +3,6 @@ from django.contrib import admin
 from annotation.models import (
     Adjudication,
     Assignment,
-    AuditEvent,
     Campaign,
     CampaignRater,
     Corpus,
@@ -13,44 +12,13 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
-    Membership,
-    Project,
     RandomSample,
     RaterProfile,
     Redaction,
     Scale,
     ScaleVersion,
 )
-
-
-class MembershipInline(admin.TabularInline):
-    model = Membership
-    fk_name = "project"
-    extra = 0
-    fields = ["user", "role", "added_at", "added_by"]
-    readonly_fields = ["added_at", "added_by"]
-    autocomplete_fields = ["user"]
-
-
-@admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
-    """Projects and their members (the browser's project pages and ``manage.py project`` do the same, with
-    audit events)."""
-
-    list_display = ["name", "is_demo", "created_at", "created_by"]
-    list_filter = ["is_demo"]
-    search_fields = ["name"]
-    readonly_fields = ["created_at", "created_by"]
-    inlines = [MembershipInline]
-
-
-@admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["project", "user", "role", "added_at", "added_by"]
-    list_filter = ["project", "role"]
-    search_fields = ["user__username", "project__name"]
-    readonly_fields = ["added_at", "added_by"]
-    autocomplete_fields = ["user"]
+from projects.admin import ReadOnlyHistoryAdmin, StudyDataAdmin
 
 
 class LockedVersionMixin:
@@ -108,13 +76,6 @@ class ItemAdmin(LockedVersionMixin, admin.ModelAdmin):
     search_fields = ["code", "text_en", "text_zh"]
 
 
-class StudyDataAdmin(admin.ModelAdmin):
-    """Study data is soft-deleted from the application with a reason, never deleted here."""
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(Corpus)
 class CorpusAdmin(StudyDataAdmin):
     list_display = ["name", "project", "kind", "is_demo", "created_at", "deleted_at"]
@@ -128,26 +89,6 @@ class DialogueAdmin(StudyDataAdmin):
     list_filter = ["corpus__project", "corpus", "language", "split"]
     search_fields = ["external_id", "self_report"]
     readonly_fields = ["deleted_at", "deleted_by", "delete_reason"]
-
-
-class ReadOnlyHistoryAdmin(admin.ModelAdmin):
-    """History rows are written by the application only."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyHistoryAdmin):
-    list_display = ["at", "actor", "project", "action", "target_repr", "reason"]
-    list_filter = ["project", "action"]
-    search_fields = ["target_repr", "reason"]
 
 
 class CampaignRaterInline(admin.TabularInline):
@@ -217,5 +158,4 @@ class RedactionAdmin(ReadOnlyHistoryAdmin):
 
 @admin.register(RaterProfile)
 class RaterProfileAdmin(admin.ModelAdmin):
-    list_display = ["pseudonym", "user", "is_external", "created_at"]
-    readonly_fields = ["pseudonym"]
+    list_display = ["user", "is_external", "created_at"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
@@ -29,7 +28,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import failures as db_errors
 from annotation import labels as label_service
-from annotation import projects, sampling, scores, throttle, tokens
+from annotation import sampling, scores, throttle
 from annotation.campaigns import (
     CampaignClosed,
     CampaignError,
@@ -54,12 +53,16 @@ from annotation.models import (
     Label,
     PrivacyStatus,
     RandomSample,
-    RaterProfile,
     Redaction,
     Scale,
     ScaleVersion,
 )
-from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, roles_in, working_project_id
+from projects import tokens
+from projects.access import request_has_role, widen
+from projects.models import project_id_of
+from projects.pseudonyms import pseudonym
+from projects.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, roles_in
+from projects.services import member_users
 
 
 def _summary(errors) -> str:
@@ -206,22 +209,21 @@ class ScaleViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Scale.objects.none()
-        project = projects.current(self.request)
-        return (projects.visible_scales(project)
-                .prefetch_related(Prefetch("versions", queryset=projects.visible_versions(project)))
-                .order_by("name_en"))
+        # The scoped managers give the project's own scales and versions and the library's published ones.
+        return Scale.objects.prefetch_related(Prefetch("versions", queryset=ScaleVersion.objects.all())).order_by(
+            "name_en")
 
 
 class ScaleVersionViewSet(viewsets.ReadOnlyModelViewSet):
     """A scale version with its dimensions and items in English and Chinese."""
 
-    queryset = ScaleVersion.objects.select_related("scale").prefetch_related("dimensions").order_by("scale", "number")
     serializer_class = ScaleVersionSerializer
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return ScaleVersion.objects.none()
-        qs = projects.visible_versions(projects.current(self.request), super().get_queryset())
+        # The scoped manager: the project's own versions and the library's published ones.
+        qs = ScaleVersion.objects.select_related("scale").prefetch_related("dimensions").order_by("scale", "number")
         scale = self.request.query_params.get("scale")
         return qs.filter(scale__slug=scale) if scale else qs
 
@@ -262,7 +264,7 @@ class _RolePermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         user = request.user
-        return bool(user and user.is_authenticated and has_role(user, *self.roles))
+        return bool(user and user.is_authenticated and request_has_role(request, *self.roles))
 
 
 class IsReader(_RolePermission):
@@ -293,15 +295,11 @@ def _int_param(request, name: str) -> int | None:
     return value
 
 
-def _rater_name(rater, viewer, campaign: Campaign | None = None) -> str:
-    """Username or stable pseudonym, by the rule of annotation.campaigns.shows_names."""
+def _rater_name(rater, viewer, campaign: Campaign) -> str:
+    """Username or the project's pseudonym, by the rule of annotation.campaigns.shows_names."""
     if shows_names(viewer, campaign):
         return rater.username
-    try:
-        profile = rater.rater_profile
-    except RaterProfile.DoesNotExist:
-        profile = None
-    return (profile or RaterProfile.for_user(rater)).pseudonym
+    return pseudonym(campaign.project_id, rater)
 
 
 def _viewer(serializer) -> object | None:
@@ -404,7 +402,8 @@ class BlindDialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
 
     def to_representation(self, dialogue: Dialogue) -> dict:
         data = super().to_representation(dialogue)
-        if not has_role(_viewer(self), COORDINATOR):
+        # Read in the dialogue's own project: a coordinator of another project sees it as its rater does.
+        if not has_role(_viewer(self), COORDINATOR, project=project_id_of(dialogue)):
             data.pop("id", None)
             data.pop("external_id", None)
         return data
@@ -412,21 +411,22 @@ class BlindDialogueSerializer(_ShownDialogueMixin, serializers.ModelSerializer):
 
 class ProjectRelatedField(serializers.PrimaryKeyRelatedField):
     """A reference to a row the request's project may use (its corpora; its own and the library's scale
-    versions); any other id is "does not exist", as a missing one."""
+    versions); any other id is "does not exist", as a missing one. The queryset is made per request, in the
+    request's scope (``rows`` is called then)."""
+
+    def __init__(self, rows, **kwargs):
+        self.rows = rows
+        super().__init__(queryset=None, **kwargs)
 
     def get_queryset(self):
-        qs = super().get_queryset()
-        project = projects.current(self.context["request"])
-        if qs.model is ScaleVersion:
-            return projects.visible_versions(project, qs)
-        return qs.in_project(project)
+        return self.rows()
 
 
 class CampaignSerializer(serializers.ModelSerializer):
-    corpus = ProjectRelatedField(queryset=Corpus.objects.alive())
+    corpus = ProjectRelatedField(lambda: Corpus.objects.alive())
     corpus_name = serializers.CharField(source="corpus.name", read_only=True)
-    scale_version = ProjectRelatedField(
-        queryset=ScaleVersion.objects.all(), help_text="A published scale version (it becomes locked).")
+    scale_version = ProjectRelatedField(lambda: ScaleVersion.objects.all(),
+                                        help_text="A published scale version (it becomes locked).")
     scale = serializers.CharField(source="scale_version.scale.slug", read_only=True)
     scale_version_number = serializers.IntegerField(source="scale_version.number", read_only=True)
     overlap = serializers.IntegerField(min_value=1, max_value=100, default=3, help_text="Raters per dialogue (k).")
@@ -443,7 +443,7 @@ class CampaignSerializer(serializers.ModelSerializer):
 
     def validate_name(self, name: str) -> str:
         """Names are unique per project (another project may use the same name)."""
-        if Campaign.objects.filter(name=name.strip(), project=projects.current(self.context["request"])).exists():
+        if Campaign.objects.filter(name=name.strip()).exists():
             raise serializers.ValidationError("A campaign with this name exists already.")
         return name
 
@@ -459,17 +459,20 @@ class RaterInputSerializer(serializers.Serializer):
     available_until = serializers.DateField(required=False, allow_null=True, default=None)
 
     def validate_user(self, ref):
-        users = get_user_model().objects.filter(is_active=True)
+        # Only the project's own members are looked up: any other account answers as a missing one, so the form
+        # cannot be used to learn who else has an account.
+        project = self.context["project"]  # the campaign's
+        users = member_users(project)
         user = None
         if isinstance(ref, str):
             user = users.filter(username=ref).first()
-            if user is None and ref.isdigit():
+            if user is None and ref.isdigit() and len(ref) <= 19:  # a bigint at most: longer is no id
                 ref = int(ref)
         if user is None and isinstance(ref, int) and 0 <= ref <= MAX_ID:
             user = users.filter(pk=ref).first()
         if user is None:
-            raise serializers.ValidationError(f"No active user {ref!r}.")
-        if PHYSICIAN not in roles_in(user, working_project_id()):
+            raise serializers.ValidationError(f'No member "{str(ref)[:40]}" in this project.')
+        if PHYSICIAN not in roles_in(user, project):
             raise serializers.ValidationError(f"{user.username} is not a physician of this project; only its "
                                               "physicians rate its dialogues.")
         return user
@@ -673,7 +676,7 @@ class CorpusViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Corpus.objects.none()
-        return (Corpus.objects.alive().in_project(projects.current(self.request))
+        return (Corpus.objects.alive()
                 .annotate(dialogue_count=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)))
                 .order_by("name"))
 
@@ -697,7 +700,7 @@ class DialogueViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Dialogue.objects.none()
-        qs = _dialogues().filter(corpus__project=projects.current(self.request)).order_by(
+        qs = _dialogues().order_by(
             "corpus_id", "external_id", "id")
         if self.action == "list":
             corpus = _int_param(self.request, "corpus")
@@ -724,7 +727,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Campaign.objects.none()
-        qs = (Campaign.objects.alive().in_project(projects.current(self.request))
+        qs = (Campaign.objects.alive()
               .select_related("corpus", "scale_version__scale").order_by("-created_at", "-id"))
         if self.action == "list":
             corpus = _int_param(self.request, "corpus")
@@ -743,9 +746,9 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         campaign = self.get_object()
         context = self.get_serializer_context()
         if request.method == "GET":
-            rows = campaign.raters.select_related("campaign", "user__rater_profile").order_by("team", "user__username")
+            rows = campaign.raters.select_related("campaign", "user").order_by("team", "user__username")
             return Response(CampaignRaterSerializer(rows, many=True, context=context).data)
-        data = RaterInputSerializer(data=request.data)
+        data = RaterInputSerializer(data=request.data, context={"project": campaign.project})
         data.is_valid(raise_exception=True)
         row = add_rater(campaign, added_by=request.user, **data.validated_data)
         return Response(CampaignRaterSerializer(row, context=context).data, status=status.HTTP_201_CREATED)
@@ -799,6 +802,11 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = AssignmentSerializer
     permission_classes = [IsAuthenticated]
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # The physician's queue spans every project where they rate: the view works in those and the request's.
+        widen(request, rating_projects(request.user))
+
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Assignment.objects.none()
@@ -809,13 +817,13 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
                                          queryset=Redaction.objects.filter(revoked_at__isnull=True)))
               .order_by("campaign_id", "rater_id", "position", "id"))
         # Coordinators see their project's assignments; a physician sees their own in every project where they
-        # are a physician (their rating queue), never anybody else's.
-        if has_role(user, COORDINATOR):
-            qs = qs.filter(Q(campaign__project=projects.current(self.request))
-                           | Q(rater=user, campaign__project__in=rating_projects(user)))
-        else:
-            qs = (qs.filter(rater=user, campaign__project__in=rating_projects(user))
-                  .exclude(dialogue__privacy_status=PrivacyStatus.EXCLUDED))
+        # are a physician (their rating queue), never anybody else's. Roles are read in each row's project: an
+        # assignment of a project where the user only rates is shown as to its rater (blind, privacy-excluded
+        # dialogues left out), whatever role they hold in the request's project.
+        coordinated = [self.request.project.pk] if request_has_role(self.request, COORDINATOR) else []
+        qs = qs.filter(Q(campaign__project__in=coordinated)
+                       | Q(rater=user, campaign__project__in=rating_projects(user)))
+        qs = qs.filter(Q(campaign__project__in=coordinated) | ~Q(dialogue__privacy_status=PrivacyStatus.EXCLUDED))
         if self.action == "list":
             campaign = _int_param(self.request, "campaign")
             if campaign is not None:
@@ -889,7 +897,7 @@ def _resolve_item(assignment: Assignment, ref: int | str) -> int:
         by_code = {code: item_id for item_id, (code, _) in items.items()}
         if ref in by_code:
             return by_code[ref]
-        if ref.isdigit():
+        if ref.isdigit() and len(ref) <= 19:
             ref = int(ref)
     if isinstance(ref, int) and ref in items:
         return ref
@@ -909,8 +917,8 @@ class LabelViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Label.objects.none()
-        qs = (Label.objects.filter(campaign__deleted_at__isnull=True, campaign__project=projects.current(self.request))
-              .select_related("item", "dialogue", "assignment", "campaign", "rater__rater_profile")
+        qs = (Label.objects.filter(campaign__deleted_at__isnull=True)
+              .select_related("item", "dialogue", "assignment", "campaign", "rater")
               .order_by("campaign_id", "dialogue_id", "assignment_id", "item__order", "id"))
         if self.action == "list":
             for param in ("campaign", "dialogue"):

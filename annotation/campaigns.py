@@ -15,13 +15,14 @@ from django.utils.crypto import salted_hmac
 from annotation import scales
 from annotation.models import (
     Assignment,
-    AuditEvent,
     Campaign,
     CampaignRater,
     Label,
-    RaterProfile,
 )
-from annotation.roles import COORDINATOR, PHYSICIAN, has_role
+from projects.access import projects_of
+from projects.models import AuditEvent
+from projects.pseudonyms import pseudonyms
+from projects.roles import COORDINATOR, PHYSICIAN, has_role
 
 
 class CampaignError(ValueError):
@@ -52,26 +53,24 @@ def blind_id(campaign_id: int, dialogue_id: int) -> str:
 # ------------------------------------------------------------------------------------------- who sees names
 
 
-def shows_names(viewer, campaign: Campaign | None = None) -> bool:
-    """Coordinators and admins see raters' usernames; everyone else (analysts) sees stable pseudonyms, unless
-    the coordinator allowed names in ``campaign`` (the rule of the API, the pages, the reports and exports)."""
-    if viewer is not None and has_role(viewer, COORDINATOR):
+def shows_names(viewer, campaign: Campaign | None = None, *, project=None) -> bool:
+    """Coordinators (in the campaign's project, or ``project``) and admins see raters' usernames; everyone else
+    (analysts) sees the project's pseudonyms, unless the coordinator allowed names in ``campaign`` (the rule of the
+    API, the pages, the reports and exports)."""
+    project = campaign.project_id if campaign is not None else getattr(project, "pk", project)
+    if viewer is not None and has_role(viewer, COORDINATOR, project=project):
         return True
     return campaign is not None and bool(campaign.allow_names)
 
 
-def rater_names(users, viewer, campaign: Campaign | None = None) -> dict[int, str]:
-    """User id -> the name ``viewer`` may see: the username, or the rater's stable pseudonym (R0001...),
-    created on first use so that pages, the API and exports agree."""
+def rater_names(users, viewer, campaign: Campaign | None = None, *, project=None) -> dict[int, str]:
+    """User id -> the name ``viewer`` may see: the username, or the rater's pseudonym in the campaign's project (or
+    ``project``), created on first use so that pages, the API and exports agree."""
     users = [u for u in users if u is not None]
-    if shows_names(viewer, campaign):
+    if shows_names(viewer, campaign, project=project):
         return {u.pk: u.username for u in users}
-    known = dict(RaterProfile.objects.filter(user__in=[u.pk for u in users]).values_list("user_id", "pseudonym"))
-    for user in users:
-        if user.pk not in known:
-            profile = RaterProfile.for_user(user)
-            known[user.pk] = profile.pseudonym if profile else f"rater #{user.pk}"
-    return {u.pk: known[u.pk] for u in users}
+    project = campaign.project_id if campaign is not None else getattr(project, "pk", project)
+    return pseudonyms(project, [u.pk for u in users])
 
 
 def check_target(scale_version, corpus, error: type[Exception]) -> None:
@@ -111,7 +110,6 @@ def add_rater(campaign: Campaign, user, *, team: str = "", capacity: int | None 
     if not created:
         rater.team, rater.capacity, rater.available_until, rater.active = team, capacity, available_until, True
         rater.save(update_fields=["team", "capacity", "available_until", "active"])
-    RaterProfile.for_user(user)
     AuditEvent.record(added_by, "campaign.add_rater", campaign, rater=user.username, team=team, capacity=capacity)
     return rater
 
@@ -227,11 +225,9 @@ def dialogue_progress(campaign: Campaign):
     ).order_by("external_id"))
 
 
-def rating_projects(user):
+def rating_projects(user) -> list[int]:
     """Ids of the projects whose campaigns a physician's queue spans: every project where they are a physician."""
-    from annotation.projects import projects_of
-
-    return projects_of(user, PHYSICIAN).values("pk")
+    return list(projects_of(user, PHYSICIAN).values_list("pk", flat=True))
 
 
 def next_assignment(user, campaign: Campaign | None = None, after: Assignment | None = None) -> Assignment | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
+from projects.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, assign_role
 
 DEMO_CORPUS = "Demo corpus (synthetic)"
 DEMO_CAMPAIGN = "Demo campaign (synthetic)"
@@ -42,7 +42,8 @@ def load_demo() -> dict[str, int]:
     once. Everything lives in the demo project ("Demo (synthetic)"); the demo physician, coordinator and analyst
     are its members (the demo administrator is instance-wide). Idempotent: existing users, dialogues and the
     campaign (even if deleted since) are left alone."""
-    from annotation.projects import demo_project, working_in
+    from projects.scoping import in_project as working_in
+    from projects.services import demo_project
 
     project = demo_project()
     with working_in(project):
@@ -133,7 +134,8 @@ def load_instrument_demo() -> dict[str, int]:
     """Install the ready instruments (HIVMedQA's rubric, AgentClinic's ratings) and a small corpus of synthetic
     question-answer items rated on HIVMedQA's rubric by the demo physician. Run after :func:`load_demo`;
     idempotent like it."""
-    from annotation.projects import demo_project, working_in
+    from projects.scoping import in_project as working_in
+    from projects.services import demo_project
 
     project = demo_project()
     with working_in(project):
@@ -196,7 +198,8 @@ def load_finished_demo() -> dict[str, int]:
     stratified random sample of its dialogues (drawn with seed :data:`FINISHED_SEED` and recorded; labels saved
     and submitted through the same services as the rating page), so reports have content at first login.
     Idempotent: an existing campaign of that name is left alone."""
-    from annotation.projects import demo_project, working_in
+    from projects.scoping import in_project as working_in
+    from projects.services import demo_project
 
     project = demo_project()
     with working_in(project):
@@ -290,9 +293,7 @@ def has_real_data(user, held: set[str], project=None) -> bool:
     exists in the project (any project when none is given), physicians once they have an assignment on one."""
     from annotation.models import Assignment, Corpus
 
-    corpora = Corpus.objects.alive().filter(is_demo=False)
-    if project is not None:
-        corpora = corpora.in_project(project)
+    corpora = Corpus.objects.alive().filter(is_demo=False)  # the scoped manager: the request's project
     if held - {PHYSICIAN} and corpora.exists():
         return True
     return Assignment.objects.filter(rater=user, campaign__corpus__is_demo=False).exists()
@@ -302,8 +303,8 @@ def start_here(user, held: set[str], project=None) -> list[dict[str, str]]:
     """The "start here" list of a user's home page, per project: in the demo project, links to the finished demo
     study's results for the user's roles; elsewhere, a way into the demo project when there is one; then the
     first real steps. Empty once the user has real data in the project (:func:`has_real_data`). Other apps add
-    their demo links through a ``start_here(user, held)`` method of their AppConfig (annotation imports neither),
-    asked only in the demo project."""
+    their demo links through a ``start_here(user, held, project)`` method of their AppConfig (annotation imports
+    neither), asked only in the demo project."""
     from django.apps import apps
     from django.urls import reverse
 
@@ -315,7 +316,7 @@ def start_here(user, held: set[str], project=None) -> list[dict[str, str]]:
     in_demo = project is not None and project.is_demo
     finished = Campaign.objects.alive().filter(name=DEMO_FINISHED, project=project).first() if in_demo else None
     if not in_demo:
-        from annotation.projects import projects_of
+        from projects.access import projects_of
 
         demo = projects_of(user).filter(is_demo=True).first()
         if demo is not None:
@@ -340,7 +341,7 @@ def start_here(user, held: set[str], project=None) -> list[dict[str, str]]:
                       "text": "Progress of the finished demo campaign", "note": "per rater and per dialogue"})
     for config in apps.get_app_configs():
         if in_demo and config.name != "annotation" and hasattr(config, "start_here"):
-            links.extend(config.start_here(user, held))
+            links.extend(config.start_here(user, held, project))
     if COORDINATOR in held:
         links.append({"kind": "step", "url": reverse("corpus-upload"), "text": "Import your own dialogues",
                       "note": "JSON Lines; the first real step"})

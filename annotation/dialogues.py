@@ -7,8 +7,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from annotation.models import AuditEvent, Dialogue, PrivacyStatus, Redaction
+from annotation.models import Dialogue, PrivacyStatus, Redaction
 from annotation.privacy import apply_redactions
+from projects.models import AuditEvent
 
 
 def active_redactions(dialogue: Dialogue) -> list[dict]:

@@ -1,4 +1,23 @@
 from django import forms
+from django.utils.html import format_html
+
+# Chinese words in an English form are marked as Chinese (lang="zh"), for screen readers and fonts; so are the
+# fields that take Chinese text.
+CHINESE = format_html('<span lang="zh">{}</span>', "中文")
+ZH_TEXT = {"lang": "zh"}
+
+
+def zh_label(what: str) -> str:
+    return format_html("{} ({})", what, CHINESE)
+
+
+class LanguageSelect(forms.Select):
+    """A choice of languages, each option marked with its own language (lang="zh" on 中文)."""
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        option["attrs"]["lang"] = value
+        return option
 
 
 class NewVersionForm(forms.Form):
@@ -10,10 +29,11 @@ class NewVersionForm(forms.Form):
 
 class NewScaleForm(forms.Form):
     name_en = forms.CharField(label="Name (English)", max_length=200, required=False)
-    name_zh = forms.CharField(label="Name (中文)", max_length=200, required=False)
+    name_zh = forms.CharField(label=zh_label("Name"), max_length=200, required=False,
+                              widget=forms.TextInput(attrs=ZH_TEXT))
     slug = forms.SlugField(max_length=50, help_text="Short identifier used in URLs, files and the command line, "
                                                     "e.g. my-rubric.")
-    language = forms.ChoiceField(choices=[("en", "English"), ("zh", "中文")], initial="en",
+    language = forms.ChoiceField(choices=[("en", "English"), ("zh", "中文")], initial="en", widget=LanguageSelect,
                                  help_text="The language the instrument is written in (its text is required in it).")
     target = forms.ChoiceField(choices=[("dialogue", "Doctor-patient dialogues"),
                                         ("answer", "Answers to questions (question-answer items)")],
@@ -26,7 +46,8 @@ class NewScaleForm(forms.Form):
 class DimensionForm(forms.Form):
     code = forms.CharField(max_length=16, help_text='e.g. "1" or "P"')
     name_en = forms.CharField(label="Name (English)", max_length=300, required=False)
-    name_zh = forms.CharField(label="Name (中文)", max_length=300, required=False)
+    name_zh = forms.CharField(label=zh_label("Name"), max_length=300, required=False,
+                              widget=forms.TextInput(attrs=ZH_TEXT))
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "dimension_%s")  # shares its page with the item form
@@ -53,9 +74,11 @@ class ItemForm(forms.Form):
     dimension = forms.ChoiceField(choices=[])
     code = forms.CharField(max_length=16, help_text='e.g. "1.1"')
     text_en = forms.CharField(label="Text (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    text_zh = forms.CharField(label="Text (中文)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    text_zh = forms.CharField(label=zh_label("Text"), required=False,
+                              widget=forms.Textarea(attrs={"rows": 2, **ZH_TEXT}))
     guidance_en = forms.CharField(label="Guidance (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    guidance_zh = forms.CharField(label="Guidance (中文)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    guidance_zh = forms.CharField(label=zh_label("Guidance"), required=False,
+                                  widget=forms.Textarea(attrs={"rows": 2, **ZH_TEXT}))
     response = forms.ChoiceField(label="Response type", choices=[
         ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a point from min to max (whole, or in steps)"),
         ("levels", "Levels: one of its named levels"), ("text", "Free text: a comment, not analysed")])
@@ -129,18 +152,18 @@ class CampaignForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         from annotation.models import Campaign, Corpus, ScaleVersion
-        from annotation.projects import visible_versions
 
         super().__init__(*args, **kwargs)
         self.project = project
-        self.fields["corpus"].queryset = Corpus.objects.alive().in_project(project)
-        self.fields["scale_version"].queryset = visible_versions(
-            project, ScaleVersion.objects.filter(status="published")).select_related("scale")
+        # The scoped managers: the project's corpora; its own and the library's published scale versions.
+        self.fields["corpus"].queryset = Corpus.objects.alive()
+        self.fields["scale_version"].queryset = ScaleVersion.objects.filter(status="published").select_related(
+            "scale")
         self._campaign_model = Campaign
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
-        if self._campaign_model.objects.filter(name=name, project=self.project).exists():
+        if self._campaign_model.objects.filter(name=name).exists():
             raise forms.ValidationError("A campaign with this name exists already.")
         return name
 
@@ -167,7 +190,7 @@ class AddRatersForm(forms.Form):
     available_until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
     def __init__(self, *args, project, **kwargs):
-        from annotation.roles import PHYSICIAN, users_with_role
+        from projects.roles import PHYSICIAN, users_with_role
 
         super().__init__(*args, **kwargs)
         # The project's physicians (members with the physician role), never other projects' people.

@@ -17,8 +17,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from annotation import storable
-from annotation.models import AuditEvent, Corpus, Dialogue, PrivacyStatus
+from annotation.models import Corpus, Dialogue, PrivacyStatus
 from annotation.privacy import scan_dialogue
+from projects.models import AuditEvent
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 

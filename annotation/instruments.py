@@ -31,7 +31,9 @@ from typing import Any
 from django.db import transaction
 
 from annotation import scales, scores, storable
-from annotation.models import AuditEvent, Dimension, Item, Scale, ScaleVersion, default_project_id
+from annotation.models import Dimension, Item, Scale, ScaleVersion
+from projects import scoping
+from projects.models import AuditEvent
 
 SHIPPED_DIR = Path(__file__).parent / "instrument"
 #: Ready instruments (slug -> file in annotation/instrument/), installed by load_demo or from the Scales page.
@@ -410,13 +412,16 @@ def import_instrument(data: Any, *, draft: bool = False, user=None, source: str 
     (``based_on`` its newest version). Published unless ``draft``. Returns (version, created): re-importing the
     content of the newest version creates nothing. Raises InstrumentError."""
     spec = check(data)
-    scale = Scale.objects.filter(slug=spec["slug"]).first()
+    scale = Scale.objects.filter(slug=spec["slug"]).first()  # the project's own, or a library scale
+    if scale is None and slug_taken(spec["slug"]):
+        raise InstrumentError([f'$.slug: "{spec["slug"]}" is taken (scale slugs are shared by every project on this '
+                               "instance); give your instrument another slug"])
     latest = scale.latest_version() if scale else None
     if scale is not None:
         if scale.target != spec["target"]:
             raise InstrumentError([f'$.target: scale "{scale.slug}" rates {scale.get_target_display().lower()}; '
                                    f'a new version cannot rate "{spec["target"]}" (use another slug)'])
-        own = scale.editable_in(default_project_id())
+        own = scale.editable_in(scoping.active_project_id())
         if latest is not None and (own or latest.status != ScaleVersion.Status.DRAFT) and _same_content(latest, spec):
             return latest, False
         if not own:
@@ -428,7 +433,7 @@ def import_instrument(data: Any, *, draft: bool = False, user=None, source: str 
             slug=spec["slug"], name_en=name["en"] or name["zh"], name_zh=name["zh"], description=spec["description"],
             source=spec["source"], target=spec["target"], language=spec["language"],
             show_reference=spec["show_reference"], created_by=user)
-    number = (latest.number if latest else 0) + 1
+    number = scales.next_version_number(scale)
     version = ScaleVersion.objects.create(
         scale=scale, number=number, based_on=latest, created_by=user, judge_keys=spec["judge_keys"],
         project_id=scale.project_id,
@@ -511,6 +516,12 @@ def export_instrument(version: ScaleVersion) -> dict[str, Any]:
     return data
 
 
+def slug_taken(slug: str) -> bool:
+    """Whether any project's scale has this slug: slugs are instance-wide (they name scales in URLs and in the
+    library), so this looks across projects (a listed ``unscoped`` use) and tells only yes or no."""
+    return Scale.unscoped.filter(slug=slug).exists()
+
+
 # ------------------------------------------------------------------------------------------------ ready instruments
 def shipped_path(slug: str) -> Path:
     return SHIPPED_DIR / SHIPPED[slug]
@@ -550,7 +561,7 @@ def create_scale(*, slug: str, name_en: str, name_zh: str = "", language: str = 
         spec = check(data)  # the same rules as a file (slug, language, target, name)
     except InstrumentError as exc:
         raise InstrumentError([e.replace("$.", "", 1) for e in exc.errors]) from None
-    if Scale.objects.filter(slug=slug).exists():
+    if slug_taken(slug):
         # Slugs name scales in URLs and in the library every project reads, so they are instance-wide; the message
         # says only that the slug is taken, never whose it is.
         raise InstrumentError([f'slug: "{slug}" is taken (scale slugs are shared by every project on this '

@@ -38,7 +38,6 @@ from annotation.campaigns import CampaignError, add_rater, check_target, create_
 from annotation.importers import ImportRejected, LineError
 from annotation.models import (
     Assignment,
-    AuditEvent,
     Campaign,
     CampaignRater,
     Corpus,
@@ -46,13 +45,14 @@ from annotation.models import (
     Item,
     Label,
     LabelChange,
-    Membership,
     RaterProfile,
     Scale,
     ScaleVersion,
 )
-from annotation.roles import PHYSICIAN
+from annotation.signals import send_labels_changed
 from annotation.spreadsheet import restore_cell
+from projects.models import AuditEvent, Membership
+from projects.roles import PHYSICIAN
 
 REQUIRED_COLUMNS = ("dialogue_id", "rater", "item", "value")
 OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment", "judge_model", "prompt", "raw_response")
@@ -81,6 +81,7 @@ class LabelRow:
     judge_model: str = ""
     prompt: str = ""
     raw_response: str = ""
+    unscored: str = ""  # a judge's row whose raw response gives no score, imported unscored: why
 
     @property
     def is_judge(self) -> bool:
@@ -91,8 +92,9 @@ class JudgeImporter(Protocol):
     """Writes judge rows as imported judge runs (registered by the scoring app)."""
 
     def check(self, corpus: Corpus, version: ScaleVersion, rows: list[LabelRow], dialogues: dict[str, int],
-              sha256: str) -> list[LineError]:
-        """Line errors of the judge rows (reading scores from raw responses, a file imported before...)."""
+              sha256: str, skip_unscored: bool = False) -> list[LineError]:
+        """Line errors of the judge rows (reading scores from raw responses, a file imported before...). With
+        ``skip_unscored`` a raw response that gives no score is no error: its row is marked ``unscored`` (why)."""
 
     def write(self, corpus: Corpus, version: ScaleVersion, rows: list[LabelRow], dialogues: dict[str, int], *,
               file_name: str, sha256: str, user=None) -> list[dict[str, Any]]:
@@ -107,7 +109,14 @@ def register_judge_importer(importer: JudgeImporter) -> None:
     _judge_importer[:] = [importer]
 
 
-def default_campaign_name(file_name: str) -> str:
+def default_campaign_name(file_name: str, corpus: Corpus) -> str:
+    """The campaign a file's labels go to when none is named: the file and the corpus, so the same file name on two
+    corpora (campaign names are unique in a project) makes two campaigns."""
+    return f"Imported labels: {file_name} on {corpus.name}"[:200]
+
+
+def legacy_campaign_name(file_name: str) -> str:
+    """The default name before it named the corpus: a campaign of that name on the same corpus is still added to."""
     return f"Imported labels: {file_name}"[:200]
 
 
@@ -355,27 +364,34 @@ def _external_rater(username: str):
     user = User(username=username, is_active=False)
     user.set_unusable_password()
     user.save()
-    profile = RaterProfile.for_user(user)
-    profile.is_external = True
-    profile.save(update_fields=["is_external"])
+    RaterProfile.objects.create(user=user, is_external=True)
     return user
 
 
 @transaction.atomic
 def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: str, campaign_name: str | None = None,
-                  scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False
-                  ) -> dict[str, Any]:
+                  scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False,
+                  skip_unscored: bool = False) -> dict[str, Any]:
     """Import a label CSV into an "imported" campaign on ``corpus``, or raise ImportRejected and write nothing.
 
-    The campaign is ``campaign_name`` (default "Imported labels: <file name>"); an existing imported campaign of
-    that name on this corpus is reused (labels it already holds are refused), otherwise one is created on
-    ``scale_version`` (default: the newest published version of the Mini-CEX) with overlap = the most raters
+    The campaign is ``campaign_name`` (default "Imported labels: <file name> on <corpus>"); an existing imported
+    campaign of that name on this corpus is reused (labels it already holds are refused), otherwise one is created
+    on ``scale_version`` (default: the newest published version of the Mini-CEX) with overlap = the most raters
     any dialogue has. Raises LabelImportError for problems that are not about a line. ``random_sample``: the
     analyst declares that the labelled dialogues are a random sample of the corpus (recorded with the import,
-    :func:`annotation.sampling.declare_sample`), which prediction-powered estimates need.
+    :func:`annotation.sampling.declare_sample`), which prediction-powered estimates need. ``skip_unscored``: a
+    judge's row whose raw response gives no score on its item's scale (an off-grid value, no answer for the item)
+    is imported unscored, as a run leaves such an answer, instead of refusing the file; ``unscored`` in the result
+    lists those rows' (line, reason).
     """
-    name = (campaign_name or default_campaign_name(file_name)).strip()[:200]
+    name = (campaign_name or default_campaign_name(file_name, corpus)).strip()[:200]
     campaign = _find_campaign(name, corpus, scale_version)
+    if campaign is None and not campaign_name:  # an earlier import of this file into this corpus, named before
+        legacy = Campaign.objects.filter(name=legacy_campaign_name(file_name), corpus=corpus,
+                                         phase=Campaign.Phase.IMPORTED, deleted_at__isnull=True).first()
+        if legacy is not None:
+            name = legacy.name
+            campaign = _find_campaign(name, corpus, scale_version)
     version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
     if version.status != ScaleVersion.Status.PUBLISHED:
         raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
@@ -407,16 +423,17 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     if judge_rows and not _judge_importer:
         errors.append(LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed"))
     elif judge_rows:
-        errors += _judge_importer[0].check(corpus, version, judge_rows, judge_dialogues, sha256)
+        errors += _judge_importer[0].check(corpus, version, judge_rows, judge_dialogues, sha256, skip_unscored)
     errors += _raters_outside_project(rows, corpus.project)
     if errors:
         raise ImportRejected(sorted(errors, key=lambda e: e.line))
     judges = (_judge_importer[0].write(corpus, version, judge_rows, judge_dialogues, file_name=file_name,
                                        sha256=sha256, user=user) if judge_rows else [])
+    unscored = [(row.line, row.unscored) for row in judge_rows if row.unscored]
     if not rows:
         return {"labels": 0, "assignments": 0, "dialogues": len({r.dialogue_id for r in judge_rows}), "raters": 0,
                 "raters_created": 0, "campaign": None, "campaign_created": False, "overlap": None,
-                "judge_runs": judges, "judge_labels": len(judge_rows), "sha256": sha256}
+                "judge_runs": judges, "judge_labels": len(judge_rows), "unscored": unscored, "sha256": sha256}
 
     # Everything is valid: write.
     now = timezone.now()
@@ -503,7 +520,8 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     counts["random_sample"] = random_sample
     AuditEvent.record(user, "labels.import", campaign, reason=reason, file=file_name,
                       **{k: v for k, v in counts.items() if k not in ("campaign",)})
-    return {**counts, "judge_runs": judges, "judge_labels": len(judge_rows)}
+    send_labels_changed(campaign)
+    return {**counts, "judge_runs": judges, "judge_labels": len(judge_rows), "unscored": unscored}
 
 
 def _hashed(lines: Iterable[str | bytes], digest) -> Iterator[str | bytes]:

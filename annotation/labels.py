@@ -11,18 +11,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import scales, scores
-from annotation.models import (
-    Adjudication,
-    Assignment,
-    AuditEvent,
-    Campaign,
-    GoldLabel,
-    Item,
-    Label,
-    LabelChange,
-    Membership,
-)
-from annotation.roles import PHYSICIAN
+from annotation.models import Adjudication, Assignment, Campaign, GoldLabel, Item, Label, LabelChange
+from annotation.signals import send_labels_changed
+from projects.models import AuditEvent, Membership
+from projects.roles import PHYSICIAN
 
 #: Longest comment, skip reason or flag note a rater may write (the API's limit and the rating page's).
 MAX_TEXT = 10_000
@@ -138,8 +130,8 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
                                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
                            [label.pk, user.pk, db_now, old_value, value, old_comment, label.comment,
                             LabelChange.Source.RATER, reason])
-        if status == Assignment.Status.ASSIGNED:
-            Assignment.objects.filter(pk=assignment_id).update(status=Assignment.Status.IN_PROGRESS, started_at=now,
+        if status == Assignment.Status.ASSIGNED:  # the assignment checked above (this save has no project scope)
+            Assignment.unscoped.filter(pk=assignment_id).update(status=Assignment.Status.IN_PROGRESS, started_at=now,
                                                                updated_at=now)
     return label
 
@@ -180,6 +172,7 @@ def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assig
     locked.submitted_at = timezone.now()
     locked.save(update_fields=["status", "submitted_at", "comment", "updated_at"])
     AuditEvent.record(user, "assignment.submit", locked)
+    send_labels_changed(locked.campaign)
     return locked
 
 
@@ -234,6 +227,7 @@ def return_for_reannotation(assignment: Assignment, by, note: str) -> Assignment
     locked.return_note = note.strip()
     locked.save(update_fields=["status", "return_note", "updated_at"])
     AuditEvent.record(by, "assignment.return", locked, reason=note)
+    send_labels_changed(locked.campaign)
     return locked
 
 

@@ -1,140 +1,19 @@
-"""The instrument (Scale, ScaleVersion, Dimension, Item), dialogue corpora and the audit trail."""
+"""The instrument (Scale, ScaleVersion, Dimension, Item), dialogue corpora, campaigns, assignments and labels.
+
+Every model is project data (:mod:`projects.scoping`): its default manager sees the active project only. Scales are
+shared as a library: a project sees its own scales and versions, and every published or retired version of any
+project's scale; another project's draft is never seen."""
 
 from __future__ import annotations
 
-import contextvars
-
 from django.conf import settings
-from django.contrib.contenttypes.fields import GenericForeignKey
-from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
 from annotation.scores import ScoreField, grid, step_text
-
-DEFAULT_PROJECT = "Default"
-# The project new study data belongs to when the code creating it names none: set per request by
-# annotation.projects.ProjectMiddleware, per command by ``--project``, per task by the task's own object.
-WORKING_PROJECT: contextvars.ContextVar[int | None] = contextvars.ContextVar("minicex_project", default=None)
-
-
-class Project(models.Model):
-    """A study team's space: it owns corpora, scale drafts, campaigns, judges and their runs, preference and
-    Delphi studies, generation and report jobs. Members hold a role per project (:class:`Membership`)."""
-
-    name = models.CharField(max_length=100, unique=True)
-    description = models.TextField(blank=True)
-    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.")
-    created_at = models.DateTimeField(default=timezone.now)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Membership(models.Model):
-    """A user's role in one project: physician, coordinator or analyst (administrators are instance-wide)."""
-
-    class Role(models.TextChoices):
-        PHYSICIAN = "physician", "Physician (annotator)"
-        COORDINATOR = "coordinator", "Coordinator"
-        ANALYST = "analyst", "Analyst"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=16, choices=Role.choices)
-    added_at = models.DateTimeField(default=timezone.now)
-    added_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["project", "user__username", "role"]
-        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_project_member_role")]
-
-    def __str__(self) -> str:
-        return f"{self.user} — {self.get_role_display()} in {self.project}"
-
-
-def default_project_id() -> int:
-    """The working project (see ``WORKING_PROJECT``), else "Default" (created when missing)."""
-    working = WORKING_PROJECT.get()
-    if working is not None:
-        return working
-    return Project.objects.get_or_create(name=DEFAULT_PROJECT)[0].pk
-
-
-def project_of(target) -> int | None:
-    """The project id an object belongs to: its own ``project``, else its parent's (a dialogue's corpus, a
-    label's campaign, a round's study...), else the working project."""
-    seen = 0
-    while target is not None and seen < 4:
-        if isinstance(target, Project):
-            return target.pk
-        if hasattr(target, "project_id"):
-            return target.project_id
-        target = next((getattr(target, name) for name in PARENTS if hasattr(target, name + "_id")), None)
-        seen += 1
-    return WORKING_PROJECT.get()
-
-
-# Parent links followed by project_of, in order of preference.
-PARENTS = ("campaign", "corpus", "study", "run", "job", "round", "participation", "scale", "version", "case_set",
-           "prompt_set", "assignment", "dialogue", "item", "task", "label")
-
-
-class SoftDeleteQuerySet(models.QuerySet):
-    def alive(self):
-        return self.filter(deleted_at__isnull=True)
-
-    def in_project(self, project):
-        """Rows of one project (a Project or its id)."""
-        return self.filter(project=project)
-
-
-class ProjectOwned(models.Model):
-    """Study data that belongs to one project: its pages, API, exports and jobs are seen only there."""
-
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", default=default_project_id)
-
-    objects = SoftDeleteQuerySet.as_manager()
-
-    class Meta:
-        abstract = True
-
-
-class SoftDeletable(models.Model):
-    """Study data is never removed: a delete records who, when and why and hides the row."""
-
-    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
-    deleted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False
-    )
-    delete_reason = models.TextField(blank=True, editable=False)
-
-    objects = SoftDeleteQuerySet.as_manager()
-
-    class Meta:
-        abstract = True
-
-    @property
-    def is_deleted(self) -> bool:
-        return self.deleted_at is not None
-
-    def soft_delete(self, user, reason: str) -> None:
-        if not reason.strip():
-            raise ValidationError("A reason is required to delete study data.")
-        self.deleted_at = timezone.now()
-        self.deleted_by = user
-        self.delete_reason = reason.strip()
-        self.save(update_fields=["deleted_at", "deleted_by", "delete_reason"])
-        AuditEvent.record(user, "delete", self, reason=reason)
+from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
+from projects.scoping import path_q
 
 
 class Language(models.TextChoices):
@@ -172,6 +51,12 @@ class Scale(ProjectOwned):
 
     def __str__(self) -> str:
         return self.name_en
+
+    @classmethod
+    def visible_q(cls, project_ids: tuple[int, ...]) -> models.Q:
+        """A project's own scales, and every scale with a published or retired version (the library)."""
+        shared = ScaleVersion.unscoped.exclude(status=ScaleVersion.Status.DRAFT).values("scale")
+        return path_q("project", project_ids) | models.Q(pk__in=shared)
 
     def editable_in(self, project) -> bool:
         """Only the owning project changes a scale; other projects use its published versions (the library)."""
@@ -230,6 +115,16 @@ class ScaleVersion(ProjectOwned):
     def __str__(self) -> str:
         return f"{self.scale} v{self.number}"
 
+    @classmethod
+    def visible_q(cls, project_ids: tuple[int, ...]) -> models.Q:
+        """A project's own versions (drafts included) and every published or retired one; never another project's
+        draft."""
+        return path_q("project", project_ids) | ~models.Q(status=cls.Status.DRAFT)
+
+    def editable_in(self, project) -> bool:
+        """Only the project that drafted a version edits, publishes or copies it."""
+        return self.project_id == getattr(project, "pk", project)
+
     @property
     def is_locked(self) -> bool:
         return self.locked_at is not None
@@ -256,8 +151,15 @@ class ScaleVersion(ProjectOwned):
                                                     Item.ResponseType.SCALE])
 
 
-class Dimension(models.Model):
+class Dimension(ProjectScoped):
     """A primary item (e.g. 2 Humanistic care) grouping secondary items."""
+
+    project_path = "version__project"
+
+    @classmethod
+    def visible_q(cls, project_ids: tuple[int, ...]) -> models.Q:
+        """Parts of the versions the project sees (see :meth:`ScaleVersion.visible_q`)."""
+        return path_q("version__project", project_ids) | ~models.Q(version__status=ScaleVersion.Status.DRAFT)
 
     version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="dimensions")
     code = models.CharField(max_length=16)
@@ -284,7 +186,7 @@ class Dimension(models.Model):
         return (self.name_zh if lang == "zh" else "") or self.name_en
 
 
-class Item(models.Model):
+class Item(ProjectScoped):
     """A secondary item with its code, bilingual text and guidance, and how it is answered.
 
     ``binary``: 1 = done / met, 0 = not. ``ordinal`` (called ``levels`` in instrument files): one choice among the
@@ -305,6 +207,13 @@ class Item(models.Model):
     SCORED_TYPES = ("binary", "ordinal", "scale")
     #: Response types a rater answers on the rating page.
     RATED_TYPES = ("binary", "ordinal", "scale", "text")
+
+    project_path = "version__project"
+
+    @classmethod
+    def visible_q(cls, project_ids: tuple[int, ...]) -> models.Q:
+        """Parts of the versions the project sees (see :meth:`ScaleVersion.visible_q`)."""
+        return path_q("version__project", project_ids) | ~models.Q(version__status=ScaleVersion.Status.DRAFT)
 
     version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="items")
     dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="items")
@@ -420,12 +329,14 @@ class PrivacyStatus(models.TextChoices):
     EXCLUDED = "excluded", "Excluded"
 
 
-class Dialogue(SoftDeletable):
+class Dialogue(ProjectScoped, SoftDeletable):
     """A doctor-patient dialogue: the patient's self-report and ordered turns.
 
     A question-answer item (in a corpus of kind "answer") is stored in the same row: an empty self-report and
     the parts as turns with the roles ``question``, ``answer`` and, when there is one, ``reference`` (in that
     order). Privacy filter, redactions, assignment and audit then work on its parts as on turns."""
+
+    project_path = "corpus__project"
 
     class Split(models.TextChoices):
         TRAIN = "train", "Train"
@@ -484,47 +395,10 @@ class Dialogue(SoftDeletable):
                 raise ValidationError({"turns": f"Turn {n} needs a role ({', '.join(roles)}) and text."})
 
 
-class AuditEvent(models.Model):
-    """Who did what to which object, when and why. Append-only."""
-
-    at = models.DateTimeField(default=timezone.now, db_index=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    action = models.CharField(max_length=64)
-    target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT)
-    target_id = models.CharField(max_length=64, blank=True)
-    target = GenericForeignKey("target_type", "target_id")
-    target_repr = models.CharField(max_length=300, blank=True)
-    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                                help_text="The project the event happened in (empty: instance-wide, e.g. a "
-                                          "published scale or a project itself).")
-    reason = models.TextField(blank=True)
-    data = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["target_type", "target_id"])]
-
-    def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_repr}"
-
-    @classmethod
-    def record(cls, actor, action: str, target=None, reason: str = "", **data) -> AuditEvent:
-        kwargs = {}
-        if target is not None:
-            kwargs = {
-                "target_type": ContentType.objects.get_for_model(target),
-                "target_id": str(target.pk),
-                "target_repr": str(target)[:300],
-            }
-        user = actor if getattr(actor, "is_authenticated", False) else None
-        return cls.objects.create(actor=user, action=action, reason=reason, data=data,
-                                  project_id=project_of(target), **kwargs)
-
-
-class Redaction(models.Model):
+class Redaction(ProjectScoped):
     """A span hidden wherever the dialogue is shown or exported. Kept as history: revoking sets a date."""
+
+    project_path = "dialogue__corpus__project"
 
     class Source(models.TextChoices):
         FILTER = "filter", "Privacy filter, confirmed by a coordinator"
@@ -557,36 +431,15 @@ class Redaction(models.Model):
 
 
 class RaterProfile(models.Model):
-    """A rater's stable pseudonym (shown to analysts instead of names) and team; external raters come from
-    imported labels and cannot log in."""
+    """What the instance knows of a rater beyond their account: external raters come from imported labels and
+    cannot log in. (Pseudonyms are per project: :class:`projects.models.Pseudonym`.)"""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="rater_profile")
-    pseudonym = models.CharField(max_length=20, unique=True)
     is_external = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
-        return self.pseudonym
-
-    @classmethod
-    def for_user(cls, user) -> RaterProfile:
-        profile = cls.objects.filter(user=user).first()
-        if profile is None:
-            from django.db import IntegrityError, transaction
-
-            number = cls.objects.count() + 1
-            for _ in range(5):
-                while cls.objects.filter(pseudonym=f"R{number:04d}").exists():
-                    number += 1
-                try:
-                    with transaction.atomic():
-                        profile = cls.objects.create(user=user, pseudonym=f"R{number:04d}")
-                    break
-                except IntegrityError:
-                    profile = cls.objects.filter(user=user).first()
-                    if profile:
-                        break
-        return profile
+        return f"{self.user} (external)" if self.is_external else str(self.user)
 
 
 class Campaign(ProjectOwned, SoftDeletable):
@@ -647,11 +500,13 @@ class Campaign(ProjectOwned, SoftDeletable):
         return qs if drawn is None else qs.filter(pk__in=drawn)
 
 
-class RandomSample(models.Model):
+class RandomSample(ProjectScoped):
     """The random sample of a campaign's dialogues that physicians label, or the declaration that imported labels
     come from one: what prediction-powered estimates need (the labelled dialogues a random sample of the population
     the judge scored). Written once by :mod:`annotation.sampling`; a drawn sample is reproducible from ``seed`` and
     ``population`` (:func:`annotation.sampling.draw`)."""
+
+    project_path = "campaign__project"
 
     class Kind(models.TextChoices):
         DRAWN = "drawn", "Drawn here with a recorded seed"
@@ -677,8 +532,10 @@ class RandomSample(models.Model):
         return f"random sample of {self.campaign}: {self.size} of {len(self.population)} dialogues ({self.kind})"
 
 
-class CampaignRater(models.Model):
+class CampaignRater(ProjectScoped):
     """A physician on a campaign, with a team (trial phase) and availability."""
+
+    project_path = "campaign__project"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="raters")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaign_roles")
@@ -703,8 +560,10 @@ class CampaignRater(models.Model):
         return self.active and (self.available_until is None or self.available_until >= today)
 
 
-class Assignment(models.Model):
+class Assignment(ProjectScoped):
     """One rater's work on one dialogue of a campaign. A rater never gets the same dialogue twice."""
+
+    project_path = "campaign__project"
 
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Not started"
@@ -747,8 +606,10 @@ class Assignment(models.Model):
         return self.status in self.OPEN_STATUSES
 
 
-class Label(models.Model):
+class Label(ProjectScoped):
     """A physician's answer to one item on one dialogue. Every change is kept in LabelChange."""
+
+    project_path = "campaign__project"
 
     assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="labels")
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="labels")
@@ -770,8 +631,10 @@ class Label(models.Model):
         return f"{self.assignment} {self.item.code}={self.value}"
 
 
-class LabelChange(models.Model):
+class LabelChange(ProjectScoped):
     """History of a label: who changed it, when, from what to what, and why."""
+
+    project_path = "label__campaign__project"
 
     class Source(models.TextChoices):
         RATER = "rater", "Rater"
@@ -797,8 +660,10 @@ class LabelChange(models.Model):
         return f"{self.label_id}: {self.old_value} -> {self.new_value}"
 
 
-class GoldLabel(models.Model):
+class GoldLabel(ProjectScoped):
     """The reference answer on a gold dialogue of a trial campaign."""
+
+    project_path = "campaign__project"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="gold_labels")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="gold_labels")
@@ -814,8 +679,10 @@ class GoldLabel(models.Model):
         return f"gold {self.dialogue.external_id} {self.item.code}={self.value}"
 
 
-class Adjudication(models.Model):
+class Adjudication(ProjectScoped):
     """The coordinator's final label for an item of a dialogue, after disagreement. Changes are audited."""
+
+    project_path = "campaign__project"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="adjudications")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="adjudications")

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Sequence
 from django.db import transaction
 
 from annotation.campaigns import CampaignError
-from annotation.models import Assignment, AuditEvent, Campaign, RandomSample
+from annotation.models import Assignment, Campaign, RandomSample
+from projects.models import AuditEvent
 
 UNKNOWN_MODEL = "(unknown model)"
 MAX_SEED = 2**63 - 1
@@ -160,18 +161,20 @@ def declare_sample(campaign: Campaign, dialogue_ids: Iterable[int], *, user=None
     return sample
 
 
-def describe(sample: RandomSample | None) -> str:
-    """The sample in one sentence, for pages and reports."""
+def describe(sample: RandomSample | None, unit: str = "dialogue", model: str = "doctor model") -> str:
+    """The sample in one sentence, for pages and reports; ``unit`` and ``model`` name what the instrument rates
+    ("answer", "model" for an instrument on answers)."""
+    units = f"{unit}s"
     if sample is None:
-        return ("No random sample: the dialogues were assigned by hand (every dialogue in scope, or a coordinator's "
+        return (f"No random sample: the {units} were assigned by hand (every {unit} in scope, or a coordinator's "
                 "choice).")
     who = sample.created_by.username if sample.created_by else "the system"
     when = f"{sample.created_at:%Y-%m-%d}"
     if sample.kind == RandomSample.Kind.DECLARED:
-        return (f"Declared by {who} on {when}: the imported labels of {sample.size} dialogue(s) come from a random "
-                f"sample of the {len(sample.population)} dialogues in scope (the analyst's declaration, not checked "
+        return (f"Declared by {who} on {when}: the imported labels of {sample.size} {unit}(s) come from a random "
+                f"sample of the {len(sample.population)} {units} in scope (the analyst's declaration, not checked "
                 "here).")
     per_model = ", ".join(f"{name} {s['sample']} of {s['population']}" for name, s in sample.strata.items())
-    how = f"within each doctor model ({per_model})" if sample.stratified else "from all of them"
-    return (f"A random sample of {sample.size} of the {len(sample.population)} dialogues in scope, drawn {how} with "
+    how = f"within each {model} ({per_model})" if sample.stratified else "from all of them"
+    return (f"A random sample of {sample.size} of the {len(sample.population)} {units} in scope, drawn {how} with "
             f"seed {sample.seed} by {who} on {when}; anyone can draw it again from the seed.")

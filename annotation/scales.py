@@ -90,16 +90,28 @@ def instrument_json(version) -> dict[str, Any]:
     }
 
 
+def next_version_number(scale) -> int:
+    """The next free version number of ``scale``. Numbers are unique per scale across projects, and another project
+    may hold a draft of a library scale (its Delphi study's next version), which this project cannot see: the
+    number is read across projects (a listed ``unscoped`` use), and only the number is used."""
+    from django.db.models import Max
+
+    from annotation.models import ScaleVersion
+
+    return (ScaleVersion.unscoped.filter(scale_id=scale.pk).aggregate(m=Max("number"))["m"] or 0) + 1
+
+
 @transaction.atomic
 def new_version(version, user, note: str, *, project=None):
     """Copy ``version`` into a new draft (the next number) that can be edited, in ``project`` (default: the
     working project)."""
-    from annotation.models import AuditEvent, Dimension, Item, ScaleVersion
+    from annotation.models import Dimension, Item, ScaleVersion
+    from projects.models import AuditEvent
 
     if not note.strip():
         raise ValueError("Say why the new version is needed.")
     scale = version.scale
-    number = (scale.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    number = next_version_number(scale)
     owner = {"project_id": getattr(project, "pk", project)} if project is not None else {}
     draft = ScaleVersion.objects.create(scale=scale, number=number, note=note.strip(), based_on=version,
                                         created_by=user, **owner, judge_keys=dict(version.judge_keys or {}))
@@ -150,7 +162,8 @@ def validate_version(version) -> list[str]:
 @transaction.atomic
 def publish(version, user):
     """Make a draft available for use; it becomes immutable."""
-    from annotation.models import AuditEvent, ScaleVersion
+    from annotation.models import ScaleVersion
+    from projects.models import AuditEvent
 
     version = ScaleVersion.objects.select_for_update().get(pk=version.pk)
     if version.status != ScaleVersion.Status.DRAFT:
@@ -184,10 +197,15 @@ def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
     ``level_list`` (levels in order) and ``points`` (scale items: ``(value, anchor en, anchor zh)`` per point),
     for the rating page. Cached per process: only locked versions are rated, and a locked version never changes.
     Callers must not modify the returned items."""
+    from django.db.models import Prefetch
+
     from annotation.models import Item
 
-    items = (Item.objects.filter(version_id=version_id, response_type__in=Item.RATED_TYPES)
-             .select_related("dimension").prefetch_related("levels").order_by("order"))
+    # Unscoped: the sheet is cached per process for whoever reaches the version (its campaign's raters, in the
+    # label save, which has no project scope); the caller has already checked that they may.
+    items = (Item.unscoped.filter(version_id=version_id, response_type__in=Item.RATED_TYPES)
+             .select_related("dimension").prefetch_related(Prefetch("levels", queryset=Item.unscoped.all()))
+             .order_by("order"))
     sheet: list[tuple[Any, list[Any]]] = []
     for item in items:
         item.level_list = sorted(item.levels.all(), key=lambda level: level.order)

@@ -10,6 +10,10 @@ script).
 
 from __future__ import annotations
 
+import re
+
+_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
 LANGUAGES = ("en", "zh")
 
 PHRASES: dict[str, tuple[str, str]] = {
@@ -31,6 +35,8 @@ PHRASES: dict[str, tuple[str, str]] = {
     "done_count": ("{done} done", "已完成 {done} 个"),
     "due": ("due {date}", "截止 {date}"),
     "quote_id": ("Quote this id when you report a problem", "报告问题时请注明此编号"),
+    "dialogue_id": ("Dialogue id", "对话编号"),
+    "answer_id": ("Answer id", "回答编号"),
     "answered_before": ("", "已作答 "),
     "answered_after": (" of {total} items answered", " / {total} 项"),
     "status_assigned": ("Not started", "未开始"),
@@ -39,6 +45,7 @@ PHRASES: dict[str, tuple[str, str]] = {
     "status_skipped": ("Skipped", "已跳过"),
     "status_returned": ("Returned for re-annotation", "已退回重新评分"),
     "status_withdrawn": ("Withdrawn (reassigned)", "已撤回（已重新分配）"),
+    "status_ready": ("All answered, not submitted yet", "已全部作答，尚未提交"),
     "returned_banner": ("Returned for re-annotation:", "已退回重新评分："),
     "flagged_banner": ("You flagged this dialogue:", "您已报告此对话的问题："),
     "closed_banner": ("This dialogue is {status}; answers can no longer change.",
@@ -99,9 +106,12 @@ SCRIPT_PHRASES: dict[str, tuple[str, str]] = {
     "session_ended": ("Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser "
                       "and will be sent automatically.",
                       "您的登录已过期。请在另一个标签页重新登录：{n} 个答案保存在此浏览器中，将自动发送。"),
-    "pending": ("{n} answer(s) not saved yet{offline}. They are kept in this browser and sent as soon as the server "
-                "answers.", "{n} 个答案尚未保存{offline}。它们保存在此浏览器中，服务器一响应就会发送。"),
-    "offline": (" (you are offline)", "（您已离线）"),
+    "pending": ("{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers.",
+                "{n} 个答案尚未保存。它们保存在此浏览器中，服务器一响应就会发送。"),
+    "waiting": ("Waiting to send", "等待发送"),
+    "waiting_offline": ("{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when "
+                        "the connection is back.",
+                        "{n} 个答案等待发送：您已离线。它们保存在此浏览器中，连接恢复后自动发送。"),
     "submit": PHRASES["submit"],
     "submit_left": ("Submit ({n} left)", "提交（还剩 {n} 项）"),
     "unreachable": ("Could not reach the server; your answers are kept. Try again in a moment.",
@@ -130,3 +140,8 @@ def script_phrases(lang: str | None) -> dict[str, str]:
     """Every phrase of the rating page's script in ``lang`` (placeholders left for the script to fill)."""
     index = 1 if language(lang) == "zh" else 0
     return {key: pair[index] for key, pair in SCRIPT_PHRASES.items()}
+
+
+def text_language(text: str) -> str:
+    """"zh" when the text holds Chinese characters, else "en" (for a lang attribute)."""
+    return "zh" if _HAN.search(text) else "en"

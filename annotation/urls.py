@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation import views, views_campaigns, views_projects, views_rating
+from annotation import views, views_campaigns, views_rating
 
 # The rating page and its click endpoints take nearly all requests during a study: config.urls lists them first,
 # so resolving a click does not try every other pattern before them.
@@ -18,10 +18,6 @@ rating_urlpatterns = [
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("projects/", views_projects.project_list, name="project-list"),
-    path("projects/switch/", views_projects.project_switch, name="project-switch"),
-    path("projects/<int:pk>/", views_projects.project_detail, name="project-detail"),
-    path("projects/<int:pk>/members/<int:user_id>/remove/", views_projects.member_remove, name="project-member-remove"),
     path("scales/", views.scale_list, name="scale-list"),
     path("scales/new/", views.scale_new, name="scale-new"),
     path("scales/ready/<slug:slug>/install/", views.scale_install, name="scale-install"),

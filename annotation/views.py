@@ -8,15 +8,18 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from annotation import demo, instruments, projects, scales, tokens
+from annotation import demo, instruments, scales
+from annotation.campaigns import rating_projects
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
-from annotation.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN, ROLES, effective_roles, has_role, role_required
+from projects import scoping, tokens
+from projects.access import current, get_in_project_or_404, request_has_role, role_required
+from projects.roles import ADMIN, ANALYST, COORDINATOR, ROLES, effective_roles
 
 STAFF_ROLES = (COORDINATOR, ANALYST)
 
@@ -32,22 +35,20 @@ def scale_language(request) -> str:
 
 @login_required
 def home(request):
-    held = effective_roles(request.user)
     project = getattr(request, "project", None)
+    held = effective_roles(request.user, project)
     # A physician's queue spans every project where they rate, whichever project the page is in.
-    rates_somewhere = PHYSICIAN in held or projects.projects_of(request.user, PHYSICIAN).exists()
+    queue_projects = rating_projects(request.user)
+    rates_somewhere = bool(queue_projects)
     context: dict = {"held": held, "no_role": not held and not rates_somewhere, "rates_somewhere": rates_somewhere,
                      "start_here": demo.start_here(request.user, held, project)}
-    if project is not None and has_role(request.user, COORDINATOR, ANALYST, PHYSICIAN):
-        context["scales"] = [
-            (scale, scale.current_version()) for scale in projects.visible_scales(project).order_by("name_en")
-        ]
-    if project is not None and has_role(request.user, *STAFF_ROLES):
-        context["corpora"] = corpora_with_counts(project)
+    if project is not None and request_has_role(request, COORDINATOR, ANALYST):
+        context["scales"] = [(scale, scale.current_version()) for scale in Scale.objects.order_by("name_en")]
+        context["corpora"] = corpora_with_counts()
+        context["campaigns"] = Campaign.objects.alive().select_related("corpus")[:20]
     if rates_somewhere:
-        context["my_campaigns"] = physician_queue(request.user)
-    if project is not None and has_role(request.user, COORDINATOR, ANALYST):
-        context["campaigns"] = Campaign.objects.alive().in_project(project).select_related("corpus")[:20]
+        with scoping.in_project(queue_projects):
+            context["my_campaigns"] = physician_queue(request.user)
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [
@@ -59,23 +60,25 @@ def home(request):
 
 
 def physician_queue(user) -> list[dict]:
-    """The physician's campaigns with their own progress (never other raters' work), in every project where
-    they are a physician."""
-    rows = (Assignment.objects.filter(rater=user, campaign__deleted_at__isnull=True,
-                                      campaign__project__in=projects.projects_of(user, PHYSICIAN).values("pk"))
+    """The physician's campaigns with their own progress (never other raters' work), in the active scope (the
+    home page's: every project where they are a physician)."""
+    rows = (Assignment.objects.filter(rater=user, campaign__deleted_at__isnull=True)
             .exclude(status=Assignment.Status.WITHDRAWN)
             .values("campaign_id", "campaign__name", "campaign__deadline", "campaign__status",
-                    "campaign__project__name")
+                    "campaign__project__name", "campaign__scale_version__scale__name_en",
+                    "campaign__scale_version__scale__slug")
             .annotate(total=Count("id"),
                       done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])),
                       returned=Count("id", filter=Q(status=Assignment.Status.RETURNED)))
             .order_by("campaign__deadline", "campaign__name"))
-    return [{**row, "open": row["total"] - row["done"],
+    rows = [{**row, "open": row["total"] - row["done"],
              "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0} for row in rows]
+    several = len({row["campaign__project__name"] for row in rows}) > 1
+    return [{**row, "several_projects": several} for row in rows]
 
 
-def corpora_with_counts(project):
-    return Corpus.objects.alive().in_project(project).annotate(
+def corpora_with_counts():
+    return Corpus.objects.alive().annotate(
         n_dialogues=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)),
         n_flagged=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True,
                                               dialogues__privacy_status=PrivacyStatus.FLAGGED)),
@@ -85,21 +88,18 @@ def corpora_with_counts(project):
 @login_required
 def scale_list(request):
     """The project's scales and the library (other projects' published versions, read-only)."""
-    project = projects.current(request)
-    rows = [(scale, projects.visible_versions(project, scale.versions.all()).order_by("-number"))
-            for scale in projects.visible_scales(project).order_by("name_en")]
-    can_build = has_role(request.user, COORDINATOR)
+    rows = [(scale, scale.versions.order_by("-number")) for scale in Scale.objects.order_by("name_en")]
+    can_build = request_has_role(request, COORDINATOR)
     ready = [r for r in instruments.shipped_available() if not r["installed"]] if can_build else []
     return render(request, "annotation/scale_list.html", {"rows": rows, "can_build": can_build, "ready": ready})
 
 
 @login_required
 def scale_detail(request, slug: str, number: int | None = None):
-    project = projects.current(request)
-    scale = get_object_or_404(projects.visible_scales(project), slug=slug)
-    versions = projects.visible_versions(project, scale.versions.all())
+    scale = get_in_project_or_404(Scale, request, slug=slug)
+    versions = scale.versions.all()
     if number:
-        version = get_object_or_404(versions, number=number)
+        version = get_in_project_or_404(versions, request, number=number)
     else:
         version = (versions.filter(status=ScaleVersion.Status.PUBLISHED).order_by("-number").first()
                    or versions.order_by("-number").first())
@@ -118,12 +118,12 @@ def _scale_context(request, scale: Scale, version: ScaleVersion | None, **forms)
         for item in dim_items:
             item.level_list = [lv for lv in items if lv.parent_id == item.pk]
         dimensions.append((dim, dim_items))
-    project = projects.current(request)
-    can_version = has_role(request.user, COORDINATOR) and scale.editable_in(project)
-    can_edit = can_version and not version.is_locked
+    project = current(request)
+    can_version = request_has_role(request, COORDINATOR) and scale.editable_in(project)
+    can_edit = can_version and version.editable_in(project) and not version.is_locked
     context = {
         "scale": scale, "version": version, "lang": lang, "dimensions": dimensions,
-        "versions": projects.visible_versions(project, scale.versions.all()).order_by("-number"),
+        "versions": scale.versions.order_by("-number"),
         "library": not scale.editable_in(project),
         "n_secondary": sum(1 for i in items if i.response_type in (Item.ResponseType.BINARY, Item.ResponseType.LEVEL,
                                                                    Item.ResponseType.SCALE)),
@@ -171,14 +171,17 @@ ITEM_ERROR_FIELDS = {"code": "code", "dimension": "dimension", "text": "text_en"
 
 
 def _draft(request, slug: str, number: int) -> ScaleVersion:
-    """A version of a scale the request's project owns (edits); others' versions are 404 here."""
-    return _own_version(request, slug, number)
+    """A version the request's project drafted, of a scale it owns (edits, publishing); any other is a 404 here."""
+    project = current(request)
+    return get_in_project_or_404(ScaleVersion.objects.select_related("scale"), request, scale__slug=slug,
+                                 number=number, scale__project=project, project=project)
 
 
 def _own_version(request, slug: str, number: int) -> ScaleVersion:
-    project = projects.current(request)
-    return get_object_or_404(ScaleVersion.objects.select_related("scale"), scale__slug=slug, number=number,
-                             scale__project=project)
+    """A version of a scale the request's project owns that it sees (its own drafts and the published versions;
+    another project's draft of the scale is not among them): what a new version is copied from."""
+    return get_in_project_or_404(ScaleVersion.objects.select_related("scale"), request, scale__slug=slug,
+                                 number=number, scale__project=current(request))
 
 
 @require_POST
@@ -224,8 +227,8 @@ def scale_add_item(request, slug: str, number: int):
 @require_POST
 @role_required(COORDINATOR)
 def item_remove(request, pk: int):
-    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk, parent__isnull=True,
-                             version__scale__project=projects.current(request))
+    item = get_in_project_or_404(Item.objects.select_related("version__scale"), request, pk=pk,
+                                 parent__isnull=True, version__project=current(request))
     version = item.version
     try:
         instruments.remove_item(item, request.user)
@@ -267,7 +270,7 @@ def scale_new_version(request, slug: str, number: int):
 @require_POST
 @role_required(COORDINATOR)
 def scale_publish(request, slug: str, number: int):
-    version = _own_version(request, slug, number)
+    version = _draft(request, slug, number)
     try:
         scales.publish(version, request.user)
     except ValueError as exc:
@@ -283,8 +286,8 @@ ITEM_FIELDS = ("text_en", "text_zh", "guidance_en", "guidance_zh")
 @role_required(COORDINATOR)
 def item_edit(request, pk: int):
     """htmx partial: show or save one item's texts in a draft version."""
-    item = get_object_or_404(Item.objects.select_related("version__scale"), pk=pk,
-                             version__scale__project=projects.current(request))
+    item = get_in_project_or_404(Item.objects.select_related("version__scale"), request, pk=pk,
+                                 version__project=current(request))
     lang = scale_language(request)
     if item.version.is_locked:
         return HttpResponseBadRequest(f"Version {item.version.number} is locked; create a new version to edit it.")
@@ -318,12 +321,12 @@ def _with_levels(item: Item) -> Item:
 
 @role_required(*STAFF_ROLES)
 def corpus_list(request):
-    return render(request, "annotation/corpus_list.html", {"corpora": corpora_with_counts(projects.current(request))})
+    return render(request, "annotation/corpus_list.html", {"corpora": corpora_with_counts()})
 
 
 @role_required(*STAFF_ROLES)
 def corpus_detail(request, pk: int):
-    corpus = get_object_or_404(Corpus.objects.alive().in_project(projects.current(request)), pk=pk)
+    corpus = get_in_project_or_404(Corpus.objects.alive(), request, pk=pk)
     dialogues = corpus.dialogues.alive().order_by("external_id")
     summary = dialogues.values("language", "split", "source_model").annotate(n=Count("id")).order_by(
         "language", "split", "source_model"
@@ -339,12 +342,11 @@ def dialogue_detail(request, pk: int):
     from annotation.dialogues import view_model
     from annotation.models import Redaction
 
-    dialogue = get_object_or_404(Dialogue.objects.alive().select_related("corpus"), pk=pk,
-                                 corpus__project=projects.current(request))
+    dialogue = get_in_project_or_404(Dialogue.objects.alive().select_related("corpus"), request, pk=pk)
     redactions = list(dialogue.redactions.select_related("created_by", "revoked_by").order_by("created_at"))
     # Redactions made while rating name a physician: analysts see the rater's pseudonym.
     by_raters = rater_names([r.created_by for r in redactions if r.source == Redaction.Source.ANNOTATOR],
-                            request.user)
+                            request.user, project=dialogue.corpus.project_id)
     for redaction in redactions:
         redaction.by_name = by_raters.get(redaction.created_by_id) or getattr(redaction.created_by, "username", "")
     return render(request, "annotation/dialogue_detail.html",
@@ -357,8 +359,8 @@ def redaction_revoke(request, pk: int):
     from annotation.dialogues import revoke_redaction
     from annotation.models import Redaction
 
-    redaction = get_object_or_404(Redaction.objects.select_related("dialogue"), pk=pk, revoked_at__isnull=True,
-                                  dialogue__corpus__project=projects.current(request))
+    redaction = get_in_project_or_404(Redaction.objects.select_related("dialogue"), request, pk=pk,
+                                      revoked_at__isnull=True)
     try:
         revoke_redaction(redaction, request.user, request.POST.get("reason", ""))
     except ValueError as exc:

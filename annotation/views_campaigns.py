@@ -10,13 +10,12 @@ from django.views.decorators.http import require_POST
 
 from annotation import campaigns as campaign_service
 from annotation import dialogues as dialogue_views
-from annotation import labels, projects, sampling, scores
+from annotation import labels, sampling, scores
 from annotation.forms import AddRatersForm, CampaignForm, SampleForm, UploadDialoguesForm
 from annotation.importers import ImportRejected, import_dialogues, size_error
 from annotation.models import (
     Adjudication,
     Assignment,
-    AuditEvent,
     Campaign,
     Corpus,
     Dialogue,
@@ -27,13 +26,17 @@ from annotation.models import (
     PrivacyStatus,
 )
 from annotation.params import whole_number
-from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
+from annotation.signals import send_labels_changed
+from projects.access import current, get_in_project_or_404, request_has_role, role_required
+from projects.models import AuditEvent
+from projects.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN
+from projects.services import member_users
 
 
 def _campaign(request, pk: int, *related: str) -> Campaign:
     """A live campaign of the request's project; another project's is a 404 like a missing one."""
-    qs = Campaign.objects.alive().in_project(projects.current(request))
-    return get_object_or_404(qs.select_related(*related) if related else qs, pk=pk)
+    qs = Campaign.objects.alive()
+    return get_in_project_or_404(qs.select_related(*related) if related else qs, request, pk=pk)
 
 
 @role_required(COORDINATOR)
@@ -49,7 +52,7 @@ def corpus_upload(request):
         else:
             try:
                 with transaction.atomic():
-                    corpus, created = Corpus.objects.get_or_create(name=name, project=projects.current(request),
+                    corpus, created = Corpus.objects.get_or_create(name=name, project=current(request),
                                                                    defaults={"created_by": request.user})
                     counts = import_dialogues(corpus, upload.read().splitlines(),
                                               update=form.cleaned_data["update"], user=request.user,
@@ -67,7 +70,7 @@ def corpus_upload(request):
 
 @role_required(COORDINATOR)
 def privacy_review(request, pk: int):
-    corpus = get_object_or_404(Corpus.objects.alive().in_project(projects.current(request)), pk=pk)
+    corpus = get_in_project_or_404(Corpus.objects.alive(), request, pk=pk)
     if request.method == "POST":
         dialogue = get_object_or_404(Dialogue, pk=whole_number(request.POST, "dialogue"), corpus=corpus)
         try:
@@ -94,7 +97,7 @@ def privacy_review(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_list(request):
-    campaigns = Campaign.objects.alive().in_project(projects.current(request)).select_related(
+    campaigns = Campaign.objects.alive().select_related(
         "corpus", "scale_version__scale")
     return render(request, "annotation/campaign_list.html", {"campaigns": campaigns})
 
@@ -102,7 +105,7 @@ def campaign_list(request):
 @role_required(COORDINATOR)
 def campaign_new(request):
     form = CampaignForm(request.POST or None, initial={"corpus": request.GET.get("corpus")},
-                        project=projects.current(request))
+                        project=current(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -151,7 +154,7 @@ def campaign_sample(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def campaign_detail(request, pk: int):
     campaign = _campaign(request, pk, "corpus", "scale_version__scale")
-    coordinating = has_role(request.user, COORDINATOR)
+    coordinating = request_has_role(request, COORDINATOR)
     raters = campaign_service.rater_progress(campaign)
     flagged = list(Assignment.objects.filter(campaign=campaign, flagged=True).select_related("dialogue", "rater"))
     skipped = list(Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SKIPPED)
@@ -248,9 +251,10 @@ def campaign_assign(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def assignment_reassign(request, pk: int):
-    assignment = get_object_or_404(Assignment, pk=pk, campaign__project=projects.current(request),
-                                   campaign__deleted_at__isnull=True)
-    to_user = get_object_or_404(get_user_model(), pk=whole_number(request.POST, "to_user"))
+    assignment = get_in_project_or_404(Assignment, request, pk=pk, campaign__deleted_at__isnull=True)
+    # Only the project's own physicians: any other account answers as a missing one.
+    to_user = get_object_or_404(member_users(assignment.campaign.project_id, role=PHYSICIAN),
+                                pk=whole_number(request.POST, "to_user"))
     try:
         campaign_service.reassign(assignment, to_user, by=request.user, reason=request.POST.get("reason", ""))
     except campaign_service.CampaignError as exc:
@@ -320,8 +324,8 @@ def campaign_dialogue_action(request, pk: int, dialogue_id: int):
 @role_required(COORDINATOR, ADMIN)
 def label_history(request, pk: int):
     """Every change to the labels of one assignment, and the assignment's own events."""
-    assignment = get_object_or_404(Assignment.objects.select_related("campaign", "dialogue", "rater"), pk=pk,
-                                   campaign__project=projects.current(request))
+    assignment = get_in_project_or_404(Assignment.objects.select_related("campaign", "dialogue", "rater"), request,
+                                       pk=pk)
     changes = (LabelChange.objects.filter(label__assignment=assignment)
                .select_related("label__item", "changed_by").order_by("changed_at", "id"))
     events = AuditEvent.objects.filter(target_type__model="assignment", target_id=str(assignment.pk)).select_related(
@@ -337,6 +341,7 @@ def campaign_allow_names(request, pk: int):
     campaign = _campaign(request, pk)
     campaign.allow_names = not campaign.allow_names
     campaign.save(update_fields=["allow_names"])
+    send_labels_changed(campaign)  # analysts now read the report with (or without) names
     AuditEvent.record(request.user, "campaign.allow_names" if campaign.allow_names else "campaign.pseudonyms_only",
                       campaign)
     return redirect("campaign-detail", pk=pk)

@@ -3,8 +3,6 @@ answers in the browser and retries until the server has them."""
 
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -12,10 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
-from annotation import labels, projects, scales, scores
+from annotation import labels, scales, scores
 from annotation.campaigns import blind_id, next_assignment, queue_place, rating_projects
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
+from config import jsonbody
+from projects import access, scoping
 
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: larger ids and sequence numbers cannot be stored or looked up
 
@@ -26,16 +26,19 @@ def _own_assignment(request, pk: int, *, with_dialogue: bool = True) -> Assignme
     A physician's queue spans every project where they are a physician: the request enters the assignment's
     project (its roles, its rows); an assignment in a project where they no longer rate is a 404 as well."""
     related = ("campaign", "dialogue") if with_dialogue else ("campaign",)
-    try:
-        assignment = Assignment.objects.select_related(*related).get(
-            pk=pk, rater=request.user, campaign__project__in=rating_projects(request.user))
-    except Assignment.DoesNotExist:
-        raise Http404("No such assignment.") from None
-    if assignment.campaign.is_deleted:
+    with scoping.in_project(rating_projects(request.user)):
+        assignment = Assignment.objects.select_related(*related).filter(pk=pk, rater=request.user).first()
+    if assignment is None or assignment.campaign.is_deleted:
         raise Http404("No such assignment.")
     if getattr(getattr(request, "project", None), "pk", None) != assignment.campaign.project_id:
-        projects.enter(request, request.user, assignment.campaign.project)
+        access.enter(request, request.user, assignment.campaign.project)
     return assignment
+
+
+def _next(user, after: Assignment | None = None) -> Assignment | None:
+    """The rater's next open dialogue in any project where they rate."""
+    with scoping.in_project(rating_projects(user)):
+        return next_assignment(user, after=after)
 
 
 def _error(exc: labels.LabelError) -> JsonResponse:
@@ -44,12 +47,10 @@ def _error(exc: labels.LabelError) -> JsonResponse:
 
 def _payload(request) -> dict:
     """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400 (JSON bodies
-    with NUL or unpaired surrogates never get here: config.failures.RejectUnstorableText)."""
-    if request.content_type == "application/json":
-        try:
-            data = json.loads(request.body or b"{}")
-        except (ValueError, RecursionError):  # not JSON, or a number too long to convert
-            return {}
+    that are too deep, hold numbers that are not finite or too long, NUL or unpaired surrogates never get here:
+    config.failures.RejectUnstorableText, with the reader of config.jsonbody)."""
+    if jsonbody.is_json(request):
+        data = jsonbody.request_json(request)
         data = data if isinstance(data, dict) else {}
     else:
         data = request.POST.dict()
@@ -61,7 +62,7 @@ def _payload(request) -> dict:
 @login_required
 def rate_next(request):
     """Open the rater's next dialogue, or say that everything is done."""
-    assignment = next_assignment(request.user)
+    assignment = _next(request.user)
     if assignment is None:
         return render(request, "annotation/rate_done.html", {})
     return redirect("rate", pk=assignment.pk)
@@ -88,7 +89,7 @@ def rate(request, pk: int):
     return render(request, "annotation/rate.html", context)
 
 
-@projects.project_free
+@access.project_free
 @require_POST
 @login_required
 def rate_label(request, pk: int):
@@ -133,7 +134,7 @@ def rate_comment(request, pk: int):
 
 
 def _next_url(request, after: Assignment) -> str:
-    nxt = next_assignment(request.user, after=after)
+    nxt = _next(request.user, after=after)
     return reverse("rate", args=[nxt.pk]) if nxt else reverse("rate-next")
 
 
@@ -195,5 +196,5 @@ def rate_redact(request, pk: int):
 def rate_goto_next(request, pk: int):
     """Keyboard "n": the next open dialogue after this one (this one stays as it is, answers are saved)."""
     assignment = _own_assignment(request, pk)
-    nxt = next_assignment(request.user, after=assignment)
+    nxt = _next(request.user, after=assignment)
     return redirect("rate", pk=nxt.pk) if nxt else redirect("rate-next")

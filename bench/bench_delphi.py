@@ -36,21 +36,6 @@ TARGET = 1.0
 SEED = 6
 
 
-def ensure_database(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            return f"database {name} exists"
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        return f"database {name} created"
-
-
 def build(user):
     import numpy as np
     from django.db import transaction
@@ -99,7 +84,9 @@ def build(user):
 
 
 def main() -> int:
-    print(ensure_database(os.environ["DATABASE_URL"]))
+    from bench.machine import ensure_postgres_database
+
+    print(ensure_postgres_database(os.environ["DATABASE_URL"]))
     import django
 
     django.setup()
@@ -108,11 +95,14 @@ def main() -> int:
     from django.core.management import call_command
     from django.test import Client
 
-    from annotation.roles import assign_role
     from delphi import views
     from delphi.models import DelphiStudy, Response
+    from projects.roles import assign_role
 
     call_command("migrate", verbosity=0)
+    from bench.machine import enter_project
+
+    enter_project("Bench Delphi")  # the study and its coordinator are the benchmark project's
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     User = get_user_model()
     user = User.objects.filter(username="bench-coordinator").first() or User.objects.create_user(
@@ -133,11 +123,17 @@ def main() -> int:
     n_opinions = Response.objects.filter(participation__round=rnd).exclude(comment="", proposed_wording="").count()
     print(f"panelists: {N_PANELISTS}  items: {N_DIMS * N_PER_DIM}  answers: {n_expected:,}  opinions: {n_opinions:,}")
 
+    from delphi.services import compute_statistics_now
+
     started = time.monotonic()
-    context = views.focus_group_context(rnd)
+    job = compute_statistics_now(rnd)  # a worker's job when the answers change; the page reads the stored figures
     stats_time = time.monotonic() - started
-    s = context["summary"]
-    print(f"statistics and queries only: {stats_time:.3f} s  (W = {s['kendall_w']:.3f}, Cr = {s['cr']:.3f})")
+    s = job.result["summary"]
+    print(f"round statistics (stored; the worker's job): {stats_time:.3f} s  (W = {s['kendall_w']:.3f}, "
+          f"Cr = {s['cr']:.3f})")
+    started = time.monotonic()
+    views.focus_group_context(rnd)
+    print(f"page context with the stored statistics: {time.monotonic() - started:.3f} s")
     client = Client()
     client.force_login(user)
     url = f"/delphi/rounds/{rnd.pk}/"

@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
@@ -52,23 +51,25 @@ SEED = 4
 
 def ensure_database(url: str) -> str:
     """Create the database named in ``url`` if it does not exist; returns what happened."""
-    import psycopg
-    from psycopg import sql
+    from bench.machine import ensure_postgres_database
 
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            return f"database {name} exists"
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        return f"database {name} created"
+    return ensure_postgres_database(url)
 
 
 def setup_django() -> None:
     import django
 
     django.setup()
+
+
+PROJECT = "Bench export"
+
+
+def enter_bench_project(name: str = PROJECT):
+    """Work in the benchmark's project for the rest of this process (:func:`bench.machine.enter_project`)."""
+    from bench.machine import enter_project
+
+    return enter_project(name)
 
 
 def study_is_complete() -> bool:
@@ -85,7 +86,6 @@ def drop_study() -> None:
 
     from annotation.models import (
         Assignment,
-        AuditEvent,
         Campaign,
         CampaignRater,
         Corpus,
@@ -94,6 +94,7 @@ def drop_study() -> None:
         LabelChange,
         RaterProfile,
     )
+    from projects.models import AuditEvent
 
     campaign_ids = list(Campaign.objects.filter(name=CAMPAIGN).values_list("pk", flat=True))
     corpus_ids = list(Corpus.objects.filter(name=CORPUS).values_list("pk", flat=True))
@@ -119,6 +120,7 @@ def build_study() -> None:
 
     from annotation.campaigns import create_campaign
     from annotation.models import Assignment, CampaignRater, Corpus, Dialogue, Label, RaterProfile, ScaleVersion
+    from projects.roles import PHYSICIAN, assign_role
 
     rng = random.Random(SEED)
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
@@ -144,7 +146,8 @@ def build_study() -> None:
         User.objects.bulk_create(users)
         users = list(User.objects.filter(username__startswith="bench_rater_").order_by("username"))
         for user in users:
-            RaterProfile.for_user(user)
+            RaterProfile.objects.get_or_create(user=user)
+            assign_role(user, PHYSICIAN, corpus.project)
         campaign = create_campaign(name=CAMPAIGN, corpus=corpus, scale_version=version, overlap=N_RATERS)
         CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
         assignments = Assignment.objects.bulk_create([
@@ -182,6 +185,7 @@ def prepare_study() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    enter_bench_project()
     if not study_is_complete():
         print("building the study (once)...")
         drop_study()
@@ -191,6 +195,7 @@ def prepare_study() -> None:
 def run_export(names: bool, fmt: str) -> dict:
     """Child process: time write_csv / write_xlsx(label_rows(...)) to a temp file; report figures as JSON."""
     setup_django()
+    enter_bench_project()
     from annotation.models import Corpus
     from scoring.reports.exports import label_rows, write_csv, write_xlsx
 
@@ -257,6 +262,7 @@ def main() -> int:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        enter_bench_project()
         if args.rebuild or not study_is_complete():
             drop_study()
             started = time.perf_counter()

@@ -49,19 +49,6 @@ def configure(embedded: bool) -> None:
         os.environ.setdefault("EMAIL_BACKEND", "console")
 
 
-def ensure_database(url: str) -> None:
-    from urllib.parse import urlsplit, urlunsplit
-
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedded", action="store_true", help="SQLite and the filesystem broker")
@@ -70,7 +57,9 @@ def main() -> int:
     args = parser.parse_args()
     configure(args.embedded)
     if not args.embedded:
-        ensure_database(os.environ["DATABASE_URL"])
+        from bench.machine import ensure_postgres_database
+
+        ensure_postgres_database(os.environ["DATABASE_URL"])
     import django
 
     django.setup()

@@ -33,7 +33,8 @@ from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from annotation.importers import import_dialogue_file  # noqa: E402
-from annotation.models import AuditEvent, Corpus, Dialogue  # noqa: E402
+from annotation.models import Corpus, Dialogue  # noqa: E402
+from projects.models import AuditEvent  # noqa: E402
 
 TARGET_SECONDS = 30.0
 
@@ -99,7 +100,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-update", action="store_true", help="skip the second pass with --update")
     args = parser.parse_args()
+    from bench.machine import enter_project
 
+    enter_project("Bench import")  # the corpora are the benchmark project's
     vendor = connection.vendor
     print(f"database: {vendor} ({connection.settings_dict['NAME']}), {os.cpu_count()} CPUs")
     fd, path = tempfile.mkstemp(prefix="bench-import-", suffix=".jsonl")

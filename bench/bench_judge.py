@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
@@ -41,18 +41,6 @@ ALL_ITEMS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "2.1", "2.2
 TICKS = os.sysconf("SC_CLK_TCK")
 # The LLM worker's pool as in the README's production layout (BENCH_LLM_POOL=threads:16 to compare).
 LLM_POOL = os.environ.get("BENCH_LLM_POOL", "prefork:2").split(":")
-
-
-def ensure_database() -> None:
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(DATABASE_URL)
-    name = parts.path.lstrip("/")
-    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def cpu(pid: int) -> float:
@@ -184,13 +172,18 @@ def main() -> int:
     from bench.machine import calibration_line
 
     print(calibration_line())
-    ensure_database()
+    from bench.machine import ensure_postgres_database
+
+    ensure_postgres_database(DATABASE_URL, fresh=True)
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    from bench.machine import enter_project
+
+    enter_project("Bench judge")  # corpora, judges and runs are the benchmark project's
     from annotation.models import ScaleVersion
     from config.celery import app
     from scoring.judges import runs as judging

@@ -78,7 +78,7 @@ def ensure_judge_run():
 def coordinator():
     from django.contrib.auth import get_user_model
 
-    from annotation.roles import assign_role
+    from projects.roles import assign_role
 
     user, created = get_user_model().objects.get_or_create(username=COORDINATOR)
     if created:

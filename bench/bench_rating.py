@@ -185,7 +185,7 @@ def build_data(n_raters: int, n_dialogues: int, n_turns: int, stamp: str) -> Ben
     from annotation.importers import import_dialogues
     from annotation.labels import rating_items
     from annotation.models import Assignment, Corpus, Dialogue, ScaleVersion
-    from annotation.roles import PHYSICIAN, assign_role
+    from projects.roles import PHYSICIAN, assign_role
 
     user_model = get_user_model()
     hashed = make_password(PASSWORD)  # hash once (PBKDF2 is slow by design); every bench rater shares it
@@ -753,6 +753,9 @@ def main() -> int:
     django.setup()
     from django.db import connection
 
+    from bench.machine import enter_project
+
+    enter_project("Bench rating")  # raters, corpus and campaign are the benchmark project's
     started = time.perf_counter()
     data = build_data(args.raters, args.dialogues, args.turns, stamp)
     connection.close()

@@ -152,10 +152,13 @@ from annotation.campaigns import add_rater, assign, create_campaign
 from annotation.importers import import_dialogues
 from annotation.labels import rating_items
 from annotation.models import Assignment, Corpus, ScaleVersion
-from annotation.roles import assign_role, sync_roles
+from projects.roles import assign_role, sync_roles
+from projects.scoping import activate
+from projects.services import create_project
 
 raters, dialogues = int(sys.argv[1]), int(sys.argv[2])
 sync_roles()
+activate(create_project("Faults"))  # the rest of this script works in the project
 corpus = Corpus.objects.create(name="faults")
 import_dialogues(corpus, [json.dumps({"id": f"d{n}", "self_report": f"Complaint {n}", "model": "m",
                                       "turns": [{"role": "patient", "text": f"I feel unwell ({n})."},
@@ -383,7 +386,7 @@ def broker_restart(args) -> dict:
 
         django.setup()
         from annotation.models import Corpus, Dialogue, ScaleVersion
-        from annotation.roles import assign_role, sync_roles
+        from projects.roles import assign_role, sync_roles
         from scoring.jobs.models import Job
         from scoring.judges import runs as judging
         from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
@@ -392,6 +395,11 @@ def broker_restart(args) -> dict:
 
         sync_roles()
         from django.contrib.auth import get_user_model
+
+        from projects.scoping import activate
+        from projects.services import create_project
+
+        activate(create_project("Faults"))  # the rest of the set-up works in the project
 
         physicians = []
         for n in range(2):

@@ -15,7 +15,6 @@ The pages are rendered without the request context: they must work while the dat
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 
@@ -25,6 +24,7 @@ from django.template import loader
 from django.views import defaults
 
 from annotation import failures, storable
+from config import jsonbody
 
 
 def error_response(request, status: int, title: str, message: str, *, retry_after: int | None = None):
@@ -62,8 +62,17 @@ def handler500(request, *args, **kwargs):
 
 
 def handler403(request, exception=None, *args, **kwargs):
-    """Django's 403 page, logged as one line (who, what, why) instead of a traceback."""
-    response = defaults.permission_denied(request, exception)
+    """Django's 403 page (with the project switch when the user holds the page's role in another of their projects:
+    ``projects.access.RoleElsewhere``), logged as one line (who, what, why) instead of a traceback."""
+    from django.shortcuts import render
+
+    from projects.access import RoleElsewhere
+
+    if isinstance(exception, RoleElsewhere) and not failures.wants_json(request):
+        response = render(request, "403.html", {"exception": exception, "switch_to": exception.projects,
+                                                "switch_next": exception.path}, status=403)
+    else:
+        response = defaults.permission_denied(request, exception)
     user = getattr(request, "user", None)
     who = f"user #{user.pk}" if getattr(user, "is_authenticated", False) else "anonymous"
     reason = str(exception or "").strip().splitlines()
@@ -90,23 +99,15 @@ def _has_nul(query_dict) -> bool:
 
 
 def json_body_problem(request) -> str | None:
-    """Why a JSON request body holds text that cannot be stored (or is not UTF-8), or None. Bodies that are not
-    JSON, cannot be parsed (the view says why) or hold no suspicious escape are passed on unparsed."""
-    content_type = request.content_type or ""
-    if not (content_type == "application/json" or content_type.endswith("+json")):
-        return None
-    body = request.body
-    if not body:
+    """Why a JSON request body is refused, or None: the reader's rules (config.jsonbody: UTF-8, valid JSON, depth,
+    finite and not over-long numbers), then text the database cannot store. The parsed body is kept for the view."""
+    if not jsonbody.is_json(request) or not request.body:
         return None
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return "The request body is not valid UTF-8 text."
-    if not storable.might_be_unstorable(text):
-        return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
+        data = jsonbody.request_json(request)
+    except jsonbody.BadJSON as exc:
+        return str(exc)
+    if not storable.might_be_unstorable(request.body.decode("utf-8")):
         return None
     problem = storable.json_problem(data)
     return f"The request cannot be saved: {problem}; remove it and try again." if problem else None
@@ -135,4 +136,49 @@ class RejectUnstorableText:
         """A database outage inside a view is a 503 also when DEBUG shows tracebacks for everything else."""
         if failures.is_database_outage(exc):
             return outage_response(request, exc)
+        return None
+
+
+def handler404(request, exception=None, *args, **kwargs):
+    """The app's own "not found": JSON for the API; a page in the site's layout otherwise, which offers the switch
+    when the object belongs to another project the user is a member of (``projects.access.InAnotherProject``)."""
+    from django.shortcuts import render
+
+    from projects.access import InAnotherProject
+
+    if failures.wants_json(request):
+        response = JsonResponse({"detail": "Not found."}, status=404)
+    else:
+        context = {}
+        if isinstance(exception, InAnotherProject):
+            context = {"switch_to": exception.project, "switch_next": exception.path}
+        response = render(request, "404.html", context, status=404)
+    response._minicex_page = True
+    return response
+
+
+class AppNotFound:
+    """The app's own 404 page also in the embedded mode (DEBUG on), where Django would show its debug page listing
+    every URL pattern: a view's Http404 goes to :func:`handler404` (with its project-switch offer), and an unknown
+    address's debug page is replaced by it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.conf import settings
+
+        response = self.get_response(request)
+        if (settings.DEBUG and response.status_code == 404 and not getattr(response, "_minicex_page", False)
+                and not getattr(response, "streaming", False)
+                and response.get("Content-Type", "").startswith("text/html")):
+            response = handler404(request)
+        return response
+
+    def process_exception(self, request, exc):
+        from django.conf import settings
+        from django.http import Http404
+
+        if isinstance(exc, Http404) and (settings.DEBUG or type(exc).__name__ == "InAnotherProject"):
+            return handler404(request, exc)
         return None

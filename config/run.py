@@ -95,6 +95,18 @@ def banner(url: str) -> str:
     return "\n".join([rule, *lines, rule])
 
 
+# The LLM worker `make run` (``dev``) starts: LLM calls wait on the network, so a threads pool keeps many in flight on
+# few cores. Pages that find no LLM worker suggest this same command (scoring/llm/delivery.py).
+LLM_WORKER_POOL = "threads"
+LLM_WORKER_CONCURRENCY = 16
+
+
+def llm_worker_hint(queue: str) -> str:
+    """The command that starts the LLM worker ``make run`` starts, on its own (for pages and messages)."""
+    return (f"python -m config.run worker --queues {queue} --pool {LLM_WORKER_POOL} "
+            f"--concurrency {LLM_WORKER_CONCURRENCY}")
+
+
 def worker_command(concurrency: int | None, queues: str | None = None, pool: str | None = None,
                    name: str | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO"]
@@ -182,8 +194,8 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
             print("Starting the workers.", flush=True)
             children += [
                 subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
-                # LLM calls wait on the network: a threads pool keeps many in flight on few cores.
-                subprocess.Popen(worker_command(16, llm_queue, pool="threads", name="llm@%h")),
+                subprocess.Popen(worker_command(LLM_WORKER_CONCURRENCY, llm_queue, pool=LLM_WORKER_POOL,
+                                                name="llm@%h")),
             ]
         while not received:
             exited = [child for child in children if child.poll() is not None]

@@ -88,9 +88,11 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "projects",
     "annotation",
     "scoring",
     "delphi",
+    "studies",
 ]
 
 MIDDLEWARE = [
@@ -103,8 +105,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # request.project: the project a page works in (annotation/projects.py; the API's authentication does the same).
-    "annotation.projects.ProjectMiddleware",
+    # request.project and its scope: the project a page works in (projects/access.py; the API's authentication
+    # does the same).
+    "projects.access.ProjectMiddleware",
+    # The app's own 404 page, also with DEBUG on (config/failures.py).
+    "config.failures.AppNotFound",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Turns a login lockout (annotation/throttle.py) into a 429 page or JSON answer.
@@ -125,7 +130,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "annotation.context_processors.roles",
+                "projects.context_processors.roles",
             ],
         },
     },
@@ -226,6 +231,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# The site's icons are also served at the root, where browsers and phones ask for them (/favicon.ico,
+# /apple-touch-icon.png) whatever the page links.
+WHITENOISE_ROOT = BASE_DIR / "static" / "icons"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -324,16 +332,19 @@ if _SERVER_SECRETS & set(LLM_KEY_VARIABLES):
     raise ConfigError(f"LLM_KEY_VARIABLES lists {', '.join(sorted(_SERVER_SECRETS & set(LLM_KEY_VARIABLES)))}: the "
                       "server's own secrets can never hold an LLM key (they would be sent to the endpoint).")
 
-# API tokens expire this many days after they are made (annotation/tokens.py); a password change replaces them.
+# API tokens expire this many days after they are made (projects/tokens.py); a password change replaces them.
 API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 30)
 REST_FRAMEWORK = {
     # The token first: its scheme is the WWW-Authenticate header of a 401, so a missing, bad or expired token is
     # a 401 (with the session first it would be a 403, session authentication having no header to offer).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "annotation.projects.ProjectTokenAuthentication",
-        "annotation.projects.ProjectSessionAuthentication",
+        "projects.access.ProjectTokenAuthentication",
+        "projects.access.ProjectSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON is read by the one reader of pages and API (config/jsonbody.py): depth and number limits, 400 not 500.
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "annotation.pagination.Pagination",
     "PAGE_SIZE": 100,
@@ -376,6 +387,8 @@ else:
     }
 # Queue of the LLM calls (judge runs, preference judging, dialogue generation): I/O-bound, consumed by a
 # threads-pool worker.
+# Reports are computed when their inputs change, once the changes stop for this long (scoring/jobs/figures.py).
+FIGURES_DEBOUNCE_SECONDS = float(os.environ.get("FIGURES_DEBOUNCE_SECONDS", "3"))
 CELERY_LLM_QUEUE = os.environ.get("CELERY_LLM_QUEUE", "minicex-llm")
 CELERY_TASK_ROUTES = {name: {"queue": CELERY_LLM_QUEUE} for name in ("scoring.llm.wake", "scoring.llm.poll_batch")}
 # The LLM engine (scoring/llm/engine.py): requests in flight per worker process, units claimed per round trip, the
@@ -386,6 +399,9 @@ LLM_CLAIM_BATCH = env_int("LLM_CLAIM_BATCH", 256)
 LLM_HEARTBEAT_SECONDS = env_int("LLM_HEARTBEAT_SECONDS", 2)
 LLM_WORKER_DEAD_AFTER = env_int("LLM_WORKER_DEAD_AFTER", 10)
 LLM_BATCH_POLL_SECONDS = env_int("LLM_BATCH_POLL_SECONDS", 60)
+# The LLM request cache is per project: another project's identical request is sent (and paid) again, so no project
+# learns what another has judged. An administrator of an instance whose projects trust each other may share it.
+LLM_CACHE_SHARED = env_bool("LLM_CACHE_SHARED", False)
 RECONCILE_SECONDS = env_int("RECONCILE_SECONDS", 5)
 # Shared concurrency / rate limits for LLM calls: Redis when set (or when the broker is Redis), else file locks.
 LIMITER_URL = os.environ.get("LIMITER_URL", "").strip()

@@ -1,13 +1,14 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
 from annotation import views as annotation_views
 from annotation.urls import rating_urlpatterns
+from config.manual import manual
 from config.views import healthz
 from scoring.generation import api as api_generation
 from scoring.judges import api as api_judges
@@ -16,6 +17,7 @@ from scoring.reports import api as scoring_api
 
 handler400 = "config.failures.handler400"
 handler403 = "config.failures.handler403"
+handler404 = "config.failures.handler404"
 handler500 = "config.failures.handler500"
 
 router = DefaultRouter()
@@ -46,11 +48,16 @@ accounts = [
 urlpatterns = [
     *rating_urlpatterns,
     path("healthz", healthz, name="healthz"),
+    # The manual (docs/, built with MkDocs on first use) behind the Help link; signed-in users only.
+    path("help/", manual, name="help"),
+    re_path(r"^help/(?P<path>.+)$", manual, name="help-page"),
     path("accounts/", include(accounts)),
     path("admin/", admin.site.urls),
     path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
     path("api/judge-runs/<int:pk>/report/", api_judges.JudgeReportView.as_view(), name="api-judge-report"),
     path("api/judge-runs/<int:pk>/scores/", api_judges.JudgeScoresView.as_view(), name="api-judge-scores"),
+    path("api/juries/<int:pk>/report/", api_judges.JuryReportView.as_view(), name="api-jury-report"),
+    path("api/juries/<int:pk>/scores/", api_judges.JuryScoresView.as_view(), name="api-jury-scores"),
     path("api/", include(router.urls)),
     path("api/auth/token/", annotation_api.ObtainTokenView.as_view(), name="api-token"),
     # Signed-in users only (SERVE_PERMISSIONS); the docs page sends others to the login page. The split view loads
@@ -58,6 +65,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="swagger-ui"),
     path("delphi/", include("delphi.urls")),
+    path("", include("studies.urls")),
     path("", include("scoring.urls")),
     path("", include("annotation.urls")),
+    path("", include("projects.urls")),
 ]

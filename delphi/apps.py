@@ -19,17 +19,17 @@ class DelphiConfig(AppConfig):
     # Run by annotation's ``load_demo``, by name.
     demo_commands = ["load_delphi_demo"]
 
-    def start_here(self, user, held: set[str]) -> list[dict[str, str]]:
-        """Home-page link to the demo Delphi study's last closed round (see annotation.demo)."""
-        if not held & {"coordinator", "analyst"}:
+    def start_here(self, user, held: set[str], project) -> list[dict[str, str]]:
+        """Home-page link to the demo Delphi study's last closed round (see annotation.demo), in the demo project
+        (the page's)."""
+        if not held & {"coordinator", "analyst"} or project is None or not project.is_demo:
             return []
         from django.urls import reverse
 
         from delphi.demo import TITLE
         from delphi.models import Round
 
-        rnd = (Round.objects.filter(study__title=TITLE, status=Round.Status.CLOSED, study__deleted_at__isnull=True,
-                                    study__project__is_demo=True)
+        rnd = (Round.objects.filter(study__title=TITLE, status=Round.Status.CLOSED, study__deleted_at__isnull=True)
                .order_by("-number").first())
         if rnd is None:
             return []
@@ -39,7 +39,9 @@ class DelphiConfig(AppConfig):
 
     def ready(self) -> None:
         from config import reconcile
+        from scoring.jobs import services as jobs
 
+        jobs.LAZY_HANDLERS["delphi_round"] = "delphi.services.round_statistics"
         # Due reminders are found in the database by every worker's reconciler (every minute).
         reconcile.register("Delphi reminders", _remind, every=60)
 

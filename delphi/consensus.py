@@ -195,6 +195,38 @@ def round_statistics(*, invited: int, responded: int, completed: int, wide: pd.D
     }
 
 
+def round_summary(panel: Sequence[Mapping[str, Any]], answers: pd.DataFrame, *, validation: bool) -> dict:
+    """:func:`round_statistics` of a round from plain rows: ``panel`` one row per participation (started and
+    completed as booleans, familiarity and the judgement basis ``practice`` ... ``intuition``), ``answers`` the long
+    ratings (``panelist``, ``code``, ``importance``) of completed questionnaires. A validation round has no
+    self-assessment, so no authority coefficient."""
+    import pandas as pd
+
+    wide = (answers.pivot_table(index="panelist", columns="code", values="importance", aggfunc="first")
+            if len(answers) else pd.DataFrame())
+    assessments = [] if validation else [
+        {key: row[key] for key in ("familiarity", *BASES)} for row in panel if row["completed"]]
+    summary = round_statistics(invited=len(panel), responded=sum(1 for row in panel if row["started"]),
+                               completed=sum(1 for row in panel if row["completed"]), wide=wide,
+                               assessments=assessments)
+    if validation:
+        summary["warnings"] = [w for w in summary["warnings"] if "self-assessment" not in w]
+    return summary
+
+
+def validation_summary(answers: pd.DataFrame, items: Sequence[Mapping[str, str]]) -> dict:
+    """:func:`validation_report` from plain rows: ``answers`` the long ratings (``panelist``, ``code``,
+    ``importance``) of completed questionnaires, ``items`` the round's items in order (code, dimension,
+    dimension_name)."""
+    import pandas as pd
+
+    codes = [i["code"] for i in items]
+    wide = (answers.pivot_table(index="panelist", columns="code", values="importance", aggfunc="first")
+            .reindex(columns=codes) if len(answers) else pd.DataFrame(columns=codes))
+    return validation_report(wide, {i["code"]: i["dimension"] for i in items},
+                             {i["dimension"]: i["dimension_name"] for i in items})
+
+
 def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
                       dimension_names: Mapping[str, str] | None = None) -> dict:
     """Reliability and validity in the layout of Shi et al., LLM-Mini-CEX, Tables 3-4.

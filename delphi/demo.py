@@ -19,10 +19,11 @@ N_EXPERTS = 12
 @transaction.atomic
 def load_delphi_demo() -> DelphiStudy | None:
     """The demo study, in the demo project ("Demo (synthetic)")."""
-    from annotation.projects import demo_project, working_in
+    from projects.scoping import in_project
+    from projects.services import demo_project
 
     project = demo_project()
-    with working_in(project):
+    with in_project(project):
         return _load(project)
 
 

@@ -9,10 +9,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from annotation.models import AuditEvent
 from annotation.spreadsheet import safe_cell, safe_dict
 from delphi import consensus, services
 from delphi.models import DelphiStudy, ItemDecision, Proposal, Response, Round
+from projects.models import AuditEvent
 
 TABLE_COLUMNS = ["Number", "Item content", "Expert opinion", "Adoption", "Modify", "Item after modification",
                  "Reason"]
@@ -64,7 +64,8 @@ def round_table(rnd: Round) -> list[dict[str, str]]:
                 flush_added(current_dim.code)
             current_dim = item.dimension
             rows.append({"Number": current_dim.code, "Item content": current_dim.name_en, "Expert opinion": "",
-                         "Adoption": "", "Modify": "Reserve", "Item after modification": current_dim.name_en,
+                         "Adoption": "", "Modify": ItemDecision.action_name(ItemDecision.Action.RESERVE),
+                         "Item after modification": current_dim.name_en,
                          "Reason": ""})
         ops = opinions.get(item.pk, [])
         decision = decisions.get(item.pk)
@@ -82,7 +83,7 @@ def round_table(rnd: Round) -> list[dict[str, str]]:
             "Expert opinion": " ".join(f"{n}. {text}" for n, (text, _) in enumerate(ops, start=1)) if len(ops) > 1
             else (ops[0][0] if ops else ""),
             "Adoption": _adoption_text([a for _, a in ops]),
-            "Modify": ItemDecision.Action(action).label, "Item after modification": after,
+            "Modify": ItemDecision.action_name(action), "Item after modification": after,
             "Reason": decision.reason if decision else "",
         })
     if current_dim is not None:

@@ -41,8 +41,7 @@ class NewStudyForm(SettingsForm):
     source = forms.ChoiceField(choices=[("version", "An existing scale version"),
                                         ("draft", "A new draft scale (type its items)")],
                                widget=forms.RadioSelect, initial="version")
-    version = forms.ModelChoiceField(queryset=ScaleVersion.objects.select_related("scale").order_by(
-        "scale__name_en", "-number"), required=False, label="Scale version")
+    version = forms.ModelChoiceField(queryset=ScaleVersion.objects.none(), required=False, label="Scale version")
     scale_name = forms.CharField(max_length=200, required=False, label="Name of the new scale")
     item_lines = forms.CharField(
         required=False, label="Items of the new scale", widget=forms.Textarea(attrs={"rows": 8}),
@@ -53,11 +52,10 @@ class NewStudyForm(SettingsForm):
         fields = ["title", *SettingsForm.Meta.fields]
 
     def __init__(self, *args, project, **kwargs):
-        from annotation.projects import visible_versions
-
         super().__init__(*args, **kwargs)
-        # The project's own versions and the published library, never another project's drafts.
-        self.fields["version"].queryset = visible_versions(project, self.fields["version"].queryset)
+        # The scoped manager: the project's own versions and the published library, never another project's drafts.
+        self.fields["version"].queryset = ScaleVersion.objects.select_related("scale").order_by("scale__name_en",
+                                                                                                "-number")
 
     field_order = ["title", "source", "version", "scale_name", "item_lines"]
 

@@ -1,7 +1,7 @@
 """Delphi studies: rounds over scale versions, panelists, their answers, and the focus group's decisions.
 
 Everything here is study data: deletes are soft (SoftDeletable) and changes are recorded in
-annotation.AuditEvent (who, when, why) or, for answers, in ResponseChange.
+projects.AuditEvent (who, when, why) or, for answers, in ResponseChange.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import ProjectOwned, SoftDeletable
+from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 
 
 class Familiarity(models.IntegerChoices):
@@ -91,8 +91,10 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
         }
 
 
-class Round(models.Model):
+class Round(ProjectScoped):
     """One questionnaire round over one scale version; ``validation`` is the final validation survey."""
+
+    project_path = "study__project"
 
     class Kind(models.TextChoices):
         DELPHI = "delphi", "Delphi round"
@@ -135,8 +137,10 @@ class Round(models.Model):
         return self.kind == self.Kind.VALIDATION
 
 
-class Panelist(SoftDeletable):
+class Panelist(ProjectScoped, SoftDeletable):
     """An expert on a study's panel: invited by e-mail (personal signed link) or as a user account."""
+
+    project_path = "study__project"
 
     study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="panelists")
     pseudonym = models.CharField(max_length=12, help_text="Shown in exports instead of the name, e.g. P007.")
@@ -166,8 +170,10 @@ class Panelist(SoftDeletable):
         return self.email or (self.user.email if self.user_id and self.user.email else "")
 
 
-class Participation(models.Model):
+class Participation(ProjectScoped):
     """A panelist's place in one round: invitation, reminders, self-assessment and completion."""
+
+    project_path = "round__study__project"
 
     round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="participations")
     panelist = models.ForeignKey(Panelist, on_delete=models.PROTECT, related_name="participations")
@@ -196,9 +202,11 @@ class Participation(models.Model):
         return self.completed_at is not None
 
 
-class Response(models.Model):
+class Response(ProjectScoped):
     """A panelist's answer on one item in one round: importance 1-5, comment, proposed rewording.
     The focus group records whether the opinion (comment / rewording) is adopted."""
+
+    project_path = "participation__round__study__project"
 
     class Adoption(models.TextChoices):
         UNDECIDED = "", "Not decided"
@@ -230,8 +238,10 @@ class Response(models.Model):
         return bool(self.comment.strip() or self.proposed_wording.strip())
 
 
-class ResponseChange(models.Model):
+class ResponseChange(ProjectScoped):
     """History of an answer: every save that changed it, with when."""
+
+    project_path = "response__participation__round__study__project"
 
     response = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="changes")
     changed_at = models.DateTimeField(default=timezone.now)
@@ -249,8 +259,10 @@ class ResponseChange(models.Model):
         return f"{self.response_id}: {self.old_importance} -> {self.new_importance}"
 
 
-class Proposal(SoftDeletable):
+class Proposal(ProjectScoped, SoftDeletable):
     """A new item a panelist proposes in a round; the focus group adopts it (an Add decision) or not."""
+
+    project_path = "participation__round__study__project"
 
     participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="proposals")
     dimension_code = models.CharField(max_length=16, blank=True, help_text="The dimension it belongs to.")
@@ -270,8 +282,11 @@ class Proposal(SoftDeletable):
         return f"proposal by {self.participation.panelist.pseudonym}: {self.text[:60]}"
 
 
-class ItemDecision(SoftDeletable):
-    """The focus group's decision on an item after a round (Reserve / Revise / Delete / Merge / Add)."""
+class ItemDecision(ProjectScoped, SoftDeletable):
+    """The focus group's decision on an item after a round (Keep / Revise / Delete / Merge / Add; the paper's
+    "Reserve" is keep)."""
+
+    project_path = "round__study__project"
 
     class Action(models.TextChoices):
         RESERVE = "reserve", "Reserve"
@@ -279,6 +294,21 @@ class ItemDecision(SoftDeletable):
         DELETE = "delete", "Delete"
         MERGE = "merge", "Merge"
         ADD = "add", "Add"
+
+    #: How pages and exports name the actions: Shi et al. (LLM-Mini-CEX, appendix) write "Reserve" for keeping an
+    #: item as it is, which readers took for "set aside"; the stored value stays "reserve".
+    NAMES = {"reserve": "Keep", "revise": "Revise", "delete": "Delete", "merge": "Merge", "add": "Add"}
+
+    @classmethod
+    def action_name(cls, action: str) -> str:
+        return cls.NAMES.get(str(action), str(action))
+
+    @classmethod
+    def action_choices(cls) -> list[tuple[str, str]]:
+        return [(value, cls.action_name(value)) for value, _ in cls.Action.choices]
+
+    def get_action_display(self) -> str:
+        return self.action_name(self.action)
 
     round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="decisions")
     item = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT, related_name="+",

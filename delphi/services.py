@@ -24,8 +24,10 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation import scales
-from annotation.models import AuditEvent, Item, Scale, ScaleVersion
+from annotation.instruments import slug_taken
+from annotation.models import Item, ScaleVersion
 from delphi import consensus
+from delphi import figures as delphi_figures
 from delphi.models import (
     DelphiStudy,
     Familiarity,
@@ -38,6 +40,10 @@ from delphi.models import (
     ResponseChange,
     Round,
 )
+from projects import scoping
+from projects.models import AuditEvent
+from scoring.jobs import figures as scoring_figures
+from scoring.jobs.models import Job
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,7 +118,7 @@ def parse_item_lines(text: str) -> dict[str, Any]:
 def _unique_slug(title: str) -> str:
     base = slugify(title)[:40] or "delphi-scale"
     slug, n = base, 1
-    while Scale.objects.filter(slug=slug).exists():
+    while slug_taken(slug):
         n += 1
         slug = f"{base}-{n}"
     return slug
@@ -122,15 +128,19 @@ def _unique_slug(title: str) -> str:
 def create_study(*, title: str, user, version: ScaleVersion | None = None, scale_name: str = "",
                  item_lines: str = "", project=None, **fields) -> DelphiStudy:
     """A study over an existing scale version (the project's own, or a published one of the library), or over a
-    new draft scale typed as item lines; round 1 is created (not opened). ``project``: default the working one."""
-    from annotation.models import default_project_id
-    from annotation.projects import visible_versions, working_in
+    new draft scale typed as item lines; round 1 is created (not opened). ``project``: default the active scope's."""
+    project_id = scoping.chosen_project_id(project)
+    with scoping.in_project(project_id):  # the study and a draft scale belong to the project
+        return _create_study(title=title, user=user, version=version, scale_name=scale_name, item_lines=item_lines,
+                             project_id=project_id, **fields)
 
-    project_id = getattr(project, "pk", project) if project is not None else default_project_id()
+
+def _create_study(*, title: str, user, version: ScaleVersion | None, scale_name: str, item_lines: str,
+                  project_id: int, **fields) -> DelphiStudy:
     title = title.strip()
     if not title:
         raise DelphiError("Give the study a title.")
-    if version is not None and not visible_versions(project_id).filter(pk=version.pk).exists():
+    if version is not None and not ScaleVersion.objects.filter(pk=version.pk).exists():
         raise DelphiError(f"{version} is a draft of another project; choose a published version or your own.")
     if DelphiStudy.objects.filter(title=title, project=project_id).exists():
         raise DelphiError(f"A study called {title!r} exists already.")
@@ -139,10 +149,9 @@ def create_study(*, title: str, user, version: ScaleVersion | None = None, scale
 
         data = parse_item_lines(item_lines)
         name = scale_name.strip() or f"{title} scale"
-        with working_in(project_id):  # the draft scale belongs to the study's project
-            scale = scales.load_instrument({"slug": _unique_slug(name), "name_en": name,
-                                            "version_note": f"Draft for Delphi study {title}", **data},
-                                           annotation_models, publish=False)
+        scale = scales.load_instrument({"slug": _unique_slug(name), "name_en": name,
+                                        "version_note": f"Draft for Delphi study {title}", **data},
+                                       annotation_models, publish=False)
         version = scale.versions.get(number=1)
         ScaleVersion.objects.filter(pk=version.pk).update(created_by=user)
     if not version.secondary_items().exists():
@@ -196,6 +205,8 @@ def update_settings(study: DelphiStudy, user, fields: dict[str, Any], reason: st
     if changed:
         AuditEvent.record(user, "delphi.study.settings", study, reason=reason,
                           changes={f: [before.get(f), str(getattr(study, f))] for f in changed if f in before})
+    if rule_changes:
+        delphi_figures.refresh_study(study)  # consensus is judged by the rule
     return changed
 
 
@@ -326,7 +337,9 @@ def resolve_token(token: str) -> Panelist:
     if time.time() > float(data["e"]):
         raise LinkError("This link has expired. Ask the study coordinator to send you a new one; your answers "
                         "so far are kept.", kind="expired")
-    panelist = Panelist.objects.select_related("study").filter(pk=data["p"]).first()
+    # The signed link is the panelist's credential, whichever project (if any) its bearer works in: looked up across
+    # projects; the panel's views then work in the study's project (delphi.views._panelist).
+    panelist = Panelist.unscoped.select_related("study").filter(pk=data["p"]).first()
     if panelist is None or panelist.is_deleted or panelist.study.is_deleted:
         raise LinkError("This link no longer opens a questionnaire: you are not on this panel.", kind="revoked")
     if panelist.token_version != data["v"]:
@@ -411,9 +424,12 @@ def reconcile_reminders() -> list[int]:
         return []
     now = timezone.now()
     queued = []
-    for rnd in Round.objects.filter(status=Round.Status.OPEN, study__deleted_at__isnull=True,
-                                    study__reminder_days__gt=0).select_related("study"):
-        if _due(rnd, now):
+    # the reconciler looks across projects (it runs in a worker, in none); each round is read in its own project
+    for rnd in Round.unscoped.filter(status=Round.Status.OPEN, study__deleted_at__isnull=True,
+                                     study__reminder_days__gt=0).select_related("study"):
+        with scoping.in_project(rnd.study.project_id):
+            due = _due(rnd, now)
+        if due:
             current_app.send_task("delphi.send_round_reminders", (rnd.pk,))
             queued.append(rnd.pk)
     return queued
@@ -604,6 +620,7 @@ def complete(participation: Participation) -> Participation:
         raise DelphiError("Not complete yet: " + "; ".join(missing) + ".")
     part.completed_at = part.completed_at or timezone.now()
     part.save(update_fields=["completed_at"])
+    delphi_figures.refresh_round(part.round)  # the round's statistics count completed questionnaires
     return part
 
 
@@ -652,7 +669,7 @@ def decide(rnd: Round, user, *, item: Item | None, action: str, reason: str = ""
     """Record (or change) the focus group's decision on an item, or add a new item."""
     rnd = _editable_round(rnd)
     if action not in ItemDecision.Action.values:
-        raise DelphiError("Choose Reserve, Revise, Delete, Merge or Add.")
+        raise DelphiError("Choose Keep, Revise, Delete, Merge or Add.")
     version_items = {i.pk: i for i in round_items(rnd)}
     new_text_en, reason = new_text_en.strip(), reason.strip()
     if action == ItemDecision.Action.ADD:
@@ -702,7 +719,7 @@ def decide(rnd: Round, user, *, item: Item | None, action: str, reason: str = ""
 def withdraw_added_item(decision: ItemDecision, user, reason: str) -> None:
     _editable_round(decision.round)
     if decision.action != ItemDecision.Action.ADD:
-        raise DelphiError("Only added items are withdrawn; change other decisions to Reserve instead.")
+        raise DelphiError("Only added items are withdrawn; change other decisions to Keep instead.")
     decision.soft_delete(user, reason)
 
 
@@ -740,6 +757,7 @@ def close_round(rnd: Round, user, note: str = "") -> CloseResult:
     rnd.save(update_fields=["status", "closed_at", "closed_by", "close_note", "next_version"])
     AuditEvent.record(user, "delphi.round.close", rnd, reason=note, next_version=getattr(next_version, "number", None),
                       carried=carried, excluded=excluded)
+    delphi_figures.refresh_round(rnd)
     return CloseResult(rnd, next_version, next_round, carried, excluded)
 
 
@@ -762,7 +780,7 @@ def apply_decisions(rnd: Round, user) -> ScaleVersion:
     """Copy the round's version into a new draft and apply Revise / Delete / Merge / Add."""
     decisions = list(rnd.decisions.alive().select_related("item", "merge_into").order_by("id"))
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ItemDecision.Action.values}
-    summary = ", ".join(f"{n} {ItemDecision.Action(a).label.lower()}" for a, n in counts.items()
+    summary = ", ".join(f"{n} {ItemDecision.action_name(a).lower()}" for a, n in counts.items()
                         if n and a != "reserve") or "no changes"
     draft = scales.new_version(rnd.version, user, project=rnd.study.project_id,
                                note=f"Delphi study {rnd.study.title}, after {rnd.label.lower()}: {summary}.")
@@ -886,6 +904,7 @@ def remove_panelist(panelist: Panelist, user, reason: str) -> None:
     """Soft delete: the panelist's link stops working; answers already given stay in the data."""
     panelist.soft_delete(user, reason)
     Panelist.objects.filter(pk=panelist.pk).update(token_version=panelist.token_version + 1)
+    delphi_figures.refresh_study(panelist.study)  # the statistics leave a removed panelist out
 
 
 @transaction.atomic
@@ -939,34 +958,28 @@ def panel_flow(rnd: Round) -> dict[str, int]:
 
 def round_summary(rnd: Round, frame: pd.DataFrame | None = None) -> dict:
     """Invited, responded, completed, positive coefficient, Ca, Cs, Cr, Kendall's W with chi-square and p."""
-    import pandas as pd
-
     frame = answers_frame(rnd) if frame is None else frame
-    wide = (frame.pivot_table(index="panelist", columns="code", values="importance", aggfunc="first")
-            if len(frame) else pd.DataFrame())
-    assessments = [
-        {"familiarity": p.familiarity, "practice": p.basis_practice, "theory": p.basis_theory,
-         "literature": p.basis_literature, "intuition": p.basis_intuition}
-        for p in rnd.participations.filter(completed_at__isnull=False, panelist__deleted_at__isnull=True)
-    ] if not rnd.is_validation else []
-    flow = panel_flow(rnd)
-    summary = consensus.round_statistics(wide=wide, assessments=assessments, **flow)
-    if rnd.is_validation:
-        summary["warnings"] = [w for w in summary["warnings"] if "self-assessment" not in w]
-    return summary
+    return consensus.round_summary(panel_rows(rnd), frame, validation=rnd.is_validation)
+
+
+def panel_rows(rnd: Round) -> list[dict[str, Any]]:
+    """One row per participation of a round (panelists removed from the study left out): pseudonym, whether they
+    started and completed the questionnaire, their familiarity and judgement basis."""
+    return [{"panelist": p.panelist.pseudonym, "started": p.started_at is not None,
+             "completed": p.completed_at is not None, "familiarity": p.familiarity, "practice": p.basis_practice,
+             "theory": p.basis_theory, "literature": p.basis_literature, "intuition": p.basis_intuition}
+            for p in rnd.participations.filter(panelist__deleted_at__isnull=True).select_related("panelist")
+            .order_by("panelist__pseudonym")]
 
 
 def validation_stats(rnd: Round) -> dict:
-    import pandas as pd
+    return consensus.validation_summary(answers_frame(rnd), instrument_rows(rnd))
 
-    frame = answers_frame(rnd)
-    items = round_items(rnd)
-    codes = [i.code for i in items]
-    wide = (frame.pivot_table(index="panelist", columns="code", values="importance", aggfunc="first")
-            .reindex(columns=codes) if len(frame) else pd.DataFrame(columns=codes))
-    dimensions = {i.code: i.dimension.code for i in items}
-    names = {i.dimension.code: i.dimension.name_en for i in items}
-    return consensus.validation_report(wide, dimensions, names)
+
+def instrument_rows(rnd: Round) -> list[dict[str, str]]:
+    """The items a round rates, in order: code, dimension code and dimension name."""
+    return [{"code": i.code, "dimension": i.dimension.code, "dimension_name": i.dimension.name_en}
+            for i in round_items(rnd)]
 
 
 def feedback_for(part: Participation, items: list[Item]) -> dict[int, dict]:
@@ -1002,3 +1015,27 @@ def feedback_for(part: Participation, items: list[Item]) -> dict[int, dict]:
 
 def familiarity_label(value: int | None) -> str:
     return Familiarity(value).label if value in Familiarity.values else ""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# stored statistics (delphi/figures.py): the job that computes them
+# --------------------------------------------------------------------------------------------------------------
+def compute_statistics_now(rnd: Round) -> Job:
+    """The statistics computed in this process (the demo loader), unless stored for the current inputs."""
+    found = delphi_figures.round_figures(rnd, start=False)
+    if found.fresh:
+        return found.stored
+    return scoring_figures.compute_now(Job.Kind.DELPHI_ROUND, {"round": rnd.pk}, project=rnd.owning_project_id)
+
+
+def round_statistics(job: Job) -> dict[str, Any]:
+    """The job's body (registered lazily in delphi/apps.py): the round's summary and per-item statistics."""
+    rnd = Round.objects.select_related("study").get(pk=job.params["round"])
+    scoring_figures.stamp(job, fingerprint=delphi_figures.inputs_fingerprint(rnd))
+    items = round_items(rnd)
+    frame = answers_frame(rnd)
+    result: dict[str, Any] = {"summary": round_summary(rnd, frame),
+                              "items": item_stats(rnd, items, frame)}
+    if rnd.is_validation:
+        result["validation"] = validation_stats(rnd)
+    return scoring_figures.plain(result)

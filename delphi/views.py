@@ -11,17 +11,20 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import projects
 from annotation.models import Item
 from annotation.params import whole_number
-from annotation.roles import ADMIN, ANALYST, COORDINATOR, has_role, role_required
 from annotation.views import scale_language
 from delphi import consensus, exports, services
+from delphi import figures as delphi_figures
 from delphi.forms import NewStudyForm, SettingsForm
 from delphi.models import DelphiStudy, Familiarity, Influence, ItemDecision, Panelist, Proposal, Response, Round
 from delphi.services import DelphiError, LinkError
+from projects import scoping
+from projects.access import current, get_in_project_or_404, request_has_role, role_required
+from projects.roles import ADMIN, ANALYST, COORDINATOR
 
 READERS = (COORDINATOR, ANALYST)
 BASIS_LABELS = [("basis_practice", "Practical experience"), ("basis_theory", "Theoretical analysis"),
@@ -30,13 +33,13 @@ BASIS_LABELS = [("basis_practice", "Practical experience"), ("basis_theory", "Th
 
 def _study(request, pk: int) -> DelphiStudy:
     """A live study of the request's project; another project's is a 404 like a missing one."""
-    return get_object_or_404(DelphiStudy.objects.alive().in_project(projects.current(request))
-                             .select_related("scale", "base_version", "agreed_version"), pk=pk)
+    return get_in_project_or_404(DelphiStudy.objects.alive()
+                                 .select_related("scale", "base_version", "agreed_version"), request, pk=pk)
 
 
 def _round(request, pk: int) -> Round:
-    return get_object_or_404(Round.objects.select_related("study", "version__scale").filter(
-        study__deleted_at__isnull=True, study__project=projects.current(request)), pk=pk)
+    return get_in_project_or_404(Round.objects.select_related("study", "version__scale").filter(
+        study__deleted_at__isnull=True), request, pk=pk)
 
 
 def _fail(request, exc: DelphiError, to: str, *args):
@@ -53,21 +56,21 @@ def _htmx_error(exc: DelphiError) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------------------------
 @role_required(*READERS)
 def study_list(request):
-    studies = (DelphiStudy.objects.alive().in_project(projects.current(request))
+    studies = (DelphiStudy.objects.alive()
                .select_related("scale", "agreed_version").order_by("-created_at"))
     rows = [(s, services.current_round(s), s.rounds.count()) for s in studies]
-    return render(request, "delphi/study_list.html", {"rows": rows, "can_edit": has_role(request.user, COORDINATOR)})
+    return render(request, "delphi/study_list.html", {"rows": rows, "can_edit": request_has_role(request, COORDINATOR)})
 
 
 @role_required(COORDINATOR)
 def study_new(request):
-    form = NewStudyForm(request.POST or None, project=projects.current(request))
+    form = NewStudyForm(request.POST or None, project=current(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         fields = {k: data[k] for k in SettingsForm.Meta.fields}
         try:
             study = services.create_study(
-                title=data["title"], user=request.user, project=projects.current(request),
+                title=data["title"], user=request.user, project=current(request),
                 version=data["version"] if data["source"] == "version" else None,
                 scale_name=data["scale_name"], item_lines=data["item_lines"], **fields)
         except DelphiError as exc:
@@ -83,9 +86,12 @@ def study_new(request):
 @role_required(*READERS)
 def study_detail(request, pk: int):
     study = _study(request, pk)
-    can_edit = has_role(request.user, COORDINATOR)
+    can_edit = request_has_role(request, COORDINATOR)
     rounds = list(study.rounds.select_related("version", "next_version").order_by("number"))
-    summaries = [(r, services.round_summary(r)) for r in rounds]
+    # Stored statistics (delphi/figures.py): None while a round's first figures are being computed.
+    found = {r.pk: delphi_figures.round_figures(r, request.user) for r in rounds}
+    summaries = [(r, (found[r.pk].report or {}).get("summary")) for r in rounds]
+    pending = next((f.pending for f in found.values() if f.pending is not None), None)
     current = services.current_round(study)
     panel = []
     if can_edit:
@@ -97,6 +103,7 @@ def study_detail(request, pk: int):
     User = get_user_model()
     context = {
         "study": study, "summaries": summaries, "current": current, "can_edit": can_edit, "panel": panel,
+        "figures_pending": pending, "poll_url": reverse("figures-status", args=[pending.pk]) if pending else "",
         "settings_form": SettingsForm(instance=study, locked=study.consensus_locked) if can_edit else None,
         "rule_text": exports.rule_text(study.consensus_rule()),
         # People to invite with their account: the project's members (others join by e-mail address).
@@ -139,8 +146,8 @@ def study_settings(request, pk: int):
 def study_invite(request, pk: int):
     study = _study(request, pk)
     services.remember_site(study, request)
-    users = get_user_model().objects.filter(pk__in=[u for u in request.POST.getlist("users") if u.isdigit()],
-                                            memberships__project=study.project_id).distinct()
+    chosen = [u for u in request.POST.getlist("users") if u.isdigit() and len(u) <= 19]
+    users = get_user_model().objects.filter(pk__in=chosen, memberships__project=study.project_id).distinct()
     try:
         added = services.invite(study, request.user, text=request.POST.get("contacts", ""), users=users)
     except DelphiError as exc:
@@ -155,8 +162,8 @@ def study_invite(request, pk: int):
 @require_POST
 @role_required(COORDINATOR)
 def panelist_action(request, pk: int, action: str):
-    panelist = get_object_or_404(Panelist.objects.alive().select_related("study"), pk=pk,
-                                 study__project=projects.current(request), study__deleted_at__isnull=True)
+    panelist = get_in_project_or_404(Panelist.objects.alive().select_related("study"), request, pk=pk,
+                                     study__deleted_at__isnull=True)
     services.remember_site(panelist.study, request)
     try:
         if action == "remove":
@@ -230,11 +237,17 @@ def round_action(request, pk: int, action: str):
     return redirect("delphi:round", pk)
 
 
-def focus_group_context(rnd: Round) -> dict:
-    """Everything the between-rounds page shows, loaded in a few queries."""
+# An item's row while the round's first statistics are being computed: consensus undefined, not "not met".
+COMPUTING = {"consensus": None, "consensus_checks": ["the statistics are being computed"]}
+
+
+def focus_group_context(rnd: Round, user=None) -> dict:
+    """Everything the between-rounds page shows, loaded in a few queries; the statistics are the round's stored
+    figures (delphi/figures.py), empty while the first ones are being computed."""
     items = services.round_items(rnd)
-    frame = services.answers_frame(rnd)
-    stats = services.item_stats(rnd, items, frame)
+    found = delphi_figures.round_figures(rnd, user)
+    stored = found.report or {}
+    stats = {int(pk): row for pk, row in (stored.get("items") or {}).items()}
     decisions = {d.item_id: d for d in rnd.decisions.alive().select_related("merge_into") if d.item_id}
     added = list(rnd.decisions.alive().filter(action=ItemDecision.Action.ADD).select_related("proposal"))
     opinions: dict[int, list[dict]] = {}
@@ -245,13 +258,14 @@ def focus_group_context(rnd: Round) -> dict:
         opinions.setdefault(r["item_id"], []).append(r)
     rows = []
     for item in items:
-        rows.append({"item": item, "s": stats[item.pk], "decision": decisions.get(item.pk),
+        rows.append({"item": item, "s": stats.get(item.pk, COMPUTING), "decision": decisions.get(item.pk),
                      "opinions": opinions.get(item.pk, [])})
     proposals = list(Proposal.objects.alive().filter(participation__round=rnd)
                      .select_related("participation__panelist").order_by("created_at"))
     return {
-        "round": rnd, "study": rnd.study, "rows": rows, "summary": services.round_summary(rnd, frame),
-        "added": added, "proposals": proposals, "actions": ItemDecision.Action.choices,
+        "round": rnd, "study": rnd.study, "rows": rows, "summary": stored.get("summary"), "figures": found,
+        "job": found.job, "poll_url": reverse("figures-status", args=[found.pending.pk]) if found.pending else "",
+        "added": added, "proposals": proposals, "actions": ItemDecision.action_choices(),
         "adoptions": [c for c in Response.Adoption.choices if c[0]], "items": items,
         "rule_text": exports.rule_text(rnd.study.consensus_rule()),
         "quantile_method": consensus.QUANTILE_METHOD_LABEL,
@@ -264,8 +278,8 @@ def focus_group_context(rnd: Round) -> dict:
 @role_required(*READERS)
 def round_detail(request, pk: int):
     rnd = _round(request, pk)
-    context = focus_group_context(rnd)
-    context["can_edit"] = has_role(request.user, COORDINATOR)
+    context = focus_group_context(rnd, request.user)
+    context["can_edit"] = request_has_role(request, COORDINATOR)
     context["editable"] = context["editable"] and context["can_edit"]
     return render(request, "delphi/round_detail.html", context)
 
@@ -334,10 +348,13 @@ def round_adopt(request, pk: int, kind: str, obj_id: int):
 @role_required(*READERS)
 def round_validation(request, pk: int):
     rnd = _round(request, pk)
-    report = services.validation_stats(rnd)
+    found = delphi_figures.round_figures(rnd, request.user)
+    stored = found.report or {}
     return render(request, "delphi/validation.html", {
-        "round": rnd, "study": rnd.study, "report": report, "summary": services.round_summary(rnd),
-        "can_edit": has_role(request.user, COORDINATOR)})
+        "round": rnd, "study": rnd.study, "report": stored.get("validation"), "summary": stored.get("summary"),
+        "figures": found, "job": found.job,
+        "poll_url": reverse("figures-status", args=[found.pending.pk]) if found.pending else "",
+        "can_edit": request_has_role(request, COORDINATOR)})
 
 
 @role_required(*READERS)
@@ -385,15 +402,22 @@ def my_questionnaires(request):
             .select_related("study"):
         part = services.participation_for(panelist)
         rows.append((panelist, part, services.make_token(panelist)))
-    return render(request, "delphi/my.html", {"rows": rows, "is_staff": has_role(request.user, COORDINATOR, ADMIN)})
+    return render(request, "delphi/my.html", {"rows": rows, "is_staff": request_has_role(request, COORDINATOR, ADMIN)})
 
 
 def _link_error(request, exc: LinkError) -> HttpResponse:
     return render(request, "delphi/link_error.html", {"error": exc}, status=exc.status)
 
 
-def _panel_part(token: str, part_id: int):
+def _panelist(token: str) -> Panelist:
+    """The panelist a link belongs to (LinkError otherwise); the rest of the request works in the study's project."""
     panelist = services.resolve_token(token)
+    scoping.activate(panelist.study.project_id)
+    return panelist
+
+
+def _panel_part(token: str, part_id: int):
+    panelist = _panelist(token)
     part = panelist.participations.select_related("round__study", "round__version", "panelist").filter(
         pk=part_id).first()
     if part is None:
@@ -403,7 +427,7 @@ def _panel_part(token: str, part_id: int):
 
 def panel_home(request, token: str):
     try:
-        panelist = services.resolve_token(token)
+        panelist = _panelist(token)
     except LinkError as exc:
         return _link_error(request, exc)
     part = services.participation_for(panelist)

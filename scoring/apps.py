@@ -17,24 +17,18 @@ class ScoringConfig(AppConfig):
     # Run by annotation's ``load_demo`` (after the demo users it creates), by name.
     demo_commands = ["load_preference_demo", "load_generation_demo", "load_study_demo"]
 
-    def start_here(self, user, held: set[str]) -> list[dict[str, str]]:
+    def start_here(self, user, held: set[str], project) -> list[dict[str, str]]:
         """Home-page links to the finished demo study's judge and preference results (see annotation.demo), shown
-        in the demo project only (elsewhere they would answer 404)."""
-        if not held & {"coordinator", "analyst"}:
+        in the demo project only (the page's project; elsewhere they would answer 404)."""
+        if not held & {"coordinator", "analyst"} or project is None or not project.is_demo:
             return []
         from django.urls import reverse
 
-        from annotation.models import Project
-        from annotation.projects import DEMO_PROJECT
-        from annotation.roles import working_project_id
         from scoring.judges.demo import demo_runs
         from scoring.preference.demo import FINISHED_STUDY
         from scoring.preference.models import PreferenceStudy
 
         links = []
-        project = Project.objects.filter(name=DEMO_PROJECT).first()
-        if project is None or working_project_id(user) != project.pk:
-            return []
         campaign, runs = demo_runs(project)
         if campaign is not None and runs:
             query = f"?campaign={campaign.pk}"
@@ -45,7 +39,7 @@ class ScoringConfig(AppConfig):
                 links.append({"kind": "demo", "url": reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
                               + query, "text": "Per-item vs per-dialogue judging", "note": "the two modes side "
                                                                                           "by side"})
-        study = (PreferenceStudy.objects.alive().in_project(project).filter(name=FINISHED_STUDY, status="unblinded")
+        study = (PreferenceStudy.objects.alive().filter(name=FINISHED_STUDY, status="unblinded")
                  .first())
         if study is not None:
             links.append({"kind": "demo", "url": reverse("preference-results", args=[study.pk]),
@@ -53,8 +47,10 @@ class ScoringConfig(AppConfig):
         return links
 
     def ready(self) -> None:
+        from annotation.signals import labels_changed
         from config import health, reconcile
         from scoring.generation import services as generation  # noqa: F401 - registers its engine handler
+        from scoring.jobs import precompute
         from scoring.jobs import services as jobs
         from scoring.judges import (
             imports,  # noqa: F401 - registers the writer of imported judge runs (import_labels' judge rows)
@@ -64,8 +60,10 @@ class ScoringConfig(AppConfig):
         from scoring.llm import batch, recovery
         from scoring.preference import judging  # noqa: F401 - registers its engine handler
 
+        labels_changed.connect(precompute.on_labels_changed, dispatch_uid="scoring-reports-follow-labels")
         jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.service.campaign_report"
         jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.service.judge_report"
+        jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.results_job.preference_results"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)
         reconcile.register("provider batches", batch.reconcile)

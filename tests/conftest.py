@@ -23,15 +23,69 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(autouse=True)
-def _no_working_project():
-    """A command's ``--project`` (annotation.projects.for_command) sets the working project for the rest of the
-    thread; each test starts without one, as a new process would."""
-    from annotation.models import WORKING_PROJECT
+def pytest_configure(config):
+    """Accounts made by tests are hashed with a fast hasher: PBKDF2's 1,000,000 iterations cost a third of a second
+    of CPU per account, which the suite pays hundreds of times and which tests nothing here. (Servers and workers the
+    tests start in their own processes keep the real settings.)"""
+    from django.conf import settings
 
-    WORKING_PROJECT.set(None)
-    yield
-    WORKING_PROJECT.set(None)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher",
+                                 *[h for h in settings.PASSWORD_HASHERS if "MD5" not in h]]
+
+
+DB_FIXTURES = ("db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server")
+
+
+@pytest.fixture(autouse=True)
+def _project_scope(request):
+    """Tests of project data run in the project "Default" (the one the migrations create for the library scales),
+    as a request runs in its project: queries in the test body see its rows, and rows created without a project
+    belong to it. A test about several projects says where it works (``in_project``/``scopes_disabled``). Requests
+    the test makes start without a scope and enter their own, as in production."""
+    from projects import scoping
+
+    names = request.fixturenames
+    if not (any(name in names for name in DB_FIXTURES) or request.node.get_closest_marker("django_db")):
+        scoping.restore(None)
+        yield None
+        scoping.restore(None)
+        return
+    if not request.node.get_closest_marker("shared_live_world"):  # that world is its module's, committed
+        request.getfixturevalue("transactional_db" if "transactional_db" in names or "live_server" in names else "db")
+    from tests.factories import default_project
+
+    with scoping.scopes_disabled():
+        project = default_project()
+    with scoping.in_project(project):
+        yield project
+    scoping.restore(None)
+
+
+
+
+@pytest.fixture
+def across_projects(_project_scope):
+    """For tests about several projects: the test body reads every project's rows (as the Django admin does); the
+    requests it makes still enter their own project. Rows it creates must name their project or be made inside
+    ``in_project``."""
+    from projects import scoping
+
+    with scoping.scopes_disabled():
+        yield
+
+
+@pytest.fixture
+def demo_scope(request, _project_scope):
+    """For tests of the demo: the test body works in the demo's own project ("Demo (synthetic)"), as its users do."""
+    from projects import scoping
+    from projects.services import demo_project
+
+    if "transactional_db" not in request.fixturenames and "live_server" not in request.fixturenames:
+        request.getfixturevalue("db")
+    with scoping.scopes_disabled():
+        project = demo_project()
+    with scoping.in_project(project):
+        yield project
 
 
 @pytest.fixture(autouse=True)
@@ -81,15 +135,16 @@ def instrument(db):
 
 
 @pytest.fixture
-def make_user(db):
+def make_user(db, _project_scope):
+    """Accounts with a role in the tests' project ("Default"; administrators are instance-wide)."""
     from django.contrib.auth import get_user_model
 
-    from annotation.roles import assign_role
+    from projects.roles import assign_role
 
     def make(username: str, role: str | None = None, password: str = "correct-horse-battery", **extra):
         user = get_user_model().objects.create_user(username=username, password=password, **extra)
         if role:
-            assign_role(user, role)
+            assign_role(user, role, _project_scope)
         return user
 
     return make
@@ -244,15 +299,94 @@ def wait_js(page, expression: str, timeout: float = 15.0) -> None:
         time.sleep(0.1)
 
 
+def restore_migration_rows() -> None:
+    """Make again what the data migrations made and a flush removed: the project "Default", in it the published
+    Mini-CEX v1, and the default LLM endpoint (OPENAI_BASE_URL) granted to it. A flush ends a module that shares one
+    committed world (``shared_live_world``); pytest-django runs such modules among the ordinary database tests,
+    which expect the migrated rows."""
+    import importlib
+
+    from django.apps import apps
+
+    from annotation import models
+    from annotation.scales import load_instrument, read_instrument
+    from projects import scoping
+    from scoring.llm.models import LLMEndpoint
+    from tests.factories import default_project
+
+    project = default_project()
+    with scoping.in_project(project):
+        load_instrument(read_instrument(), models, publish=True)
+    # the migration's own function (it reads only the endpoint and judge models, which the app registry has)
+    with scoping.scopes_disabled():
+        importlib.import_module("scoring.migrations.0005_llm_endpoints").endpoints_from_judges(apps, None)
+        for endpoint in LLMEndpoint.objects.all():
+            endpoint.projects.add(project)
+
+
+@contextlib.contextmanager
+def shared_live_world(django_db_blocker, build):
+    """For a module of browser tests that share one world (built once, as tests/two_projects.py and
+    tests/test_judge_report.py share theirs): database access for the whole module, and a live server of the
+    module's own, whose thread reads what the module writes (so the world is committed, not rolled back: the
+    session's ``live_server`` would flush the database after every test). At the end the database is flushed, as
+    a transactional test leaves it. ``build(url)`` builds the world (in the project "Default"), given the server's
+    address; its result is yielded.
+
+    The module marks its tests ``django_db`` (so that pytest-django creates the test database even when the module
+    runs alone) and ``shared_live_world``, and overrides pytest-django's ``_django_db_marker`` with a fixture that
+    does nothing: no test runs in a transaction of its own, which the server's thread could not see into. Tests and
+    the world run in the project "Default", as other tests do (``_project_scope``)."""
+    from django.core.management import call_command
+    from django.db import connection, connections
+    from django.db.backends.base.creation import TEST_DATABASE_PREFIX
+    from pytest_django.live_server_helper import LiveServer
+
+    from projects import scoping
+    from tests.factories import default_project
+
+    name = str(connection.settings_dict["NAME"])
+    if name != str(connection.settings_dict["TEST"].get("NAME")) and not name.startswith(TEST_DATABASE_PREFIX):
+        pytest.fail(f"not on a test database ({name}): mark the module's tests django_db")
+    with django_db_blocker.unblock():
+        server = LiveServer("localhost")
+        server._live_server_modified_settings.enable()
+        try:
+            with scoping.scopes_disabled():  # "Default", as _project_scope has it
+                project = default_project()
+            with scoping.in_project(project):
+                world = build(server.url)
+            yield world
+        finally:
+            server._live_server_modified_settings.disable()
+            server.stop()
+            call_command("flush", interactive=False, verbosity=0)
+            restore_migration_rows()  # the tests that follow in this process expect a migrated database
+            # as a transactional test ends: close the connections (while Playwright's event loop runs, this thread
+            # has connections of its own, which would keep the test database from being dropped at the end)
+            connections.close_all()
+
+
+@contextlib.contextmanager
+def browser_page(browser, base_url: str, **context_options):
+    """A page in a context of its own (``context_options``: viewport, has_touch, is_mobile, ...), failing on any
+    Content-Security-Policy violation it reports (the ``page`` fixture's page, on the session's live server)."""
+    options = {"viewport": {"width": 1280, "height": 900}, **context_options}
+    context = browser.new_context(base_url=base_url, **options)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    violations = watch_csp(page)
+    try:
+        yield page
+    finally:
+        context.close()
+    assert violations == [], "the page broke its Content-Security-Policy"
+
+
 @pytest.fixture
 def page(browser, live_server, transactional_db, instrument):
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(15_000)
-    pg = context.new_page()
-    violations = watch_csp(pg)
-    yield pg
-    context.close()
-    assert violations == [], "the page broke its Content-Security-Policy"
+    with browser_page(browser, live_server.url) as pg:
+        yield pg
 
 
 def wait_until(predicate, timeout: float, message: str) -> None:

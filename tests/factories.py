@@ -48,8 +48,7 @@ def staffed_project(name: str, make_user, *, physicians: list[str], tag: str | N
     """A new project with its coordinator (``coord_<tag>``), analyst (``ana_<tag>``) and the named physicians as
     members; returns (project, coordinator, analyst, physicians). ``tag`` defaults to the project's name in lower
     case."""
-    from annotation import projects
-
+    from projects import services as projects
     project = projects.create_project(name)
     tag = tag or name.lower()
     coordinator, analyst = make_user(f"coord_{tag}"), make_user(f"ana_{tag}")
@@ -57,3 +56,14 @@ def staffed_project(name: str, make_user, *, physicians: list[str], tag: str | N
     for user, role in ((coordinator, "coordinator"), (analyst, "analyst"), *((d, "physician") for d in doctors)):
         projects.add_member(project, user, role)
     return project, coordinator, analyst, doctors
+
+
+def default_project():
+    """The "Default" project the tests work in (tests/conftest.py); transactional tests flush the migrations' rows,
+    so it is made again when missing."""
+    from projects.models import Project
+    from projects.scoping import scopes_disabled
+    from projects.services import create_project
+
+    with scopes_disabled():
+        return Project.objects.filter(name="Default").first() or create_project("Default")

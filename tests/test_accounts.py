@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from annotation.roles import ROLES, has_role, roles_of, sync_roles
+from projects.roles import ROLES, has_role, roles_in, sync_roles
 
 
 @pytest.mark.django_db
@@ -20,9 +20,10 @@ def test_role_groups_exist_with_permissions():
     assert set(groups["physician"].permissions.values_list("codename", flat=True)) == physician
 
 
-def test_admin_role_holds_every_role(admin_user, physician):
-    assert has_role(admin_user, "physician", "coordinator")
-    assert roles_of(physician) == {"physician"} and not has_role(physician, "coordinator")
+def test_admin_role_holds_every_role(admin_user, physician, _project_scope):
+    project = _project_scope
+    assert has_role(admin_user, "physician", "coordinator", project=project)
+    assert roles_in(physician, project) == {"physician"} and not has_role(physician, "coordinator", project=project)
     assert admin_user.is_staff
 
 

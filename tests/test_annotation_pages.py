@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from annotation import labels
 from annotation.campaigns import add_rater, assign, create_campaign
-from annotation.models import Assignment, AuditEvent, Campaign, Corpus, Dialogue, Label, Redaction
+from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label, Redaction
+from projects.models import AuditEvent
 from tests.factories import answer_all, campaign_with, mini_cex, rating_items
 
 

@@ -19,10 +19,11 @@ from annotation.models import (
     Corpus,
     Label,
     LabelChange,
-    RaterProfile,
     Redaction,
     ScaleVersion,
 )
+from projects.pseudonyms import pseudonym
+from projects.scoping import active_project_id
 
 SECRET_MODEL = "secret-doctor-llm-v7"
 
@@ -306,7 +307,7 @@ def test_analyst_sees_pseudonyms_not_usernames(campaign, physician, other_physic
         assignment = own(campaign, user)
         answer_all(assignment, user)
         label_service.submit(assignment, user)
-    pseudonyms = {RaterProfile.objects.get(user=u).pseudonym for u in (physician, other_physician)}
+    pseudonyms = {pseudonym(active_project_id(), u) for u in (physician, other_physician)}
     api = client_for(analyst)
     response = api.get("/api/labels/", {"campaign": campaign.pk, "limit": 1000})
     assert response.status_code == 200

@@ -11,16 +11,20 @@ the ids being small."""
 from __future__ import annotations
 
 import pytest
-import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
 from rest_framework.authtoken.models import Token
-from schemathesis import GenerationMode
 
 from tests.two_projects import build_world
 
-EXAMPLES = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 8}  # about 20 per operation
-FUZZ_SETTINGS = dict(deadline=None, database=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-                     suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+# schemathesis and hypothesis are imported by the test, not when pytest collects the suite (seconds in every worker;
+# schemathesis' pytest plugin is not loaded either: pyproject.toml's -p no:schemathesis).
+EXAMPLES = {"POSITIVE": 12, "NEGATIVE": 8}  # about 20 per operation
+
+
+def fuzz_settings() -> dict:
+    from hypothesis import HealthCheck, Phase
+
+    return dict(deadline=None, database=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
 
 
 def _describe(case, response) -> str:
@@ -33,9 +37,11 @@ def _fuzz(operation, mode, examples: int, base_url: str, tokens: list[str], fail
           leaks=lambda text: []) -> None:
     """Send ``examples`` generated requests for one operation, each with every token; note each 5xx and each answer
     that shows another project's rows (``leaks``) once."""
+    from hypothesis import given, settings
+
     seen: set = set()
 
-    @settings(max_examples=examples, **FUZZ_SETTINGS)
+    @settings(max_examples=examples, **fuzz_settings())
     @given(case=operation.as_strategy(generation_mode=mode))
     def send(case):
         for token in tokens:
@@ -52,6 +58,9 @@ def _fuzz(operation, mode, examples: int, base_url: str, tokens: list[str], fail
 
 
 def test_no_api_operation_answers_5xx_or_another_projects_rows(live_server, transactional_db, instrument):
+    import schemathesis
+    from schemathesis import GenerationMode
+
     world = build_world()
     alpha = world.alpha
     tokens = {"coordinator": Token.objects.create(user=alpha.coordinator).key,
@@ -63,7 +72,8 @@ def test_no_api_operation_answers_5xx_or_another_projects_rows(live_server, tran
     for result in schema.get_all_operations():
         operation = result.ok()
         operations += 1
-        for mode, examples in EXAMPLES.items():
+        for name, examples in EXAMPLES.items():
+            mode = GenerationMode[name]
             try:
                 _fuzz(operation, mode, examples, live_server.url, list(tokens.values()), failures,
                       leaks=world.bravo.leaks)

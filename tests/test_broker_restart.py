@@ -62,7 +62,7 @@ def test_a_judge_run_and_a_report_job_survive_a_broker_restart(workers, make_use
             redis.stop()
             # While the broker is down a report is asked for and a second judge run is started: neither message
             # reaches a worker.
-            job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, enqueued_at=None,
+            job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, enqueued_at=None, project=campaign.project,
                                      params={"campaign": campaign.pk, "fingerprint": "test", "names": False})
             config = JudgeRun.objects.get().config
             second = judging.create_run(config, corpus, item_codes=["1.2"])
@@ -73,14 +73,14 @@ def test_a_judge_run_and_a_report_job_survive_a_broker_restart(workers, make_use
             resumed: dict[str, float] = {}
 
             def both_resumed() -> bool:
-                if "report" not in resumed and Job.objects.get(pk=job.pk).status != "queued":
+                if "report" not in resumed and Job.unscoped.get(pk=job.pk).status != "queued":
                     resumed["report"] = time.monotonic() - back
                 if "judge" not in resumed and JudgeResult.objects.filter(run=second, status="done").exists():
                     resumed["judge"] = time.monotonic() - back
                 return len(resumed) == 2
 
             wait_for(both_resumed, 30, f"not resumed within 30 s of the broker coming back: {resumed}")
-            wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, 120, "the report job did not finish")
+            wait_for(lambda: Job.unscoped.get(pk=job.pk).is_finished, 120, "the report job did not finish")
             wait_for(lambda: JudgeRun.objects.get(pk=second.pk).status == "succeeded", 120,
                      "the second run did not finish")
             out, err = cli.communicate(timeout=180)
@@ -129,3 +129,53 @@ def test_pages_say_waiting_for_the_broker_then_resumed(instrument, monkeypatch, 
     assert 'data-testid="delivery-notice"' in page and "Waiting for the broker" in page
     reachable["ok"] = True
     assert judging.progress(run)["delivery"]["notice"].startswith("Resumed")
+
+
+def close_after_losing_redis(transport: str) -> tuple[Exception | None, int]:
+    """A worker's broker connection as Celery leaves it when Redis dies: a task message received and not yet
+    acknowledged, the consumer waiting in BRPOP, a remote-control channel with a fanout queue; Redis is killed, the
+    connection collected and then closed as the worker does (``Consumer.on_connection_error_after_connected``).
+    Returns what the close raised through kombu's clean-up, and how many messages the task channel still holds."""
+    from kombu import Connection, Exchange, Queue
+    from kombu.common import ignore_errors
+
+    redis = RedisServer().start()
+    try:
+        connection = Connection(redis.url, transport=transport)
+        tasks = connection.default_channel
+        queue = Queue("restart-test", Exchange("restart-test"), "restart-test", channel=tasks)
+        queue.declare()
+        connection.Producer(tasks).publish({"job": 1}, exchange="restart-test", routing_key="restart-test")
+        received = []
+        connection.Consumer(queue, callbacks=[lambda body, message: received.append(message)], channel=tasks).consume()
+        connection.drain_events(timeout=5)
+        assert received
+        tasks._brpop_start()
+        control = connection.channel()
+        broadcast = Queue("restart-test.pidbox", Exchange("restart-test.bcast", type="fanout"), auto_delete=True,
+                          channel=control)
+        broadcast.declare()
+        connection.Consumer(broadcast, callbacks=[lambda body, message: None], channel=control).consume()
+        redis.stop()
+        connection.collect(socket_timeout=1)
+        try:
+            ignore_errors(connection, connection.close)
+            received[0].ack()  # the job finished after the broker was lost
+        except Exception as exc:  # noqa: BLE001 - the failure under test
+            return exc, len(tasks.qos._delivered)
+        return None, len(tasks.qos._delivered)
+    finally:
+        redis.stop()
+
+
+def test_a_worker_that_loses_redis_holding_a_message_closes_its_connection_and_can_reconnect():
+    """kombu's own Redis transport raises AttributeError here (the worker then exits with "Unrecoverable error");
+    the app's transport (config.broker) raises nothing and forgets the messages Redis lost."""
+    from kombu.transport import TRANSPORT_ALIASES
+
+    import config.broker  # noqa: F401 - the app's transports
+
+    assert TRANSPORT_ALIASES["redis"] == "config.broker:RedisTransport"
+    error, _ = close_after_losing_redis("kombu.transport.redis:Transport")
+    assert isinstance(error, AttributeError)
+    assert close_after_losing_redis("redis") == (None, 0)

@@ -16,6 +16,7 @@ def test_demo_physician_logs_in_and_reaches_home(page, transactional_db):
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/")
     assert page.get_by_role("heading", name="Your assignments").is_visible()
+    page.get_by_test_id("account-menu").locator("summary").click()  # the user's roles are in the account menu
     assert page.get_by_text("Physician (annotator)").is_visible()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "physician-home.png"), full_page=True)

@@ -1,30 +1,110 @@
-"""Accessibility (issue 26 item 18): the pages physicians and analysts work in -- the rating page, the compare
-(preference) page, the campaign agreement report and the judge report -- show no serious or critical axe-core
-violation at 1366 and 1024 px, as they open and in the states a user brings them to (answers saved, comment boxes
-and shortcuts open, a report still being computed).
+"""Accessibility (issue 26 item 18, issue 38): every page each role reaches meets WCAG 2.1 A and AA as far as axe-core
+checks it, at 1366 px and at a phone's width, and the pages physicians and analysts work in show no violation of
+any axe rule in the states a user brings them to.
+
+- The crawl (``tests/a11y.py``): each role (physician, coordinator, analyst, administrator) logs in on the demo data
+  and follows every same-origin link from its home (the physician also opens a Delphi panel link, as from its
+  e-mail), leaving out logging out, downloads and POST-only actions, one page per URL pattern; on each page axe-core
+  runs with the WCAG 2.1 A/AA rules (tags wcag2a, wcag2aa, wcag21a, wcag21aa), Chinese text must sit inside
+  ``lang="zh"``, charts must have a text alternative, and the page must answer without an error. At the phone's
+  width the context emulates a touch screen, and the physician's pages of the app are also checked for touch (every
+  control at least 44 x 44 CSS px, nothing wider than the screen, nothing covered).
+- Every page of the manual behind the Help link, at both widths.
+- The rating page, the compare (preference) page, the campaign agreement report and the judge report at 1366 and
+  1024 px, as they open and after answers, open comment boxes and reports still being computed: every rule of
+  axe's default set (best practices too), no violation of any impact.
+
+Not checked (the accessibility statement in the README names them): Django's admin site (``/admin/``, for
+administrators) and the API's interactive documentation and browsable API (``/api/``), which come from Django,
+Swagger UI and Django REST framework.
 
 axe-core is injected with ``page.evaluate`` (axe-playwright-python), which runs through the DevTools protocol:
 the app's Content-Security-Policy (no eval, no inline script) does not apply to it, while the pages themselves
-still run under the policy (the ``page`` fixture fails on any violation it reports). Nothing is silenced: every
-rule of axe's default set runs, and the moderate findings are kept out too (each page is checked for them).
+still run under the policy (``browser_page`` fails on any violation it reports). One demo world is loaded for the
+module and served by a live server of its own (tests.conftest.shared_live_world).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
-from tests.conftest import ARTIFACTS, wait_js
-from tests.test_browser_first_look import login, logout
+from tests.a11y import DESKTOP, PHONE, crawl, geometry_problems
+from tests.a11y import axe as wcag_axe
+from tests.conftest import ARTIFACTS, browser_page, shared_live_world, wait_js
+from tests.test_browser_first_look import PASSWORDS
 
 WIDTHS = (1366, 1024)
 BLOCKING = {"serious", "critical"}
+CONTEXTS = {"desktop": {"viewport": DESKTOP}, "phone": {"viewport": PHONE, "has_touch": True, "is_mobile": True}}
+# pages each role's crawl must reach (URL pattern names): the crawl itself is checked, not only what it found
+MUST_REACH = {
+    "physician": {"home", "rate", "compare-task", "delphi:panel-home", "scale-detail", "password_change", "help"},
+    "coordinator": {"home", "campaign-detail", "campaign-report", "campaign-dialogue", "judge-run-report", "judge-run",
+                    "preference-detail", "preference-results", "delphi:study", "delphi:round", "generation-home",
+                    "corpus-detail", "dialogue-detail", "privacy-review", "system", "project-detail"},
+    "analyst": {"home", "campaign-report", "judge-run-report", "preference-results", "delphi:round", "corpus-detail"},
+    "admin": {"home", "system", "project-detail", "campaign-new", "scale-new", "delphi:study-new"},
+}
+
+# the test database is created for the module, whose tests share its world (tests.conftest.shared_live_world)
+pytestmark = [pytest.mark.django_db, pytest.mark.shared_live_world]
+
+
+@pytest.fixture(autouse=True)
+def _django_db_marker():
+    """No transaction per test: the demo world is committed and shared (tests.conftest.shared_live_world)."""
+
+
+@dataclass
+class Demo:
+    url: str
+    delphi_link: str  # a panel link of the demo physician (an open round), as its e-mail carries it
+
+
+def _load_demo(url: str) -> Demo:
+    from django.contrib.auth import get_user_model
+
+    from annotation import models
+    from annotation.scales import load_instrument, read_instrument
+    from delphi import services as delphi
+    from projects.scoping import in_project
+    from projects.services import demo_project
+    from tests.factories import mini_cex
+
+    load_instrument(read_instrument(), models)
+    call_command("load_demo", no_logins=True)
+    users = get_user_model().objects
+    coordinator = users.get(username="coordinator")
+    with in_project(demo_project()):
+        study = delphi.create_study(title="Demo panel on a phone", user=coordinator, version=mini_cex(),
+                                    reminder_days=0)
+        panelist = delphi.invite(study, coordinator, users=[users.get(username="physician")])[0]
+        delphi.open_round(study.rounds.get(number=1), coordinator, notify=False)
+        link = reverse("delphi:panel-home", args=[delphi.make_token(panelist)])
+    return Demo(url=url, delphi_link=link)
+
+
+@pytest.fixture(scope="module")
+def demo(django_db_setup, django_db_blocker):
+    with shared_live_world(django_db_blocker, _load_demo) as world:
+        yield world
+
+
+def login(page, username: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORDS[username])
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
 
 
 def axe(page) -> list[dict]:
-    """axe-core's violations on the page as it is now (every impact)."""
+    """axe-core's violations on the page as it is now (every rule of its default set, every impact)."""
     from axe_playwright_python.sync_playwright import Axe
 
     results = Axe().run(page)
@@ -49,9 +129,45 @@ def report(found: dict) -> str:
     return "\n\n".join(f"{name}:\n{text}" for name, text in found.items())
 
 
+def touch_problems(page) -> list[str]:
+    """The touch checks on the physician's pages of the app; the manual behind the Help link is laid out by its
+    theme (MkDocs Material): axe-core's rules only there."""
+    return [] if "/help/" in page.url else geometry_problems(page)
+
+
 @pytest.mark.browser
-def test_rating_compare_and_report_pages_have_no_serious_axe_violations(page, transactional_db):
-    call_command("load_demo", no_logins=True)
+@pytest.mark.parametrize("width", CONTEXTS)
+@pytest.mark.parametrize("role", MUST_REACH)
+def test_every_page_a_role_reaches_meets_wcag_21_aa(demo, browser, role, width):
+    touch = role == "physician" and width == "phone"
+    with browser_page(browser, demo.url, **CONTEXTS[width]) as page:
+        login(page, role)
+        seeds = ["/"] + ([demo.delphi_link] if role == "physician" else [])
+        result = crawl(page, role, demo.url, seeds, width=width, check=touch_problems if touch else None)
+    reached = {name for name, _ in result.visited}
+    assert MUST_REACH[role] <= reached, f"the crawl missed {MUST_REACH[role] - reached}"
+    assert not result.problems(), result.problems()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", CONTEXTS)
+def test_every_page_of_the_manual_meets_wcag_21_aa(demo, browser, width):
+    """The Help link's manual (docs/ built with MkDocs): every page, not one per URL pattern (each is its own text)."""
+    with browser_page(browser, demo.url, **CONTEXTS[width]) as page:
+        login(page, "physician")
+        result = crawl(page, "physician", demo.url, ["/help/"], width=width, within="/help/",
+                       distinct=frozenset({"help", "help-page"}))
+    assert len(result.visited) >= 15, sorted(result.visited)
+    assert not result.problems(), result.problems()
+
+
+@pytest.mark.browser
+def test_rating_compare_and_report_pages_have_no_axe_violations(demo, browser):
+    with browser_page(browser, demo.url) as page:
+        check_rating_compare_and_reports(page)
+
+
+def check_rating_compare_and_reports(page) -> None:
     problems: dict[str, str] = {}
     moderate: dict[str, str] = {}
     login(page, "analyst")
@@ -62,6 +178,7 @@ def test_rating_compare_and_report_pages_have_no_serious_axe_violations(page, tr
     page.goto(judge)
     page.evaluate("document.querySelector('main').appendChild(document.createElement('input'))")
     assert any(v["id"] == "label" and v["impact"] == "critical" for v in axe(page))
+    assert any(v["id"] == "label" for v in wcag_axe(page))  # the crawl's rules (WCAG 2.1 A/AA) too
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(agreement)
@@ -81,7 +198,7 @@ def test_rating_compare_and_report_pages_have_no_serious_axe_violations(page, tr
         page.goto(f"{judge}&floor=7")
         assert page.get_by_role("alert").first.is_visible()
         check(page, "judge-report-bad-settings", width, problems, moderate)
-    logout(page)
+    page.context.clear_cookies()  # logged out
     login(page, "physician")
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})

@@ -23,7 +23,7 @@ PASSWORDS = {"physician": "physician-demo", "coordinator": "coordinator-demo", "
 RESULTS = {
     "A dialogue you rated in the finished demo study": ("physician", "[data-testid=blind-id]"),
     "Agreement report of the finished demo study": ("analyst", "[data-testid=item-agreement] tbody tr"),
-    "Synthetic LLM judge vs physicians": ("analyst", "[data-testid=judge-items] tbody tr"),
+    "Synthetic LLM judge vs physicians": ("analyst", "[data-testid=judge-verdicts] tbody tr"),
     "Preference study result": ("analyst", "[data-testid^=criterion-] table tbody tr"),
     "Delphi statistics, round 2": ("coordinator", "[data-testid=focus-group] tbody tr"),
     "Progress of the finished demo campaign": ("coordinator", "[data-testid=rater-progress] tbody tr"),
@@ -58,7 +58,7 @@ def shoot(page, name: str, selector: str) -> Path:
 
 
 @pytest.mark.browser
-def test_every_demo_role_reaches_a_finished_result_from_home(page, transactional_db):
+def test_every_demo_role_reaches_a_finished_result_from_home(page, transactional_db, demo_scope):
     call_command("load_demo", no_logins=True)
     page.set_viewport_size({"width": 1366, "height": 900})
     seen: dict[str, str] = {}
@@ -87,7 +87,7 @@ def test_every_demo_role_reaches_a_finished_result_from_home(page, transactional
 
 
 @pytest.mark.browser
-def test_wide_pages_scroll_inside_their_boxes_and_readme_screenshots(page, transactional_db):
+def test_wide_pages_scroll_inside_their_boxes_and_readme_screenshots(page, transactional_db, demo_scope):
     call_command("load_demo", no_logins=True)
     page.set_viewport_size({"width": 1366, "height": 900})
     login(page, "coordinator")

@@ -23,7 +23,7 @@ def login(page, username: str, password: str) -> None:
 
 
 @pytest.mark.browser
-def test_model_estimates_and_planner_in_the_browser(page, transactional_db):
+def test_model_estimates_and_planner_in_the_browser(page, transactional_db, demo_scope):
     call_command("load_demo", no_logins=True)
     campaign, runs = demo_runs()
     login(page, "coordinator", "coordinator-demo")

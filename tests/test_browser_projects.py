@@ -12,7 +12,8 @@ PASSWORD = "correct-horse-battery"
 
 @pytest.fixture
 def two_projects(make_user):
-    from annotation import projects
+    from projects import services as projects
+    from projects.scoping import in_project
     from tests.factories import campaign_with
 
     user = make_user("dual")
@@ -23,7 +24,7 @@ def two_projects(make_user):
         raters = [make_user(f"{name.lower()}_doc{i}") for i in range(2)]
         for rater in raters:
             projects.add_member(project, rater, "physician")
-        with projects.working_in(project):
+        with in_project(project):
             made[name] = campaign_with(raters, n=2, overlap=1, name=f"{name} campaign")
     return user, made
 
@@ -67,3 +68,46 @@ def test_the_navigation_shows_the_project_and_switches_to_the_other(page, two_pr
         page.get_by_test_id("project-nav").locator("select#project-switch").select_option(label="Alpha")
     names = campaign_names(page)
     assert "Alpha campaign" in names and "Bravo campaign" not in names
+
+
+@pytest.fixture
+def busy_member(make_user):
+    """A coordinator and analyst of two projects with long names, as an instance with the demo and a real study has."""
+    from projects import services as projects
+
+    user = make_user("dr_a_long_username_of_a_coordinator", first_name="Alexandra", last_name="Papadopoulou-Schmidt")
+    for name in ("Demo (synthetic)", "HIV question answering study, second reading 2026"):
+        project = projects.create_project(name)
+        projects.add_member(project, user, "coordinator")
+        projects.add_member(project, user, "analyst")
+    return user
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1024, 1366])
+def test_the_top_bar_stays_compact_with_two_projects(page, busy_member, width):
+    """Issue 35.2: with two projects the bar grew to 150 px (a 313 px select). The bar is one line at 1366 px and
+    at most two at 1024 px; the select is capped and names the project; the account's links open from the name."""
+    page.set_viewport_size({"width": width, "height": 768})
+    login(page, busy_member.username)
+    bar = page.locator("header.topbar")
+    height = bar.bounding_box()["height"]
+    assert height <= (60 if width >= 1366 else 110), f"the top bar is {height:.0f} px high at {width} px"
+    select = page.locator("select#project-switch")
+    assert select.bounding_box()["width"] <= 11 * 16 + 1
+    assert "HIV question answering study" in select.get_attribute("title") or "Demo" in select.get_attribute("title")
+    assert page.get_by_label("Project").count() == 1  # the select keeps its (visually hidden) label
+    # without JavaScript a Switch button submits; with it, choosing does
+    assert not page.get_by_role("button", name="Switch").is_visible()
+
+    menu = page.get_by_test_id("account-menu")
+    assert not menu.get_by_role("link", name="API token").is_visible()
+    menu.locator("summary").click()
+    assert menu.get_by_role("link", name="API token").is_visible()
+    assert "Coordinator, Analyst" in menu.inner_text()
+    page.keyboard.press("Escape")
+    assert not menu.get_by_role("link", name="API token").is_visible()
+    menu.locator("summary").click()
+    menu.get_by_role("button", name="Log out").click()
+    page.wait_for_url(re.compile(r".*/accounts/login/.*|.*/$"))
+    assert page.get_by_label("Username").count() == 1

@@ -35,7 +35,7 @@ def fits(page) -> bool:
 
 
 @pytest.mark.browser
-def test_a_rated_demo_dialogue_reads_its_place_within_the_total(page, transactional_db):
+def test_a_rated_demo_dialogue_reads_its_place_within_the_total(page, transactional_db, demo_scope):
     call_command("load_demo", no_logins=True)
     login(page, "physician", "physician-demo")
     page.get_by_test_id("start-here").get_by_role("link", name="A dialogue you rated in the finished demo study") \

@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 
 from annotation import campaigns, labels
-from annotation.models import Adjudication, Assignment, AuditEvent, CampaignRater, Label, LabelChange
+from annotation.models import Adjudication, Assignment, CampaignRater, Label, LabelChange
+from projects.models import AuditEvent
 from scoring.reports.trial import trial_report
 from tests.factories import answer_all, campaign_with, corpus_with, mini_cex, rating_items
 

@@ -10,10 +10,12 @@ import pytest
 from django.core import mail, signing
 from django.urls import reverse
 
-from annotation.models import AuditEvent, ScaleVersion
+from annotation.models import ScaleVersion
 from delphi import exports, services, tasks
 from delphi.models import DelphiStudy, ItemDecision, Panelist, Participation, Response, ResponseChange, Round
 from delphi.services import DelphiError, LinkError
+from projects.models import AuditEvent
+from projects.scoping import in_project
 
 pytestmark = pytest.mark.django_db
 
@@ -275,6 +277,30 @@ def test_reminders_task_reminds_only_those_not_done(instrument, coordinator):
     assert tasks.send_round_reminders(r1.pk, force=True) == 0
 
 
+def test_the_workers_reconciler_finds_due_reminders_outside_any_project(instrument, coordinator, settings,
+                                                                          monkeypatch):
+    """The reconciler runs in a worker, in no project: it reads every project's open rounds, each in its project
+    (it raised ScopeError once rounds were scoped)."""
+    from django.utils import timezone
+
+    from projects import scoping
+
+    settings.DELPHI_SCHEDULE_REMINDERS = True
+    study = make_study(coordinator, n_panel=2, reminder_days=7)
+    r1 = study.rounds.get()
+    services.open_round(r1, coordinator)
+    Participation.objects.filter(round=r1).update(invited_at=timezone.now().replace(year=2020))
+    sent = []
+    monkeypatch.setattr(services.current_app, "send_task", lambda name, args: sent.append((name, args)))
+    saved = scoping.snapshot()
+    scoping.restore(None)  # as in a worker: no project is active
+    try:
+        assert services.reconcile_reminders() == [r1.pk]
+    finally:
+        scoping.restore(saved)
+    assert sent == [("delphi.send_round_reminders", (r1.pk,))]
+
+
 def test_exports(instrument, coordinator):
     study, r1, parts = run_round_one(coordinator)
     items = {i.code: i for i in services.round_items(r1)}
@@ -286,7 +312,7 @@ def test_exports(instrument, coordinator):
     assert row["Expert opinion"] == "comment on 1.3" and row["Adoption"] == "Adopt" and row["Modify"] == "Revise"
     assert row["Item after modification"] == "Ask open questions"
     assert next(r for r in rows if r["Number"] == "2.7")["Modify"] == "Delete"
-    assert rows[0]["Number"] == "1" and rows[0]["Modify"] == "Reserve"  # dimension rows as in the paper
+    assert rows[0]["Number"] == "1" and rows[0]["Modify"] == "Keep"  # dimension rows as in the paper (its "Reserve")
     long = list(exports.response_rows(study))
     assert len(long) == 3 * 26
     assert {r["panelist"] for r in long} == {"P001", "P002", "P003"}
@@ -485,24 +511,24 @@ def test_demo_study_is_idempotent(instrument, make_user, client):
     from django.core.management import call_command
 
     from delphi.demo import TITLE
+    from projects.services import add_member, demo_project
 
     coordinator = make_user("coordinator", "coordinator")
+    add_member(demo_project(), coordinator, "coordinator")  # load_demo makes the demo users its members first
     call_command("load_delphi_demo")
-    from annotation.projects import add_member, demo_project
-
-    assert DelphiStudy.objects.get(title=TITLE).project == demo_project()  # the demo study's own project
-    add_member(demo_project(), coordinator, "coordinator")  # the demo loaders make the demo users its members
-    call_command("load_delphi_demo")
-    study = DelphiStudy.objects.get(title=TITLE)
-    r1, r2, r3 = study.rounds.order_by("number")
-    assert r1.status == "closed" and r2.status == "closed" and r3.status == "draft"
-    assert r2.participations.count() == 9  # 3 of 12 rated their familiarity too low
-    assert r2.participations.filter(completed_at__isnull=False).count() == 9
-    assert r3.participations.count() == 9  # the same nine keep their familiarity in round 2
-    assert not r2.version.items.filter(code="2.7").exists()
-    summary = services.round_summary(r2)
-    assert summary["kendall_w"] is not None and 0 < summary["kendall_w"] < 1, summary
-    client.force_login(coordinator)
-    client.post(reverse("project-switch"), {"project": demo_project().pk})
-    assert client.get(reverse("delphi:round", args=[r1.pk])).status_code == 200
-    assert client.get(reverse("delphi:study", args=[study.pk])).status_code == 200
+    with in_project(demo_project()):  # the demo study's own project
+        assert DelphiStudy.objects.get(title=TITLE).project == demo_project()
+        call_command("load_delphi_demo")
+        study = DelphiStudy.objects.get(title=TITLE)
+        r1, r2, r3 = study.rounds.order_by("number")
+        assert r1.status == "closed" and r2.status == "closed" and r3.status == "draft"
+        assert r2.participations.count() == 9  # 3 of 12 rated their familiarity too low
+        assert r2.participations.filter(completed_at__isnull=False).count() == 9
+        assert r3.participations.count() == 9  # the same nine keep their familiarity in round 2
+        assert not r2.version.items.filter(code="2.7").exists()
+        summary = services.round_summary(r2)
+        assert summary["kendall_w"] is not None and 0 < summary["kendall_w"] < 1, summary
+        client.force_login(coordinator)
+        client.post(reverse("project-switch"), {"project": demo_project().pk})
+        assert client.get(reverse("delphi:round", args=[r1.pk])).status_code == 200
+        assert client.get(reverse("delphi:study", args=[study.pk])).status_code == 200

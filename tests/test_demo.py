@@ -6,10 +6,10 @@ from django.contrib.auth import get_user_model
 from annotation.demo import DEMO_CAMPAIGN, DEMO_USERS, demo_logins, load_demo
 from annotation.importers import ImportRejected, import_dialogues, parse_dialogues
 from annotation.models import Assignment, Corpus, Dialogue
-from annotation.roles import roles_of
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("demo_scope")
 def test_demo_is_idempotent_and_complete():
     first = load_demo()
     second = load_demo()
@@ -25,19 +25,21 @@ def test_demo_is_idempotent_and_complete():
     assert set(dialogues.values_list("language", flat=True)) == {"en", "zh"}
     assert all(d.meta.get("demo") for d in dialogues)
     assert max(len(d.turns) for d in dialogues) >= 40
-    from annotation.projects import demo_project, projects_of
-    from annotation.roles import roles_in
+    from projects.access import projects_of
+    from projects.roles import roles_in
+    from projects.services import demo_project
 
     demo = demo_project()
     assert corpus.project == demo and assigned.first().campaign.project == demo
     for role, username, _password, _name in DEMO_USERS:
         user = get_user_model().objects.get(username=username)
         assert role in roles_in(user, demo)  # members of the demo project with their role (admin: instance-wide)
-        assert role in roles_of(user) or role == "admin" or list(projects_of(user)) == [demo]
+        assert role == "admin" or list(projects_of(user)) == [demo]
     assert [login[0] for login in demo_logins()] == ["physician", "coordinator", "analyst", "admin"]
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("demo_scope")
 def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_exists(instrument):
     from io import StringIO
 
@@ -101,6 +103,7 @@ def test_import_is_all_or_nothing():
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("demo_scope")
 def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_once(instrument):
     """`make run`'s load: a finished campaign (4 physicians, a random sample of the corpus, submitted), its
     agreement report already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi
@@ -230,7 +233,7 @@ def test_start_here_shows_the_demo_results_until_there_is_real_data(client, inst
         for text in texts:
             assert text in html, (username, text)
     assert "Import your own dialogues" not in client.get(reverse("home")).content.decode()  # analyst
-    from annotation.projects import create_project, demo_project
+    from projects.services import create_project, demo_project
 
     # Start here is per project: real data in another project leaves the demo project's list alone.
     Corpus.objects.create(name="Ward 3 dialogues", is_demo=False, project=create_project("Ward 3"))
@@ -243,6 +246,7 @@ def test_start_here_shows_the_demo_results_until_there_is_real_data(client, inst
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("demo_scope")
 def test_start_here_keeps_pointing_at_the_demo_runs_after_a_new_run_with_the_demo_judge(client, instrument,
                                                                                         fake_llm):
     """A coordinator tries the demo judge (it uses the built-in fake endpoint) on the demo corpus: the home page's

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from io import StringIO
 
 import openpyxl
-import pyreadstat
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -18,7 +17,9 @@ from django.urls import reverse
 
 from annotation.campaigns import add_rater, assign, create_campaign, reassign
 from annotation.labels import save_label, submit
-from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label, RaterProfile
+from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label
+from projects.pseudonyms import pseudonym
+from projects.scoping import active_project_id
 from scoring.reports import exports
 from scoring.reports.exports import (
     COLUMNS,
@@ -30,6 +31,9 @@ from scoring.reports.exports import (
     write_csv,
 )
 from tests.factories import campaign_with, mini_cex, rating_items
+from tests.lazy import lazy
+
+pyreadstat = lazy("pyreadstat")
 
 HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment"
 RATERS = ("dr_alice", "dr_bob", "dr_carol")
@@ -73,7 +77,7 @@ def db_rows(corpus, *, by: str = "pseudonym", **filters) -> set[tuple]:
     qs = (Label.objects.filter(campaign__corpus=corpus, value__isnull=False, **filters)
           .select_related("dialogue", "item", "rater__rater_profile"))
     return {(lab.dialogue.external_id,
-             lab.rater.rater_profile.pseudonym if by == "pseudonym" else lab.rater.username,
+             pseudonym(lab.campaign.project_id, lab.rater) if by == "pseudonym" else lab.rater.username,
              lab.item.code, lab.value) for lab in qs}
 
 
@@ -112,7 +116,7 @@ def test_csv_has_the_exact_header_one_row_per_label_and_pseudonyms_only(study, r
     assert len(rows) == 8 * 24 == Label.objects.count()
     assert f"Wrote {len(rows)} label rows" in err and str(path) in err and out == ""
 
-    pseudonyms = {RaterProfile.objects.get(user=u).pseudonym for u in raters}
+    pseudonyms = {pseudonym(active_project_id(), u) for u in raters}
     assert {r["rater"] for r in rows} <= pseudonyms
     for user in raters:
         assert user.username not in text
@@ -121,8 +125,8 @@ def test_csv_has_the_exact_header_one_row_per_label_and_pseudonyms_only(study, r
 
     # created = the label's last save, ISO 8601; order: dialogue, rater, item order.
     label = Label.objects.select_related("dialogue", "item", "rater__rater_profile").order_by("pk").first()
-    mine = next(r for r in rows if key(r)[:3] == (label.dialogue.external_id, label.rater.rater_profile.pseudonym,
-                                                  label.item.code))
+    who = pseudonym(label.campaign.project_id, label.rater)
+    mine = next(r for r in rows if key(r)[:3] == (label.dialogue.external_id, who, label.item.code))
     assert datetime.fromisoformat(mine["created"]) == label.updated_at
     order = {item.code: item.order for item in rating_items(study)}
     sort_key = [(r["dialogue_id"], r["rater"], order[r["item"]]) for r in rows]
@@ -130,10 +134,13 @@ def test_csv_has_the_exact_header_one_row_per_label_and_pseudonyms_only(study, r
 
 
 @pytest.mark.django_db
-def test_raters_without_a_profile_get_a_pseudonym_on_the_fly(study, raters, tmp_path):
-    RaterProfile.objects.all().delete()  # e.g. raters written by a bulk load that made no profiles
+def test_raters_without_a_pseudonym_get_one_on_the_fly(study, raters, tmp_path):
+    from projects.models import Pseudonym
+
+    Pseudonym.objects.all().delete()  # e.g. raters written by a bulk load that made none
     rows = list(label_rows(study.corpus))
-    pseudonyms = set(RaterProfile.objects.filter(user__in=raters).values_list("pseudonym", flat=True))
+    pseudonyms = set(Pseudonym.objects.filter(user__in=raters, project=study.project_id).values_list("code",
+                                                                                                     flat=True))
     assert len(pseudonyms) == 3 and {r["rater"] for r in rows} == pseudonyms
 
 
@@ -249,7 +256,7 @@ def test_withdrawn_assignments_deleted_campaigns_and_null_values_are_left_out(st
     expected = Label.objects.filter(campaign__corpus=corpus).count() - nulls - withdrawn_labels
     assert len(rows) == expected
     keys = {(r["dialogue_id"], r["rater"], r["item"]) for r in label_rows(corpus, second)}
-    partial_who = (partial.dialogue.external_id, RaterProfile.for_user(by_pk[partial.rater_id]).pseudonym)
+    partial_who = (partial.dialogue.external_id, pseudonym(active_project_id(), by_pk[partial.rater_id]))
     assert (*partial_who, first_item.code) not in keys  # the null answer
     assert (*partial_who, rating_items(second)[1].code) in keys  # its other answers
 

@@ -10,7 +10,6 @@ import signal
 import threading
 import time
 
-import openai
 import pytest
 
 from tests.fake_openai import (
@@ -22,6 +21,9 @@ from tests.fake_openai import (
     fetch_stats,
     schema_answer,
 )
+from tests.lazy import lazy
+
+openai = lazy("openai")
 
 MODEL = "fake-judge"
 

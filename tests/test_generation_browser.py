@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from annotation.models import default_project_id
+from projects.scoping import active_project_id
 from scoring.llm.models import LLMEndpoint
 from tests.conftest import ARTIFACTS, WorkerProcess, purge_queues
 from tests.fake_openai import FakeOpenAI
@@ -25,7 +25,7 @@ def test_coordinator_generates_dialogues_in_the_browser(page, make_user, tmp_pat
         worker.wait_ready()
         with FakeOpenAI(latency=0.02, responder=Clinic(diagnose_at=2)) as server:
             LLMEndpoint.objects.create(name="Browser clinic", base_url=server.base_url).projects.add(
-                default_project_id())  # an administrator's, granted to the project
+                active_project_id())  # an administrator's, granted to the project
             page.goto("/accounts/login/")
             page.get_by_label("Username").fill("gencoord")
             page.get_by_label("Password").fill("a-long-password-1")

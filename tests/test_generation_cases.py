@@ -85,7 +85,7 @@ def test_ids_already_in_the_set_are_refused(db):
         cases.import_cases(cs, ["", "  "])
 
 
-def test_demo_cases_load_once_without_llm_calls(db):
+def test_demo_cases_load_once_without_llm_calls(db, demo_scope):
     call_command("load_generation_demo", stdout=io.StringIO())
     cs = CaseSet.objects.get()
     assert cs.cases.filter(kind="osce").count() == 2 and cs.cases.count() == 8

@@ -6,7 +6,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import Corpus, default_project_id
+from annotation.models import Corpus
+from projects.scoping import active_project_id
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
 from scoring.llm.models import LLMEndpoint
@@ -68,7 +69,7 @@ def test_coordinator_imports_generates_for_two_models_and_two_temperatures(clien
                                                   api_key_env="LLM_KEY_PAGE", concurrency=3, timeout_seconds=20,
                                                   requests_per_minute=600)
     for endpoint in (doctor_endpoint, patient_endpoint):
-        endpoint.projects.add(default_project_id())  # an administrator granted them to the project
+        endpoint.projects.add(active_project_id())  # an administrator granted them to the project
     form = client.get(reverse("generation-job-new")).content.decode()
     assert "Clinic doctors" in form and 'name="doctor_base_url"' not in form and "api_key_env" not in form
     data = {"case_set": case_set.pk, "corpus_name": "Generated on the page", "doctor_models": "doc-a, doc-b",
@@ -149,7 +150,7 @@ def test_an_endpoint_that_cannot_send_is_named_with_its_reason_and_refused(clien
     gone = LLMEndpoint.objects.create(name="Gone", base_url="http://synthetic.invalid/v1")
     idle = LLMEndpoint.objects.create(name="Idle local", base_url="http://127.0.0.1:9/v1")
     for endpoint in (gone, idle):
-        endpoint.projects.add(default_project_id())
+        endpoint.projects.add(active_project_id())
     form = client.get(reverse("generation-job-new")).content.decode()
     assert "Gone (cannot be used now: host synthetic.invalid does not resolve" in form
     assert "Idle local (cannot be used now: nothing answers at http://127.0.0.1:9" in form

@@ -22,7 +22,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
 @pytest.mark.integration
 def test_task_result_reaches_the_database_through_a_real_worker(celery_worker, coordinator):
     job = jobs.submit(Job.Kind.WORKER_CHECK, user=coordinator, project=None)  # instance-wide
-    done = wait_for(lambda: Job.objects.filter(pk=job.pk, status__in=["succeeded", "failed"]).first())
+    done = wait_for(lambda: Job.unscoped.filter(pk=job.pk, status__in=["succeeded", "failed"]).first())
     assert done.status == "succeeded", done.error
     assert done.result["items"] == 27 and done.result["scale_versions"] == 1
     assert done.result["worker_pid"] != __import__("os").getpid()
@@ -47,8 +47,8 @@ def test_system_page_runs_the_check_through_htmx(client, celery_worker, admin_us
     assert "all services up" in page
     started = client.post(reverse("worker-check"), HTTP_HX_REQUEST="true").content.decode()
     assert 'hx-trigger="load delay:1s"' in started
-    job = Job.objects.latest("id")
-    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished)
+    job = Job.unscoped.latest("id")
+    wait_for(lambda: Job.unscoped.get(pk=job.pk).is_finished)
     final = client.get(reverse("job-status", args=[job.pk])).content.decode()
     assert 'data-status="succeeded"' in final and "hx-trigger" not in final
 
@@ -99,7 +99,7 @@ def test_job_failure_is_recorded(db, monkeypatch):
         raise RuntimeError("disk full")
 
     monkeypatch.setitem(jobs.HANDLERS, Job.Kind.WORKER_CHECK, boom)
-    job = Job.objects.create(kind=Job.Kind.WORKER_CHECK)
+    job = Job.unscoped.create(kind=Job.Kind.WORKER_CHECK)
     with pytest.raises(RuntimeError):
         jobs.execute(job.pk)
     job.refresh_from_db()
@@ -107,7 +107,7 @@ def test_job_failure_is_recorded(db, monkeypatch):
 
 
 def test_redelivered_finished_job_is_not_run_again(db):
-    job = Job.objects.create(kind=Job.Kind.WORKER_CHECK)
+    job = Job.unscoped.create(kind=Job.Kind.WORKER_CHECK)
     jobs.execute(job.pk)
     jobs.execute(job.pk)
     job.refresh_from_db()

@@ -16,7 +16,6 @@ from annotation.importers import ImportRejected, import_dialogues
 from annotation.label_import import import_labels
 from annotation.models import (
     Assignment,
-    AuditEvent,
     Campaign,
     CampaignRater,
     Corpus,
@@ -26,6 +25,7 @@ from annotation.models import (
     RaterProfile,
     ScaleVersion,
 )
+from projects.models import AuditEvent
 
 HAS_PRIVACY = importlib.util.find_spec("annotation.privacy") is not None
 User = get_user_model()
@@ -254,7 +254,7 @@ def test_import_labels_creates_campaign_raters_assignments_labels_and_history(tm
     assert "Created 2 external rater(s)" in out
 
     campaign = Campaign.objects.get()
-    assert campaign.name == "Imported labels: legacy.csv"
+    assert campaign.name == "Imported labels: legacy.csv on Study A"
     assert campaign.phase == Campaign.Phase.IMPORTED and campaign.corpus == corpus
     assert campaign.overlap == 3  # d1 has three raters
     newest = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by("-number").first()
@@ -268,7 +268,7 @@ def test_import_labels_creates_campaign_raters_assignments_labels_and_history(tm
         assert CampaignRater.objects.filter(campaign=campaign, user=user).exists()
         assert not client.login(username=name, password="")
     # A known user is reused, not made external.
-    assert not RaterProfile.objects.get(user=physician).is_external
+    assert not RaterProfile.objects.filter(user=physician, is_external=True).exists()
     assert User.objects.filter(username="dr_p").count() == 1
 
     assignments = Assignment.objects.filter(campaign=campaign)
@@ -419,7 +419,7 @@ def test_minimal_columns_bom_and_quoted_fields(tmp_path, corpus):
 def test_label_import_function_accepts_uploaded_bytes_and_reports_lines(corpus):
     rows = [line.encode() + b"\n" for line in label_rows()]
     counts = import_labels(corpus, rows, file_name="upload.csv")
-    assert counts["labels"] == 6 and counts["campaign"] == "Imported labels: upload.csv"
+    assert counts["labels"] == 6 and counts["campaign"] == "Imported labels: upload.csv on Study A"
     with pytest.raises(ImportRejected) as rejected:
         import_labels(corpus, [HEADER.encode(), b"d1,x,1.1,\xff,,,,"], file_name="bad.csv")
     assert [e.line for e in rejected.value.errors] == [2]

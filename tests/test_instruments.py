@@ -425,7 +425,7 @@ def test_delphi_studies_start_from_any_instruments_items(hivmedqa, agentclinic, 
         == [0] * 5
 
 
-def test_the_demo_installs_the_ready_instruments_and_answers_for_the_demo_physician(db):
+def test_the_demo_installs_the_ready_instruments_and_answers_for_the_demo_physician(db, demo_scope):
     from django.contrib.auth import get_user_model
 
     from annotation.demo import DEMO_ANSWER_CAMPAIGN, load_demo, load_instrument_demo

@@ -18,6 +18,7 @@ from django.db import transaction
 from annotation import labels
 from annotation.campaigns import create_campaign
 from annotation.models import Assignment, Corpus
+from projects.scoping import in_project
 from scoring import stats
 from scoring.judges import report as judge_report
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
@@ -32,7 +33,7 @@ from scoring.judges.report import (
     judge_vs_physicians,
 )
 from scoring.judges.runs import config_snapshot, default_prompt_set
-from tests.factories import campaign_with, mini_cex, rating_items
+from tests.factories import campaign_with, default_project, mini_cex, rating_items
 
 # physicians' answers per dialogue d000..d005 as (r0, r1, r2); every other item: binary 1, item 4 = 2
 HUMAN = {
@@ -84,7 +85,7 @@ def make_run(config: JudgeConfig, corpus, answers: dict[str, list[int]], not_don
 def build_study():
     from django.contrib.auth import get_user_model
 
-    from annotation.roles import assign_role
+    from projects.roles import assign_role
 
     raters = []
     for i in range(3):
@@ -114,10 +115,12 @@ def shared(django_db_setup, django_db_blocker):
         atomic.__enter__()
         try:
             labels._allowed.cache_clear()
-            campaign, run = build_study()
-            yield (campaign, run, judge_vs_physicians(run, campaign, n_resamples=200, seed=5),
-                   judge_vs_physicians(run, campaign, n_resamples=200, seed=5,
-                                       verdict=VerdictSettings(min_dialogues=2, ci_method="bca")))
+            with in_project(default_project()):  # as the tests' own scope (tests/conftest.py)
+                campaign, run = build_study()
+                reports = (judge_vs_physicians(run, campaign, n_resamples=200, seed=5),
+                           judge_vs_physicians(run, campaign, n_resamples=200, seed=5,
+                                               verdict=VerdictSettings(min_dialogues=2, ci_method="bca")))
+            yield (campaign, run, *reports)
         finally:
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)
@@ -173,7 +176,11 @@ def test_report_is_json_and_counts_units(report):
     assert items["1.1"]["level"] == "nominal" and items["4"]["level"] == "ordinal"
 
 
-def test_judge_identical_to_majority_can_replace(report):
+def test_judge_identical_to_majority_can_replace(report, study):
+    from django.contrib.auth import get_user_model
+
+    from projects.pseudonyms import pseudonym
+
     item = by_code(report)["1.1"]
     table5 = item["vs_majority"]
     assert table5["n"] == 6 and table5["n_tied"] == 0
@@ -182,7 +189,9 @@ def test_judge_identical_to_majority_can_replace(report):
     assert (table5["tp"], table5["fp"], table5["fn"], table5["tn"]) == (3, 0, 0, 3)
     # kappa vs each physician: r0 is the majority (1), r1 and r2 agree on 4 of 6 with balanced margins (1/3)
     assert item["vs_physicians"]["kappa"]["value"] == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
-    assert [p["kappa"] for p in item["vs_physicians"]["per_physician"]] == pytest.approx([1, 1 / 3, 1 / 3])
+    raters = {pseudonym(study[0].project_id, get_user_model().objects.get(username=f"phys{i}")): i for i in range(3)}
+    kappa = {raters[p["rater"]]: p["kappa"] for p in item["vs_physicians"]["per_physician"]}  # random pseudonyms
+    assert [kappa[i] for i in range(3)] == pytest.approx([1, 1 / 3, 1 / 3])
     assert item["ceiling"]["kappa"]["value"] == pytest.approx((1 / 3 + 1 / 3 - 1 / 3) / 3)
     decision = item["decision"]
     assert decision["verdict"] == NOT_ENOUGH and decision["replace"] is False

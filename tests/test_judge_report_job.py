@@ -66,31 +66,40 @@ def test_the_report_is_computed_once_and_cached_until_labels_answers_or_settings
     assert judge_jobs() == 2
     client.get(url, query)
     assert judge_jobs() == 2
-    # a label changes: a new report
+    # a label changes: the reports read against the campaign are queued again (and the defaults' for its readers)
     assignment = Assignment.objects.filter(campaign=campaign).first()
     labels.return_for_reannotation(assignment, None, "recheck")
-    client.get(url, query)
-    assert judge_jobs() == 3
+
+    def viewed() -> int:  # the reports of the page's settings
+        return Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, params__names=False,
+                                  params__settings__min_dialogues=2).exclude(params__settings__margin=0.2).count()
+
+    assert viewed() == 2
+    during = client.get(url, query).content.decode()
+    assert viewed() == 2 and 'data-testid="figures-updating"' in during and 'data-testid="judge-verdicts"' in during
     run_pending()
     client.get(url, query)
-    assert judge_jobs() == 3
-    # the report it replaced no longer holds its figures; the other settings' report keeps them
+    assert viewed() == 2
+    # the reports they replaced no longer hold their figures; the new ones do
     emptied = Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, result={})
-    assert list(emptied.values_list("pk", flat=True)) == [job.pk]
-    assert Job.objects.get(kind=Job.Kind.JUDGE_REPORT, params__settings__margin=0.2).result["items"]
+    assert job.pk in emptied.values_list("pk", flat=True)
+    assert Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, params__settings__margin=0.2).latest("created_at") \
+        .result["items"]
     # a judge answer changes (its value, or a retried answer whose time is all that moves): a new report each time
     result = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, item__code="1.1").first()
     JudgeResult.objects.filter(pk=result.pk).update(value=1 - result.value)
     client.get(url, query)
-    assert judge_jobs() == 4
+    assert viewed() == 3
+    run_pending()
     JudgeResult.objects.filter(pk=result.pk).update(updated_at=timezone.now())
     client.get(url, query)
-    assert judge_jobs() == 5
+    assert viewed() == 4
+    run_pending()
     # a new answer (a pending unit scored)
     JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).update(status=JudgeResult.Status.DONE,
                                                                                value=1)
     client.get(url, query)
-    assert judge_jobs() == 6
+    assert viewed() == 5
     with pytest.raises(Job.DoesNotExist):
         service.report_job(job.pk, run.pk + 1000)
     assert client.get(reverse("judge-run-report-status", args=[run.pk + 1000, job.pk])).status_code == 404
@@ -161,7 +170,7 @@ def test_names_follow_the_readme_rule_as_in_the_agreement_report_and_the_exports
 
     judge, agreement, exported = shown(analyst)
     assert judge == agreement == exported and not judge & usernames
-    assert all(re.fullmatch(r"R\d{4}", name) for name in judge)
+    assert all(re.fullmatch(r"R-[2-9A-Z]{5}", name) for name in judge)
     assert shown(coordinator) == (usernames, usernames, usernames)
     campaign.allow_names = True
     campaign.save(update_fields=["allow_names"])

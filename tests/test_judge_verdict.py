@@ -203,13 +203,14 @@ def test_one_model_has_no_ranking():
 # pages, downloads and API on the demo corpus (14 dialogues): "not enough data" everywhere
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.fixture
-def demo_judged(db, make_user):
+def demo_judged(db, make_user, demo_scope):
     """The demo corpus rated at random by three physicians and judged at random (the issue's new-user trial)."""
     from annotation import labels
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.demo import DEMO_CORPUS, load_demo
     from annotation.models import Assignment, Corpus
-    from annotation.projects import demo_project, working_in
+    from projects.scoping import in_project as working_in
+    from projects.services import add_member, demo_project
     from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
     from scoring.judges.runs import config_snapshot, default_prompt_set
     from tests.factories import mini_cex, rating_items
@@ -218,8 +219,9 @@ def demo_judged(db, make_user):
     corpus = Corpus.objects.get(name=DEMO_CORPUS, project=demo_project())
     with working_in(corpus.project):  # the campaign, its raters and the judge in the demo corpus's project
         campaign = create_campaign(name="Random physicians", corpus=corpus, scale_version=mini_cex(), overlap=3)
-        raters = [make_user(f"rnd{i}", "physician") for i in range(3)]
+        raters = [make_user(f"rnd{i}") for i in range(3)]
         for user in raters:
+            add_member(corpus.project, user, "physician")
             add_rater(campaign, user)
         assign(campaign)
         rng = random.Random(19)
@@ -242,7 +244,7 @@ def demo_judged(db, make_user):
 def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo_judged):
     from rest_framework.test import APIClient
 
-    from annotation.projects import add_member
+    from projects.services import add_member
     from tests.test_report_pages import run_pending
 
     campaign, run = demo_judged

@@ -18,15 +18,17 @@ from django.core.management import call_command
 from annotation import sampling
 from annotation.campaigns import CampaignError, add_rater, assign, create_campaign
 from annotation.label_import import import_labels
-from annotation.models import Assignment, AuditEvent, Campaign, Corpus, Dialogue, Label, RandomSample
+from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label, RandomSample
+from projects.models import AuditEvent
 from scoring.judges.estimates import NOT_VALIDATED, load_scores, model_estimates, plan
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.report import judge_vs_physicians
 from scoring.judges.runs import config_snapshot, default_prompt_set
 from tests.factories import mini_cex
+from tests.lazy import lazy
 from tests.test_report_pages import run_pending
 
-ppi_py = pytest.importorskip("ppi_py")
+ppi_py = lazy("ppi_py", skip_when_missing=True)
 
 MODELS = ("model-A", "model-B", "model-C")
 PER_MODEL = 30
@@ -183,7 +185,7 @@ def test_import_labels_random_sample_is_declared(physicians, coordinator, tmp_pa
     out = io.StringIO()
     call_command("import_labels", str(path), "--corpus", corpus.name, "--random-sample", stdout=out)
     assert "random sample" in out.getvalue()
-    campaign = Campaign.objects.get(name="Imported labels: labels.csv")
+    campaign = Campaign.objects.get(name=f"Imported labels: labels.csv on {corpus.name}")
     sample = campaign.random_sample
     assert sample.kind == RandomSample.Kind.DECLARED and sample.size == 60 and len(sample.population) == 90
     assert "labels.csv" in sample.note
@@ -254,7 +256,7 @@ def test_three_estimates_for_a_random_sample(physicians):
     assert a_c["ppi"]["verdict"] == "model-A scores higher"
     assert block["ranking"]["order"][0] == "model-A" and "PPI++" in block["ranking"]["text"]
     assert report["summary"]["model_differences"] == block["ranking"]["text"]
-    assert f"model-A above model-C by {a_c['ppi']['value']:.1f} [" in block["ranking"]["text"]
+    assert f"model-A above model-C by {a_c['ppi']['value']:.1f} percentage points [" in block["ranking"]["text"]
     assert "Science" in block["methods"] and "random sample" in block["methods"] and "mean over" in block["methods"]
 
 
@@ -311,13 +313,18 @@ def test_near_constant_and_constant_criterion(physicians):
     near = model_estimates(run, campaign)
     for entry in near["models"]:
         figures = entry["scopes"]["4"]
-        assert figures["ppi"]["ci_low"] <= figures["ppi"]["value"] <= figures["ppi"]["ci_high"]
+        if figures["ppi"].get("ci_note"):  # no variation on this model's dialogues: no limits, never [x, x]
+            assert figures["ppi"]["ci_low"] is None and figures["ppi"]["ci_high"] is None
+        else:
+            assert figures["ppi"]["ci_low"] <= figures["ppi"]["value"] <= figures["ppi"]["ci_high"]
         assert 0.0 <= figures["ppi"]["lam"] <= 1.0
     item4.update(value=2)
     constant = model_estimates(run, campaign)
     for entry in constant["models"]:
         figures = entry["scopes"]["4"]
-        assert figures["physicians"]["value"] == 2.0 and figures["physicians"]["ci_low"] == 2.0
+        # every score the same: the interval is not estimable and has no limits, as the judge's own scores give it
+        assert figures["physicians"]["value"] == 2.0 and figures["physicians"]["ci_low"] is None
+        assert figures["physicians"]["ci_high"] is None and figures["physicians"]["ci_note"]
         assert any("zero width" in w for w in figures["physicians"]["warnings"] + figures["ppi"]["warnings"])
         assert figures["ppi"]["effective_n"] is None and figures["ppi"]["worth"] is None
 

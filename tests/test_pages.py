@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from annotation import scales
 from annotation.demo import load_demo
-from annotation.models import AuditEvent, Corpus, Dialogue, ScaleVersion
+from annotation.models import Corpus, Dialogue, ScaleVersion
+from projects.models import AuditEvent
 
 ALL_CODES = [f"1.{i}" for i in range(1, 9)] + [f"2.{i}" for i in range(1, 9)] + [f"3.{i}" for i in range(1, 8)] + [
     "4.1", "4.2", "4.3"]
@@ -86,7 +87,7 @@ def test_physician_cannot_edit_items(client, physician, coordinator):
     assert item.text_en != "hacked"
 
 
-def test_corpus_and_dialogue_pages_mark_the_demo(client, coordinator):
+def test_corpus_and_dialogue_pages_mark_the_demo(client, coordinator, demo_scope):
     load_demo()
     client.force_login(get_user_model().objects.get(username="coordinator"))  # the demo project's coordinator
     corpus = Corpus.objects.get(is_demo=True)
@@ -97,8 +98,9 @@ def test_corpus_and_dialogue_pages_mark_the_demo(client, coordinator):
     assert "turn-doctor" in html and "turn-patient" in html and "turn-measurement" in html
 
 
-def test_soft_deleted_corpus_is_hidden_and_audited(client, coordinator):
+def test_soft_deleted_corpus_is_hidden_and_audited(client, demo_scope):
     load_demo()
+    coordinator = get_user_model().objects.get(username="coordinator")  # the demo project's coordinator
     corpus = Corpus.objects.get(is_demo=True)
     corpus.soft_delete(coordinator, "demo no longer needed")
     assert Corpus.objects.filter(pk=corpus.pk).exists()

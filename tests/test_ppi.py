@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from scoring.stats import ppi
+from tests.lazy import lazy
 
-ppi_py = pytest.importorskip("ppi_py")
+ppi_py = lazy("ppi_py", skip_when_missing=True)
 
 # physicians' score distribution on a 0-5 criterion; its mean is the truth the intervals must cover
 P_SCORE = np.array([0.05, 0.10, 0.20, 0.30, 0.25, 0.10])

@@ -11,7 +11,8 @@ from collections import Counter
 import pytest
 from django.urls import reverse
 
-from annotation.models import AuditEvent, Corpus, Dialogue, ScaleVersion
+from annotation.models import Corpus, Dialogue, ScaleVersion
+from projects.models import AuditEvent
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.preference import analysis as preference_analysis
@@ -289,6 +290,9 @@ def test_no_page_export_or_api_reveals_sources_before_unblinding(kind, client, c
         preference_analysis.analysis(study)
     # after unblinding the sources appear
     preference.unblind(study, coordinator, "analysis planned")
+    from tests.test_report_pages import run_pending
+
+    run_pending()  # the results unblinding queued (a worker's job)
     client.force_login(analyst)
     body = client.get(reverse("preference-results", args=[study.pk])).content.decode().lower()
     assert all(label.lower() in body for label in study.sources.values_list("label", flat=True))
@@ -475,11 +479,14 @@ def test_dialogue_study_groups_by_case(db, coordinator):
 
 def test_demo_study_loads_once(instrument):
     from annotation.demo import load_demo
+    from projects.scoping import in_project
+    from projects.services import demo_project
     from scoring.preference.demo import load_preference_demo
 
     load_demo()
     first = load_preference_demo()
     assert first["created"] and first["tasks"] == 4 * 3
     assert load_preference_demo() == {"study": first["study"], "created": False}
-    study = PreferenceStudy.objects.get(pk=first["study"])
-    assert study.status == "open" and study.sources.count() == 3
+    with in_project(demo_project()):  # the demo's own project
+        study = PreferenceStudy.objects.get(pk=first["study"])
+        assert study.status == "open" and study.sources.count() == 3

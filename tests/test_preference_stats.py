@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 
 from scoring import stats
 
@@ -53,6 +52,8 @@ def test_bradley_terry_matches_direct_likelihood_maximisation():
             d = t[idx[a]] - t[idx[b]]
             total -= s * d - np.logaddexp(0, d)
         return total
+
+    from scipy.optimize import minimize  # here, not when the tests are collected
 
     fit = minimize(nll, np.zeros(3), method="BFGS")
     theta = np.concatenate([[0.0], fit.x])

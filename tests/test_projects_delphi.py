@@ -7,14 +7,16 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation import instruments, projects
+from annotation import instruments
 from annotation.models import ScaleVersion
 from delphi import services
 from delphi.forms import NewStudyForm
 from delphi.models import DelphiStudy, Panelist, Round
+from projects import services as projects
+from projects.scoping import in_project
 from tests.factories import staffed_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("across_projects")]
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +31,7 @@ class Side:
         self.project, self.coordinator, self.analyst, (self.member,) = staffed_project(
             name, make_user, physicians=[f"member_{tag}"])
         mini_cex = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
-        with projects.working_in(self.project):
+        with in_project(self.project):
             self.study = services.create_study(title="Same title in both", user=self.coordinator, version=mini_cex,
                                                site_url="http://testserver")
             services.invite(self.study, self.coordinator, text=f"Expert {name} <e-{tag}@example.org>")
@@ -106,7 +108,8 @@ def test_the_study_list_and_exports_hold_only_the_projects_study(client, two):
 
 def test_new_study_form_offers_the_projects_versions_and_the_library(two):
     alpha, beta = two
-    versions = set(NewStudyForm(project=alpha.project).fields["version"].queryset)
+    with in_project(alpha.project):  # as a request of Alpha's builds the form
+        versions = set(NewStudyForm(project=alpha.project).fields["version"].queryset)
     assert alpha.draft in versions and beta.draft not in versions
     assert ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1) in versions
     with pytest.raises(services.DelphiError, match="another project"):

@@ -36,6 +36,8 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "api-campaign-report": {"pk": "campaign"},
     "api-judge-report": {"pk": "judge_run", "?campaign": "campaign"},
     "api-judge-scores": {"pk": "judge_run"},
+    "api-jury-report": {"pk": "jury", "?campaign": "campaign"},
+    "api-jury-scores": {"pk": "jury"},
     "api-scale-detail": {"slug": "scale"},
     "api-scale-version-detail": {"pk": "scale_version"},
     "api-corpus-detail": {"pk": "corpus"},
@@ -71,6 +73,9 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
                                        "proposal_id": "proposal"},
     "delphi:panel-complete": {"token": "own:panel_token", "part_id": "participation"},
     "job-status": {"pk": "report_job"},
+    "study-archive-export-status": {"pk": "archive_job"},
+    "study-archive-download": {"pk": "archive_job"},
+    "figures-status": {"pk": "report_job"},
     "campaign-trial-report": {"pk": "campaign"},
     "campaign-report": {"pk": "campaign"},
     "campaign-report-status": {"pk": "campaign", "job_id": "report_job"},
@@ -85,6 +90,12 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "judge-run-report-status": {"pk": "judge_run", "job_id": "judge_report_job", "?campaign": "campaign"},
     "judge-run-report-download": {"pk": "judge_run", "fmt": "=json", "?campaign": "campaign"},
     "judge-run-compare": {"pk": "judge_run", "other": "imported_run", "?campaign": "campaign"},
+    "jury-detail": {"pk": "jury"},
+    "jury-delete": {"pk": "jury"},
+    "jury-report": {"pk": "jury", "?campaign": "campaign"},
+    "jury-report-status": {"pk": "jury", "job_id": "jury_report_job", "?campaign": "campaign"},
+    "jury-report-download": {"pk": "jury", "fmt": "=json", "?campaign": "campaign"},
+    "jury-compare": {"pk": "jury", "other": "judge_run", "?campaign": "campaign"},
     **{f"preference-{what}": {"pk": "preference_study"}
        for what in ("detail", "sources", "raters", "action", "results", "export")},
     "preference-item-delete": {"pk": "preference_study", "item_id": "preference_item"},
@@ -118,10 +129,13 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
 LIST_URLS: dict[str, dict[str, str]] = {
     **{name: {} for name in (
         "home", "scale-list", "scale-new", "corpus-list", "corpus-upload", "campaign-list", "campaign-new",
-        "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "judge-planner", "preference-list",
+        "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "judge-planner", "jury-new",
+        "judge-selection", "preference-list",
         "preference-new", "generation-home", "generation-case-import", "generation-job-new", "delphi:list",
         "delphi:study-new", "delphi:mine", "system", "api-token-page", "api-root", "project-list")},
     "scale-install": {"slug": "=hivmedqa"},
+    **{name: {} for name in ("study-archive", "study-archive-export", "study-archive-methods")},
+    "study-archive-document": {"what": "=methods.md"},
     **{f"api-{what}-list": {} for what in (
         "scale", "scale-version", "corpus", "dialogue", "campaign", "assignment", "label", "preference-study",
         "preference-task", "judge-run", "preference-judge-run", "generation-job")},
@@ -129,14 +143,15 @@ LIST_URLS: dict[str, dict[str, str]] = {
 
 # Not about project data: signing in and out, the password, health, the schema and its docs (read in
 # test_api_schema_operations_cover_the_api), the token endpoint, the worker check (instance-wide, admin job), the
-# Django admin (administrators only), and the panel link's landing page (its only argument is the bearer token,
-# checked in tests/test_delphi.py).
+# Django admin (administrators only), the panel link's landing page (its only argument is the bearer token,
+# checked in tests/test_delphi.py), and the manual behind the Help link (the same files for everyone,
+# tests/test_help.py).
 OTHER_URLS = {"login", "logout", "password_change", "password_change_done", "healthz", "schema", "swagger-ui",
-              "api-token", "worker-check", "delphi:panel-home", "project-switch"}
+              "api-token", "worker-check", "delphi:panel-home", "project-switch", "help", "help-page"}
 
 # API resource -> object kind (path parameter), and the query parameters that name an object
 API_RESOURCES = {"assignments": "assignment", "campaigns": "campaign", "corpora": "corpus", "dialogues": "dialogue",
-                 "generation-jobs": "generation_job", "judge-runs": "judge_run", "labels": "label",
+                 "generation-jobs": "generation_job", "judge-runs": "judge_run", "juries": "jury", "labels": "label",
                  "preference-judge-runs": "preference_judge_run", "preference-studies": "preference_study",
                  "preference-tasks": "preference_task", "scale-versions": "scale_version", "scales": "scale",
                  "auth": None}
@@ -515,11 +530,12 @@ def test_admin_sees_both_projects(world, db, client):
             assert side.name in response.content.decode()
 
 
+@pytest.mark.usefixtures("across_projects")
 def test_audit_events_carry_their_project(world, db):
     """Every audit entry the world's services wrote about a project's objects records that project."""
     from django.contrib.contenttypes.models import ContentType
 
-    from annotation.models import AuditEvent
+    from projects.models import AuditEvent
 
     checked = 0
     for side in (world.alpha, world.bravo):

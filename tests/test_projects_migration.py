@@ -110,6 +110,7 @@ def _legacy_data(apps) -> SimpleNamespace:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("across_projects")
 def test_an_instance_with_todays_data_upgrades_into_default_and_behaves_as_before(client):
     latest = _latest()
     try:
@@ -126,9 +127,10 @@ def test_an_instance_with_todays_data_upgrades_into_default_and_behaves_as_befor
 def _check_default(before) -> None:
     from django.contrib.auth import get_user_model
 
-    from annotation.models import AuditEvent, Campaign, Corpus, Membership, Project, Scale, ScaleVersion
-    from annotation.roles import is_admin, roles_in
+    from annotation.models import Campaign, Corpus, Scale, ScaleVersion
     from delphi.models import DelphiStudy
+    from projects.models import AuditEvent, Membership, Project
+    from projects.roles import is_admin, roles_in
     from scoring.jobs.models import Job
     from scoring.judges.models import JudgeConfig, JudgeRun, PromptSet
     from scoring.llm.models import LLMEndpoint

@@ -1,7 +1,7 @@
 """Roles per project (issue 29): a user who is a coordinator in one project and a physician in another holds each
 role in its project only (pages and API, through the navigation's switch, ``?project=`` and ``X-Project``);
 ``manage.py project`` manages projects and members; the commands that create or read project data work in the
-project ``--project`` names (default: the only project, else "Default")."""
+project ``--project`` names (default: the only project; with several the command stops and names them)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,16 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotation import projects
 from annotation.labels import submit
-from annotation.models import DEFAULT_PROJECT, Campaign, Corpus, Dialogue, Label, Membership, Project
-from tests.factories import answer_all, campaign_with
+from annotation.models import Campaign, Corpus, Dialogue, Label
+from projects import services as projects
+from projects.models import Membership, Project
+from projects.scoping import in_project
+from tests.factories import answer_all, campaign_with, default_project
 from tests.two_projects import shared_world
+
+pytestmark = pytest.mark.usefixtures("across_projects")
+DEFAULT_PROJECT = "Default"  # the project the migrations make for the library scales (and the tests work in)
 
 # built once for the dual-role tests (the class), gone before the command tests build their own projects
 world = pytest.fixture(scope="class")(shared_world)
@@ -195,7 +200,7 @@ def twins(db, instrument, make_user):
         raters = [make_user(f"{name.lower()}_r{i}") for i in range(2)]
         for user in raters:
             projects.add_member(project, user, "physician")
-        with projects.working_in(project):
+        with in_project(project):
             campaign = campaign_with(raters, n=4, overlap=2, name="C1")
             for assignment in campaign.assignments.select_related("rater"):
                 answer_all(assignment, assignment.rater, value=1 if name == "Alpha" else 0)
@@ -283,24 +288,26 @@ def test_an_unknown_project_is_refused(twins, tmp_path, command, args):
         run(command, *args, "--project", "Nowhere")
 
 
-def test_without_project_the_commands_work_in_default(twins, tmp_path, make_user):
-    """Several projects: no --project means "Default" (the corpus "corpus-C1" is not there)."""
-    with pytest.raises(CommandError, match="No corpus"):
+def test_without_project_on_an_instance_with_several_the_commands_stop(twins, tmp_path, make_user):
+    """Several projects: no --project is refused, naming the projects; nothing is imported anywhere."""
+    with pytest.raises(CommandError, match="several projects.*--project NAME"):
         run("agreement", "--corpus", "corpus-C1")
-    run("import_dialogues", _dialogues_file(tmp_path, "plain"), "--corpus", "Plain")
-    assert Corpus.objects.get(name="Plain").project.name == DEFAULT_PROJECT
+    with pytest.raises(CommandError, match="several projects"):
+        run("import_dialogues", _dialogues_file(tmp_path, "plain"), "--corpus", "Plain")
+    assert not Corpus.objects.filter(name="Plain").exists()
 
 
 def test_without_project_the_only_project_is_used(db, instrument, tmp_path, make_user):
     """One project (an upgraded instance): everything works in it, as before projects."""
-    assert list(Project.objects.values_list("name", flat=True)) == [DEFAULT_PROJECT]
-    raters = [make_user(f"r{i}", "physician") for i in range(2)]
-    campaign = campaign_with(raters, n=2, overlap=2, name="Solo")
-    for assignment in campaign.assignments.select_related("rater"):
-        answer_all(assignment, assignment.rater)
-        submit(assignment, assignment.rater)
-    run("import_dialogues", _dialogues_file(tmp_path, "solo"), "--corpus", "corpus-Solo", "--update")
-    assert Dialogue.objects.filter(corpus=campaign.corpus, external_id__startswith="solo-").count() == 3
-    report = json.loads(run("agreement", "--corpus", "corpus-Solo", "--resamples", "20"))
-    assert [c["name"] for c in report["campaigns"]] == ["Solo"] and report["n_labels"] > 0
-    assert campaign.project.name == DEFAULT_PROJECT
+    with in_project(default_project()):  # the tests' own project
+        assert list(Project.objects.values_list("name", flat=True)) == [DEFAULT_PROJECT]
+        raters = [make_user(f"r{i}", "physician") for i in range(2)]
+        campaign = campaign_with(raters, n=2, overlap=2, name="Solo")
+        for assignment in campaign.assignments.select_related("rater"):
+            answer_all(assignment, assignment.rater)
+            submit(assignment, assignment.rater)
+        run("import_dialogues", _dialogues_file(tmp_path, "solo"), "--corpus", "corpus-Solo", "--update")
+        assert Dialogue.objects.filter(corpus=campaign.corpus, external_id__startswith="solo-").count() == 3
+        report = json.loads(run("agreement", "--corpus", "corpus-Solo", "--resamples", "20"))
+        assert [c["name"] for c in report["campaigns"]] == ["Solo"] and report["n_labels"] > 0
+        assert campaign.project.name == DEFAULT_PROJECT

@@ -19,9 +19,11 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import projects
-from annotation.models import Campaign, Corpus, Project
-from annotation.roles import PHYSICIAN, assign_role
+from annotation.models import Campaign, Corpus
+from projects import services as projects
+from projects.models import Project
+from projects.roles import PHYSICIAN, assign_role
+from projects.scoping import in_project
 from scoring.generation import services as generation
 from scoring.generation.cases import import_case_file
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
@@ -36,6 +38,8 @@ from scoring.preference.demo import DEMO_FILE as ANSWERS_FILE
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
 from tests.factories import campaign_with, mini_cex, staffed_project
 from tests.test_reports import rate_everything
+
+pytestmark = pytest.mark.usefixtures("across_projects")
 
 CASES_FILE = Path(__file__).resolve().parent.parent / "scoring" / "generation" / "fixtures" / \
     "generation_demo_cases.jsonl"
@@ -66,7 +70,7 @@ class Side:
 def build(make_user, name: str, tag: str) -> Side:
     project, coordinator, analyst, physicians = staffed_project(
         name, make_user, physicians=[f"doc{i}_{tag}" for i in range(2)], tag=tag)
-    with projects.working_in(project):
+    with in_project(project):
         # the same names in both projects: names are unique per project, and every lookup must say which
         campaign = campaign_with(physicians, n=4, overlap=2, name="Camp", project=project)
         rate_everything(campaign, random.Random(3))
@@ -324,7 +328,7 @@ def test_objects_of_two_projects_are_not_combined(two, fake_llm, monkeypatch):
     # background work: a generation job, its corpus (found by name in the case set's project) and its report jobs
     # belong to the project of the object they work for, whatever the working project is
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with projects.working_in(alpha.project):
+    with in_project(alpha.project):
         job = generation.create_job(case_set=beta.case_set, corpus_name="corpus-Camp", doctor_models=["d"],
                                     patient_model="p", temperatures=[0.2], doctor_base_url=fake_llm.base_url,
                                     patient_base_url=fake_llm.base_url)
@@ -333,7 +337,7 @@ def test_objects_of_two_projects_are_not_combined(two, fake_llm, monkeypatch):
     from scoring.judges.service import current_report_job
     from scoring.reports.service import current_report_job as campaign_report_job
 
-    with projects.working_in(alpha.project):
+    with in_project(alpha.project):
         assert campaign_report_job(beta.campaign, beta.analyst).project_id == beta.project.pk
         assert current_report_job(beta.run, beta.campaign, beta.analyst, VerdictSettings()).project_id == \
             beta.project.pk
@@ -427,7 +431,7 @@ def test_job_pages_and_the_worker_check(client, two, make_user):
 
 
 def test_audit_events_of_scoring_carry_the_project(two):
-    from annotation.models import AuditEvent
+    from projects.models import AuditEvent
 
     alpha, beta = two
     for side in (alpha, beta):

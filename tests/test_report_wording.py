@@ -12,6 +12,7 @@ from django.template import Context, Template
 from scoring import stats
 from scoring.judges import report as judge_report
 from scoring.judges.report import KEEP, REPLACE, UNRELIABLE, VerdictSettings
+from scoring.stats import formatting
 from tests.test_judge_verdict import agreeing_physicians, binary_item, context
 
 LESS = "agrees with the physicians less than they agree with each other"
@@ -25,7 +26,8 @@ def assert_reasons_follow_the_estimate(entry: dict) -> None:
     if decision["checks"]["non_inferior"] is False and difference and difference["value"] is not None:
         assert "Non-inferiority not shown" in text and "minus the margin" in text, text
         low = difference["ci_low"]
-        assert f"{low:+.2f}" in text, text
+        digits = formatting.decimals(difference["value"], low, difference["ci_high"], 2)  # as the report prints it
+        assert formatting.number(low, digits, sign=True) in text, text
         assert ("below minus the margin" in text) == (low < -difference["margin"] - 1e-9), text
         assert (LESS in text) == (difference["value"] <= -difference["margin"]), (difference, text)
     if difference and difference["value"] is not None and difference["value"] >= 0:

@@ -258,3 +258,16 @@ def test_alpha_if_deleted_is_not_shown_when_alpha_is_undefined(make_user):
     rel = reports.compute(reports.load_study([campaign]), n_resamples=50, plots=False)["reliability"]
     assert rel["cronbach_alpha"]["alpha"] is None
     assert rel["alpha_if_deleted"] == {} and "undefined" in rel["alpha_if_deleted_note"]
+
+
+def test_an_items_dialogue_by_rater_table_is_pivot_tables():
+    """The report's wide table of one item (issue 34: without pandas' group-by) equals
+    ``pivot_table(aggfunc="first")``: sorted dialogues and raters, the first value of a repeated pair, missing cells
+    and unrated dialogues or raters as pivot_table leaves them."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"dialogue": rng.integers(100, 160, 400), "rater": rng.integers(1, 9, 400),
+                          "value": rng.integers(0, 4, 400).astype(float)})
+    frame.loc[rng.random(400) < 0.1, "value"] = np.nan
+    frame.loc[len(frame)] = [999, 42, np.nan]  # a dialogue and a rater with no value: left out
+    want = frame.pivot_table(index="dialogue", columns="rater", values="value", aggfunc="first")
+    pd.testing.assert_frame_equal(reports._dialogue_by_rater(frame), want, check_exact=True)

@@ -18,6 +18,7 @@ from annotation.campaigns import add_rater, assign, create_campaign
 from annotation.importers import import_dialogues
 from annotation.instruments import install_shipped
 from annotation.models import Assignment, Corpus
+from projects.pseudonyms import pseudonym
 from scoring import stats
 from scoring.judges import report as judge_report
 from scoring.reports import agreement as reports
@@ -395,7 +396,8 @@ def test_exports_carry_the_0_to_5_labels_unchanged_in_the_long_format(hiv_campai
     from scoring.reports import exports
 
     rows = list(exports.label_rows(hiv_campaign.corpus, hiv_campaign))
-    saved = {(label.dialogue.external_id, label.rater.rater_profile.pseudonym, label.item.code): label.value
+    saved = {(label.dialogue.external_id, pseudonym(label.campaign.project_id, label.rater),
+              label.item.code): label.value
              for label in Label.objects.filter(campaign=hiv_campaign).select_related("dialogue", "item",
                                                                                     "rater__rater_profile")}
     assert len(rows) == len(saved) == N_ANSWERS * 3 * 5

@@ -16,13 +16,13 @@ from django.urls import reverse
 
 from config.logredact import GunicornLogger, RedactTokens, redact
 from delphi import services as delphi
-from scoring.reports.plots import csp_safe
 from tests.test_delphi import make_study
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 TEMPLATES = BASE_DIR / "templates"
 # The downloaded report is a self-contained file opened from disk, where no policy applies.
-STANDALONE = {"scoring/report_standalone.html", "scoring/judge_report_standalone.html"}
+STANDALONE = {"scoring/report_standalone.html", "scoring/judge_report_standalone.html",
+              "scoring/judge_selection_standalone.html"}
 
 
 # ------------------------------------------------------------------------------------------------- item 9
@@ -79,6 +79,8 @@ def test_templates_hold_no_inline_script_style_or_handler():
 
 
 def test_report_plots_carry_no_inline_style():
+    from scoring.reports.plots import csp_safe  # here: it imports matplotlib
+
     svg = ('<svg xmlns="http://www.w3.org/2000/svg"><defs><style type="text/css">*{stroke-linejoin: round; '
            'stroke-linecap: butt}</style></defs><path style="fill: #ffffff; stroke: #000000; stroke-width: 0.8"/>'
            "<text style=\"font-size: 9px; font-family: 'DejaVu Sans', sans-serif; text-anchor: end\">R0001</text>"
@@ -190,7 +192,7 @@ def test_panel_link_tokens_are_redacted_in_the_logs(caplog):
 
 
 # ------------------------------------------------------------------------------------------------ item 11
-def test_the_demo_preference_study_seed_is_drawn_not_written_in_the_source(db, monkeypatch):
+def test_the_demo_preference_study_seed_is_drawn_not_written_in_the_source(db, monkeypatch, demo_scope):
     from annotation.demo import load_demo
     from scoring.preference import services
     from scoring.preference.demo import load_preference_demo

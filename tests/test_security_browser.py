@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from annotation.models import GoldLabel, default_project_id
+from annotation.models import GoldLabel
+from projects.scoping import active_project_id
 from scoring.llm.models import LLMEndpoint
 from tests.conftest import ARTIFACTS, wait_js, wait_until
 from tests.factories import campaign_with
@@ -23,7 +24,7 @@ def test_pages_work_under_the_content_security_policy(page, make_user, fake_llm)
     rate_everything(campaign, random.Random(2))
     # a server that answers: one that does not is offered with its reason beside its name
     LLMEndpoint.objects.create(name="Local vLLM", base_url=fake_llm.base_url, api_key_env="LLM_KEY_VLLM").projects.add(
-        default_project_id())  # granted to the project
+        active_project_id())  # granted to the project
     login(page, "boss", "a-long-password-1")
 
     page.goto(f"/campaigns/{campaign.pk}/report/")
@@ -40,7 +41,9 @@ def test_pages_work_under_the_content_security_policy(page, make_user, fake_llm)
     trial = campaign_with(raters[:1], n=1, overlap=1, phase="trial", name="Trial")
     dialogue = trial.corpus.dialogues.get()
     page.goto(f"/campaigns/{trial.pk}/dialogues/{dialogue.pk}/")
-    page.get_by_label("Gold for 1.1", exact=True).select_option("1")
+    # choosing posts the form and the answer redirects back here: wait for that page before leaving it
+    with page.expect_navigation(url=f"**/campaigns/{trial.pk}/dialogues/{dialogue.pk}/"):
+        page.get_by_label("Gold for 1.1", exact=True).select_option("1")
     wait_until(lambda: GoldLabel.objects.filter(dialogue=dialogue, item__code="1.1", value=1).exists(), 10,
                "the gold value was not saved")
     page.goto(f"/campaigns/{trial.pk}/")

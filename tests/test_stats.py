@@ -18,9 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pingouin as pg
 import pytest
-from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
 STATS_PATH = ROOT / "scoring" / "stats"
@@ -29,6 +27,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from scoring import stats as S  # noqa: E402
+from tests.lazy import lazy  # noqa: E402
+
+pg = lazy("pingouin")
+sps = lazy("scipy.stats")
 
 nan = np.nan
 

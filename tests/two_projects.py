@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
@@ -63,9 +65,10 @@ class Side:
 class World:
     alpha: Side
     bravo: Side
-    dual: object
+    dual: object  # coordinator in Alpha, physician in Bravo
     admin: object
     default: object
+    dual2: object = None  # physician in Alpha, coordinator in Bravo (the other order)
 
     def side(self, name: str) -> Side:
         return {"alpha": self.alpha, "bravo": self.bravo}[name.lower()]
@@ -79,7 +82,8 @@ def _user(username: str, **extra):
 def _side(name: str, admin, members=()) -> Side:
     """A project with its four users and ``members`` ((user, role) pairs) added before its objects are built:
     a physician among them is a rater of the project's campaign."""
-    from annotation import projects
+    from projects import services as projects
+    from projects.scoping import in_project
 
     low = name.lower()
     project = projects.create_project(name, by=admin)
@@ -88,7 +92,7 @@ def _side(name: str, admin, members=()) -> Side:
     for user, role in ((side.coordinator, "coordinator"), (side.analyst, "analyst"), (side.physicians[0], "physician"),
                        (side.physicians[1], "physician"), *members):
         projects.add_member(project, user, role, by=admin)
-    with projects.working_in(project):
+    with in_project(project):
         _fill(side, [user for user, role in members if role == "physician"])
     return side
 
@@ -96,14 +100,16 @@ def _side(name: str, admin, members=()) -> Side:
 def _fill(side: Side, extra_raters: list) -> None:  # noqa: PLR0915 - one of every kind, in order
     from annotation import instruments, labels
     from annotation.campaigns import add_rater, assign, create_campaign
-    from annotation.models import Adjudication, AuditEvent, Corpus, Dialogue, GoldLabel, Redaction, ScaleVersion
+    from annotation.models import Adjudication, Corpus, Dialogue, GoldLabel, Redaction, ScaleVersion
     from delphi import services as delphi
     from delphi.models import ItemDecision
+    from projects.models import AuditEvent
     from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob, PatientCase
     from scoring.jobs.models import Job
+    from scoring.judges import juries
     from scoring.judges import prompts as judge_prompts
     from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
-    from scoring.judges.runs import config_snapshot
+    from scoring.llm.engine import config_snapshot
     from scoring.llm.models import LLMEndpoint
     from scoring.preference import services as preference
     from scoring.preference.models import PreferenceJudgeRun, PreferenceTask
@@ -180,14 +186,26 @@ def _fill(side: Side, extra_raters: list) -> None:  # noqa: PLR0915 - one of eve
                     value=1 if it.response_type == "binary" else 2, rationale=f"{name} rationale")
         for r in (run, imported) for d in dialogues for it in items])
     obj.update(prompt_set=prompt_set, judge_config=config, judge_run=run, imported_run=imported)
+    obj["jury"] = juries.create_jury(f"{name} jury", corpus, [run, imported], rule="majority", user=coord)
 
     # report jobs
     obj["report_job"] = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, params={"campaign": campaign.pk},
                                            project=project, requested_by=coord, status=Job.Status.SUCCEEDED,
                                            result={"note": f"{name} report"})
+    # a finished study archive export, its zip in the file storage
+    archive_job = Job.objects.create(kind=Job.Kind.STUDY_EXPORT, project=project, requested_by=coord,
+                                     status=Job.Status.SUCCEEDED, params={"file": f"study-{low}.zip"})
+    stored = default_storage.save(f"study-archives/{project.pk}/{archive_job.pk}-study-{low}.zip",
+                                  ContentFile(f"{name} archive".encode()))
+    archive_job.result = {"file": f"study-{low}.zip", "storage": stored, "sha256": "0" * 64, "bytes": 10}
+    archive_job.save(update_fields=["result"])
+    obj["archive_job"] = archive_job
     obj["judge_report_job"] = Job.objects.create(kind=Job.Kind.JUDGE_REPORT,
                                                  params={"run": run.pk, "campaign": campaign.pk},
                                                  project=project, requested_by=coord, status=Job.Status.QUEUED)
+    obj["jury_report_job"] = Job.objects.create(kind=Job.Kind.JUDGE_REPORT,
+                                                params={"run": f"jury:{obj['jury'].pk}", "campaign": campaign.pk},
+                                                project=project, requested_by=coord, status=Job.Status.QUEUED)
 
     # preference study: answers of three sources, raters, tasks, one submitted task
     study = preference.create_study(name=f"{name} preference", kind="answer", criteria="response", overlap=2,
@@ -240,16 +258,49 @@ def _fill(side: Side, extra_raters: list) -> None:  # noqa: PLR0915 - one of eve
 def build_world() -> World:
     """Both projects, the dual-role user and an administrator, in the current database (the Mini-CEX must be
     loaded: the ``instrument`` fixture or the data migration)."""
-    from annotation.models import DEFAULT_PROJECT, Project
-    from annotation.roles import assign_role
+    from projects.models import Project
+    from projects.roles import assign_role
+    from projects.services import create_project
 
-    default = Project.objects.get_or_create(name=DEFAULT_PROJECT)[0]
+    default = Project.objects.filter(name="Default").first() or create_project("Default")
     admin = _user("root", is_superuser=True, is_staff=True)
     assign_role(admin, "admin")
-    dual = _user("dual")
-    alpha = _side("Alpha", admin, [(dual, "coordinator")])
-    bravo = _side("Bravo", admin, [(dual, "physician")])
-    return World(alpha=alpha, bravo=bravo, dual=dual, admin=admin, default=default)
+    dual, dual2 = _user("dual"), _user("dual2")
+    alpha = _side("Alpha", admin, [(dual, "coordinator"), (dual2, "physician")])
+    bravo = _side("Bravo", admin, [(dual, "physician"), (dual2, "coordinator")])
+    _library(alpha, bravo)
+    return World(alpha=alpha, bravo=bravo, dual=dual, admin=admin, default=default, dual2=dual2)
+
+
+def _library(owner: Side, drafter: Side) -> None:
+    """A scale ``owner`` publishes to the library (a levels item with its levels), and a draft of its next version
+    that ``drafter`` makes (as a Delphi study of theirs would), reworded in the drafter's name: the owner must never
+    see, edit, publish or copy that draft."""
+    from annotation import instruments, scales
+    from annotation.models import Item
+    from projects.scoping import in_project
+
+    low = owner.name.lower()
+    with in_project(owner.project):
+        version = instruments.create_scale(slug=f"{low}-library", name_en=f"{owner.name} library scale",
+                                           user=owner.coordinator)
+        instruments.add_dimension(version, code="d1", name_en=f"{owner.name} library dimension",
+                                  user=owner.coordinator)
+        instruments.add_item(version, {"code": "q1", "dimension": "d1", "text": f"{owner.name} library question",
+                                       "response": {"type": "levels", "levels": [
+                                           {"code": "q1.1", "value": 1, "label": f"{owner.name} low"},
+                                           {"code": "q1.2", "value": 2, "label": f"{owner.name} high"}]}},
+                             user=owner.coordinator)
+        scales.publish(version, owner.coordinator)
+    owner.objects.update(library_scale=version.scale, library_version=version)
+    with in_project(drafter.project):
+        draft = scales.new_version(version, drafter.coordinator, f"{drafter.name} Delphi rewording")
+        item = Item.objects.get(version=draft, code="q1")
+        level = Item.objects.get(version=draft, code="q1.1")
+        for row, text in ((item, f"{drafter.name} draft wording"), (level, f"{drafter.name} draft level")):
+            row.text_en = text
+            row.save()
+    drafter.objects.update(library_draft=draft, library_draft_item=item, library_draft_level=level)
 
 
 def shared_world(django_db_setup, django_db_blocker):
@@ -265,9 +316,17 @@ def shared_world(django_db_setup, django_db_blocker):
             scales.rating_sheet.cache_clear()
             from annotation import models as annotation_models
             from annotation.scales import load_instrument, read_instrument
+            from projects.models import Project
+            from projects.scoping import in_project, scopes_disabled
+            from projects.services import create_project
 
-            load_instrument(read_instrument(), annotation_models)
-            yield build_world()
+            with scopes_disabled():
+                default = Project.objects.filter(name="Default").first() or create_project("Default")
+            with in_project(default):
+                load_instrument(read_instrument(), annotation_models)
+            with scopes_disabled():
+                world = build_world()
+            yield world
         finally:
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)

@@ -4,7 +4,7 @@ PostgreSQL applies its updates before the schema changes)."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-import annotation.models
+import projects.legacy
 
 
 class Migration(migrations.Migration):
@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='delphistudy',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='delphistudy',

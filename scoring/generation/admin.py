@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from annotation.admin import ReadOnlyHistoryAdmin
+from projects.admin import ReadOnlyHistoryAdmin
 from scoring.generation.models import (
     CaseSet,
     GeneratedDialogue,

@@ -17,6 +17,9 @@ class GenerationJobSerializer(EngineJobSerializer):
 class GenerationJobViewSet(EngineJobViewSet):
     """Doctor models talking with a patient simulator over a case set."""
 
-    queryset = GenerationJob.objects.order_by("-created_at", "-id")
     serializer_class = GenerationJobSerializer
+
+    def jobs(self):
+        return GenerationJob.objects.order_by("-created_at", "-id")
+
     progress = staticmethod(generation.progress)

@@ -27,7 +27,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.importers import ImportRejected, LineError, json_objects, size_error
-from annotation.models import AuditEvent
+from projects.models import AuditEvent
 from scoring.generation.models import CaseSet, PatientCase
 
 MAX_EXPANSION = 5000  # cases one template line may produce

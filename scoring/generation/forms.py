@@ -8,7 +8,7 @@ from scoring.generation import prompts as gp
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet
 from scoring.llm.endpoints import EndpointChoiceField, limit_to
-from scoring.llm.forms import SpendCapsForm
+from scoring.llm.forms import SpendCapsForm, name_cost_cap_currency
 from scoring.llm.models import LLMEndpoint
 
 
@@ -92,8 +92,10 @@ class GenerationJobForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["case_set"].queryset = CaseSet.objects.alive().in_project(project)
+        self.fields["case_set"].queryset = CaseSet.objects.alive()
         limit_to(self, project)
+        # a job's costs are in its doctor endpoint's currency
+        name_cost_cap_currency(self, self.fields["doctor_endpoint"].queryset.values_list("currency", flat=True))
 
     def clean_doctor_models(self):
         models = [m.strip() for m in self.cleaned_data["doctor_models"].split(",") if m.strip()]

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import ProjectOwned, SoftDeletable
+from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.keys import validate_key_variable
 from scoring.llm.models import EngineJob, WorkUnit
 
@@ -34,10 +34,12 @@ class CaseSet(ProjectOwned, SoftDeletable):
         return self.name
 
 
-class PatientCase(SoftDeletable):
+class PatientCase(ProjectScoped, SoftDeletable):
     """What the patient simulator plays: a free-text self-report (Shi et al., LLM-Mini-CEX) or an OSCE case in the
     AgentClinic shape (Schmidgall et al., AgentClinic) with the doctor's objective, the patient actor, examination
     findings, test results and the correct diagnosis. The diagnosis is for the moderator only."""
+
+    project_path = "case_set__project"
 
     class Kind(models.TextChoices):
         SELF_REPORT = "self_report", "Self-report"
@@ -112,8 +114,10 @@ class GenerationJob(ProjectOwned, EngineJob):
         return f"Generation #{self.pk} {self.name}"
 
 
-class GeneratedDialogue(WorkUnit):
+class GeneratedDialogue(ProjectScoped, WorkUnit):
     """One dialogue to generate: a case, a doctor model and a condition. Its turns are GenerationTurn rows."""
+
+    project_path = "job__project"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -168,8 +172,10 @@ class GeneratedDialogue(WorkUnit):
         return ", ".join(parts)
 
 
-class GenerationTurn(models.Model):
+class GenerationTurn(ProjectScoped):
     """One stored turn of a generated dialogue and the request that produced it (unique per position)."""
+
+    project_path = "generated__job__project"
 
     class Role(models.TextChoices):
         DOCTOR = "doctor", "Doctor"
@@ -192,8 +198,10 @@ class GenerationTurn(models.Model):
         return f"{self.generated_id}#{self.index} {self.role}"
 
 
-class GenerationCall(models.Model):
+class GenerationCall(ProjectScoped):
     """Every paid request of a job (turns, retries after empty answers, moderator), for tokens and cost."""
+
+    project_path = "job__project"
 
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="calls")
     generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="calls")

@@ -29,7 +29,9 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from annotation.importers import privacy_fields
-from annotation.models import AuditEvent, Corpus, Dialogue
+from annotation.models import Corpus, Dialogue
+from projects.access import in_project_of
+from projects.models import AuditEvent
 from scoring.generation import prompts
 from scoring.generation.models import (
     CaseSet,
@@ -87,6 +89,7 @@ def _biases(values, side: str) -> list[str]:
 
 
 @transaction.atomic
+@in_project_of("case_set")
 def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str], patient_model: str,
                temperatures: list, name: str = "", doctor_base_url: str = "",
                doctor_api_key_env: str = "OPENAI_API_KEY", patient_base_url: str = "",
@@ -131,7 +134,7 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
         raise GenerationError(f"That is {total} dialogues; the limit per job is {MAX_DIALOGUES}.")
     corpus_name = (corpus_name or "").strip() or f"Generated from {case_set.name}"
     project = case_set.project_id  # the job, its corpus and its dialogues belong to the case set's project
-    corpus = Corpus.objects.in_project(project).filter(name=corpus_name).first()
+    corpus = Corpus.objects.filter(name=corpus_name).first()
     if corpus is not None and corpus.is_deleted:
         raise GenerationError(f"Corpus {corpus_name!r} was deleted; choose another name.")
     if corpus is None:
@@ -359,7 +362,7 @@ def request_key(endpoint: str, payload: dict, gd: GeneratedDialogue) -> str:
         extra["_repeat"] = gd.repeat
     if gd.retry_round:
         extra["_retry_round"] = gd.retry_round
-    return gateway.request_key(endpoint, {**payload, **extra})
+    return gateway.request_key(endpoint, {**payload, **extra}, project=gd.job.project_id)
 
 
 @dataclass
@@ -471,11 +474,7 @@ def _store_step(config: dict, step: Step, call: LLMCall, from_cache: bool) -> No
 HANDLER = engine.register(GenerationHandler())
 
 
-@dataclass
-class StepOutcome:
-    state: str  # stored, cached, finished, skipped, busy, retry, failed, fatal
-    retry_in: float | None = None
-    next: bool = False  # another step of this dialogue should follow
+StepOutcome = engine.UnitOutcome  # states: stored, cached, finished, skipped, busy, retry, failed, fatal
 
 
 def process_step(gd_id: int) -> StepOutcome:
@@ -561,15 +560,16 @@ def progress(job: GenerationJob) -> dict:
         finished = done + failed
         eta = remaining / (finished / elapsed) if finished and remaining else (0 if not remaining else None)
     spend = engine.spend(HANDLER, job)
+    work = engine.open_work(job, remaining, eta)
     return {
-        "total": total, "done": done, "failed": failed, "remaining": remaining,
-        "in_progress": counts.get("running", 0),
+        "total": total, "done": done, "failed": failed, **work,
+        "in_progress": 0 if work["ended"] else counts.get("running", 0),
         "percent": round(100 * (total - remaining) / total, 1) if total else 0.0,
-        "segments": engine.segments(total, done, 0, failed),
+        "segments": engine.segments(total, done, 0, failed, ended=work["ended"], done_label="done"),
         "turns": turns["n"] or 0, "cached_turns": turns["cached"] or 0,
         "calls": calls["n"] or 0, "prompt_tokens": calls["pt"] or 0, "completion_tokens": calls["ct"] or 0,
         "cost": spend["cost"], "currency": spend["currency"], "spend": spend,
-        "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
+        "elapsed_seconds": elapsed, "calls_per_second": rate,
         "status": job.status, "status_label": job.get_status_display(), "error": job.error,
         "causes": engine.top_causes(HANDLER, job.pk) if failed else [],
         "delivery": delivery.state(HANDLER, job, remaining=remaining),

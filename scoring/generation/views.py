@@ -7,10 +7,11 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation import projects
 from annotation.importers import ImportRejected, LineError, size_error
-from annotation.models import AuditEvent, Campaign
-from annotation.roles import ANALYST, COORDINATOR, role_required
+from annotation.models import Campaign
+from projects.access import current, get_in_project_or_404, role_required
+from projects.models import AuditEvent
+from projects.roles import ANALYST, COORDINATOR
 from scoring.generation import cases
 from scoring.generation import services as generation
 from scoring.generation.forms import CaseImportForm, GenerationJobForm
@@ -37,22 +38,22 @@ FIELD_GROUPS = [
 
 @role_required(COORDINATOR, ANALYST)
 def generation_home(request):
-    project = projects.current(request)
+    project = current(request)
     return render(request, "scoring/generation_list.html", {
-        "case_sets": CaseSet.objects.alive().in_project(project).prefetch_related("cases"),
-        "jobs": GenerationJob.objects.in_project(project).select_related("case_set", "corpus")[:50],
+        "case_sets": CaseSet.objects.alive().prefetch_related("cases"),
+        "jobs": GenerationJob.objects.select_related("case_set", "corpus")[:50],
         "endpoint_help": endpoint_help(project),
     })
 
 
 def _jobs(request):
     """The request's project's generation jobs: another project's answers 404, as a missing one."""
-    return GenerationJob.objects.in_project(projects.current(request)).select_related("case_set", "corpus")
+    return GenerationJob.objects.select_related("case_set", "corpus")
 
 
 @role_required(COORDINATOR)
 def case_import(request):
-    project = projects.current(request)
+    project = current(request)
     form = CaseImportForm(request.POST or None, request.FILES or None,
                           initial={"case_set": request.GET.get("case_set", "")})
     errors = []
@@ -65,7 +66,7 @@ def case_import(request):
             name = form.cleaned_data["case_set"].strip()
             try:
                 with transaction.atomic():
-                    case_set = CaseSet.objects.in_project(project).filter(name=name).first()
+                    case_set = CaseSet.objects.filter(name=name).first()
                     if case_set is not None and case_set.is_deleted:
                         raise ImportRejected([LineError(0, f"case set {name!r} was deleted; "
                                                                  "choose another name")])
@@ -87,7 +88,7 @@ def case_import(request):
 
 @role_required(COORDINATOR, ANALYST)
 def case_set_detail(request, pk: int):
-    case_set = get_object_or_404(CaseSet.objects.alive().in_project(projects.current(request)), pk=pk)
+    case_set = get_object_or_404(CaseSet.objects.alive(), pk=pk)
     return render(request, "scoring/generation_case_set.html", {
         "case_set": case_set, "cases": case_set.cases.alive()[:500], "count": case_set.cases.alive().count(),
         "jobs": case_set.jobs.select_related("corpus")})
@@ -95,7 +96,7 @@ def case_set_detail(request, pk: int):
 
 @role_required(COORDINATOR)
 def job_new(request):
-    project = projects.current(request)
+    project = current(request)
     initial = {"case_set": request.GET.get("case_set")}
     form = GenerationJobForm(request.POST or None, initial=initial, project=project)
     if request.method == "POST" and form.is_valid():
@@ -124,7 +125,7 @@ def job_detail(request, pk: int):
     job = get_object_or_404(_jobs(request), pk=pk)
     context = _job_context(job)
     context.update({
-        "campaigns": Campaign.objects.alive().in_project(job.project_id).filter(corpus=job.corpus),
+        "campaigns": Campaign.objects.alive().filter(corpus=job.corpus),
         "judge_runs": job.corpus.judge_runs.filter(project=job.project_id).select_related("config")[:20],
     })
     return render(request, "scoring/generation_job.html", context)
@@ -169,6 +170,5 @@ def job_action(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def generated_detail(request, pk: int):
-    gd = get_object_or_404(projects.scope(GeneratedDialogue.objects.select_related("job", "case", "dialogue"),
-                                          projects.current(request), "job__project"), pk=pk)
+    gd = get_in_project_or_404(GeneratedDialogue.objects.select_related("job", "case", "dialogue"), request, pk=pk)
     return render(request, "scoring/generation_dialogue.html", {"gd": gd, "turns": generation.transcript(gd)})

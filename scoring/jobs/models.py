@@ -6,10 +6,10 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import default_project_id
+from projects.models import ProjectScoped
 
 
-class Job(models.Model):
+class Job(ProjectScoped):
     """A unit of background work whose state and result live in the database, not in Celery.
 
     The web process creates the row and enqueues the task with its id; the worker moves it through
@@ -20,6 +20,9 @@ class Job(models.Model):
         WORKER_CHECK = "worker_check", "End-to-end worker check"
         CAMPAIGN_REPORT = "campaign_report", "Campaign agreement report"
         JUDGE_REPORT = "judge_report", "Judge vs physicians report"
+        STUDY_EXPORT = "study_export", "Study archive export"
+        PREFERENCE_RESULTS = "preference_results", "Preference study results"
+        DELPHI_ROUND = "delphi_round", "Delphi round statistics"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -34,9 +37,8 @@ class Job(models.Model):
     error = models.TextField(blank=True)
     progress = models.FloatField(default=0.0)
     message = models.CharField(max_length=200, blank=True, help_text="What the job is doing now.")
-    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", default=default_project_id,
-                                help_text="Empty for instance-wide jobs (the worker check).")
+    project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="+", help_text="Empty for instance-wide jobs (the worker check).")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

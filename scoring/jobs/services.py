@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from projects import scoping
 from scoring.jobs.models import Job
 
 log = logging.getLogger(__name__)
@@ -81,11 +82,12 @@ def forget_superseded(job: Job, *, same: tuple[str, ...], version: str) -> int:
     return Job.objects.filter(pk__in=superseded).update(result={})
 
 
-def send(job_id: int) -> bool:
-    """Queue a job's task; False when the broker cannot be reached (the reconciler tries again)."""
-    Job.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
+def send(job_id: int, countdown: float | None = None) -> bool:
+    """Queue a job's task (to start in ``countdown`` seconds); False when the broker cannot be reached (the
+    reconciler tries again)."""
+    Job.unscoped.filter(pk=job_id).update(enqueued_at=timezone.now())
     try:
-        current_app.send_task("scoring.run_job", (job_id,))
+        current_app.send_task("scoring.run_job", (job_id,), countdown=countdown or None)
     except Exception as exc:
         log.warning("could not queue job %s: %s", job_id, exc)
         return False
@@ -94,14 +96,19 @@ def send(job_id: int) -> bool:
 
 def execute(job_id: int) -> Job:
     """Run one job to completion, recording the result or the error on the row. A message delivered twice runs
-    the job once: a finished job, or one another live worker is running, is left alone."""
+    the job once: a finished job, or one another live worker is running, is left alone. A debounced job
+    (:mod:`scoring.jobs.figures`) whose inputs changed again since its message was sent is sent again for later."""
     now = timezone.now()
     with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job_id)
+        job = Job.unscoped.select_for_update().get(pk=job_id)
         if job.is_finished:
             return job  # a redelivered message after completion: nothing to do
         if job.status == Job.Status.RUNNING and job.heartbeat_at and job.heartbeat_at > now - HEARTBEAT_STALE:
             return job  # running elsewhere
+        wait = due_in(job, now) if job.status == Job.Status.QUEUED else 0.0
+        if wait:
+            transaction.on_commit(lambda: send(job_id, countdown=wait))
+            return job
         job.status = Job.Status.RUNNING
         job.started_at = now
         job.heartbeat_at = now
@@ -111,7 +118,8 @@ def execute(job_id: int) -> Job:
     heart = threading.Thread(target=_beat, args=(job.pk, beating), name=f"job-{job.pk}-heartbeat", daemon=True)
     heart.start()
     try:
-        result = handler_for(job.kind)(job)
+        with scoping.in_project(job.project_id):  # the job's project (none: the instance-wide worker check)
+            result = handler_for(job.kind)(job)
     except Exception as exc:
         job.status = Job.Status.FAILED
         job.error = f"{type(exc).__name__}: {exc}"
@@ -129,6 +137,21 @@ def execute(job_id: int) -> Job:
     return job
 
 
+# A debounced job's message that arrives this little before the job is due runs it (clocks, rounding).
+EARLY_OK = timedelta(milliseconds=250)
+
+
+def due_in(job: Job, now=None) -> float:
+    """Seconds until a debounced job (:mod:`scoring.jobs.figures`: ``params["not_before"]``) may start (0: now)."""
+    from datetime import datetime
+
+    not_before = job.params.get("not_before") if isinstance(job.params, dict) else None
+    if not not_before:
+        return 0.0
+    wait = datetime.fromisoformat(not_before) - (now or timezone.now())
+    return 0.0 if wait <= EARLY_OK else wait.total_seconds()
+
+
 # A running job whose worker has not beaten for this long is taken to be lost with its worker.
 HEARTBEAT_EVERY = 5.0
 HEARTBEAT_STALE = timedelta(seconds=60)
@@ -140,7 +163,7 @@ MAX_ATTEMPTS = 3
 def _beat(job_id: int, stop: threading.Event) -> None:
     try:
         while not stop.wait(HEARTBEAT_EVERY):
-            Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(heartbeat_at=timezone.now())
+            Job.unscoped.filter(pk=job_id, status=Job.Status.RUNNING).update(heartbeat_at=timezone.now())
     except Exception as exc:  # the database is down: the job itself will notice
         log.warning("job %s heartbeat failed: %s", job_id, exc)
     finally:
@@ -151,19 +174,19 @@ def reconcile() -> dict[str, list[int]]:
     """Queue again jobs whose message was lost (queued, not started) or whose worker died (running, silent)."""
     now = timezone.now()
     resent, requeued, failed = [], [], []
-    lost = Job.objects.filter(status=Job.Status.QUEUED).filter(
+    lost = Job.unscoped.filter(status=Job.Status.QUEUED).filter(
         Q(enqueued_at__lt=now - RESEND_AFTER) | Q(enqueued_at__isnull=True, created_at__lt=now - RESEND_AFTER))
     for job_id, enqueued in lost.values_list("pk", "enqueued_at"):
-        claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED, enqueued_at=enqueued).update(enqueued_at=now)
+        claimed = Job.unscoped.filter(pk=job_id, status=Job.Status.QUEUED, enqueued_at=enqueued).update(enqueued_at=now)
         if claimed and send(job_id):
             resent.append(job_id)
-    for job in Job.objects.filter(status=Job.Status.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE):
+    for job in Job.unscoped.filter(status=Job.Status.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE):
         if job.attempts >= MAX_ATTEMPTS:
-            if Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
+            if Job.unscoped.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
                     status=Job.Status.FAILED, finished_at=now,
                     error=f"The worker running it stopped {job.attempts} times; giving up."):
                 failed.append(job.pk)
-        elif Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
+        elif Job.unscoped.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
                 status=Job.Status.QUEUED, enqueued_at=now, message="worker lost; queued again"):
             send(job.pk)
             requeued.append(job.pk)
@@ -185,12 +208,12 @@ def worker_check(job: Job) -> dict[str, Any]:
         "celery": celery.__version__,
         "django": django.__version__,
         "database_vendor": connection.vendor,
-        "scale_versions": ScaleVersion.objects.count(),
-        "items": Item.objects.count(),
+        "scale_versions": ScaleVersion.unscoped.count(),  # instance-wide: what the database holds
+        "items": Item.unscoped.count(),
         "requested_at": job.created_at.isoformat(),
         "checked_at": timezone.now().isoformat(),
     }
 
 
 def set_progress(job: Job, fraction: float, message: str) -> None:
-    Job.objects.filter(pk=job.pk).update(progress=fraction, message=message[:200])
+    Job.unscoped.filter(pk=job.pk).update(progress=fraction, message=message[:200])

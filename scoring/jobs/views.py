@@ -3,20 +3,21 @@
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from annotation import projects
-from annotation.roles import ADMIN, COORDINATOR, is_admin, role_required
 from config.health import health
+from projects.access import current, role_required
+from projects.roles import ADMIN, ANALYST, COORDINATOR, is_admin
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
 
 
 @role_required(ADMIN, COORDINATOR)
 def system_status(request):
-    ok, checks = health()
-    admin = is_admin(request.user)  # the worker check is instance-wide: administrators only
-    recent = Job.objects.filter(kind=Job.Kind.WORKER_CHECK).select_related("requested_by")[:5] if admin else []
+    admin = is_admin(request.user)  # the instance's details and the worker check: administrators only
+    ok, checks = health(details=admin)
+    # instance-wide jobs: listed unscoped use
+    recent = Job.unscoped.filter(kind=Job.Kind.WORKER_CHECK).select_related("requested_by")[:5] if admin else []
     return render(request, "scoring/system.html", {"ok": ok, "checks": checks, "recent": recent,
-                                                   "may_check": admin})
+                                                   "may_check": admin, "details": admin})
 
 
 @require_POST
@@ -31,8 +32,26 @@ def job_status(request, pk: int):
     """A job of the request's project; an instance-wide one (the worker check) for administrators only."""
     from django.db.models import Q
 
-    visible = Q(project=projects.current(request))
-    if is_admin(request.user):
-        visible |= Q(project__isnull=True)
-    job = get_object_or_404(Job.objects.filter(visible), pk=pk)
+    qs = Job.objects.all()
+    if is_admin(request.user):  # instance-wide jobs (the worker check) have no project: listed unscoped use
+        qs = Job.unscoped.filter(Q(project=current(request)) | Q(project__isnull=True))
+    job = get_object_or_404(qs, pk=pk)
     return render(request, "scoring/partials/job.html", {"job": job})
+
+
+@role_required(COORDINATOR, ANALYST)
+def figures_status(request, pk: int):
+    """htmx poll of a page showing stored figures (scoring/jobs/figures.py): the "updating" note (or, with
+    ``?computing=1``, the progress) while the job runs, a full-page refresh once it has finished. A job of the
+    request's project only."""
+    from django.http import HttpResponse
+    from django.urls import reverse
+
+    job = get_object_or_404(Job.objects.exclude(kind=Job.Kind.WORKER_CHECK), pk=pk)
+    if job.is_finished:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    template = "scoring/partials/figures_computing.html" if request.GET.get("computing") else \
+        "scoring/partials/figures_updating.html"
+    return render(request, template, {"job": job, "poll_url": reverse("figures-status", args=[job.pk])})

@@ -2,8 +2,17 @@
 
 from django.contrib import admin
 
-from annotation.admin import ReadOnlyHistoryAdmin
-from scoring.judges.models import ImportedPrompt, JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
+from projects.admin import ReadOnlyHistoryAdmin
+from scoring.judges.models import (
+    ImportedPrompt,
+    JudgeConfig,
+    JudgeResult,
+    JudgeRun,
+    Jury,
+    JuryMember,
+    Prompt,
+    PromptSet,
+)
 
 
 class PromptInline(admin.TabularInline):
@@ -34,6 +43,25 @@ class JudgeRunAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "config", "corpus", "status", "created_at", "finished_at"]
     list_filter = ["project", "status"]
     readonly_fields = ["snapshot", "error"]
+
+
+class JuryMemberInline(admin.TabularInline):
+    model = JuryMember
+    extra = 0
+    raw_id_fields = ["run"]
+
+
+@admin.register(Jury)
+class JuryAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "corpus", "rule", "created_at", "deleted_at"]
+    list_filter = ["project", "rule"]
+    inlines = [JuryMemberInline]
+
+
+@admin.register(JuryMember)
+class JuryMemberAdmin(admin.ModelAdmin):
+    list_display = ["jury", "run", "position"]
+    raw_id_fields = ["jury", "run"]
 
 
 @admin.register(JudgeResult)

@@ -8,12 +8,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import projects
 from annotation.models import Campaign
 from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
-from scoring.judges.models import JudgeRun
+from scoring.judges.models import JudgeRun, Jury
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.reports.api import CanReadReports, ReportPendingSerializer
 
@@ -39,14 +38,17 @@ class JudgeRunViewSet(EngineJobViewSet):
     problems, failed), the reason in ``error``, requests sent against the run's limit, cost in the judge's currency
     and, on the detail, the progress with the top causes of failed or unscored answers."""
 
-    queryset = JudgeRun.objects.select_related("config").order_by("-created_at", "-id")
     serializer_class = JudgeRunSerializer
+
+    def jobs(self):
+        return JudgeRun.objects.select_related("config").order_by("-created_at", "-id")
+
     progress = staticmethod(judging.progress)
 
 
 def _runs(request):
     """The request's project's runs: another project's run is a 404, as a missing one."""
-    return JudgeRun.objects.in_project(projects.current(request)).select_related("config", "corpus")
+    return JudgeRun.objects.select_related("config", "corpus")
 
 
 class JudgeReportView(APIView):
@@ -57,6 +59,10 @@ class JudgeReportView(APIView):
     with the report when it is ready, 202 with the progress while it is computed (ask again)."""
 
     permission_classes = [CanReadReports]
+
+    @staticmethod
+    def sources(request):
+        return _runs(request)
 
     @extend_schema(
         parameters=[OpenApiParameter("campaign", int, required=True, description="campaign on the run's corpus"),
@@ -73,12 +79,12 @@ class JudgeReportView(APIView):
         from scoring.judges.report import check_comparable
         from scoring.judges.service import current_report_job
 
-        run = get_object_or_404(_runs(request), pk=pk)
+        run = get_object_or_404(self.sources(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
         if not str(campaign_id or "").isdigit() or len(str(campaign_id)) > 18:
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
-        campaign = get_object_or_404(Campaign.objects.alive().in_project(run.project_id), pk=int(campaign_id))
+        campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
         form = VerdictSettingsForm.from_query(request.query_params)
         if not form.is_valid():
             errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
@@ -106,10 +112,37 @@ class JudgeScoresView(APIView):
 
     permission_classes = [CanReadReports]
 
+    @staticmethod
+    def sources(request):
+        return _runs(request)
+
     @extend_schema(responses={200: OpenApiResponse(description="see scoring.judges.report.judge_scores"),
                               404: OpenApiResponse(description="no such run")})
     def get(self, request, pk: int):
-        from scoring.judges.report import judge_scores
+        from scoring.judges.service import stored_judge_scores
 
-        run = get_object_or_404(_runs(request), pk=pk)
-        return Response(judge_scores(run))
+        run = get_object_or_404(self.sources(request), pk=pk)
+        return Response(stored_judge_scores(run))
+
+
+def _juries(request):
+    """The request's project's live juries: another project's jury is a 404, as a missing one."""
+    return Jury.objects.alive().select_related("corpus")
+
+
+class JuryReportView(JudgeReportView):
+    """Jury vs physicians for a jury (two or more runs combined by a declared rule) and a campaign on the same
+    corpus: the same report as a run's, with the jury's members and rule under ``run.provenance``."""
+
+    @staticmethod
+    def sources(request):
+        return _juries(request)
+
+
+class JuryScoresView(JudgeScoresView):
+    """A jury's own combined scores, without physicians (as a run's), its members and rule under
+    ``run.provenance``."""
+
+    @staticmethod
+    def sources(request):
+        return _juries(request)

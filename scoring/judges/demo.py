@@ -3,7 +3,7 @@ finished study's whole corpus (the physicians rated a random sample of it), with
 called), so the judge-vs-physicians table, the three model estimates (PPI++), the mode comparison and the exports
 have content at first login.
 
-Everything here lives in the demo project ("Demo (synthetic)", :func:`annotation.projects.demo_project`), like the
+Everything here lives in the demo project ("Demo (synthetic)", :func:`projects.services.demo_project`), like the
 demo corpus and campaigns it builds on; the fake endpoint is granted to that project.
 
 The demo judges use the *built-in fake endpoint* (scoring/llm/fake.py, started by ``make run``): a newcomer can start
@@ -19,11 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.demo import DEMO_FINISHED, DEMO_STUDY_CORPUS, FINISHED_SEED, SYNTHETIC_PHYSICIANS, synthetic_answers
-from annotation.models import AuditEvent, Campaign, Corpus, ScaleVersion
-from annotation.projects import demo_project
+from annotation.models import Campaign, Corpus, ScaleVersion
+from projects.models import AuditEvent
+from projects.services import demo_project, in_demo_project
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.prompts import default_prompt_set
-from scoring.judges.runs import config_snapshot, run_dialogues, run_items
+from scoring.judges.runs import run_dialogues, run_items
+from scoring.llm.engine import config_snapshot
 from scoring.llm.models import LLMEndpoint
 
 JUDGES = [("Demo judge, per item (synthetic)", JudgeConfig.Mode.PER_ITEM, 11, 0.7),
@@ -62,13 +64,14 @@ def judge_values(latent: dict[tuple[int, str], float], items: list[tuple[str, tu
     return values
 
 
+@in_demo_project
 @transaction.atomic
 def load_judge_demo(project=None) -> list[JudgeRun]:
     """The two finished synthetic runs in the demo project (or ``project``), created once; idempotent. Each is a run
     as the engine leaves it: a snapshot of its configuration, status succeeded and one done result per dialogue and
     item."""
     project = project or demo_project()
-    corpus = Corpus.objects.in_project(project).filter(name=DEMO_STUDY_CORPUS).first()
+    corpus = Corpus.objects.filter(name=DEMO_STUDY_CORPUS).first()
     if corpus is None:
         return []
     version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)  # published: the library
@@ -109,15 +112,16 @@ def load_judge_demo(project=None) -> list[JudgeRun]:
 
 def own_run(name: str, project=None) -> JudgeRun | None:
     """The demo's own synthetic run of a demo judge (not a run a user started later with the same judge)."""
-    return (JudgeRun.objects.in_project(project or demo_project())
+    return (JudgeRun.objects
             .filter(config__name=name, corpus__name=DEMO_STUDY_CORPUS, snapshot__synthetic=True)
             .order_by("created_at", "pk").first())
 
 
+@in_demo_project
 def demo_runs(project=None) -> tuple[Campaign | None, list[JudgeRun]]:
     """The finished demo campaign and the synthetic runs to compare with it (per item first), in the demo project
     (or ``project``)."""
     project = project or demo_project()
-    campaign = Campaign.objects.alive().in_project(project).filter(name=DEMO_FINISHED).first()
+    campaign = Campaign.objects.alive().filter(name=DEMO_FINISHED).first()
     runs = [run for name, *_ in JUDGES if (run := own_run(name, project)) is not None]
     return campaign, runs

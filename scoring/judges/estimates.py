@@ -35,7 +35,8 @@ import pandas as pd
 
 from annotation import sampling
 from annotation.models import Campaign, RandomSample
-from scoring.stats import ppi
+from scoring.reports.wording import Words
+from scoring.stats import formatting, ppi
 from scoring.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
 
 ALPHA = 0.05
@@ -61,13 +62,12 @@ class Scope:
 
     @property
     def short(self) -> str:
-        """A label for narrow table cells."""
+        """A label for table cells, whole (cells wrap): "3 Comprehensive diagnostic and treatment abilities"."""
         if self.kind == "overall":
             return self.name.split(" (")[0]
         if self.kind == "criterion":
             return f"Item {self.key}"
-        name = f"{self.key} {self.name}"
-        return name if len(name) <= 24 else name[:23].rstrip() + "…"
+        return f"{self.key} {self.name}"
 
     def as_dict(self) -> dict:
         return {"key": self.key, "name": self.name, "short": self.short, "kind": self.kind, "unit": self.unit,
@@ -89,6 +89,11 @@ class Scores:
     in_sample: np.ndarray
     sample: RandomSample | None
     warnings: list[str] = field(default_factory=list)
+    words: dict = field(default_factory=dict)  # the report's words (scoring.reports.wording); empty: dialogues
+
+    @property
+    def W(self) -> Words:
+        return Words(self.words or None)
 
     @property
     def model_names(self) -> list[str]:
@@ -158,8 +163,13 @@ def _scope_score(per_item: dict[str, np.ndarray], scope: Scope, items: dict[str,
 
 
 def judge_values(run) -> pd.DataFrame:
-    """The run's scored answers (dialogue, item code, value); replicate answers of a unit are all kept."""
+    """The run's scored answers (dialogue, item code, value); replicate answers of a unit are all kept. A jury's
+    combined answers (:mod:`scoring.judges.sources`)."""
     from scoring.judges.models import JudgeResult
+    from scoring.judges.sources import is_jury, judge_frame
+
+    if is_jury(run):
+        return judge_frame(run)[0]
 
     rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
             .values_list("dialogue_id", "item__code", "value"))
@@ -194,14 +204,15 @@ def load_scores(run, campaign: Campaign, *, study=None, judge: pd.DataFrame | No
     in_sample = (np.isin(index.to_numpy(), np.asarray(sample.dialogues, dtype=np.int64)) if sample is not None
                  else np.zeros(n, bool))
     warnings = []
+    W = Words(study.words or None)
     outside = int((~labels["dialogue"].isin(index)).groupby(labels["dialogue"]).any().sum()) if len(labels) else 0
     if outside:
-        warnings.append(f"{outside} physician-labelled dialogue(s) are outside the population (left the campaign's "
+        warnings.append(f"{outside} {W.rater}-labelled {W.unit}(s) are outside the population (left the campaign's "
                         "scope, or outside the sample's frame) and are left out of the model estimates.")
     return Scores(dialogue_ids=index.to_numpy(), models=models, scopes=scopes,
                   physicians={s.key: _scope_score(physicians, s, items, n) for s in scopes},
                   judge={s.key: _scope_score(judge_items, s, items, n) for s in scopes},
-                  in_sample=in_sample, sample=sample, warnings=warnings)
+                  in_sample=in_sample, sample=sample, warnings=warnings, words=dict(study.words or {}))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -214,28 +225,49 @@ def _public(estimate: dict, keep: Sequence[str] = ()) -> dict:
 
 
 def _no_variation(figure: dict) -> dict:
-    """An interval of zero width (every score the same: no spread to estimate from) is noted as such, never shown
-    as [x, x]."""
+    """An interval of zero width (every score the same: no spread to estimate from) is noted as such and has no
+    limits (null, as every other report figure and the judge's own scores give it), never [x, x]."""
     low, high = figure.get("ci_low"), figure.get("ci_high")
     if low is not None and high is not None and abs(high - low) <= NO_VARIATION_TOL:
-        figure["ci_note"] = NO_VARIATION
+        figure.update(ci_note=NO_VARIATION, ci_low=None, ci_high=None)
     return figure
 
 
-def no_ppi_reason(sample: RandomSample | None) -> str | None:
+def no_ppi_reason(sample: RandomSample | None, words: dict | None = None) -> str | None:
     if sample is not None:
         return None
-    return ("No PPI++ estimate: the physicians' dialogues of this campaign were assigned by hand (every dialogue in "
-            "scope, or a coordinator's choice), not drawn at random. PPI++ corrects the judge with its error on the "
-            "physician-labelled dialogues, which is an unbiased measure of its error on all dialogues only when "
+    W = Words(words or None)
+    return (f"No PPI++ estimate: the {W.raters}' {W.units} of this campaign were assigned by hand (every {W.unit} "
+            f"in scope, or a coordinator's choice), not drawn at random. PPI++ corrects the judge with its error on "
+            f"the {W.rater}-labelled {W.units}, which is an unbiased measure of its error on all {W.units} only when "
             "those are a random sample. Draw a random sample when creating a campaign (or on its page, before "
             "assigning), or declare imported labels a random sample (import_labels --random-sample).")
 
 
-def _fmt(value: float | None, unit: str, digits: int = 1) -> str:
+#: How differences between two models' scores are measured: percentage points on a % score, points on a scale.
+DIFFERENCE_UNITS = {"%": "percentage points", "points": "points"}
+
+
+def _fmt(figure: dict, unit: str, digits: int = 1) -> str:
+    """"61.4% [54.4%, 68.5%]": an estimate with its interval, the decimals its width needs."""
+    value, low, high = figure.get("value"), figure.get("ci_low"), figure.get("ci_high")
     if value is None:
         return "undefined"
-    return f"{value:.{digits}f}{'%' if unit == '%' else ''}"
+    d = formatting.decimals(value, low, high, digits)
+    mark = "%" if unit == "%" else ""
+    text = formatting.number(value, d) + mark
+    if figure.get("ci_note"):
+        return f"{text} (95% CI {figure['ci_note']})"
+    if low is None or high is None:
+        return text
+    return f"{text} [{formatting.number(low, d)}{mark}, {formatting.number(high, d)}{mark}]"
+
+
+def _fmt_difference(value: float, low: float | None, high: float | None, unit: str, digits: int = 1,
+                    sign: bool = False) -> str:
+    """"9.82 percentage points [0.03, 19.63]": a difference with its unit and the decimals that show on which side
+    of 0 its limits lie."""
+    return formatting.estimate(value, low, high, digits, sign=sign, unit=DIFFERENCE_UNITS.get(unit, unit))
 
 
 def _digits(scope: Scope) -> int:
@@ -251,37 +283,47 @@ def _masks(scores: Scores, key: str, model: str) -> dict[str, np.ndarray]:
             "in_model": in_model}
 
 
-def _worth(ppi_fig: dict) -> str | None:
+def lambda_text(words: dict | None = None) -> str:
+    """What λ in the tables is."""
+    W = Words(words or None)
+    return (f"λ (lambda) is the weight PPI++ gives the judge's scores, chosen from the data to make the interval "
+            f"narrowest: 0 uses the {W.raters}' labels alone, 1 the judge's scores corrected by its error in full.")
+
+
+def _worth(ppi_fig: dict, words: dict | None = None) -> str | None:
     if ppi_fig.get("gain") is None:
         return None
+    W = Words(words or None)
     gain = ppi_fig["gain"]
+    lam = f"lambda {ppi_fig['lam']:.2f}, the weight PPI++ gives the judge's scores (0 to 1)"
     if gain < 0.5:
-        return (f"The judge's labels add nothing here (lambda {ppi_fig['lam']:.2f}): the PPI++ interval is as wide "
-                "as the physicians' own.")
-    return (f"The judge's labels are worth {gain:.0f} more physician-labelled dialogue(s) (effective sample size "
-            f"{ppi_fig['effective_n']:.0f} from {ppi_fig['n']} labelled; lambda {ppi_fig['lam']:.2f}).")
+        return (f"The judge's labels add nothing here ({lam}): the PPI++ interval is as wide as the {W.raters}' "
+                "own.")
+    return (f"The judge's labels are worth {gain:.0f} more {W.rater}-labelled {W.unit}(s) (effective sample size "
+            f"{ppi_fig['effective_n']:.0f} from {ppi_fig['n']} labelled; {lam}).")
 
 
 def _estimate(scores: Scores, scope: Scope, model: str, alpha: float) -> dict:
     m = _masks(scores, scope.key, model)
     y, yhat = scores.physicians[scope.key], scores.judge[scope.key]
+    W = scores.W
     physicians = _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha))
     if scores.sample is None and physicians["n"]:
-        physicians["warnings"].insert(0, "These dialogues were not drawn at random: the interval describes them, not "
+        physicians["warnings"].insert(0, f"These {W.units} were not drawn at random: the interval describes them, not "
                                          "necessarily the model's corpus.")
     judge = {**_public(ppi.classical_mean(yhat[m["judged"]], alpha=alpha)), "validated": False,
              "note": NOT_VALIDATED}
-    reason = no_ppi_reason(scores.sample)
+    reason = no_ppi_reason(scores.sample, scores.words)
     if reason is None:
         fig = ppi.ppi_mean(y[m["pairs"]], yhat[m["pairs"]], yhat[m["unlabelled"]], alpha=alpha)
         estimate = _public(fig, ("n_unlabeled", "lam", "effective_n", "gain"))
         missing_judge = int((m["labelled"] & ~m["judged"]).sum())
         if missing_judge:
-            estimate["warnings"].append(f"{missing_judge} physician-labelled dialogue(s) have no judge score on "
+            estimate["warnings"].append(f"{missing_judge} {W.rater}-labelled {W.unit}(s) have no judge score on "
                                         "every item of this scope and are left out of PPI++.")
         estimate["available"] = fig["value"] is not None and fig["ci_low"] is not None
         estimate["reason"] = None if estimate["available"] else (fig["warnings"] or ["Undefined."])[0]
-        estimate["worth"] = _worth(fig)
+        estimate["worth"] = _worth(fig, scores.words)
     else:
         estimate = {"value": None, "ci_low": None, "ci_high": None, "n": int(m["pairs"].sum()), "se": None,
                     "n_unlabeled": int(m["unlabelled"].sum()), "lam": None, "effective_n": None, "gain": None,
@@ -304,6 +346,7 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
     for scope in scores.scopes:
         for a, b in itertools.combinations(scores.model_names, 2):
             entry: dict[str, Any] = {"scope": scope.key, "scope_name": scope.short, "unit": scope.unit,
+                                     "difference_unit": DIFFERENCE_UNITS.get(scope.unit, scope.unit),
                                      "digits": _digits(scope), "a": a, "b": b}
             for source in ("physicians", "judge", "ppi"):
                 fa, fb = per_model[a][scope.key][source], per_model[b][scope.key][source]
@@ -322,40 +365,41 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
 
 
 def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]) -> dict:
-    """The model ranking summary, on the overall score (else the first scope), built on the PPI++ differences."""
+    """The model ranking summary, on the overall score (else the first scope), built on the PPI++ differences.
+    Differences carry their unit (percentage points on a % score) and the decimals that show on which side of 0
+    their limits lie, so "[0.03, 19.63]" (above 0: a difference shown) reads apart from "[-23.02, 0.04]"."""
+    W = scores.W
     scope = next((s for s in scores.scopes if s.key == "all"), scores.scopes[0] if scores.scopes else None)
     if scope is None or len(scores.model_names) < 2:
-        return {"scope": None, "order": [], "text": "A model ranking needs at least two doctor models with scores."}
+        return {"scope": None, "order": [], "text": f"A model ranking needs at least two {W.models} with scores."}
     digits = _digits(scope)
     first = per_model[scores.model_names[0]][scope.key]["ppi"]
     if not all(per_model[m][scope.key]["ppi"]["available"] for m in scores.model_names):
         reason = first["reason"] or next(per_model[m][scope.key]["ppi"]["reason"] for m in scores.model_names
                                          if not per_model[m][scope.key]["ppi"]["available"])
-        return {"scope": scope.key, "order": [], "text": f"No PPI++ ranking of the doctor models. {reason}"}
+        return {"scope": scope.key, "order": [], "text": f"No PPI++ ranking of the {W.models}. {reason}"}
     order = sorted(scores.model_names, key=lambda m: -per_model[m][scope.key]["ppi"]["value"])
-    scores_text = ", ".join(f"{m} {_fmt(per_model[m][scope.key]['ppi']['value'], scope.unit, digits)} "
-                            f"[{_fmt(per_model[m][scope.key]['ppi']['ci_low'], scope.unit, digits)}, "
-                            f"{_fmt(per_model[m][scope.key]['ppi']['ci_high'], scope.unit, digits)}]" for m in order)
+    scores_text = ", ".join(f"{m} {_fmt(per_model[m][scope.key]['ppi'], scope.unit, digits)}" for m in order)
     pairs = [d for d in differences if d["scope"] == scope.key]
     shown, unclear, judge_differs = [], [], 0
     for d in pairs:
         fig, a, b = d["ppi"], d["a"], d["b"]
-        interval = (f"{a} - {b} {fig['value']:+.{digits}f} [{fig['ci_low']:+.{digits}f}, "
-                    f"{fig['ci_high']:+.{digits}f}]")
         if fig["verdict"] == f"{a} scores higher":
-            shown.append(f"{a} above {b} by {fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, "
-                         f"{fig['ci_high']:.{digits}f}]")
+            shown.append(f"{a} above {b} by "
+                         + _fmt_difference(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit, digits))
         elif fig["verdict"] == f"{b} scores higher":
-            shown.append(f"{b} above {a} by {-fig['value']:.{digits}f} [{-fig['ci_high']:.{digits}f}, "
-                         f"{-fig['ci_low']:.{digits}f}]")
+            shown.append(f"{b} above {a} by "
+                         + _fmt_difference(-fig["value"], -fig["ci_high"], -fig["ci_low"], scope.unit, digits))
         else:
-            unclear.append(f"{a} and {b} ({interval})")
+            unclear.append(f"{a} and {b} ({a} - {b} "
+                           + _fmt_difference(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit, digits,
+                                             sign=True) + ")")
         judge_differs += d["judge"]["verdict"] != fig["verdict"]
     parts = [f"PPI++ scores over {scope.name[0].lower() + scope.name[1:]}: {scores_text}."]
     if shown:
-        parts.append("Differences the 95% intervals show: " + "; ".join(shown) + ".")
+        parts.append("Differences the 95% intervals show (the interval excludes 0): " + "; ".join(shown) + ".")
     if unclear:
-        parts.append("No difference shown between " + "; ".join(unclear) + ".")
+        parts.append("No difference shown (the interval includes 0) between " + "; ".join(unclear) + ".")
     if judge_differs:
         parts.append(f"The judge's scores alone would call {judge_differs} of {len(pairs)} comparison(s) "
                      "differently; they are not validated (the judge's bias is not in their intervals).")
@@ -364,6 +408,7 @@ def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]
 
 def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | None) -> str | None:
     """One sentence: what the judge's labels are worth per model on the ranking's score."""
+    W = scores.W
     scope = next((s for s in scores.scopes if s.key == scope_key), None)
     figures = [(m, per_model[m][scope.key]["ppi"]) for m in scores.model_names] if scope else []
     figures = [(m, f) for m, f in figures if f.get("gain") is not None]
@@ -372,39 +417,49 @@ def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | Non
     parts = [f"{f['gain']:.0f} for {m} (effective sample size {f['effective_n']:.0f} from {f['n']} labelled)"
              for m, f in figures]
     return (f"On {scope.name[0].lower() + scope.name[1:]}, the judge's labels are worth "
-            + ", ".join(parts) + " more physician-labelled dialogue(s).")
+            + ", ".join(parts) + f" more {W.rater}-labelled {W.unit}(s).")
 
 
-def methods(alpha: float = ALPHA) -> str:
+def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = True) -> str:
+    """The methods of the three estimates, in the report's words; Table 6's dimension scores only with binary
+    items."""
+    W = Words(words or None)
     level = f"{1 - alpha:.0%}"
+    scores_text = (f"Scores: per dimension and over all binary items, the {W.unit}'s share of items met in %; per "
+                   "criterion on levels or a scale, the mean score." if binary else
+                   "Scores: per criterion the mean score; over all criteria the mean of the scores rescaled to 0-1 "
+                   "(the mean score when every criterion has the same range).")
+    binary_label = (" (not the majority: the estimand is the average {r}'s score; the mean uses every rater and needs "
+                    "no tie rule; for a binary item it is the share of {rs} who marked it met, Table 6's "
+                    f"per-{W.unit} score)" if binary else
+                    " (not the majority: the estimand is the average {r}'s score; the mean uses every rater and needs "
+                    "no tie rule)").format(r=W.rater, rs=W.raters)
     return (
-        f"Model scores three ways, per doctor model, with {level} intervals. Physicians only: the mean of the "
-        "physicians' scores on the dialogues they labelled and its normal (CLT) interval. Judge only: the mean of "
-        "the judge's scores on every dialogue it scored, with the same kind of interval -- not validated: it "
+        f"Model scores three ways, per {W.model}, with {level} intervals. {W.Raters} only: the mean of the "
+        f"{W.raters}' scores on the {W.units} they labelled and its normal (CLT) interval. Judge only: the mean of "
+        f"the judge's scores on every {W.unit} it scored, with the same kind of interval -- not validated: it "
         "contains the judge's sampling error but not its bias. PPI++: prediction-powered inference with power "
-        f"tuning ({CITATION}); the estimate lambda x (judge's mean on the dialogues physicians did not label) + "
-        "(physicians' mean - lambda x judge's mean on those they labelled), with lambda in [0, 1] chosen from the "
-        "data to make the interval narrowest (0: the physicians' own estimate, 1: the original PPI), and a normal "
-        "interval from the two parts' variances; computed by scoring.stats.ppi, whose estimates and intervals "
-        "equal those of the authors' package ppi_py (tested). Assumptions: the physician-labelled dialogues are a "
-        "random sample of the dialogues in scope (drawn by the campaign with a recorded seed, or declared so for "
-        "imported labels; otherwise no PPI++ estimate is given); the judge and the physicians labelled the same "
-        "labelled dialogues; dialogues are independent draws of each model's output (the estimand is the mean "
-        "score physicians give to dialogues like these). Sampled dialogues no physician has finished yet count as "
-        "unlabelled, which keeps the sample random only if what is left undone is unrelated to the dialogues' "
-        "quality. The human label of a dialogue is the mean over the physicians who labelled it (not the majority: "
-        "the estimand is the average physician's score; the mean uses every rater and needs no tie rule; for a "
-        "binary item it is the share of physicians who marked it met, Table 6's per-dialogue score). Scores: per "
-        "dimension and over all binary items, the dialogue's share of items met in %; per criterion on levels or "
-        "a scale, the mean score. A dialogue counts in a score when every item of it has a physician (or judge) "
-        "score. Effective sample size: the physician-labelled dialogues a physicians-only interval would need to be "
-        "as narrow as the PPI++ one (n x classical variance / PPI++ variance); the judge's labels are worth the "
-        "difference. Differences between two models: estimates on disjoint dialogues, so the difference's "
-        "standard error is the root sum of squares of the two. Planner: from the labels so far (the pilot), the "
-        "physician-labelled dialogues needed for a chosen interval half-width, physicians only (z^2 var / h^2) and "
-        "with the judge scoring the model's dialogues (the smallest n whose PPI++ variance with the tuned lambda "
-        "reaches (h / z)^2; without clipping of lambda, ppi_py's closed form n0 M (1 - rho^2) / (M - rho^2 n0)); a "
-        "plan is only as good as the pilot's estimate of the correlation and of the spread.")
+        f"tuning ({CITATION}); the estimate lambda x (judge's mean on the {W.units} {W.raters} did not label) + "
+        f"({W.raters}' mean - lambda x judge's mean on those they labelled), with lambda (λ) in [0, 1] chosen from "
+        f"the data to make the interval narrowest (0: the {W.raters}' own estimate, 1: the original PPI), and a "
+        "normal interval from the two parts' variances; computed by scoring.stats.ppi, whose estimates and intervals "
+        f"equal those of the authors' package ppi_py (tested). Assumptions: the {W.rater}-labelled {W.units} are a "
+        f"random sample of the {W.units} in scope (drawn by the campaign with a recorded seed, or declared so for "
+        "imported labels; otherwise no PPI++ estimate is given); the judge and the "
+        f"{W.raters} labelled the same labelled {W.units}; {W.units} are independent draws of each model's output "
+        f"(the estimand is the mean score {W.raters} give to {W.units} like these). Sampled {W.units} no {W.rater} "
+        "has finished yet count as unlabelled, which keeps the sample random only if what is left undone is "
+        f"unrelated to the {W.units}' quality. The human label of a {W.unit} is the mean over the {W.raters} who "
+        f"labelled it{binary_label}. {scores_text} A {W.unit} counts in a score when every item of it has a "
+        f"{W.rater} (or judge) score. Effective sample size: the {W.rater}-labelled {W.units} a {W.raters}-only "
+        "interval would need to be as narrow as the PPI++ one (n x classical variance / PPI++ variance); the "
+        "judge's labels are worth the difference. Differences between two models: estimates on disjoint "
+        f"{W.units}, so the difference's standard error is the root sum of squares of the two; a difference of "
+        "% scores is in percentage points. Planner: from the labels so far (the pilot), the "
+        f"{W.rater}-labelled {W.units} needed for a chosen interval half-width, {W.raters} only (z^2 var / h^2) "
+        f"and with the judge scoring the model's {W.units} (the smallest n whose PPI++ variance with the tuned "
+        "lambda reaches (h / z)^2; without clipping of lambda, ppi_py's closed form n0 M (1 - rho^2) / (M - rho^2 "
+        "n0)); a plan is only as good as the pilot's estimate of the correlation and of the spread.")
 
 
 def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Scores | None = None, study=None,
@@ -429,16 +484,20 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         entry = {"model": model, "n_dialogues": int(in_model.sum()),
                  "n_sampled": int((in_model & scores.in_sample).sum()), "scopes": per_model[model]}
         models.append(entry)
-    reason = no_ppi_reason(sample)
+    reason = no_ppi_reason(sample, scores.words)
     ranking = _ranking(scores, per_model, differences)
+    W = scores.W
+    binary = any(s.unit == "%" for s in scores.scopes)
     return {
         "available": reason is None and bool(scores.scopes),
         "reason": reason if scores.scopes else "No scored item was judged: nothing to estimate.",
         "alpha": alpha, "confidence": 1 - alpha,
         "human_label": "mean",
-        "human_label_text": "the mean over the physicians who labelled the dialogue",
+        "human_label_text": f"the mean over the {W.raters} who labelled the {W.unit}",
+        "lambda_text": lambda_text(scores.words),
         "sample": None if sample is None else {
-            "kind": sample.kind, "text": sampling.describe(sample), "size": sample.size, "seed": sample.seed,
+            "kind": sample.kind, "text": sampling.describe(sample, W.unit, W.model), "size": sample.size,
+            "seed": sample.seed,
             "stratified": sample.stratified, "population": len(sample.population), "strata": sample.strata,
             "labelled": labelled_in_sample},
         "scopes": [s.as_dict() for s in scores.scopes],
@@ -447,7 +506,7 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         "ranking": ranking,
         "worth_text": _worth_text(scores, per_model, ranking["scope"]),
         "planner": plan(scores, alpha=alpha),
-        "methods": methods(alpha),
+        "methods": methods(alpha, scores.words, binary=binary),
         "citation": CITATION,
         "warnings": list(scores.warnings),
     }
@@ -456,19 +515,21 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
 # ---------------------------------------------------------------------------------------------------------------
 # planner
 # ---------------------------------------------------------------------------------------------------------------
-def _plan_sentence(scope: Scope, half_width: float, plan_: dict, total: int | None, what: str) -> str:
+def _plan_sentence(scope: Scope, half_width: float, plan_: dict, total: int | None, what: str,
+                   words: dict | None = None) -> str:
+    W = Words(words or None)
     h = f"+/-{half_width:g}{' points' if scope.unit == '%' else ''}"
     alone = plan_["physicians_only"]
     if alone is None:
         return f"{what}: {h} cannot be planned from this pilot ({(plan_['warnings'] or ['undefined'])[0]})"
-    text = f"{what}: {h} needs {alone} physician-labelled dialogue(s) alone"
+    text = f"{what}: {h} needs {alone} {W.rater}-labelled {W.unit}(s) alone"
     if plan_["with_judge"] is not None:
         text += f", or {plan_['with_judge']} with this judge"
         if total is not None:
-            text += f" scoring {total} dialogue(s)"
+            text += f" scoring {total} {W.unit}(s)"
     elif plan_.get("with_judge_unlimited") is not None:
-        text += (f", more than the {total} dialogue(s) in scope: not reachable there even with the judge (were "
-                 f"the judge to score more dialogues, {plan_['with_judge_unlimited']} physician-labelled ones would "
+        text += (f", more than the {total} {W.unit}(s) in scope: not reachable there even with the judge (were "
+                 f"the judge to score more {W.units}, {plan_['with_judge_unlimited']} {W.rater}-labelled ones would "
                  "do)")
     return text + "."
 
@@ -495,13 +556,13 @@ def plan(scores: Scores, *, scope: str | None = None, half_width: float | None =
             pilots[model] = (y, yhat, total or None)
             result = ppi.sample_size(y, yhat, h, n_total=total or None, alpha=alpha)
             rows.append({"model": model, **result,
-                         "text": _plan_sentence(s, h, result, total or None, f"{model}'s score")})
+                         "text": _plan_sentence(s, h, result, total or None, f"{model}'s score", scores.words)})
         pairs_out = []
         for a, b in itertools.combinations(scores.model_names, 2):
             result = ppi.difference_sample_size([pilots[a], pilots[b]], h, alpha=alpha)
             total = min((t for t in (pilots[a][2], pilots[b][2]) if t), default=None)
             pairs_out.append({"a": a, "b": b, **result,
-                              "text": _plan_sentence(s, h, result, total, f"{a} - {b} (per model)")})
+                              "text": _plan_sentence(s, h, result, total, f"{a} - {b} (per model)", scores.words)})
         out["scopes"].append({"scope": s.key, "name": s.name, "unit": s.unit, "half_width": h, "models": rows,
                               "differences": pairs_out})
     return out

@@ -6,7 +6,7 @@ from annotation.models import Corpus
 from scoring.judges.models import JudgeConfig, PromptSet
 from scoring.llm import gateway
 from scoring.llm.endpoints import EndpointChoiceField, limit_to
-from scoring.llm.forms import SpendCapsForm
+from scoring.llm.forms import SpendCapsForm, name_cost_cap_currency
 
 
 class JudgeConfigForm(forms.ModelForm):
@@ -28,7 +28,7 @@ class JudgeConfigForm(forms.ModelForm):
         if self.instance.pk is None:
             self.instance.project = project
         limit_to(self, project)
-        self.fields["prompt_set"].queryset = (PromptSet.objects.in_project(project)
+        self.fields["prompt_set"].queryset = (PromptSet.objects
                                               .select_related("scale_version__scale"))
 
     def _get_validation_exclusions(self):
@@ -59,8 +59,8 @@ class JudgeRunForm(forms.Form):
         from scoring.llm.endpoints import active_endpoints
 
         super().__init__(*args, **kwargs)
-        self.fields["corpus"].queryset = Corpus.objects.alive().in_project(project)
-        configs = JudgeConfig.objects.in_project(project)
+        self.fields["corpus"].queryset = Corpus.objects.alive()
+        configs = JudgeConfig.objects
         self.fields["config"].queryset = configs
         granted = set(active_endpoints(project).values_list("pk", flat=True))
         # Why each judge cannot send anything now ("" when it can): shown beside the choice, and Start stays off.
@@ -73,6 +73,8 @@ class JudgeRunForm(forms.Form):
         self.fields["config"].label_from_instance = (
             lambda config: f"{config.name} (cannot be used: {self.problems[config.pk]})"
             if self.problems.get(config.pk) else config.name)
+        chosen = configs.filter(pk=self.data.get("config")) if str(self.data.get("config", "")).isdigit() else None
+        name_cost_cap_currency(self, (chosen if chosen else configs).values_list("currency", flat=True))
 
     @property
     def usable(self) -> bool:
@@ -110,6 +112,27 @@ class VerdictSettingsForm(forms.Form):
     ci = forms.ChoiceField(choices=[("percentile", "Percentile bootstrap"), ("bca", "BCa bootstrap")],
                            initial="percentile", label="Intervals")
 
+    def in_words(self, words) -> VerdictSettingsForm:
+        """Labels and help in the report's words (answers and raters on an answer instrument); returns the form."""
+        from scoring.reports.wording import Words
+
+        W = Words(words)
+        texts = {
+            "floor": (None, f"{W.Raters}' own agreement (kappa, or AC1 at extreme prevalence; weighted kappa on levels "
+                            "and scale items, AC2 at extreme prevalence) below this: item unreliable. 0.40 is where "
+                            "'moderate' starts on Landis & Koch's bands."),
+            "min_dialogues": (f"Minimum {W.units}", f"Fewer {W.units} with judge and {W.rater} labels: not enough "
+                                                    "data."),
+            "margin": (None, f"The judge may replace {W.raters} when the lower 95% limit of (judge minus {W.rater} "
+                             "agreement) is above minus this margin."),
+        }
+        for name, (label, help_text) in texts.items():
+            bound = self[name]  # the form's bound field (validation made it already: set it too)
+            if label:
+                self.fields[name].label = bound.label = label
+            self.fields[name].help_text = bound.help_text = help_text
+        return self
+
     @classmethod
     def from_query(cls, params) -> VerdictSettingsForm:
         """Bound to the query string's settings, defaults for the ones left out."""
@@ -129,3 +152,29 @@ class VerdictSettingsForm(forms.Form):
         data = self.cleaned_data
         return urlencode({"floor": f"{data['floor']:g}", "min_dialogues": data["min_dialogues"],
                           "margin": f"{data['margin']:g}", "ci": data["ci"]})
+
+
+class JuryForm(forms.Form):
+    """A jury of two or more finished runs on one corpus (the judges page)."""
+
+    name = forms.CharField(max_length=120, label="Jury name")
+    corpus = forms.ModelChoiceField(queryset=Corpus.objects.none())
+    runs = forms.ModelMultipleChoiceField(queryset=None, label="Member runs",
+                                          help_text="Two or more finished runs on the corpus, on one instrument.")
+    rule = forms.ChoiceField(label="Rule", help_text="Majority vote for binary items; the median or mean for levels "
+                                                      "and scales.")
+    tie_rule = forms.ChoiceField(label="Ties", help_text="A tied vote, or a median or mean half-way between two "
+                                                         "allowed values.")
+    round_to_grid = forms.BooleanField(required=False, initial=True, label="Round to the item's allowed values",
+                                       help_text="Median and mean only; the report's agreement figures need them.")
+
+    def __init__(self, *args, **kwargs):
+        from scoring.judges.models import JudgeRun, Jury
+
+        super().__init__(*args, **kwargs)
+        self.fields["corpus"].queryset = Corpus.objects.alive()
+        self.fields["runs"].queryset = (JudgeRun.objects.filter(status__in=JudgeRun.FINISHED)
+                                        .select_related("config", "corpus"))
+        self.fields["runs"].label_from_instance = lambda run: f"#{run.pk} {run.name} ({run.corpus.name})"
+        self.fields["rule"].choices = Jury.Rule.choices
+        self.fields["tie_rule"].choices = Jury.TieRule.choices

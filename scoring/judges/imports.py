@@ -6,7 +6,9 @@ One run per judge: the rows' ``rater`` (the judge's name) and ``judge_run`` (an 
 of one judge apart). The run records the file's name and SHA-256, the ``judge_model`` of its rows, the import date
 and who imported it; the rows' ``raw_response`` is kept as each answer's text and their ``prompt`` beside it. A row
 without a value is scored from its raw response with the instrument's answer keys (``judge_keys``), as a live run
-reads a judge's answer; one that gives no score is refused with its line. An imported run has no configuration and
+reads a judge's answer; one that gives no score is refused with its line, or -- with ``skip_unscored``
+(``import_labels --skip-unscored``) -- imported unscored with its reason, as a run leaves an answer it cannot score,
+and the run is then finished with problems. An imported run has no configuration and
 no endpoint and is finished when it is created, so the LLM engine never sees it (``runs.start`` and ``retry_failed``
 refuse it too). A file is imported once per corpus: importing it again is refused with the run it made.
 
@@ -23,7 +25,8 @@ from django.utils import timezone
 
 from annotation.importers import LineError
 from annotation.label_import import LabelRow, register_judge_importer
-from annotation.models import AuditEvent, Corpus, Item, ScaleVersion
+from annotation.models import Corpus, Item, ScaleVersion
+from projects.models import AuditEvent
 from scoring.judges.models import ImportedPrompt, JudgeResult, JudgeRun
 from scoring.judges.prompts import parse_answer, parse_item
 
@@ -57,7 +60,7 @@ class JudgeImporter:
     """The writer :mod:`annotation.label_import` hands judge rows to."""
 
     def check(self, corpus: Corpus, version: ScaleVersion, rows: list[LabelRow], dialogues: dict[str, int],
-              sha256: str) -> list[LineError]:
+              sha256: str, skip_unscored: bool = False) -> list[LineError]:
         errors: list[LineError] = []
         before = (JudgeRun.objects.filter(corpus=corpus, source=JudgeRun.Source.IMPORTED, source_sha256=sha256)
                   .order_by("pk").first())
@@ -78,8 +81,11 @@ class JudgeImporter:
         for row in rows:
             if row.value is None and row.item_code in items:
                 value, problem = score_from_response(row.raw_response, items[row.item_code], keys)
-                if value is None:
-                    errors.append(LineError(row.line, problem))
+                if value is None and skip_unscored:
+                    row.unscored = problem
+                elif value is None:
+                    errors.append(LineError(row.line, f"{problem} (--skip-unscored imports the other rows and "
+                                                      "leaves this answer unscored, as a run would)"))
                 row.value = value
         return errors
 
@@ -92,26 +98,32 @@ class JudgeImporter:
         for (rater, label), group in _groups(rows).items():
             model = next((r.judge_model for r in group if r.judge_model), "")
             name = _judge_name(rater, label)
+            unscored = [r for r in group if r.unscored]
             run = JudgeRun.objects.create(
                 project_id=corpus.project_id, config=None, source=JudgeRun.Source.IMPORTED, scale_version=version,
                 corpus=corpus,
                 source_file=file_name[:255], source_sha256=sha256, created_by=user if who else None,
-                item_codes=sorted({r.item_code for r in group}), status=JudgeRun.Status.SUCCEEDED, started_at=now,
-                finished_at=now, activity_at=now, request_limit=0,
+                item_codes=sorted({r.item_code for r in group}),
+                status=JudgeRun.Status.PROBLEMS if unscored else JudgeRun.Status.SUCCEEDED,
+                error=(f"{len(unscored)} answer(s) of the file give no score on their item's scale and are unscored "
+                       "(imported with --skip-unscored)") if unscored else "",
+                started_at=now, finished_at=now, activity_at=now, request_limit=0,
                 snapshot={"name": name[:200], "model": model, "mode": "imported", "source": "imported",
                           "judge_run": label, "file": file_name, "sha256": sha256, "imported_at": now.isoformat(),
                           "imported_by": who, "scale_version": version.pk, "scale_version_name": str(version),
                           "prompt_set": None, "prompt_set_name": ""})
             results = JudgeResult.objects.bulk_create(
                 [JudgeResult(run=run, dialogue_id=dialogues[r.dialogue_id], item_id=r.item_id,
-                             status=JudgeResult.Status.DONE, value=r.value, rationale=r.raw_response,
-                             updated_at=r.created or now) for r in group], batch_size=1000)
+                             status=JudgeResult.Status.UNSCORED if r.unscored else JudgeResult.Status.DONE,
+                             value=r.value, rationale=r.raw_response, error=f"line {r.line}: {r.unscored}"
+                             if r.unscored else "", updated_at=r.created or now) for r in group], batch_size=1000)
             ImportedPrompt.objects.bulk_create(
                 [ImportedPrompt(result=result, text=r.prompt) for result, r in zip(results, group, strict=True)
                  if r.prompt], batch_size=1000)
             AuditEvent.record(user, "judge_run.import", run, reason=f"imported from {file_name}", file=file_name,
-                              sha256=sha256, model=model, results=len(group))
+                              sha256=sha256, model=model, results=len(group), unscored=len(unscored))
             summaries.append({"id": run.pk, "name": name, "model": model, "results": len(group),
+                              "unscored": len(unscored),
                               "dialogues": len({r.dialogue_id for r in group}), "items": run.item_codes})
         return summaries
 

@@ -34,7 +34,7 @@ def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[
     have no personal names to hide."""
     from scoring.judges.models import JudgeResult, JudgeRun
 
-    runs = JudgeRun.objects.in_project(corpus.project_id).filter(corpus=corpus)  # the corpus's project only
+    runs = JudgeRun.objects.filter(corpus=corpus)  # the corpus's project only
     for run in runs.select_related("config").order_by("pk"):
         qs = JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False,
                                         dialogue__deleted_at__isnull=True)
@@ -49,4 +49,13 @@ def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[
                    "judge_run": run_id, "created": iso_utc(updated)}
 
 
+def jury_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
+    """Every live jury's combined answers on ``corpus``, after the runs' (:func:`scoring.judges.juries.jury_label_rows`;
+    imported here, not at start-up: it needs pandas)."""
+    from scoring.judges.juries import jury_label_rows as rows
+
+    yield from rows(corpus, campaign, names=names)
+
+
 register_label_source(judge_label_rows)
+register_label_source(jury_label_rows)

@@ -8,8 +8,8 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from annotation.models import ProjectOwned
 from annotation.scores import ScoreField
+from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.keys import validate_key_variable
 from scoring.llm.models import EngineJob, LLMCall, LLMEndpoint, WorkUnit
 
@@ -38,8 +38,10 @@ class PromptSet(ProjectOwned):
         return f"{self.name} v{self.version}"
 
 
-class Prompt(models.Model):
+class Prompt(ProjectScoped):
     """The per-item question (the paper's "Does the doctor ... in the following dialogue?")."""
+
+    project_path = "prompt_set__project"
 
     prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts")
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="+")
@@ -158,13 +160,17 @@ class JudgeRun(ProjectOwned, EngineJob):
         """The judge's name as the run recorded it (stable if the configuration is renamed later)."""
         return (self.snapshot or {}).get("name") or (self.config.name if self.config_id else f"run {self.pk}")
 
+    is_jury = False
+
     @property
     def is_imported(self) -> bool:
         return self.source == self.Source.IMPORTED
 
 
-class JudgeResult(WorkUnit):
+class JudgeResult(ProjectScoped, WorkUnit):
     """The judge's answer on one item of one dialogue in a run; upserted, so retries never duplicate."""
+
+    project_path = "run__project"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -195,12 +201,97 @@ class JudgeResult(WorkUnit):
         return f"{self.run_id} {self.dialogue_id} {self.item_id}: {self.status}"
 
 
-class ImportedPrompt(models.Model):
+class ImportedPrompt(ProjectScoped):
     """What an imported judge was asked for one of its answers (the ``prompt`` column of the label file); the
     answer's raw text is the result's ``rationale``."""
+
+    project_path = "result__run__project"
 
     result = models.OneToOneField(JudgeResult, on_delete=models.CASCADE, related_name="imported_prompt")
     text = models.TextField()
 
     def __str__(self) -> str:
         return f"prompt of {self.result}"
+
+
+class Jury(ProjectOwned, SoftDeletable):
+    """Two or more finished judge runs (the app's own or imported) on one corpus and scale version whose answers are
+    combined per unit by a declared rule (:mod:`scoring.stats.juries`). A jury is read wherever a run is (the
+    judge-vs-physicians report, model estimates and PPI, run comparison, exports, API, ``judge_report``): it has
+    the attributes those read (``corpus``, ``scale_version_id``, ``name``, ``snapshot``, ``status``...), and
+    :mod:`scoring.judges.juries` gives its combined answers. Members are fixed when it is made; deleting is soft."""
+
+    class Rule(models.TextChoices):
+        MAJORITY = "majority", "Majority vote (the most frequent answer)"
+        MEDIAN = "median", "Median of the answers"
+        MEAN = "mean", "Mean of the answers"
+
+    class TieRule(models.TextChoices):
+        LOWER = "lower", "The lower value (binary items: not done)"
+        HIGHER = "higher", "The higher value"
+        UNSCORED = "unscored", "Leave the answer unscored"
+
+    is_jury = True
+    source = "jury"
+    is_imported = False
+    is_finished = True
+    config_id = None
+    item_codes: list = []
+
+    name = models.CharField(max_length=120)
+    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="juries")
+    scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
+    rule = models.CharField(max_length=10, choices=Rule.choices, default=Rule.MAJORITY)
+    tie_rule = models.CharField(max_length=10, choices=TieRule.choices, default=TieRule.LOWER,
+                                help_text="How a tied vote, or a median or mean exactly half-way between two "
+                                          "allowed values, is settled.")
+    round_to_grid = models.BooleanField(default=True, help_text="Median and mean: round to the item's allowed "
+                                                                "values (the report's agreement figures need them).")
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "pk"]
+        verbose_name_plural = "juries"
+        constraints = [models.UniqueConstraint(fields=["project", "name"], condition=models.Q(deleted_at__isnull=True),
+                                               name="unique_live_jury_name_per_project")]
+
+    def __str__(self) -> str:
+        return f"Jury {self.name}"
+
+    @property
+    def status(self) -> str:
+        return EngineJob.Status.SUCCEEDED
+
+    def get_status_display(self) -> str:
+        return "Finished"
+
+    def member_runs(self) -> list[JudgeRun]:
+        return [m.run for m in self.members.select_related("run", "run__config", "run__corpus").order_by("position")]
+
+    @property
+    def snapshot(self) -> dict:
+        runs = self.member_runs()
+        return {"name": self.name, "model": " + ".join(r.snapshot.get("model") or r.name for r in runs),
+                "mode": "jury", "rule": self.rule, "tie_rule": self.tie_rule, "round_to_grid": self.round_to_grid,
+                "members": [r.pk for r in runs]}
+
+
+class JuryMember(ProjectScoped):
+    """One run of a jury, in the order it was given."""
+
+    project_path = "jury__project"
+
+    jury = models.ForeignKey(Jury, on_delete=models.CASCADE, related_name="members")
+    run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="jury_memberships")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["jury", "position"]
+        constraints = [models.UniqueConstraint(fields=["jury", "run"], name="unique_jury_member")]
+
+    def __str__(self) -> str:
+        return f"{self.jury} member run {self.run_id}"

@@ -18,6 +18,7 @@ from annotation import scores
 from annotation.dialogues import redacted
 from annotation.instruments import judge_key
 from annotation.models import Dialogue, Item, ScaleVersion
+from projects.scoping import runs_in_project
 from scoring.judges.models import JudgeConfig, Prompt, PromptSet
 from scoring.llm.slots import fill
 
@@ -123,14 +124,13 @@ def default_prompt_set_name(scale_version: ScaleVersion) -> str:
     return DEFAULT_PROMPT_SET if scale.slug == MINI_CEX_SLUG else f"{scale.name_en} judge (default)"[:120]
 
 
+@runs_in_project
 @transaction.atomic
 def default_prompt_set(scale_version: ScaleVersion, user=None, *, project=None) -> PromptSet:
-    """The default prompt set for a scale version in ``project`` (default: the working project), created once per
+    """The default prompt set for a scale version in ``project`` (default: the active scope's), created once per
     project from the items' text, guidance and ranges: the Mini-CEX judge of the paper, the same shape for other
     instruments on dialogues, and HIVMedQA's rubric shape for instruments on answers."""
-    from annotation.models import default_project_id
-
-    project_id = getattr(project, "pk", project) or default_project_id()
+    project_id = project
     name = default_prompt_set_name(scale_version)
     mine = PromptSet.objects.filter(project_id=project_id)
     existing = mine.filter(name=name, scale_version=scale_version).order_by("-version").first()

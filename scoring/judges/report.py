@@ -42,19 +42,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.db.models import Count
 
 from scoring import stats
+from scoring.judges import sources
 from scoring.judges.estimates import model_estimates
+from scoring.judges.sources import judge_frame, judged_codes
+from scoring.judges.sources import scale_version_id as run_scale_version_id
 from scoring.reports.agreement import (
     EXTREME_PREVALENCE,
     ORDERED_TYPES,
-    float_rows,
     icc_of_scores,
     mixed_replicate_warning,
 )
-from scoring.reports.wording import raters_are_physicians, words_for
-from scoring.stats._common import weighted_sums
+from scoring.reports.wording import Words, words_for
+from scoring.stats import formatting, weighted_sums
 
 REPLACE = "judge can replace physicians"
 KEEP = "keep physicians"
@@ -63,6 +64,14 @@ NOT_ENOUGH = "not enough data"
 OUTCOMES = (REPLACE, KEEP, UNRELIABLE, NOT_ENOUGH)
 #: Keys of the outcomes in ``summary`` and the API.
 OUTCOME_KEYS = {REPLACE: "replace", KEEP: "keep", UNRELIABLE: "unreliable", NOT_ENOUGH: "not_enough"}
+
+
+def outcome_labels(words: Any = None) -> dict[str, str]:
+    """The verdicts in the report's words, by outcome key: "judge can replace physicians" on a dialogue instrument,
+    "judge can replace raters" where the raters are not all physicians."""
+    W = Words(words)
+    return {"replace": f"judge can replace {W.raters}", "keep": f"keep {W.raters}", "unreliable": UNRELIABLE,
+            "not_enough": NOT_ENOUGH}
 #: Physicians' agreement is measured with Gwet's AC1 instead of Cohen's kappa when the most frequent answer makes
 #: up at least this share of their labels (prevalence index |p_yes - p_no| >= 0.6, Byrt, Bishop & Carlin 1993):
 #: there kappa is low even when physicians nearly always agree (Feinstein & Cicchetti 1990), AC1 is not (Gwet 2008);
@@ -72,10 +81,22 @@ LANDIS_KOCH = "Landis JR, Koch GG (1977). Biometrics 33(1):159-174"
 NON_INFERIORITY = ("Walker E, Nowacki AS (2011). Understanding equivalence and noninferiority testing. J Gen Intern "
                    "Med 26(2):192-196; Piaggio G et al. (2012). Reporting of noninferiority and equivalence randomized "
                    "trials: CONSORT 2010 extension. JAMA 308(24):2594-2604")
-AVERAGING = ("mean over physicians weighted by the number of dialogues the judge shares with each physician; "
-             "physicians on whom a figure is undefined are left out of that figure's average")
-CEILING_AVERAGING = ("mean over all pairs of physicians weighted by the number of dialogues each pair shares; "
-                     "pairs on whom a figure is undefined are left out of that figure's average")
+
+
+def averaging(words: Any = None) -> str:
+    W = Words(words)
+    return (f"mean over {W.raters} weighted by the number of {W.units} the judge shares with each {W.rater}; "
+            f"{W.raters} on whom a figure is undefined are left out of that figure's average")
+
+
+def ceiling_averaging(words: Any = None) -> str:
+    W = Words(words)
+    return (f"mean over all pairs of {W.raters} weighted by the number of {W.units} each pair shares; "
+            "pairs on whom a figure is undefined are left out of that figure's average")
+
+
+AVERAGING = averaging()
+CEILING_AVERAGING = ceiling_averaging()
 #: Snapshot keys that may differ between two runs compared by :func:`compare_modes`, besides ``mode``: the
 #: configuration's identity, settings that never change an answer (rate limits, timeouts, prices, where the key
 #: lives), and the two switches that apply to one mode only (logprobs: per-item; JSON schema: per-dialogue).
@@ -152,25 +173,41 @@ def _floor_band(floor: float) -> str:
     return f"{band['text']} agreement, {band['range']} on Landis & Koch's bands"
 
 
-def acceptance_rule_text(settings: VerdictSettings) -> str:
+def acceptance_rule_text(settings: VerdictSettings, words: Any = None, *, binary: bool = True,
+                         ordered: bool = True) -> str:
+    """The verdict rule in words, for the instrument's kinds of items (``binary``: binary or levels items scored
+    by exact answers; ``ordered``: levels or scale items) and in its ``words``."""
+    W = Words(words)
     floor_band = _floor_band(settings.floor)
-    return (f"Per item, in this order: (1) not enough data when fewer than {settings.min_dialogues} dialogues have "
-            f"both a judge and a physician label; (2) item unreliable when the physicians' own agreement (mean "
-            f"pairwise Cohen's kappa, or Gwet's AC1 when one answer makes up {EXTREME_PREVALENCE:.0%} or more of "
-            f"their labels) is below {settings.floor:.2f} ({floor_band}): no judge verdict; "
-            f"(3) the judge can replace physicians only when it is non-inferior to a physician -- in the paired "
-            f"bootstrap over dialogues, the lower 95% limit of (judge-vs-physician agreement minus "
-            f"physician-vs-physician agreement, same coefficient) is above -{settings.margin:g} -- and it beats a "
-            f"constant answer -- the 95% CI of its kappa against the physicians excludes 0 and its accuracy against "
-            f"the physician majority exceeds the majority-class rate; (4) otherwise keep physicians. Items answered "
-            f"with levels or a numeric scale use {WEIGHTED_KAPPA} throughout (a near miss counts as closer than a far "
-            f"one; at extreme prevalence, {EXTREME_PREVALENCE:.0%} or more of the physicians' scores being one value, "
-            f"the physicians' agreement and the non-inferiority test use {GWET_AC2} instead, which stays high when "
-            f"physicians agree on a near-constant item), and beating a constant answer means the 95% CI of the "
-            f"judge's weighted kappa against the physicians excludes 0 (a constant or random score has weighted kappa "
-            f"0). The paper's "
-            f"rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a constant answer "
-            f"would meet it too.")
+    if binary:
+        agreement = (f"mean pairwise Cohen's kappa, or Gwet's AC1 when one answer makes up {EXTREME_PREVALENCE:.0%} "
+                     "or more of their labels")
+        constant = (f"the 95% CI of its kappa against the {W.raters} excludes 0 and its accuracy against the "
+                    f"{W.rater} majority exceeds the majority-class rate")
+    else:
+        agreement = (f"mean pairwise {WEIGHTED_KAPPA}, or {GWET_AC2} when one score makes up "
+                     f"{EXTREME_PREVALENCE:.0%} or more of their scores, where weighted kappa is low even when "
+                     f"{W.raters} nearly always agree")
+        constant = (f"the 95% CI of its weighted kappa against the {W.raters} excludes 0 (a constant or random score "
+                    "has weighted kappa 0)")
+    text = (f"Per item, in this order: (1) not enough data when fewer than {settings.min_dialogues} {W.units} have "
+            f"both a judge and a {W.rater} label; (2) item unreliable when the {W.raters}' own agreement "
+            f"({agreement}) is below {settings.floor:.2f} ({floor_band}): no judge verdict; "
+            f"(3) the judge can replace {W.raters} only when it is non-inferior to a {W.rater} -- in the paired "
+            f"bootstrap over {W.units}, the lower 95% limit of (judge-vs-{W.rater} agreement minus "
+            f"{W.rater}-vs-{W.rater} agreement, same coefficient) is above -{settings.margin:g} -- and it beats a "
+            f"constant answer -- {constant}; (4) otherwise keep {W.raters}.")
+    if binary and ordered:
+        text += (f" Items answered with levels or a numeric scale use {WEIGHTED_KAPPA} throughout (a near miss "
+                 f"counts as closer than a far one; at extreme prevalence, {EXTREME_PREVALENCE:.0%} or more of the "
+                 f"{W.raters}' scores being one value, the {W.raters}' agreement and the non-inferiority test use "
+                 f"{GWET_AC2} instead, which stays high when {W.raters} agree on a near-constant item), and beating "
+                 f"a constant answer means the 95% CI of the judge's weighted kappa against the {W.raters} excludes "
+                 "0 (a constant or random score has weighted kappa 0).")
+    if binary:
+        text += (f" The paper's rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a "
+                 "constant answer would meet it too.")
+    return text
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -259,6 +296,11 @@ class ReportContext:
     rater_names: list[str]
     verdict: VerdictSettings = field(default_factory=VerdictSettings)
     jack: Any = None  # stats.jackknife_freq(n) when the intervals are BCa
+    words: dict = field(default_factory=lambda: words_for("dialogue"))  # scoring.reports.wording
+
+    @property
+    def W(self) -> Words:
+        return Words(self.words)
 
     def resample(self, fn) -> tuple[np.ndarray | None, np.ndarray | None]:
         """``fn(freq)`` over the bootstrap resamples and, for BCa, over the jackknife samples."""
@@ -272,12 +314,13 @@ Reps = tuple[Any, Any] | None
 
 
 def _figure(value: Any, reps: Reps, settings: ReportContext, warnings: Sequence[str] = (),
-            scale: str | None = None) -> dict:
-    """A figure with its bootstrap CI; ``reps`` = (bootstrap replicates, jackknife values or None)."""
+            scale: str | None = None, undefined: Sequence[str] = ()) -> dict:
+    """A figure with its bootstrap CI; ``reps`` = (bootstrap replicates, jackknife values or None). ``undefined``:
+    why the figure is undefined, said only when it is (a defined figure never carries "undefined")."""
     value = _f(value)
     if value is None:  # the reason says it all; no interval
         out = {"value": None, "ci_low": None, "ci_high": None,
-               "warnings": _dedupe(list(warnings) or ["Undefined for these data."])}
+               "warnings": _dedupe(list(warnings) + list(undefined) or ["Undefined for these data."])}
     else:
         boot_values, jack = reps if reps is not None else (None, None)
         method = settings.verdict.ci_method if jack is not None else "percentile"
@@ -315,10 +358,11 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
     boot, jack = settings.resample(lambda f: stats.pairwise_tables(judge[None, :], major["code"][None, :], q, f)[:, 0])
     n_tied = int(major["tied"].sum())
     values = np.asarray(item.values)
+    W = settings.W
     entry: dict[str, Any] = {
         "n": int(point[0].sum()), "n_tied": n_tied, "n_single_physician": int(major["single"].sum()),
-        "ties": (f"{n_tied} dialogue(s) whose physician majority is tied are left out of these figures."
-                 if n_tied else "No tied physician majority."),
+        "ties": (f"{n_tied} {W.unit}(s) whose {W.rater} majority is tied are left out of these figures."
+                 if n_tied else f"No tied {W.rater} majority."),
     }
     # the share of the most frequent majority answer: the accuracy of a judge that always gives it
     reference = point[0].sum(axis=0)
@@ -328,7 +372,7 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
     if n_tied:
         warns.append(entry["ties"])
     if entry["n_single_physician"]:
-        warns.append(f"{entry['n_single_physician']} dialogue(s) have a single physician label, which is taken as "
+        warns.append(f"{entry['n_single_physician']} {W.unit}(s) have a single {W.rater} label, which is taken as "
                      "the majority.")
 
     positive = item.values.index(1) if item.binary and 1 in item.values else None
@@ -351,10 +395,10 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
             reasons = [w for w in report["warnings"] if w.startswith(word)] if report[key] is None else []
             entry[key] = _figure(report[key], pick(key, pos), settings, reasons)
         entry["macro_f1"] = _figure(table_figures(point[0])["macro_f1"], pick("macro_f1"), settings,
-                                    [] if entry["n"] else ["Macro-F1 is undefined: no labelled pairs."])
+                                    undefined=["Macro-F1 is undefined: no labelled pairs."])
     else:
         fig_point = table_figures(point[0])
-        none = [] if entry["n"] else ["Undefined: no dialogue with an untied physician majority."]
+        none = [] if entry["n"] else [f"Undefined: no {W.unit} with an untied {W.rater} majority."]
         entry.update({"averaging": "macro: unweighted mean over the levels that occur in the judge's answers or the "
                                    "majority (a level never predicted has precision 0, one absent from the majority "
                                    "recall 0, as scikit-learn's macro average)",
@@ -370,7 +414,8 @@ def _vs_majority(item: ItemData, mask: np.ndarray, settings: ReportContext) -> t
             reps = None if boot is None else (stats.kappa_from_tables(boot, "quadratic"),
                                               None if jack is None else stats.kappa_from_tables(jack, "quadratic"))
             entry["weighted_kappa"] = _figure(stats.kappa_from_tables(point[0], "quadratic"), reps, settings,
-                                              none or ["Weighted kappa is undefined: no variation."], "landis_koch")
+                                              scale="landis_koch",
+                                              undefined=none or ["Weighted kappa is undefined: no variation."])
     entry["warnings"] = warns
     return entry, major["code"]
 
@@ -391,8 +436,9 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     if ordered:
         keys += ("weighted_kappa", "gwet_ac2", "within_one")
         values = list(values) if values is not None else list(range(q))
+    W = settings.W
     if not keep.any():
-        reason = f"Undefined: no {who} shares a dialogue."
+        reason = f"Undefined: no {who} shares a {W.unit}."
         for key in keys:
             out[key] = _figure(None, None, settings, [reason], "landis_koch" if "kappa" in key or key == "gwet_ac1"
                                else None)
@@ -421,13 +467,13 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
     undefined_kappa = int((~np.isfinite(figs["kappa"])).sum())
     if undefined_kappa:
         warns.append(f"Cohen's kappa is undefined for {undefined_kappa} of {len(n_point)} {who}(s): no variation "
-                     "(both gave one and the same answer on every shared dialogue, so chance agreement is 1); "
+                     f"(both gave one and the same answer on every shared {W.unit}, so chance agreement is 1); "
                      "left out of the kappa average.")
     one_sided = np.isfinite(figs["kappa"]) & (((point.sum(axis=-1) > 0).sum(axis=-1) == 1)
                                               | ((point.sum(axis=-2) > 0).sum(axis=-1) == 1))
     if one_sided.any():
         warns.append(f"For {int(one_sided.sum())} of {len(n_point)} {who}(s) one side gave the same answer on every "
-                     "shared dialogue (zero variance): kappa is 0 by construction there whatever the agreement; see "
+                     f"shared {W.unit} (zero variance): kappa is 0 by construction there whatever the agreement; see "
                      "percent agreement and Gwet's AC1.")
     replicates: dict[str, Reps] = {}
     for key in keys:
@@ -440,9 +486,9 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
         reasons = []
         if _f(value) is None:
             reasons.append({"kappa": f"Cohen's kappa is undefined for every {who}: no variation on the shared "
-                                     "dialogues (chance agreement 1).",
+                                     f"{W.units} (chance agreement 1).",
                             "weighted_kappa": f"Weighted kappa is undefined for every {who}: no variation on the "
-                                              "shared dialogues."}.get(key, f"Undefined for every {who}."))
+                                              f"shared {W.units}."}.get(key, f"Undefined for every {who}."))
         out[key] = _figure(value, reps, settings, reasons,
                            "landis_koch" if key in ("kappa", "gwet_ac1", "weighted_kappa", "gwet_ac2") else None)
     out["pairs"] = [{"raters": pair, "n": int(n), "accuracy": _f(acc), "kappa": _f(kap), "gwet_ac1": _f(ac1),
@@ -461,8 +507,8 @@ def _vs_physicians(item: ItemData, mask: np.ndarray, settings: ReportContext) ->
     humans = np.where(mask[None, :], item.humans, -1)
     judge = np.broadcast_to(np.where(mask, item.judge, -1), humans.shape)
     names = [["judge", name] for name in settings.rater_names]
-    out, reps = _pairwise(judge, humans, names, len(item.values), settings, AVERAGING, "physician", item.ordered,
-                          item.values)
+    out, reps = _pairwise(judge, humans, names, len(item.values), settings, averaging(settings.words),
+                          settings.W.rater, item.ordered, item.values)
     out["n_physicians"] = out.pop("n_pairs")
     out["per_physician"] = [{"rater": p.pop("raters")[1], **p} for p in out.pop("pairs")]
     return out, reps
@@ -473,8 +519,8 @@ def _ceiling(item: ItemData, mask: np.ndarray, settings: ReportContext) -> tuple
     r = humans.shape[0]
     i, j = np.triu_indices(r, k=1)
     names = [[settings.rater_names[a], settings.rater_names[b]] for a, b in zip(i, j, strict=True)]
-    return _pairwise(humans[i], humans[j], names, len(item.values), settings, CEILING_AVERAGING,
-                     "pair of physicians", item.ordered, item.values)
+    return _pairwise(humans[i], humans[j], names, len(item.values), settings, ceiling_averaging(settings.words),
+                     f"pair of {settings.W.raters}", item.ordered, item.values)
 
 
 def _krippendorff(item: ItemData, mask: np.ndarray, settings: ReportContext) -> dict:
@@ -530,11 +576,12 @@ def _ordered_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) 
     boot, jack = settings.resample(lambda f: stats.pairwise_tables(judge[None, :], median[None, :], q, f)[:, 0])
     reps = None if boot is None else (stats.kappa_from_tables(boot, "quadratic"),
                                       None if jack is None else stats.kappa_from_tables(jack, "quadratic"))
-    vs_median = {"n": int(point.sum()), "reference": "the physicians' median answer (the lower middle answer when "
+    W = settings.W
+    vs_median = {"n": int(point.sum()), "reference": f"the {W.raters}' median answer (the lower middle answer when "
                                                      "their number is even)",
                  "weighted_kappa": _figure(stats.kappa_from_tables(point, "quadratic"), reps, settings,
-                                           ["Weighted kappa is undefined: no variation or no dialogue."],
-                                           "landis_koch")}
+                                           scale="landis_koch",
+                                           undefined=[f"Weighted kappa is undefined: no variation or no {W.unit}."])}
     # Krippendorff's alpha, interval level, physicians alone and with the judge
     table = stats.count_table(humans.T, q)  # humans and judge are -1 outside the compared dialogues
     table_judge = table + stats.count_table(judge[:, None], q)
@@ -542,8 +589,11 @@ def _ordered_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) 
     for key, counts, raters in (("physicians", table, humans), ("with_judge", table_judge,
                                                                  np.vstack([humans, judge[None, :]]))):
         matrix = np.where(raters >= 0, values[np.clip(raters, 0, q - 1)], np.nan)[:, mask]
-        detail = stats.krippendorff_alpha_detail(matrix[np.isfinite(matrix).any(axis=1)], level="interval",
-                                                 value_domain=item.values)
+        shown = [*settings.rater_names, "judge"][:matrix.shape[0]]  # warnings name raters as the report does
+        rated = np.isfinite(matrix).any(axis=1)
+        detail = stats.krippendorff_alpha_detail(
+            pd.DataFrame(matrix[rated], index=[name for name, r in zip(shown, rated, strict=True) if r]),
+            level="interval", value_domain=item.values)
         kreps = settings.resample(lambda f, t=counts: stats.krippendorff_alpha_counts(t, item.values, "interval", f))
         interval[key] = _figure(detail["value"], None if kreps[0] is None else kreps, settings, detail["warnings"],
                                 "krippendorff")
@@ -570,10 +620,10 @@ def _ordered_figures(item: ItemData, mask: np.ndarray, settings: ReportContext) 
              {"judge": 2 * stats.LOA_Z * judge_ba["sd"], "physicians": 2 * stats.LOA_Z * ceiling["sd"]})
     icc = _icc_with_judge(scores, judge_scores, mask, settings.rater_names)
     return {"vs_median": vs_median, "krippendorff_interval": interval, "icc": icc,
-            "bland_altman": {"judge": {**judge_ba, "what": "judge minus the mean of the physicians who rated the "
-                                                           "dialogue"},
-                             "ceiling": {**ceiling, "what": "each physician minus the mean of the other physicians "
-                                                            "on the same dialogue, pooled (bias 0 by construction)"},
+            "bland_altman": {"judge": {**judge_ba, "what": f"judge minus the mean of the {W.raters} who rated the "
+                                                           f"{W.unit}"},
+                             "ceiling": {**ceiling, "what": f"each {W.rater} minus the mean of the other {W.raters} "
+                                                            f"on the same {W.unit}, pooled (bias 0 by construction)"},
                              "per_physician": per_physician, "loa_width": width,
                              "scale": [item.values[0], item.values[-1]]}}
 
@@ -603,30 +653,50 @@ def _icc_with_judge(scores: np.ndarray, judge_scores: np.ndarray, mask: np.ndarr
 
 
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
+    """"value [low, high]" with the decimals the interval needs (:mod:`scoring.stats.formatting`), the value on its
+    own side of the start of each interpretation band."""
+    bounds = stats.band_bounds((fig.get("interpretation") or {}).get("scale"))
+    d = formatting.decimals(fig["value"], fig.get("ci_low"), fig.get("ci_high"), digits, bounds=bounds)
     if fig.get("ci_note"):
-        return f"{fig['value']:.{digits}f} (95% CI {fig['ci_note']})"
-    if fig.get("ci_low") is None:
-        return f"{fig['value']:.{digits}f}"
-    return f"{fig['value']:.{digits}f} [{fig['ci_low']:.{digits}f}, {fig['ci_high']:.{digits}f}]"
+        return f"{formatting.number(fig['value'], d)} (95% CI {fig['ci_note']})"
+    limits = formatting.interval(fig.get("ci_low"), fig.get("ci_high"), d)
+    return formatting.number(fig["value"], d) + (f" {limits}" if limits else "")
 
 
 def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None, Any]:
     """Share of the most frequent answer among the physicians' labels on the compared dialogues, and that answer."""
+    share, answer, _, _ = physician_counts(item, mask)
+    return share, answer
+
+
+def physician_counts(item: ItemData, mask: np.ndarray) -> tuple[float | None, Any, int, int]:
+    """(share, answer, count, total) of the most frequent answer among the physicians' labels on the compared
+    dialogues."""
     humans = np.where(mask[None, :], item.humans, -1)
     counts = np.bincount(humans[humans >= 0].ravel(), minlength=len(item.values))
     if not counts.sum():
-        return None, None
+        return None, None, 0, 0
     top = int(counts.argmax())
-    return float(counts[top] / counts.sum()), item.values[top]
+    return float(counts[top] / counts.sum()), item.values[top], int(counts[top]), int(counts.sum())
 
 
-def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -> tuple[str, str, str]:
-    """(key, name, why) of the agreement coefficient the verdict uses."""
+def _answer(value: Any) -> str:
+    """A score as people write it: 5, 4.5, 1 (not 5.0 or '5')."""
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False, words: Any = None,
+                 count: int | None = None, total: int | None = None) -> tuple[str, str, str]:
+    """(key, name, why) of the agreement coefficient the verdict uses; ``count`` of ``total`` labels are the most
+    frequent ``answer`` (said with their counts: "1,102 of 1,104 (99.8%)", never "100%" for fewer than all)."""
+    W = Words(words)
     extreme = prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL
+    share = (formatting.share(count, total) if count is not None and total else
+             None if prevalence is None else f"{prevalence:.1%}")
     if ordered and extreme:
         return ("gwet_ac2", GWET_AC2,
-                f"{prevalence:.0%} of the physicians' scores are {answer!r} (at least {EXTREME_PREVALENCE:.0%}): with "
-                "such extreme prevalence weighted kappa is low even when physicians nearly always agree (the "
+                f"{share} of the {W.raters}' scores are {_answer(answer)} (at least {EXTREME_PREVALENCE:.0%}): with "
+                f"such extreme prevalence weighted kappa is low even when {W.raters} nearly always agree (the "
                 "prevalence paradox; Feinstein & Cicchetti 1990), so agreement is measured with Gwet's AC2 with "
                 "quadratic weights (Gwet 2014; the weighted AC1, as irrCAC computes it), the mean over pairs; exact "
                 "and within-one agreement are shown beside it")
@@ -635,14 +705,15 @@ def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False) -
                 "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
                 "one: agreement is measured with Cohen's kappa with quadratic weights (Cohen 1968; equivalent to an "
                 "ICC of the two raters' scores, Fleiss & Cohen 1973), the mean over pairs")
-    if prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL:
+    if extreme:
         return ("gwet_ac1", "Gwet's AC1",
-                f"{prevalence:.0%} of the physicians' labels are {answer!r} (at least {EXTREME_PREVALENCE:.0%}): "
-                "with such extreme prevalence kappa is low even when physicians nearly always agree (Feinstein & "
+                f"{share} of the {W.raters}' labels are {_answer(answer)} (at least {EXTREME_PREVALENCE:.0%}): "
+                f"with such extreme prevalence kappa is low even when {W.raters} nearly always agree (Feinstein & "
                 "Cicchetti 1990), so agreement is measured with Gwet's AC1 (Gwet 2008)")
-    share = "no physician labels" if prevalence is None else f"the most frequent answer is {prevalence:.0%} of labels"
+    most = (f"no {W.rater} labels" if prevalence is None else
+            f"the most frequent answer, {_answer(answer)}, is {share} of labels")
     return ("kappa", "Cohen's kappa",
-            f"{share} (below {EXTREME_PREVALENCE:.0%}): agreement is measured with Cohen's kappa, the mean over "
+            f"{most} (below {EXTREME_PREVALENCE:.0%}): agreement is measured with Cohen's kappa, the mean over "
             "pairs")
 
 
@@ -654,12 +725,30 @@ def _lower_limit(fig: dict) -> float | None:
     return fig.get("ci_low")
 
 
-def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> dict:
-    """The verdict on one item (see :func:`acceptance_rule_text`) with its reasons in plain words.
+def _percents(a: float, b: float) -> tuple[str, str]:
+    """Two shares as percentages with the decimals that tell them apart ("89.6%" and "90.4%", not "90%" twice)."""
+    d = formatting.decimals(None, 100 * a, 100 * b, 0)
+    return f"{formatting.number(100 * a, d)}%", f"{formatting.number(100 * b, d)}%"
+
+
+def _undefined_because(name: str, warnings: Sequence[str]) -> str:
+    """"<name> is undefined: <why>" from a figure's first warning, without saying "undefined" twice (a warning
+    reads "Undefined: no pair ..." or "Cohen's kappa is undefined for every ...")."""
+    why = (warnings[0] if warnings else "").removeprefix("Undefined: ").rstrip(".")
+    if "undefined" in why.lower():
+        return why
+    return f"{name} is undefined" + (f": {why}" if why else "")
+
+
+def decide(item: dict, settings: VerdictSettings, difference: dict | None, words: Any = None) -> dict:
+    """The verdict on one item (see :func:`acceptance_rule_text`) with its reasons in plain words (``words``: the
+    report's, :mod:`scoring.reports.wording`).
 
     ``item``: the item's entry (n_dialogues, vs_majority, vs_physicians, ceiling, physicians_agreement);
     ``difference``: the paired bootstrap figure of judge-vs-physician minus physician-vs-physician agreement.
     """
+    W = Words(words)
+    labels = outcome_labels(words)
     agreement = item["physicians_agreement"]
     key, name = agreement["coefficient"], agreement["name"]
     table5 = item["vs_majority"]
@@ -676,16 +765,16 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
     floor_band = _floor_band(settings.floor)
     if not checks["enough_data"]:
         outcome = NOT_ENOUGH
-        reasons.append(f"Only {n} dialogue(s) have both a judge and a physician label; at least "
+        reasons.append(f"Only {n} {W.unit}(s) have both a judge and a {W.rater} label; at least "
                        f"{settings.min_dialogues} are needed before a verdict.")
     elif agreement["value"] is None:
         outcome = NOT_ENOUGH
-        reasons.append(f"The physicians' own agreement cannot be measured ({name} undefined"
-                       + (f": {agreement['warnings'][0]}" if agreement["warnings"] else "") + ").")
+        reasons.append(f"The {W.raters}' own agreement cannot be measured "
+                       f"({_undefined_because(name, agreement['warnings'])}).")
     elif agreement["value"] < settings.floor - _TOL:
         outcome = UNRELIABLE
         checks["reliable"] = False
-        reasons.append(f"Physicians agree with each other at {name} = {_fmt_ci(agreement)} "
+        reasons.append(f"{W.Raters} agree with each other at {name} = {_fmt_ci(agreement)} "
                        f"({agreement['interpretation']['label']}), below the floor {settings.floor:.2f} "
                        f"({floor_band}): no judge verdict. Revise the item's guidance or take the item back to the "
                        f"Delphi panel.")
@@ -698,92 +787,98 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None) -> di
         if not checks["beats_constant"]:
             detail = []
             if judge_kappa["value"] is None:
-                detail.append(f"its {kappa_word} against the physicians is undefined")
+                detail.append(f"its {kappa_word} against the {W.raters} is undefined")
             elif not kappa_ok:
-                detail.append(f"the 95% CI of its {kappa_word} against the physicians, {_fmt_ci(judge_kappa)}, does "
+                detail.append(f"the 95% CI of its {kappa_word} against the {W.raters}, {_fmt_ci(judge_kappa)}, does "
                               "not exclude 0")
             if ordered:
                 pass  # a constant or random score has weighted kappa 0: the kappa check above is the test
             elif accuracy is None:
-                detail.append("its accuracy against the physician majority is undefined")
+                detail.append(f"its accuracy against the {W.rater} majority is undefined")
             elif not accuracy_ok:
-                detail.append(f"its accuracy {accuracy:.0%} does not exceed the majority-class rate "
-                              f"{majority_rate:.0%} (always answering {table5['majority_class']!r})")
+                mine, rate = _percents(accuracy, majority_rate)
+                detail.append(f"its accuracy {mine} does not exceed the majority-class rate {rate} (always "
+                              f"answering {_answer(table5['majority_class'])})")
             reasons.append("No better than a constant answer: " + "; ".join(detail) + ".")
         if difference is None or difference["value"] is None:
             checks["non_inferior"] = False
-            reasons.append(f"Non-inferiority cannot be checked: the judge's {name} against the physicians is "
+            reasons.append(f"Non-inferiority cannot be checked: the judge's {name} against the {W.raters} is "
                            "undefined.")
         else:
             lower = _lower_limit(difference)
             checks["non_inferior"] = lower is not None and lower > -settings.margin
             if checks["non_inferior"]:
-                notes.append(f"Non-inferior to a physician: judge-vs-physician minus physician-vs-physician {name} = "
-                             f"{_fmt_ci(difference)}, lower limit above -{settings.margin:g}.")
+                notes.append(f"Non-inferior to a {W.rater}: judge-vs-{W.rater} minus {W.rater}-vs-{W.rater} {name} = "
+                             f"{_fmt_signed_ci(difference)}, lower limit above -{settings.margin:g}.")
             else:
-                reasons.append(non_inferiority_not_shown(difference, name, settings.margin))
+                reasons.append(non_inferiority_not_shown(difference, name, settings.margin, words))
         outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
         if outcome == REPLACE and ordered:
             notes.append(f"Beats a constant answer: {kappa_word} {_fmt_ci(judge_kappa)} excludes 0 (a constant or "
                          "random score has weighted kappa 0).")
         elif outcome == REPLACE:
+            mine, rate = _percents(accuracy, majority_rate)
             notes.append(f"Beats a constant answer: kappa {_fmt_ci(judge_kappa)} excludes 0 and accuracy "
-                         f"{accuracy:.0%} exceeds the majority-class rate {majority_rate:.0%}.")
-    return {"verdict": outcome, "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
+                         f"{mine} exceeds the majority-class rate {rate}.")
+    return {"verdict": labels[OUTCOME_KEYS[outcome]], "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
             "reasons": reasons if outcome != REPLACE else notes, "notes": notes if outcome != REPLACE else [],
             "checks": checks, "coefficient": key}
 
 
-def non_inferiority_not_shown(difference: dict, name: str, margin: float) -> str:
+def non_inferiority_not_shown(difference: dict, name: str, margin: float, words: Any = None) -> str:
     """Why non-inferiority is not shown, in words that follow the interval and never contradict the point estimate:
     the lower 95% limit (:func:`_lower_limit`) is at or below minus the margin; what the point estimate says is added
-    beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do)."""
+    beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do). Numbers print
+    with the decimals their interval needs (:mod:`scoring.stats.formatting`)."""
+    W = Words(words)
     value, low = difference["value"], _lower_limit(difference)
-    what = f"judge-vs-physician minus physician-vs-physician {name}"
+    what = f"judge-vs-{W.rater} minus {W.rater}-vs-{W.rater} {name}"
     if low is None:
-        return (f"Non-inferiority not shown: {what} = {value:+.2f} has no confidence interval here (too few "
-                "resamples or dialogues), so a loss larger than the margin cannot be ruled out.")
+        return (f"Non-inferiority not shown: {what} = {formatting.number(value, 2, sign=True)} has no confidence "
+                f"interval here (too few resamples or {W.units}), so a loss larger than the margin cannot be ruled "
+                "out.")
     where = "below" if low < -margin - _TOL else "at"
     if difference.get("ci_note"):  # every resample gave the same difference: the value itself is tested
-        text = (f"Non-inferiority not shown: {what} is {value:+.2f} in every resample ({difference['ci_note']}), "
-                f"{where} minus the margin (-{margin:g})")
+        text = (f"Non-inferiority not shown: {what} is {formatting.number(value, 2, sign=True)} in every resample "
+                f"({difference['ci_note']}), {where} minus the margin (-{margin:g})")
     else:
-        text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {low:+.2f}, {where} minus the margin "
-                f"(-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
+        d = formatting.decimals(value, difference.get("ci_low"), difference.get("ci_high"), 2)
+        text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {formatting.number(low, d, sign=True)}, "
+                f"{where} minus the margin (-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
     if value >= 0:
-        detail = ("the judge agrees with the physicians at least as well as they agree with each other on these "
-                  "dialogues, but the interval is too wide to rule out a loss larger than the margin (more dialogues "
-                  "narrow it)")
+        detail = (f"the judge agrees with the {W.raters} at least as well as they agree with each other on these "
+                  f"{W.units}, but the interval is too wide to rule out a loss larger than the margin (more "
+                  f"{W.units} narrow it)")
     elif value > -margin:
-        detail = ("the estimated loss is within the margin, but the interval reaches beyond it (more dialogues "
+        detail = (f"the estimated loss is within the margin, but the interval reaches beyond it (more {W.units} "
                   "narrow it)")
     else:
-        detail = ("the estimated loss is larger than the margin: the judge agrees with the physicians less than they "
+        detail = (f"the estimated loss is larger than the margin: the judge agrees with the {W.raters} less than they "
                   "agree with each other")
     return f"{text}: {detail}."
 
 
 def _fmt_signed_ci(fig: dict, digits: int = 2) -> str:
-    if fig.get("ci_low") is None:
-        return f"{fig['value']:+.{digits}f}"
-    return f"{fig['value']:+.{digits}f} [{fig['ci_low']:+.{digits}f}, {fig['ci_high']:+.{digits}f}]"
+    return formatting.estimate(fig["value"], fig.get("ci_low"), fig.get("ci_high"), digits, sign=True)
 
 
-def paper_rule(table5: dict, threshold: float) -> dict:
+def paper_rule(table5: dict, threshold: float, words: Any = None) -> dict:
     """The paper's acceptance rule, kept for comparison: accuracy against the physician majority >= 80%."""
+    W = Words(words)
     accuracy, rate = table5["accuracy"]["value"], table5["majority_class_rate"]
     met = accuracy is not None and accuracy >= threshold - _TOL
     constant = rate is not None and rate >= threshold - _TOL
     out = {"rule": PAPER_RULE, "threshold": threshold, "accuracy": accuracy, "met": met,
            "constant_would_meet": constant, "majority_class_rate": rate, "flag": None}
     if met and constant:
-        out["flag"] = (f"A constant answer ({table5['majority_class']!r}) would meet this rule too: the majority class "
-                       f"is {rate:.0%} of dialogues.")
+        out["flag"] = (f"A constant answer ({_answer(table5['majority_class'])}) would meet this rule too: the "
+                       f"majority class is {_percents(rate, threshold)[0]} of {W.units}.")
     return out
 
 
 def item_report(item: ItemData, settings: ReportContext) -> dict:
     """Every per-item figure of :func:`judge_vs_physicians` for one item (arrays over the bootstrap dialogues)."""
+    W = settings.W
     mask = item.compared()
     entry: dict[str, Any] = {"code": item.code, "text": item.text, "dimension": item.dimension,
                              "response_type": item.response_type, "level": item.level, "values": list(item.values),
@@ -794,12 +889,14 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     entry["krippendorff_alpha"] = _krippendorff(item, mask, settings)
     if item.ordered:
         entry.update(_ordered_figures(item, mask, settings))
-    prevalence, answer = physician_prevalence(item, mask)
-    key, name, why = _coefficient(prevalence, answer, item.ordered)
+    prevalence, answer, count, total = physician_counts(item, mask)
+    key, name, why = _coefficient(prevalence, answer, item.ordered, settings.words, count, total)
     ceiling = entry["ceiling"][key]
     entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
                                      "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
-                                     "most_frequent_answer": answer}
+                                     "most_frequent_answer": answer, "most_frequent_count": count,
+                                     "n_labels": total,
+                                     "most_frequent_text": formatting.share(count, total) if total else None}
     if item.ordered:  # beside the coefficient: how often physicians give exactly the same score, or one point apart
         entry["physicians_agreement"]["exact"] = entry["ceiling"]["accuracy"]
         entry["physicians_agreement"]["within_one"] = entry["ceiling"]["within_one"]
@@ -815,11 +912,11 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
         difference = {**_figure(value, reps, settings), "coefficient": key, "name": name,
                       "margin": settings.verdict.margin}
     entry["difference"] = difference
-    entry["decision"] = decide(entry, settings.verdict, difference)
-    entry["paper_rule"] = paper_rule(entry["vs_majority"], settings.verdict.paper_accuracy)
+    entry["decision"] = decide(entry, settings.verdict, difference, settings.words)
+    entry["paper_rule"] = paper_rule(entry["vs_majority"], settings.verdict.paper_accuracy, settings.words)
     warns = []
     if not mask.any():
-        warns.append("No dialogue has both a scored judge answer and a physician label on this item.")
+        warns.append(f"No {W.unit} has both a scored judge answer and a {W.rater} label on this item.")
     entry["warnings"] = warns
     return entry
 
@@ -827,61 +924,31 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # loading
 # ---------------------------------------------------------------------------------------------------------------
-def run_scale_version_id(run) -> int:
-    from scoring.judges.models import PromptSet
-
-    if run.scale_version_id:  # imported runs (no prompt set)
-        return run.scale_version_id
-    prompt_set_id = (run.snapshot or {}).get("prompt_set") or run.config.prompt_set_id
-    return PromptSet.objects.values_list("scale_version_id", flat=True).get(pk=prompt_set_id)
+def source_label(source) -> str:
+    """"Run #12" or "Jury #3 (name)": how messages name a scores source."""
+    return f"Jury #{source.pk} ({source.name})" if sources.is_jury(source) else f"Run #{source.pk}"
 
 
 def check_comparable(run, campaign) -> None:
-    """Raise :class:`JudgeReportError` unless ``campaign`` rates the run's corpus on its prompt set's scale version."""
+    """Raise :class:`JudgeReportError` unless ``campaign`` rates the run's (or jury's) corpus on its scale
+    version."""
+    label = source_label(run)
     if campaign.corpus_id != run.corpus_id:
-        raise JudgeReportError(f'Run #{run.pk} judged corpus "{run.corpus}" but campaign "{campaign}" rates corpus '
+        raise JudgeReportError(f'{label} judged corpus "{run.corpus}" but campaign "{campaign}" rates corpus '
                                f'"{campaign.corpus}": compare a run with a campaign on the same corpus.')
     version_id = run_scale_version_id(run)
     if campaign.scale_version_id != version_id:
         from annotation.models import ScaleVersion
 
         raise JudgeReportError(
-            f'Run #{run.pk} uses prompts for {ScaleVersion.objects.get(pk=version_id)} but campaign "{campaign}" rates '
+            f'{label} uses prompts for {ScaleVersion.objects.get(pk=version_id)} but campaign "{campaign}" rates '
             f"on {campaign.scale_version}: compare a run with a campaign on the same scale version.")
-
-
-def judge_frame(run) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The run's scored answers (columns dialogue, item code, value) and its units by status."""
-    from annotation.models import Item
-    from scoring.judges.models import JudgeResult
-
-    counts = dict(JudgeResult.objects.filter(run=run).values_list("status").annotate(n=Count("id")).order_by())
-    units = {s: int(counts.get(s, 0)) for s in JudgeResult.Status.values}
-    units["total"] = sum(units.values())
-    code_of = dict(Item.objects.filter(version_id=run_scale_version_id(run)).values_list("pk", "code"))
-    rows = (JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE, value__isnull=False)
-            .order_by()  # the default ordering joins four tables and sorts every answer on disk (0.2 s at 64,320)
-            .values_list("dialogue_id", "item_id", "value"))
-    arr = float_rows(rows, 3)
-    frame = pd.DataFrame({"dialogue": arr[:, 0].astype(np.int64),
-                          "item": [code_of.get(i, "") for i in arr[:, 1].astype(np.int64).tolist()],
-                          "value": arr[:, 2]})
-    return frame, units
-
-
-def judged_codes(run) -> set[str]:
-    """The codes of the items the run has answers for (of any status). JudgeResult's default ordering joins the
-    item table and sorts every answer; without it the distinct item ids come from the (run, ...) index."""
-    from annotation.models import Item
-    from scoring.judges.models import JudgeResult
-
-    item_ids = JudgeResult.objects.filter(run=run).order_by().values_list("item_id", flat=True).distinct()
-    return set(Item.objects.filter(pk__in=list(item_ids)).values_list("code", flat=True))
 
 
 def _item_arrays(study, judge: pd.DataFrame, codes: set[str], dialogues: pd.Index, raters: pd.Index
                  ) -> tuple[list[ItemData], list[str]]:
     """ItemData for every judged rating item, over ``dialogues`` and ``raters``."""
+    W = Words(study.words or None)
     warns: list[str] = []
     by_item = {str(code): frame for code, frame in study.labels.groupby("item", observed=True)}
     judge_by_item = {code: frame for code, frame in judge.groupby("item")}
@@ -897,7 +964,7 @@ def _item_arrays(study, judge: pd.DataFrame, codes: set[str], dialogues: pd.Inde
         c = _codes(frame["value"].to_numpy(), meta.values)
         ok = (d >= 0) & (r >= 0)
         if (ok & (c < 0)).any():
-            warns.append(f"Item {meta.code}: {int((ok & (c < 0)).sum())} physician label(s) outside "
+            warns.append(f"Item {meta.code}: {int((ok & (c < 0)).sum())} {W.rater} label(s) outside "
                          f"{meta.values} were ignored.")
         ok &= c >= 0
         humans[r[ok], d[ok]] = c[ok]
@@ -1008,10 +1075,11 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
         cells = totals["cells"]
         human = 100.0 * totals["human"] / cells if cells else None
         judge = 100.0 * totals["judge"] / cells if cells else None
-        entry["dimensions"]["all"] = {"name": "All binary items (the Average column of Table 6)",
-                                      "n_items": len(binary), "n_dialogues": int(any_dialogue.sum()),
-                                      "n_cells": cells, "human_pct": human, "judge_pct": judge,
-                                      "difference_pct": None if human is None or judge is None else judge - human}
+        if binary:  # Table 6 is about binary items: an instrument without them has no dimension scores
+            entry["dimensions"]["all"] = {"name": "All binary items (the Average column of Table 6)",
+                                          "n_items": len(binary), "n_dialogues": int(any_dialogue.sum()),
+                                          "n_cells": cells, "human_pct": human, "judge_pct": judge,
+                                          "difference_pct": None if human is None or judge is None else judge - human}
         if overall is not None:
             mask = overall.compared() & in_model
             vals = np.asarray(overall.values, dtype=float)
@@ -1033,107 +1101,133 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
 # the report
 # ---------------------------------------------------------------------------------------------------------------
 def _run_info(run) -> dict:
-    snap = run.snapshot or {}
-    info = {"id": run.pk, "config": run.name, "model": snap.get("model"), "source": run.source,
-            "mode": snap.get("mode"), "status": run.status, "prompt_set": snap.get("prompt_set_name"),
-            "corpus": run.corpus.name, "item_codes": list(run.item_codes or [])}
-    if run.is_imported:
-        info["provenance"] = provenance(run)
-    return info
+    return sources.info(run)
 
 
-def provenance(run) -> dict:
-    """Where an imported run's scores come from: the file's name and SHA-256, the judge's model, when and by whom
-    they were imported."""
-    snap = run.snapshot or {}
-    return {"file": run.source_file, "sha256": run.source_sha256, "model": snap.get("model") or "",
-            "judge_run": snap.get("judge_run") or "", "imported_at": run.created_at.isoformat(),
-            "imported_by": snap.get("imported_by") or ""}
+provenance = sources.provenance
 
 
-#: Headings of the methods section (the keys of :func:`methods` are for programs, not for readers).
-METHOD_TITLES = {
-    "reference": "Reference", "vs_majority": "Against the physician majority", "vs_physicians": "Against each "
-    "physician", "ceiling": "Between physicians (the ceiling)", "physicians_agreement": "Physicians' own agreement",
-    "krippendorff": "Krippendorff's alpha", "ci": "Confidence intervals", "verdict": "Verdict",
-    "non_inferiority": "Non-inferiority", "paper_rule": "The paper's rule", "models": "Doctor models",
-    "ranking": "Model ranking", "undefined": "Undefined figures", "ordered_items": "Levels and scale items",
-}
-
-
-def methods(seed: int, n_resamples: int, verdict: VerdictSettings) -> dict:
-    ci_name = stats.CI_METHOD_NAMES[verdict.ci_method]
+def method_titles(words: Any = None) -> dict[str, str]:
+    """Headings of the methods section (the keys of :func:`methods` are for programs, not for readers)."""
+    W = Words(words)
     return {
-        "reference": "Physicians: the submitted labels of the campaign. Compared: per item, the dialogues with a "
-                     "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
-                     "least one physician label.",
-        "vs_majority": "Shi et al., LLM-Mini-CEX, Table 5: accuracy, precision, recall and F1 of the judge against the "
-                       "physician majority (the most frequent answer; a dialogue whose top answers tie is left out "
-                       "and counted as tied; a single physician label is its own majority). Binary items: positive "
-                       "class 1. "
-                       "Item 4: accuracy with macro-averaged precision, recall and F1. The majority-class rate is the "
-                       "accuracy a judge giving the most frequent majority answer every time would reach.",
-        "vs_physicians": "Judge against each physician on the dialogues they share: percent agreement, Cohen's "
-                         "kappa (unweighted, item 4 too), Gwet's AC1 (two raters) and macro-F1 (physician as "
-                         "reference); " + AVERAGING + ".",
-        "ceiling": "The same figures between physicians, every pair on the dialogues it shares; "
-                   + CEILING_AVERAGING + ".",
-        "physicians_agreement": f"The physicians' own agreement on an item is their mean pairwise Cohen's kappa, or "
-                                f"their mean pairwise Gwet's AC1 when the most frequent answer makes up "
-                                f"{EXTREME_PREVALENCE:.0%} or more of their labels (prevalence index >= 0.6, Byrt, "
-                                f"Bishop & Carlin 1993), where kappa is depressed whatever the agreement (Feinstein "
-                                f"& Cicchetti 1990; Gwet 2008). Levels and scale items: their mean pairwise "
-                                f"{WEIGHTED_KAPPA}, or at the same extreme prevalence their mean pairwise "
-                                f"{GWET_AC2} (Gwet 2014, Handbook of Inter-Rater Reliability, ch. 3; weights "
-                                f"1 - (x_k - x_l)^2 / (x_max - x_min)^2 on the item's scores, as irrCAC; every "
-                                f"point of the item's scale counts as a category), with exact and within-one-point "
-                                f"agreement beside it. A bootstrap interval whose resamples all give the same value "
-                                f"is reported as {stats.NO_VARIATION}, and the verdict then tests the value itself. "
-                                f"Bands ({LANDIS_KOCH}): {stats.bands_text('landis_koch')}; a bound starts "
-                                f"the band above it.",
-        "krippendorff": "Krippendorff's alpha (krippendorff package; nominal for binary items, ordinal for item 4) "
-                        "of the physicians and of the physicians plus the judge as one more rater, on the compared "
-                        "dialogues.",
-        "ci": f"{ci_name} over dialogues: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
-              "dialogues for every item and figure (weights of the averages are resampled too), so differences "
-              "between figures are paired."
-              + (" BCa acceleration from the leave-one-dialogue-out jackknife." if verdict.ci_method == "bca" else "")
-              + f" With fewer than {stats.SMALL_SAMPLE} dialogues the report warns that intervals are rough.",
-        "verdict": acceptance_rule_text(verdict),
-        "non_inferiority": f"Non-inferiority framing ({NON_INFERIORITY}): the judge may replace a physician when the "
-                           f"lower limit of the two-sided 95% interval of (judge-vs-physician minus "
-                           f"physician-vs-physician agreement) lies above minus the margin ({verdict.margin:g}), "
-                           "i.e. a one-sided test at 2.5%. Settings of this report: reliability floor "
-                           f"{verdict.floor:g}, minimum {verdict.min_dialogues} dialogues, margin {verdict.margin:g}.",
-        "paper_rule": f"The paper's rule ({PAPER_RULE}) is shown for comparison with published results; it is "
-                      "flagged where a constant answer (the majority class every time) would meet it too.",
-        "models": "Shi et al., LLM-Mini-CEX, Table 6: per doctor model and dimension, sum of item scores / (items x "
-                  "dialogues) in %, the physicians' score of a dialogue and item being the mean over its raters; "
-                  "on the (dialogue, item) cells both the judge and the physicians scored; 'all' pools every binary "
-                  "item (the "
-                  "Average column).",
-        "ranking": "Whether the judge ranks the doctor models as the physicians do: Kendall's tau-b (scipy) between "
-                   "the physicians' and the judge's per-model scores, per dimension, over all binary items and for "
-                   "item 4 (mean level), with a bootstrap CI resampling dialogues within each model (stratified).",
-        "undefined": "A figure that is undefined for the data is null with the reason in its warnings, never 0 or 1.",
-        "ordered_items": "Items answered with levels or a numeric scale (e.g. HIVMedQA's 0-5 criteria) also get: "
-                        "Cohen's kappa with quadratic weights (Cohen 1968) against each physician, between "
-                        "physicians (the ceiling) and against the physicians' median answer; Krippendorff's alpha at "
-                        "the interval level beside the ordinal one, physicians alone and with the judge; "
-                        "Bland-Altman (Bland & Altman 1986): the judge's score minus the mean of the physicians who "
-                        "rated the dialogue, bias and limits of agreement (bias +- 1.96 SD) with the paper's 95% "
-                        "CIs, beside the same figures among physicians (each physician minus the mean of the other "
-                        "physicians; pooled over physicians, so the bias is 0 by construction and the limits show "
-                        "how far one physician lands from the others; CIs from the bootstrap over dialogues, since "
-                        "a dialogue contributes several differences). The physicians' mean over several raters "
-                        "varies less than one physician, so the judge's limits are slightly favoured in this "
-                        "comparison. ICC of the item's scores (Shrout & Fleiss 1979, via pingouin), physicians alone "
-                        "and with the judge as one more rater: single-rater absolute agreement (ICC2 when the same "
-                        "physicians rated every compared dialogue, else the one-way ICC1), 95% CI from the F "
-                        "distribution, Koo & Li (2016) bands on the CI; a judge that scores like another physician "
-                        "leaves it about unchanged, one that does not lowers it. Model comparison: mean score per "
-                        "criterion, physicians and judge, with percentile bootstrap CIs over each model's dialogues.",
+        "reference": "Reference", "vs_majority": f"Against the {W.rater} majority",
+        "vs_physicians": f"Against each {W.rater}", "ceiling": f"Between {W.raters} (the ceiling)",
+        "physicians_agreement": f"{W.Raters}' own agreement", "krippendorff": "Krippendorff's alpha",
+        "ci": "Confidence intervals", "verdict": "Verdict", "non_inferiority": "Non-inferiority",
+        "paper_rule": "The paper's rule", "models": W.Models, "ranking": "Model ranking",
+        "undefined": "Undefined figures", "ordered_items": "Levels and scale items",
     }
+
+
+METHOD_TITLES = method_titles()
+
+
+def _levels_text(levels: Sequence[str]) -> str:
+    """How the methods name the levels items: "item 4" (the Mini-CEX), "items a, b", or "levels items"."""
+    if not levels:
+        return "levels items"
+    return ("item " if len(levels) == 1 else "items ") + ", ".join(levels)
+
+
+def methods(seed: int, n_resamples: int, verdict: VerdictSettings, words: Any = None, *, binary: bool = True,
+            ordered: bool = True, levels: Sequence[str] = ("4",)) -> dict:
+    """The methods section, for the instrument's kinds of items (``binary``: it has binary items; ``ordered``: levels
+    or scale items; ``levels``: the codes of its levels items) and in its ``words``: nothing about binary items,
+    item 4 or the Mini-CEX paper's tables where the instrument has none of them."""
+    W = Words(words)
+    ci_name = stats.CI_METHOD_NAMES[verdict.ci_method]
+    level_items = _levels_text(levels) if levels else ""
+    kinds = [k for k, there in (("binary items: positive class 1", binary),
+                                (f"{level_items} and scale items: accuracy (exact answer) with macro-averaged "
+                                 "precision, recall and F1" if level_items else
+                                 "scale items: accuracy (exact score) with macro-averaged precision, recall and F1",
+                                 ordered)) if there]
+    table5 = "Shi et al., LLM-Mini-CEX, Table 5: " if binary else ""
+    ordered_subject = "Levels and scale items" if binary else f"The {W.raters}' own agreement on an item"
+    alpha_levels = "; ".join(part for part, there in (("nominal for binary items", binary),
+                                                     ("ordinal for levels and scale items", ordered)) if there)
+    out = {
+        "reference": f"{W.Raters}: the submitted labels of the campaign. Compared: per item, the {W.units} with a "
+                     "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
+                     f"least one {W.rater} label.",
+        "vs_majority": f"{table5}accuracy, precision, recall and F1 of the judge against the {W.rater} majority (the "
+                       f"most frequent answer; a {W.unit} whose top answers tie is left out and counted as tied; a "
+                       f"single {W.rater} label is its own majority). " + "; ".join(k[:1].upper() + k[1:]
+                                                                                     for k in kinds)
+                       + ". The majority-class rate is the accuracy a judge giving the most frequent majority answer "
+                         "every time would reach.",
+        "vs_physicians": f"Judge against each {W.rater} on the {W.units} they share: percent agreement, Cohen's "
+                         f"kappa (unweighted{', levels and scale items too' if ordered else ''}), Gwet's AC1 (two "
+                         f"raters) and macro-F1 ({W.rater} as reference); " + averaging(words) + ".",
+        "ceiling": f"The same figures between {W.raters}, every pair on the {W.units} it shares; "
+                   + ceiling_averaging(words) + ".",
+        "physicians_agreement": (
+            (f"The {W.raters}' own agreement on a binary item is their mean pairwise Cohen's kappa, or their mean "
+             f"pairwise Gwet's AC1 when the most frequent answer makes up {EXTREME_PREVALENCE:.0%} or more of their "
+             "labels (prevalence index >= 0.6, Byrt, Bishop & Carlin 1993), where kappa is depressed whatever the "
+             "agreement (Feinstein & Cicchetti 1990; Gwet 2008). " if binary else "")
+            + (f"{ordered_subject}: their mean "
+               f"pairwise {WEIGHTED_KAPPA}, or, when one score makes up {EXTREME_PREVALENCE:.0%} or more of their "
+               f"scores, their mean pairwise {GWET_AC2} (Gwet 2014, Handbook of Inter-Rater Reliability, ch. 3; "
+               "weights 1 - (x_k - x_l)^2 / (x_max - x_min)^2 on the item's scores, as irrCAC; every point of the "
+               "item's scale counts as a category), with exact and within-one-point agreement beside it. "
+               if ordered else "")
+            + f"A bootstrap interval whose resamples all give the same value is reported as {stats.NO_VARIATION}, "
+              f"and the verdict then tests the value itself. Bands ({LANDIS_KOCH}): {stats.bands_text('landis_koch')}"
+              "; a bound starts the band above it."),
+        "krippendorff": f"Krippendorff's alpha (krippendorff package; {alpha_levels}) of the {W.raters} and of the "
+                        f"{W.raters} plus the judge as one more rater, on the compared {W.units}.",
+        "ci": f"{ci_name} over {W.units}: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
+              f"{W.units} for every item and figure (weights of the averages are resampled too), so differences "
+              "between figures are paired."
+              + (f" BCa acceleration from the leave-one-{W.unit}-out jackknife." if verdict.ci_method == "bca" else "")
+              + f" With fewer than {stats.SMALL_SAMPLE} {W.units} the report warns that intervals are rough. Figures "
+                "print with the decimals their interval needs to tell its limits apart and to show on which side "
+                "of 0 a limit lies.",
+        "verdict": acceptance_rule_text(verdict, words, binary=binary, ordered=ordered),
+        "non_inferiority": f"Non-inferiority framing ({NON_INFERIORITY}): the judge may replace a {W.rater} when the "
+                           f"lower limit of the two-sided 95% interval of (judge-vs-{W.rater} minus "
+                           f"{W.rater}-vs-{W.rater} agreement) lies above minus the margin ({verdict.margin:g}), "
+                           "i.e. a one-sided test at 2.5%. Settings of this report: reliability floor "
+                           f"{verdict.floor:g}, minimum {verdict.min_dialogues} {W.units}, margin {verdict.margin:g}.",
+        "models": (
+            (f"Shi et al., LLM-Mini-CEX, Table 6: per {W.model} and dimension, sum of item scores / (items x "
+             f"{W.units}) in %, the {W.raters}' score of a {W.unit} and item being the mean over its raters; on the "
+             f"({W.unit}, item) cells both the judge and the {W.raters} scored; 'all' pools every binary item (the "
+             "Average column). " if binary else "")
+            + (f"Per {W.model} and item scored on levels or a scale: the mean score of the {W.raters} (a {W.unit}'s "
+               f"score = mean over its raters) and of the judge on the {W.units} both scored, with percentile "
+               f"bootstrap CIs over the {W.model}'s {W.units}." if ordered else "")).strip(),
+        "ranking": (f"Whether the judge ranks the {W.models} as the {W.raters} do: Kendall's tau-b (scipy) between "
+                    f"the {W.raters}' and the judge's per-model scores, "
+                    + ("per dimension, over all binary items" if binary else "over all items (scores rescaled to 0-1)")
+                    + (f" and per {'levels or scale item' if not level_items else level_items + ' and scale item'} "
+                       "(mean score)" if ordered else "")
+                    + f", with a bootstrap CI resampling {W.units} within each model (stratified)."),
+        "undefined": "A figure that is undefined for the data is null with the reason in its warnings, never 0 or 1.",
+    }
+    if binary:
+        out["paper_rule"] = (f"The paper's rule ({PAPER_RULE}) is shown for comparison with published results; it "
+                             "is flagged where a constant answer (the majority class every time) would meet it too.")
+    if ordered:
+        out["ordered_items"] = (
+            f"Items answered with levels or a numeric scale{' (e.g. 0-5 criteria)' if binary else ''} also get: "
+            f"Cohen's kappa with quadratic weights (Cohen 1968) against each {W.rater}, between {W.raters} (the "
+            f"ceiling) and against the {W.raters}' median answer; Krippendorff's alpha at the interval level beside "
+            f"the ordinal one, {W.raters} alone and with the judge; Bland-Altman (Bland & Altman 1986): the judge's "
+            f"score minus the mean of the {W.raters} who rated the {W.unit}, bias and limits of agreement (bias +- "
+            f"1.96 SD) with the paper's 95% CIs, beside the same figures among {W.raters} (each {W.rater} minus the "
+            f"mean of the other {W.raters}; pooled over {W.raters}, so the bias is 0 by construction and the limits "
+            f"show how far one {W.rater} lands from the others; CIs from the bootstrap over {W.units}, since a "
+            f"{W.unit} contributes several differences). The {W.raters}' mean over several raters varies less than "
+            f"one {W.rater}, so the judge's limits are slightly favoured in this comparison. ICC of the item's scores "
+            f"(Shrout & Fleiss 1979, as pingouin computes it), {W.raters} alone and with the judge as one more rater: "
+            f"single-rater absolute agreement (ICC2 when the same {W.raters} rated every compared {W.unit}, else the "
+            "one-way ICC1), 95% CI from the F distribution, Koo & Li (2016) bands on the CI; a judge that scores "
+            f"like another {W.rater} leaves it about unchanged, one that does not lowers it. Model comparison: mean "
+            f"score per criterion, {W.raters} and judge, with percentile bootstrap CIs over each model's {W.units}.")
+    return out
 
 
 def _model_score_columns(items: list[ItemData], models: np.ndarray
@@ -1193,17 +1287,16 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
     """Does the judge order the doctor models as the physicians do?  Kendall's tau-b between the per-model scores
     (sum of item scores / cells, physicians' score of a cell = mean over its raters) of physicians and judge, per
     dimension, over all binary items and per ordinal item, with a bootstrap CI stratified by model."""
-    from scipy.stats import kendalltau
-
+    W = settings.W
     models = np.asarray([dialogue_model.get(d, "(unknown model)") for d in dialogue_ids], dtype=object)
     names = sorted(set(models.tolist()))
     out: dict[str, Any] = {"models": names, "n_models": len(names), "scopes": [], "warnings": []}
     if len(names) < 2:
-        out["warnings"].append("Kendall's tau needs at least two doctor models; this comparison has "
+        out["warnings"].append(f"Kendall's tau needs at least two {W.models}; this comparison has "
                                f"{len(names)}.")
         return out
     if len(names) == 2:
-        out["warnings"].append("With two doctor models tau is +1 (same order) or -1 (reversed) only.")
+        out["warnings"].append(f"With two {W.models} tau is +1 (same order) or -1 (reversed) only.")
     onehot = (models[:, None] == np.asarray(names, dtype=object)[None, :]).astype(float)  # (n, M)
     freq = jack = None
     if settings.freq is not None:
@@ -1214,7 +1307,8 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
             freq[:, where] = stats.bootstrap_freq(idx, len(where))
         jack = settings.jack
     strata = ReportContext(freq=freq, seed=settings.seed, n_resamples=settings.n_resamples,
-                           rater_names=settings.rater_names, verdict=settings.verdict, jack=jack)
+                           rater_names=settings.rater_names, verdict=settings.verdict, jack=jack,
+                           words=settings.words)
     for key, name, human, judge, cells in _model_score_columns(items, models):
         with np.errstate(invalid="ignore", divide="ignore"):
             cell_counts = cells @ onehot
@@ -1226,9 +1320,9 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
         reasons = []
         value = None
         if defined.sum() < 2:
-            reasons.append("Undefined: fewer than two models have scores from both the judge and the physicians.")
+            reasons.append(f"Undefined: fewer than two models have scores from both the judge and the {W.raters}.")
         else:
-            value = _f(kendalltau(h_scores[defined], j_scores[defined]).statistic)
+            value = _f(kendall_tau_b(h_scores[defined], j_scores[defined]))  # = scipy's kendalltau, tested
             if value is None:
                 reasons.append("Undefined: every model has the same score on one side (all ties).")
 
@@ -1245,23 +1339,26 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
     return out
 
 
-def _summary(entries: list[dict], ranking: dict) -> dict:
-    by_outcome = {OUTCOME_KEYS[o]: [e["code"] for e in entries if e["decision"]["verdict"] == o] for o in OUTCOMES}
+def _summary(entries: list[dict], ranking: dict, words: Any = None) -> dict:
+    W = Words(words)
+    labels = outcome_labels(words)
+    by_outcome = {key: [e["code"] for e in entries if e["decision"]["outcome"] == key] for key in labels}
     counts = {key: len(codes) for key, codes in by_outcome.items()}
     overall = next((s for s in ranking["scopes"] if s["scope"] == "all"), None)
     if overall is None or overall["tau"]["value"] is None:
-        ranking_text = ("The judge's ranking of the doctor models cannot be compared with the physicians' "
+        ranking_text = (f"The judge's ranking of the {W.models} cannot be compared with the {W.raters}' "
                         + (f"({ranking['warnings'][0]})" if ranking["warnings"] else "(undefined)") + ".")
     else:
         tau = overall["tau"]
-        order = "exactly as the physicians do" if overall["same_order"] else "differently from the physicians"
+        order = f"exactly as the {W.raters} do" if overall["same_order"] else f"differently from the {W.raters}"
         scope = overall["name"][0].lower() + overall["name"][1:]
-        ranking_text = (f"Over {scope} the judge orders the {ranking['n_models']} doctor models {order}: "
+        ranking_text = (f"Over {scope} the judge orders the {ranking['n_models']} {W.models} {order}: "
                         f"Kendall's tau = {_fmt_ci(tau)}.")
     return {**by_outcome, "counts": counts, "n_replace": counts["replace"], "n_keep": counts["keep"],
             "n_unreliable": counts["unreliable"], "n_not_enough": counts["not_enough"], "ranking": ranking_text,
-            "text": (f"{counts['replace']} item(s): {REPLACE}; {counts['keep']}: {KEEP}; {counts['unreliable']}: "
-                     f"{UNRELIABLE}; {counts['not_enough']}: {NOT_ENOUGH}.")}
+            "labels": labels,
+            "text": (f"{counts['replace']} item(s): {labels['replace']}; {counts['keep']}: {labels['keep']}; "
+                     f"{counts['unreliable']}: {UNRELIABLE}; {counts['not_enough']}: {NOT_ENOUGH}.")}
 
 
 def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None, n_resamples: int = 1000,
@@ -1279,6 +1376,8 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     verdict = verdict or VerdictSettings()
     check_comparable(run, campaign)
     study = load_study([campaign], names=names)
+    words = study.words or words_for(study.target)  # what the instrument rates and who rates it
+    W = Words(words)
     judge, units = judge_frame(run)
     codes = judged_codes(run)
     if progress is not None:
@@ -1305,11 +1404,11 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     freq = stats.bootstrap_freq(stats.bootstrap_indices(n, n_resamples, seed), n) if n else None
     jack = stats.jackknife_freq(n) if n > 1 and verdict.ci_method == "bca" else None
     settings = ReportContext(freq=freq, seed=seed, n_resamples=n_resamples, verdict=verdict, jack=jack,
-                             rater_names=[study.rater_names.get(r, str(r)) for r in raters_all])
+                             rater_names=[study.rater_names.get(r, str(r)) for r in raters_all], words=words)
     if not n:
-        warnings.append("No dialogue has both a scored judge answer and a submitted physician label: every figure "
+        warnings.append(f"No {W.unit} has both a scored judge answer and a submitted {W.rater} label: every figure "
                         "is undefined.")
-    small = stats.small_sample_warning(n, verdict.ci_method) if n else None
+    small = stats.small_sample_warning(n, verdict.ci_method, f"{W.unit}(s)") if n else None
     if small:
         warnings.append(small)
     item_entries = []
@@ -1322,10 +1421,13 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     ranking = model_ranking(items, dialogue_ids, study.dialogue_model, settings)
     judge_dialogues = set(judge["dialogue"].tolist())
     estimates = model_estimates(run, campaign, study=study, judge=judge)
-    summary = _summary(item_entries, ranking)
+    summary = _summary(item_entries, ranking, words)
     summary["model_differences"] = estimates["ranking"]["text"]
     replicates = judge_replicates(judge, study, codes)
-    mixed = mixed_replicate_warning(labels, study.dialogue_case, study.dialogue_replicate, "physicians")
+    has_binary = any(item.binary for item in items)
+    kinds = {"binary": has_binary, "ordered": any(item.ordered for item in items)}
+    levels = [item.code for item in items if item.response_type == "ordinal"]
+    mixed = mixed_replicate_warning(labels, study.dialogue_case, study.dialogue_replicate, W.raters)
     if mixed:
         warnings.append(mixed)
     return {
@@ -1335,11 +1437,12 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "scale_version": str(campaign.scale_version),
         "seed": seed, "n_resamples": n_resamples, "ci_method": verdict.ci_method,
         "settings": verdict.as_dict(),
-        "acceptance_rule": {**verdict.as_dict(), "text": acceptance_rule_text(verdict),
-                            "extreme_prevalence": EXTREME_PREVALENCE, "paper_rule": PAPER_RULE},
-        "outcomes": list(OUTCOMES),
-        "methods": methods(seed, n_resamples, verdict),
-        "method_titles": METHOD_TITLES,
+        "acceptance_rule": {**verdict.as_dict(), "text": acceptance_rule_text(verdict, words, **kinds),
+                            "extreme_prevalence": EXTREME_PREVALENCE, "paper_rule": PAPER_RULE if has_binary else None},
+        "outcomes": list(outcome_labels(words).values()),
+        "methods": methods(seed, n_resamples, verdict, words, **kinds, levels=levels),
+        "method_titles": method_titles(words),
+        "has_binary": has_binary,
         "counts": {"units": units, "dialogues_judged": len(judge_dialogues),
                    "dialogues_rated": int(labels["dialogue"].nunique()), "dialogues_compared": n,
                    "physicians": len(raters_all), "physicians_compared": int(compared_raters.sum()),
@@ -1349,7 +1452,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "items": item_entries,
         "has_ordered": any(item.ordered for item in items),
         "near_constant": [e["code"] for e in item_entries if e["physicians_agreement"]["coefficient"] == "gwet_ac2"],
-        "words": words_for(study.target, raters_are_physicians(raters_all)),
+        "words": words,
         "summary": summary,
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
@@ -1427,11 +1530,12 @@ def check_modes(run_a, run_b) -> list[str]:
     """Raise :class:`JudgeReportError` unless the two runs' snapshots differ in mode and in nothing else that can
     change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared. An imported run is
     compared with any other run of its scale version (nothing else is known to compare)."""
-    if run_a.pk == run_b.pk:
+    if sources.key(run_a) == sources.key(run_b):
         raise JudgeReportError("Compare two different runs.")
     if run_a.corpus_id != run_b.corpus_id:
-        raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} judged different corpora.")
-    if run_a.is_imported or run_b.is_imported:
+        raise JudgeReportError(f"{source_label(run_a)} and {source_label(run_b).lower()} judged different corpora.")
+    if run_a.is_imported or run_b.is_imported or sources.is_jury(run_a) or sources.is_jury(run_b):
+        # A jury, like an imported judge, goes beside any run or jury of its scale version.
         # An imported judge's scores against another run (the app's own, or another imported judge): nothing in
         # their settings is comparable, so any two runs of one scale version go side by side.
         if run_scale_version_id(run_a) != run_scale_version_id(run_b):

@@ -22,7 +22,8 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from annotation.campaigns import check_target
-from annotation.models import AuditEvent, Corpus, Dialogue, Item, Redaction
+from annotation.models import Corpus, Dialogue, Item, Redaction
+from projects.models import AuditEvent
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet
 from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import them from here)
     DEFAULT_PROMPT_SET,
@@ -43,6 +44,7 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     render_dialogue,
 )
 from scoring.llm import batch, delivery, engine, gateway
+from scoring.llm.engine import UnitOutcome, config_snapshot, outcome_of
 from scoring.llm.models import LLMCall
 
 
@@ -52,20 +54,6 @@ from scoring.llm.models import LLMCall
 # ---------------------------------------------------------------------------------------------------------------
 # runs
 # ---------------------------------------------------------------------------------------------------------------
-def config_snapshot(config: JudgeConfig) -> dict:
-    return {
-        "name": config.name, "base_url": config.base_url, "api_key_env": config.api_key_env, "model": config.model,
-        "temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed, "mode": config.mode,
-        "structured_output": config.structured_output, "request_logprobs": config.request_logprobs,
-        "concurrency": config.concurrency, "requests_per_minute": config.requests_per_minute,
-        "tokens_per_minute": config.tokens_per_minute, "timeout_seconds": config.timeout_seconds,
-        "max_attempts": config.max_attempts, "price_input_per_1k": str(config.price_input_per_1k),
-        "price_output_per_1k": str(config.price_output_per_1k), "currency": config.currency,
-        "prompt_set": config.prompt_set_id,
-        "prompt_set_name": str(config.prompt_set), "config_id": config.pk,
-    }
-
-
 def run_dialogues(run: JudgeRun):
     qs = run.corpus.dialogues.alive().exclude(privacy_status="excluded")
     if run.filter_split:
@@ -270,17 +258,17 @@ def _dialogue_text_changed(sender, **kwargs) -> None:
     _version_seen[0] = 0.0  # this process reads it again at once
 
 
-@dataclass
-class UnitOutcome:
-    state: str  # done, cached, skipped, busy, retry, failed, fatal
-    retry_in: float | None = None
-
-
 class JudgeHandler(engine.Handler):
     kind = "judge"
     job_model = JudgeRun
     unit_model = JudgeResult
     job_field = "run"
+
+    def finished(self, job: JudgeRun) -> None:
+        """The run's reports against the comparable campaigns are computed now, not when someone opens them."""
+        from scoring.jobs.precompute import on_judge_run_finished
+
+        on_judge_run_finished(job)
     active_statuses = JudgeRun.ACTIVE
     applies_conditionally = True
     claim_columns = ("id", "run", "dialogue", "item", "attempts", "retry_round")
@@ -328,7 +316,7 @@ class JudgeHandler(engine.Handler):
                                     context.questions)
             retry_round = max(u.retry_round for u in members)
             key = gateway.request_key(endpoint.base_url, payload if not retry_round else
-                                      {**payload, "_retry_round": retry_round})
+                                      {**payload, "_retry_round": retry_round}, project=run.project_id)
             requests.append(engine.Request(
                 units=[u.pk for u in members], endpoint=endpoint, payload=payload, key=key, limit=context.limit,
                 timeout=timeout, prices=context.prices, attempts=max(u.attempts for u in members),
@@ -385,14 +373,6 @@ def process_unit(run_id: int, dialogue_id: int, item_id: int | None) -> UnitOutc
     return outcome_of(engine.process(HANDLER.kind, run_id, ids, now=True), HANDLER, ids)
 
 
-def outcome_of(states: dict[int, str], handler: engine.Handler, ids: list[int]) -> UnitOutcome:
-    """The overall outcome of a synchronous step (the worst state of its units) and when a retry is due."""
-    found = set(states.values())
-    state = next((s for s in ("fatal", "failed", "retry", "busy", "done", "cached", "skipped") if s in found),
-                 "skipped")
-    return UnitOutcome(state, retry_in=engine.retry_in(handler, ids) if state in ("retry", "busy") else None)
-
-
 def drain(run: JudgeRun, *, timeout: float = 120.0) -> list[str]:
     """Process a run in this process until nothing is left (tests, the CLI without workers)."""
     return engine.run_until_idle(HANDLER.kind, run.pk, timeout=timeout)
@@ -415,8 +395,8 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     gateway.usable_endpoint(config.base_url, config.api_key_env)
     _check_items(config, item_codes)
     check_target(config.prompt_set.scale_version, corpus, RunError)
-    run = JudgeRun(config=config, corpus=corpus, item_codes=list(item_codes or []), filter_split=filter_split,
-                   filter_model=filter_model, filter_language=filter_language,
+    run = JudgeRun(config=config, corpus=corpus, project_id=corpus.project_id, item_codes=list(item_codes or []),
+                   filter_split=filter_split, filter_model=filter_model, filter_language=filter_language,
                    snapshot={**config_snapshot(config), "batch": bool(batch)})
     context = RunContext(config=run.snapshot, prompt_set=config.prompt_set,
                          items={i.pk: i for i in run_items(run)},
@@ -444,14 +424,14 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
                 payload = build_payload(run.snapshot, config.prompt_set, dialogues[dialogue_id], group,
                                         context.questions)
                 chars += sum(len(m["content"]) for m in payload["messages"])
-                keys.append(gateway.request_key(endpoint.base_url, payload))
-    for start_at in range(0, len(keys), 2000):
-        cached += LLMCall.objects.filter(key__in=keys[start_at:start_at + 2000]).count()
+                keys.append(gateway.request_key(endpoint.base_url, payload, project=run.project_id))
+    for start_at in range(0, len(keys), 2000):  # by key, as the engine reads the cache: the key holds the project
+        cached += LLMCall.unscoped.filter(key__in=keys[start_at:start_at + 2000]).count()
     counted = len(keys) or 1
     share_cached = cached / counted
     calls = round(requests * (1 - share_cached))
     prompt_tokens = round(chars / counted / 4 * calls)
-    past = LLMCall.objects.filter(endpoint=endpoint.base_url, model=config.model).aggregate(
+    past = LLMCall.objects.filter(endpoint=endpoint.base_url, model=config.model).aggregate(  # the project's own
         n=Count("id"), mean=Avg("completion_tokens"))
     per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
     completion_tokens = round(per_call * calls)
@@ -459,9 +439,10 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     priced = bool(config.price_input_per_1k or config.price_output_per_1k)
     cost = gateway.cost(prompt_tokens, completion_tokens, Decimal(str(config.price_input_per_1k)) * discount,
                         Decimal(str(config.price_output_per_1k)) * discount)
+    basis = "the mean of this model's past answers" if past["n"] else "the judge's max_tokens, an upper bound"
     return {"requests": requests, "calls": calls, "cached": requests - calls, "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens, "completion_basis": "past answers" if past["n"] else
-            "max_tokens (upper bound)", "cost": float(cost) if priced else None, "currency": config.currency,
+            "completion_tokens": completion_tokens, "completion_basis": basis,
+            "cost": float(cost) if priced else None, "currency": config.currency,
             "cost_text": (f"{cost:.4f} {config.currency}" if priced else
                           f"no prices set for judge {config.name}: cost unknown"),
             "sampled": step > 1, "batch": bool(batch)}
@@ -493,13 +474,14 @@ def progress(run: JudgeRun) -> dict:
         unit_rate = finished_units / elapsed if finished_units else 0
         eta = remaining / unit_rate if unit_rate and remaining else (0 if not remaining else None)
     spend = engine.spend(HANDLER, run)
+    work = engine.open_work(run, remaining, eta)
     return {
-        "total": total, "done": done, "cached": cached, "unscored": unscored, "failed": failed,
-        "remaining": remaining, "percent": round(100 * (total - remaining) / total, 1) if total else 0.0,
-        "segments": engine.segments(total, done, unscored, failed),
+        "total": total, "done": done, "cached": cached, "unscored": unscored, "failed": failed, **work,
+        "percent": round(100 * (total - remaining) / total, 1) if total else 0.0,
+        "segments": engine.segments(total, done, unscored, failed, ended=work["ended"]),
         "calls": calls["n"] or 0, "prompt_tokens": calls["pt"] or 0, "completion_tokens": calls["ct"] or 0,
         "cost": spend["cost"], "currency": spend["currency"], "spend": spend,
-        "elapsed_seconds": elapsed, "calls_per_second": rate, "eta_seconds": eta,
+        "elapsed_seconds": elapsed, "calls_per_second": rate,
         "status": run.status, "status_label": run.get_status_display(), "error": run.error,
         "causes": engine.top_causes(HANDLER, run.pk) if failed or unscored else [],
         "delivery": delivery.state(HANDLER, run, remaining=remaining),

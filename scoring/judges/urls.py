@@ -1,6 +1,6 @@
 from django.urls import path
 
-from scoring.judges import views
+from scoring.judges import views, views_juries
 
 urlpatterns = [
     path("judges/", views.judge_list, name="judge-list"),
@@ -16,4 +16,15 @@ urlpatterns = [
          name="judge-run-report-status"),
     path("judges/runs/<int:pk>/report.<str:fmt>", views.judge_run_report_download, name="judge-run-report-download"),
     path("judges/runs/<int:pk>/compare/<int:other>/", views.judge_run_compare, name="judge-run-compare"),
+    path("judges/juries/new/", views_juries.jury_new, name="jury-new"),
+    path("judges/juries/<int:pk>/", views_juries.jury_detail, name="jury-detail"),
+    path("judges/juries/<int:pk>/delete/", views_juries.jury_delete, name="jury-delete"),
+    path("judges/juries/<int:pk>/report/", views.judge_run_report, {"jury": True}, name="jury-report"),
+    path("judges/juries/<int:pk>/report/status/<int:job_id>/", views.judge_run_report_status, {"jury": True},
+         name="jury-report-status"),
+    path("judges/juries/<int:pk>/report.<str:fmt>", views.judge_run_report_download, {"jury": True},
+         name="jury-report-download"),
+    path("judges/juries/<int:pk>/compare/<int:other>/", views.judge_run_compare, {"jury": True},
+         name="jury-compare"),
+    path("judges/selection/", views_juries.judge_selection, name="judge-selection"),
 ]

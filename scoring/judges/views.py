@@ -3,45 +3,70 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import projects
-from annotation.models import Campaign
+from annotation.models import Campaign, ScaleVersion
 from annotation.params import whole_number
-from annotation.roles import ANALYST, COORDINATOR, role_required
+from projects.access import current, get_in_project_or_404, role_required
+from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 from scoring.judges import prompts
 from scoring.judges import runs as judging
-from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, VerdictSettingsForm
-from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, JuryForm, VerdictSettingsForm
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Jury
 from scoring.llm import engine, gateway
 from scoring.llm.endpoints import endpoint_help
 from scoring.llm.forms import SpendCapsForm
 
 
 @role_required(COORDINATOR, ANALYST)
-def judge_list(request):
-    project = projects.current(request)
+def judge_list(request, jury_form: JuryForm | None = None, status: int = 200):
+    """Judges, runs and juries; the jury form for coordinators (``jury_form``: one returned with its problems)."""
+    project = current(request)
     return render(request, "scoring/judge_list.html", {
-        "configs": JudgeConfig.objects.in_project(project).select_related("prompt_set", "endpoint"),
-        "runs": JudgeRun.objects.in_project(project).select_related("config", "corpus")[:50],
+        "configs": JudgeConfig.objects.select_related("prompt_set", "endpoint"),
+        "runs": JudgeRun.objects.select_related("config", "corpus")[:50],
+        "juries": Jury.objects.alive().select_related("corpus").prefetch_related("members"),
+        "jury_form": jury_form or JuryForm(),
         "endpoint_help": endpoint_help(project),
-    })
+    }, status=status)
 
 
 def _runs(request):
     """The request's project's judge runs: another project's run answers 404, as a missing one."""
-    return JudgeRun.objects.in_project(projects.current(request)).select_related("config", "corpus")
+    return JudgeRun.objects.select_related("config", "corpus")
+
+
+def _source(request, pk: int, jury: bool):
+    """The run, or with ``jury`` the live jury, ``pk`` of the request's project (404 otherwise)."""
+    if jury:
+        return get_in_project_or_404(Jury.objects.alive().select_related("corpus"), request, pk=pk)
+    return get_in_project_or_404(_runs(request), request, pk=pk)
+
+
+def report_urls(source, campaign_pk: int | None = None, query: str = "") -> dict[str, str]:
+    """The links of a report page: back to the run or jury, the downloads, the progress poll (``status`` takes the
+    job id at the end)."""
+    from scoring.judges.sources import is_jury
+
+    prefix = "jury" if is_jury(source) else "judge-run"
+    tail = f"?campaign={campaign_pk}&{query}" if campaign_pk else ""
+    return {"back": reverse("jury-detail" if is_jury(source) else "judge-run", args=[source.pk]),
+            "back_text": f"Jury {source.name}" if is_jury(source) else f"Run #{source.pk}",
+            "html": reverse(f"{prefix}-report-download", args=[source.pk, "html"]) + tail,
+            "json": reverse(f"{prefix}-report-download", args=[source.pk, "json"]) + tail,
+            "report": reverse(f"{prefix}-report", args=[source.pk]),
+            "status": reverse(f"{prefix}-report-status", args=[source.pk, 0])[:-2]}
 
 
 @role_required(COORDINATOR)
 def judge_config_edit(request, pk: int | None = None):
-    project = projects.current(request)
-    config = get_object_or_404(JudgeConfig.objects.in_project(project), pk=pk) if pk else None
+    project = current(request)
+    config = get_in_project_or_404(JudgeConfig.objects, request, pk=pk) if pk else None
     if config is None and request.method == "GET":
-        version = projects.visible_versions(project).filter(scale__slug="llm-mini-cex", status="published").order_by(
+        version = ScaleVersion.objects.filter(scale__slug="llm-mini-cex", status="published").order_by(
             "-number").first()
         # every published instrument can be judged: its default prompt set in this project
         prompts.ensure_default_prompt_sets(request.user, project=project)
@@ -66,7 +91,7 @@ def judge_config_edit(request, pk: int | None = None):
 def judge_run_new(request):
     """Two steps: the first submit shows what the run would send (calls, tokens, estimated cost) before anything is
     sent; the second starts it."""
-    project = projects.current(request)
+    project = current(request)
     form = JudgeRunForm(request.POST or None, initial={"config": request.GET.get("config"),
                                                        "corpus": request.GET.get("corpus")}, project=project)
     estimate = None
@@ -100,19 +125,19 @@ def _run_context(run: JudgeRun) -> dict:
                                                                  JudgeResult.Status.UNSCORED])
                 .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
     return {"run": run, "progress": judging.progress(run), "problems": problems,
-            "campaigns": Campaign.objects.alive().in_project(run.project_id).filter(corpus=run.corpus),
+            "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
             "partners": mode_partners(run) if run.is_finished else []}
 
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run(request, pk: int):
-    from scoring.judges.report import judge_scores
+    from scoring.judges.service import stored_judge_scores
     from scoring.reports.wording import words_for
 
-    run = get_object_or_404(_runs(request), pk=pk)
+    run = get_in_project_or_404(_runs(request), request, pk=pk)
     context = _run_context(run)
     if run.is_finished:
-        context["scores"] = judge_scores(run)
+        context["scores"] = stored_judge_scores(run)
     context["words"] = words_for(run.corpus.kind)
     return render(request, "scoring/judge_run.html", context)
 
@@ -120,14 +145,14 @@ def judge_run(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def judge_run_progress(request, pk: int):
     """htmx partial, polled while the run is active."""
-    run = get_object_or_404(_runs(request), pk=pk)
+    run = get_in_project_or_404(_runs(request), request, pk=pk)
     return render(request, "scoring/partials/judge_progress.html", _run_context(run))
 
 
 @require_POST
 @role_required(COORDINATOR)
 def judge_run_action(request, pk: int):
-    run = get_object_or_404(_runs(request), pk=pk)
+    run = get_in_project_or_404(_runs(request), request, pk=pk)
     action = request.POST.get("action")
     try:
         if action == "pause":
@@ -153,65 +178,73 @@ def judge_run_action(request, pk: int):
     return redirect("judge-run", pk=pk)
 
 
-def _report_request(request, pk: int):
-    """(run, campaign, form) of a report page or download; raises ValueError for a run and campaign that cannot be
-    compared (another corpus or scale version). Both belong to the request's project (404 otherwise)."""
+def _report_request(request, pk: int, jury: bool = False):
+    """(run or jury, campaign, form) of a report page or download; raises ValueError for a run and campaign that
+    cannot be compared (another corpus or scale version). Both belong to the request's project (404 otherwise)."""
     from scoring.judges.report import check_comparable
 
-    run = get_object_or_404(_runs(request), pk=pk)
-    campaign = get_object_or_404(Campaign.objects.alive().in_project(run.project_id)
-                                 .select_related("corpus", "scale_version"),
+    run = _source(request, pk, jury)
+    campaign = get_in_project_or_404(Campaign.objects.alive()
+                                 .select_related("corpus", "scale_version"), request,
                                  pk=whole_number(request.GET, "campaign"), corpus=run.corpus)
     check_comparable(run, campaign)
     return run, campaign, VerdictSettingsForm.from_query(request.GET)
 
 
 @role_required(COORDINATOR, ANALYST)
-def judge_run_report(request, pk: int):
+def judge_run_report(request, pk: int, jury: bool = False):
     """Judge versus physicians (the paper's Table 5 layout, verdicts) for a campaign on the same corpus; the verdict
-    settings come from the query string (the form on the page). Computed by a worker and cached until the labels,
-    the judge's answers or the settings change (:mod:`scoring.judges.service`); progress while it runs."""
-    from scoring.judges.service import current_report_job
+    settings come from the query string (the form on the page). Computed by a worker when the labels or the judge's
+    answers change and stored (:mod:`scoring.judges.service`): the latest stored report shows at once, marked
+    "updating" while a newer one is computed; progress only when there is none yet."""
+    from scoring.judges.service import report_figures
+    from scoring.reports.wording import words_for
 
     try:
-        run, campaign, form = _report_request(request, pk)
+        run, campaign, form = _report_request(request, pk, jury)
     except ValueError as exc:
         messages.error(request, str(exc))
-        return redirect("judge-run", pk=pk)
+        return redirect("jury-detail" if jury else "judge-run", pk=pk)
     context = {"run": run, "campaign": campaign, "form": form, "report": None, "job": None, "query": ""}
     if form.is_valid():
         context["query"] = form.query()
         if request.method == "POST":  # "Try again" after a failure
-            current_report_job(run, campaign, request.user, form.settings(), retry=True)
-            return redirect(f"{reverse('judge-run-report', args=[pk])}?campaign={campaign.pk}&{context['query']}")
-        job = current_report_job(run, campaign, request.user, form.settings())
-        context["job"] = job
-        if job.status == Job.Status.SUCCEEDED:
-            context["report"] = job.result
+            report_figures(run, campaign, request.user, form.settings(), retry=True)
+            return redirect(f"{report_urls(run)['report']}?campaign={campaign.pk}&{context['query']}")
+        found = report_figures(run, campaign, request.user, form.settings())
+        context.update(job=found.job, figures=found, report=found.report)
+        if found.pending is not None:
+            context["poll_url"] = f"{report_urls(run)['status']}{found.pending.pk}/"
+    words = (context["report"] or {}).get("words") or words_for(campaign.scale_version.scale.target)
+    context.update(words=words, form=form.in_words(words), urls=report_urls(run, campaign.pk, context["query"]))
     return render(request, "scoring/judge_report.html", context)
 
 
 @role_required(COORDINATOR, ANALYST)
-def judge_run_report_status(request, pk: int, job_id: int):
+def judge_run_report_status(request, pk: int, job_id: int, jury: bool = False):
     """htmx poll: the progress of a report job, or a full-page refresh once it is ready."""
     from django.http import Http404, HttpResponse
 
-    from scoring.judges.service import report_job
+    from scoring.judges.service import report_job, run_param
 
-    run = get_object_or_404(_runs(request), pk=pk)
+    run = _source(request, pk, jury)
     try:
-        job = report_job(job_id, run.pk)
+        job = report_job(job_id, run_param(run))
     except Job.DoesNotExist as exc:
         raise Http404("No such report.") from exc
     if job.is_finished:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
-    return render(request, "scoring/partials/judge_report_progress.html", {"run": run, "job": job})
+    if request.GET.get("updating"):
+        return render(request, "scoring/partials/figures_updating.html",
+                      {"job": job, "poll_url": f"{report_urls(run)['status']}{job.pk}/"})
+    return render(request, "scoring/partials/judge_report_progress.html", {"run": run, "job": job,
+                                                                          "urls": report_urls(run)})
 
 
 @role_required(COORDINATOR, ANALYST)
-def judge_run_report_download(request, pk: int, fmt: str):
+def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
     """The judge report as JSON or as one self-contained HTML file, with the same settings as the page (the cached
     report; 409 while it is being computed)."""
     import json
@@ -221,12 +254,12 @@ def judge_run_report_download(request, pk: int, fmt: str):
     from django.utils import timezone
 
     from scoring.judges.service import current_report_job
-    from scoring.reports.views import _inline_css
+    from scoring.reports.views import inline_css
 
     if fmt not in ("json", "html"):
         raise Http404("Unknown format.")
     try:
-        run, campaign, form = _report_request(request, pk)
+        run, campaign, form = _report_request(request, pk, jury)
     except ValueError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     if not form.is_valid():
@@ -240,13 +273,13 @@ def judge_run_report_download(request, pk: int, fmt: str):
         return HttpResponse("The report is still being computed; try again when the report page shows it.",
                             status=409, content_type="text/plain; charset=utf-8")
     report = job.result
-    filename = f"judge-report-run{run.pk}-campaign{campaign.pk}.{fmt}"
+    filename = f"judge-report-{'jury' if jury else 'run'}{run.pk}-campaign{campaign.pk}.{fmt}"
     if fmt == "json":
         response = HttpResponse(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False),
                                 content_type="application/json")
     else:
         html = render_to_string("scoring/judge_report_standalone.html", {
-            "run": run, "campaign": campaign, "report": report, "generated": timezone.now(), "css": _inline_css()},
+            "run": run, "campaign": campaign, "report": report, "generated": timezone.now(), "css": inline_css()},
             request=request)
         response = HttpResponse(html, content_type="text/html; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -254,20 +287,21 @@ def judge_run_report_download(request, pk: int, fmt: str):
 
 
 @role_required(COORDINATOR, ANALYST)
-def judge_run_compare(request, pk: int, other: int):
-    """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians."""
+def judge_run_compare(request, pk: int, other: int, jury: bool = False):
+    """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians; with ``jury``
+    a jury beside a run (one of its members, or any run of its instrument)."""
     from scoring.judges.report import compare_modes
     from scoring.reports.exports import may_see_names
 
-    run_a = get_object_or_404(_runs(request), pk=pk)
-    run_b = get_object_or_404(_runs(request), pk=other)
-    campaign = get_object_or_404(Campaign.objects.alive().in_project(run_a.project_id),
+    run_a = _source(request, pk, jury)
+    run_b = get_in_project_or_404(_runs(request), request, pk=other)
+    campaign = get_in_project_or_404(Campaign.objects.alive(), request,
                                  pk=whole_number(request.GET, "campaign"), corpus=run_a.corpus)
     try:
         report = compare_modes(run_a, run_b, campaign, names=may_see_names(request.user, [campaign]))
     except ValueError as exc:
         messages.error(request, str(exc))
-        return redirect("judge-run", pk=pk)
+        return redirect("jury-detail" if jury else "judge-run", pk=pk)
     return render(request, "scoring/judge_compare.html", {"run_a": run_a, "run_b": run_b, "campaign": campaign,
                                                            "report": report})
 
@@ -278,7 +312,7 @@ def mode_partners(run: JudgeRun) -> list[JudgeRun]:
     from scoring.judges.report import MODE_COMPARISON_IGNORED, run_scale_version_id
 
     partners = []
-    for other in (JudgeRun.objects.in_project(run.project_id).filter(corpus=run.corpus, status__in=JudgeRun.FINISHED)
+    for other in (JudgeRun.objects.filter(corpus=run.corpus, status__in=JudgeRun.FINISHED)
                   .exclude(pk=run.pk)):
         if run.is_imported or other.is_imported:  # imported scores go beside any run of the same scale version
             if run_scale_version_id(run) == run_scale_version_id(other):
@@ -305,13 +339,12 @@ def judge_planner(request):
         raw = request.GET.get(name, "").strip()
         return int(raw) if raw.isdigit() and len(raw) < 19 else None
 
-    project = projects.current(request)
-    target = (Campaign.objects.alive().in_project(project).filter(pk=param_int("target")).first()
+    target = (Campaign.objects.alive().filter(pk=param_int("target")).first()
               if param_int("target") else None)
     corpus = (target.corpus if target else
-              Corpus.objects.alive().in_project(project).filter(pk=param_int("corpus")).first())
+              Corpus.objects.alive().filter(pk=param_int("corpus")).first())
     version = (target.scale_version if target else
-               projects.visible_versions(project).filter(pk=param_int("scale_version"), status="published").first())
+               ScaleVersion.objects.filter(pk=param_int("scale_version"), status="published").first())
     if version is None and corpus is not None and not request.GET.get("scale_version"):
         version = default_version(corpus)
     context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None}

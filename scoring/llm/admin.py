@@ -27,7 +27,7 @@ class LLMEndpointAdmin(admin.ModelAdmin):
 
     def get_changeform_initial_data(self, request):
         """A new endpoint on an instance with one project is offered to it (ticked; the administrator may untick)."""
-        from annotation.models import Project
+        from projects.models import Project
 
         initial = super().get_changeform_initial_data(request)
         only = list(Project.objects.values_list("pk", flat=True)[:2])

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from projects.scoping import in_project
 from scoring.llm import engine, gateway
 from scoring.llm.models import LLMBatch
 
@@ -38,6 +39,11 @@ def poll_seconds() -> float:
 
 def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
     """Claim the job's due units (up to one file), answer cached ones, upload the rest as one batch."""
+    with in_project(job.project_id):  # the units and their dialogues are the job's project's
+        return _submit(handler, job, owner)
+
+
+def _submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
     units = engine.claim(handler, job, MAX_REQUESTS, owner)
     if not units:
         handler.maybe_finish(job.pk)
@@ -76,7 +82,7 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
             requests={r.key: {"units": r.units, "data": r.data, "attempts": r.attempts,
                               "max_attempts": r.max_attempts, "prices": [str(p) for p in r.prices]} for r in kept})
         # Held by the batch until its results are in (the provider allows 24 hours).
-        handler.unit_model.objects.filter(pk__in=[u for r in kept for u in r.units]).update(
+        handler.unit_model.unscoped.filter(pk__in=[u for r in kept for u in r.units]).update(
             claimed_by=batch.owner, claimed_until=timezone.now() + timedelta(hours=26))
     client = gateway.sync_client(first.endpoint, timeout=max(60.0, first.timeout))
     try:
@@ -92,7 +98,7 @@ def submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
     LLMBatch.objects.filter(pk=batch.pk).update(provider_id=created.id, input_file_id=uploaded.id,
                                                 provider_status=created.status or "validating",
                                                 polled_at=timezone.now())
-    handler.job_model.objects.filter(pk=job.pk).update(activity_at=timezone.now())
+    handler.job_model.unscoped.filter(pk=job.pk).update(activity_at=timezone.now())
     batch.refresh_from_db()
     log.info("submitted %s (%d requests)", batch, len(kept))
     return batch
@@ -108,7 +114,7 @@ def _give_up(batch: LLMBatch, handler: engine.Handler, message: str, *, retryabl
     """The batch produced nothing (more): its open units go back to the job, or the job pauses (a refused key) or
     fails (any other error that retrying cannot fix)."""
     units = [u for spec in batch.requests.values() for u in spec["units"]]
-    handler.unit_model.objects.filter(pk__in=units, claimed_by=batch.owner).update(
+    handler.unit_model.unscoped.filter(pk__in=units, claimed_by=batch.owner).update(
         claimed_by="", claimed_until=None, not_before=timezone.now() + timedelta(seconds=30), error=message[:2000])
     LLMBatch.objects.filter(pk=batch.pk).update(status=LLMBatch.Status.FAILED, error=message[:2000],
                                                 finished_at=timezone.now())
@@ -152,7 +158,7 @@ def poll(batch_id: int) -> str:
                                                 error_file_id=remote.error_file_id or "")
     if remote.status not in ENDED:
         return remote.status
-    job = handler.job_model.objects.get(pk=batch.job_id)
+    job = handler.job_model.unscoped.get(pk=batch.job_id)
     payloads = {line["custom_id"]: line["body"] for line in _lines(client, batch.input_file_id)}
     results = _lines(client, remote.output_file_id or "") + _lines(client, remote.error_file_id or "")
     requests = []
@@ -170,9 +176,10 @@ def poll(batch_id: int) -> str:
             outcome = gateway.Outcome(ok=False, retryable=True, error=f"the batch ended ({remote.status}) before "
                                                                        "this request was answered")
             requests.append(_request(batch, endpoint, key, spec, payloads.get(key, {}), None, outcome))
-    for start in range(0, len(requests), 500):
-        chunk = requests[start:start + 500]
-        engine.finish(handler, job, chunk)
+    with in_project(job.project_id):  # the units and their dialogues are the job's project's
+        for start in range(0, len(requests), 500):
+            chunk = requests[start:start + 500]
+            engine.finish(handler, job, chunk)
     LLMBatch.objects.filter(pk=batch.pk).update(
         status=LLMBatch.Status.COMPLETED if remote.status == "completed" else LLMBatch.Status.FAILED,
         finished_at=timezone.now(),
@@ -222,7 +229,7 @@ def cancel_open(handler: engine.Handler, job_id: int) -> int:
         except Exception as exc:
             log.warning("could not cancel %s at the provider: %s", batch, exc)
         units = [u for spec in batch.requests.values() for u in spec["units"]]
-        handler.unit_model.objects.filter(pk__in=units, claimed_by=batch.owner).update(claimed_by="",
+        handler.unit_model.unscoped.filter(pk__in=units, claimed_by=batch.owner).update(claimed_by="",
                                                                                        claimed_until=None)
         LLMBatch.objects.filter(pk=batch.pk).update(status=LLMBatch.Status.CANCELLED, finished_at=timezone.now())
         cancelled += 1

@@ -19,6 +19,9 @@ from scoring.llm.models import LLMBatch, LLMWorker
 
 # How long a page keeps saying "resumed" after the broker came back.
 RESUMED_FOR = 60.0
+# How long a running job may wait for an engine before the page says none works on it: engines look for running jobs
+# and note which they work on every 2 s (LLM_HEARTBEAT_SECONDS), so a live one takes a new job up within seconds.
+NO_WORKER_AFTER = 20.0
 _PING_EVERY = 3.0
 
 _lock = threading.Lock()
@@ -65,14 +68,34 @@ def state(handler: engine.Handler, job, *, remaining: int) -> dict[str, Any]:
                          "worker already has it and resumes by itself when the broker is back."), "warning"
     elif running and status["up_since"] and time.time() - status["up_since"] < RESUMED_FOR:
         notice = "Resumed: the broker is reachable again."
-    elif running and not engines and not any(b["status"] == "Submitted" for b in batches):
-        quiet = job.activity_at is None or job.activity_at < timezone.now() - timedelta(seconds=30)
-        if quiet and not _waiting_for_retry(handler, job):
-            notice = ("No LLM worker is working on this job. Start one (python -m config.run worker --queues "
-                      "minicex-llm --pool prefork --concurrency 2) or check the workers on the System page.")
-            level = "warning"
+    elif (running and not engines and not any(b["status"] == "Submitted" for b in batches) and _waited(job)
+          and not _waiting_for_retry(handler, job)):
+        notice, level = no_worker_notice(bool(engine.live_owners())), "warning"
     return {"notice": notice, "level": level, "broker_reachable": status["reachable"], "engines": engines,
             "batches": batches}
+
+
+def _waited(job) -> bool:
+    """Whether the job has been running long enough for an engine to have taken it up: :data:`NO_WORKER_AFTER`
+    seconds since it started or last stored an answer (an engine notes activity as soon as it takes a job up).
+    Wake-ups are no sign: the reconciler sends one every 15 s to a job nobody works on."""
+    last = max((m for m in (job.started_at, job.activity_at) if m is not None), default=None)
+    return last is None or last < timezone.now() - timedelta(seconds=NO_WORKER_AFTER)
+
+
+def no_worker_notice(alive: bool) -> str:
+    """What to do when no engine works on a running job: start the LLM worker ``make run`` starts."""
+    from django.conf import settings
+
+    from config.run import llm_worker_hint
+
+    command = llm_worker_hint(settings.CELERY_LLM_QUEUE)
+    if alive:
+        return (f"No LLM worker has taken up this job in {NO_WORKER_AFTER:.0f} s, although some are running: check "
+                f"them on the System page (do they take the {settings.CELERY_LLM_QUEUE} queue?), or start another "
+                f"with make run or on its own: {command}")
+    return ("No LLM worker is running, so nothing works on this job. Start one with make run (it starts the LLM "
+            f"worker with the web server) or on its own: {command}; the System page lists the workers.")
 
 
 def _waiting_for_retry(handler: engine.Handler, job) -> bool:

@@ -36,6 +36,7 @@ from django.db.models import Count, F, Max, Model, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from projects import scoping
 from scoring.llm import gateway, limiter
 from scoring.llm.models import LLMCall, LLMWorker
 
@@ -126,7 +127,7 @@ class Handler:
         return job.snapshot
 
     def open_units(self, job_id: int) -> QuerySet:
-        return self.unit_model.objects.filter(**{f"{self.job_field}_id": job_id, "status__in": self.open_statuses})
+        return self.unit_model.unscoped.filter(**{f"{self.job_field}_id": job_id, "status__in": self.open_statuses})
 
     # Units claimed one by one in id order can be claimed with a single UPDATE ... RETURNING on PostgreSQL (the
     # columns :meth:`load` needs); handlers that claim groups leave this empty.
@@ -144,7 +145,7 @@ class Handler:
 
     def load(self, ids: list[int]) -> list:
         """The claimed unit rows, with what :meth:`prepare` needs."""
-        return list(self.unit_model.objects.filter(pk__in=ids).order_by("pk"))
+        return list(self.unit_model.unscoped.filter(pk__in=ids).order_by("pk"))
 
     # Units whose answer was stored and used, and units that ended without one (failed, or an unparseable answer).
     done_statuses: tuple[str, ...] = ("done",)
@@ -157,17 +158,32 @@ class Handler:
         if self.open_units(job_id).exists():
             return False
         status, message = end_state(self, job_id)
-        return bool(self.job_model.objects.filter(pk=job_id, status=self.running_status).update(
+        ended = bool(self.job_model.unscoped.filter(pk=job_id, status=self.running_status).update(
             status=status, error=message[:2000], finished_at=timezone.now()))
+        if ended and status in self.job_model.FINISHED:
+            self._announce_finished(job_id)
+        return ended
+
+    def finished(self, job) -> None:
+        """Called once when a job ended with answers stored, inside the job's project: handlers queue what follows
+        (the reports its answers feed). Nothing by default."""
+
+    def _announce_finished(self, job_id: int) -> None:
+        try:
+            job = self.job_model.unscoped.get(pk=job_id)
+            with scoping.in_project(job.project_id):
+                self.finished(job)
+        except Exception as exc:  # the job's end stands; a page that finds its figures stale queues them itself
+            log.warning("%s %s finished, but what follows could not be queued: %s", self.kind, job_id, exc)
 
     def fail_job(self, job_id: int, message: str) -> None:
-        self.job_model.objects.filter(pk=job_id, status__in=self.active_statuses).update(
+        self.job_model.unscoped.filter(pk=job_id, status__in=self.active_statuses).update(
             status="failed", error=message[:2000], finished_at=timezone.now())
 
     def pause_job(self, job_id: int, message: str) -> bool:
         """Pause a running job with the reason (a refused key, a spending cap, answers that could not be stored):
         nothing more is sent until a coordinator resumes it."""
-        return bool(self.job_model.objects.filter(pk=job_id, status__in=self.active_statuses).update(
+        return bool(self.job_model.unscoped.filter(pk=job_id, status__in=self.active_statuses).update(
             status="paused", error=message[:2000]))
 
     # -- what the job may send ------------------------------------------------------------------------------
@@ -225,7 +241,7 @@ def problem_share() -> float:
 
 def top_causes(handler: Handler, job_id: int, limit: int = 3) -> list[tuple[str, int]]:
     """The most frequent reasons units of a job failed or were unscored, with their counts."""
-    rows = (handler.unit_model.objects.filter(**{f"{handler.job_field}_id": job_id},
+    rows = (handler.unit_model.unscoped.filter(**{f"{handler.job_field}_id": job_id},
                                               status__in=handler.problem_statuses)
             .values_list("error").annotate(n=Count("pk")).order_by("-n", "error")[:limit])
     return [(error or "no reason recorded", n) for error, n in rows]
@@ -233,7 +249,7 @@ def top_causes(handler: Handler, job_id: int, limit: int = 3) -> list[tuple[str,
 
 def end_state(handler: Handler, job_id: int) -> tuple[str, str]:
     """(status, message) of a job with no open unit."""
-    counts = dict(handler.unit_model.objects.filter(**{f"{handler.job_field}_id": job_id})
+    counts = dict(handler.unit_model.unscoped.filter(**{f"{handler.job_field}_id": job_id})
                   .values_list("status").annotate(n=Count("pk")).order_by())
     total = sum(counts.values())
     done = sum(counts.get(s, 0) for s in handler.done_statuses)
@@ -277,12 +293,12 @@ def charge(handler: Handler, job, requests: list[Request]) -> list[Request]:
     model = handler.job_model
     limit = None
     with transaction.atomic():
-        row = model.objects.select_for_update().filter(pk=job.pk).values(*_ACCOUNT).first()
+        row = model.unscoped.select_for_update().filter(pk=job.pk).values(*_ACCOUNT).first()
         granted = 0
         if row is not None and row["status"] == handler.running_status:
             stop = cap_reached(row, handler.currency(job))
             if stop:
-                model.objects.filter(pk=job.pk).update(status="paused", error=stop)
+                model.unscoped.filter(pk=job.pk).update(status="paused", error=stop)
             else:
                 changes: dict[str, Any] = {}
                 limit = row["request_limit"]
@@ -293,7 +309,7 @@ def charge(handler: Handler, job, requests: list[Request]) -> list[Request]:
                 if granted:
                     changes["requests_sent"] = F("requests_sent") + granted
                 if changes:
-                    model.objects.filter(pk=job.pk).update(**changes)
+                    model.unscoped.filter(pk=job.pk).update(**changes)
     release(handler, [u for r in requests[granted:] for u in r.units])
     if limit is not None and granted < len(requests):
         limit_reached(handler, job, limit)
@@ -303,7 +319,7 @@ def charge(handler: Handler, job, requests: list[Request]) -> list[Request]:
 def refund(handler: Handler, job_id: int, n: int) -> None:
     """Give back the count of charged requests that were not sent after all (released before sending)."""
     if n > 0:
-        handler.job_model.objects.filter(pk=job_id, requests_sent__gte=n).update(requests_sent=F("requests_sent") - n)
+        handler.job_model.unscoped.filter(pk=job_id, requests_sent__gte=n).update(requests_sent=F("requests_sent") - n)
 
 
 def limit_reached(handler: Handler, job, limit: int) -> None:
@@ -322,7 +338,7 @@ def limit_reached(handler: Handler, job, limit: int) -> None:
 def grow_limit(handler: Handler, job, units: int) -> None:
     """A coordinator asks ``units`` request units again ("retry"): the job may send that many more x attempts."""
     if units > 0:
-        handler.job_model.objects.filter(pk=job.pk, request_limit__isnull=False).update(
+        handler.job_model.unscoped.filter(pk=job.pk, request_limit__isnull=False).update(
             request_limit=F("request_limit") + units * handler.attempts_per_unit(job))
 
 
@@ -334,11 +350,11 @@ def record_spend(handler: Handler, job, requests: list[Request]) -> str:
                Decimal(0))
     tokens = sum(r.outcome.prompt_tokens + r.outcome.completion_tokens for r in requests)
     model = handler.job_model
-    model.objects.filter(pk=job.pk).update(spent_cost=F("spent_cost") + cost, spent_tokens=F("spent_tokens") + tokens)
-    row = model.objects.filter(pk=job.pk).values(*_ACCOUNT).first()
+    model.unscoped.filter(pk=job.pk).update(spent_cost=F("spent_cost") + cost, spent_tokens=F("spent_tokens") + tokens)
+    row = model.unscoped.filter(pk=job.pk).values(*_ACCOUNT).first()
     stop = cap_reached(row, handler.currency(job)) if row else ""
     if stop:
-        model.objects.filter(pk=job.pk, status=handler.running_status).update(status="paused", error=stop)
+        model.unscoped.filter(pk=job.pk, status=handler.running_status).update(status="paused", error=stop)
     return stop
 
 
@@ -364,7 +380,7 @@ def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
     except Exception as exc:
         warn_now_and_then(f"wake-{kind}-{job_id}", "could not wake the workers for %s %s: %s", kind, job_id, exc)
         return False
-    handler_for(kind).job_model.objects.filter(pk=job_id).update(woken_at=timezone.now())
+    handler_for(kind).job_model.unscoped.filter(pk=job_id).update(woken_at=timezone.now())
     return True
 
 
@@ -444,7 +460,7 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     if columns and ids is None and connection.vendor == "postgresql":
         return _claim_returning(handler, job, columns, n, owner, now, until)
     with transaction.atomic():
-        running = list(handler.job_model.objects.select_for_update().filter(
+        running = list(handler.job_model.unscoped.select_for_update().filter(
             pk=job.pk, status=handler.running_status).values_list("pk", flat=True))
         if not running:
             return []
@@ -453,7 +469,7 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
             handler.pick(job, qs, n)
         if not picked:
             return []
-        handler.unit_model.objects.filter(pk__in=picked).update(claimed_by=owner, claimed_until=until)
+        handler.unit_model.unscoped.filter(pk__in=picked).update(claimed_by=owner, claimed_until=until)
     return handler.load(picked)
 
 
@@ -489,7 +505,7 @@ def release(handler: Handler, ids: Iterable[int], *, not_before=None) -> None:
     """Give units back unanswered (optionally not before a time)."""
     ids = list(ids)
     if ids:
-        handler.unit_model.objects.filter(pk__in=ids).update(claimed_by="", claimed_until=None,
+        handler.unit_model.unscoped.filter(pk__in=ids).update(claimed_by="", claimed_until=None,
                                                              not_before=not_before)
 
 
@@ -502,7 +518,7 @@ def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str]
         return
     constants = constants or {}
     if only_status is not None and connection.vendor != "postgresql":
-        still_open = set(model.objects.filter(pk__in=[pk for pk, _ in rows], status__in=list(only_status))
+        still_open = set(model.unscoped.filter(pk__in=[pk for pk, _ in rows], status__in=list(only_status))
                          .values_list("pk", flat=True))
         rows = [row for row in rows if row[0] in still_open]
     if connection.vendor != "postgresql":
@@ -514,7 +530,7 @@ def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str]
             for name, value in [*zip(fields, values, strict=True), *constants.items()]:
                 setattr(obj, attnames[name], value)
             objects.append(obj)
-        model.objects.bulk_update(objects, [*fields, *constants], batch_size=500)
+        model.unscoped.bulk_update(objects, [*fields, *constants], batch_size=500)
         return
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
@@ -544,8 +560,8 @@ def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str]
             cursor.execute(sql, params)
 
 
-CALL_COLUMNS = ["key", "endpoint", "model", "request", "response", "content", "prompt_tokens", "completion_tokens",
-                "cost", "latency_ms", "created_at"]
+CALL_COLUMNS = ["key", "project", "endpoint", "model", "request", "response", "content", "prompt_tokens",
+                "completion_tokens", "cost", "latency_ms", "created_at"]
 
 
 def _insert_calls(rows: list[LLMCall]) -> dict[str, int]:
@@ -567,12 +583,14 @@ def _insert_calls(rows: list[LLMCall]) -> dict[str, int]:
     return inserted
 
 
-def _store_calls(requests: list[Request]) -> None:
-    """Store the paid answers (bulk); a request answered meanwhile by another engine keeps the first answer."""
+def _store_calls(requests: list[Request], project_id: int) -> None:
+    """Store the paid answers (bulk), as calls of the job's project; a request answered meanwhile by another engine
+    keeps the first answer."""
     rows = []
     for r in requests:
         o = r.outcome
-        rows.append(LLMCall(key=r.key, endpoint=r.endpoint.base_url, model=r.payload.get("model", ""),
+        rows.append(LLMCall(key=r.key, project_id=project_id, endpoint=r.endpoint.base_url,
+                            model=r.payload.get("model", ""),
                             request=r.payload, response=o.response, content=o.content,
                             prompt_tokens=o.prompt_tokens, completion_tokens=o.completion_tokens,
                             latency_ms=o.latency_ms,
@@ -587,10 +605,10 @@ def _store_calls(requests: list[Request]) -> None:
             row.pk = inserted[row.key]
         missing = {r.key for r in requests} - set(calls)
         if missing:  # stored meanwhile by another engine: keep (and apply) the first answer
-            calls.update(LLMCall.objects.in_bulk(missing, field_name="key"))
+            calls.update(LLMCall.unscoped.in_bulk(missing, field_name="key"))
     else:
-        LLMCall.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-        calls = LLMCall.objects.in_bulk({r.key for r in requests}, field_name="key")
+        LLMCall.unscoped.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        calls = LLMCall.unscoped.in_bulk({r.key for r in requests}, field_name="key")
     for r in requests:
         r.call = calls[r.key]
 
@@ -602,7 +620,7 @@ def store(handler: Handler, job, requests: list[Request], *, from_cache: bool = 
         return
     with transaction.atomic():
         if not from_cache:
-            _store_calls(requests)
+            _store_calls(requests, job.project_id)
             for r in requests:
                 handler.record_call(job, r, r.call)
             record_spend(handler, job, requests)
@@ -610,7 +628,7 @@ def store(handler: Handler, job, requests: list[Request], *, from_cache: bool = 
         if handler.applies_conditionally:
             open_ids = set(ids)  # apply() itself updates only rows still open
         else:
-            open_ids = set(handler.unit_model.objects.select_for_update().filter(
+            open_ids = set(handler.unit_model.unscoped.select_for_update().filter(
                 pk__in=ids, status__in=handler.open_statuses).values_list("pk", flat=True))
         handler.apply(job, requests, open_ids)
 
@@ -620,7 +638,7 @@ def cached_calls(keys: set[str]) -> dict[str, LLMCall]:
     if not keys:
         return {}
     if connection.vendor != "postgresql":
-        return LLMCall.objects.only("pk", "key", "content", "response").in_bulk(keys, field_name="key")
+        return LLMCall.unscoped.only("pk", "key", "content", "response").in_bulk(keys, field_name="key")
     names = ["id", "key", "response", "content"]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT id, key, response, content FROM {LLMCall._meta.db_table} WHERE key = ANY(%s)",
@@ -644,7 +662,7 @@ def keep_answers(handler: Handler, job, requests: list[Request], exc: Exception,
     the job is resumed the units are answered from the cache, without a new request."""
     if paid:
         with transaction.atomic():
-            _store_calls(requests)
+            _store_calls(requests, job.project_id)
             record_spend(handler, job, requests)
     release(handler, [u for r in requests for u in r.units])
     what = f"{len(requests):,} paid answer(s) are kept" if paid else "the answers are in the request cache"
@@ -710,7 +728,7 @@ def fail_requests(handler: Handler, job, failed: list[Request]) -> bool:
     for r in failed:
         o = r.outcome
         attempts = r.attempts + 1
-        base = handler.unit_model.objects.filter(pk__in=r.units, status__in=handler.open_statuses)
+        base = handler.unit_model.unscoped.filter(pk__in=r.units, status__in=handler.open_statuses)
         if o.status in gateway.KEY_REFUSED:
             base.update(error=o.error[:2000], claimed_by="", claimed_until=None, updated_at=now)
             if not stopped:
@@ -843,7 +861,7 @@ def note_activity(handler: Handler, job_id: int, *, every: float = 1.0) -> None:
     key = (handler.kind, job_id)
     if now - _activity.get(key, -every) >= every:
         _activity[key] = now
-        handler.job_model.objects.filter(pk=job_id).update(activity_at=timezone.now())
+        handler.job_model.unscoped.filter(pk=job_id).update(activity_at=timezone.now())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -857,11 +875,17 @@ def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int 
     handler = handler_for(kind)
     if now and ids:
         handler.open_units(job_id).filter(pk__in=ids).update(not_before=None)
-    job = handler.job_model.objects.filter(pk=job_id).first()
+    job = handler.job_model.unscoped.filter(pk=job_id).first()
     if job is None or job.status != handler.running_status:
         if job is not None:
             handler.maybe_finish(job_id)
         return dict.fromkeys(ids or [], "skipped")
+    with scoping.in_project(job.project_id):  # the units and their dialogues are the job's project's
+        return _process(handler, job, ids, limit=limit, owner=owner)
+
+
+def _process(handler: Handler, job, ids: list[int] | None, *, limit: int, owner: str | None) -> dict[int, str]:
+    job_id = job.pk
     owner = owner or engine_owner()
     ensure_registered(owner)
     units = claim(handler, job, len(ids) if ids is not None else limit, owner, ids=ids)
@@ -929,7 +953,7 @@ def process(kind: str, job_id: int, ids: list[int] | None = None, *, limit: int 
 
 def retry_in(handler: Handler, ids: list[int]) -> float:
     """Seconds until the units' retry time (rounded up to a tenth; at least half a second)."""
-    due = handler.unit_model.objects.filter(pk__in=ids).aggregate(at=Max("not_before"))["at"]
+    due = handler.unit_model.unscoped.filter(pk__in=ids).aggregate(at=Max("not_before"))["at"]
     if due is None:
         return 0.5
     return max(0.5, math.ceil((due - timezone.now()).total_seconds() * 10) / 10)
@@ -947,7 +971,7 @@ def run_until_idle(kind: str, job_id: int, *, timeout: float = 120.0, ignore_bac
         result = process(kind, job_id)
         states += list(result.values())
         if not result:
-            job = handler.job_model.objects.get(pk=job_id)
+            job = handler.job_model.unscoped.get(pk=job_id)
             if job.status != handler.running_status or not handler.open_units(job_id).exists():
                 break
             time.sleep(0.05)
@@ -997,9 +1021,9 @@ def pause_or_cancel(obj, status: str, user, reason: str, *, noun: str, action: s
     """Move a run or job to paused or cancelled (one conditional UPDATE, so it races with nothing) and record who
     and why; ``error`` is raised when its current status does not allow it. Requests in flight finish and are
     stored; nothing more is sent."""
-    from annotation.models import AuditEvent
+    from projects.models import AuditEvent
 
-    changed = type(obj).objects.filter(pk=obj.pk, status__in=_STOPPABLE[status]).update(
+    changed = type(obj).unscoped.filter(pk=obj.pk, status__in=_STOPPABLE[status]).update(
         status=status, finished_at=timezone.now() if status == "cancelled" else None)
     if not changed:
         raise error(f"A {obj.get_status_display().lower()} {noun} cannot be {status}.")
@@ -1011,10 +1035,10 @@ def pause_or_cancel(obj, status: str, user, reason: str, *, noun: str, action: s
 def resume(handler: Handler, job, user=None, *, action: str) -> bool:
     """Start a queued job or resume a paused one (its pause reason is cleared) and wake the workers. Returns
     whether it is running now (a job with nothing left to do ends at once)."""
-    from annotation.models import AuditEvent
+    from projects.models import AuditEvent
 
     now = timezone.now()
-    changed = handler.job_model.objects.filter(pk=job.pk, status__in=("queued", "paused")).update(
+    changed = handler.job_model.unscoped.filter(pk=job.pk, status__in=("queued", "paused")).update(
         status="running", error="", started_at=Coalesce(F("started_at"), Value(now)))
     job.refresh_from_db()
     if job.status != handler.running_status:
@@ -1031,10 +1055,10 @@ def resume(handler: Handler, job, user=None, *, action: str) -> bool:
 def reopened(handler: Handler, job, request_units: int, user=None, *, action: str, **details) -> None:
     """After a coordinator put failed units back to open ("retry"): the job may send their requests again (its
     request limit grows by them x the attempts per unit), runs again, and the workers are woken."""
-    from annotation.models import AuditEvent
+    from projects.models import AuditEvent
 
     grow_limit(handler, job, request_units)
-    handler.job_model.objects.filter(pk=job.pk).exclude(status="cancelled").update(
+    handler.job_model.unscoped.filter(pk=job.pk).exclude(status="cancelled").update(
         status="running", error="", finished_at=None)
     job.refresh_from_db()
     AuditEvent.record(user, f"{action}.retry", job, **details)
@@ -1046,9 +1070,9 @@ def set_caps(handler: Handler, job, *, cost_cap: Decimal | None, token_cap: int 
              action: str) -> None:
     """Set or remove a job's spending caps (recorded with who set them); a job paused by a cap goes on when it is
     resumed under a higher one."""
-    from annotation.models import AuditEvent
+    from projects.models import AuditEvent
 
-    handler.job_model.objects.filter(pk=job.pk).update(cost_cap=cost_cap, token_cap=token_cap)
+    handler.job_model.unscoped.filter(pk=job.pk).update(cost_cap=cost_cap, token_cap=token_cap)
     AuditEvent.record(user, f"{action}.caps", job, cost_cap=None if cost_cap is None else str(cost_cap),
                       token_cap=token_cap)
     job.refresh_from_db()
@@ -1059,7 +1083,7 @@ def spend(handler: Handler, job) -> dict[str, Any]:
     currency = handler.currency(job)
     config = handler.config(job)
     priced = any(Decimal(str(p)) for p in _prices(config))
-    row = handler.job_model.objects.filter(pk=job.pk).values(*_ACCOUNT).first() or {  # the counters as they are now
+    row = handler.job_model.unscoped.filter(pk=job.pk).values(*_ACCOUNT).first() or {  # the counters as they are now
         name: getattr(job, name) for name in _ACCOUNT}
     return {
         "requests_sent": row["requests_sent"], "request_limit": row["request_limit"], "currency": currency,
@@ -1071,11 +1095,22 @@ def spend(handler: Handler, job) -> dict[str, Any]:
     }
 
 
-def segments(total: int, done: int, unscored: int, failed: int) -> list[dict[str, Any]]:
-    """The parts of a job's progress bar: answers used, unscored, failed and still open, each with its share."""
+def open_work(job, remaining: int, eta: float | None) -> dict[str, Any]:
+    """The open units of a job and when they will be done, for pages, the API and ``--wait``: a running or paused job
+    has ``remaining`` units to do and an ETA; an ended one (finished, failed, cancelled) has none -- its open units
+    are ``not_done`` and it has no ETA."""
+    ended = job.status in job.ENDED
+    return {"ended": ended, "remaining": 0 if ended else remaining, "not_done": remaining if ended else 0,
+            "eta_seconds": None if ended else eta}
+
+
+def segments(total: int, done: int, unscored: int, failed: int, *, ended: bool = False,
+             done_label: str = "scored") -> list[dict[str, Any]]:
+    """The parts of a job's progress bar: answers used (``done_label``), unscored, failed and still open, each with its
+    share; an ended job's open units are "not done" (nothing will do them), a running one's "to do"."""
     remaining = max(0, total - done - unscored - failed)
-    parts = [("done", "scored", done), ("unscored", "unscored", unscored), ("failed", "failed", failed),
-             ("open", "to do", remaining)]
+    parts = [("done", done_label, done), ("unscored", "unscored", unscored), ("failed", "failed", failed),
+             ("open", "not done" if ended else "to do", remaining)]
     out, offset = [], 0.0
     for kind, label, n in parts:
         if n:
@@ -1098,3 +1133,39 @@ def connection_count() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
         return int(cursor.fetchone()[0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# what the jobs share: a judge configuration's snapshot, and the outcome of a synchronous step
+# ---------------------------------------------------------------------------------------------------------------
+def config_snapshot(config) -> dict:
+    """What a job that asks a judge configuration (a judge run, preference judging) keeps of it when it starts:
+    the fields the engine and the job read, frozen, so later edits of the configuration do not change the run."""
+    return {
+        "name": config.name, "base_url": config.base_url, "api_key_env": config.api_key_env, "model": config.model,
+        "temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed, "mode": config.mode,
+        "structured_output": config.structured_output, "request_logprobs": config.request_logprobs,
+        "concurrency": config.concurrency, "requests_per_minute": config.requests_per_minute,
+        "tokens_per_minute": config.tokens_per_minute, "timeout_seconds": config.timeout_seconds,
+        "max_attempts": config.max_attempts, "price_input_per_1k": str(config.price_input_per_1k),
+        "price_output_per_1k": str(config.price_output_per_1k), "currency": config.currency,
+        "prompt_set": config.prompt_set_id,
+        "prompt_set_name": str(config.prompt_set), "config_id": config.pk,
+    }
+
+
+@dataclass
+class UnitOutcome:
+    """The outcome of one synchronous step of a job (tests, commands without workers)."""
+
+    state: str  # done, cached, skipped, busy, retry, failed, fatal (generation: stored, finished as well)
+    retry_in: float | None = None
+    next: bool = False  # another step of the same unit should follow (a generated dialogue's next turn)
+
+
+def outcome_of(states: dict[int, str], handler: Handler, ids: list[int]) -> UnitOutcome:
+    """The overall outcome of a synchronous step (the worst state of its units) and when a retry is due."""
+    found = set(states.values())
+    state = next((s for s in ("fatal", "failed", "retry", "busy", "done", "cached", "skipped") if s in found),
+                 "skipped")
+    return UnitOutcome(state, retry_in=retry_in(handler, ids) if state in ("retry", "busy") else None)

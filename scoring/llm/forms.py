@@ -3,6 +3,8 @@ changed on its page."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django import forms
 
 
@@ -11,7 +13,7 @@ class SpendCapsForm(forms.Form):
     still finish and are stored)."""
 
     cost_cap = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=4,
-                                  label="Spending cap (cost)",
+                                  label="Spending cap",
                                   help_text="Pause the job once its answers cost this much (in the endpoint's "
                                             "currency). Empty: no cap.")
     token_cap = forms.IntegerField(required=False, min_value=0, max_value=10**15, label="Token cap",
@@ -24,3 +26,14 @@ class SpendCapsForm(forms.Form):
     def problem(self) -> str:
         """The form's errors as one sentence for a message."""
         return " ".join(f"{self.fields[name].label}: {' '.join(errors)}" for name, errors in self.errors.items())
+
+
+def name_cost_cap_currency(form: forms.BaseForm, currencies: Iterable[str]) -> None:
+    """Label ``form``'s spending cap with the currency it is in -- the endpoint's, as everywhere costs are shown
+    ("Spending cap (USD)") -- or say that it follows the endpoint when the choices differ in currency."""
+    found = sorted({str(c or "USD") for c in currencies})
+    if len(found) == 1:
+        label = f"Spending cap ({found[0]})"
+    else:
+        label = "Spending cap (in the endpoint's currency" + (f": {', '.join(found)})" if found else ")")
+    form.fields["cost_cap"].label = label

@@ -162,10 +162,21 @@ def usable_endpoint(base_url: str, api_key_env: str) -> Endpoint:
     return endpoint
 
 
-def request_key(endpoint: str, payload: dict) -> str:
-    """Hash of endpoint, model, messages and every parameter: identical requests share one cached answer."""
+def request_key(endpoint: str, payload: dict, *, project: int | None = None) -> str:
+    """Hash of endpoint, model, messages and every parameter: identical requests share one cached answer. With
+    ``project`` (the job's), the key is that project's own (:func:`project_key`) unless an administrator shares the
+    cache across projects (setting ``LLM_CACHE_SHARED``)."""
     canonical = json.dumps({"endpoint": endpoint, **payload}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    key = hashlib.sha256(canonical.encode()).hexdigest()
+    if project is None or getattr(settings, "LLM_CACHE_SHARED", False):
+        return key
+    return project_key(project, key)
+
+
+def project_key(project: int, key: str) -> str:
+    """A request key made a project's own: another project's identical request has another key, so the cache never
+    tells one project what another has judged (scoring migration 0015 re-keys older calls the same way)."""
+    return hashlib.sha256(f"project:{project}:{key}".encode()).hexdigest()
 
 
 def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal, price_out: Decimal) -> Decimal:

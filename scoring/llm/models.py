@@ -6,20 +6,22 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from projects.models import ProjectScoped
 from scoring.llm.keys import DEFAULT_KEY_VARIABLE, validate_base_url, validate_key_variable
 
 
-class LLMCall(models.Model):
-    """One request to an endpoint and its raw response, keyed by a hash of endpoint, model, messages and
-    parameters: an identical request is answered from here and never paid twice.
+class LLMCall(ProjectScoped):
+    """One request to an endpoint and its raw response, keyed by a hash of the project, endpoint, model, messages
+    and parameters: an identical request of the same project is answered from here and never paid twice.
 
-    The cache is shared by every project (issue 29): the same request gets the same answer whoever asks, and only
-    a project that sends the identical request (the same dialogue text and prompt) is answered from another's
-    call. Pages never list calls; a job's calls are reached through its units (judge results, verdicts, generated
-    turns), which belong to the job's project. The cost estimate's completion-token average per endpoint and model
-    is taken over every project's calls."""
+    The cache is per project: another project's identical request is sent and paid again, so no project learns what
+    another has judged. An administrator may share it across projects (setting ``LLM_CACHE_SHARED``); the key then
+    leaves the project out. ``project`` is the project that paid for the call; cost and token estimates count only
+    a project's own calls. The engine reads calls by key (``unscoped``: the key already holds the project)."""
 
     key = models.CharField(max_length=64, unique=True)
+    project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="+", help_text="The project that sent (and paid for) the request.")
     endpoint = models.CharField(max_length=300)
     model = models.CharField(max_length=200)
     request = models.JSONField()
@@ -197,7 +199,7 @@ class LLMEndpoint(models.Model):
     note = models.TextField(blank=True, help_text="Shown to coordinators when they choose the endpoint.")
     is_active = models.BooleanField(default=True, help_text="Inactive endpoints cannot be chosen for new judges "
                                                             "or jobs; existing ones keep their settings.")
-    projects = models.ManyToManyField("annotation.Project", blank=True, related_name="endpoints",
+    projects = models.ManyToManyField("projects.Project", blank=True, related_name="endpoints",
                                       help_text="The projects whose coordinators may choose this endpoint.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

@@ -46,7 +46,7 @@ def stalled_jobs(handler: Handler, quiet_seconds: float = 5.0) -> list[int]:
         owner__in=live_owners()).values_list("jobs", flat=True)
         for key in jobs or [] if key.startswith(f"{handler.kind}:")}
     out = []
-    for job_id, woken, active in handler.job_model.objects.filter(status=handler.running_status).values_list(
+    for job_id, woken, active in handler.job_model.unscoped.filter(status=handler.running_status).values_list(
             "pk", "woken_at", "activity_at"):
         if job_id in working:
             continue
@@ -69,16 +69,16 @@ def reconcile() -> dict[str, Any]:
     for handler in HANDLERS.values():
         for job_id in stalled_jobs(handler):
             # Conditional: of several reconcilers, one wakes the job (and gives the claim back if it cannot).
-            before = handler.job_model.objects.filter(pk=job_id).values_list("woken_at", flat=True).first()
-            claimed = handler.job_model.objects.filter(pk=job_id, woken_at=before).update(woken_at=timezone.now()) \
+            before = handler.job_model.unscoped.filter(pk=job_id).values_list("woken_at", flat=True).first()
+            claimed = handler.job_model.unscoped.filter(pk=job_id, woken_at=before).update(woken_at=timezone.now()) \
                 if before is not None else \
-                handler.job_model.objects.filter(pk=job_id, woken_at__isnull=True).update(woken_at=timezone.now())
+                handler.job_model.unscoped.filter(pk=job_id, woken_at__isnull=True).update(woken_at=timezone.now())
             if not claimed:
                 continue
             if send_wake(handler.kind, job_id, copies=1):
                 woken.append(f"{handler.kind}:{job_id}")
             else:
-                handler.job_model.objects.filter(pk=job_id).update(woken_at=before)
+                handler.job_model.unscoped.filter(pk=job_id).update(woken_at=before)
     return {"dead_engines": dead, "woken": woken}
 
 
@@ -89,10 +89,10 @@ def backlog() -> dict[str, Any]:
     oldest = None
     running = {}
     for handler in HANDLERS.values():
-        ids = list(handler.job_model.objects.filter(status=handler.running_status).values_list("pk", flat=True))
+        ids = list(handler.job_model.unscoped.filter(status=handler.running_status).values_list("pk", flat=True))
         running[handler.kind] = len(ids)
         if ids:
-            first = handler.unit_model.objects.filter(**{f"{handler.job_field}_id__in": ids},
+            first = handler.unit_model.unscoped.filter(**{f"{handler.job_field}_id__in": ids},
                                                       status__in=handler.open_statuses).aggregate(
                 at=models.Min("updated_at"))["at"]
             if first is not None and (oldest is None or first < oldest):

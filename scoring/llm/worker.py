@@ -21,6 +21,7 @@ from typing import Any
 from django.db import close_old_connections
 from django.utils import timezone
 
+from projects.scoping import in_project
 from scoring.llm import engine as steps
 from scoring.llm import gateway, limiter
 from scoring.llm.engine import (
@@ -135,8 +136,9 @@ class Engine:
                 return
             state, requests = item
             try:
-                finish(state.handler, state.job, requests)
-                status = state.handler.job_model.objects.filter(pk=state.job.pk).values_list(
+                with in_project(state.job.project_id):  # the units and their dialogues are the job's project's
+                    finish(state.handler, state.job, requests)
+                status = state.handler.job_model.unscoped.filter(pk=state.job.pk).values_list(
                     "status", flat=True).first()
                 if status != state.handler.running_status:  # paused by a cap or a kept answer, failed, cancelled
                     state.stopping = True
@@ -198,7 +200,7 @@ class Engine:
             return
         self._discovered_at = now
         for handler in steps.HANDLERS.values():
-            for job_id in handler.job_model.objects.filter(status=handler.running_status).values_list("pk",
+            for job_id in handler.job_model.unscoped.filter(status=handler.running_status).values_list("pk",
                                                                                                        flat=True):
                 if f"{handler.kind}:{job_id}" not in self.jobs and steps.claimable(handler, job_id).exists():
                     self.wakes.put((handler.kind, job_id))
@@ -241,14 +243,14 @@ class Engine:
                 state.idle_rounds = 0
                 continue
             handler = handler_for(kind)
-            job = handler.job_model.objects.filter(pk=job_id).first()
+            job = handler.job_model.unscoped.filter(pk=job_id).first()
             if job is None or job.status != handler.running_status:
                 continue
             with self._lock:
                 self.jobs[key] = _JobState(handler, job, checked_at=time.monotonic())
             if TRACE:
                 log.warning("woken for %s", key)
-            handler.job_model.objects.filter(pk=job_id).update(activity_at=timezone.now())
+            handler.job_model.unscoped.filter(pk=job_id).update(activity_at=timezone.now())
 
     def _refresh(self, now: float) -> None:
         """Re-read the jobs' rows every second: a paused, cancelled or failed job gets nothing more sent."""
@@ -257,7 +259,7 @@ class Engine:
         for s in stale:
             by_kind[s.handler].append(s)
         for handler, states in by_kind.items():
-            rows = handler.job_model.objects.in_bulk([s.job.pk for s in states])
+            rows = handler.job_model.unscoped.in_bulk([s.job.pk for s in states])
             for s in states:
                 s.checked_at = now
                 row = rows.get(s.job.pk)
@@ -288,6 +290,10 @@ class Engine:
 
     def _refill(self, state: _JobState, want: int) -> bool:
         """Claim and prepare up to ``want`` units (answering cached ones at once); False when the job is done."""
+        with in_project(state.job.project_id):  # the units and their dialogues are the job's project's
+            return self._refill_in_project(state, want)
+
+    def _refill_in_project(self, state: _JobState, want: int) -> bool:
         handler, job = state.handler, state.job
         units = claim(handler, job, max(1, want), self.owner)
         if not units:
@@ -530,7 +536,7 @@ class Engine:
         for state in self.jobs.values():
             if state.ready:
                 self._unsend(state)
-            state.handler.unit_model.objects.filter(claimed_by=self.owner).update(claimed_by="",
+            state.handler.unit_model.unscoped.filter(claimed_by=self.owner).update(claimed_by="",
                                                                                   claimed_until=None)
         LLMWorker.objects.filter(owner=self.owner).delete()
 

@@ -4,7 +4,7 @@ PostgreSQL applies its updates before the schema changes)."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-import annotation.models
+import projects.legacy
 
 
 class Migration(migrations.Migration):
@@ -21,42 +21,42 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='caseset',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='generationjob',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='job',
             name='project',
-            field=models.ForeignKey(blank=True, default=annotation.models.default_project_id, help_text='Empty for instance-wide jobs (the worker check).', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(blank=True, default=projects.legacy.default_project_id, help_text='Empty for instance-wide jobs (the worker check).', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='judgeconfig',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='judgerun',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='preferencejudgerun',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='preferencestudy',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='promptset',
             name='project',
-            field=models.ForeignKey(default=annotation.models.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
+            field=models.ForeignKey(default=projects.legacy.default_project_id, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.project'),
         ),
         migrations.AlterField(
             model_name='caseset',

@@ -9,18 +9,18 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from annotation.models import RaterProfile
-from annotation.spreadsheet import safe_dict
+from annotation.spreadsheet import restore_cell, safe_dict
+from projects.pseudonyms import pseudonyms
 from scoring import stats
 from scoring.preference import judging as preference_judging
 from scoring.preference.models import (
     PreferenceAnswer,
-    PreferenceJudgeRun,
     PreferencePair,
     PreferenceStudy,
     PreferenceTask,
@@ -33,15 +33,15 @@ NOTE_VOTES = ("Each rater's vote counts once; votes on the same comparison are n
               "intervals are somewhat narrow when several raters answer each comparison.")
 
 
-def rater_names(study: PreferenceStudy, user_ids) -> dict[int, str]:
-    """Pseudonyms (R0001) unless the study allows names."""
+def rater_names(study: PreferenceStudy, user_ids, *, pseudonymous: bool = False) -> dict[int, str]:
+    """The project's pseudonyms unless the study allows names (and ``pseudonymous`` does not ask for them
+    anyway)."""
     from django.contrib.auth import get_user_model
 
     ids = list(set(user_ids))
-    if study.allow_names:
+    if study.allow_names and not pseudonymous:
         return {u.pk: u.get_full_name() or u.username for u in get_user_model().objects.filter(pk__in=ids)}
-    names = dict(RaterProfile.objects.filter(user_id__in=ids).values_list("user_id", "pseudonym"))
-    return {pk: names.get(pk, f"rater-{pk}") for pk in ids}
+    return pseudonyms(study.project_id, ids)
 
 
 def human_votes(study: PreferenceStudy) -> list[dict]:
@@ -62,8 +62,7 @@ def human_votes(study: PreferenceStudy) -> list[dict]:
 
 
 def _pair_sources(study: PreferenceStudy) -> dict[int, dict]:
-    return {p.pk: {"item": p.item.external_id, "item_id": p.item_id, "first": p.first.source.label,
-                   "second": p.second.source.label}
+    return {p.pk: {"item": p.item.external_id, "first": p.first.source.label, "second": p.second.source.label}
             for p in PreferencePair.objects.filter(study=study).select_related("item", "first__source",
                                                                               "second__source")}
 
@@ -91,7 +90,7 @@ def _wtl_table(rows: list[dict], pairs: dict[int, dict], sources: list[str], cod
 
 def _bt(rows: list[dict], pairs: dict[int, dict], sources: list[str], code: str, n_resamples: int,
         seed: int) -> dict:
-    data = [(pairs[r["pair"]]["item_id"], pairs[r["pair"]]["first"], pairs[r["pair"]]["second"],
+    data = [(pairs[r["pair"]]["item"], pairs[r["pair"]]["first"], pairs[r["pair"]]["second"],
              OUTCOME_SCORE[r["outcome"]]) for r in rows if r["criterion"] == code and r["outcome"] is not None]
     if len(sources) > 2:
         return stats.bradley_terry_bootstrap(data, sources, n_resamples=n_resamples, seed=seed)
@@ -126,11 +125,14 @@ def _human_human(rows: list[dict], code: str) -> dict:
     return stats.vote_agreement(vote_pairs)
 
 
-def judge_summary(run: PreferenceJudgeRun, rows: list[dict], pairs: dict[int, dict], sources: list[str],
-                  codes: list[str], reveal: bool) -> dict:
-    combo = preference_judging.combined(run)
-    out = {"run": run.pk, "judge": run.snapshot.get("name", ""), "model": run.snapshot.get("model", ""),
-           "status": run.status, "position_consistency": combo["consistency"],
+def judge_summary(judge: dict, rows: list[dict], pairs: dict, sources: list[str], codes: list[str],
+                  reveal: bool) -> dict:
+    """A judge's position consistency, position bias and agreement with the humans (and, with ``reveal``, its win /
+    tie / loss per source pair). ``judge``: run, judge, model, status and ``verdicts`` (see
+    :func:`scoring.preference.judging.combine`)."""
+    combo = preference_judging.combine(judge["verdicts"], codes)
+    out = {"run": judge["run"], "judge": judge["judge"], "model": judge["model"],
+           "status": judge["status"], "position_consistency": combo["consistency"],
            "position_consistency_overall": combo["consistency_overall"],
            "position_bias": stats.position_bias(combo["side_choices"]), "criteria": {}}
     for code in codes:
@@ -155,38 +157,85 @@ def analysis(study: PreferenceStudy, *, n_resamples: int = 1000, seed: int | Non
     if not study.is_unblinded:
         raise PreferenceError("Results per source are sealed until the coordinator locks and unblinds the study.",
                               status=409)
-    seed = study.seed if seed is None else seed
-    sources = list(study.sources.order_by("position").values_list("label", flat=True))
-    criteria = list(study.criteria.values_list("code", "name"))
+    judges = [{"run": run.pk, "judge": run.snapshot.get("name", ""), "model": run.snapshot.get("model", ""),
+               "status": run.status, "verdicts": preference_judging.verdict_choices(run)}
+              for run in study.judge_runs.order_by("created_at")]
+    return results(study=study.name, sources=list(study.sources.order_by("position").values_list("label", flat=True)),
+                   criteria=[tuple(c) for c in study.criteria.values_list("code", "name")],
+                   votes=human_votes(study), pairs=_pair_sources(study), judges=judges,
+                   seed=study.seed if seed is None else seed, n_resamples=n_resamples)
+
+
+def results(*, study: str, sources: list[str], criteria: list[tuple[str, str]], votes: list[dict], pairs: dict,
+            judges: list[dict], seed: int, n_resamples: int) -> dict:
+    """The analysis of a preference study from plain rows, for the results page (:func:`analysis`) and for the
+    study archive's check (:func:`from_export_rows`). ``votes``: the humans' votes (pair, rater, criterion, side
+    choice, outcome for the pair) in answer order; ``pairs``: pair -> item, first and second source; ``judges``:
+    see :func:`judge_summary`."""
     codes = [c for c, _ in criteria]
-    pairs = _pair_sources(study)
-    rows = human_votes(study)
-    result = {"study": study.name, "sources": sources, "n_votes": len(rows), "seed": seed,
+    result = {"study": study, "sources": sources, "n_votes": len(votes), "seed": seed,
               "n_resamples": n_resamples, "notes": [NOTE_VOTES], "criteria": [],
-              "position_bias": stats.position_bias([r["choice"] for r in rows]), "judges": []}
+              "position_bias": stats.position_bias([r["choice"] for r in votes]), "judges": []}
     for code, name in criteria:
         result["criteria"].append({
             "code": code, "name": name,
-            "n_votes": sum(1 for r in rows if r["criterion"] == code),
-            "win_tie_loss": _wtl_table(rows, pairs, sources, code),
-            "bradley_terry": _bt(rows, pairs, sources, code, n_resamples, seed),
-            "agreement": _agreement(rows, code),
-            "human_human": _human_human(rows, code),
-            "position_bias": stats.position_bias([r["choice"] for r in rows if r["criterion"] == code]),
+            "n_votes": sum(1 for r in votes if r["criterion"] == code),
+            "win_tie_loss": _wtl_table(votes, pairs, sources, code),
+            "bradley_terry": _bt(votes, pairs, sources, code, n_resamples, seed),
+            "agreement": _agreement(votes, code),
+            "human_human": _human_human(votes, code),
+            "position_bias": stats.position_bias([r["choice"] for r in votes if r["criterion"] == code]),
         })
-    for run in study.judge_runs.order_by("created_at"):
-        result["judges"].append(judge_summary(run, rows, pairs, sources, codes, reveal=True))
+    for judge in judges:
+        result["judges"].append(judge_summary(judge, votes, pairs, sources, codes, reveal=True))
     return result
 
 
-def export_rows(study: PreferenceStudy) -> list[dict]:
+def sealed_results(*, study: str, criteria: list[tuple[str, str]], votes: list[dict], locked: bool) -> dict:
+    """What a study shows before unblinding, from its humans' side choices alone (no outcome, no source): the votes
+    per criterion and, once locked, the humans' position bias. The study archive keeps these for a sealed study."""
+    out: dict = {"study": study, "n_votes": len(votes),
+                 "criteria": [{"code": code, "name": name, "n_votes": sum(1 for r in votes if r["criterion"] == code)}
+                              for code, name in criteria]}
+    if locked:
+        out["position_bias"] = stats.position_bias([r["choice"] for r in votes])
+    return out
+
+
+def from_export_rows(rows: Iterable[Mapping[str, str]], *, sources: list[str], judges: list[dict]
+                     ) -> tuple[list[dict], dict, list[dict]]:
+    """The inverse of :func:`export_rows` read back from CSV (after unblinding): the votes, pairs and judges that
+    :func:`results` takes. ``sources`` in the study's order (a pair's first source is the one listed first);
+    ``judges``: run (the judge's rater name in the rows), judge, model, status, in the analysis's order."""
+    order = {s: n for n, s in enumerate(sources)}
+    votes: list[dict] = []
+    pairs: dict[str, dict] = {}
+    verdicts: dict[str, dict] = {j["run"]: {} for j in judges}
+    for raw in rows:
+        row = {key: restore_cell(value or "") for key, value in raw.items()}
+        pair, a, b = row["comparison"], row["source_a"], row["source_b"]
+        if row["rater_kind"] == "judge":
+            first, second = (a, b) if row["order"] == "forward" else (b, a)
+            pairs.setdefault(pair, {"item": row["item"], "first": first, "second": second})
+            verdicts.setdefault(row["rater"], {}).setdefault(pair, {}).setdefault(row["order"], {})[
+                row["criterion"]] = row["choice"]
+            continue
+        first, second = (a, b) if order[a] <= order[b] else (b, a)
+        pairs.setdefault(pair, {"item": row["item"], "first": first, "second": second})
+        votes.append({"pair": pair, "rater": row["rater"], "criterion": row["criterion"], "choice": row["choice"],
+                      "outcome": preference_judging.to_outcome(row["choice"], a == first)})
+    return votes, pairs, [{**j, "verdicts": verdicts.get(j["run"], {})} for j in judges]
+
+
+def export_rows(study: PreferenceStudy, *, pseudonymous: bool = False) -> list[dict]:
     """The long format: one row per rater (or judge and order), comparison and criterion. Source columns are
-    filled only after unblinding; before it they are absent."""
+    filled only after unblinding; before it they are absent. Raters are named as :func:`rater_names` says
+    (``pseudonymous``: always by pseudonym, as the study archive has them)."""
     study = PreferenceStudy.objects.get(pk=study.pk)
     reveal = study.is_unblinded
     pairs = _pair_sources(study) if reveal else {}
     rows = human_votes(study)
-    names = rater_names(study, [r["rater"] for r in rows])
+    names = rater_names(study, [r["rater"] for r in rows], pseudonymous=pseudonymous)
     items = dict(PreferencePair.objects.filter(study=study).values_list("pk", "item__external_id"))
     out = []
     for r in rows:

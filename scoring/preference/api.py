@@ -11,8 +11,8 @@ from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
-from annotation import projects
-from annotation.roles import ANALYST, COORDINATOR, has_role
+from projects.access import request_has_role, widen
+from projects.roles import ANALYST, COORDINATOR
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.preference import judging
 from scoring.preference import services as preference
@@ -37,10 +37,10 @@ class IsStudyReader(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         user = request.user
-        if not (user and user.is_authenticated and has_role(user, COORDINATOR, ANALYST)):
+        if not (user and user.is_authenticated and request_has_role(request, COORDINATOR, ANALYST)):
             return False
         if view.action in ("lock", "unblind"):
-            return has_role(user, COORDINATOR)
+            return request_has_role(request, COORDINATOR)
         return True
 
 
@@ -90,7 +90,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request project
             return PreferenceStudy.objects.none()
-        return (PreferenceStudy.objects.alive().in_project(projects.current(self.request))
+        return (PreferenceStudy.objects.alive()
                 .prefetch_related("criteria").order_by("-created_at", "-id"))
 
     @extend_schema(request=ReasonSerializer, responses=StudySerializer)
@@ -118,8 +118,13 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
         except ValueError:
             raise PreferenceError('"resamples" must be a whole number.') from None
         from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+        from scoring.preference.results import results_figures
 
-        return Response(preference_analysis.analysis(self.get_object(), n_resamples=n))
+        study = self.get_object()
+        stored = results_figures(study, request.user, n_resamples=n, start=False) if study.is_unblinded else None
+        if stored is not None and stored.fresh:  # the results page's figures, when they are of the current votes
+            return Response(stored.report)
+        return Response(preference_analysis.analysis(study, n_resamples=n))
 
     @extend_schema(responses={200: OpenApiResponse(description="CSV long format")})
     @action(detail=True, methods=["get"])
@@ -148,6 +153,11 @@ class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveMod
     rating queue)."""
 
     serializer_class = TaskSerializer
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # The rater's comparisons span every project where they rate: the view works in those and the request's.
+        widen(request, preference.rater_projects(request.user))
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user
@@ -194,6 +204,9 @@ class PreferenceJudgeRunViewSet(EngineJobViewSet):
     """LLM judges answering preference studies (each pair in both orders): state, reason, requests and cost; the
     detail adds the progress."""
 
-    queryset = PreferenceJudgeRun.objects.select_related("config").order_by("-created_at", "-id")
     serializer_class = PreferenceJudgeRunSerializer
+
+    def jobs(self):
+        return PreferenceJudgeRun.objects.select_related("config").order_by("-created_at", "-id")
+
     progress = staticmethod(judging.progress)

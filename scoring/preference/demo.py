@@ -9,8 +9,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation.projects import demo_project
-from annotation.roles import PHYSICIAN, assign_role
+from projects.roles import PHYSICIAN, assign_role
+from projects.services import demo_project, in_demo_project
 from scoring.preference import services as preference
 from scoring.preference.models import PreferenceStudy
 
@@ -18,12 +18,13 @@ DEMO_STUDY = "Demo: doctor models' answers (synthetic)"
 DEMO_FILE = Path(__file__).parent / "demo_data" / "preference_answers.jsonl"
 
 
+@in_demo_project
 @transaction.atomic
 def load_preference_demo(project=None) -> dict:
     """Create and open the demo study (idempotent). Needs the demo users of ``load_demo``. Its seed is drawn by
     the server like any study's: a seed written here would let anyone reading the source unblind the demo."""
     project = project or demo_project()
-    existing = PreferenceStudy.objects.in_project(project).filter(name=DEMO_STUDY).first()
+    existing = PreferenceStudy.objects.filter(name=DEMO_STUDY).first()
     if existing is not None:
         return {"study": existing.pk, "created": False}
     User = get_user_model()
@@ -54,6 +55,7 @@ def _choice(rng, diff: float) -> str:
     return "tie" if abs(seen) < 0.35 else ("A" if seen > 0 else "B")
 
 
+@in_demo_project
 @transaction.atomic
 def load_finished_preference_demo(rater_usernames: list[str], seed: int = 7, project=None) -> dict:
     """A finished study on the same answers: three synthetic physicians answered every comparison (seeded
@@ -62,7 +64,7 @@ def load_finished_preference_demo(rater_usernames: list[str], seed: int = 7, pro
     import numpy as np
 
     project = project or demo_project()
-    existing = PreferenceStudy.objects.in_project(project).filter(name=FINISHED_STUDY).first()
+    existing = PreferenceStudy.objects.filter(name=FINISHED_STUDY).first()
     if existing is not None:
         return {"study": existing.pk, "created": False}
     User = get_user_model()

@@ -6,10 +6,10 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from annotation.models import Corpus
-from annotation.roles import PHYSICIAN, users_with_role
+from projects.roles import PHYSICIAN, users_with_role
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm import gateway
-from scoring.llm.forms import SpendCapsForm
+from scoring.llm.forms import SpendCapsForm, name_cost_cap_currency
 from scoring.preference.models import PreferenceStudy
 from scoring.preference.services import CRITERIA_PRESETS, PreferenceError, parse_criteria
 
@@ -55,7 +55,7 @@ class JudgeRunsForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["runs"].queryset = (JudgeRun.objects.in_project(project).filter(status__in=JudgeRun.FINISHED)
+        self.fields["runs"].queryset = (JudgeRun.objects.filter(status__in=JudgeRun.FINISHED)
                                         .select_related("config", "corpus"))
         self.fields["runs"].label_from_instance = lambda r: f"#{r.pk} {r.name} on {r.corpus.name}"
 
@@ -67,7 +67,7 @@ class DialoguesForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["corpus"].queryset = Corpus.objects.alive().in_project(project)
+        self.fields["corpus"].queryset = Corpus.objects.alive()
 
 
 class AnswersForm(forms.Form):
@@ -99,8 +99,9 @@ class JudgeForm(forms.Form):
 
         super().__init__(*args, **kwargs)
         excluded = study.sources.exclude(judge_run=None).values_list("judge_run__config_id", flat=True)
-        self.fields["config"].queryset = JudgeConfig.objects.in_project(study.project_id).exclude(
+        self.fields["config"].queryset = JudgeConfig.objects.exclude(
             pk__in=list(excluded))
+        name_cost_cap_currency(self, self.fields["config"].queryset.values_list("currency", flat=True))
         self.granted = set(active_endpoints(study.project_id).values_list("pk", flat=True))
 
     def clean_config(self):

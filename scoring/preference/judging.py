@@ -14,15 +14,16 @@ import json
 import re
 from collections import Counter
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from annotation.models import AuditEvent
+from projects.models import AuditEvent
 from scoring.judges.models import JudgeConfig
-from scoring.judges.runs import UnitOutcome, config_snapshot, outcome_of
 from scoring.llm import delivery, engine, gateway
+from scoring.llm.engine import UnitOutcome, config_snapshot, outcome_of
 from scoring.llm.models import LLMCall
 from scoring.preference.models import PreferenceJudgeRun, PreferencePair, PreferenceStudy, PreferenceVerdict
 from scoring.preference.services import PreferenceError
@@ -193,6 +194,12 @@ class PreferenceJudgeHandler(engine.Handler):
     unit_model = PreferenceVerdict
     job_field = "run"
 
+    def finished(self, job: PreferenceJudgeRun) -> None:
+        """The study's stored results get the judge's verdicts (once the study is unblinded)."""
+        from scoring.preference.results import refresh_results
+
+        refresh_results(job.study)
+
     def load(self, ids: list[int]) -> list[PreferenceVerdict]:
         return list(PreferenceVerdict.objects.filter(pk__in=ids).select_related(
             "pair__item__dialogue", "pair__first", "pair__second").prefetch_related(
@@ -209,7 +216,7 @@ class PreferenceJudgeHandler(engine.Handler):
             payload = build_payload(config, run.study, verdict.pair, verdict.order, criteria)
             requests.append(engine.Request(
                 units=[verdict.pk], endpoint=endpoint, payload=payload,
-                key=gateway.request_key(endpoint.base_url, payload), limit=limit,
+                key=gateway.request_key(endpoint.base_url, payload, project=run.project_id), limit=limit,
                 timeout=float(config["timeout_seconds"]), prices=prices, attempts=verdict.attempts,
                 max_attempts=int(config["max_attempts"]), data=[c[0] for c in criteria]))
         return requests
@@ -252,25 +259,35 @@ def to_outcome(side_choice: str, a_is_first: bool) -> str | None:
 
 
 def combined(run: PreferenceJudgeRun) -> dict:
-    """Per (pair id, criterion code): the forward and reverse outcomes and the combined verdict (disagreement
-    between the orders is a tie; a missing order leaves the verdict missing), plus per-criterion position
-    consistency and the judge's share of "A" choices."""
-    codes = [c[0] for c in _criteria(run.study)]
-    by_pair: dict[int, dict[str, PreferenceVerdict]] = {}
+    """:func:`combine` of a run's finished verdicts."""
+    return combine(verdict_choices(run), [c[0] for c in _criteria(run.study)])
+
+
+def verdict_choices(run: PreferenceJudgeRun) -> dict[int, dict[str, dict[str, str]]]:
+    """A run's finished verdicts: pair id -> order (forward / reverse) -> side choice by criterion code."""
+    by_pair: dict[int, dict[str, dict[str, str]]] = {}
     for verdict in PreferenceVerdict.objects.filter(run=run, status=PreferenceVerdict.Status.DONE):
-        by_pair.setdefault(verdict.pair_id, {})[verdict.order] = verdict
-    verdicts: dict[tuple[int, str], dict] = {}
+        by_pair.setdefault(verdict.pair_id, {})[verdict.order] = verdict.choices or {}
+    return by_pair
+
+
+def combine(by_pair: dict[Any, dict[str, dict[str, str]]], codes: list[str]) -> dict:
+    """Per (pair, criterion code): the forward and reverse outcomes and the combined verdict (disagreement
+    between the orders is a tie; a missing order leaves the verdict missing), plus per-criterion position
+    consistency and the judge's share of "A" choices. ``by_pair``: pair -> order (forward / reverse) -> the
+    finished verdict's side choices by criterion code."""
+    verdicts: dict[tuple[Any, str], dict] = {}
     consistency: dict[str, Counter] = {code: Counter() for code in codes}
     side_choices: list[str] = []
     for pair_id, orders in by_pair.items():
         for code in codes:
             fwd = orders.get("forward")
             rev = orders.get("reverse")
-            f = to_outcome(fwd.choices.get(code, ""), True) if fwd else None
-            r = to_outcome(rev.choices.get(code, ""), False) if rev else None
+            f = to_outcome(fwd.get(code, ""), True) if fwd is not None else None
+            r = to_outcome(rev.get(code, ""), False) if rev is not None else None
             for v in (fwd, rev):
-                if v is not None and v.choices.get(code):
-                    side_choices.append(v.choices[code])
+                if v is not None and v.get(code):
+                    side_choices.append(v[code])
             final = None
             if f is not None and r is not None:
                 final = f if f == r else "tie"
@@ -297,9 +314,12 @@ def progress(run: PreferenceJudgeRun) -> dict:
     calls = (LLMCall.objects.filter(pk__in=PreferenceVerdict.objects.filter(run=run, from_cache=False)
                                     .exclude(call=None).values("call_id")).aggregate(n=Count("id")))
     spend = engine.spend(HANDLER, run)
-    return {"total": total, "done": done, "unscored": unscored, "failed": failed, "pending": pending,
+    work = engine.open_work(run, pending, None)
+    return {"total": total, "done": done, "unscored": unscored, "failed": failed, "pending": work["remaining"],
+            "not_done": work["not_done"], "ended": work["ended"],
             "percent": round(100 * (total - pending) / total) if total else 0,
-            "segments": engine.segments(total, done, unscored, failed), "calls": calls["n"] or 0,
+            "segments": engine.segments(total, done, unscored, failed, ended=work["ended"], done_label="answered"),
+            "calls": calls["n"] or 0,
             "cost": spend["cost"], "currency": spend["currency"], "spend": spend, "status": run.status,
             "status_label": run.get_status_display(), "error": run.error,
             "causes": engine.top_causes(HANDLER, run.pk) if failed or unscored else [],

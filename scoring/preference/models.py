@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotation.models import ProjectOwned, SoftDeletable
+from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.models import EngineJob, WorkUnit
 
 
@@ -73,8 +73,10 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
         return self.status == self.Status.DRAFT and not self.is_deleted
 
 
-class PreferenceCriterion(models.Model):
+class PreferenceCriterion(ProjectScoped):
     """One question answered A better / tie / B better (e.g. knowledge correctness)."""
+
+    project_path = "study__project"
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="criteria")
     code = models.SlugField(max_length=40)
@@ -91,9 +93,11 @@ class PreferenceCriterion(models.Model):
         return f"{self.study}: {self.name}"
 
 
-class PreferenceSource(models.Model):
+class PreferenceSource(ProjectScoped):
     """Where candidates come from: a judge run, a doctor model, or an imported answer source. ``label`` is the
     sealed identity; it is shown nowhere before the study is unblinded."""
+
+    project_path = "study__project"
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="sources")
     label = models.CharField(max_length=200)
@@ -112,8 +116,10 @@ class PreferenceSource(models.Model):
         return f"source {self.position} of {self.study}"
 
 
-class PreferenceItem(SoftDeletable):
+class PreferenceItem(ProjectScoped, SoftDeletable):
     """What the candidates answer: a question, a case (self-report) or the dialogue judges evaluated."""
+
+    project_path = "study__project"
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
@@ -131,9 +137,11 @@ class PreferenceItem(SoftDeletable):
         return f"{self.study} / {self.external_id}"
 
 
-class PreferenceCandidate(models.Model):
+class PreferenceCandidate(ProjectScoped):
     """One source's candidate for an item. ``content`` is the blinded snapshot raters see; ``original`` keeps
     what was imported or read (never shown before unblinding)."""
+
+    project_path = "item__study__project"
 
     item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="candidates")
     source = models.ForeignKey(PreferenceSource, on_delete=models.PROTECT, related_name="candidates")
@@ -150,8 +158,10 @@ class PreferenceCandidate(models.Model):
         return f"candidate {self.pk} of {self.item}"
 
 
-class PreferencePair(models.Model):
+class PreferencePair(ProjectScoped):
     """Two candidates of the same item compared; ``first`` belongs to the source listed first in the study."""
+
+    project_path = "study__project"
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="pairs")
     item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="pairs")
@@ -166,8 +176,10 @@ class PreferencePair(models.Model):
         return f"pair {self.pk} of {self.item}"
 
 
-class PreferenceRater(models.Model):
+class PreferenceRater(ProjectScoped):
     """A physician on a study."""
+
+    project_path = "study__project"
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="raters")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -185,9 +197,11 @@ class PreferenceRater(models.Model):
         return f"{self.user} on {self.study}"
 
 
-class PreferenceTask(models.Model):
+class PreferenceTask(ProjectScoped):
     """One rater's comparison of one pair. ``swapped`` records the side randomisation: False shows the pair's
     first candidate as A, True shows the second as A."""
+
+    project_path = "study__project"
 
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Not started"
@@ -225,8 +239,10 @@ class PreferenceTask(models.Model):
         return self.status in self.OPEN_STATUSES
 
 
-class PreferenceAnswer(models.Model):
+class PreferenceAnswer(ProjectScoped):
     """A rater's choice on one criterion of a task, in side terms (A / tie / B)."""
+
+    project_path = "task__study__project"
 
     class Choice(models.TextChoices):
         A = "A", "A is better"
@@ -249,8 +265,10 @@ class PreferenceAnswer(models.Model):
         return f"{self.task_id} {self.criterion_id}={self.choice}"
 
 
-class PreferenceAnswerChange(models.Model):
+class PreferenceAnswerChange(ProjectScoped):
     """History of an answer: who changed it, when, from what to what, and why."""
+
+    project_path = "answer__task__study__project"
 
     answer = models.ForeignKey(PreferenceAnswer, on_delete=models.PROTECT, related_name="changes")
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
@@ -286,9 +304,11 @@ class PreferenceJudgeRun(ProjectOwned, EngineJob):
         return f"judge run {self.pk} on {self.study}"
 
 
-class PreferenceVerdict(WorkUnit):
+class PreferenceVerdict(ProjectScoped, WorkUnit):
     """The judge's answer on one pair in one order. ``forward`` shows the pair's first candidate as A,
     ``reverse`` shows the second as A; ``choices`` maps criterion code to A / tie / B (side terms)."""
+
+    project_path = "run__project"
 
     class Order(models.TextChoices):
         FORWARD = "forward", "First candidate as A"

@@ -24,7 +24,11 @@ from django.utils import timezone
 
 from annotation.dialogues import redacted
 from annotation.importers import LineError, json_objects
-from annotation.models import AuditEvent, Corpus, Dialogue, Item, PrivacyStatus, RaterProfile
+from annotation.models import Corpus, Dialogue, Item, PrivacyStatus
+from projects import scoping
+from projects.models import AuditEvent
+from projects.pseudonyms import pseudonyms
+from projects.scoping import runs_in_project
 from scoring.judges.models import JudgeResult, JudgeRun
 from scoring.preference.models import (
     PreferenceAnswer,
@@ -186,22 +190,21 @@ def parse_criteria(text: str) -> list[tuple[str, str, str]]:
     return result
 
 
+@runs_in_project
 @transaction.atomic
 def create_study(*, name: str, kind: str, criteria: str | list[tuple[str, str, str]] = "evaluation",
                  overlap: int = 3, seed: int | None = None, instructions: str = "", corpus: Corpus | None = None,
                  group_key: str = "case_id", item_codes: list[str] | None = None, user=None,
                  project=None) -> PreferenceStudy:
     """A draft study with its criteria: a preset name (evaluation, response, overall) or (code, name,
-    description) tuples. It belongs to ``project`` (default: the working project); names are unique per project."""
-    from annotation.models import default_project_id
-
-    project_id = getattr(project, "pk", project) or default_project_id()
+    description) tuples. It belongs to ``project`` (default: the active scope's); names are unique per project."""
+    project_id = project
     name = (name or "").strip()
     if not name:
         raise PreferenceError("Give the study a name.")
     if corpus is not None and corpus.project_id != project_id:
         raise PreferenceError("The corpus belongs to another project.")
-    if PreferenceStudy.objects.in_project(project_id).filter(name=name).exists():
+    if PreferenceStudy.objects.filter(name=name).exists():
         raise PreferenceError(f'A study called "{name}" already exists.')
     if kind not in PreferenceStudy.Kind.values:
         raise PreferenceError(f"Unknown study kind {kind!r}; use {', '.join(PreferenceStudy.Kind.values)}.")
@@ -528,14 +531,13 @@ def add_rater(study: PreferenceStudy, user, *, capacity: int | None = None, adde
     study.refresh_from_db(fields=["status", "deleted_at"])
     if study.is_deleted or study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
         raise PreferenceError("Raters can be added to draft or open studies only.", status=409)
-    if not rater_projects(user).filter(pk=study.project_id).exists():
+    if study.project_id not in rater_projects(user):
         raise PreferenceError(f"{user.username} is not a physician in the study's project.")
     rater, created = PreferenceRater.objects.get_or_create(study=study, user=user, defaults={
         "capacity": capacity, "added_by": added_by})
     if not created and (not rater.active or rater.capacity != capacity):
         rater.active, rater.capacity = True, capacity
         rater.save(update_fields=["active", "capacity"])
-    RaterProfile.for_user(user)
     AuditEvent.record(added_by, "preference.add_rater", study, rater=user.username, capacity=capacity)
     return rater
 
@@ -678,21 +680,22 @@ def open_study(study: PreferenceStudy, user=None) -> AssignResult:
 # ---------------------------------------------------------------------------------------------------------------
 # answering
 # ---------------------------------------------------------------------------------------------------------------
-def rater_projects(user):
-    """The projects whose comparisons a user rates: where they are a physician (administrators: every project).
-    Like the rating queue, a physician's comparisons span these projects."""
-    from annotation.projects import projects_of
-    from annotation.roles import PHYSICIAN, is_admin
+def rater_projects(user) -> list[int]:
+    """Ids of the projects whose comparisons a user rates: where they are a physician (administrators: every
+    project). Like the rating queue, a physician's comparisons span these projects."""
+    from projects.access import projects_of
+    from projects.roles import PHYSICIAN, is_admin
 
-    return projects_of(user) if is_admin(user) else projects_of(user, PHYSICIAN)
+    found = projects_of(user) if is_admin(user) else projects_of(user, PHYSICIAN)
+    return list(found.values_list("pk", flat=True))
 
 
 def own_task(user, pk: int) -> PreferenceTask:
     """The user's task in a project where they are a physician (anybody else's is "not found": its existence is
     not revealed)."""
-    task = (PreferenceTask.objects.select_related("study", "pair__item", "pair__first", "pair__second")
-            .filter(pk=pk, rater=user, study__deleted_at__isnull=True,
-                    study__project__in=rater_projects(user).values("pk")).first())
+    with scoping.in_project(rater_projects(user)):
+        task = (PreferenceTask.objects.select_related("study", "pair__item", "pair__first", "pair__second")
+                .filter(pk=pk, rater=user, study__deleted_at__isnull=True).first())
     if task is None:
         raise PreferenceError("No such task.", status=404)
     return task
@@ -792,9 +795,9 @@ def save_task_comment(task: PreferenceTask, user, comment: str) -> PreferenceTas
 
 
 def my_tasks(user):
-    """The user's comparisons in every project where they are a physician."""
-    return PreferenceTask.objects.filter(rater=user, study__deleted_at__isnull=True,
-                                         study__project__in=rater_projects(user).values("pk"))
+    """The user's comparisons in the active scope (run it in :func:`rater_projects`' scope for every project where
+    they are a physician)."""
+    return PreferenceTask.objects.filter(rater=user, study__deleted_at__isnull=True)
 
 
 def open_tasks(user):
@@ -802,18 +805,22 @@ def open_tasks(user):
 
 
 def next_task(user, after: PreferenceTask | None = None) -> PreferenceTask | None:
-    qs = open_tasks(user)
-    if after is not None:
-        qs = qs.exclude(pk=after.pk)
-    return qs.order_by("study_id", "position", "id").first()
+    """The rater's next open comparison in any project where they rate."""
+    with scoping.in_project(rater_projects(user)):
+        qs = open_tasks(user)
+        if after is not None:
+            qs = qs.exclude(pk=after.pk)
+        return qs.order_by("study_id", "position", "id").first()
 
 
 def my_studies(user) -> list[dict]:
-    """Per study: the rater's done and total comparisons (for the physician's home and list)."""
-    rows = (my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
-            .values("study_id", "study__name", "study__status")
-            .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
-            .order_by("study__name"))
+    """Per study: the rater's done and total comparisons (for the physician's home and list), in every project
+    where they rate."""
+    with scoping.in_project(rater_projects(user)):
+        rows = list(my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
+                    .values("study_id", "study__name", "study__status")
+                    .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
+                    .order_by("study__name"))
     return [{**r, "open": r["total"] - r["done"] if r["study__status"] == "open" else 0} for r in rows]
 
 
@@ -879,6 +886,9 @@ def unblind(study: PreferenceStudy, user, reason: str) -> PreferenceStudy:
     study.unblinded_at, study.unblinded_by, study.unblind_reason = timezone.now(), user, reason.strip()
     study.save(update_fields=["status", "unblinded_at", "unblinded_by", "unblind_reason"])
     AuditEvent.record(user, "preference.unblind", study, reason=reason.strip())
+    from scoring.preference.results import refresh_results
+
+    refresh_results(study)  # computed now, so the results page shows them at once
     return study
 
 
@@ -888,8 +898,7 @@ def progress(study: PreferenceStudy) -> dict:
     for rater_id, status, n in (PreferenceTask.objects.filter(study=study).values_list("rater_id", "status")
                                 .annotate(n=Count("id"))):
         counts[rater_id][status] = n
-    profiles = dict(RaterProfile.objects.filter(user_id__in=list(counts) + list(
-        study.raters.values_list("user_id", flat=True))).values_list("user_id", "pseudonym"))
+    profiles = pseudonyms(study.project_id, list(counts) + list(study.raters.values_list("user_id", flat=True)))
     raters = []
     for rater in study.raters.select_related("user").order_by("user__username"):
         c = counts[rater.user_id]

@@ -3,8 +3,6 @@ compare A and B (static/js/compare.js saves every click); analysts read results 
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.contenttypes.models import ContentType
@@ -15,10 +13,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import projects
-from annotation.models import AuditEvent
 from annotation.params import whole_number
-from annotation.roles import ANALYST, COORDINATOR, PHYSICIAN, has_role, role_required
+from config import jsonbody
+from projects import access
+from projects.access import current, request_has_role, role_required
+from projects.models import AuditEvent
+from projects.roles import ANALYST, COORDINATOR, PHYSICIAN
 from scoring.llm import engine, gateway
 from scoring.llm.forms import SpendCapsForm
 from scoring.preference import judging as preference_judging
@@ -38,12 +38,12 @@ from scoring.preference.services import PreferenceError
 
 def _study(request, pk: int) -> PreferenceStudy:
     """A study of the request's project: another project's answers 404, as a missing one."""
-    return get_object_or_404(PreferenceStudy.objects.alive().in_project(projects.current(request)), pk=pk)
+    return get_object_or_404(PreferenceStudy.objects.alive(), pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
 def study_list(request):
-    studies = (PreferenceStudy.objects.alive().in_project(projects.current(request))
+    studies = (PreferenceStudy.objects.alive()
                .annotate(n_items=Count("items", filter=Q(items__deleted_at__isnull=True), distinct=True),
                          n_tasks=Count("tasks", distinct=True),
                          n_done=Count("tasks", filter=Q(tasks__status="submitted"), distinct=True)))
@@ -59,7 +59,7 @@ def study_new(request):
             study = preference.create_study(
                 name=data["name"], kind=data["kind"], criteria=data["criteria"], overlap=data["overlap"],
                 instructions=data.get("instructions", ""), item_codes=data["codes"],
-                user=request.user, project=projects.current(request))
+                user=request.user, project=current(request))
         except PreferenceError as exc:
             form.add_error(None, str(exc))
         else:
@@ -78,7 +78,7 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
         "study": study, "progress": preference.progress(study), "criteria": study.criteria.all(),
         "sources": sources, "sealed": sealed, "events": events,
         "judge_runs": [(run, preference_judging.progress(run)) for run in study.judge_runs.select_related("config")],
-        "is_coordinator": has_role(request.user, COORDINATOR), "reason_form": ReasonForm(),
+        "is_coordinator": request_has_role(request, COORDINATOR), "reason_form": ReasonForm(),
     }
     if study.status == PreferenceStudy.Status.DRAFT:
         context["items"] = study.items.alive().annotate(n=Count("candidates"))[:200]
@@ -256,10 +256,18 @@ def study_results(request, pk: int):
         n = min(5000, max(100, int(request.GET.get("resamples", 1000))))
     except ValueError:
         n = 1000
-    from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+    from django.urls import reverse
 
-    report = preference_analysis.analysis(study, n_resamples=n)
-    return render(request, "scoring/preference_results.html", {"study": study, "report": report, "sealed": False})
+    from scoring.preference.results import results_figures
+
+    # Computed by a worker when the inputs change and stored: shown at once, "updating" while newer ones compute.
+    found = results_figures(study, request.user, n_resamples=n, retry=request.method == "POST")
+    if request.method == "POST":  # "Try again" after a failure
+        return redirect(request.get_full_path())
+    poll = reverse("figures-status", args=[found.pending.pk]) if found.pending else ""
+    return render(request, "scoring/preference_results.html", {
+        "study": study, "report": found.report, "figures": found, "job": found.job, "poll_url": poll,
+        "sealed": False})
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -283,16 +291,13 @@ def _task(request, pk: int) -> PreferenceTask:
     except PreferenceError:
         raise Http404("No such comparison.") from None
     if getattr(request, "project", None) is None or request.project.pk != task.study.project_id:
-        projects.enter(request, request.user, task.study.project)
+        access.enter(request, request.user, task.study.project)
     return task
 
 
 def _payload(request) -> dict:
-    if request.content_type == "application/json":
-        try:
-            data = json.loads(request.body or b"{}")
-        except (ValueError, RecursionError):  # not JSON, or a number too long to convert
-            return {}
+    if jsonbody.is_json(request):  # refused at the door when malformed (config.failures.RejectUnstorableText)
+        data = jsonbody.request_json(request)
         return data if isinstance(data, dict) else {}
     return request.POST.dict()
 
@@ -306,7 +311,7 @@ def compare_next(request):
     task = preference.next_task(request.user)
     if task is None:
         return render(request, "scoring/preference_done.html", {
-            "studies": preference.my_studies(request.user), "is_physician": has_role(request.user, PHYSICIAN)})
+            "studies": preference.my_studies(request.user), "is_physician": request_has_role(request, PHYSICIAN)})
     return redirect("compare-task", pk=task.pk)
 
 

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 from django.db.models import Count, Max
 
-from annotation.models import Assignment, Campaign, Dialogue, Item, Label, RaterProfile
+from annotation.models import Assignment, Campaign, Dialogue, Item, Label
 from scoring import stats
 from scoring.reports.wording import raters_are_physicians, words_for
+from scoring.stats import formatting
 
 N_RESAMPLES = 1000
 CI_METHOD = "percentile bootstrap over dialogues"
@@ -154,14 +155,9 @@ def load_study(campaigns: Sequence[Campaign], *, names: bool = False, title: str
 
         rater_names = dict(get_user_model().objects.filter(pk__in=rater_ids).values_list("pk", "username"))
     else:
-        rater_names = {}
-        for rid in rater_ids:
-            profile = RaterProfile.objects.filter(user_id=rid).first()
-            if profile is None:
-                from django.contrib.auth import get_user_model
+        from projects.pseudonyms import pseudonyms
 
-                profile = RaterProfile.for_user(get_user_model().objects.get(pk=rid))
-            rater_names[rid] = profile.pseudonym
+        rater_names = pseudonyms(campaigns[0].project_id, rater_ids)
     version = campaigns[0].scale_version
     return Study(title=title or ", ".join(c.name for c in campaigns), campaigns=campaigns, labels=labels,
                  items=items, dialogue_model=dialogue_model, dialogue_external=dialogue_external,
@@ -217,6 +213,34 @@ def _named(wide: pd.DataFrame, study: Study) -> pd.DataFrame:
     return wide.rename(columns=lambda r: study.rater_names.get(r, f"R{r}"))
 
 
+def _shared_sums(table: np.ndarray) -> Callable[[str], Callable[[Any], Any]]:
+    """Kernels of percent agreement, Fleiss' kappa and AC1 over the resamples that share one pass over ``table``
+    per multiplicity matrix (bootstrap or jackknife): :func:`stats.agreement_counts`."""
+    done: dict[int, dict] = {}
+
+    def kernel(name: str) -> Callable[[Any], Any]:
+        def run(freq: Any) -> Any:
+            if id(freq) not in done:
+                done[id(freq)] = stats.agreement_counts(table, freq)
+            return done[id(freq)][name]
+        return run
+    return kernel
+
+
+def _dialogue_by_rater(frame: pd.DataFrame) -> pd.DataFrame:
+    """One item's labels as dialogues x raters (sorted; the first value of a pair, NaN where none): what
+    ``pivot_table(index="dialogue", columns="rater", values="value", aggfunc="first")`` gives, without its group-by
+    (a tenth of the report on 24 items)."""
+    value = frame["value"].to_numpy(dtype=float)
+    seen = ~np.isnan(value)
+    dialogues, rows = np.unique(frame["dialogue"].to_numpy()[seen], return_inverse=True)
+    raters, columns = np.unique(frame["rater"].to_numpy()[seen], return_inverse=True)
+    _, first = np.unique(rows * len(raters) + columns, return_index=True)  # the first label of each pair
+    values = np.full((len(dialogues), len(raters)), np.nan)
+    values[rows[first], columns[first]] = value[seen][first]
+    return pd.DataFrame(values, index=pd.Index(dialogues, name="dialogue"), columns=pd.Index(raters, name="rater"))
+
+
 def _item_agreement(study: Study, boot: Resampling, dialogue_index: dict[int, int]) -> list[dict]:
     """Per item: % agreement, Fleiss' kappa, Gwet's AC1 and Krippendorff's alpha with bootstrap CIs."""
     result = []
@@ -224,7 +248,7 @@ def _item_agreement(study: Study, boot: Resampling, dialogue_index: dict[int, in
     n_dialogues = len(dialogue_index)
     for meta in study.items:
         frame = by_item.get(meta.code, study.labels.iloc[0:0])
-        wide = _named(frame.pivot_table(index="dialogue", columns="rater", values="value", aggfunc="first"), study)
+        wide = _named(_dialogue_by_rater(frame), study)
         entry: dict[str, Any] = {"code": meta.code, "text": meta.text, "dimension": meta.dimension,
                                  "level": meta.level, "n_labels": int(len(frame)), "n_dialogues": int(len(wide)),
                                  "n_raters": int(wide.shape[1])}
@@ -238,12 +262,10 @@ def _item_agreement(study: Study, boot: Resampling, dialogue_index: dict[int, in
         fleiss = stats.fleiss_kappa_detail(wide, categories=meta.values)
         ac1 = stats.gwet_ac1_detail(wide, categories=meta.values)
         kripp = stats.krippendorff_alpha_detail(wide.T, level=meta.level, value_domain=meta.values)
-        entry["percent_agreement"] = _figure(
-            pa, boot.ci(pa["value"], lambda f, t=table: stats.percent_agreement_counts(t, f)), None)
-        entry["fleiss_kappa"] = _figure(
-            fleiss, boot.ci(fleiss["value"], lambda f, t=table: stats.fleiss_kappa_counts(t, f)), "landis_koch")
-        entry["gwet_ac1"] = _figure(
-            ac1, boot.ci(ac1["value"], lambda f, t=table: stats.gwet_ac1_counts(t, f)), "landis_koch")
+        shared = _shared_sums(table)
+        entry["percent_agreement"] = _figure(pa, boot.ci(pa["value"], shared("percent_agreement")), None)
+        entry["fleiss_kappa"] = _figure(fleiss, boot.ci(fleiss["value"], shared("fleiss_kappa")), "landis_koch")
+        entry["gwet_ac1"] = _figure(ac1, boot.ci(ac1["value"], shared("gwet_ac1")), "landis_koch")
         entry["krippendorff_alpha"] = _figure(
             kripp, boot.ci(kripp["value"],
                            lambda f, t=table, m=meta: stats.krippendorff_alpha_counts(t, m.values, m.level, f)),
@@ -309,6 +331,8 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
     out["extreme_prevalence"] = share is not None and share >= EXTREME_PREVALENCE
     out["headline"] = "gwet_ac2" if out["extreme_prevalence"] else "weighted_kappa"
     out["most_frequent_share"] = share
+    out["most_frequent_text"] = (formatting.share(int(counts.max()), int(counts.sum())) if counts.sum() else
+                                 None)  # "1,102 of 1,104 (99.8%)": never a rounded 100%
     interval = stats.krippendorff_alpha_detail(wide.T, level="interval", value_domain=meta.values)
     out["krippendorff_interval"] = _figure(
         interval, boot.ci(interval["value"],
@@ -767,9 +791,10 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
     if has_binary:
         overall = f"; {' and '.join('item ' + c for c in levels)} on its own" if levels else ""
         out["icc"] = (f"ICC of per-{unit} dimension scores (sum of the binary items of a dimension{overall}) "
-                      "from pingouin.intraclass_corr (Shrout & Fleiss 1979), 95% CIs from the F distribution. When "
-                      f"every {unit} has the same raters, all six forms: ICC1 one-way random, ICC2 two-way random "
-                      "absolute agreement, ICC3 two-way mixed consistency, and their k-rater means. When raters "
+                      "(Shrout & Fleiss 1979) as pingouin.intraclass_corr computes them, 95% CIs from the F "
+                      f"distribution. When every {unit} has the same raters, all six forms: ICC1 one-way random, "
+                      "ICC2 two-way random absolute agreement, ICC3 two-way mixed consistency, and their k-rater "
+                      "means. When raters "
                       f"differ between {units}, only ICC1 and ICC1k, the forms that fit that design (ICC2/ICC3 would "
                       "treat rating slots as raters). Bands (Koo & Li 2016: < .50 poor, .50-.75 moderate, .75-.90 "
                       "good, > .90 excellent) are applied to the 95% CI, as Koo & Li recommend, e.g. 'moderate to "
@@ -805,7 +830,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
             "item's scale a category, as irrCAC) with exact and within-one-point agreement (share of rater pairs), "
             f"which lead when one score makes up {EXTREME_PREVALENCE:.0%} or more of the labels (weighted kappa is "
             "then low even when raters nearly always agree: the prevalence paradox); Krippendorff's alpha at the "
-            "interval level beside the ordinal one; the ICC of the item's scores (pingouin.intraclass_corr; all six "
+            "interval level beside the ordinal one; the ICC of the item's scores (as pingouin.intraclass_corr; all six "
             f"Shrout-Fleiss forms when every {unit} has the same raters, else ICC1 and ICC1k; F-distribution CIs); "
             f"and Bland-Altman (Bland & Altman 1986) of each {rater} against the mean of the other {raters} on the "
             f"same {unit}: per {rater} with the paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and "

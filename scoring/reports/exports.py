@@ -12,7 +12,7 @@ One row per label, columns exactly :data:`COLUMNS`::
 * Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, and every
   answered free-text item, of the corpus's campaigns that are not deleted (or of one campaign), whose assignment
   is not withdrawn and whose dialogue is not deleted. Raters appear under their stable pseudonym
-  (``RaterProfile``, created on the fly for raters who have none) unless ``names=True``, which gives usernames;
+  (their pseudonyms in the corpus's project, created on the fly) unless ``names=True``, which gives usernames;
   callers decide with :func:`may_see_names`.
 * Then every source in :data:`LABEL_SOURCES`, in order. Other modules (the LLM judge runs) append a generator
   function there: ``source(corpus, campaign, names=...)`` yielding dicts of the same shape (``rater_kind``
@@ -47,6 +47,7 @@ from typing import IO, Any
 from annotation.spreadsheet import XLSX_MAX_ROWS as SHEET_ROWS
 from annotation.spreadsheet import TooManyRows, safe_row, write_xlsx_file
 from annotation.spreadsheet import xlsx_stream as _xlsx_stream
+from projects.pseudonyms import pseudonyms
 
 COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment")
 HUMAN = "human"
@@ -87,18 +88,21 @@ def register_label_source(source: LabelSource) -> LabelSource:
 # ------------------------------------------------------------------------------------------------ who sees names
 
 
-def may_see_names(user, campaigns) -> bool:
-    """True when ``user`` may see raters' usernames in an export of ``campaigns``.
+def may_see_names(user, campaigns, project=None) -> bool:
+    """True when ``user`` may see raters' usernames in an export of ``campaigns`` (of one project: ``project``, by
+    default the campaigns').
 
-    Coordinators and admins always may; anyone else only when every campaign allows names (``allow_names``,
-    read with getattr so an object without the attribute counts as not allowing). With no campaign at all, only
-    coordinators and admins.
+    Coordinators of that project and admins always may; anyone else only when every campaign allows names
+    (``allow_names``, read with getattr so an object without the attribute counts as not allowing). With no
+    campaign at all, only coordinators and admins.
     """
-    from annotation.roles import ADMIN, COORDINATOR, has_role
+    from projects.roles import ADMIN, COORDINATOR, has_role
 
-    if user is not None and has_role(user, COORDINATOR, ADMIN):
-        return True
     campaigns = list(campaigns)
+    if project is None and campaigns:
+        project = getattr(campaigns[0], "project_id", None)
+    if user is not None and has_role(user, COORDINATOR, ADMIN, project=project):
+        return True
     return bool(campaigns) and all(getattr(c, "allow_names", False) for c in campaigns)
 
 
@@ -109,7 +113,7 @@ def campaigns_in_scope(corpus, campaign=None):
     """The campaigns whose labels an export of ``corpus`` (optionally one campaign) includes."""
     from annotation.models import Campaign
 
-    qs = Campaign.objects.alive().in_project(corpus.project_id).filter(corpus=corpus)
+    qs = Campaign.objects.alive().filter(corpus=corpus)
     if campaign is not None:
         qs = qs.filter(pk=campaign.pk)
     return qs.order_by("pk")
@@ -122,29 +126,30 @@ def _human_labels(corpus, campaign=None):
     from annotation.models import Assignment, Item, Label
 
     answered = Q(value__isnull=False) | (Q(item__response_type=Item.ResponseType.TEXT) & ~Q(comment=""))
-    qs = Label.objects.filter(answered, campaign__corpus=corpus, campaign__project=corpus.project_id,
-                              campaign__deleted_at__isnull=True,
+    qs = Label.objects.filter(answered, campaign__corpus=corpus, campaign__deleted_at__isnull=True,
                               dialogue__deleted_at__isnull=True)
     if campaign is not None:
         qs = qs.filter(campaign=campaign)
     return qs.exclude(assignment__status=Assignment.Status.WITHDRAWN)
 
 
-def _ensure_profiles(corpus, campaign=None) -> int:
-    """Give every rater in scope a pseudonym; returns how many profiles were created."""
-    from django.contrib.auth import get_user_model
+def _ensure_pseudonyms(corpus, campaign=None) -> None:
+    """Give every rater in scope their pseudonym in the corpus's project."""
+    from annotation.models import Assignment
 
-    from annotation.models import Assignment, RaterProfile
+    raters = Assignment.objects.filter(campaign__in=campaigns_in_scope(corpus, campaign)).values_list(
+        "rater_id", flat=True).distinct()
+    pseudonyms(corpus.project_id, list(raters))
 
-    assignments = Assignment.objects.filter(campaign__in=campaigns_in_scope(corpus, campaign))
-    missing = get_user_model().objects.filter(
-        pk__in=assignments.values("rater_id"), rater_profile__isnull=True).order_by("pk")
-    created = 0
-    for user in missing:
-        if RaterProfile.for_user(user) is None:
-            raise ExportError(f"Could not give rater #{user.pk} a pseudonym; export with names or retry.")
-        created += 1
-    return created
+
+def _pseudonym_of_rater(project_id: int):
+    """The rater's pseudonym in the project, as a column of a label query."""
+    from django.db.models import OuterRef, Subquery
+
+    from projects.models import Pseudonym
+
+    return Subquery(Pseudonym.unscoped.filter(project_id=project_id, user_id=OuterRef("rater_id"))
+                    .values("code")[:1])
 
 
 def human_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
@@ -152,10 +157,12 @@ def human_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[
     if campaign is not None and campaign.corpus_id != corpus.pk:
         raise ExportError(f'Campaign "{campaign}" rates corpus "{campaign.corpus}", not "{corpus}".')
     rater_column = "rater__username"
+    qs = _human_labels(corpus, campaign)
     if not names:
-        _ensure_profiles(corpus, campaign)
-        rater_column = "rater__rater_profile__pseudonym"
-    qs = _human_labels(corpus, campaign).order_by("dialogue__external_id", rater_column, "item__order", "campaign_id")
+        _ensure_pseudonyms(corpus, campaign)
+        rater_column = "rater_pseudonym"
+        qs = qs.annotate(rater_pseudonym=_pseudonym_of_rater(corpus.project_id))
+    qs = qs.order_by("dialogue__external_id", rater_column, "item__order", "campaign_id")
     created = _created_text()
     if created is not None:  # PostgreSQL formats the time: parsing 643,000 timestamps in Python costs seconds
         qs = qs.annotate(created_text=created).values_list(

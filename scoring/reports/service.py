@@ -1,4 +1,5 @@
-"""Campaign reports are computed by a worker (a background job registered here) and cached until the labels change.
+"""Campaign reports are computed by a worker (a background job registered here) when the labels change and stored;
+pages show the latest stored report at once (:mod:`scoring.jobs.figures`).
 
 ``scoring.reports.agreement`` (pandas, scipy) is imported inside the functions: the API and the pages import this
 module with the URLconf, and start-up should not wait for the statistics stack."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.models import Campaign
+from scoring.jobs import figures
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
 from scoring.reports.exports import may_see_names
@@ -29,35 +31,61 @@ def report_options(params) -> dict[str, str]:
             "correlation": correlation if correlation in agreement.CORRELATIONS else "pearson"}
 
 
+def report_subject(campaign: Campaign, names: bool, options: dict | None = None) -> dict[str, Any]:
+    """What names one campaign report (:mod:`scoring.jobs.figures`): the campaign, the name rule and the options;
+    its version is the labels' fingerprint."""
+    options = options or report_options({})
+    return {"campaign": campaign.pk, "names": names, "ci_method": options["ci_method"],
+            "correlation": options["correlation"]}
+
+
+def report_figures(campaign: Campaign, user, *, options: dict | None = None, start: bool = True,
+                   retry: bool = False) -> figures.Figures:
+    """The stored report ``user`` reads with ``options``, and the job computing a newer one (see
+    :func:`scoring.jobs.figures.look`)."""
+    from scoring.reports.agreement import study_fingerprint
+
+    return figures.look(Job.Kind.CAMPAIGN_REPORT, report_subject(campaign, names_allowed(user, campaign), options),
+                        version_key="fingerprint", version=study_fingerprint([campaign]),
+                        project=campaign.project_id, user=user, start=start, retry=retry)
+
+
 def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: bool = False,
                        options: dict | None = None) -> Job | None:
     """The report job for the campaign's current labels and ``options`` (:func:`report_options`): a finished one
-    if cached, else a running one, else the one that failed (its error is shown; the same labels would fail
-    again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one failed."""
-    params = _job_params(campaign, user, options)
-    return jobs.current(Job.Kind.CAMPAIGN_REPORT, params, params, project=campaign.project_id, user=user, start=start,
-                        retry=retry)
+    if stored, else a queued or running one, else the one that failed (its error is shown; the same labels would
+    fail again). With ``start`` a new one is queued when there is none, or with ``retry`` when the last one
+    failed. For the API and the downloads, which never serve figures of older labels."""
+    return report_figures(campaign, user, options=options, start=start, retry=retry).current_job
 
 
-def _job_params(campaign: Campaign, user, options: dict | None) -> dict[str, Any]:
-    from scoring.reports.agreement import study_fingerprint
-
-    options = options or report_options({})
-    return {"campaign": campaign.pk, "fingerprint": study_fingerprint([campaign]),
-            "names": names_allowed(user, campaign), "ci_method": options["ci_method"],
-            "correlation": options["correlation"]}
+def refresh_reports(campaign: Campaign) -> list[Job]:
+    """Labels of the campaign changed (submitted, returned, imported) or its name rule did: queue its reports to be
+    computed once the changes stop (debounced), with the default options for coordinators (names) and, when the
+    campaign hides names from analysts, for analysts; and every other variant someone has read lately."""
+    subjects = [report_subject(campaign, True)]
+    if not campaign.allow_names:
+        subjects.append(report_subject(campaign, False))
+    keys = ("campaign", "names", "ci_method", "correlation")
+    seen = (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, project=campaign.project_id,
+                               params__campaign=campaign.pk, status=Job.Status.SUCCEEDED)
+            .exclude(result={}).order_by("-created_at").values_list("params", flat=True)[:20])
+    for params in seen:
+        subject = {key: params.get(key) for key in keys}
+        if subject not in subjects and (subject["names"] or not campaign.allow_names):
+            subjects.append(subject)
+    return [figures.refresh(Job.Kind.CAMPAIGN_REPORT, subject, project=campaign.project_id) for subject in subjects]
 
 
 def compute_now(campaign: Campaign, user, options: dict | None = None) -> Job:
     """The report ``user`` would see with ``options``, computed in this process (the demo loader precomputes
-    the finished demo campaign's report so that it shows at first login). An existing finished or running job
-    for the same labels is returned as it is."""
-    job = current_report_job(campaign, user, start=False, options=options)
-    if job is not None and job.status != Job.Status.FAILED:
-        return job
-    job = Job.objects.create(kind=Job.Kind.CAMPAIGN_REPORT, params=_job_params(campaign, user, options),
-                             requested_by=user, project_id=campaign.project_id)
-    return jobs.execute(job.pk)
+    the finished demo campaign's report so that it shows at first login). A finished job for the same labels is
+    returned as it is."""
+    found = report_figures(campaign, user, options=options, start=False)
+    if found.fresh:
+        return found.stored
+    subject = report_subject(campaign, names_allowed(user, campaign), options)
+    return figures.compute_now(Job.Kind.CAMPAIGN_REPORT, subject, project=campaign.project_id, user=user)
 
 
 def last_failure(campaign: Campaign) -> Job | None:
@@ -71,6 +99,7 @@ def campaign_report(job: Job) -> dict[str, Any]:
     from scoring.reports import agreement
 
     campaign = Campaign.objects.get(pk=job.params["campaign"])
+    figures.stamp(job, fingerprint=agreement.study_fingerprint([campaign]))  # the labels it reads from now on
     study = agreement.load_study([campaign], names=job.params.get("names", False))
     jobs.set_progress(job, 0.05, "labels loaded")
     report = agreement.compute(study, progress=lambda fraction, message: jobs.set_progress(job, fraction, message),

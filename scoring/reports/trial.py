@@ -46,7 +46,7 @@ def trial_report(campaign: Campaign, *, names: bool = False) -> dict:
             per_rater[rater_id][item_id].append((value, gold[key]))
     users = get_user_model().objects.filter(pk__in=list(per_rater))
     shown = ({u.pk: u.username for u in users} if names
-             else rater_names(users, viewer=None))  # nobody as viewer: pseudonyms
+             else rater_names(users, viewer=None, project=campaign.project_id))  # nobody as viewer: pseudonyms
 
     def summarise(by_item: dict[int, list]) -> dict:
         binary = [p for item_id, pairs in by_item.items() if items[item_id].response_type == "binary" for p in pairs]

@@ -3,8 +3,8 @@
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from annotation import projects
-from annotation.roles import ANALYST, COORDINATOR, role_required
+from projects.access import role_required
+from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 
 
@@ -14,7 +14,7 @@ def campaign_trial_report(request, pk: int):
     from scoring.reports.service import names_allowed
     from scoring.reports.trial import trial_report
 
-    campaign = get_object_or_404(Campaign.objects.alive().in_project(projects.current(request)), pk=pk)
+    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
     report = trial_report(campaign, names=names_allowed(request.user, campaign))
     return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": report})
 
@@ -23,39 +23,41 @@ def _campaign(request, pk: int):
     """A campaign of the request's project: another project's answers 404, as a missing one."""
     from annotation.models import Campaign
 
-    return get_object_or_404(Campaign.objects.alive().in_project(projects.current(request))
+    return get_object_or_404(Campaign.objects.alive()
                              .select_related("corpus", "scale_version__scale"), pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_report(request, pk: int):
-    """The analyst's report: computed by a worker, cached until the labels change; progress while it runs."""
+    """The analyst's report: computed by a worker when the labels change and stored; the page shows the latest
+    stored report at once, marked "updating" while a newer one is computed, and progress only when there is none."""
     from urllib.parse import urlencode
 
     from django.shortcuts import redirect
 
-    from scoring.reports.service import current_report_job, last_failure, report_options
+    from scoring.reports.service import last_failure, report_figures, report_options
 
     campaign = _campaign(request, pk)
     options = report_options(request.GET)
     query = urlencode({"ci": options["ci_method"], "correlation": options["correlation"]})
     if request.method == "POST":  # "Try again" after a failure
-        current_report_job(campaign, request.user, retry=True, options=options)
+        report_figures(campaign, request.user, retry=True, options=options)
         return redirect(f"{reverse('campaign-report', args=[pk])}?{query}")
-    job = current_report_job(campaign, request.user, options=options)
-    context = {"campaign": campaign, "job": job, "failure": last_failure(campaign), "options": options,
-               "query": query}
-    if job.status == Job.Status.FAILED:
-        return render(request, "scoring/report_pending.html", context)
-    if job.status == Job.Status.SUCCEEDED:
-        context["report"] = job.result
+    found = report_figures(campaign, request.user, options=options)
+    context = {"campaign": campaign, "job": found.job, "figures": found, "failure": last_failure(campaign),
+               "options": options, "query": query}
+    if found.stored is not None:
+        context["report"] = found.report
+        if found.pending is not None:
+            context["poll_url"] = reverse("campaign-report-status", args=[pk, found.pending.pk])
         return render(request, "scoring/report.html", context)
     return render(request, "scoring/report_pending.html", context)
 
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_report_status(request, pk: int, job_id: int):
-    """htmx poll: the progress bar, or a full-page refresh once the report is ready."""
+    """htmx poll: the progress bar (or the "updating" note with ``?updating=1``), or a full-page refresh once the
+    report is ready."""
     from django.http import HttpResponse
 
     campaign = _campaign(request, pk)
@@ -65,6 +67,9 @@ def campaign_report_status(request, pk: int, job_id: int):
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
+    if request.GET.get("updating"):
+        return render(request, "scoring/partials/figures_updating.html",
+                      {"job": job, "poll_url": reverse("campaign-report-status", args=[pk, job.pk])})
     return render(request, "scoring/partials/report_progress.html", {"campaign": campaign, "job": job})
 
 
@@ -97,7 +102,7 @@ def campaign_report_download(request, pk: int):
     def render(campaign, result):
         html = render_to_string("scoring/report_standalone.html",
                                 {"campaign": campaign, "report": result, "generated": timezone.now(),
-                                 "css": _inline_css()}, request=request)
+                                 "css": inline_css()}, request=request)
         return html, "text/html; charset=utf-8", f"report-{campaign.pk}.html"
 
     return _attachment(request, pk, render)
@@ -113,7 +118,7 @@ def campaign_report_csv(request, pk: int):
                                                               f"agreement-{campaign.pk}.csv"))
 
 
-def _inline_css() -> str:
+def inline_css() -> str:
     from django.contrib.staticfiles import finders
 
     path = finders.find("css/app.css")

@@ -4,6 +4,8 @@ rubric) of answers, questions, models and raters -- physicians when every rater 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 DIALOGUE_WORDS = {"unit": "dialogue", "units": "dialogues", "case": "patient case", "cases": "patient cases",
                   "model": "doctor model", "models": "doctor models", "rater": "physician", "raters": "physicians"}
 ANSWER_WORDS = {"unit": "answer", "units": "answers", "case": "question", "cases": "questions", "model": "model",
@@ -24,9 +26,31 @@ def raters_are_physicians(user_ids) -> bool:
     members of none)."""
     from django.contrib.auth import get_user_model
 
-    from annotation.roles import PHYSICIAN
+    from projects.roles import PHYSICIAN
 
     ids = set(user_ids)
     if not ids:
         return False
     return get_user_model().objects.filter(pk__in=ids, memberships__role=PHYSICIAN).distinct().count() == len(ids)
+
+
+class Words:
+    """A report's words as attributes for the sentences it writes: ``W.units``, ``W.rater``; a capital first letter
+    gives the capitalised word (``W.Raters`` is "Physicians" or "Raters"). Default: the words of a dialogue
+    instrument."""
+
+    def __init__(self, words: Mapping[str, str] | None = None):
+        self._words = dict(words or DIALOGUE_WORDS)
+
+    def __getattr__(self, name: str) -> str:
+        words = self.__dict__.get("_words", {})
+        if name in words:
+            return words[name]
+        lower = name[:1].lower() + name[1:]
+        if name[:1].isupper() and lower in words:
+            word = words[lower]
+            return word[:1].upper() + word[1:]
+        raise AttributeError(name)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self._words)

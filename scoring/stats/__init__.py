@@ -61,8 +61,16 @@ from scoring.stats.bootstrap import (  # noqa: F401
     small_sample_warning,
 )
 from scoring.stats.classification import classification_report  # noqa: F401
-from scoring.stats.interpretation import band_at, bands_text, format_p, interpret, interpret_interval  # noqa: F401
+from scoring.stats.interpretation import (  # noqa: F401
+    band_at,
+    band_bounds,
+    bands_text,
+    format_p,
+    interpret,
+    interpret_interval,
+)
 from scoring.stats.kernels import (  # noqa: F401
+    agreement_counts,
     agreement_weights,
     cohen_kappa_codes,
     count_table,
@@ -70,6 +78,8 @@ from scoring.stats.kernels import (  # noqa: F401
     fleiss_kappa_counts,
     gwet_ac1_counts,
     gwet_ac2_counts,
+    icc_kernel,
+    icc_mean_squares,
     krippendorff_alpha_counts,
     ordered_labels,
     percent_agreement_counts,

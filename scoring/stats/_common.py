@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,10 +12,6 @@ import pandas as pd
 SINGULAR_COND = 1e12
 #: Denominators at or below this are treated as zero (0/0 -> undefined).
 _EPS = 1e-12
-
-# pingouin.intraclass_corr rounds its CI column through a global option; we switch it
-# off for the duration of our call (and serialise our own calls with this lock).
-_PG_LOCK = threading.Lock()
 
 
 # --------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.stats._common import _EPS, _PG_LOCK, _fmt_names, _frame, _label, _nan, _num, _numeric_frame, _py
+from scoring.stats._common import _EPS, _fmt_names, _frame, _label, _nan, _num, _numeric_frame
 from scoring.stats.kernels import (
     _as_number,
     _disagreement_weights,
@@ -19,19 +19,13 @@ from scoring.stats.kernels import (
     encode_labels,
     fleiss_kappa_counts,
     gwet_ac1_counts,
+    icc_kernel,
     percent_agreement_counts,
 )
 
 # --------------------------------------------------------------------------------------
 # ICC
 # --------------------------------------------------------------------------------------
-_ICC_NAMES = {
-    # pingouin >= 0.6 (McGraw & Wong labels)      # older pingouin
-    "ICC(1,1)": "ICC1", "ICC(A,1)": "ICC2", "ICC(C,1)": "ICC3",
-    "ICC(1,k)": "ICC1k", "ICC(A,k)": "ICC2k", "ICC(C,k)": "ICC3k",
-    "ICC1": "ICC1", "ICC2": "ICC2", "ICC3": "ICC3",
-    "ICC1k": "ICC1k", "ICC2k": "ICC2k", "ICC3k": "ICC3k",
-}
 ICC_FORMS = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
 
 
@@ -40,10 +34,27 @@ def _empty_icc_form() -> dict:
             "ci_low": None, "ci_high": None}
 
 
-def icc(df: pd.DataFrame, targets: str, raters: str, ratings: str) -> dict:
-    """Intraclass correlations, Shrout & Fleiss (1979) forms, via pingouin.intraclass_corr.
+def _wide_ratings(data: pd.DataFrame) -> tuple[np.ndarray, list]:
+    """Targets x raters matrix of the mean rating per cell (NaN where none), both sorted, as pandas' pivot_table
+    gives it, without its per-group machinery."""
+    targets, _ = pd.factorize(data["t"], sort=True)
+    raters, rater_names = pd.factorize(data["r"], sort=True)
+    y = data["y"].to_numpy(dtype=float)
+    n, k = int(targets.max()) + 1, len(rater_names)
+    seen = ~np.isnan(y)
+    cell = targets[seen] * k + raters[seen]
+    sums = np.bincount(cell, weights=y[seen], minlength=n * k)
+    counts = np.bincount(cell, minlength=n * k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wide = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).reshape(n, k)
+    return wide, list(rater_names)
 
-    ``df`` is long format (one row per target x rater).  ICC1 = one-way random,
+
+def icc(df: pd.DataFrame, targets: str, raters: str, ratings: str) -> dict:
+    """Intraclass correlations, Shrout & Fleiss (1979) forms, as pingouin.intraclass_corr gives them.
+
+    Computed by the vectorised kernel :func:`scoring.stats.kernels.icc_kernel` (equal to pingouin to 1e-9; pingouin
+    stays the reference in the tests). ``df`` is long format (one row per target x rater).  ICC1 = one-way random,
     ICC2 = two-way random, absolute agreement, ICC3 = two-way mixed, consistency;
     ``*k`` = reliability of the mean of k raters.  Each form is
     ``{"icc", "f", "df1", "df2", "p", "ci_low", "ci_high"}`` (95% CI, unrounded), plus
@@ -73,14 +84,13 @@ def icc(df: pd.DataFrame, targets: str, raters: str, ratings: str) -> dict:
     if data.empty:
         warns.append("ICC is undefined: no ratings.")
         return out
-    wide = data.pivot_table(index="t", columns="r", values="y", aggfunc="mean",
-                            observed=True, dropna=False)
-    if wide.isna().any().any():
-        before = len(wide)
-        wide = wide.dropna(how="any")
-        warns.append(f"{before - len(wide)} target(s) without a rating from every rater "
+    values, rater_names = _wide_ratings(data)
+    complete = ~np.isnan(values).any(axis=1)
+    if not complete.all():
+        values = values[complete]
+        warns.append(f"{int((~complete).sum())} target(s) without a rating from every rater "
                      "were removed (listwise deletion; ICC needs a complete design).")
-    n, k = wide.shape
+    n, k = values.shape
     out["n_targets"], out["n_raters"] = int(n), int(k)
     if k < 2:
         warns.append(f"ICC is undefined: at least two raters are required (got {k}).")
@@ -88,55 +98,24 @@ def icc(df: pd.DataFrame, targets: str, raters: str, ratings: str) -> dict:
     if n < 2:
         warns.append(f"ICC is undefined: at least two targets are required (got {n}).")
         return out
-    values = wide.to_numpy(dtype=float)
     if np.ptp(values) == 0:
         warns.append("ICC is undefined: no variation (every rating is identical).")
         return out
-    flat_raters = [str(c) for c, v in zip(wide.columns, np.ptp(values, axis=0), strict=True)
-                   if v == 0]
+    flat_raters = [str(c) for c, v in zip(rater_names, np.ptp(values, axis=0), strict=True) if v == 0]
     if flat_raters:
         warns.append(f"Zero-variance rater(s) {_fmt_names(flat_raters)} gave the same rating "
                      "to every target.")
     if np.ptp(values.mean(axis=1)) == 0:
         warns.append("All targets have the same mean rating (no between-target variance).")
 
-    long = wide.reset_index().melt(id_vars="t", var_name="r", value_name="y")
-    import pingouin as pg
-
-    with _PG_LOCK:
-        saved = pg.options.get("round.column.CI95", None)
-        had_key = "round.column.CI95" in pg.options
-        pg.options["round.column.CI95"] = None
-        try:
-            with _warnings.catch_warnings(), np.errstate(all="ignore"):
-                _warnings.simplefilter("ignore")
-                res = pg.intraclass_corr(data=long, targets="t", raters="r", ratings="y")
-        finally:
-            if had_key:
-                pg.options["round.column.CI95"] = saved
-            else:
-                pg.options.pop("round.column.CI95", None)
-    pcol = next(c for c in res.columns if c.lower().replace("-", "").replace("_", "") == "pval")
-    cicol = next(c for c in res.columns if c.upper().startswith("CI"))
+    forms = icc_kernel(values)
     inf_f = False
-    for _, row in res.iterrows():
-        name = _ICC_NAMES.get(str(row["Type"]))
-        if name is None:
-            continue
-        ci = np.asarray(row[cicol], dtype=float).ravel()
-        f_val = _num(row["F"])
-        if f_val is None and np.isinf(float(row["F"])):
-            inf_f = True
-        out[name] = {
-            "icc": _num(row["ICC"]), "f": f_val, "df1": _py(row["df1"]),
-            "df2": _py(row["df2"]), "p": _num(row[pcol]),
-            "ci_low": _num(ci[0]) if ci.size else None,
-            "ci_high": _num(ci[1]) if ci.size > 1 else None,
-        }
-        if isinstance(out[name]["df1"], float) and out[name]["df1"].is_integer():
-            out[name]["df1"] = int(out[name]["df1"])
-        if isinstance(out[name]["df2"], float) and out[name]["df2"].is_integer():
-            out[name]["df2"] = int(out[name]["df2"])
+    for name in ICC_FORMS:
+        row = forms[name]
+        f_val = _num(row["f"])
+        inf_f = inf_f or bool(np.isinf(row["f"]))
+        out[name] = {"icc": _num(row["icc"]), "f": f_val, "df1": int(row["df1"]), "df2": int(row["df2"]),
+                     "p": _num(row["p"]), "ci_low": _num(row["ci_low"]), "ci_high": _num(row["ci_high"])}
     if inf_f:
         warns.append("F is infinite (zero residual / within-target variance); F, p and "
                      "some CIs are reported as undefined.")

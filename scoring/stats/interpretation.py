@@ -78,13 +78,21 @@ def interpret(value: Any, scale: str) -> dict:
     source, bands, fallback = _SCALES[scale]
     v = _num(value)
     if v is None:
-        return {"label": "undefined", "source": source}
+        return {"label": "undefined", "source": source, "scale": scale}
     for bound, label in bands:
         # a round bound includes values a rounding error below it; one just above a round number (Koo & Li's
         # "> .90") excludes that number
         if v >= bound - (_BOUND_TOLERANCE if bound == round(bound, 3) else 0.0):
-            return {"label": label, "source": source}
-    return {"label": fallback, "source": source}
+            return {"label": label, "source": source, "scale": scale}
+    return {"label": fallback, "source": source, "scale": scale}
+
+
+def band_bounds(scale: str | None) -> list[float]:
+    """The values where ``scale``'s bands start (none for an unknown or missing scale): a printed coefficient must
+    not round across one (0.1996 "slight" is not printed 0.20, where "fair" starts)."""
+    if scale not in _SCALES:
+        return []
+    return [float(bound) for bound, _ in _SCALES[scale][1]]
 
 
 #: A coefficient computed as 0.39999999999999997 for an exact 0.40 still starts the band at 0.40.

@@ -224,14 +224,32 @@ def gwet_ac1_counts(table: np.ndarray, freq: np.ndarray | None = None) -> np.nda
     vanishes; AC1 is NaN only when no subject has two or more ratings.
     """
     t = np.asarray(table, dtype=float)
-    q = t.shape[-1]
     pa, pi = _pa_pi(t, freq)
+    return _scalar_or_array(_ac1_from(pa, pi, t.shape[-1]))
+
+
+def _ac1_from(pa: np.ndarray, pi: np.ndarray, q: int) -> np.ndarray:
     if q < 2:
-        return _scalar_or_array(np.where(np.isfinite(pa), 1.0, np.nan))
+        return np.where(np.isfinite(pa), 1.0, np.nan)
     pe = (pi * (1.0 - pi)).sum(axis=-1) / (q - 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ac1 = (pa - pe) / (1.0 - pe)
-    return _scalar_or_array(ac1)
+        return (pa - pe) / (1.0 - pe)
+
+
+def _fleiss_from(pa: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    pe = (pi * pi).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(1.0 - pe > _EPS, (pa - pe) / (1.0 - pe), np.nan)
+
+
+def agreement_counts(table: np.ndarray, freq: np.ndarray | None = None) -> dict[str, np.ndarray | float]:
+    """Percent agreement, Fleiss' kappa and Gwet's AC1 of a count table from one pass over it: the three share pa and
+    pi, so with bootstrap ``freq`` this is one matrix product instead of three. The same values as
+    :func:`percent_agreement_counts`, :func:`fleiss_kappa_counts` and :func:`gwet_ac1_counts`."""
+    t = np.asarray(table, dtype=float)
+    pa, pi = _pa_pi(t, freq)
+    return {"percent_agreement": _scalar_or_array(pa), "fleiss_kappa": _scalar_or_array(_fleiss_from(pa, pi)),
+            "gwet_ac1": _scalar_or_array(_ac1_from(pa, pi, t.shape[-1]))}
 
 
 def agreement_weights(values: Sequence[float], weights: str = "quadratic") -> np.ndarray:
@@ -308,10 +326,7 @@ def fleiss_kappa_counts(table: np.ndarray, freq: np.ndarray | None = None
     :func:`gwet_ac1_counts`.
     """
     pa, pi = _pa_pi(table, freq)
-    pe = (pi * pi).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        k = np.where(1.0 - pe > _EPS, (pa - pe) / (1.0 - pe), np.nan)
-    return _scalar_or_array(k)
+    return _scalar_or_array(_fleiss_from(pa, pi))
 
 
 def krippendorff_alpha_counts(table: np.ndarray, values: Sequence[float], level: str = "nominal",
@@ -355,3 +370,121 @@ def krippendorff_alpha_counts(table: np.ndarray, values: Sequence[float], level:
     with np.errstate(invalid="ignore", divide="ignore"):
         alpha = np.where(expected > _EPS, 1.0 - (total - 1.0) * observed / expected, np.nan)
     return float(alpha[0]) if freq is None else alpha
+
+
+# --------------------------------------------------------------------------------------
+# ICC: the two-way ANOVA of complete targets x raters matrices, all at once
+# --------------------------------------------------------------------------------------
+#: The six Shrout & Fleiss (1979) forms in pingouin's order (McGraw & Wong: ICC(1,1), ICC(A,1), ICC(C,1), ...).
+ICC_KERNEL_FORMS = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
+#: A residual sum of squares at or below this share of the total is zero (perfectly additive ratings): F is then
+#: infinite, not the ratio of two rounding errors.
+_ICC_RESIDUAL_TOL = 1e-12
+
+
+def icc_mean_squares(values: Any, freq: Any = None) -> dict[str, np.ndarray]:
+    """Mean squares of the two-way ANOVA without replication behind the ICCs, for complete matrices.
+
+    ``values``: targets x raters ``(n, k)`` or a stack ``(..., n, k)`` (e.g. every item, or every resample, at once);
+    no missing cells. ``freq``: optional ``(B, n)`` bootstrap multiplicities (:func:`bootstrap_freq`) or a
+    :class:`LeaveOneOut`, with a single ``(n, k)`` matrix: target i counts ``freq[b, i]`` times in resample b (as
+    its own target), so all B resamples cost one matrix product. Returns ``msb`` (between targets), ``msj``
+    (between raters), ``mse`` (residual), ``msw`` (within targets), ``n`` and ``k``, arrays over the batch (over
+    the resamples with ``freq``). The sums of squares are those of pingouin's ``anova`` on the long data.
+    """
+    y = np.asarray(values, dtype=float)
+    if y.ndim < 2:
+        raise ValueError("values must be a targets x raters matrix (or a stack of them)")
+    k = y.shape[-1]
+    if freq is None:
+        n = np.full(y.shape[:-2], float(y.shape[-2]))
+        d = y - y.mean(axis=(-2, -1), keepdims=True)  # centred: the sums below lose no digits to the mean
+        row = d.mean(axis=-1)
+        col = d.mean(axis=-2)
+        grand = d.mean(axis=(-2, -1))
+        ssr = k * ((row - grand[..., None]) ** 2).sum(axis=-1)
+        ssc = y.shape[-2] * ((col - grand[..., None]) ** 2).sum(axis=-1)
+        residual = d - row[..., :, None] - col[..., None, :] + grand[..., None, None]
+        sse = (residual ** 2).sum(axis=(-2, -1))
+        sst = ((d - grand[..., None, None]) ** 2).sum(axis=(-2, -1))
+    else:
+        if y.ndim != 2:
+            raise ValueError("with freq, values must be a single (n, k) matrix")
+        d = y - y.mean()
+        row = d.mean(axis=1)
+        sums = weighted_sums(freq, np.column_stack([np.ones(len(d)), row, row ** 2, (d ** 2).sum(axis=1), d]))
+        n, row_sum, row_sq, sq = sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
+        col_sum = sums[:, 4:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            grand = row_sum / n
+            ssr = k * (row_sq - n * grand ** 2)
+            ssc = ((col_sum / n[:, None] - grand[:, None]) ** 2).sum(axis=1) * n
+            sst = sq - n * k * grand ** 2
+        # Sums of squares taken as differences carry rounding errors of the size of ``sq``: below that they are 0
+        # (e.g. a resample whose ratings are all the same has no variation, not a variation of 1e-17).
+        noise = _ICC_RESIDUAL_TOL * sq
+        ssr, ssc, sst = (np.where(x <= noise, 0.0, x) for x in (ssr, ssc, sst))
+        sse = sst - ssr - ssc
+        sse = np.where(sse <= noise, 0.0, sse)
+    sse = np.where(sse <= _ICC_RESIDUAL_TOL * np.maximum(sst, 0.0), 0.0, sse)
+    ssr, ssc = np.maximum(ssr, 0.0), np.maximum(ssc, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"msb": ssr / (n - 1), "msj": ssc / (k - 1), "mse": sse / ((n - 1) * (k - 1)),
+                "msw": (ssc + sse) / (n * (k - 1)), "n": n, "k": np.full(np.shape(n), float(k))}
+
+
+def icc_kernel(values: Any, freq: Any = None, confidence: float = 0.95) -> dict[str, dict[str, np.ndarray]]:
+    """The six Shrout & Fleiss (1979) ICCs with their F tests and F-distribution confidence intervals, vectorised.
+
+    Same formulas as ``pingouin.intraclass_corr`` (McGraw & Wong 1996 for the CIs; ICC2's through Satterthwaite's
+    approximate degrees of freedom), equal to it to 1e-9 (tests/test_stats_kernels.py), over every matrix of a
+    stack ``(..., n, k)`` or every bootstrap resample (``freq``, see :func:`icc_mean_squares`) at once. Returns
+    ``{form: {"icc", "f", "df1", "df2", "p", "ci_low", "ci_high"}}`` of arrays over the batch; NaN where a figure
+    is undefined (no variation), F = inf (and p = 0) when the residual is zero. Complete matrices only: listwise
+    deletion and the report's warnings are :func:`scoring.stats.icc`'s.
+    """
+    from scipy.special import fdtrc, fdtri
+
+    ms = icc_mean_squares(values, freq)
+    msb, msj, mse, msw, n, k = (ms[key] for key in ("msb", "msj", "mse", "msw", "n", "k"))
+    q = 1 - (1 - confidence) / 2
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        icc1 = (msb - msw) / (msb + (k - 1) * msw)
+        icc2 = (msb - mse) / (msb + (k - 1) * mse + k * (msj - mse) / n)
+        icc3 = (msb - mse) / (msb + (k - 1) * mse)
+        icc1k = (msb - msw) / msb
+        icc2k = (msb - mse) / (msb + (msj - mse) / n)
+        icc3k = (msb - mse) / msb
+        f1k = msb / msw
+        f3k = msb / mse
+        df1 = n - 1
+        df1kd = n * (k - 1)
+        df2kd = (n - 1) * (k - 1)
+        p1k = fdtrc(df1, df1kd, f1k)
+        p3k = fdtrc(df1, df2kd, f3k)
+        f1l = f1k / fdtri(df1, df1kd, q)
+        f1u = f1k * fdtri(df1kd, df1, q)
+        l1 = (f1l - 1) / (f1l + (k - 1))
+        u1 = (f1u - 1) / (f1u + (k - 1))
+        f3l = f3k / fdtri(df1, df2kd, q)
+        f3u = f3k * fdtri(df2kd, df1, q)
+        l3 = (f3l - 1) / (f3l + (k - 1))
+        u3 = (f3u - 1) / (f3u + (k - 1))
+        fj = msj / mse
+        vn = df2kd * (k * icc2 * fj + n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        vd = df1 * k ** 2 * icc2 ** 2 * fj ** 2 + (n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        v = vn / vd
+        f2u = fdtri(n - 1, v, q)
+        f2l = fdtri(v, n - 1, q)
+        l2 = n * (msb - f2u * mse) / (f2u * (k * msj + (k * n - k - n) * mse) + n * msb)
+        u2 = n * (f2l * msb - mse) / (k * msj + (k * n - k - n) * mse + n * f2l * msb)
+        rows = {
+            "ICC1": (icc1, f1k, df1kd, p1k, l1, u1),
+            "ICC2": (icc2, f3k, df2kd, p3k, l2, u2),
+            "ICC3": (icc3, f3k, df2kd, p3k, l3, u3),
+            "ICC1k": (icc1k, f1k, df1kd, p1k, 1 - 1 / f1l, 1 - 1 / f1u),
+            "ICC2k": (icc2k, f3k, df2kd, p3k, l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
+            "ICC3k": (icc3k, f3k, df2kd, p3k, 1 - 1 / f3l, 1 - 1 / f3u),
+        }
+    return {form: {"icc": value, "f": f_value, "df1": df1, "df2": df2, "p": p, "ci_low": low, "ci_high": high}
+            for form, (value, f_value, df2, p, low, high) in rows.items()}

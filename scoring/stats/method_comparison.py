@@ -46,10 +46,10 @@ def bland_altman(first: Any, second: Any, *, confidence: float = 0.95) -> dict:
     if n < 2:
         out["warnings"].append("Bland-Altman limits are undefined: one pair only (no SD).")
         return out
-    from scipy.stats import t as student_t
+    from scipy.special import stdtrit  # scipy.stats.t.ppf, without importing scipy.stats (seconds)
 
     sd = float(diff.std(ddof=1))
-    t = float(student_t.ppf(0.5 + confidence / 2.0, n - 1))
+    t = float(stdtrit(n - 1, 0.5 + confidence / 2.0))
     se_bias = sd / np.sqrt(n)
     se_limit = np.sqrt(3.0 * sd ** 2 / n)
     low, high = out["bias"] - LOA_Z * sd, out["bias"] + LOA_Z * sd

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri  # scipy.stats.norm.ppf, without importing scipy.stats
 
 from scoring.stats._common import _num
 
@@ -64,11 +64,11 @@ def z_interval(mean: Any, se: Any, alpha: float = 0.05, alternative: str = "two-
     mean = np.asarray(mean, dtype=float)
     se = np.asarray(se, dtype=float)
     if alternative == "two-sided":
-        z = norm.ppf(1 - alpha / 2.0)
+        z = ndtri(1 - alpha / 2.0)
         return mean - z * se, mean + z * se
     if alternative == "larger":
-        return mean + norm.ppf(alpha) * se, np.full(mean.shape, np.inf)
-    return np.full(mean.shape, -np.inf), mean + norm.ppf(1 - alpha) * se
+        return mean + ndtri(alpha) * se, np.full(mean.shape, np.inf)
+    return np.full(mean.shape, -np.inf), mean + ndtri(1 - alpha) * se
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def sample_size(y: Sequence[float] | np.ndarray, yhat: Sequence[float] | np.ndar
     if var_y <= _EPS:
         out["warnings"].append("The pilot's physician scores do not vary: no sample size can be planned from it.")
         return out
-    target = (half_width / norm.ppf(1 - alpha / 2.0)) ** 2
+    target = (half_width / ndtri(1 - alpha / 2.0)) ** 2
     n0 = var_y / target
     out["physicians_only"] = _classical_n(var_y, target)
     out["with_judge_unlimited"] = _smallest_n([(var_y, var_f, cov, None)], target)
@@ -362,7 +362,7 @@ def difference_sample_size(pilots: Sequence[tuple[Any, Any, int | None]], half_w
     if sum(p[0] for p in parts) <= _EPS:
         out["warnings"].append("The pilot's physician scores do not vary: no sample size can be planned from it.")
         return out
-    target = (half_width / norm.ppf(1 - alpha / 2.0)) ** 2
+    target = (half_width / ndtri(1 - alpha / 2.0)) ** 2
     out["physicians_only"] = _classical_n(sum(p[0] for p in parts), target)
     out["with_judge_unlimited"] = _smallest_n([(*p[:3], None) for p in parts], target)
     out["with_judge"] = _smallest_n(parts, target)

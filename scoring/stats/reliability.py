@@ -7,7 +7,6 @@ import warnings as _warnings
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sps
 
 from scoring.stats._common import (
     _EPS,
@@ -86,6 +85,8 @@ def cronbach_alpha(df: Any, nan_policy: str = "pairwise", confidence: float = 0.
     df1 = n - 1
     df2 = df1 * (k - 1)
     tail = 1.0 - confidence
+    from scipy import stats as _sps  # here, not at import: scipy.stats alone takes seconds to import
+
     out["ci_low"] = _num(1 - (1 - alpha) * _sps.f.isf(tail / 2, df1, df2))
     out["ci_high"] = _num(1 - (1 - alpha) * _sps.f.isf(1 - tail / 2, df1, df2))
     if alpha < 0:
@@ -425,7 +426,9 @@ def bartlett_from_correlations(r: np.ndarray, n: int) -> tuple[float, int, float
     if sign <= 0:
         return float("nan"), dof, float("nan")
     chi2 = -(n - 1 - (2 * p + 5) / 6.0) * logdet
-    return float(chi2), dof, float(_sps.chi2.sf(chi2, dof))
+    from scipy.special import chdtrc  # scipy.stats.chi2.sf, without importing scipy.stats
+
+    return float(chi2), dof, float(chdtrc(dof, chi2))
 
 
 def kmo(df: Any, correlation: str = "pearson") -> dict:

@@ -1,8 +1,11 @@
-"""Formatting helpers for report tables: undefined values say so, CIs print as [low, high]."""
+"""Formatting helpers for report tables: undefined values say so, CIs print as [low, high] with the decimals their
+width needs (:mod:`scoring.stats.formatting`), zero never as "-0.00"."""
 
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+
+from scoring.stats import formatting
 
 register = template.Library()
 
@@ -12,9 +15,28 @@ def num(value, digits=3):
     if value is None:
         return "undefined"
     try:
-        return f"{float(value):.{int(digits)}f}"
+        float(value)
     except (TypeError, ValueError):
         return str(value)
+    return formatting.number(value, int(digits))
+
+
+@register.filter
+def pct(value, digits=1):
+    """A share (0-1) as a percentage, "33.3%", on the same scale as its interval (:func:`pct_ci`)."""
+    if value is None:
+        return "undefined"
+    return formatting.number(100.0 * float(value), int(digits)) + "%"
+
+
+@register.filter
+def pct_ci(figure, digits=1):
+    """The interval of a share as percentages, "9.7%-70.0%" (a dict with ci_low / ci_high in 0-1); "" without."""
+    if not isinstance(figure, dict) or figure.get("ci_low") is None or figure.get("ci_high") is None:
+        return ""
+    d = formatting.decimals(None, 100.0 * figure["ci_low"], 100.0 * figure["ci_high"], int(digits))
+    return (f"{formatting.number(100.0 * figure['ci_low'], d)}%–"
+            f"{formatting.number(100.0 * figure['ci_high'], d)}%")
 
 
 @register.filter
@@ -34,23 +56,32 @@ def ci(figure, digits=3):
         return f"[CI {figure['ci_note']}]"
     if not isinstance(figure, dict) or figure.get("ci_low") is None or figure.get("ci_high") is None:
         return ""
-    d = int(digits)
-    return f"[{figure['ci_low']:.{d}f}, {figure['ci_high']:.{d}f}]"
+    value = figure.get("value", figure.get("mean"))
+    d = formatting.decimals(value, figure["ci_low"], figure["ci_high"], int(digits))
+    return formatting.interval(figure["ci_low"], figure["ci_high"], d)
 
 
 @register.filter
 def fig(figure, digits=3):
-    """A coefficient with its CI and interpretation; undefined ones show the reason on hover."""
+    """A coefficient (``value``, or a score's ``mean``) with its CI and interpretation, the decimals its interval
+    needs; undefined ones show the reason on hover."""
     if not isinstance(figure, dict):
         return ""
-    if figure.get("value") is None:
+    value = figure["value"] if "value" in figure else figure.get("mean")
+    if value is None:
         reason = " ".join(figure.get("warnings", [])) or "undefined for these data"
         return format_html('<span class="undefined" title="{}">undefined</span>', reason)
-    text = f"{figure['value']:.{int(digits)}f}"
-    interval = ci(figure, digits)
+    from scoring.stats.interpretation import band_bounds
+
+    bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
+    d = formatting.decimals(value, figure.get("ci_low"), figure.get("ci_high"), int(digits), bounds=bounds)
+    text = formatting.number(value, d)
+    interval = formatting.interval(figure.get("ci_low"), figure.get("ci_high"), d)
     label = (figure.get("interpretation") or {}).get("label")
-    return format_html('{} <small class="muted">{}</small>{}', text, interval,
-                       format_html(' <span class="band">{}</span>', label) if label else "")
+    band = format_html(' <span class="band">{}</span>', label) if label else ""
+    if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell
+        return format_html('{} <small class="muted ci-note">[CI {}]</small>{}', text, figure["ci_note"], band)
+    return format_html('{} <small class="muted">{}</small>{}', text, interval, band)
 
 
 @register.filter
@@ -63,9 +94,43 @@ def get(mapping, key):
 
 
 @register.filter
-def svg(text):
-    """Plots are produced by our own matplotlib code, never from user input."""
-    return mark_safe(text or "")  # noqa: S308
+def svg(text, caption_id=""):
+    """Plots are produced by our own matplotlib code, never from user input. A plot is one image to assistive
+    technology (``role="img"``), named by its figure's caption (``caption_id``), which says where its values are
+    written out (WCAG 1.1.1)."""
+    if not text:
+        return ""
+    name = format_html(' aria-labelledby="{}"', caption_id) if caption_id else ' aria-label="Chart"'
+    return mark_safe(text.replace("<svg", f'<svg role="img"{name}', 1))  # noqa: S308
+
+
+@register.filter
+def rater_pairs(matrix) -> list[dict]:
+    """The rater heatmap as rows (its values written out): every pair of raters with its mean kappa and AC1."""
+    if not isinstance(matrix, dict):
+        return []
+    names = matrix.get("raters") or []
+    kappa, ac1 = matrix.get("kappa") or [], matrix.get("gwet_ac1") or []
+
+    def at(rows, i, j):
+        return rows[i][j] if i < len(rows) and j < len(rows[i]) else None
+
+    return [{"first": names[i], "second": names[j], "kappa": at(kappa, i, j), "ac1": at(ac1, i, j)}
+            for i in range(len(names)) for j in range(i + 1, len(names))]
+
+
+@register.filter
+def box_numbers(values) -> dict:
+    """What a box of the box plot draws, as numbers: n, the quartiles (numpy's and matplotlib's linear method),
+    the mean, the smallest and the largest value."""
+    import statistics
+
+    data = sorted(float(v) for v in values or [] if v is not None)
+    if not data:
+        return {"n": 0}
+    q1, median, q3 = statistics.quantiles(data, n=4, method="inclusive") if len(data) > 1 else data * 3
+    return {"n": len(data), "min": data[0], "q1": q1, "median": median, "q3": q3, "max": data[-1],
+            "mean": statistics.fmean(data)}
 
 
 def _ba_part(result: dict, key: str, digits: int, sign: bool = False) -> str:
@@ -73,8 +138,9 @@ def _ba_part(result: dict, key: str, digits: int, sign: bool = False) -> str:
     if value is None:
         return "undefined"
     low, high = result.get(f"{key}_ci_low"), result.get(f"{key}_ci_high")
-    text = f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-    return text + (f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None and high is not None else "")
+    d = formatting.decimals(value, low, high, digits)
+    limits = formatting.interval(low, high, d)
+    return formatting.number(value, d, sign) + (f" {limits}" if limits else "")
 
 
 @register.filter

@@ -12,18 +12,22 @@
 //   saveUrlKey    root dataset key of the URL answers are posted to ("labelUrl")
 //   commentId     id of the page comment textarea; its save state is "<commentId>-state"
 //   submitLabel   function (button, text) writing the submit button label (default: button.textContent = text)
+// An element #work-status with data-started and data-ready phrases follows the answers: "In progress" after the
+// first answer of a task not started, data-ready once every needed answer is saved.
 // A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
 // The words it shows come from the page's JSON block #ui-text (annotation/ui_text.py: English or 中文), English
 // when a page has none.
 (function () {
   "use strict";
   const ENGLISH = {
-    saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…", failed: "Not saved: {reason}",
+    saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…", waiting: "Waiting to send",
+    failed: "Not saved: {reason}",
     refused: "refused", submit: "Submit", submit_left: "Submit ({n} left)",
     session_ended: "Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and " +
       "will be sent automatically.",
-    pending: "{n} answer(s) not saved yet{offline}. They are kept in this browser and sent as soon as the server answers.",
-    offline: " (you are offline)",
+    pending: "{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers.",
+    waiting_offline: "{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when " +
+      "the connection is back.",
     unreachable: "Could not reach the server; your answers are kept. Try again in a moment.",
     server_refused: "The server refused that.",
   };
@@ -39,6 +43,14 @@
     return text.replace(/\{(\w+)\}/g, (whole, name) => (values && name in values ? String(values[name]) : whole));
   };
   const t = window.uiText;
+  // True when a key belongs to what the user is typing: in a text field (an on-screen keyboard types there) or while
+  // an input method composes a character (Chinese). Page shortcuts must leave such keys alone.
+  window.typingInField = function (event) {
+    if (event.isComposing || event.keyCode === 229) return true;
+    const target = event.target;
+    return Boolean(target && target.closest && (target.isContentEditable ||
+      target.closest("textarea, select, input:not([type=radio]):not([type=checkbox]):not([type=button]):not([type=submit])")));
+  };
   window.AnswerSheet = function (root, options) {
     const idKey = options.idKey;
     const valueKey = options.valueKey;
@@ -72,7 +84,9 @@
       el.dataset.state = state;
       el.textContent = state === "failed" ? t("failed", { reason: message || t("refused") })
         : (state === "empty" || !state ? "" : t(state));
-      if (key !== "comment") byId.get(String(key)).classList.toggle("unsaved", state === "retrying" || state === "failed");
+      if (key !== "comment") {
+        byId.get(String(key)).classList.toggle("unsaved", ["retrying", "waiting", "failed"].includes(state));
+      }
     }
 
     function currentValue(fieldset) {
@@ -89,12 +103,21 @@
         if (pending && sessionExpired) {
           banner.hidden = false;
           banner.textContent = t("session_ended", { n: pending });
-        } else if (pending && (retryTimer || !navigator.onLine)) {
+        } else if (pending && !navigator.onLine) {
           banner.hidden = false;
-          banner.textContent = t("pending", { n: pending, offline: navigator.onLine ? "" : t("offline") });
+          banner.textContent = t("waiting_offline", { n: pending });
+        } else if (pending && retryTimer) {
+          banner.hidden = false;
+          banner.textContent = t("pending", { n: pending });
         } else {
           banner.hidden = true;
         }
+      }
+      const status = document.getElementById("work-status");
+      if (status && status.dataset.ready && editable) {
+        if (status.dataset.initial === undefined) status.dataset.initial = status.textContent;
+        status.textContent = answered === required.length && pending === 0 ? status.dataset.ready
+          : (answered && status.dataset.status === "assigned" ? status.dataset.started : status.dataset.initial);
       }
       if (submitBtn) {
         const ready = answered === required.length && pending === 0;
@@ -129,7 +152,7 @@
             comment: entry.comment, seq: entry.seq });
       } catch (e) {
         inFlight.delete(key);
-        setState(key, "retrying");
+        setState(key, navigator.onLine ? "retrying" : "waiting");
         scheduleRetry();
         return;
       }
@@ -177,7 +200,7 @@
       if (input) input.checked = true;
       const comment = fieldset.querySelector("textarea[data-comment-for]");
       if (comment && entry.comment !== undefined) comment.value = entry.comment;
-      setState(entry[idKey], "retrying");
+      setState(entry[idKey], navigator.onLine ? "retrying" : "waiting");
     });
     const pageComment = document.getElementById(options.commentId);
     if (outbox.comment && pageComment) pageComment.value = outbox.comment.comment;
@@ -232,7 +255,8 @@
     // only handles its own answer keys.
     function commonKey(event) {
       if (event.ctrlKey || event.metaKey || event.altKey) return true;
-      if (event.target.closest("textarea, input[type=text], dialog[open], select")) return true;
+      if (window.typingInField(event)) return true;
+      if (event.target.closest("dialog[open]")) return true;
       const key = event.key;
       if (key === "ArrowDown" || key === "j") { event.preventDefault(); activate(active + 1, true); return true; }
       if (key === "ArrowUp" || key === "k") { event.preventDefault(); activate(active - 1, true); return true; }
@@ -274,6 +298,7 @@
     }
 
     window.addEventListener("online", () => { retryDelay = 1000; flush(); });
+    window.addEventListener("offline", refresh);
     window.addEventListener("beforeunload", (event) => {
       if (Object.keys(outbox).length) { event.preventDefault(); event.returnValue = ""; }
     });

@@ -54,8 +54,11 @@
   });
   document.addEventListener("keydown", (event) => {
     if (!document.querySelector("[data-questionnaire]")) return;
+    // Keys typed into a field (an on-screen keyboard types there) or composed by an input method are not shortcuts.
+    if (event.isComposing || event.keyCode === 229) return;
     const tag = (event.target.tagName || "").toLowerCase();
     if (tag === "textarea" || (tag === "input" && !["radio", "checkbox"].includes(event.target.type)) || tag === "select") return;
+    if (event.target.isContentEditable) return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const list = items();
     if (!list.length) return;

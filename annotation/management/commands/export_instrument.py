@@ -6,11 +6,12 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import projects
 from annotation.instruments import export_instrument
+from annotation.models import Scale
+from projects.services import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand, BaseCommand):
     help = "Write a scale version in the instrument JSON format that import_instrument reads (default: the newest " \
            "published version, else the newest draft)."
 
@@ -20,19 +21,17 @@ class Command(BaseCommand):
         return super().create_parser(prog_name, subcommand, **kwargs)
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("slug", help="the scale's slug, e.g. llm-mini-cex")
         parser.add_argument("--version", dest="number", type=int, help="version number")
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, slug: str, number: int | None, output: str | None, **options):
-        project = projects.for_command(options.get("project"))
-        visible = projects.visible_scales(project)  # the project's scales and the published library
+        visible = Scale.objects.all()  # the scoped manager: the project's scales and the published library
         scale = visible.filter(slug=slug).first()
         if scale is None:
             known = ", ".join(visible.order_by("slug").values_list("slug", flat=True))
             raise CommandError(f'There is no scale "{slug}" (scales: {known}).')
-        versions = projects.visible_versions(project, scale.versions.all())
+        versions = scale.versions.all()
         newest = versions.filter(status="published").order_by("-number").first() or versions.order_by("-number").first()
         version = versions.filter(number=number).first() if number else newest
         if version is None:

@@ -8,9 +8,9 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation import projects
 from annotation.importers import ImportRejected, LineError, import_dialogue_file, max_import_bytes
 from annotation.models import Corpus
+from projects.services import ProjectCommand
 
 
 def format_error(error: LineError) -> str:
@@ -18,14 +18,13 @@ def format_error(error: LineError) -> str:
     return str(error) if error.line > 0 else f"file: {error.message}"
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand, BaseCommand):
     help = (
         "Import dialogues from a JSON Lines file into a corpus (created if missing). All-or-nothing: if any line "
         "is bad, every bad line is reported as 'line N: message' and nothing is written (exit status 1)."
     )
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("path", help="JSON Lines file, one dialogue a line")
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--update", action="store_true",
@@ -34,7 +33,7 @@ class Command(BaseCommand):
                             help="create the corpus if it does not exist (default); --no-create-corpus refuses")
 
     def handle(self, *args, path: str, corpus: str, update: bool, create_corpus: bool, **options):
-        project = projects.for_command(options.get("project"))
+        project = self.project
         name = corpus.strip()
         if not name:
             raise CommandError("--corpus needs a name.")

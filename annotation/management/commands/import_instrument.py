@@ -7,11 +7,11 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import projects
 from annotation.instruments import InstrumentError, import_instrument, read_file
+from projects.services import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand, BaseCommand):
     help = (
         "Create a scale version from an instrument JSON file: a new scale, or the next version of the scale with the "
         "same slug. Published (and so immutable) unless --draft. Nothing is written if the file has errors; each "
@@ -19,13 +19,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("path", help="instrument JSON file")
         parser.add_argument("--draft", action="store_true", help="leave the version a draft (edit it in the "
                                                                   "browser, then publish it)")
 
     def handle(self, *args, path: str, draft: bool, **options):
-        projects.for_command(options.get("project"))  # the new scale belongs to it
         if not os.path.isfile(path):
             raise CommandError(f"{path}: no such file.")
         try:

@@ -12,4 +12,10 @@ class Command(BaseCommand):
         if study is None:
             self.stderr.write("The Mini-CEX v1 is missing: run `manage.py migrate` first.")
             return
+        from delphi.services import compute_statistics_now
+        from projects.scoping import in_project
+
+        with in_project(study.project_id):  # each round's statistics, so no demo page computes them on first view
+            for rnd in study.rounds.all():
+                compute_statistics_now(rnd)
         self.stdout.write(f"Demo Delphi study ready: {study.title} (/delphi/{study.pk}/)")

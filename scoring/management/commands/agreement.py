@@ -6,17 +6,16 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import projects
 from annotation.models import Campaign, Corpus
+from projects.services import ProjectCommand
 from scoring.reports import agreement as reports
 from scoring.reports.agreement_csv import csv_text
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand, BaseCommand):
     help = "Print the agreement report (the same figures as the browser report) as JSON or CSV."
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--campaign", help="campaign name (default: every campaign on the corpus)")
         parser.add_argument("--format", choices=["json", "csv"], default="json")
@@ -29,11 +28,11 @@ class Command(BaseCommand):
                             help="correlations for reliability and validity: pearson (phi, default) or tetrachoric")
 
     def handle(self, *args, **options):
-        project = projects.for_command(options["project"])
-        corpus = Corpus.objects.alive().in_project(project).filter(name=options["corpus"]).first()
+        project = self.project
+        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
         if corpus is None:
             raise CommandError(f"No corpus named {options['corpus']!r} in project {project.name!r}.")
-        campaigns = Campaign.objects.alive().in_project(project).filter(corpus=corpus)
+        campaigns = Campaign.objects.alive().filter(corpus=corpus)
         if options["campaign"]:
             campaigns = campaigns.filter(name=options["campaign"])
             if not campaigns.exists():

@@ -8,8 +8,8 @@ import tempfile
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import projects
 from annotation.models import Campaign, Corpus
+from projects.services import ProjectCommand
 from scoring.reports.exports import (
     FORMATS,
     STREAMABLE,
@@ -24,7 +24,7 @@ from scoring.reports.exports import (
 )
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand, BaseCommand):
     help = (
         "Export every label of a corpus (physicians' and judges') in the CSV long format of the brief: "
         "dialogue_id,rater,item,value,rater_kind,judge_run,created; also as XLSX, JSON or SPSS .sav. "
@@ -34,7 +34,6 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--campaign", help="only this campaign's labels (default: every campaign on the corpus)")
         parser.add_argument("--format", dest="fmt", choices=FORMATS, default="csv", help="output format (csv)")
@@ -45,13 +44,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, corpus: str, campaign: str | None, fmt: str, out: str, names: bool,
                as_user: str | None, **options):
-        project = projects.for_command(options.get("project"))
-        target = Corpus.objects.in_project(project).filter(name=corpus.strip()).first()
+        project = self.project
+        target = Corpus.objects.filter(name=corpus.strip()).first()
         if target is None or target.is_deleted:
             raise CommandError(f'There is no corpus "{corpus}" in project "{project.name}".')
         chosen = None
         if campaign is not None:
-            chosen = Campaign.objects.in_project(project).filter(name=campaign.strip()).first()
+            chosen = Campaign.objects.filter(name=campaign.strip()).first()
             if chosen is None or chosen.is_deleted:
                 raise CommandError(f'There is no campaign "{campaign}" in project "{project.name}".')
             if chosen.corpus_id != target.pk:

@@ -12,8 +12,9 @@ from decimal import Decimal
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation import projects
 from annotation.importers import ImportRejected
+from projects.scoping import in_project
+from projects.services import ProjectCommand
 from scoring.generation import cases
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet, GenerationJob
@@ -27,20 +28,22 @@ def case_set_for(path: str, project) -> tuple[CaseSet, int]:
     with open(path, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()[:12]
     name = f"{os.path.basename(path)} ({digest})"
-    existing = CaseSet.objects.alive().in_project(project).filter(name=name).first()
-    if existing is not None:
-        return existing, 0
-    with transaction.atomic():
-        case_set = CaseSet.objects.create(project=project, name=name, source=os.path.abspath(path))
-        counts = cases.import_case_file(case_set, path)
+    with in_project(project):
+        existing = CaseSet.objects.alive().filter(name=name).first()
+        if existing is not None:
+            return existing, 0
+        with transaction.atomic():
+            case_set = CaseSet.objects.create(project=project, name=name, source=os.path.abspath(path))
+            counts = cases.import_case_file(case_set, path)
     return case_set, counts["created"]
 
 
 def summary_lines(job: GenerationJob, progress: dict, report: dict, wall: float) -> list[str]:
     lines = [
         f"generation #{job.pk} {job.get_status_display().lower()}" + (f": {job.error}" if job.error else ""),
-        f"  dialogues done: {progress['done']}  failed: {progress['failed']}  remaining: {progress['remaining']}  "
-        f"turns: {progress['turns']} ({progress['cached_turns']} from cache)",
+        f"  dialogues done: {progress['done']}  failed: {progress['failed']}  "
+        + (f"not done: {progress['not_done']}  " if progress["ended"] else f"remaining: {progress['remaining']}  ")
+        + f"turns: {progress['turns']} ({progress['cached_turns']} from cache)",
         f"  calls made: {progress['calls']}  requests sent: {progress['spend']['requests_sent']}  tokens: "
         f"{progress['prompt_tokens']} in / {progress['completion_tokens']} out  cost: {progress['spend']['cost_text']}"
         f"  wall time: {wall:.1f} s",
@@ -48,18 +51,17 @@ def summary_lines(job: GenerationJob, progress: dict, report: dict, wall: float)
     ]
     for row in report["by_model"]:
         acc = "undefined" if row["accuracy"] is None else (
-            f"{row['accuracy']:.1%} (95% CI {row['ci_low']:.3f}-{row['ci_high']:.3f})")
+            f"{row['accuracy']:.1%} (95% CI {row['ci_low']:.1%}-{row['ci_high']:.1%})")
         lines.append(f"  accuracy {row['doctor_model']}: {row['correct']}/{row['judged']} = {acc}, "
                      f"turns mean {row['turns_mean']:.1f}")
     return lines
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand, BaseCommand):
     help = ("Generate dialogues: doctor model(s) under test talk with a patient simulator over the cases of a JSON "
             "Lines file; the dialogues go into a corpus (optionally wait with a progress bar).")
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("--cases", required=True, help="JSON Lines file of self-reports, templates or OSCE cases")
         parser.add_argument("--doctor-model", required=True, help="doctor model(s) under test, comma-separated")
         parser.add_argument("--patient-model", required=True, help="patient simulator (also measurement, moderator)")
@@ -77,7 +79,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="show progress until the job ends")
 
     def handle(self, *args, **options):
-        project = projects.for_command(options["project"])
+        project = self.project
         try:
             key_env = keys.check_key_variable(options["api_key_env"])
         except keys.KeyVariableRefused as exc:

@@ -1,6 +1,7 @@
 """python manage.py judge_report --corpus NAME [--campaign NAME] --judge RUN_ID_OR_RATER [--format json|csv|html]
 [--out FILE] [--project NAME]: the judge-vs-physicians report for scripts, the same JSON as the API
-(/api/judge-runs/<id>/report/)."""
+(/api/judge-runs/<id>/report/); with ``--scores`` the judge's own scores instead, no physicians needed (per model and
+criterion the mean with its CI, and Table 2 of repeated answers: the same JSON as /api/judge-runs/<id>/scores/)."""
 
 from __future__ import annotations
 
@@ -10,23 +11,47 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import projects
 from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
+from projects.services import ProjectCommand
 from scoring.judges.forms import VerdictSettingsForm
+from scoring.judges.juries import jury_rater_name
 from scoring.judges.labels import judge_rater_name
-from scoring.judges.models import JudgeRun
-from scoring.judges.report import JudgeReportError, judge_vs_physicians, run_scale_version_id
+from scoring.judges.models import JudgeRun, Jury
+from scoring.judges.report import (
+    JudgeReportError,
+    judge_scores,
+    judge_vs_physicians,
+    run_scale_version_id,
+    source_label,
+)
 from scoring.reports.agreement_csv import replicate_rows
 from scoring.reports.exports import may_see_names
 
 CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
 
 
-def find_run(corpus: Corpus, judge: str) -> JudgeRun:
+def find_jury(corpus: Corpus, judge: str) -> Jury | None:
+    """A live jury on ``corpus`` by "jury:ID", by its name, or by its rater name in exports ("panel (jury 3)")."""
+    text = judge.strip()
+    juries = Jury.objects.alive().filter(corpus=corpus).select_related("corpus")
+    if text.lower().startswith("jury:"):
+        number = text[5:].strip().lstrip("#")
+        jury = juries.filter(pk=int(number)).first() if number.isdigit() and len(number) < 19 else None
+        if jury is None:
+            raise CommandError(f"Corpus {corpus.name!r} has no jury #{number}.")
+        return jury
+    return next((j for j in juries.order_by("pk") if text in (j.name, jury_rater_name(j))), None)
+
+
+def find_run(corpus: Corpus, judge: str) -> JudgeRun | Jury:
     """A run on ``corpus`` by id ("12", "#12") or by its judge's name as pages and exports show it ("MedGPT judge",
-    or "gpt-4o per-item (run 12)"); CommandError naming the candidates when none or several match."""
-    runs = (JudgeRun.objects.in_project(corpus.project_id).filter(corpus=corpus).select_related("config", "corpus")
+    or "gpt-4o per-item (run 12)"), or a jury ("jury:3", or its name); CommandError naming the candidates when none
+    or several match."""
+    jury = find_jury(corpus, judge)
+    if jury is not None:
+        return jury
+    runs = (JudgeRun.objects.filter(corpus=corpus).select_related("config", "corpus")
             .order_by("pk"))
     text = judge.strip().lstrip("#")
     if text.isdigit():
@@ -46,7 +71,7 @@ def find_run(corpus: Corpus, judge: str) -> JudgeRun:
 
 def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
     """The campaign named ``name`` on the corpus, or the only one rating it on the run's scale version."""
-    campaigns = (Campaign.objects.alive().in_project(corpus.project_id).filter(corpus=corpus)
+    campaigns = (Campaign.objects.alive().filter(corpus=corpus)
                  .select_related("scale_version"))
     if name:
         campaign = campaigns.filter(name=name).first()
@@ -58,7 +83,8 @@ def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
         return fitting[0]
     if not fitting:
         raise CommandError(f"No campaign rates corpus {corpus.name!r} on the judge's scale version: the report "
-                           "compares the judge with physicians' labels (import them with import_labels).")
+                           "compares the judge with physicians' labels (import them with import_labels); --scores "
+                           "gives the judge's own scores and Table 2 without them.")
     raise CommandError("Several campaigns rate this corpus on the judge's scale version; choose one with --campaign ("
                        + ", ".join(repr(c.name) for c in fitting) + ").")
 
@@ -109,17 +135,32 @@ def csv_rows(report: dict):
         yield from replicate_rows((report.get("replicates") or {}).get(side), f"replicates ({side})")
 
 
-class Command(BaseCommand):
+def score_rows(scores: dict):
+    """The judge's own scores as flat rows: per model and criterion its mean with the bootstrap CI over the model's
+    texts, then Table 2 of repeated answers (mean over cases, SD and CI over replicates)."""
+    yield CSV_HEADER
+    for model in scores["models"]:
+        for code, c in model["criteria"].items():
+            yield ["judge scores", model["model"], f"{code} mean", c["mean"], c["ci_low"], c["ci_high"], c["n"], "",
+                   c.get("ci_note") or ""]
+    yield from replicate_rows(scores.get("replicates"), "replicates (judge)")
+
+
+class Command(ProjectCommand, BaseCommand):
     help = ("The judge-vs-physicians report of a judge run (one run by the app, or an imported judge's scores) "
             "against a campaign on the same corpus: the same JSON as the API, or CSV rows, or one HTML file.")
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--campaign", help="campaign name (default: the only campaign rating the corpus on the "
                                                "judge's scale version)")
         parser.add_argument("--judge", required=True, help="the run id, or the judge's name as pages and exports "
-                                                           "show it")
+                                                           "show it, or a jury (jury:ID or its name)")
+        parser.add_argument("--scores", action="store_true",
+                            help="the judge's own scores instead of the comparison with physicians (no campaign "
+                                 "needed): per model and criterion the mean with its CI and, for repeated answers, "
+                                 "Table 2 (mean over cases, SD and CI over replicates); JSON as "
+                                 "/api/judge-runs/<id>/scores/, or CSV")
         parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
         parser.add_argument("--out", help="write to this file instead of standard output")
         parser.add_argument("--floor", type=float, help="reliability floor (default 0.40)")
@@ -128,11 +169,13 @@ class Command(BaseCommand):
         parser.add_argument("--ci", choices=["percentile", "bca"], help="interval method (default percentile)")
 
     def handle(self, *args, **options):
-        project = projects.for_command(options["project"])
-        corpus = Corpus.objects.alive().in_project(project).filter(name=options["corpus"]).first()
+        project = self.project
+        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
         if corpus is None:
             raise CommandError(f"No corpus named {options['corpus']!r} in project {project.name!r}.")
         run = find_run(corpus, options["judge"])
+        if options["scores"]:
+            return self._scores(run, options)
         campaign = find_campaign(corpus, run, options["campaign"])
         query = {key: str(options[name]) for key, name in (("floor", "floor"), ("min_dialogues", "min_dialogues"),
                                                            ("margin", "margin"), ("ci", "ci"))
@@ -148,24 +191,45 @@ class Command(BaseCommand):
         if options["format"] == "json":
             text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
         elif options["format"] == "csv":
-            buffer = io.StringIO()
-            writer = csv.writer(buffer, lineterminator="\n")
-            for row in csv_rows(report):
-                writer.writerow(safe_row("" if v is None else v for v in row))  # names come from data
-            text = buffer.getvalue()
+            text = self._csv(csv_rows(report))
         else:
             from django.template.loader import render_to_string
             from django.utils import timezone
 
-            from scoring.reports.views import _inline_css
+            from scoring.reports.views import inline_css
 
             text = render_to_string("scoring/judge_report_standalone.html", {
                 "run": run, "campaign": campaign, "report": report, "generated": timezone.now(),
-                "css": _inline_css()})
+                "css": inline_css()})
+        self._write(text, options, f"the report of {source_label(run).lower()} ({run.name}) against {campaign.name!r}")
+
+    def _scores(self, run: JudgeRun, options: dict) -> None:
+        if options["format"] == "html":
+            raise CommandError("--scores gives JSON or CSV (the run's page shows them in the browser).")
+        if options["campaign"]:
+            raise CommandError("--scores needs no campaign: it reports the judge's own scores.")
+        if not run.is_finished:
+            raise CommandError(f"Run #{run.pk} is {run.get_status_display().lower()}: its scores are read once it "
+                               "has finished.")
+        scores = judge_scores(run)
+        if options["format"] == "json":
+            text = json.dumps(scores, indent=2, ensure_ascii=False, allow_nan=False)
+        else:
+            text = self._csv(score_rows(scores))
+        self._write(text, options, f"the scores of run #{run.pk} ({run.name})")
+
+    @staticmethod
+    def _csv(rows) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        for row in rows:
+            writer.writerow(safe_row("" if v is None else v for v in row))  # names come from data
+        return buffer.getvalue()
+
+    def _write(self, text: str, options: dict, what: str) -> None:
         if options["out"]:
             with open(options["out"], "w", encoding="utf-8") as handle:
                 handle.write(text)
-            self.stderr.write(f"Wrote the report of run #{run.pk} ({run.name}) against {campaign.name!r} to "
-                              f"{options['out']}.")
+            self.stderr.write(f"Wrote {what} to {options['out']}.")
         else:
             self.stdout.write(text)

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotation import projects
+from projects import scoping, services
 from scoring.generation import cases
 from scoring.generation.models import CaseSet
 
@@ -19,10 +19,10 @@ DEMO_NAME = "Demo cases (self-reports, templates, OSCE)"
 def load_generation_demo(project=None) -> int:
     """Import the demo case set once into ``project`` (default: the demo project); returns the number of cases
     imported now (0 when already there)."""
-    project = project or projects.demo_project()
-    if CaseSet.objects.in_project(project).filter(name=DEMO_NAME).exists():
-        return 0
-    with transaction.atomic():
+    project = project or services.demo_project()
+    with scoping.in_project(project), transaction.atomic():
+        if CaseSet.objects.filter(name=DEMO_NAME).exists():
+            return 0
         case_set = CaseSet.objects.create(
             project=project, name=DEMO_NAME, source=DEMO_FILE.name,
             description="Two self-reports, a self-report template (4 sampled cases) and two AgentClinic-style OSCE "
@@ -34,11 +34,11 @@ class Command(BaseCommand):
     help = "Import the demo patient cases for dialogue generation. Safe to run again; makes no LLM calls."
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)  # default here: the demo project
+        services.add_argument(parser)  # default here: the demo project
 
     def handle(self, *args, **options):
-        project = projects.for_command(options["project"]) if options.get("project") else projects.demo_project()
-        with projects.working_in(project):
+        project = services.for_command(options["project"]) if options.get("project") else services.demo_project()
+        with scoping.in_project(project):
             created = load_generation_demo(project)
         if created:
             self.stdout.write(f"Demo generation cases ready: {created} case(s) in {DEMO_NAME!r}.")

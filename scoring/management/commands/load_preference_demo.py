@@ -3,7 +3,7 @@
 
 from django.core.management.base import BaseCommand
 
-from annotation import projects
+from projects import scoping, services
 from scoring.preference.demo import load_preference_demo
 
 
@@ -11,11 +11,11 @@ class Command(BaseCommand):
     help = "Create the demo preference study (run load_demo first for the demo users)."
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)  # default here: the demo project
+        services.add_argument(parser)  # default here: the demo project
 
     def handle(self, *args, **options):
-        project = projects.for_command(options["project"]) if options.get("project") else projects.demo_project()
-        with projects.working_in(project):
+        project = services.for_command(options["project"]) if options.get("project") else services.demo_project()
+        with scoping.in_project(project):
             result = load_preference_demo(project)
         if result["created"]:
             self.stdout.write(f"Demo preference study #{result['study']} created and opened: "

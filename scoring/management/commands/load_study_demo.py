@@ -4,9 +4,9 @@ demo project ("Demo (synthetic)") unless another is named."""
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from annotation import projects
-from annotation.demo import DEMO_FINISHED, SYNTHETIC_PHYSICIANS
+from annotation.demo import SYNTHETIC_PHYSICIANS
 from annotation.models import Campaign
+from projects import scoping, services
 from scoring.judges import service as judge_reports
 from scoring.judges.demo import load_judge_demo
 from scoring.preference.demo import load_finished_preference_demo
@@ -20,28 +20,44 @@ class Command(BaseCommand):
             "again; makes no LLM calls.")
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)  # default here: the demo project
+        services.add_argument(parser)  # default here: the demo project
 
     def handle(self, *args, **options):
-        project = projects.for_command(options["project"]) if options.get("project") else projects.demo_project()
-        with projects.working_in(project):
+        project = services.for_command(options["project"]) if options.get("project") else services.demo_project()
+        with scoping.in_project(project):
             self._load(project)
 
     def _load(self, project):
         runs = load_judge_demo(project)
         preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS],
                                                    project=project)
-        campaign = Campaign.objects.alive().in_project(project).filter(name=DEMO_FINISHED).first()
+        reports = self._reports(runs)
+        from scoring.preference.models import PreferenceStudy
+        from scoring.preference.results_job import compute_now as compute_results
+
+        for study in PreferenceStudy.objects.alive().filter(status=PreferenceStudy.Status.UNBLINDED):
+            if compute_results(study).status == "succeeded":
+                reports.add(f"preference {study.pk}")
+        self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
+                          f"#{preference['study']} unblinded, {len(reports)} report(s) ready.")
+
+    def _reports(self, runs) -> set:
+        """Every demo campaign's agreement report and the judge runs' reports against the campaigns they can be
+        compared with, for the demo coordinator and analyst: no demo page computes a report on first view."""
+        from scoring.judges.service import comparable_campaigns
+
         reports = set()
-        if campaign is not None:
-            # The demo campaign allows names (made-up raters), so both users share one report.
-            for user in get_user_model().objects.filter(username__in=["coordinator", "analyst"]):
+        users = list(get_user_model().objects.filter(username__in=["coordinator", "analyst"]))
+        for campaign in Campaign.objects.alive().order_by("pk"):
+            for user in users:  # campaigns that allow names share one report between both users
                 job = compute_now(campaign, user)
                 if job.status == "succeeded":
                     reports.add(job.pk)
-                if runs:  # the home page's "Synthetic LLM judge vs physicians" opens this one
-                    judged = judge_reports.compute_now(runs[0], campaign, user)
+        for run in runs:
+            judge_reports.stored_judge_scores(run)  # the run page's own scores
+            for campaign in comparable_campaigns(run):
+                for user in users:
+                    judged = judge_reports.compute_now(run, campaign, user)
                     if judged.status == "succeeded":
                         reports.add(judged.pk)
-        self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
-                          f"#{preference['study']} unblinded, {len(reports)} report(s) ready.")
+        return reports

@@ -7,9 +7,10 @@ import time
 from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
-from annotation import projects
-from annotation.models import Corpus
+from annotation.models import Corpus, ScaleVersion
+from projects.services import ProjectCommand
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm import gateway, keys
@@ -26,7 +27,8 @@ def summary_lines(run: JudgeRun, progress: dict, wall: float) -> list[str]:
     return [
         f"run #{run.pk} {run.get_status_display().lower()}" + (f": {run.error}" if run.error else ""),
         f"  scored: {progress['done']}  calls made: {progress['calls']}  cached: {progress['cached']}  "
-        f"unscored: {progress['unscored']}  failed: {progress['failed']}  remaining: {progress['remaining']}",
+        f"unscored: {progress['unscored']}  failed: {progress['failed']}  "
+        + (f"not done: {progress['not_done']}" if progress["ended"] else f"remaining: {progress['remaining']}"),
         f"  requests sent: {spend['requests_sent']}{limit}  tokens: {progress['prompt_tokens']} in / "
         f"{progress['completion_tokens']} out  cost: {spend['cost_text']}  wall time: {wall:.1f} s",
     ]
@@ -39,11 +41,14 @@ def estimate_line(estimate: dict) -> str:
             f"{estimate['cost_text']}" + (" (Batch API: half price)" if estimate["batch"] else ""))
 
 
-class Command(BaseCommand):
+class _Estimated(Exception):
+    """--dry-run: the estimate is printed; roll back the judge configuration made for it."""
+
+
+class Command(ProjectCommand, BaseCommand):
     help = "Create and start an LLM judge run on a corpus (optionally wait for it with a progress bar)."
 
     def add_arguments(self, parser):
-        projects.add_argument(parser)
         parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
         parser.add_argument("--model", required=True, help="model name at the endpoint")
         parser.add_argument("--base-url", default="", help="OpenAI-compatible base URL (default OPENAI_BASE_URL)")
@@ -70,58 +75,40 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="show progress until the run ends")
         parser.add_argument("--poll", type=float, default=1.0, help=argparse_hidden())
 
-    def handle(self, *args, **options):
-        try:  # before anything is stored or sent
-            options["api_key_env"] = keys.check_key_variable(options["api_key_env"])
+    def check_arguments(self, **options) -> None:
+        try:  # before anything is read, stored or sent
+            keys.check_key_variable(options["api_key_env"])
         except keys.KeyVariableRefused as exc:
             raise CommandError(str(exc)) from None
-        project = projects.for_command(options["project"])
-        corpus = Corpus.objects.alive().in_project(project).filter(name=options["corpus"]).first()
+
+    def handle(self, *args, **options):
+        options["api_key_env"] = keys.check_key_variable(options["api_key_env"])
+        project = self.project
+        corpus = Corpus.objects.alive().filter(name=options["corpus"]).first()
         if corpus is None:
             raise CommandError(f"No corpus named {options['corpus']!r} in project {project.name!r}.")
-        visible = projects.visible_versions(project)
+        visible = ScaleVersion.objects.all()  # the scoped manager: own versions and the published library
         version = visible.filter(scale__slug=options["scale"], status="published").order_by("-number").first()
         if version is None:
             known = ", ".join(visible.filter(status="published").order_by("scale__slug")
                               .values_list("scale__slug", flat=True).distinct())
             raise CommandError(f"No published scale {options['scale']!r} (published: {known}).")
-        scale_part = "" if options["scale"] == "llm-mini-cex" else f" {options['scale']}"
-        name = options["config"] or (f"{options['model']} {options['mode']}{scale_part} @ "
-                                     f"{options['base_url'] or 'default'}")
-        defaults = {"base_url": options["base_url"], "api_key_env": options["api_key_env"],
-                    "model": options["model"], "mode": options["mode"], "concurrency": options["concurrency"],
-                    "temperature": options["temperature"],
-                    "prompt_set": judging.default_prompt_set(version, project=project)}
-        config, created = JudgeConfig.objects.get_or_create(project=project, name=name[:120], defaults=defaults)
-        if not created:
-            changed = [k for k, v in defaults.items() if k != "prompt_set" and getattr(config, k) != v]
-            if config.prompt_set.scale_version.scale_id != version.scale_id:
-                changed.append("scale")
-            if changed:
-                raise CommandError(f"Judge configuration {config.name!r} exists with other settings "
-                                   f"({', '.join(changed)}); pass --config NEW_NAME.")
-        codes = [c.strip() for c in options["items"].split(",") if c.strip()]
-        try:
-            estimate = judging.estimate(config, corpus, item_codes=codes, batch=options["batch"])
-            self.stdout.write(estimate_line(estimate))
-            if options["dry_run"]:
-                return
-            for name in ("max_cost", "max_tokens"):
-                if options[name] is not None and options[name] < 0:
-                    raise judging.RunError(f"--{name.replace('_', '-')} cannot be negative.")
-            run = judging.create_run(config, corpus, item_codes=codes, batch=options["batch"],
-                                     cost_cap=options["max_cost"], token_cap=options["max_tokens"])
+        try:  # nothing stays behind when the run is refused (or only estimated): no judge, no prompt set, no run
+            with transaction.atomic():
+                run = self._create(project, corpus, version, options)
+        except _Estimated:
+            return
         except (gateway.NotConfigured, judging.RunError) as exc:
             raise CommandError(str(exc)) from None
         units = judging.start(run)
-        self.stderr.write(f"run #{run.pk}: {units} unit(s) to judge with configuration {config.name!r}")
+        self.stderr.write(f"run #{run.pk}: {units} unit(s) to judge with configuration {run.config.name!r}")
         if not options["wait"]:
             return
         started = time.monotonic()
         while True:
             run.refresh_from_db()
             progress = judging.progress(run)
-            done = progress["total"] - progress["remaining"]
+            done = progress["total"] - progress["remaining"] - progress["not_done"]
             eta = progress["eta_seconds"]
             line = (f"\r[{bar(progress['percent'] / 100)}] {done}/{progress['total']} "
                     f"calls {progress['calls']} cached {progress['cached']} failed {progress['failed']} "
@@ -139,6 +126,34 @@ class Command(BaseCommand):
             self.stdout.write(line)
         if run.status != JudgeRun.Status.SUCCEEDED:  # failed, finished with problems, paused or cancelled
             raise CommandError(f"run #{run.pk} {run.get_status_display().lower()}: {run.error or 'see the run page'}")
+
+    def _create(self, project, corpus: Corpus, version: ScaleVersion, options: dict) -> JudgeRun:
+        """The judge configuration (made or reused) and its run, or RunError / NotConfigured saying why not."""
+        scale_part = "" if options["scale"] == "llm-mini-cex" else f" {options['scale']}"
+        name = options["config"] or (f"{options['model']} {options['mode']}{scale_part} @ "
+                                     f"{options['base_url'] or 'default'}")
+        defaults = {"base_url": options["base_url"], "api_key_env": options["api_key_env"],
+                    "model": options["model"], "mode": options["mode"], "concurrency": options["concurrency"],
+                    "temperature": options["temperature"],
+                    "prompt_set": judging.default_prompt_set(version, project=project)}
+        config, created = JudgeConfig.objects.get_or_create(project=project, name=name[:120], defaults=defaults)
+        if not created:
+            changed = [k for k, v in defaults.items() if k != "prompt_set" and getattr(config, k) != v]
+            if config.prompt_set.scale_version.scale_id != version.scale_id:
+                changed.append("scale")
+            if changed:
+                raise judging.RunError(f"Judge configuration {config.name!r} exists with other settings "
+                                       f"({', '.join(changed)}); pass --config NEW_NAME.")
+        codes = [c.strip() for c in options["items"].split(",") if c.strip()]
+        estimate = judging.estimate(config, corpus, item_codes=codes, batch=options["batch"])
+        self.stdout.write(estimate_line(estimate))
+        if options["dry_run"]:
+            raise _Estimated
+        for key in ("max_cost", "max_tokens"):
+            if options[key] is not None and options[key] < 0:
+                raise judging.RunError(f"--{key.replace('_', '-')} cannot be negative.")
+        return judging.create_run(config, corpus, item_codes=codes, batch=options["batch"],
+                                  cost_cap=options["max_cost"], token_cap=options["max_tokens"])
 
 
 def argparse_hidden() -> str:

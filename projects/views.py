@@ -16,9 +16,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from annotation import projects
-from annotation.models import Membership, Project
-from annotation.roles import PROJECT_ROLES, ROLE_LABELS, is_admin
+from projects import access, services
+from projects.models import Membership, Project
+from projects.roles import PROJECT_ROLES, ROLE_LABELS, is_admin
 
 
 class NewProjectForm(forms.Form):
@@ -38,12 +38,12 @@ class AddMemberForm(forms.Form):
 
 def _project(request, pk: int) -> Project:
     """A project the user may enter (member, or administrator); any other is a 404."""
-    return get_object_or_404(projects.projects_of(request.user), pk=pk)
+    return get_object_or_404(access.projects_of(request.user), pk=pk)
 
 
 def _manageable(request, pk: int) -> Project:
     project = _project(request, pk)
-    if not projects.may_manage_members(request.user, project):
+    if not services.may_manage_members(request.user, project):
         raise PermissionDenied("Only the project's coordinators and administrators add and remove its members.")
     return project
 
@@ -56,46 +56,47 @@ def project_list(request):
             raise PermissionDenied("Only administrators create projects.")
         if form.is_valid():
             try:
-                project = projects.create_project(form.cleaned_data["name"], by=request.user,
+                project = services.create_project(form.cleaned_data["name"], by=request.user,
                                                   description=form.cleaned_data["description"].strip())
-            except projects.ProjectError as exc:
+            except services.ProjectError as exc:
                 form.add_error("name", str(exc))
             else:
                 messages.success(request, f"Project {project.name!r} created. Add its members next.")
                 return redirect("project-detail", pk=project.pk)
-    mine = list(projects.projects_of(request.user))
+    mine = list(access.projects_of(request.user))
     held = {}
     for membership in Membership.objects.filter(user=request.user, project__in=[p.pk for p in mine]):
         held.setdefault(membership.project_id, []).append(ROLE_LABELS[membership.role])
     rows = [(p, held.get(p.pk, []), p.memberships.values("user").distinct().count()) for p in mine]
-    return render(request, "annotation/project_list.html", {"rows": rows, "form": form},
+    return render(request, "projects/project_list.html", {"rows": rows, "form": form},
                   status=400 if form is not None and form.errors else 200)
 
 
 @login_required
 def project_detail(request, pk: int):
     project = _project(request, pk)
-    manage = projects.may_manage_members(request.user, project)
+    manage = services.may_manage_members(request.user, project)
     form = AddMemberForm(request.POST or None) if manage else None
     if request.method == "POST":
         if form is None:
             raise PermissionDenied("Only the project's coordinators and administrators add members.")
         if form.is_valid():
-            user = get_user_model().objects.filter(username=form.cleaned_data["username"].strip()).first()
-            if user is None:
-                form.add_error("username", f"No account named {form.cleaned_data['username'].strip()!r}.")
+            user = get_user_model().objects.filter(username=form.cleaned_data["username"].strip(),
+                                                   is_active=True).first()
+            if user is None:  # missing and deactivated accounts answer alike
+                form.add_error("username", f"No active account named {form.cleaned_data['username'].strip()!r}.")
             else:
                 try:
-                    added = projects.add_member(project, user, form.cleaned_data["role"], by=request.user)
-                except projects.ProjectError as exc:
+                    added = services.add_member(project, user, form.cleaned_data["role"], by=request.user)
+                except services.ProjectError as exc:
                     form.add_error(None, str(exc))
                 else:
                     role = ROLE_LABELS[form.cleaned_data["role"]]
                     messages.success(request, f"{user.username} is now {role.lower()} in {project.name}."
                                      if added else f"{user.username} was {role.lower()} in {project.name} already.")
                     return redirect("project-detail", pk=project.pk)
-    return render(request, "annotation/project_detail.html",
-                  {"the_project": project, "members": projects.members(project), "manage": manage, "form": form},
+    return render(request, "projects/project_detail.html",
+                  {"the_project": project, "members": services.members(project), "manage": manage, "form": form},
                   status=400 if form is not None and form.errors else 200)
 
 
@@ -110,14 +111,14 @@ def member_remove(request, pk: int, user_id: int):
         if role is not None and role not in roles:
             raise Http404("No such role of this member.")
         try:
-            removed = projects.remove_member(project, member, role, by=request.user)
-        except projects.ProjectError as exc:
+            removed = services.remove_member(project, member, role, by=request.user)
+        except services.ProjectError as exc:
             messages.error(request, str(exc))
         else:
             messages.success(request, f"{member.username}: {removed} role(s) in {project.name} removed; their work "
                                       "stays in the project.")
         return redirect("project-detail", pk=project.pk)
-    return render(request, "annotation/project_member_remove.html",
+    return render(request, "projects/project_member_remove.html",
                   {"the_project": project, "member": member, "roles": [(r, ROLE_LABELS[r]) for r in roles]})
 
 
@@ -125,10 +126,11 @@ def member_remove(request, pk: int, user_id: int):
 @login_required
 def project_switch(request):
     """The navigation's switch: remember the chosen project in the session, then go home (or to a safe ``next``)."""
-    project = projects.find(request.user, request.POST.get("project", ""))
+    project = access.find(request.user, request.POST.get("project", ""))
     if project is None:
         raise Http404("No such project that you are a member of.")
-    request.session[projects.SESSION_KEY] = project.pk
+    request.session[access.SESSION_KEY] = project.pk
+    access.remember(request.user, project)
     target = request.POST.get("next") or ""
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
                                            require_https=request.is_secure()):

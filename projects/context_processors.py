@@ -1,4 +1,4 @@
-from annotation.roles import ROLE_LABELS, effective_roles, roles_of
+from projects.roles import ROLE_LABELS, effective_roles, roles_in
 
 
 def roles(request):
@@ -9,18 +9,19 @@ def roles(request):
         # still shows the user's project.
         from django.http import Http404
 
-        from annotation.projects import enter_once
+        from projects.access import enter_once
 
         try:
             enter_once(request)
         except Http404:
             request._project_entered = True
-    held = roles_of(user)
-    context = {"user_roles": effective_roles(user),
+    project = getattr(request, "project", None)
+    held = roles_in(user, project)
+    context = {"user_roles": effective_roles(user, project),
                "user_role_labels": [ROLE_LABELS[r] for r in ROLE_LABELS if r in held],
-               "project": getattr(request, "project", None)}
+               "project": project}
     if getattr(user, "is_authenticated", False):
-        from annotation.projects import projects_of
+        from projects.access import projects_of
 
         context["user_projects"] = projects_of(user)
     return context

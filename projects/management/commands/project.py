@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import projects
-from annotation.models import Project
-from annotation.roles import PROJECT_ROLES
+from projects import services as projects
+from projects.models import Project
+from projects.roles import PROJECT_ROLES
 
 
 class Command(BaseCommand):
@@ -59,11 +59,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
     def _project(self, name: str) -> Project:
-        project = Project.objects.filter(name=name).first()
-        if project is None:
-            names = ", ".join(Project.objects.values_list("name", flat=True)) or "none"
-            raise CommandError(f"No project named {name!r} (projects: {names}).")
-        return project
+        return projects.for_command(name)
 
     def _user(self, username: str):
         user = get_user_model().objects.filter(username=username).first()

@@ -1,0 +1,443 @@
+"""Benchmark: every page each role reaches from its home page, first view and repeat (issue 34 item 6).
+
+Targets: every page within 1 s on its first view once the workers are idle, and p95 within 300 ms.
+
+What it does:
+  1. Sets up its own database: embedded mode (default; SQLite and the filesystem broker under a var directory of
+     its own, ``--var``) or, with ``--postgres``, PostgreSQL (DATABASE_URL, default
+     postgres://postgres@127.0.0.1:5432/minicex_bench_pages) with Redis as broker and cache (CELERY_BROKER_URL,
+     CACHE_URL). Migrates and loads the demo as ``make run`` does (``load_demo``, which computes the demo's reports).
+  2. Builds a large study once (reused on later runs) in its own project "Bench pages (large study)": 2,680
+     dialogues x 24 items x 10 raters (643,200 submitted labels), a preference study of 500 comparisons (2 raters
+     each, answered, locked and unblinded) and a Delphi study of 30 panellists x 3 rounds (two closed, the third
+     answered), with a coordinator, an analyst and a physician of the project.
+  3. Lets the workers finish: runs every queued background job (the figures the changes queued) and computes the
+     large study's reports as they would be after the data arrived, so the crawl starts with idle workers.
+  4. In a fresh process (imports cold, as a newly started server): logs in with Django's test client as each demo
+     role (physician, coordinator, analyst, admin) and each role of the large study, opens the home page and every
+     page reachable from it by following links within the app (GET only; at most ``--per-pattern`` URLs of each
+     URL pattern per role; downloads, the API, the admin and the manual left out), each page twice more right
+     after (repeat views). Server time is the time of the request through the whole Django stack.
+  5. Prints, per URL pattern, the first-view and repeat server times (p50, p95, max, in ms), and the pages that
+     showed "computing" (figures computed on first view: should be none once the workers are idle).
+
+Run:  .venv/bin/python bench/bench_pages.py [--postgres] [--per-pattern 3] [--rebuild]
+Exit status 0 when the benchmark ran (targets met or not), 1 when it could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+PROJECT = "Bench pages (large study)"
+N_DIALOGUES, N_RATERS = 2680, 10
+N_COMPARISONS, N_PANELLISTS, N_ROUNDS = 500, 30, 3
+TARGET_FIRST, TARGET_P95 = 1.0, 0.3
+SKIP = re.compile(r"^/(static|admin|api|help|media)/|/export|/download|\.(csv|xlsx|json|sav|html)$|/csv/|"
+                  r"logout|/accounts/password|/healthz")
+SEED = 34
+
+
+def configure(args) -> None:
+    os.environ.setdefault("SECRET_KEY", "bench-pages-not-secret")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ["ALLOWED_HOSTS"] = "testserver,127.0.0.1,localhost"
+    if args.postgres:
+        os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/minicex_bench_pages")
+        os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/7")
+        os.environ.setdefault("CACHE_URL", "redis://127.0.0.1:6379/8")
+        os.environ.setdefault("EMAIL_BACKEND", "console")
+    else:
+        os.environ.pop("DATABASE_URL", None)
+        os.environ.pop("CELERY_BROKER_URL", None)
+        os.environ.pop("CACHE_URL", None)
+        os.environ["MINICEX_VAR_DIR"] = args.var
+
+
+def mode_name() -> str:
+    if os.environ.get("DATABASE_URL"):
+        return "production (PostgreSQL, Redis)"
+    return "embedded (SQLite, filesystem broker)"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the data
+# --------------------------------------------------------------------------------------------------------------
+def prepare(rebuild: bool) -> None:
+    if os.environ.get("DATABASE_URL"):
+        from bench_export import ensure_database
+
+        print(ensure_database(os.environ["DATABASE_URL"]))
+    else:
+        Path(os.environ["MINICEX_VAR_DIR"]).mkdir(parents=True, exist_ok=True)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    started = time.monotonic()
+    call_command("migrate", verbosity=0)
+    print(f"migrate: {time.monotonic() - started:.1f} s")
+    started = time.monotonic()
+    call_command("load_demo", no_logins=True, stdout=open(os.devnull, "w"))  # noqa: SIM115 - the demo's output
+    print(f"demo (with its reports, as `make run` loads it): {time.monotonic() - started:.1f} s")
+    from projects import scoping
+    from projects.models import Project
+    from projects.services import create_project
+
+    project = Project.objects.filter(name=PROJECT).first()
+    if project is not None and rebuild:
+        print("--rebuild: use a fresh database (drop it, or delete the var directory) instead")
+        raise SystemExit(1)
+    if project is None:
+        project = create_project(PROJECT, description="Benchmark data (bench/bench_pages.py).")
+    with scoping.in_project(project):
+        build(project)  # what an interrupted earlier run left out
+    with scoping.in_project(project):
+        idle_workers(project)
+
+
+def build(project) -> None:
+    from django.contrib.auth import get_user_model
+
+    from projects.services import add_member
+
+    User = get_user_model()
+    users = {}
+    for name, role in (("bench-coordinator", "coordinator"), ("bench-analyst", "analyst")):
+        user = User.objects.filter(username=name).first() or User.objects.create_user(name, password=None)
+        add_member(project, user, role)
+        users[role] = user
+    from annotation.models import Corpus
+    from delphi.models import DelphiStudy
+    from scoring.preference.models import PreferenceStudy
+
+    started = time.monotonic()
+    if not Corpus.objects.filter(name="bench-pages").exists():
+        build_campaign(project)
+        print(f"  campaign: {N_DIALOGUES:,} dialogues x 24 items x {N_RATERS} raters: "
+              f"{time.monotonic() - started:.1f} s")
+    raters = list(User.objects.filter(username__startswith="bench-physician-").order_by("username"))
+    started = time.monotonic()
+    if not PreferenceStudy.objects.filter(name="bench-pages preference").exists():
+        build_preference(users["coordinator"], raters[:2])
+        print(f"  preference study of {N_COMPARISONS} comparisons: {time.monotonic() - started:.1f} s")
+    started = time.monotonic()
+    if not DelphiStudy.objects.filter(title="bench-pages Delphi study").exists():
+        build_delphi(users["coordinator"])
+        print(f"  Delphi study of {N_PANELLISTS} panellists x {N_ROUNDS} rounds: {time.monotonic() - started:.1f} s")
+
+
+def build_campaign(project) -> list:
+    """The MedEval-sized campaign of bench/bench_export.py, written with bulk inserts (both databases)."""
+    import random
+
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.utils import timezone
+
+    from annotation.campaigns import create_campaign
+    from annotation.models import Assignment, CampaignRater, Corpus, Dialogue, Label, ScaleVersion
+    from projects.services import add_member
+
+    rng = random.Random(SEED)
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    items = list(version.rating_items().order_by("order").values_list("pk", "response_type"))
+    now = timezone.now()
+    User = get_user_model()
+    with transaction.atomic():
+        corpus = Corpus.objects.create(name="bench-pages", description="Benchmark data (bench/bench_pages.py).")
+        models = ["GPT-4", "Qwen-72B", "Baichuan2", "ChatGLM3"]
+        Dialogue.objects.bulk_create([
+            Dialogue(corpus=corpus, external_id=f"medeval-{n:05d}", self_report=f"Complaint {n}",
+                     turns=[{"role": "patient", "text": f"Complaint {n}"}, {"role": "doctor", "text": "Since when?"}],
+                     source_model=models[n % 4], language="en", split="test")
+            for n in range(N_DIALOGUES)], batch_size=5000)
+        dialogue_ids = list(Dialogue.objects.filter(corpus=corpus).order_by("pk").values_list("pk", flat=True))
+        raters = []
+        for n in range(1, N_RATERS + 1):
+            user = User.objects.filter(username=f"bench-physician-{n:02d}").first() or User.objects.create_user(
+                f"bench-physician-{n:02d}", password=None)
+            add_member(project, user, "physician")
+            raters.append(user)
+        campaign = create_campaign(name="bench-pages", corpus=corpus, scale_version=version, overlap=N_RATERS)
+        CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in raters])
+        assignments = Assignment.objects.bulk_create([
+            Assignment(campaign=campaign, dialogue_id=d, rater=u, status=Assignment.Status.SUBMITTED, position=p,
+                       created_at=now, started_at=now, submitted_at=now)
+            for u in raters for p, d in enumerate(dialogue_ids, start=1)], batch_size=5000)
+        batch = []
+        for a in assignments:
+            for item_id, kind in items:
+                value = rng.randint(1, 3) if kind == "ordinal" else int(rng.random() < 0.7)
+                batch.append(Label(assignment_id=a.pk, campaign_id=campaign.pk, dialogue_id=a.dialogue_id,
+                                   rater_id=a.rater_id, item_id=item_id, value=value, created_at=now, updated_at=now))
+            if len(batch) >= 20000:
+                Label.objects.bulk_create(batch, batch_size=5000)
+                batch = []
+        Label.objects.bulk_create(batch, batch_size=5000)
+    return raters
+
+
+def build_preference(coordinator, raters) -> None:
+    import random
+
+    from scoring.preference import services as preference
+    from scoring.preference.models import PreferenceTask
+
+    rng = random.Random(SEED)
+    sources = ["ZephyrMed-7B", "OrcaDoc-13B"]
+    lines = [json.dumps({"item": f"q{i}", "prompt": f"Question {i}: I have had a cough for {i % 9 + 2} days.",
+                         "source": source, "answer": f"Answer {i} of {k}: rest, fluids; see a doctor if worse."})
+             for i in range(N_COMPARISONS) for k, source in enumerate(sources)]
+    study = preference.create_study(name="bench-pages preference", kind="answer", criteria="response", overlap=2,
+                                    seed=SEED, user=coordinator)
+    preference.import_answers(study, lines, coordinator)
+    for user in raters:
+        preference.add_rater(study, user, added_by=coordinator)
+    preference.open_study(study, coordinator)
+    criteria = list(study.criteria.all())
+    for task in PreferenceTask.objects.filter(study=study).select_related("rater"):
+        for criterion in criteria:
+            preference.save_answer(task, criterion.pk, rng.choice(["A", "B", "tie"]), task.rater)
+        preference.submit_task(task, task.rater)
+    preference.lock(study, coordinator)
+    preference.unblind(study, coordinator, "benchmark")
+
+
+def build_delphi(coordinator) -> None:
+    from django.db import transaction
+
+    from delphi import services
+
+    # The study's own draft scale (3 dimensions x 8 items): the rounds' new versions are the project's own.
+    lines = []
+    for d in range(1, 4):
+        lines.append(f"{d} Dimension {d}")
+        lines += [f"{d}.{i} Item {d}.{i}: the doctor does something specific and observable" for i in range(1, 9)]
+    with transaction.atomic():
+        study = services.create_study(title="bench-pages Delphi study", user=coordinator,
+                                      scale_name="bench-pages scale", item_lines="\n".join(lines),
+                                      site_url="http://127.0.0.1:8000", reminder_days=0, planned_rounds=N_ROUNDS)
+        _answer_rounds(study, coordinator)
+
+
+def _answer_rounds(study, coordinator) -> None:
+    import numpy as np
+
+    from delphi import services
+
+    services.invite(study, coordinator, text="\n".join(f"Expert {n} <expert{n:02d}@example.org>"
+                                                       for n in range(1, N_PANELLISTS + 1)))
+    rng = np.random.default_rng(SEED)
+    for number in range(1, N_ROUNDS + 1):
+        rnd = study.rounds.get(number=number)
+        services.open_round(rnd, coordinator, notify=False)
+        items = services.round_items(rnd)
+        for part in rnd.participations.order_by("panelist__pseudonym"):
+            for item in items:
+                services.save_answer(part, item.pk, importance=int(np.clip(np.round(4.2 + rng.normal(0, 0.7)), 1, 5)))
+            services.save_profile(part, {"familiarity": 4, "basis_practice": "high", "basis_theory": "medium",
+                                         "basis_literature": "medium", "basis_intuition": "low"})
+            services.complete(part)
+        if number < N_ROUNDS:
+            services.close_round(rnd, coordinator, "benchmark")
+
+
+def idle_workers(project) -> None:
+    """What the workers would have done by now: every queued job, and the large study's reports for its readers."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Campaign
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+    from scoring.reports.service import compute_now
+
+    started = time.monotonic()
+    ran = 0
+    for job_id in Job.unscoped.filter(status=Job.Status.QUEUED).order_by("pk").values_list("pk", flat=True):
+        params = Job.unscoped.get(pk=job_id).params
+        if "not_before" in params:
+            Job.unscoped.filter(pk=job_id).update(params={k: v for k, v in params.items() if k != "not_before"})
+        jobs.execute(job_id)
+        ran += 1
+    users = get_user_model().objects.filter(username__in=["bench-coordinator", "bench-analyst"])
+    for campaign in Campaign.objects.alive():
+        for user in users:
+            compute_now(campaign, user)
+    print(f"workers idle: {ran} queued job(s) run, reports stored: {time.monotonic() - started:.1f} s")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the crawl (a fresh process)
+# --------------------------------------------------------------------------------------------------------------
+def crawl(per_pattern: int, max_pages: int) -> dict:
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import Resolver404, resolve
+
+    User = get_user_model()
+    # A new server's first request loads the URLconf, the middleware and the templates' machinery; timed apart.
+    t0 = time.perf_counter()
+    Client().get("/accounts/login/")
+    warmup = time.perf_counter() - t0
+    print(f"  the server's first request (login page: URLconf, middleware, templates): {warmup * 1000:.0f} ms",
+          flush=True)
+    logins = [("demo physician", "physician"), ("demo coordinator", "coordinator"), ("demo analyst", "analyst"),
+              ("demo admin", "admin"), ("large-study coordinator", "bench-coordinator"),
+              ("large-study analyst", "bench-analyst"), ("large-study physician", "bench-physician-01")]
+    rows: list[dict] = []
+    for label, username in logins:
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            print(f"  no user {username}; skipped")
+            continue
+        client = Client()
+        client.force_login(user)
+        queue, seen, per = ["/"], {"/"}, {}
+        started = time.monotonic()
+        while queue and len([r for r in rows if r["role"] == label]) < max_pages:
+            url = queue.pop(0)
+            path = urlsplit(url).path
+            try:
+                match = resolve(path)
+            except Resolver404:
+                continue
+            pattern = "/" + str(match.route)
+            if per.get(pattern, 0) >= per_pattern:
+                continue
+            per[pattern] = per.get(pattern, 0) + 1
+            t0 = time.perf_counter()
+            response = client.get(url)
+            first = time.perf_counter() - t0
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            repeats = []
+            for _ in range(2):
+                t0 = time.perf_counter()
+                again = client.get(url)
+                if again.streaming:
+                    b"".join(again.streaming_content)
+                repeats.append(time.perf_counter() - t0)
+            text = body.decode("utf-8", "replace") if "html" in response.get("Content-Type", "") else ""
+            rows.append({"role": label, "url": url, "pattern": pattern, "status": response.status_code,
+                         "first": first, "repeat": repeats,
+                         "computing": 'data-testid="figures-computing"' in text or "Computing the report" in text,
+                         "updating": 'data-testid="figures-updating"' in text})
+            links = re.findall(r'href="([^"#]+)', text)
+            if response.status_code in (301, 302) and response.get("Location"):
+                links.append(response["Location"])
+            for link in links:
+                target = urljoin(url, html.unescape(link))
+                parts = urlsplit(target)
+                if parts.netloc not in ("", "testserver") or SKIP.search(parts.path):
+                    continue
+                local = parts.path + (f"?{parts.query}" if parts.query else "")
+                if local not in seen:
+                    seen.add(local)
+                    queue.append(local)
+        print(f"  {label}: {len([r for r in rows if r['role'] == label])} pages in "
+              f"{time.monotonic() - started:.1f} s", flush=True)
+    return {"rows": rows, "warmup": warmup}
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * p / 100
+    low, high = int(k), min(int(k) + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (k - low)
+
+
+def report(result: dict) -> None:
+    rows = result["rows"]
+    by_pattern: dict[str, list[dict]] = {}
+    for row in rows:
+        by_pattern.setdefault(row["pattern"], []).append(row)
+    print(f"\n{'URL pattern':<58} {'n':>3}  {'first view p50/p95/max (ms)':>28}  {'repeat p50/p95/max (ms)':>24}")
+    for pattern, group in sorted(by_pattern.items(), key=lambda kv: -max(r["first"] for r in kv[1])):
+        first = [r["first"] * 1000 for r in group]
+        repeat = [t * 1000 for r in group for t in r["repeat"]]
+        print(f"{pattern[:58]:<58} {len(group):>3}  "
+              f"{percentile(first, 50):8.0f} {percentile(first, 95):8.0f} {max(first):8.0f}  "
+              f"{percentile(repeat, 50):7.0f} {percentile(repeat, 95):7.0f} {max(repeat):7.0f}")
+    first = [r["first"] for r in rows]
+    repeat = [t for r in rows for t in r["repeat"]]
+    worst = max(rows, key=lambda r: r["first"])
+    slow = [r for r in rows if r["first"] > TARGET_FIRST]
+    errors = [r for r in rows if r["status"] >= 500]
+    print(f"\npages: {len(rows)} ({len(by_pattern)} URL patterns, {len({r['role'] for r in rows})} roles); "
+          f"server errors: {len(errors)}")
+    print(f"first view: p50 {percentile(first, 50) * 1000:.0f} ms, p95 {percentile(first, 95) * 1000:.0f} ms, "
+          f"max {max(first) * 1000:.0f} ms ({worst['role']}: {worst['url']})")
+    print(f"repeat:     p50 {percentile(repeat, 50) * 1000:.0f} ms, p95 {percentile(repeat, 95) * 1000:.0f} ms, "
+          f"max {max(repeat) * 1000:.0f} ms")
+    for row in slow:
+        print(f"  over {TARGET_FIRST:.0f} s on first view: {row['first']:.2f} s {row['role']}: {row['url']}")
+    computing = [r for r in rows if r["computing"]]
+    print(f"pages that were computing figures on first view: {len(computing)}"
+          + "".join(f"\n  {r['role']}: {r['url']}" for r in computing))
+    print(f"pages showing stored figures marked updating: {sum(r['updating'] for r in rows)}")
+    ok_first = not slow
+    ok_p95 = percentile(first, 95) <= TARGET_P95
+    print(f"TARGET every page <= {TARGET_FIRST:.0f} s on first view: {'PASS' if ok_first else 'FAIL'}; "
+          f"p95 <= {TARGET_P95 * 1000:.0f} ms: {'PASS' if ok_p95 else 'FAIL'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postgres", action="store_true", help="production mode: PostgreSQL and Redis")
+    parser.add_argument("--var", default=str(Path(tempfile.gettempdir()) / "minicex-bench-pages"),
+                        help="embedded mode: the var directory (database, broker); kept for later runs")
+    parser.add_argument("--per-pattern", type=int, default=3, help="URLs of one pattern opened per role")
+    parser.add_argument("--max-pages", type=int, default=250, help="pages per role at most")
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--small", action="store_true", help="a small study (a smoke test of the script)")
+    parser.add_argument("--crawl", action="store_true", help=argparse.SUPPRESS)  # the child process
+    args = parser.parse_args(argv)
+    if args.small:
+        global N_DIALOGUES, N_COMPARISONS
+        N_DIALOGUES, N_COMPARISONS = 40, 20
+    configure(args)
+    if args.crawl:
+        print(json.dumps(crawl(args.per_pattern, args.max_pages)))
+        return 0
+    from machine import calibration_line
+
+    print(calibration_line())
+    print(f"mode: {mode_name()}")
+    prepare(args.rebuild)
+    print("crawling in a fresh process (cold imports, as a newly started server)...", flush=True)
+    child = subprocess.run([sys.executable, __file__, "--crawl", "--per-pattern", str(args.per_pattern),
+                            "--max-pages", str(args.max_pages), *(["--postgres"] if args.postgres else []),
+                            "--var", args.var], capture_output=True, text=True, env=os.environ.copy())
+    lines = child.stdout.strip().splitlines()
+    for line in lines[:-1]:
+        print(line)
+    if child.returncode != 0 or not lines:
+        print(child.stderr[-4000:])
+        return 1
+    report(json.loads(lines[-1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Projects, their members, the audit trail, per-project pseudonyms, and the bases every model of project data
+builds on (:class:`ProjectOwned` for rows that name their project, :class:`ProjectScoped` for their children).
+
+The tables of Project, Membership and AuditEvent keep the names they had in ``annotation`` (where they were
+created before this app existed)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from projects.scoping import NoProjectError, ProjectManager, UnscopedManager, active_project_id, path_q
+
+
+class Project(models.Model):
+    """A study team's space: it owns corpora, scale drafts, campaigns, judges and their runs, preference and
+    Delphi studies, generation and report jobs. Members hold a role per project (:class:`Membership`)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    name_key = models.CharField(max_length=400, unique=True, editable=False,
+                                help_text="The name as compared (projects.names.key): no two projects' names can be "
+                                          "mistaken for one another.")
+    description = models.TextField(blank=True)
+    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.")
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        db_table = "annotation_project"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        from projects.names import key
+
+        self.name_key = key(self.name)
+        super().save(*args, **kwargs)
+
+
+class Membership(models.Model):
+    """A user's role in one project: physician, coordinator or analyst (administrators are instance-wide). The
+    access-control table itself: read by :mod:`projects.roles` with an explicit project, never scoped."""
+
+    class Role(models.TextChoices):
+        PHYSICIAN = "physician", "Physician (annotator)"
+        COORDINATOR = "coordinator", "Coordinator"
+        ANALYST = "analyst", "Analyst"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    added_at = models.DateTimeField(default=timezone.now)
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="When the user last chose to work in the "
+                                                                          "project: later logins open it.")
+
+    class Meta:
+        db_table = "annotation_membership"
+        ordering = ["project", "user__username", "role"]
+        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_project_member_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.get_role_display()} in {self.project}"
+
+
+def is_admin(user) -> bool:
+    """Instance administrators (the "admin" group, or superusers) see and manage every project."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    cached = getattr(user, "_minicex_admin", None)
+    if cached is None:
+        cached = user.is_superuser or user.groups.filter(name="admin").exists()
+        user._minicex_admin = cached
+    return cached
+
+
+class ProjectField(models.ForeignKey):
+    """The ``project`` of a row of project data. Left empty, it is the active scope's project when that is exactly
+    one (a request's, a task's, a command's); otherwise saving raises :class:`NoProjectError` instead of guessing."""
+
+    def pre_save(self, model_instance, add):
+        if add and getattr(model_instance, self.attname) is None:
+            project = active_project_id()
+            if project is None:
+                raise NoProjectError(
+                    f"A new {model_instance._meta.verbose_name} needs its project: pass project=..., or create it "
+                    "inside projects.scoping.in_project(...) (a request, task or command enters its project).")
+            setattr(model_instance, self.attname, project)
+        return super().pre_save(model_instance, add)
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.ForeignKey", args, kwargs
+
+
+class ProjectScoped(models.Model):
+    """Project data: ``objects`` sees only the active scope's project(s) and raises without a scope (see
+    :mod:`projects.scoping`); ``unscoped`` crosses projects where that is the point. A model declares how it
+    reaches its project once, in ``project_path``."""
+
+    project_path: ClassVar[str] = "project"
+
+    objects = ProjectManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def visible_q(cls, project_ids: tuple[int, ...]) -> Q:
+        """The rows a scope of ``project_ids`` sees (library models widen it to published versions)."""
+        return path_q(cls.project_path, project_ids)
+
+    @property
+    def owning_project_id(self) -> int | None:
+        return project_id_of(self)
+
+
+class ProjectOwned(ProjectScoped):
+    """Project data that names its project (corpora, campaigns, studies, judges, runs, jobs...)."""
+
+    project = ProjectField(Project, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        abstract = True
+
+
+def project_id_of(obj) -> int | None:
+    """The id of the project ``obj`` belongs to, by its model's declared ``project_path`` (None for instance-wide
+    objects such as users)."""
+    if obj is None:
+        return None
+    if isinstance(obj, Project):
+        return obj.pk
+    path = getattr(type(obj), "project_path", None)
+    if path is None:
+        return getattr(obj, "project_id", None)
+    target = obj
+    for hop in path.split("__")[:-1]:
+        target = getattr(target, hop, None)
+        if target is None:
+            return None
+    return getattr(target, "project_id", None)
+
+
+class SoftDeletable(models.Model):
+    """Study data is never removed: a delete records who, when and why and hides the row."""
+
+    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    deleted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False
+    )
+    delete_reason = models.TextField(blank=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    def soft_delete(self, user, reason: str) -> None:
+        if not reason.strip():
+            raise ValidationError("A reason is required to delete study data.")
+        self.deleted_at = timezone.now()
+        self.deleted_by = user
+        self.delete_reason = reason.strip()
+        self.save(update_fields=["deleted_at", "deleted_by", "delete_reason"])
+        AuditEvent.record(user, "delete", self, reason=reason)
+
+
+class NotAMemberError(PermissionError):
+    """An audit entry naming someone who is neither a member of the event's project nor an administrator: the
+    action it records should have been refused."""
+
+
+class AuditEvent(ProjectScoped):
+    """Who did what to which object, when and why. Append-only. Its project is the target's (or given); its actor
+    is always a member of that project or an administrator."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    action = models.CharField(max_length=64)
+    target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT)
+    target_id = models.CharField(max_length=64, blank=True)
+    target = GenericForeignKey("target_type", "target_id")
+    target_repr = models.CharField(max_length=300, blank=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                                help_text="The project the event happened in (empty: instance-wide, e.g. an "
+                                          "account).")
+    reason = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "annotation_auditevent"
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["target_type", "target_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_repr}"
+
+    @classmethod
+    def record(cls, actor, action: str, target=None, reason: str = "", *, project=None, **data) -> AuditEvent:
+        kwargs = {}
+        if target is not None:
+            kwargs = {
+                "target_type": ContentType.objects.get_for_model(target),
+                "target_id": str(target.pk),
+                "target_repr": str(target)[:300],
+            }
+        project_id = getattr(project, "pk", project) if project is not None else project_id_of(target)
+        user = actor if getattr(actor, "is_authenticated", False) else None
+        if (user is not None and project_id is not None and not is_admin(user)
+                and not Membership.objects.filter(user=user, project=project_id).exists()):
+            raise NotAMemberError(f"{user.get_username()} is not a member of the project of {action!r}.")
+        return cls.unscoped.create(actor=user, action=action, reason=reason, data=data, project_id=project_id,
+                                   **kwargs)
+
+
+class Pseudonym(ProjectOwned):
+    """A rater's stable pseudonym in one project (random, so it neither counts raters nor links projects): what
+    analysts see instead of names unless the campaign allows names."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="pseudonyms")
+    code = models.CharField(max_length=16)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "code"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="unique_pseudonym_per_user"),
+            models.UniqueConstraint(fields=["project", "code"], name="unique_pseudonym_code"),
+        ]
+
+    def __str__(self) -> str:
+        return self.code

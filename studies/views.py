@@ -1,0 +1,101 @@
+"""The project's "Study archive" page (coordinators and analysts): export the study as one archive, read its
+methods and results and its TRIPOD-LLM checklist, download them (Markdown, DOCX)."""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from projects.access import role_required
+from projects.roles import ANALYST, COORDINATOR
+
+DOCUMENTS = {"methods.md": "text/markdown; charset=utf-8",
+             "methods.docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+             "tripod-llm.md": "text/markdown; charset=utf-8"}
+
+
+def _view(project) -> dict:
+    from studies import figures
+    from studies.export import SCHEMAS, export_counts
+
+    settings = figures.default_settings(project)
+    return {"project": project.name, "settings": settings, "reports": figures.cached_reports(project, settings),
+            "counts": export_counts(project, SCHEMAS)}
+
+
+@role_required(COORDINATOR, ANALYST)
+def archive_page(request):
+    from studies.export import pending_review
+    from studies.jobs import recent_exports
+
+    return render(request, "studies/archive.html", {"pending": pending_review(request.project),
+                                                    "exports": recent_exports(request.project)})
+
+
+@role_required(COORDINATOR, ANALYST)
+@require_http_methods(["GET", "POST"])
+def archive_export(request):
+    """POST: a worker exports the study (the page lists it and offers the zip when it is written); refused while a
+    dialogue awaits privacy review. GET: back to the page."""
+    from studies.export import pending_review
+    from studies.jobs import recent_exports, start_export
+
+    if request.method == "GET":
+        return redirect("study-archive")
+    if pending_review(request.project):
+        return render(request, "studies/archive.html", {
+            "pending": True, "exports": recent_exports(request.project),
+            "error": "Dialogues await privacy review: review them (Corpora -> Privacy review) before exporting the "
+                     "study."}, status=409)
+    start_export(request.project, request.user)
+    return redirect("study-archive")
+
+
+@role_required(COORDINATOR, ANALYST)
+def export_status(request, pk: int):
+    """One export, as the page lists it (polled while it runs)."""
+    from scoring.jobs.models import Job
+    from studies.jobs import export_job
+
+    try:
+        job = export_job(pk)
+    except Job.DoesNotExist:
+        raise Http404("No such export.") from None
+    return render(request, "studies/partials/export.html", {"job": job})
+
+
+@role_required(COORDINATOR, ANALYST)
+def export_download(request, pk: int):
+    """A finished export's zip."""
+    from scoring.jobs.models import Job
+    from studies.jobs import export_job, open_archive_file
+
+    try:
+        job = export_job(pk)
+        handle = open_archive_file(job)
+    except (Job.DoesNotExist, FileNotFoundError):
+        raise Http404("No such archive.") from None
+    return FileResponse(handle, as_attachment=True, filename=job.result["file"], content_type="application/zip")
+
+
+@role_required(COORDINATOR, ANALYST)
+def methods_page(request):
+    from studies.methods import checklist, sections
+
+    view = _view(request.project)
+    return render(request, "studies/methods.html", {"sections": sections(view), "checklist": checklist(view)})
+
+
+@role_required(COORDINATOR, ANALYST)
+def methods_download(request, what: str):
+    from studies.methods import methods_docx, methods_markdown, tripod_markdown
+
+    if what not in DOCUMENTS:
+        raise Http404("No such document.")
+    view = _view(request.project)
+    body = {"methods.md": lambda: methods_markdown(view).encode("utf-8"), "methods.docx": lambda: methods_docx(view),
+            "tripod-llm.md": lambda: tripod_markdown(view).encode("utf-8")}[what]()
+    response = HttpResponse(body, content_type=DOCUMENTS[what])
+    response["Content-Disposition"] = f'attachment; filename="{what}"'
+    return response

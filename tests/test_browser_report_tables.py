@@ -1,0 +1,175 @@
+"""The judge report's tables at 1366 and 1024 px in Chromium (issue 35 item 7): the verdicts and the three model
+estimates in view with no key column off-screen and no sideways scrolling inside them, whole dimension names, the
+detailed figures on demand, and every table that must scroll doing so inside its own box with a scrollbar that is
+drawn (Chromium is started here without headless mode's --hide-scrollbars, so scrollbars take space as on a
+desktop)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.conftest import ARTIFACTS, CHROMIUM, browser_page
+from tests.test_browser_accessibility import check, report
+from tests.test_browser_first_look import PASSWORDS, fits, login
+
+WIDTHS = (1366, 1024)
+# columns a reader needs: the verdict beside the item, and the three estimates with what the judge is worth
+KEY_HEADERS = {"judge-verdicts": ("Item", "Verdict and why", "agreement", "Judge −"),
+               "model-estimates-table": ("only", "Judge only", "PPI++", "Judge's labels worth"),
+               "model-differences": ("Difference", "PPI++", "PPI++ says", "Judge only")}
+
+
+@pytest.fixture
+def desktop_page(browser, live_server, transactional_db, instrument):
+    """A Chromium page whose scrollbars are drawn and take space (headless Chromium hides them by default). Launched
+    by the session's Playwright: a second sync Playwright in the same process refuses to start ("Sync API inside
+    the asyncio loop") once a browser test has run there."""
+    drawn = browser.browser_type.launch(executable_path=CHROMIUM, headless=True,
+                                        ignore_default_args=["--hide-scrollbars"],
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+    try:
+        with browser_page(drawn, live_server.url) as page:
+            yield page
+    finally:
+        drawn.close()
+
+
+def demo_report_url() -> str:
+    """The demo study's judge report, computed ahead for the demo analyst (as make run does)."""
+    from annotation.demo import load_demo, load_finished_demo
+    from projects.scoping import in_project
+    from projects.services import demo_project
+    from scoring.judges import service
+    from scoring.judges.demo import demo_runs, load_judge_demo
+
+    load_demo()
+    load_finished_demo()
+    project = demo_project()
+    load_judge_demo(project=project)
+    campaign, runs = demo_runs(project=project)
+    with in_project(project):
+        job = service.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))
+    assert job.status == "succeeded", job.error
+    return f"/judges/runs/{runs[0].pk}/report/?campaign={campaign.pk}"
+
+
+def table_layout(page, testid: str) -> dict:
+    return page.evaluate("""(testid) => {
+        const table = document.querySelector(`[data-testid="${testid}"]`);
+        const box = table.closest('.table-scroll') || table.parentElement;
+        const heads = Array.from(table.querySelectorAll('thead th')).map(th => {
+            const r = th.getBoundingClientRect();
+            return {text: th.textContent.trim(), left: r.left, right: r.right};
+        });
+        const cut = Array.from(table.querySelectorAll('th, td')).filter(c => c.scrollWidth > c.clientWidth + 1)
+            .map(c => c.textContent.trim().slice(0, 60));
+        const r = table.getBoundingClientRect();
+        return {left: r.left, right: r.right, scroll: box.scrollWidth, client: box.clientWidth, heads, cut,
+                rowNames: Array.from(table.querySelectorAll('tbody td[title]')).map(td => td.textContent.trim())};
+    }""", testid)
+
+
+@pytest.mark.browser
+def test_verdicts_and_estimates_in_view_details_on_demand(desktop_page):
+    page = desktop_page
+    url = demo_report_url()
+    login(page, "analyst")
+    ARTIFACTS.mkdir(exist_ok=True)
+    problems: dict = {}
+    moderate: dict = {}
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(url)
+        assert fits(page), f"the judge report is wider than {width} px"
+        for testid, headers in KEY_HEADERS.items():
+            layout = table_layout(page, testid)
+            assert layout["scroll"] <= layout["client"] + 1, (width, testid, "scrolls sideways inside its box")
+            assert layout["left"] >= 0 and layout["right"] <= width, (width, testid, layout["right"])
+            assert layout["cut"] == [], (width, testid, layout["cut"])
+            for header in headers:
+                head = next(h for h in layout["heads"] if header in h["text"])
+                assert head["left"] >= 0 and head["right"] <= width, (width, testid, header, head)
+        # whole dimension names, never "3 Comprehensive diagnos..."
+        names = table_layout(page, "model-estimates-table")["rowNames"]
+        assert "3 Comprehensive diagnostic and treatment abilities (%)" in names, names
+        assert not any("…" in name for name in names)
+        # the three estimates come before the details, which are closed until asked for
+        verdicts = page.get_by_test_id("judge-verdicts").bounding_box()
+        estimates = page.get_by_test_id("model-estimates").bounding_box()
+        details = page.locator("#details-heading").bounding_box()
+        assert verdicts["y"] < estimates["y"] < details["y"]
+        closed = page.locator("details.card:not([open])")
+        assert closed.count() >= 5 and not page.get_by_test_id("judge-items").is_visible()
+        page.get_by_test_id("model-estimates").screenshot(path=str(ARTIFACTS / f"model-estimates-{width}.png"))
+        check(page, "judge-report-details-closed", width, problems, moderate)
+        # opened, a table that must scroll does so inside its own box, with a drawn scrollbar, in view with it
+        for n in range(closed.count()):
+            page.locator("details.card").nth(n).locator("summary").click()
+        assert page.get_by_test_id("judge-items").is_visible()
+        assert fits(page), f"the opened details are wider than {width} px"
+        boxes = page.evaluate("""() => Array.from(document.querySelectorAll('.table-scroll')).map(box => ({
+            label: box.getAttribute('aria-label'), overflows: box.scrollWidth > box.clientWidth + 1,
+            bar: box.offsetHeight - box.clientHeight - box.clientTop * 2,
+            height: box.getBoundingClientRect().height, right: box.getBoundingClientRect().right}))""")
+        scrolling = [b for b in boxes if b["overflows"]]
+        assert scrolling, "no detail table is wide enough to check its scrollbar"
+        for box in scrolling:
+            assert box["bar"] >= 8, (width, box)  # a scrollbar that takes space is drawn
+            assert box["height"] <= 900, (width, box)  # its bottom, with the scrollbar, fits on the screen
+            assert box["right"] <= width, (width, box)
+        region = page.locator(".table-scroll.tall").filter(has=page.get_by_test_id("judge-items"))
+        region.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(200)
+        if page.evaluate("(el) => el.scrollWidth > el.clientWidth", region.element_handle()):
+            assert page.evaluate("(el) => el.scrollLeft > 0", region.element_handle())
+        page.get_by_test_id("details-items").screenshot(path=str(ARTIFACTS / f"judge-items-{width}.png"))
+        check(page, "judge-report-details-open", width, problems, moderate)
+    assert not problems and not moderate, report({**problems, **moderate})  # axe-core: no violation of any impact
+
+
+@pytest.mark.browser
+def test_an_answer_instruments_report_fits_too(desktop_page, make_user):
+    """HIVMedQA's rubric on answers, the raters' answers declared a random sample: the same layout rules, in the
+    instrument's words."""
+    from annotation.importers import import_dialogues
+    from annotation.instruments import install_shipped
+    from annotation.label_import import import_labels
+    from annotation.models import Campaign, Corpus
+    from scoring.judges import service
+    from scoring.judges.models import JudgeRun
+    from tests import hivmedqa_data as hiv
+
+    page = desktop_page
+    analyst = make_user("ana", "analyst", password=PASSWORDS["analyst"])
+    version = install_shipped("hivmedqa-medgpt")[0]
+    corpus = Corpus.objects.create(name="HIVMedQA answers")
+    import_dialogues(corpus, hiv.answers_jsonl())
+    scores = hiv.judge_scores()
+    import_labels(corpus, io.BytesIO(hiv.physicians_csv(hiv.physician_scores(scores)).encode()).readlines(),
+                  file_name="raters.csv", scale_version=version, campaign_name="Raters", random_sample=True)
+    counts = import_labels(corpus, io.BytesIO(hiv.judge_csv(scores).encode()).readlines(), file_name="judge.csv",
+                           scale_version=version)
+    run = JudgeRun.objects.get(pk=counts["judge_runs"][0]["id"])
+    campaign = Campaign.objects.get(name="Raters")
+    assert service.compute_now(run, campaign, analyst).status == "succeeded"
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("ana")
+    page.get_by_label("Password").fill(PASSWORDS["analyst"])
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"/judges/runs/{run.pk}/report/?campaign={campaign.pk}")
+        assert fits(page), width
+        assert page.locator("h1").inner_text().startswith("Judge vs raters")
+        for testid in KEY_HEADERS:
+            layout = table_layout(page, testid)
+            assert layout["scroll"] <= layout["client"] + 1 and layout["right"] <= width, (width, testid)
+            assert layout["cut"] == [], (width, testid, layout["cut"])
+        text = page.locator("main").inner_text().lower()
+        for word in ("dialogue", "doctor model", "physician", "table 5", "table 6", "binary", "item 4"):
+            assert word not in text, (width, word)

@@ -19,12 +19,14 @@ def read_instrument(path: Path = MINI_CEX_V1) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_instrument(data: dict[str, Any], models: Any, *, publish: bool = True) -> Any:
+def load_instrument(data: dict[str, Any], models: Any, *, publish: bool = True, project: Any = None) -> Any:
     """Create a scale and its first version from instrument JSON.
 
     ``models`` gives ``Scale``, ``ScaleVersion``, ``Dimension`` and ``Item`` (the real models, or the
-    historical ones inside a data migration). Idempotent: an existing scale with that slug is returned.
+    historical ones inside a data migration); ``project`` owns the scale and version (None in the data migrations
+    from before projects). Idempotent: an existing scale with that slug is returned.
     """
+    owner = {} if project is None else {"project": project}
     Scale, ScaleVersion, Dimension, Item = models.Scale, models.ScaleVersion, models.Dimension, models.Item
     existing = Scale.objects.filter(slug=data["slug"]).first()
     if existing is not None:
@@ -32,10 +34,10 @@ def load_instrument(data: dict[str, Any], models: Any, *, publish: bool = True) 
     now = timezone.now()
     scale = Scale.objects.create(
         slug=data["slug"], name_en=data["name_en"], name_zh=data.get("name_zh", ""),
-        description=data.get("description", ""),
+        description=data.get("description", ""), **owner,
     )
     version = ScaleVersion.objects.create(
-        scale=scale, number=1, note=data.get("version_note", ""),
+        scale=scale, number=1, note=data.get("version_note", ""), **owner,
         status="published" if publish else "draft", published_at=now if publish else None,
     )
     order = 0

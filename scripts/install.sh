@@ -79,3 +79,7 @@ else
     --editable "$target"
   echo "==> install $what with pip: $(since "$start") s"
 fi
+
+# Bytecode of what the app imports, written once now: where PYTHONDONTWRITEBYTECODE is set, every process (the web
+# server, each worker, each test process) would otherwise compile it again from source (scripts/warm_bytecode.py).
+"$VENV/bin/python" scripts/warm_bytecode.py "$mode" || echo "(bytecode warm-up failed; the app compiles as it goes)" >&2

@@ -1,0 +1,206 @@
+"""The squashed migrations (issue 34 item 3, projects.squashing): a fresh database equals one built by the whole
+history, schema and seeded rows alike, and a database at any released state upgrades to the same.
+
+Each database is built by the commands a user runs (``manage.py migrate`` in a subprocess) in the suite's mode:
+a SQLite file of its own in the embedded mode, a PostgreSQL database of its own on the server of DATABASE_URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
+
+from projects.squashing import REPLACED, SQUASHED
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+POSTGRES = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+# The four apps' leaf migrations on main at each commit that changed them (git log --first-parent), that is every
+# state an instance can be at. One more state existed for a few hours, with scoring's "0005_engine", a name the
+# history no longer has (it was renumbered 0006 the same day); an instance there cannot upgrade by any path.
+RELEASED = [
+    {"annotation": "0002_mini_cex_v1", "scoring": "0001_initial"},
+    {"annotation": "0003_campaigns_labels_privacy", "scoring": "0001_initial"},
+    {"annotation": "0004_campaign_allow_names", "scoring": "0002_job_message_report_kind"},
+    {"annotation": "0004_campaign_allow_names", "scoring": "0003_judges"},
+    {"annotation": "0004_campaign_allow_names", "scoring": "0003_judges", "delphi": "0001_initial"},
+    {"annotation": "0004_campaign_allow_names", "scoring": "0004_preference_generation", "delphi": "0001_initial"},
+    {"annotation": "0004_campaign_allow_names", "scoring": "0006_engine", "delphi": "0001_initial"},
+    {"annotation": "0005_instruments", "scoring": "0006_engine", "delphi": "0001_initial"},
+    {"annotation": "0005_instruments", "scoring": "0007_endpoint_limits_shared", "delphi": "0001_initial"},
+    {"annotation": "0005_instruments", "scoring": "0008_job_state_and_spend", "delphi": "0001_initial"},
+    {"annotation": "0006_campaign_random_sample", "scoring": "0008_job_state_and_spend", "delphi": "0001_initial"},
+    {"annotation": "0007_score_grid_replicates_judge_keys", "scoring": "0009_imported_judge_runs_score_values",
+     "delphi": "0001_initial"},
+    {"annotation": "0007_score_grid_replicates_judge_keys", "scoring": "0010_admin_verbose_names",
+     "delphi": "0001_initial"},
+    {"annotation": "0007_score_grid_replicates_judge_keys", "scoring": "0011_judge_report_job",
+     "delphi": "0001_initial"},
+    {"annotation": "0009_projects_required", "scoring": "0013_projects_required", "delphi": "0003_projects_required"},
+]
+
+# Builds a database by the history alone (the squashed migrations set aside) up to the given leaves, then lets
+# `migrate` finish as a user's upgrade would.
+HISTORY_TO = """
+import json, sys
+import django
+django.setup()
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+executor = MigrationExecutor(connection)
+executor.loader = MigrationLoader(connection, replace_migrations=False)
+executor.migrate([tuple(target) for target in json.loads(sys.argv[1])])
+"""
+
+
+def _applied_up_to(state: dict[str, str]) -> set[tuple[str, str]]:
+    """The history's migrations an instance at ``state`` has applied (each app's are numbered in order)."""
+    return {(app, name) for app, name in REPLACED if app in state and name <= state[app]}
+
+
+def _leaves() -> list[tuple[str, str]]:
+    """The last migration of each app in the history."""
+    last: dict[str, str] = {}
+    for app, name in REPLACED:
+        last[app] = max(last.get(app, name), name)
+    return sorted(last.items())
+
+
+@contextmanager
+def _database():
+    """An empty database of its own, in the suite's mode; yields the environment that points a process at it."""
+    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "MINICEX_VAR_DIR")}
+    env.setdefault("SECRET_KEY", "squash-test")
+    if not POSTGRES:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as var:
+            yield {**env, "MINICEX_VAR_DIR": var}
+        return
+    import psycopg
+
+    db = settings.DATABASES["default"]
+    name = f"minicex_squash_{uuid.uuid4().hex[:10]}"
+    params = {"host": db["HOST"] or "127.0.0.1", "port": db["PORT"] or 5432, "user": db["USER"],
+              "password": db["PASSWORD"] or None, "dbname": "postgres", "autocommit": True}
+    with psycopg.connect(**params) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+        yield {**env, "DATABASE_URL": f"postgres://{db['USER']}{password}@{params['host']}:{params['port']}/{name}"}
+    finally:
+        with psycopg.connect(**params) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _run(env: dict, *args: str) -> str:
+    result = subprocess.run([sys.executable, *args], cwd=BASE_DIR, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _migrate(env: dict) -> str:
+    return _run(env, "manage.py", "migrate", "--no-input")
+
+
+def _dump(env: dict) -> dict:
+    return json.loads(_run(env, "tests/schema_dump.py"))
+
+
+def _recorded(env: dict) -> set[tuple[str, str]]:
+    code = ("import django, json; django.setup(); from django.db import connection; "
+            "from django.db.migrations.recorder import MigrationRecorder; "
+            "print(json.dumps(sorted(MigrationRecorder(connection).applied_migrations())))")
+    return {tuple(key) for key in json.loads(_run(env, "-c", code))}
+
+
+@pytest.fixture(scope="module")
+def squashed_dump():
+    """A fresh database as `make run` creates it: the squashed migrations, nothing of the history."""
+    with _database() as env:
+        output = _migrate(env)
+        recorded = _recorded(env)
+        return output, recorded, _dump(env)
+
+
+def test_a_fresh_database_runs_only_the_squashed_migrations(squashed_dump):
+    output, recorded, dump = squashed_dump
+    for app, name in SQUASHED:
+        assert f"Applying {app}.{name}... OK" in output
+    assert "annotation.0001_initial" not in output and "scoring.0018" not in output
+    assert set(SQUASHED) | set(REPLACED) <= recorded  # later upgrades see the history as applied
+    assert dump["rows"]["annotation_scale"][0]["slug"] == "llm-mini-cex"
+    assert [row["name"] for row in dump["rows"]["annotation_project"]] == ["Default"]
+
+
+@pytest.mark.parametrize("state", [None, RELEASED[0], RELEASED[-1]],
+                         ids=["whole-history", "first-release", "last-release"])
+def test_the_history_from_any_release_gives_the_same_database_as_the_squash(squashed_dump, state):
+    """Whole history from nothing, or an instance at a release upgraded by `migrate`: schema and seeded rows equal
+    the fresh squashed database's, and the squashed migrations end up recorded as applied."""
+    with _database() as env:
+        targets = _leaves() if state is None else sorted(state.items())
+        _run(env, "-c", HISTORY_TO, json.dumps(targets))
+        output = _migrate(env)
+        assert "_squashed..." not in output  # the rest of the history ran, not the squash
+        assert set(SQUASHED) <= _recorded(env)
+        upgraded = _dump(env)
+    fresh = squashed_dump[2]
+    assert upgraded["schema"].keys() == fresh["schema"].keys()
+    different = [table for table in fresh["schema"] if upgraded["schema"][table] != fresh["schema"][table]]
+    assert not different, different
+    assert upgraded["rows"] == fresh["rows"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("state", RELEASED, ids=[f"release-{n}" for n in range(len(RELEASED))])
+def test_every_released_state_takes_the_rest_of_the_history(monkeypatch, state):
+    """What Django plans for an instance at each release: the history's remaining migrations, never a squashed
+    one (which would create tables that exist)."""
+    applied = _applied_up_to(state)
+    contrib = {key for key in MigrationRecorder(connection).applied_migrations() if key[0] not in dict(REPLACED)}
+    monkeypatch.setattr(MigrationRecorder, "applied_migrations", lambda self: dict.fromkeys(applied | contrib))
+    executor = MigrationExecutor(connection)
+    executor.loader = MigrationLoader(connection)
+    executor.loader.check_consistent_history(connection)
+    plan = [migration for migration, backwards in executor.migration_plan(executor.loader.graph.leaf_nodes())]
+    planned = {(migration.app_label, migration.name) for migration in plan}
+    assert planned == set(REPLACED) - applied
+
+
+@pytest.mark.django_db
+def test_a_fresh_database_plans_the_squash_and_a_migrated_one_nothing(monkeypatch):
+    for applied, expected in ((set(), set(SQUASHED)), (set(REPLACED), set())):
+        contrib = {key for key in MigrationRecorder(connection).applied_migrations()
+                   if key[0] not in dict(REPLACED)}
+        monkeypatch.setattr(MigrationRecorder, "applied_migrations",
+                            lambda self, applied=applied, contrib=contrib: dict.fromkeys(applied | contrib))
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        assert {(migration.app_label, migration.name) for migration, _ in plan} == expected
+
+
+def test_a_first_migrate_interrupted_between_the_squashed_migrations_says_how_to_start_again():
+    """Stopped after projects' squashed migration (as a crash would stop it), the database reads as migrated with
+    most tables missing: every later `migrate` says so and what to do, rather than failing on the first page."""
+    with _database() as env:
+        for command in (["migrate", "projects", SQUASHED[0][1]], ["migrate"]):
+            result = subprocess.run([sys.executable, "manage.py", *command, "--no-input"], cwd=BASE_DIR, env=env,
+                                    capture_output=True, text=True, timeout=600)
+            assert result.returncode == 1, result.stdout + result.stderr
+            assert "its first `migrate` was interrupted" in result.stderr and "annotation_" in result.stderr
+            assert "Traceback" not in result.stderr

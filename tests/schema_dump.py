@@ -42,7 +42,10 @@ def dump() -> dict:
                 entry = {key: info.get(key) for key in ("columns", "primary_key", "unique", "foreign_key", "check",
                                                          "index")}
                 # Django names only what it generates from table and columns; a name given in the model counts.
-                generated = re.fullmatch(r"fk_\d+|sqlite_autoindex_.*|__.*|.*_fk_.*", name) or info.get("primary_key")
+                # (PostgreSQL names a UNIQUE made with the table <table>_<column>_key, one added later *_uniq)
+                generated = (re.fullmatch(r"fk_\d+|sqlite_autoindex_.*|__.*|.*_fk_.*|.*_[0-9a-f]{8}_uniq", name)
+                             or name == f"{table}_{'_'.join(info.get('columns') or ())}_key"
+                             or info.get("primary_key"))
                 entry["name"] = None if generated else name
                 if info.get("check") and not info.get("columns"):
                     continue  # SQLite reports unnamed CHECKs of positive integers this way on one path only

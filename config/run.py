@@ -149,8 +149,9 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
     """Web server and worker as child processes; stop both when either stops or on Ctrl-C.
 
     The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes), and the
-    workers start once the web server answers (or after a minute): three processes importing the app at once
-    would delay the first page by several seconds, and nothing needs a worker before then."""
+    workers start once the web server answers (or after a minute), while the demo may still be loading: three
+    processes importing the app at once would delay the first page by several seconds, and nothing needs a worker
+    before then."""
     default_queue, llm_queue = default_queues()
     start = time.perf_counter()
     print("==> web server", flush=True)
@@ -171,8 +172,24 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
             time.sleep(0.1)
         web_up.set()
 
-    threading.Thread(target=watch_web, daemon=True).start()
     received: list[int] = []
+    stopping = threading.Event()
+    started_workers = threading.Lock()
+
+    def start_workers() -> None:
+        web_up.wait()
+        with started_workers:
+            if received or stopping.is_set() or children[0].poll() is not None:
+                return
+            print("Starting the workers.", flush=True)
+            children.extend([
+                subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
+                subprocess.Popen(worker_command(LLM_WORKER_CONCURRENCY, llm_queue, pool=LLM_WORKER_POOL,
+                                                name="llm@%h")),
+            ])
+
+    threading.Thread(target=watch_web, daemon=True).start()
+    threading.Thread(target=start_workers, daemon=True).start()
 
     def stop(signum, _frame) -> None:
         received.append(signum)
@@ -190,13 +207,6 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         print(banner(f"http://{host}:{port}"), flush=True)
         while not received and not web_up.wait(0.2):
             pass
-        if not received and children[0].poll() is None:
-            print("Starting the workers.", flush=True)
-            children += [
-                subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
-                subprocess.Popen(worker_command(LLM_WORKER_CONCURRENCY, llm_queue, pool=LLM_WORKER_POOL,
-                                                name="llm@%h")),
-            ]
         while not received:
             exited = [child for child in children if child.poll() is not None]
             if exited:
@@ -204,6 +214,8 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
                 break
             time.sleep(0.2)
     finally:
+        with started_workers:  # no worker starts once we are stopping
+            stopping.set()
         # Ctrl-C in a terminal reaches every process of the group, so the children are already stopping;
         # give them a moment before sending SIGTERM ourselves (as we must when only we were signalled).
         if received and received[0] == signal.SIGINT:

@@ -98,7 +98,9 @@ def test_make_run_migrates_loads_the_demo_and_serves_the_first_page_then_stops(t
             except OSError:
                 time.sleep(0.3)
         assert status == 200, "\n".join(lines[-30:])
-        while time.monotonic() < deadline and "Starting the workers." not in lines:
+        # the workers start once the page answers, the banner once the demo is in: stop after both
+        while time.monotonic() < deadline and not ("Starting the workers." in lines
+                                                   and any("physician / physician-demo" in line for line in lines)):
             time.sleep(0.3)
     finally:
         os.killpg(process.pid, signal.SIGINT)

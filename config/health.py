@@ -4,7 +4,9 @@ Pinging the workers is the slow check: Celery waits the whole timeout for answer
 filesystem broker, whose workers read their control messages once a second). Its result is kept in the cache, which
 every web process shares, and reused while it is fresh (:data:`WORKERS_FRESH`); a somewhat older one is still
 answered at once while a background thread pings again (:data:`WORKERS_STALE`), and anything older is pinged for
-in the request. Staff see how old the answer is (``checked_seconds_ago``).
+in the request. Staff see how old the answer is (``checked_seconds_ago``). The system page never waits for a
+ping (``wait=False``): it shows the last answer however old, with its age, or "checking" while the first one runs in
+the background, and looks again (:func:`answered_since`).
 """
 
 from __future__ import annotations
@@ -94,18 +96,38 @@ def _refresh(timeout: float) -> None:
         _refreshing.release()
 
 
-def check_workers(timeout: float = 1.5) -> dict[str, Any]:
-    """Whether Celery workers answer, from a recent ping when there is one (see the module docstring)."""
+def _refresh_in_background(timeout: float) -> bool:
+    """Ping in a background thread unless one already does; whether a ping is now on the way."""
+    if _refreshing.acquire(blocking=False):
+        threading.Thread(target=_refresh, args=(timeout,), name="health-ping", daemon=True).start()
+        return True
+    return _refreshing.locked()
+
+
+def check_workers(timeout: float = 1.5, *, wait: bool = True) -> dict[str, Any]:
+    """Whether Celery workers answer, from a recent ping when there is one (see the module docstring). Without
+    ``wait`` never pings in the caller's thread: the last answer however old (pinging again behind it when it is
+    not fresh), or, when there is none yet, ``{"pending": True, "ok": False, ...}`` while a first ping runs."""
     cached = _remembered()
     if cached is not None:
         age = max(0.0, time.time() - cached["checked_at"])
-        if age < WORKERS_STALE[cached["ok"]]:
-            if age >= WORKERS_FRESH[cached["ok"]] and _refreshing.acquire(blocking=False):
-                threading.Thread(target=_refresh, args=(timeout,), name="health-ping", daemon=True).start()
-            return _aged(cached, age)
+        if age < WORKERS_STALE[cached["ok"]] or not wait:
+            refreshing = age >= WORKERS_FRESH[cached["ok"]] and _refresh_in_background(timeout)
+            body = _aged(cached, age)
+            return body if wait else {**body, "checked_at": cached["checked_at"], "refreshing": refreshing}
+    if not wait:
+        _refresh_in_background(timeout)
+        return {"ok": False, "pending": True, "refreshing": True, "count": 0, "workers": [], "checked_at": 0.0,
+                "checked_seconds_ago": None, "error": "the workers are being pinged"}
     result = ping_workers(timeout)
     _remember(result)
     return _aged(result, 0.0)
+
+
+def answered_since(checked_at: float) -> bool:
+    """Whether a worker ping newer than the one checked at ``checked_at`` (epoch seconds; 0: none) has answered."""
+    cached = _remembered()
+    return cached is not None and cached["checked_at"] > checked_at
 
 
 def _aged(result: dict[str, Any], age: float) -> dict[str, Any]:
@@ -141,15 +163,17 @@ def register_detail(name: str, fn: Callable[[], dict[str, Any]]) -> None:
     DETAILS[name] = fn
 
 
-def health(details: bool = True) -> tuple[bool, dict[str, Any]]:
+def health(details: bool = True, *, wait: bool = True) -> tuple[bool, dict[str, Any]]:
     """All checks; the broker is pinged for workers only when it is reachable. ``details``: also the facts apps
-    registered (:data:`DETAILS`, database queries), which only staff see."""
+    registered (:data:`DETAILS`, database queries), which only staff see. ``wait``: see :func:`check_workers`
+    (status "checking" while the first ping runs behind a page that does not wait)."""
     database = check_database()
     broker = check_broker()
-    workers = check_workers() if broker["ok"] else {"ok": False, "count": 0, "workers": [],
-                                                    "error": "broker unreachable"}
+    workers = check_workers(wait=wait) if broker["ok"] else {"ok": False, "count": 0, "workers": [],
+                                                             "error": "broker unreachable"}
     ok = database["ok"] and broker["ok"] and workers["ok"]
-    body = {"status": "ok" if ok else "degraded", "database": database, "broker": broker, "workers": workers}
+    status = "ok" if ok else "checking" if database["ok"] and broker["ok"] and workers.get("pending") else "degraded"
+    body = {"status": status, "database": database, "broker": broker, "workers": workers}
     if database["ok"] and details:
         for name, fn in DETAILS.items():
             try:

@@ -114,6 +114,55 @@ def test_a_503_before_the_workers_are_up_is_one_warning_line_not_an_error(client
     assert records[0].getMessage().startswith("health check ok again")
 
 
+class BlockedPings(FakePings):
+    """A ping that does not answer until the test lets it (a broker with no worker waits its whole timeout)."""
+
+    def __init__(self, ok: bool = True):
+        super().__init__(ok)
+        self.release, self.threads = threading.Event(), []
+
+    def __call__(self, timeout: float = 1.5) -> dict:
+        self.threads.append(threading.current_thread().name)
+        assert self.release.wait(10), "the test never let the ping answer"
+        return super().__call__(timeout)
+
+
+def test_the_system_page_never_waits_for_a_ping(client, admin_user, monkeypatch):
+    pings = BlockedPings()
+    monkeypatch.setattr(health, "ping_workers", pings)
+    client.force_login(admin_user)
+    # The ping answers only when the test lets it: a page that waited for it would not come back.
+    page = client.get("/system/").content.decode()  # no answer yet: "checking", the ping runs behind the page
+    assert pinging() and pings.calls == 0
+    assert "checking the workers" in page and 'data-testid="workers-checking"' in page
+    poll = client.get("/system/workers/?after=0")
+    assert poll.status_code == 200 and "HX-Refresh" not in poll  # still pinging: the note polls again
+    pings.release.set()
+    wait_for_refresh()
+    poll = client.get("/system/workers/?after=0")
+    assert poll.status_code == 204 and poll["HX-Refresh"] == "true"
+    page = client.get("/system/").content.decode()
+    assert "all services up" in page and "w1@host" in page and "pinged 0 s ago" in page
+    assert 'data-testid="workers-checking"' not in page and pings.threads == ["health-ping"]
+    # An old answer is shown with its age, however old, while a new ping runs behind the page.
+    pings.release.clear()
+    age_the_ping(health.WORKERS_STALE[True] + 60)
+    page = client.get("/system/").content.decode()
+    assert pinging() and pings.calls == 1
+    assert "all services up" in page and "pinged 90 s ago; pinging again" in page
+    checked_at = cache.get(health._WORKERS_KEY)["checked_at"]
+    assert client.get(f"/system/workers/?after={checked_at}").status_code == 200
+    pings.release.set()
+    wait_for_refresh()
+    assert client.get(f"/system/workers/?after={checked_at}").status_code == 204
+    assert pings.threads == ["health-ping"] * 2 and pings.calls == 2
+
+
+def pinging() -> bool:
+    """A background ping is running (it waits for the test to let it answer)."""
+    return any(t.name == "health-ping" and t.is_alive() for t in threading.enumerate())
+
+
 def test_anonymous_health_checks_skip_the_staff_details(client, admin_user, monkeypatch):
     monkeypatch.setattr(health, "ping_workers", FakePings())
     asked = []

@@ -12,12 +12,33 @@ from scoring.jobs.models import Job
 
 @role_required(ADMIN, COORDINATOR)
 def system_status(request):
+    """The services' state. The workers' from the last ping, however old (with its age): the page never waits for a
+    ping (up to its timeout when no worker runs); one runs behind it and the page looks again."""
     admin = is_admin(request.user)  # the instance's details and the worker check: administrators only
-    ok, checks = health(details=admin)
+    ok, checks = health(details=admin, wait=False)
     # instance-wide jobs: listed unscoped use
     recent = Job.unscoped.filter(kind=Job.Kind.WORKER_CHECK).select_related("requested_by")[:5] if admin else []
     return render(request, "scoring/system.html", {"ok": ok, "checks": checks, "recent": recent,
                                                    "may_check": admin, "details": admin})
+
+
+@role_required(ADMIN, COORDINATOR)
+def system_workers_status(request):
+    """htmx poll of the system page while the workers are pinged behind it: a full-page refresh once a ping newer
+    than the page's (``?after=`` its time, epoch seconds; 0 when the page had none) has answered, else the note."""
+    from django.http import HttpResponse
+
+    from config.health import answered_since
+
+    try:
+        after = float(request.GET.get("after", "0"))
+    except ValueError:
+        after = 0.0
+    if answered_since(after):
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "scoring/partials/workers_checking.html", {"after": after})
 
 
 @require_POST

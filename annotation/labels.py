@@ -35,6 +35,17 @@ def _bounded(text: str | None, what: str) -> str | None:
     return text
 
 
+def answers_of(assignments) -> dict[tuple[int, int], Label]:
+    """(assignment id, item id) -> label for these assignments (the review page of a dialogue: a few hundred labels),
+    looked up by their assignments' unique index: by campaign and dialogue the database may walk every label of the
+    campaign (0.3-0.5 s on a MedEval-sized campaign of 643,200 labels)."""
+    ids = [a.pk for a in assignments]
+    # The assignments came through the scoped managers. The scoped manager would join the campaign (its project) to
+    # the labels, and SQLite then reads them by the campaign's index instead of the assignments'.
+    return {(label.assignment_id, label.item_id): label
+            for label in Label.unscoped.filter(assignment_id__in=ids).order_by()} if ids else {}
+
+
 @lru_cache(maxsize=64)
 def _allowed(version_id: int) -> dict[int, tuple[str, tuple[int | float, ...]]]:
     """Item id -> (code, allowed values) for the items rated on the rating page of a (locked, hence immutable)

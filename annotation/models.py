@@ -596,7 +596,9 @@ class Assignment(ProjectScoped):
         constraints = [
             models.UniqueConstraint(fields=["campaign", "dialogue", "rater"], name="unique_assignment")
         ]
-        indexes = [models.Index(fields=["rater", "status"]), models.Index(fields=["campaign", "status"])]
+        # (campaign, updated_at): the last change of a campaign's work in one index seek (study fingerprints)
+        indexes = [models.Index(fields=["rater", "status"]), models.Index(fields=["campaign", "status"]),
+                   models.Index(fields=["campaign", "updated_at"], name="assignment_campaign_changed")]
 
     def __str__(self) -> str:
         return f"{self.campaign} · {self.dialogue.external_id} · {self.rater}"
@@ -625,7 +627,9 @@ class Label(ProjectScoped):
     class Meta:
         ordering = ["assignment", "item__order"]
         constraints = [models.UniqueConstraint(fields=["assignment", "item"], name="unique_label_per_item")]
-        indexes = [models.Index(fields=["campaign", "item"]), models.Index(fields=["dialogue", "item"])]
+        # (campaign, updated_at): the last change of a campaign's labels in one index seek (study fingerprints)
+        indexes = [models.Index(fields=["campaign", "item"]), models.Index(fields=["dialogue", "item"]),
+                   models.Index(fields=["campaign", "updated_at"], name="label_campaign_changed")]
 
     def __str__(self) -> str:
         return f"{self.assignment} {self.item.code}={self.value}"

@@ -21,7 +21,6 @@ from annotation.models import (
     Dialogue,
     GoldLabel,
     Item,
-    Label,
     LabelChange,
     PrivacyStatus,
 )
@@ -271,8 +270,7 @@ def campaign_dialogue(request, pk: int, dialogue_id: int):
     dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
     assignments = list(Assignment.objects.filter(campaign=campaign, dialogue=dialogue)
                        .exclude(status=Assignment.Status.WITHDRAWN).select_related("rater").order_by("rater__username"))
-    values = {(lab.assignment_id, lab.item_id): lab for lab in Label.objects.filter(campaign=campaign,
-                                                                                   dialogue=dialogue)}
+    values = labels.answers_of(assignments)
     gold = {g.item_id: g.value for g in GoldLabel.objects.filter(campaign=campaign, dialogue=dialogue)}
     final = {a.item_id: a for a in Adjudication.objects.filter(campaign=campaign, dialogue=dialogue)}
     rows = []

@@ -4,8 +4,9 @@ A report is one :class:`~scoring.jobs.models.Job` of kind ``judge_report`` whose
 everything the report depends on:
 
 * the run (its id) or the jury ("jury:<id>") and the campaign;
-* the physicians' labels: :func:`scoring.reports.agreement.study_fingerprint` (count and last change of the
-  campaign's labels and assignments: a new, changed, submitted or returned label changes it);
+* the physicians' labels: :func:`scoring.reports.fingerprint.study_fingerprint` (newest label and last change of the
+  campaign's labels, count and last change of its assignments: a new, changed, submitted or returned label changes
+  it);
 * the judge's answers: :func:`answers_fingerprint` (count per status, the sum of the values and the last change
   of the run's results, and the run's status: a new answer, a retried or imported one changes it);
 * the verdict settings (floor, minimum dialogues, margin, interval method);
@@ -92,7 +93,7 @@ def report_subject(run: JudgeRun, campaign: Campaign, names: bool, verdict) -> d
 
 def report_inputs(run: JudgeRun, campaign: Campaign) -> dict[str, str]:
     """The fingerprints of what a report reads now: the campaign's labels and the run's answers."""
-    from scoring.reports.agreement import study_fingerprint
+    from scoring.reports.fingerprint import study_fingerprint
 
     return {"labels": study_fingerprint([campaign]), "answers": answers_fingerprint(run)}
 

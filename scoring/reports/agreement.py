@@ -7,7 +7,6 @@ The statistics themselves come from ``scoring.stats``; this module only arranges
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,17 +16,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.db.models import Count, Max
 
 from annotation.models import Assignment, Campaign, Dialogue, Item, Label
 from scoring import stats
+from scoring.reports.fingerprint import CI_METHODS, CORRELATIONS, study_fingerprint  # noqa: F401
 from scoring.reports.wording import raters_are_physicians, words_for
 from scoring.stats import formatting
 
 N_RESAMPLES = 1000
 CI_METHOD = "percentile bootstrap over dialogues"
-CI_METHODS = ("percentile", "bca")
-CORRELATIONS = ("pearson", "tetrachoric")
 #: Response types with ordered scores (levels and scale items).
 ORDERED_TYPES = ("ordinal", "scale")
 #: At or above this share of one answer among the physicians' labels, agreement on an item with ordered scores is
@@ -81,15 +78,6 @@ class Study:
     dialogue_replicate: dict[int, int | None] = field(default_factory=dict)
     target: str = "dialogue"  # what the instrument rates: "dialogue" or "answer"
     words: dict[str, str] = field(default_factory=dict)  # scoring.reports.wording
-
-
-def study_fingerprint(campaigns: Sequence[Campaign]) -> str:
-    """Changes whenever a label, a submission or a return in these campaigns changes."""
-    ids = sorted(c.pk for c in campaigns)
-    labels = Label.objects.filter(campaign_id__in=ids).aggregate(n=Count("id"), last=Max("updated_at"))
-    work = Assignment.objects.filter(campaign_id__in=ids).aggregate(n=Count("id"), last=Max("updated_at"))
-    raw = f"{ids}|{labels['n']}|{labels['last']}|{work['n']}|{work['last']}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 def scored_items(version_id: int):

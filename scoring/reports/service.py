@@ -23,12 +23,12 @@ def names_allowed(user, campaign: Campaign) -> bool:
 def report_options(params) -> dict[str, str]:
     """The analyst's choices for a report from query parameters: ``ci`` (percentile | bca) and ``correlation``
     (pearson | tetrachoric); unknown values fall back to the defaults."""
-    from scoring.reports import agreement
+    from scoring.reports.fingerprint import CI_METHODS, CORRELATIONS
 
     ci = params.get("ci", "percentile")
     correlation = params.get("correlation", "pearson")
-    return {"ci_method": ci if ci in agreement.CI_METHODS else "percentile",
-            "correlation": correlation if correlation in agreement.CORRELATIONS else "pearson"}
+    return {"ci_method": ci if ci in CI_METHODS else "percentile",
+            "correlation": correlation if correlation in CORRELATIONS else "pearson"}
 
 
 def report_subject(campaign: Campaign, names: bool, options: dict | None = None) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def report_figures(campaign: Campaign, user, *, options: dict | None = None, sta
                    retry: bool = False) -> figures.Figures:
     """The stored report ``user`` reads with ``options``, and the job computing a newer one (see
     :func:`scoring.jobs.figures.look`)."""
-    from scoring.reports.agreement import study_fingerprint
+    from scoring.reports.fingerprint import study_fingerprint
 
     return figures.look(Job.Kind.CAMPAIGN_REPORT, report_subject(campaign, names_allowed(user, campaign), options),
                         version_key="fingerprint", version=study_fingerprint([campaign]),

@@ -95,6 +95,55 @@ def labels_fingerprint(campaign: Campaign) -> str:
                             for ext, rater, code, value in qs.iterator(chunk_size=10000))
 
 
+#: Digests of a campaign's labels and a run's answers are kept this long under their change marks.
+DIGEST_SECONDS = 7 * 24 * 3600
+
+
+def stored_labels_digest(campaign: Campaign) -> str:
+    """:func:`labels_fingerprint`, kept in the cache under the campaign's change mark
+    (:func:`scoring.reports.fingerprint.study_fingerprint`: its newest label and last changes, from the indexes):
+    the methods page reads it instead of streaming every label (seconds for 643,200 labels). The workers store it
+    when a report on the campaign's labels has been computed (:func:`keep_digests`)."""
+    from django.core.cache import cache
+
+    from scoring.reports.fingerprint import study_fingerprint
+
+    key = f"studies:labels-digest:{campaign.pk}:{study_fingerprint([campaign])}"
+    digest = cache.get(key)
+    if digest is None:
+        digest = labels_fingerprint(campaign)
+        cache.set(key, digest, DIGEST_SECONDS)
+    return digest
+
+
+def stored_answers_digest(run) -> str:
+    """:func:`answers_fingerprint`, kept in the cache under the run's change mark
+    (:func:`scoring.judges.service.answers_fingerprint`), as :func:`stored_labels_digest`."""
+    from django.core.cache import cache
+
+    from scoring.judges import service
+
+    key = f"studies:answers-digest:{run.pk}:{service.answers_fingerprint(run)}"
+    digest = cache.get(key)
+    if digest is None:
+        digest = answers_fingerprint(run)
+        cache.set(key, digest, DIGEST_SECONDS)
+    return digest
+
+
+def keep_digests(job) -> None:
+    """After a campaign or judge report job (a worker): the digests of the labels and answers it read, ahead of the
+    methods page (registered in ``studies.apps``)."""
+    from scoring.judges.models import JudgeRun
+
+    campaign = Campaign.objects.filter(pk=job.params.get("campaign")).first()
+    if campaign is not None:
+        stored_labels_digest(campaign)
+    run = job.params.get("run")
+    if isinstance(run, int) and (found := JudgeRun.objects.filter(pk=run).first()) is not None:
+        stored_answers_digest(found)
+
+
 def run_keys(project) -> dict[str, Any]:
     """Judge runs by their archive key ("run-1", ... in creation order), the same before and after a load."""
     from scoring.judges.models import JudgeRun
@@ -111,7 +160,8 @@ def default_settings(project) -> dict:
     campaigns = [c for c in Campaign.objects.alive().filter(project=project).order_by("pk")
                  if c.assignments.filter(status=Assignment.Status.SUBMITTED).exists()]
     jobs = list(Job.objects.filter(project=project, status=Job.Status.SUCCEEDED,
-                                   kind__in=[Job.Kind.CAMPAIGN_REPORT, Job.Kind.JUDGE_REPORT]).order_by("pk"))
+                                   kind__in=[Job.Kind.CAMPAIGN_REPORT, Job.Kind.JUDGE_REPORT])
+                .only("kind", "params").order_by("pk"))  # not the reports: a large study's are megabytes
     campaign_reports = []
     for campaign in campaigns:
         options = {(j.params.get("ci_method", "percentile"), j.params.get("correlation", "pearson"))
@@ -152,7 +202,7 @@ def stored_campaign_report(campaign: Campaign, entry: dict) -> dict | None:
     """The agreement report the app already holds for ``entry``: a finished report job (without raters' names) on
     the campaign's current labels with the same options, seed and resamples; None when there is none."""
     from scoring.jobs.models import Job
-    from scoring.reports.agreement import study_fingerprint
+    from scoring.reports.fingerprint import study_fingerprint
 
     job = (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, status=Job.Status.SUCCEEDED, project=campaign.project_id,
                               params__campaign=campaign.pk, params__names=False,
@@ -168,7 +218,7 @@ def stored_judge_report(run, campaign: Campaign, entry: dict) -> dict | None:
     answers and report code, without names); None when there is none."""
     from scoring.jobs.models import Job
     from scoring.judges import service
-    from scoring.reports.agreement import study_fingerprint
+    from scoring.reports.fingerprint import study_fingerprint
 
     jobs = (Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED, project=campaign.project_id,
                                params__run=service.run_param(run), params__campaign=campaign.pk, params__names=False,
@@ -185,7 +235,8 @@ def stored_judge_report(run, campaign: Campaign, entry: dict) -> dict | None:
 def compute_reports(project, settings: dict, *, stored: bool = False) -> list[dict]:
     """Each report of ``settings`` from the project's data: {"figure": tag, "kind", "method", "fingerprint",
     "report"}. With ``stored`` a report the app already computed on the same data and settings (a finished report
-    job) is taken as it is, as the pages show it; otherwise, and by ``verify_study`` always, each is computed now."""
+    job) is taken as it is, as the pages show it, and so are the data digests the workers kept
+    (:func:`stored_labels_digest`); otherwise, and by ``verify_study`` always, each is computed now."""
     from scoring.judges.report import VerdictSettings, judge_vs_physicians
     from scoring.reports import agreement
 
@@ -195,8 +246,11 @@ def compute_reports(project, settings: dict, *, stored: bool = False) -> list[di
 
     def labels_digest(campaign: Campaign) -> str:
         if campaign.pk not in digests:
-            digests[campaign.pk] = labels_fingerprint(campaign)
+            digests[campaign.pk] = stored_labels_digest(campaign) if stored else labels_fingerprint(campaign)
         return digests[campaign.pk]
+
+    def answers_digest(run) -> str:
+        return stored_answers_digest(run) if stored else answers_fingerprint(run)
 
     out = []
     for entry in settings.get("campaign_reports", []):
@@ -226,7 +280,7 @@ def compute_reports(project, settings: dict, *, stored: bool = False) -> list[di
         out.append({"figure": _tag(entry), "kind": "judge", "report": report,
                     "method": " ".join(str(v) for k, v in sorted(methods.items()) if isinstance(v, str))
                     if isinstance(methods, dict) else str(methods),
-                    "fingerprint": labels_digest(campaign) + ":" + answers_fingerprint(run)})
+                    "fingerprint": labels_digest(campaign) + ":" + answers_digest(run)})
     return out
 
 
@@ -265,7 +319,7 @@ def cached_reports(project, settings: dict) -> list[dict]:
     from django.core.cache import cache
 
     from scoring.judges import service
-    from scoring.reports.agreement import study_fingerprint
+    from scoring.reports.fingerprint import study_fingerprint
 
     by_name = {c.name: c for c in Campaign.objects.alive().filter(project=project)}
     runs = run_keys(project)

@@ -15,15 +15,6 @@ DOCUMENTS = {"methods.md": "text/markdown; charset=utf-8",
              "tripod-llm.md": "text/markdown; charset=utf-8"}
 
 
-def _view(project) -> dict:
-    from studies import figures
-    from studies.export import SCHEMAS, export_counts
-
-    settings = figures.default_settings(project)
-    return {"project": project.name, "settings": settings, "reports": figures.cached_reports(project, settings),
-            "counts": export_counts(project, SCHEMAS)}
-
-
 @role_required(COORDINATOR, ANALYST)
 def archive_page(request):
     from studies.export import pending_review
@@ -81,19 +72,19 @@ def export_download(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_page(request):
-    from studies.methods import checklist, sections
+    from studies.methods import checklist, methods_view, sections
 
-    view = _view(request.project)
+    view = methods_view(request.project)
     return render(request, "studies/methods.html", {"sections": sections(view), "checklist": checklist(view)})
 
 
 @role_required(COORDINATOR, ANALYST)
 def methods_download(request, what: str):
-    from studies.methods import methods_docx, methods_markdown, tripod_markdown
+    from studies.methods import methods_docx, methods_markdown, methods_view, tripod_markdown
 
     if what not in DOCUMENTS:
         raise Http404("No such document.")
-    view = _view(request.project)
+    view = methods_view(request.project)
     body = {"methods.md": lambda: methods_markdown(view).encode("utf-8"), "methods.docx": lambda: methods_docx(view),
             "tripod-llm.md": lambda: tripod_markdown(view).encode("utf-8")}[what]()
     response = HttpResponse(body, content_type=DOCUMENTS[what])

@@ -26,6 +26,21 @@ HANDLERS: dict[str, Callable[[Job], dict[str, Any]]] = {}
 # pulls in pandas and scipy, which a web process or an LLM worker need not load at start-up.
 LAZY_HANDLERS: dict[str, str] = {}
 
+# What other apps keep ready in the worker once a job of a kind has succeeded (kind -> callables taking the job),
+# e.g. the study archive's digests of the data a report read (studies.figures), so that no page has to stream them.
+FOLLOW_UPS: dict[str, list[Callable[[Job], None]]] = {}
+
+
+def follow_up(kind: str):
+    """Register a callable run (in the job's project) after each job of ``kind`` succeeds; its failure is logged,
+    the job stays succeeded."""
+    def register(fn):
+        FOLLOW_UPS.setdefault(kind, []).append(fn)
+        return fn
+
+    return register
+
+
 def handler(kind: str):
     def register(fn):
         HANDLERS[kind] = fn
@@ -134,6 +149,12 @@ def execute(job_id: int) -> Job:
     job.progress = 1.0
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "result", "progress", "finished_at"])
+    for fn in FOLLOW_UPS.get(job.kind, []):
+        try:
+            with scoping.in_project(job.project_id):
+                fn(job)
+        except Exception:
+            log.exception("follow-up %s of job %s failed", getattr(fn, "__name__", fn), job.pk)
     return job
 
 

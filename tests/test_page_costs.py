@@ -1,0 +1,118 @@
+"""Pages cost a few index lookups per view, not work that grows with the study (issue 34 item 6, the slow pages
+``bench/bench_pages.py`` found): the labels' change mark is read from indexes, the methods page is written from
+digests and reports the workers kept, and a dialogue's review reads its labels by their assignments. Run in both
+modes (embedded, and with DATABASE_URL for PostgreSQL)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import labels
+from annotation.models import Assignment, Label
+from scoring.reports.fingerprint import study_fingerprint
+from tests.factories import campaign_with
+from tests.test_figures import run_due
+from tests.test_reports import rate_everything
+
+
+@pytest.fixture
+def rated(make_user):
+    raters = [make_user(f"cost{i}", "physician") for i in range(3)]
+    campaign = campaign_with(raters, n=6, overlap=3, name="Costs")
+    rate_everything(campaign, random.Random(7))
+    return campaign
+
+
+def _methods_page(client) -> str:
+    """The methods page without its per-request CSRF tokens."""
+    html = client.get(reverse("study-archive-methods")).content.decode()
+    return re.sub(r'("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]+', r"\1", html)
+
+
+def _plans(queries: list[str]) -> list[str]:
+    """SQLite's query plan of each query (one text per query)."""
+    plans = []
+    with connection.cursor() as cursor:
+        for sql in queries:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql)
+            plans.append(" / ".join(str(row[-1]) for row in cursor.fetchall()))
+    return plans
+
+
+def test_the_labels_change_mark_is_read_from_indexes_not_counted(rated):
+    with CaptureQueriesContext(connection) as ctx:
+        before = study_fingerprint([rated])
+    on_labels = [q["sql"] for q in ctx.captured_queries if '"annotation_label"' in q["sql"]]
+    assert on_labels and not any("COUNT(" in sql.upper() for sql in on_labels), on_labels
+    if connection.vendor == "sqlite":  # each an index seek: no label row read (PostgreSQL plans tiny tables apart)
+        plans = _plans([q["sql"] for q in ctx.captured_queries])
+        assert all("COVERING INDEX" in plan and "SCAN" not in plan for plan in plans), plans
+    # ... and it still follows every change: a changed label, a new one, a return, a submission
+    label = Label.objects.filter(campaign=rated).order_by("pk").first()
+    Label.objects.filter(pk=label.pk).update(value=label.value, updated_at=timezone.now())
+    changed = study_fingerprint([rated])
+    assert changed != before
+    assignment = Assignment.objects.get(pk=label.assignment_id)
+    labels.return_for_reannotation(assignment, None, "check")
+    returned = study_fingerprint([rated])
+    assert returned != changed
+    labels.save_label(assignment, label.item_id, label.value, assignment.rater)
+    labels.submit(assignment, assignment.rater)
+    assert study_fingerprint([rated]) not in (before, changed, returned)
+
+
+def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated, monkeypatch):
+    from studies import export, figures
+
+    run_due()  # the workers computed the reports, and kept the labels' digest beside them
+    client.force_login(coordinator)
+
+    def streamed(rows):
+        raise AssertionError("the page streamed every label to digest them")
+
+    monkeypatch.setattr(figures, "_multiset_digest", streamed)
+    first = _methods_page(client)
+    assert 'data-testid="tripod"' in first
+    assert f"{Label.objects.filter(campaign=rated).count()} labels by 3 pseudonymised raters" in first
+
+    def counted(*args, **kwargs):
+        raise AssertionError("the page counted the archive's rows again")
+
+    monkeypatch.setattr(export, "export_counts", counted)
+    with CaptureQueriesContext(connection) as ctx:
+        again = _methods_page(client)
+    assert again == first
+    assert not [q for q in ctx.captured_queries if "COUNT(" in q["sql"].upper() and "annotation_label" in q["sql"]]
+    for what in ("methods.md", "tripod-llm.md", "methods.docx"):
+        assert client.get(reverse("study-archive-document", args=[what])).status_code == 200
+    # a change of the data is a new page: the new label is counted
+    monkeypatch.undo()
+    assignment = Assignment.objects.filter(campaign=rated).order_by("pk").first()
+    labels.return_for_reannotation(assignment, coordinator, "check")
+    run_due()
+    assert _methods_page(client) != first
+
+
+def test_a_dialogue_review_reads_its_labels_by_their_assignments(client, coordinator, rated):
+    dialogue_id = Assignment.objects.filter(campaign=rated).values_list("dialogue_id", flat=True).first()
+    client.force_login(coordinator)
+    url = reverse("campaign-dialogue", args=[rated.pk, dialogue_id])
+    with CaptureQueriesContext(connection) as ctx:
+        page = client.get(url)
+    assert page.status_code == 200
+    on_labels = [q["sql"] for q in ctx.captured_queries if 'FROM "annotation_label"' in q["sql"]]
+    assert len(on_labels) == 1 and '"annotation_label"."assignment_id" IN' in on_labels[0], on_labels
+    assert "annotation_campaign" not in on_labels[0].split("WHERE")[0]  # no join that steers SQLite to the campaign
+    if connection.vendor == "sqlite":
+        plan = _plans(on_labels)[0]
+        assert "assignment" in plan and "campaign" not in plan, plan
+    body = page.content.decode()
+    for label in Label.objects.filter(campaign=rated, dialogue_id=dialogue_id).exclude(value=None)[:3]:
+        assert label.item.code in body

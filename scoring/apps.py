@@ -63,6 +63,7 @@ class ScoringConfig(AppConfig):
         labels_changed.connect(precompute.on_labels_changed, dispatch_uid="scoring-reports-follow-labels")
         jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.service.campaign_report"
         jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.service.judge_report"
+        jobs.LAZY_HANDLERS["judge_compare"] = "scoring.judges.comparison.judge_compare"
         jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.results_job.preference_results"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)

@@ -3,8 +3,10 @@
 import pytest
 from django.urls import reverse
 
-from annotation.models import Corpus, Dialogue, ScaleVersion
+from annotation import labels
+from annotation.models import Assignment, Corpus, Dialogue, ScaleVersion
 from projects.scoping import active_project_id
+from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm.models import LLMEndpoint
@@ -155,8 +157,28 @@ def test_runs_that_differ_only_in_mode_are_compared(client, coordinator, make_us
     page = client.get(reverse("judge-run", args=[runs[0].pk])).content.decode()
     compare_url = reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
     assert compare_url in page
+    # The runs' end queued their comparison, both ways (issue 34): computed by a worker, not when someone looks.
+    queued = Job.objects.filter(kind=Job.Kind.JUDGE_COMPARE, status=Job.Status.QUEUED)
+    pairs = {(job.params["run"], job.params["other"]) for job in queued}
+    assert pairs == {(runs[0].pk, runs[1].pk), (runs[1].pk, runs[0].pk)}
     html = client.get(compare_url, {"campaign": campaign.pk}).content.decode()
-    assert 'data-testid="mode-compare"' in html and html.count("<tr>") >= 25
+    assert 'data-testid="figures-computing"' in html and 'data-testid="mode-compare"' not in html
+    run_pending()
+    from scoring.judges import report
+
+    def not_per_view(*args, **kwargs):
+        raise AssertionError("the page computed the comparison")
+
+    monkeypatch.setattr(report, "compare_modes", not_per_view)
+    for _ in range(2):
+        html = client.get(compare_url, {"campaign": campaign.pk}).content.decode()
+        assert 'data-testid="mode-compare"' in html and html.count("<tr>") >= 25
+        assert 'data-testid="figures-computing"' not in html and 'data-testid="figures-updating"' not in html
+    # New labels: the stored comparison is shown "updating" while the worker computes the new one.
+    assignment = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.SUBMITTED).first()
+    labels.return_for_reannotation(assignment, coordinator, "check")
+    html = client.get(compare_url, {"campaign": campaign.pk}).content.decode()
+    assert 'data-testid="mode-compare"' in html and 'data-testid="figures-updating"' in html
 
 
 def test_start_run_is_disabled_with_the_reason_when_no_judge_can_send(client, coordinator, corpus, settings):

@@ -23,6 +23,7 @@ class Job(ProjectScoped):
         STUDY_EXPORT = "study_export", "Study archive export"
         PREFERENCE_RESULTS = "preference_results", "Preference study results"
         DELPHI_ROUND = "delphi_round", "Delphi round statistics"
+        JUDGE_COMPARE = "judge_compare", "Two judge runs compared against physicians"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

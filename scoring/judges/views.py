@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
 from annotation.params import whole_number
@@ -287,44 +287,40 @@ def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
 
 
 @role_required(COORDINATOR, ANALYST)
+@require_http_methods(["GET", "POST"])
 def judge_run_compare(request, pk: int, other: int, jury: bool = False):
     """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians; with ``jury``
-    a jury beside a run (one of its members, or any run of its instrument)."""
-    from scoring.judges.report import compare_modes
-    from scoring.reports.exports import may_see_names
+    a jury beside a run (one of its members, or any run of its instrument). Computed by a worker when a run
+    finishes or the labels change and stored (:mod:`scoring.judges.comparison`): the latest stored comparison
+    shows at once, marked "updating" while a newer one is computed; "computing" only when there is none yet."""
+    from scoring.judges.comparison import compare_figures
+    from scoring.judges.report import check_comparable, check_modes
 
     run_a = _source(request, pk, jury)
     run_b = get_in_project_or_404(_runs(request), request, pk=other)
     campaign = get_in_project_or_404(Campaign.objects.alive(), request,
-                                 pk=whole_number(request.GET, "campaign"), corpus=run_a.corpus)
+                                     pk=whole_number(request.GET, "campaign"), corpus=run_a.corpus)
     try:
-        report = compare_modes(run_a, run_b, campaign, names=may_see_names(request.user, [campaign]))
+        check_comparable(run_a, campaign)
+        check_comparable(run_b, campaign)
+        check_modes(run_a, run_b)
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("jury-detail" if jury else "judge-run", pk=pk)
+    found = compare_figures(run_a, run_b, campaign, request.user, retry=request.method == "POST")
+    if request.method == "POST":  # "Try again" after a failure
+        return redirect(request.get_full_path())
+    poll = reverse("figures-status", args=[found.pending.pk]) if found.pending else ""
     return render(request, "scoring/judge_compare.html", {"run_a": run_a, "run_b": run_b, "campaign": campaign,
-                                                           "report": report})
+                                                           "report": found.report, "figures": found,
+                                                           "job": found.job, "poll_url": poll})
 
 
 def mode_partners(run: JudgeRun) -> list[JudgeRun]:
-    """Finished runs on the same corpus whose configuration differs from this one only in mode, and, for an
-    imported run (or beside one), every finished run of the same scale version."""
-    from scoring.judges.report import MODE_COMPARISON_IGNORED, run_scale_version_id
+    """The runs the run's page offers to compare it with (:func:`scoring.judges.comparison.partners`)."""
+    from scoring.judges.comparison import partners
 
-    partners = []
-    for other in (JudgeRun.objects.filter(corpus=run.corpus, status__in=JudgeRun.FINISHED)
-                  .exclude(pk=run.pk)):
-        if run.is_imported or other.is_imported:  # imported scores go beside any run of the same scale version
-            if run_scale_version_id(run) == run_scale_version_id(other):
-                partners.append(other)
-            continue
-        a, b = run.snapshot, other.snapshot
-        if a.get("mode") == b.get("mode"):
-            continue
-        keys = (set(a) | set(b)) - set(MODE_COMPARISON_IGNORED) - {"mode", "name"}
-        if all(a.get(k) == b.get(k) for k in keys):
-            partners.append(other)
-    return partners
+    return partners(run)
 
 
 @role_required(COORDINATOR, ANALYST)

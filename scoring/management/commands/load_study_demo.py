@@ -15,9 +15,9 @@ from scoring.reports.service import compute_now
 
 class Command(BaseCommand):
     help = ("Finish the demo study: two synthetic judge runs (per item, per dialogue) with stored answers, a "
-            "locked and unblinded preference study, and the finished campaign's agreement report and the per-item "
-            "run's judge report computed for the demo coordinator and analyst. Run load_demo first. Safe to run "
-            "again; makes no LLM calls.")
+            "locked and unblinded preference study, and the finished campaign's agreement report, the runs' judge "
+            "reports and their side-by-side comparison computed for the demo coordinator and analyst. Run "
+            "load_demo first. Safe to run again; makes no LLM calls.")
 
     def add_arguments(self, parser):
         services.add_argument(parser)  # default here: the demo project
@@ -44,6 +44,7 @@ class Command(BaseCommand):
     def _reports(self, runs) -> set:
         """Every demo campaign's agreement report and the judge runs' reports against the campaigns they can be
         compared with, for the demo coordinator and analyst: no demo page computes a report on first view."""
+        from scoring.judges import comparison
         from scoring.judges.service import comparable_campaigns
 
         reports = set()
@@ -60,4 +61,8 @@ class Command(BaseCommand):
                     judged = judge_reports.compute_now(run, campaign, user)
                     if judged.status == "succeeded":
                         reports.add(judged.pk)
+                    for other in comparison.partners(run):  # the comparisons the run's page links to
+                        compared = comparison.compute_now(run, other, campaign, user)
+                        if compared.status == "succeeded":
+                            reports.add(compared.pk)
         return reports

@@ -132,7 +132,7 @@ LIST_URLS: dict[str, dict[str, str]] = {
         "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "judge-planner", "jury-new",
         "judge-selection", "preference-list",
         "preference-new", "generation-home", "generation-case-import", "generation-job-new", "delphi:list",
-        "delphi:study-new", "delphi:mine", "system", "api-token-page", "api-root", "project-list")},
+        "delphi:study-new", "delphi:mine", "system", "system-workers", "api-token-page", "api-root", "project-list")},
     "scale-install": {"slug": "=hivmedqa"},
     **{name: {} for name in ("study-archive", "study-archive-export", "study-archive-methods")},
     "study-archive-document": {"what": "=methods.md"},

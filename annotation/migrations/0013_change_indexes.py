@@ -7,7 +7,10 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
+        # The squash on a fresh database; the history's last migration where the history is used (each app's
+        # squash replaces the four apps' whole history, so Django maps either to another node)
         ('annotation', '0012_squashed'),
+        ('annotation', '0011_pseudonyms_per_project'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

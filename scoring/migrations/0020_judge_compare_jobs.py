@@ -6,7 +6,10 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
+        # The squash on a fresh database; the history's last migration where the history is used (each app's
+        # squash replaces the four apps' whole history, so Django maps either to another node)
         ('scoring', '0019_squashed'),
+        ('scoring', '0018_figures_jobs'),
     ]
 
     operations = [

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 from django.conf import settings
-from django.db.models.signals import post_migrate, post_save, pre_save
+from django.db.models.signals import post_migrate, post_save, pre_migrate, pre_save
 
 
 class ProjectsConfig(AppConfig):
@@ -13,6 +13,8 @@ class ProjectsConfig(AppConfig):
     }
 
     def ready(self) -> None:
+        # before migrating (a migration made after the squash would fail on the missing tables) and after
+        pre_migrate.connect(_refuse_half_created, sender=self, dispatch_uid="projects.half_created_before")
         post_migrate.connect(_refuse_half_created, sender=self, dispatch_uid="projects.half_created")
         post_migrate.connect(_sync_roles, dispatch_uid="projects.sync_roles")
         from projects.tokens import remember_password, rotate_on_password_change

@@ -16,7 +16,13 @@ a cycle. With the whole history in each, Django decides for all four at once (``
 Django records a squashed migration by recording everything it replaces, so once ``projects``' squashed migration
 has run on a fresh database the whole history reads as applied. A first ``migrate`` interrupted before the other
 three would leave their tables missing with nothing left to run: :func:`missing_tables` finds that and the
-``post_migrate`` check in :mod:`projects.apps` says what to do (the database holds nothing yet: create it again).
+``pre_migrate`` and ``post_migrate`` check in :mod:`projects.apps` says what to do (the database holds nothing yet:
+create it again).
+
+**A migration made after the squash depends on its app's squashed migration and on its app's last migration of the
+history** (e.g. ``("annotation", "0012_squashed")`` and ``("annotation", "0011_pseudonyms_per_project")``). Where the
+history is used, Django points a dependency on a squashed migration at the history's last node (``scoring`` 0018),
+which is not in the app's own chain; the second dependency keeps one leaf per app.
 
 :class:`CreateModels` creates one app's models in a single operation: the migration state is rendered once for all of
 them rather than once per model (which made a fresh ``migrate`` take 15 s on SQLite), and the foreign keys between

@@ -169,8 +169,8 @@ def refresh_reports(*, run: JudgeRun | None = None, campaign: Campaign | None = 
     """A run finished or its answers changed (``run``), or a campaign's labels changed (``campaign``): queue the
     judge reports they feed to be computed once the changes stop (debounced). For a finished run: against every
     comparable campaign; for a campaign: against the latest finished runs on its corpus (:data:`LATEST_RUNS`);
-    each with the default settings, for coordinators and (where names are hidden) analysts. Variants someone has
-    read lately are refreshed too."""
+    each with the default settings, with names (coordinators) and without (analysts where names are hidden, and
+    always the methods page and the study archive). Variants someone has read lately are refreshed too."""
     from scoring.judges.report import VerdictSettings
 
     subjects: list[tuple[JudgeRun, Campaign, dict[str, Any]]] = []
@@ -183,7 +183,7 @@ def refresh_reports(*, run: JudgeRun | None = None, campaign: Campaign | None = 
                     .order_by("-created_at")[:LATEST_RUNS])
         pairs += [(other, campaign) for other in finished if campaign in comparable_campaigns(other)]
     for the_run, the_campaign in pairs:
-        for names in ([True] if the_campaign.allow_names else [True, False]):
+        for names in (True, False):
             subjects.append((the_run, the_campaign,
                              report_subject(the_run, the_campaign, names, VerdictSettings())))
     seen = Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED,

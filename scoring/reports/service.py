@@ -61,11 +61,10 @@ def current_report_job(campaign: Campaign, user, *, start: bool = True, retry: b
 
 def refresh_reports(campaign: Campaign) -> list[Job]:
     """Labels of the campaign changed (submitted, returned, imported) or its name rule did: queue its reports to be
-    computed once the changes stop (debounced), with the default options for coordinators (names) and, when the
-    campaign hides names from analysts, for analysts; and every other variant someone has read lately."""
-    subjects = [report_subject(campaign, True)]
-    if not campaign.allow_names:
-        subjects.append(report_subject(campaign, False))
+    computed once the changes stop (debounced), with the default options with names (coordinators) and without
+    (analysts where the campaign hides names, and always the methods page and the study archive); and every other
+    variant someone has read lately."""
+    subjects = [report_subject(campaign, True), report_subject(campaign, False)]
     keys = ("campaign", "names", "ci_method", "correlation")
     seen = (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, project=campaign.project_id,
                                params__campaign=campaign.pk, status=Job.Status.SUCCEEDED)

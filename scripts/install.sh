@@ -80,6 +80,13 @@ else
   echo "==> install $what with pip: $(since "$start") s"
 fi
 
-# Bytecode of what the app imports, written once now: where PYTHONDONTWRITEBYTECODE is set, every process (the web
+# Bytecode of what the app imports, written once: where PYTHONDONTWRITEBYTECODE is set, every process (the web
 # server, each worker, each test process) would otherwise compile it again from source (scripts/warm_bytecode.py).
-"$VENV/bin/python" scripts/warm_bytecode.py "$mode" || echo "(bytecode warm-up failed; the app compiles as it goes)" >&2
+# For the test tools it is written now (the test processes all start at once); for the app, at the lowest priority
+# behind `make run`, whose first page needs only part of it and whose workers start a few seconds later.
+if [[ "$mode" == dev ]]; then
+  "$VENV/bin/python" scripts/warm_bytecode.py dev || echo "(bytecode warm-up failed; Python compiles as it goes)" >&2
+else
+  nohup nice -n 19 "$VENV/bin/python" scripts/warm_bytecode.py app >/dev/null 2>&1 &
+  echo "==> bytecode: being written in the background"
+fi

@@ -3,7 +3,10 @@ other and with pyproject.toml, so a fresh clone gets the versions the tests ran 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -43,3 +46,19 @@ def test_the_makefile_installs_through_the_script_with_a_pinned_uv():
     assert "scripts/install.sh app" in makefile and "scripts/install.sh dev" in makefile
     assert re.search(r'UV_VERSION="\$\{UV_VERSION:-\d+\.\d+\.\d+\}"', script)
     assert "sync --quiet --locked" in script and '--constraint "$CONSTRAINTS"' in script
+
+
+def test_the_bytecode_warm_up_writes_what_the_app_imports_whatever_the_environment_says(tmp_path):
+    """Issue 34: with PYTHONDONTWRITEBYTECODE set (as on many machines), nothing was ever written and every process
+    compiled the app and its libraries again; scripts/warm_bytecode.py writes them once, at install."""
+    import importlib.util
+
+    source = BASE_DIR / "scoring" / "reports" / "service.py"
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    cached.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}
+    result = subprocess.run([sys.executable, "scripts/warm_bytecode.py", "app"], cwd=BASE_DIR, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(r"==> bytecode of \d+ modules written", result.stdout) and "not imported" not in result.stdout
+    assert cached.exists()

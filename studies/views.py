@@ -72,7 +72,8 @@ def export_download(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_page(request):
-    from studies.methods import checklist, methods_view, sections
+    from studies.methods import checklist, sections
+    from studies.methods_data import methods_view
 
     view = methods_view(request.project)
     return render(request, "studies/methods.html", {"sections": sections(view), "checklist": checklist(view)})
@@ -80,7 +81,8 @@ def methods_page(request):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_download(request, what: str):
-    from studies.methods import methods_docx, methods_markdown, methods_view, tripod_markdown
+    from studies.methods import methods_docx, methods_markdown, tripod_markdown
+    from studies.methods_data import methods_view
 
     if what not in DOCUMENTS:
         raise Http404("No such document.")

@@ -48,6 +48,8 @@ UNSCOPED_ALLOWED = {
     "scoring/llm/recovery.py": "the reconciler looks at every project's running jobs",
     "scoring/llm/worker.py": "the engine's bookkeeping by job id",
     "scoring/reports/exports.py": "pseudonyms by an explicit project, as a column of the label export",
+    "scoring/reports/fingerprint.py": "the labels' change mark by ids of campaigns read through the scoped managers "
+                                      "(one index seek each, without the scope's join)",
 }
 
 

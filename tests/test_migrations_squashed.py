@@ -137,6 +137,7 @@ def squashed_dump():
         return output, recorded, _dump(env)
 
 
+@pytest.mark.integration  # runs migrate in processes of its own, on databases of its own
 def test_a_fresh_database_runs_only_the_squashed_migrations(squashed_dump):
     output, recorded, dump = squashed_dump
     for app, name in SQUASHED:
@@ -147,6 +148,7 @@ def test_a_fresh_database_runs_only_the_squashed_migrations(squashed_dump):
     assert [row["name"] for row in dump["rows"]["annotation_project"]] == ["Default"]
 
 
+@pytest.mark.integration  # runs migrate in processes of its own, on databases of its own
 @pytest.mark.parametrize("state", [None, RELEASED[0], RELEASED[-1]],
                          ids=["whole-history", "first-release", "last-release"])
 def test_the_history_from_any_release_gives_the_same_database_as_the_squash(squashed_dump, state):
@@ -202,6 +204,7 @@ def test_a_fresh_database_plans_the_squash_and_a_migrated_one_nothing(monkeypatc
         assert {(migration.app_label, migration.name) for migration, _ in plan} == expected
 
 
+@pytest.mark.integration  # runs migrate in processes of its own, on databases of its own
 def test_a_first_migrate_interrupted_between_the_squashed_migrations_says_how_to_start_again():
     """Stopped after projects' squashed migration (as a crash would stop it), the database reads as migrated with
     most tables missing: every later `migrate` says so and what to do, rather than failing on the first page."""

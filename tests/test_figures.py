@@ -18,7 +18,7 @@ from annotation.models import Assignment
 from scoring.jobs import figures
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
-from tests.factories import campaign_with
+from tests.factories import answer_all, campaign_with
 from tests.test_reports import rate_everything
 
 
@@ -251,3 +251,40 @@ def test_a_burst_is_computed_once_by_a_real_worker(client, celery_worker, make_u
     html = client.get(url).content.decode()
     assert 'data-testid="item-agreement"' in html and "figures-updating" not in html
     assert done.count() == 2
+
+
+def test_a_batch_of_label_changes_tells_the_listeners_once_per_campaign_at_its_end(make_user):
+    """The demo submits hundreds of assignments in one go (annotation.demo): inside ``labels_changes_batched`` each
+    campaign's listeners hear of it once, at the end; nested batches send at the outer end; a failed batch sends
+    nothing (its transaction is rolled back too); outside a batch every change is sent at once."""
+    from annotation.signals import labels_changed, labels_changes_batched, send_labels_changed
+
+    raters = [make_user(f"batch{i}", "physician") for i in range(2)]
+    first, second = (campaign_with(raters, n=2, overlap=2, name=name) for name in ("B1", "B2"))
+    heard: list[int] = []
+
+    def listener(sender, campaign, **kwargs):
+        heard.append(campaign.pk)
+
+    labels_changed.connect(listener, weak=False, dispatch_uid="test-batch-listener")
+    try:
+        with labels_changes_batched():
+            with labels_changes_batched():
+                for assignment in Assignment.objects.filter(campaign__in=[first, second]).select_related("rater"):
+                    answer_all(assignment, assignment.rater)
+                    labels.submit(assignment, assignment.rater)
+            assert heard == []
+            send_labels_changed(first)
+            assert heard == []
+        assert sorted(heard) == sorted([first.pk, second.pk])
+        assert Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, status=Job.Status.QUEUED).count() == 4
+
+        heard.clear()
+        with pytest.raises(RuntimeError), labels_changes_batched():
+            send_labels_changed(first)
+            raise RuntimeError("the bulk load failed")
+        assert heard == []
+        send_labels_changed(second)
+        assert heard == [second.pk]
+    finally:
+        labels_changed.disconnect(dispatch_uid="test-batch-listener")

@@ -71,6 +71,7 @@ from scoring.stats.interpretation import (  # noqa: F401
 )
 from scoring.stats.kernels import (  # noqa: F401
     agreement_counts,
+    agreement_many,
     agreement_weights,
     cohen_kappa_codes,
     count_table,

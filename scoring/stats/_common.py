@@ -77,6 +77,10 @@ def _frame(data: Any, name: str = "data") -> pd.DataFrame:
 
 def _numeric_frame(df: Any, name: str = "data") -> pd.DataFrame:
     df = _frame(df, name)
+    if df.shape[1] and all(dtype.kind in "iuf" for dtype in df.dtypes):  # numbers already: no per-column parse
+        out = df.astype(float)
+        out.columns = [str(c) for c in out.columns]
+        return out
     try:
         out = df.apply(pd.to_numeric, errors="raise").astype(float)
     except (ValueError, TypeError) as exc:

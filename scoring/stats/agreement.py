@@ -325,6 +325,15 @@ def _multi_rater_precheck(table: np.ndarray, df: pd.DataFrame, name: str,
 
 
 def _zero_variance_raters(df: pd.DataFrame) -> list[str]:
+    """Raters (columns) with more than one rating, all the same."""
+    if len(df.columns) and all(dtype.kind in "iuf" for dtype in df.dtypes):  # numeric: one pass, no pandas loop
+        values = df.to_numpy(dtype=float)
+        seen = ~np.isnan(values)
+        with np.errstate(all="ignore"):
+            low = np.where(seen, values, np.inf).min(axis=0)
+            high = np.where(seen, values, -np.inf).max(axis=0)
+        constant = (seen.sum(axis=0) > 1) & (low == high)
+        return [str(c) for c, flag in zip(df.columns, constant, strict=True) if flag]
     flat = []
     for c in df.columns:
         vals = df[c].dropna()

@@ -23,8 +23,11 @@ def encode_labels(data: Any, categories: Sequence[Any] | None = None) -> tuple[n
     observed labels unless ``categories`` is given).  Labels not in a given ``categories``
     raise ``ValueError``.  Works for 1-D input too.
     """
-    arr = np.asarray(data.to_numpy() if isinstance(data, pd.DataFrame | pd.Series) else data,
-                     dtype=object)
+    raw = data.to_numpy() if isinstance(data, pd.DataFrame | pd.Series) else data
+    fast = _encode_numeric(raw, categories)
+    if fast is not None:
+        return fast
+    arr = np.asarray(raw, dtype=object)
     shape = arr.shape
     flat = arr.ravel()
     missing = pd.isna(flat)
@@ -40,6 +43,49 @@ def encode_labels(data: Any, categories: Sequence[Any] | None = None) -> tuple[n
         bad = sorted({repr(v) for v in flat[unknown]})
         raise ValueError(f"labels not in categories: {', '.join(bad[:10])}")
     return codes.reshape(shape), [_label(c) for c in cats]
+
+
+def _plain_number(x: Any) -> bool:
+    """An int or float (not a bool) that a float64 holds exactly."""
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        return False
+    try:
+        return bool(np.isfinite(float(x))) and float(x) == x
+    except OverflowError:
+        return False
+
+
+def _encode_numeric(raw: Any, categories: Sequence[Any] | None) -> tuple[np.ndarray, list] | None:
+    """:func:`encode_labels` of a numeric array (floats with NaN for missing, or integers) with numeric categories,
+    without a pass over Python objects: the same codes and categories as the general path (which matches ``1.0``
+    to the category ``1`` as this does), or None when the input is not of that kind."""
+    if not isinstance(raw, np.ndarray) or raw.dtype.kind not in "iuf":
+        return None
+    flat = raw.ravel().astype(float, copy=False)
+    missing = np.isnan(flat)
+    if categories is None:
+        cats = ordered_labels(pd.unique(flat[~missing]).tolist())
+    else:
+        cats = list(categories)
+        if not all(_plain_number(c) for c in cats):
+            return None
+        if len(set(map(repr, cats))) != len(cats):
+            raise ValueError("categories must be unique")
+    values = np.asarray([float(c) for c in cats], dtype=float)
+    if len(np.unique(values)) != len(values):  # e.g. 1 and 1.0: left to the general path
+        return None
+    codes = np.full(flat.shape, -1, dtype=np.int64)
+    if len(values):
+        order = np.argsort(values, kind="stable")
+        ranked = values[order]
+        pos = np.minimum(np.searchsorted(ranked, flat), len(ranked) - 1)
+        hit = ranked[pos] == flat
+        codes[hit] = order[pos[hit]]
+    unknown = (codes < 0) & ~missing
+    if unknown.any():
+        bad = sorted({repr(v) for v in raw.ravel()[unknown].tolist()})
+        raise ValueError(f"labels not in categories: {', '.join(bad[:10])}")
+    return codes.reshape(raw.shape), [_label(c) for c in cats]
 
 
 def _as_number(x: Any) -> float | None:
@@ -181,10 +227,20 @@ def _pa_pi(table: np.ndarray, freq: np.ndarray | None = None
             if agree.ndim != 1:
                 raise ValueError("with freq, table must be a single (n, q) table")
             # One product for all four sums: freq is read from memory once instead of four times.
-            sums = weighted_sums(freq, np.column_stack([agree, two, one, share]))
-            pa = sums[:, 0] / sums[:, 1]
-            pi = sums[:, 3:] / sums[:, 2][:, None]
+            pa, pi = _pa_pi_from_sums(weighted_sums(freq, np.column_stack([agree, two, one, share])))
     return pa, pi
+
+
+def _pa_pi_columns(table: np.ndarray) -> np.ndarray:
+    """The ``(n, 3 + q)`` per-subject columns whose weighted sums give pa and pi (:func:`_pa_pi_from_sums`)."""
+    agree, two, share, one = _subject_terms(table)
+    return np.column_stack([agree, two, one, share])
+
+
+def _pa_pi_from_sums(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pa and pi from the ``(B, 3 + q)`` weighted sums of :func:`_pa_pi_columns`."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[:, 0] / sums[:, 1], sums[:, 3:] / sums[:, 2][:, None]
 
 
 def _scalar_or_array(x: np.ndarray) -> np.ndarray | float:
@@ -344,14 +400,27 @@ def krippendorff_alpha_counts(table: np.ndarray, values: Sequence[float], level:
     if level not in ("nominal", "ordinal", "interval"):
         raise ValueError("level must be nominal, ordinal or interval")
     t = np.asarray(table, dtype=float)
+    q = t.shape[1]
+    flat = _coincidence_columns(t)
+    o = (flat.sum(axis=0)[None] if freq is None else weighted_sums(freq, flat)).reshape(-1, q, q)
+    alpha = _alpha_from_coincidences(o, values, level)
+    return float(alpha[0]) if freq is None else alpha
+
+
+def _coincidence_columns(t: np.ndarray) -> np.ndarray:
+    """Each unit's contribution to Krippendorff's coincidence matrix, flattened: ``(n, q * q)``."""
     n_units, q = t.shape
     m = t.sum(axis=1)
     pairable = m >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = np.where(pairable, 1.0 / np.where(pairable, m - 1.0, 1.0), 0.0)
     per_unit = (t[:, :, None] * t[:, None, :] - np.eye(q)[None] * t[:, :, None]) * weight[:, None, None]
-    flat = per_unit.reshape(n_units, q * q)
-    o = (flat.sum(axis=0)[None] if freq is None else weighted_sums(freq, flat)).reshape(-1, q, q)
+    return per_unit.reshape(n_units, q * q)
+
+
+def _alpha_from_coincidences(o: np.ndarray, values: Sequence[float], level: str) -> np.ndarray:
+    """Krippendorff's alpha of ``(B, q, q)`` coincidence matrices at ``level``."""
+    q = o.shape[-1]
     n_c = o.sum(axis=2)
     total = n_c.sum(axis=1)
     if level == "nominal":
@@ -368,8 +437,34 @@ def krippendorff_alpha_counts(table: np.ndarray, values: Sequence[float], level:
     observed = (o * delta).sum(axis=(1, 2))
     expected = (n_c[:, :, None] * n_c[:, None, :] * delta).sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
-        alpha = np.where(expected > _EPS, 1.0 - (total - 1.0) * observed / expected, np.nan)
-    return float(alpha[0]) if freq is None else alpha
+        return np.where(expected > _EPS, 1.0 - (total - 1.0) * observed / expected, np.nan)
+
+
+def agreement_many(tables: Sequence[np.ndarray], values: Sequence[Sequence[float]], levels: Sequence[str],
+                   freq: Any) -> list[dict[str, np.ndarray]]:
+    """Per count table (subjects x categories, the same subjects in every table): percent agreement, Fleiss'
+    kappa, Gwet's AC1 and Krippendorff's alpha at the table's ``level`` over the resamples of ``freq`` (bootstrap
+    multiplicities or a :class:`LeaveOneOut`), from ONE matrix product for all tables (a few narrow products per
+    table read the ``(B, n)`` multiplicities from memory each time: ten times slower on a campaign's 24 items).
+    The same values as :func:`agreement_counts` and :func:`krippendorff_alpha_counts` table by table."""
+    for level in levels:
+        if level not in ("nominal", "ordinal", "interval"):
+            raise ValueError("level must be nominal, ordinal or interval")
+    tables = [np.asarray(t, dtype=float) for t in tables]
+    if not tables:
+        return []
+    blocks = [part for t in tables for part in (_pa_pi_columns(t), _coincidence_columns(t))]
+    sums = weighted_sums(freq, np.concatenate(blocks, axis=1))
+    out, start = [], 0
+    for t, domain, level in zip(tables, values, levels, strict=True):
+        q = t.shape[1]
+        pa, pi = _pa_pi_from_sums(sums[:, start:start + 3 + q])
+        start += 3 + q
+        o = sums[:, start:start + q * q].reshape(-1, q, q)
+        start += q * q
+        out.append({"percent_agreement": pa, "fleiss_kappa": _fleiss_from(pa, pi),
+                    "gwet_ac1": _ac1_from(pa, pi, q), "krippendorff_alpha": _alpha_from_coincidences(o, domain, level)})
+    return out
 
 
 # --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import platform
 import time
+from itertools import chain
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -101,7 +102,7 @@ def float_rows(queryset, k: int, chunk: int = 20000) -> np.ndarray:
     with connections[queryset.db].cursor() as cursor:
         cursor.execute(sql, params)
         while batch := cursor.fetchmany(chunk):
-            parts.append(np.array(batch, dtype=float))
+            parts.append(np.fromiter(chain.from_iterable(batch), dtype=float, count=k * len(batch)))
     return np.concatenate(parts).reshape(-1, k) if parts else np.empty((0, k))
 
 
@@ -711,12 +712,12 @@ def _rater_matrix(study: Study) -> dict:
     item_names = labels["item"].astype(object).to_numpy()
     present = set(pd.unique(item_names).tolist())
     items = [c for c in binary if c in present]
-    codes = np.full((len(raters), len(items), len(dialogues)), -1, dtype=np.int64)
+    codes = np.full((len(raters), len(items), len(dialogues)), -1, dtype=np.int8)  # 0, 1, -1: small, fast
     if len(labels):
         r = pd.Index(raters).get_indexer(labels["rater"].to_numpy())
         i = pd.Index(items).get_indexer(item_names)
         d = np.searchsorted(dialogues, labels["dialogue"].to_numpy())
-        codes[r, i, d] = (labels["value"].to_numpy() == 1).astype(np.int64)  # binary items: 0 / 1
+        codes[r, i, d] = labels["value"].to_numpy() == 1  # binary items: 0 / 1
     size = len(raters)
     kappa = [[None] * size for _ in range(size)]
     ac1 = [[None] * size for _ in range(size)]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import platform
 import time
-from itertools import chain
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from itertools import chain
 from typing import Any
 
 import numpy as np

@@ -143,13 +143,3 @@ def test_numeric_frames_equal_the_parsing_path():
     with pytest.raises(ValueError, match="numbers only"):
         _common._numeric_frame(pd.DataFrame({"a": ["x", 1]}))
 
-
-def test_column_sums_equal_one_product_per_column():
-    from scoring.reports.agreement import _ColumnSums
-
-    rng = np.random.default_rng(1)
-    columns = [rng.random(50), (rng.random(50) < 0.8).astype(float), rng.integers(0, 5, 50).astype(float)]
-    sums = _ColumnSums(columns)
-    for freq in resamplings(50):
-        for j, column in enumerate(columns):
-            close(sums(freq, j), stats.weighted_sums(freq, column))

@@ -574,20 +574,6 @@ def _reliability_per_rater(study: Study, wide: pd.DataFrame, raters: np.ndarray,
     return out
 
 
-class _ColumnSums:
-    """``weighted_sums(freq, column)`` of many columns over the same units, from one matrix product per
-    multiplicity matrix (bootstrap or jackknife) instead of one narrow product per column."""
-
-    def __init__(self, columns: list[np.ndarray]):
-        self.x = np.column_stack(columns) if columns else None
-        self.done: dict[int, np.ndarray] = {}
-
-    def __call__(self, freq: Any, j: int) -> np.ndarray:
-        if id(freq) not in self.done:
-            self.done[id(freq)] = stats.weighted_sums(freq, self.x)
-        return self.done[id(freq)][:, j]
-
-
 def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile") -> list[dict]:
     """Shi et al., LLM-Mini-CEX, Table 6: per doctor model and dimension, sum of item scores / (items x dialogues),
     in %."""
@@ -609,17 +595,15 @@ def _models(study: Study, seed: int, n_resamples: int, method: str = "percentile
         block = means.reindex(list(dialogue_ids))
         boot = _resampling(len(block), n_resamples, seed + offset, method)
         entry = {"model": model, "n_dialogues": int(len(block)), "dimensions": {}}
-        parts = []
         for dim in dims:
             cols = [c for c in block.columns if binary[c].dimension == dim]
             per_dialogue = block[cols].mean(axis=1, skipna=True).to_numpy()  # share of items met
             valid = ~np.isnan(per_dialogue)
             values = np.where(valid, per_dialogue, 0.0)
-            parts.append((cols, valid, values))
-        sums = _ColumnSums([column for _, valid, values in parts for column in (values, valid.astype(float))])
-        for j, (dim, (cols, valid, values)) in enumerate(zip(dims, parts, strict=True)):
             estimate = 100.0 * values[valid].mean() if valid.any() else None
-            summary = boot.ci(estimate, lambda f, j=j, s=sums: 100.0 * s(f, 2 * j) / s(f, 2 * j + 1))
+            weights = valid.astype(float)
+            summary = boot.ci(estimate, lambda f, v=values, w=weights: (
+                100.0 * stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
             entry["dimensions"][dim] = {"score_pct": estimate, "ci_low": summary["ci_low"],
                                         "ci_high": summary["ci_high"], "n_items": len(cols)}
         levels = overall.reindex(list(dialogue_ids)).dropna()
@@ -635,15 +619,14 @@ def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampl
     """Per levels / scale item: mean score over the model's dialogues (a dialogue's score = mean over its raters),
     with the bootstrap CI over those dialogues."""
     out = {}
-    parts = []
     for meta in ordered:
         column = block[meta.code].to_numpy(dtype=float) if meta.code in block.columns else np.full(len(block), np.nan)
         valid = ~np.isnan(column)
-        parts.append((valid, np.where(valid, column, 0.0)))
-    sums = _ColumnSums([column for valid, values in parts for column in (values, valid.astype(float))])
-    for j, (meta, (valid, values)) in enumerate(zip(ordered, parts, strict=True)):
+        values = np.where(valid, column, 0.0)
+        weights = valid.astype(float)
         estimate = float(values[valid].mean()) if valid.any() else None
-        summary = boot.ci(estimate, lambda f, j=j: sums(f, 2 * j) / sums(f, 2 * j + 1))
+        summary = boot.ci(estimate, lambda f, v=values, w=weights: (
+            stats.weighted_sums(f, v) / stats.weighted_sums(f, w)))
         out[meta.code] = {"text": meta.text, "mean": estimate, "ci_low": summary["ci_low"],
                           "ci_high": summary["ci_high"], "ci_note": summary.get("ci_note"),
                           "n_dialogues": int(valid.sum()),

@@ -846,13 +846,30 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
     return out
 
 
+def single_blas_thread():
+    """The report's matrix products on one BLAS thread (as the judge report's, ``scoring.judges.service``): the
+    workers share the machine's cores, and BLAS threads waiting for a busy core spin. On the 2-core machine the
+    campaign report of 643,200 labels used 3.6-3.9 s CPU with two threads and 2.9-3.2 s with one, at the same wall
+    time (bench/bench_kernels.py)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def compute(study: Study, *, n_resamples: int = N_RESAMPLES, seed: int = 20240501, plots: bool = True,
             progress: Progress | None = None, ci_method: str = "percentile", correlation: str = "pearson") -> dict:
-    """The whole report as a JSON-serialisable dict.
+    """The whole report as a JSON-serialisable dict, computed on one BLAS thread (:func:`single_blas_thread`).
 
     ``ci_method``: "percentile" (default) or "bca" bootstrap intervals; ``correlation``: "pearson" (phi on binary
     items, default) or "tetrachoric" for the reliability and validity section.
     """
+    with single_blas_thread():
+        return _compute(study, n_resamples=n_resamples, seed=seed, plots=plots, progress=progress,
+                        ci_method=ci_method, correlation=correlation)
+
+
+def _compute(study: Study, *, n_resamples: int, seed: int, plots: bool, progress: Progress | None, ci_method: str,
+             correlation: str) -> dict:
     if ci_method not in CI_METHODS:
         raise ReportError(f"Unknown interval method {ci_method!r}; choose {' or '.join(CI_METHODS)}.")
     if correlation not in CORRELATIONS:

@@ -143,3 +143,21 @@ def test_numeric_frames_equal_the_parsing_path():
     with pytest.raises(ValueError, match="numbers only"):
         _common._numeric_frame(pd.DataFrame({"a": ["x", 1]}))
 
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("q", [2, 3])
+def test_two_raters_ac1_from_their_tables_equals_the_count_table_kernel(kind, q):
+    """The rater matrix's AC1 per pair and item from the pair's q x q tables: exactly what gwet_ac1_counts gives on
+    the subjects x categories count table of the subjects both rated, for a stack of items at once."""
+    codes = np.stack([ratings(kind, seed) % q for seed in (5, 6, 7, 8)])  # (items, subjects, raters)
+    codes = np.where(np.stack([ratings(kind, seed) for seed in (5, 6, 7, 8)]) >= 0, codes, -1)
+    for a, b in ((0, 1), (1, 2), (2, 3), (0, 5)):
+        both = (codes[..., a] >= 0) & (codes[..., b] >= 0)
+        x, y = np.where(both, codes[..., a], -1), np.where(both, codes[..., b], -1)
+        tables = stats.pair_tables(x, y, q)
+        assert tables.shape == (4, q, q) and tables.sum() == both.sum()
+        want = stats.gwet_ac1_counts(stats.count_table(np.stack([x, y], axis=-1), q))
+        np.testing.assert_array_equal(stats.gwet_ac1_pair_tables(tables), want)
+    nobody = np.full((2, 10), -1)
+    assert np.isnan(stats.gwet_ac1_pair_tables(stats.pair_tables(nobody, nobody, 2))).all()

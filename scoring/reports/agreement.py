@@ -720,8 +720,10 @@ def _rater_matrix(study: Study) -> dict:
             x, y = np.where(both, codes[a], -1), np.where(both, codes[b], -1)
             with np.errstate(all="ignore"):
                 per_item_kappa = np.asarray(stats.cohen_kappa_codes(x, y, 2), dtype=float).reshape(-1)
-                table = stats.count_table(np.stack([x, y], axis=-1), 2)  # (items, dialogues, 2)
-                per_item_ac1 = np.asarray(stats.gwet_ac1_counts(table), dtype=float).reshape(-1)
+                # AC1 from the pair's 2 x 2 table per item: what gwet_ac1_counts gives on the dialogues x
+                # categories count table, without building it (tests/test_report_kernels.py)
+                per_item_ac1 = np.asarray(stats.gwet_ac1_pair_tables(stats.pair_tables(x, y, 2)),
+                                          dtype=float).reshape(-1)
             defined = np.isfinite(per_item_kappa)
             items_kappa[a][b] = items_kappa[b][a] = int(defined.sum())
             if defined.any():

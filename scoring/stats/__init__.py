@@ -78,11 +78,13 @@ from scoring.stats.kernels import (  # noqa: F401
     encode_labels,
     fleiss_kappa_counts,
     gwet_ac1_counts,
+    gwet_ac1_pair_tables,
     gwet_ac2_counts,
     icc_kernel,
     icc_mean_squares,
     krippendorff_alpha_counts,
     ordered_labels,
+    pair_tables,
     percent_agreement_counts,
     weighted_agreement_counts,
 )

@@ -292,6 +292,34 @@ def _ac1_from(pa: np.ndarray, pi: np.ndarray, q: int) -> np.ndarray:
         return (pa - pe) / (1.0 - pe)
 
 
+def pair_tables(a: np.ndarray, b: np.ndarray, n_categories: int) -> np.ndarray:
+    """Two raters' ``(..., q, q)`` confusion tables over the last axis of their codes (-1 = not rated: the subject
+    is left out), for a stack of items or pairs at once."""
+    a, b = np.asarray(a), np.asarray(b)
+    q = int(n_categories)
+    valid = (a >= 0) & (b >= 0) & (a < q) & (b < q)
+    cell = np.where(valid, a.astype(np.int64) * q + b, q * q)
+    lead = cell.shape[:-1]
+    m = int(np.prod(lead)) if lead else 1
+    cell = cell.reshape(m, -1) + (np.arange(m) * (q * q + 1))[:, None]
+    counts = np.bincount(cell.ravel(), minlength=m * (q * q + 1)).reshape(m, q * q + 1)
+    return counts[:, :q * q].reshape(*lead, q, q).astype(float)
+
+
+def gwet_ac1_pair_tables(tables: np.ndarray) -> np.ndarray:
+    """Gwet's AC1 of two raters from their ``(..., q, q)`` confusion tables: the value :func:`gwet_ac1_counts`
+    gives on the count table of the subjects both rated (pa = agreeing subjects / subjects, pi_k = the mean over
+    subjects of the share of the two ratings in k = (row_k + col_k) / 2 / n), the same numbers in the same order
+    of operations, without a pass over the subjects. NaN where the raters share no subject."""
+    t = np.asarray(tables, dtype=float)
+    q = t.shape[-1]
+    n = t.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa = np.trace(t, axis1=-2, axis2=-1) / n
+        pi = ((t.sum(axis=-1) + t.sum(axis=-2)) / 2.0) / n[..., None]
+    return _ac1_from(pa, pi, q)
+
+
 def _fleiss_from(pa: np.ndarray, pi: np.ndarray) -> np.ndarray:
     pe = (pi * pi).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):

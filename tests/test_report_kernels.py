@@ -161,3 +161,28 @@ def test_two_raters_ac1_from_their_tables_equals_the_count_table_kernel(kind, q)
         np.testing.assert_array_equal(stats.gwet_ac1_pair_tables(tables), want)
     nobody = np.full((2, 10), -1)
     assert np.isnan(stats.gwet_ac1_pair_tables(stats.pair_tables(nobody, nobody, 2))).all()
+
+
+@pytest.mark.parametrize("design", ["crossed", "not crossed", "incomplete", "duplicate", "tie"])
+def test_rater_sets_equal_grouping_by_dialogue(design):
+    """The ICC's design read with numpy equals pandas' group-by into sorted tuples of raters."""
+    from scoring.reports.agreement import rater_sets
+
+    rng = np.random.default_rng(4)
+    rows = [(d, r) for d in range(30) for r in (3, 1, 2)]
+    if design == "not crossed":
+        rows = [(d, r + (d % 4)) for d, r in rows]
+    elif design == "incomplete":
+        rows = [(d, r) for d, r in rows if not (d % 7 == 0 and r == 2)]
+    elif design == "duplicate":
+        rows += [(5, 1)]
+    elif design == "tie":  # as many dialogues with two raters as with three: the smaller k, as pandas' mode
+        rows = [(d, r) for d, r in rows if not (d < 15 and r == 3)]
+    frame = pd.DataFrame(rows, columns=["dialogue", "rater"]).sample(frac=1.0, random_state=int(rng.integers(99)))
+    per_dialogue = frame.groupby("dialogue")["rater"].apply(lambda r: tuple(sorted(r)))
+    k = int(per_dialogue.map(len).mode().iloc[0])
+    complete = per_dialogue[per_dialogue.map(len) == k]
+    n, ids, got_k, crossed = rater_sets(frame["dialogue"].to_numpy(), frame["rater"].to_numpy())
+    assert (n, got_k, crossed) == (len(per_dialogue), k, complete.nunique() == 1)
+    assert ids.tolist() == complete.index.tolist()
+    assert crossed == (design in ("crossed", "incomplete", "duplicate", "tie"))

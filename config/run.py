@@ -145,7 +145,18 @@ def fake_llm_command(port: int) -> list[str]:
     return [sys.executable, "-m", "config.run", "fake-llm", "--port", str(port)]
 
 
-def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, fake_llm: int | None = None) -> int:
+def write_bytecode() -> None:
+    """Let this process and the ones it starts write the bytecode of what they import, even where the environment
+    says not to (PYTHONDONTWRITEBYTECODE; some machines set it everywhere). On a fresh clone the web server, the
+    demo loader and the workers otherwise each compile Django and the app from source: the web server alone took
+    5.0 s to answer instead of 1.6 s, and three processes compiling at once on two cores delayed the first page
+    more. (scripts/warm_bytecode.py writes the rest in the background.)"""
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, fake_llm: int | None = None,
+            checked: bool = False) -> int:
     """Web server and worker as child processes; stop both when either stops or on Ctrl-C.
 
     The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes), and the
@@ -155,7 +166,9 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
     default_queue, llm_queue = default_queues()
     start = time.perf_counter()
     print("==> web server", flush=True)
-    children = [subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])]
+    # the system checks ran with `migrate` a moment ago: the web server need not repeat them
+    children = [subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload",
+                                  *(["--skip-checks"] if checked else [])])]
     if fake_llm:
         if answers("127.0.0.1", fake_llm):
             print(f"==> fake LLM endpoint: port {fake_llm} is taken; the demo's fake endpoint uses what answers "
@@ -264,10 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
 
+    if args.mode == "dev":
+        write_bytecode()
     preflight(migrate=args.migrate)
     if args.mode == "dev":
         return run_dev(args.host, args.port, args.concurrency, demo=args.demo,
-                       fake_llm=fake_llm_port() if args.demo and not args.no_fake_llm else None)
+                       fake_llm=fake_llm_port() if args.demo and not args.no_fake_llm else None,
+                       checked=args.migrate)
     if args.demo:
         load_demo()
     if args.mode == "web":

@@ -141,6 +141,21 @@ def answers(host: str, port: int) -> bool:
     return False
 
 
+def serves_login_page(host: str, port: int) -> bool:
+    """True when the server answers a request for the login page (any HTTP status counts as an answer)."""
+    import urllib.error
+    import urllib.request
+
+    address = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    try:
+        with urllib.request.urlopen(f"http://{address}:{port}/accounts/login/", timeout=30):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+
+
 def fake_llm_command(port: int) -> list[str]:
     return [sys.executable, "-m", "config.run", "fake-llm", "--port", str(port)]
 
@@ -178,8 +193,10 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
     web_up = threading.Event()
 
     def watch_web() -> None:
+        # Up is the login page served, not the port open: the first request imports the URLconf, the views and
+        # the templates (seconds on a fresh clone), and workers starting meanwhile would slow it on two cores.
         while children[0].poll() is None and time.perf_counter() - start < 60:
-            if answers(host, port):
+            if answers(host, port) and serves_login_page(host, port):
                 print(f"==> web server: {time.perf_counter() - start:.1f} s", flush=True)
                 break
             time.sleep(0.1)

@@ -116,3 +116,31 @@ def test_a_dialogue_review_reads_its_labels_by_their_assignments(client, coordin
     body = page.content.decode()
     for label in Label.objects.filter(campaign=rated, dialogue_id=dialogue_id).exclude(value=None)[:3]:
         assert label.item.code in body
+
+
+def test_methods_docx_is_read_from_the_cache_until_a_label_changes(client, coordinator, rated, monkeypatch):
+    from studies import methods
+
+    run_due()
+    client.force_login(coordinator)
+    built = []
+    real = methods.methods_docx
+
+    def counting(view):
+        built.append(view["mark"])
+        return real(view)
+
+    monkeypatch.setattr(methods, "methods_docx", counting)
+    url = reverse("study-archive-document", args=["methods.docx"])
+    first = client.get(url)
+    assert first.status_code == 200 and first["Content-Type"].endswith("wordprocessingml.document")
+    again = client.get(url)
+    assert len(built) == 1 and again.content == first.content  # the second download: from the cache
+    label = Label.objects.filter(campaign=rated, value__isnull=False).order_by("pk").first()
+    assignment = Assignment.objects.select_related("rater").get(pk=label.assignment_id)
+    labels.return_for_reannotation(assignment, coordinator, "check")
+    labels.save_label(assignment, label.item_id, label.value, assignment.rater)  # returned, saved again
+    labels.submit(assignment, assignment.rater)
+    run_due()
+    assert client.get(url).status_code == 200
+    assert len(built) == 2 and built[0] != built[1]  # a changed label: written anew, under a new mark

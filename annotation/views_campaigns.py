@@ -177,14 +177,19 @@ def campaign_detail(request, pk: int):
     pager = paginate(request, campaign.dialogues().order_by("external_id").values_list("pk", flat=True),
                      label="dialogues", count=in_scope, anchor="dialogues",
                      keep={"seed": seed} if seed is not None else None)
-    pager.page.object_list = list(campaign_service.dialogue_progress(campaign, list(pager.rows)))
+    page_ids = list(pager.rows)
+    pager.page.object_list = list(campaign_service.dialogue_progress(campaign, page_ids))
+    # Reassigning picks among the unfinished work of this page's dialogues (a campaign just assigned has
+    # dialogues x overlap of it: one list of them all was tens of thousands of options).
+    open_work = Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
     context = {
         "campaign": campaign, "raters": raters, "names_shown": campaign_service.shows_names(request.user, campaign),
         "dialogues": pager.rows, "pager": pager,
         "add_form": AddRatersForm(project=campaign.project),
         "in_scope": in_scope, "flagged": flagged, "skipped": skipped,
-        "open_assignments": Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
-        .select_related("dialogue", "rater").order_by("rater__username", "position") if coordinating else [],
+        "open_assignments": open_work.filter(dialogue_id__in=page_ids).select_related("dialogue", "rater")
+        .order_by("rater__username", "position") if coordinating else [],
+        "n_open": open_work.count() if coordinating else None,
         "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username")
         if coordinating else [],
         "sample": None, "is_open": campaign.status == Campaign.Status.OPEN,

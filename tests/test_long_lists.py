@@ -123,3 +123,16 @@ def test_the_preference_list_counts_without_joining_items_and_comparisons(client
     tasks = study.tasks.count()
     assert tasks > 1
     assert re.search(rf"<td>5</td><td>1 / {tasks}</td>", page), page
+
+
+def test_reassigning_lists_the_unfinished_work_of_the_pages_dialogues(client, coordinator, raters):
+    campaign = campaign_with(raters, n=N, overlap=2, name="Reassign")
+    client.force_login(coordinator)
+    url = reverse("campaign-detail", args=[campaign.pk])
+    first = client.get(url).content.decode()
+    options = re.findall(r"<option value=\"/assignments/\d+/reassign/\">\w+ · (d\d{3})", first)
+    assert sorted(set(options)) == [f"d{i:03d}" for i in range(PAGE_SIZE)] and len(options) == 2 * PAGE_SIZE
+    assert f"{2 * N} in the campaign" in first
+    second = client.get(url, {"page": 2}).content.decode()
+    options = re.findall(r"<option value=\"/assignments/\d+/reassign/\">\w+ · (d\d{3})", second)
+    assert sorted(set(options)) == [f"d{i:03d}" for i in range(PAGE_SIZE, N)]

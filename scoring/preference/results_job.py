@@ -10,7 +10,13 @@ from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
 from scoring.preference import analysis
 from scoring.preference.models import PreferenceStudy
-from scoring.preference.results import DEFAULT_RESAMPLES, inputs_fingerprint, results_figures, subject
+from scoring.preference.results import (
+    DEFAULT_RESAMPLES,
+    blinded_summary,
+    inputs_fingerprint,
+    results_figures,
+    subject,
+)
 
 
 def compute_now(study: PreferenceStudy, n_resamples: int = DEFAULT_RESAMPLES) -> Job:
@@ -28,4 +34,5 @@ def preference_results(job: Job) -> dict[str, Any]:
     jobs.set_progress(job, 0.05, "reading the votes")
     result = analysis.analysis(study, n_resamples=int(job.params.get("n_resamples") or DEFAULT_RESAMPLES))
     jobs.forget_superseded(job, same=("study", "n_resamples"), version="fingerprint")
+    blinded_summary(study)  # the study page's figures, kept for the same inputs
     return figures.plain(result)

@@ -94,9 +94,9 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
-        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+        from scoring.preference.results import blinded_summary
 
-        context["blinded_summary"] = preference_analysis.blinded_summary(study)
+        context["blinded_summary"] = blinded_summary(study)
     return context
 
 

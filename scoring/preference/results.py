@@ -38,26 +38,6 @@ def inputs_fingerprint(study: PreferenceStudy) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-#: The figures a locked study shows before unblinding are kept this long under its inputs' fingerprint.
-SUMMARY_SECONDS = 7 * 24 * 3600
-
-
-def blinded_summary(study: PreferenceStudy) -> dict[str, Any]:
-    """What the study page shows once it is locked (``analysis.blinded_summary``: position bias and agreement,
-    naming no source), kept in the cache under the inputs' fingerprint: computed once per change of the votes (the
-    results job computes it beside the results), not on each view."""
-    from django.core.cache import cache
-
-    key = f"preference:blinded-summary:{study.pk}:{inputs_fingerprint(study)}"
-    summary = cache.get(key)
-    if summary is None:
-        from scoring.preference import analysis  # pandas, scipy: on use
-
-        summary = figures.plain(analysis.blinded_summary(study))
-        cache.set(key, summary, SUMMARY_SECONDS)
-    return summary
-
-
 def subject(study: PreferenceStudy, n_resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
     return {"study": study.pk, "n_resamples": n_resamples}
 

@@ -9,14 +9,9 @@ from scoring.jobs import figures
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
 from scoring.preference import analysis
+from scoring.preference.blinded import blinded_summary
 from scoring.preference.models import PreferenceStudy
-from scoring.preference.results import (
-    DEFAULT_RESAMPLES,
-    blinded_summary,
-    inputs_fingerprint,
-    results_figures,
-    subject,
-)
+from scoring.preference.results import DEFAULT_RESAMPLES, inputs_fingerprint, results_figures, subject
 
 
 def compute_now(study: PreferenceStudy, n_resamples: int = DEFAULT_RESAMPLES) -> Job:

@@ -94,7 +94,7 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
-        from scoring.preference.results import blinded_summary
+        from scoring.preference.blinded import blinded_summary
 
         context["blinded_summary"] = blinded_summary(study)
     return context

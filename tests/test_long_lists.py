@@ -136,3 +136,13 @@ def test_reassigning_lists_the_unfinished_work_of_the_pages_dialogues(client, co
     second = client.get(url, {"page": 2}).content.decode()
     options = re.findall(r"<option value=\"/assignments/\d+/reassign/\">\w+ · (d\d{3})", second)
     assert sorted(set(options)) == [f"d{i:03d}" for i in range(PAGE_SIZE, N)]
+
+
+def test_a_page_without_unfinished_work_says_where_the_rest_is(client, coordinator, raters):
+    campaign = campaign_with(raters, n=N, overlap=2, name="Half done")
+    Assignment.objects.filter(campaign=campaign, dialogue__external_id__lt=f"d{PAGE_SIZE:03d}").update(
+        status=Assignment.Status.SUBMITTED)
+    client.force_login(coordinator)
+    page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    assert "The 0 unfinished assignment(s) of the dialogues on this page" in page
+    assert f"{2 * (N - PAGE_SIZE)} in the campaign" in page and 'id="reassign-form"' not in page

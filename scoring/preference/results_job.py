@@ -18,6 +18,7 @@ def compute_now(study: PreferenceStudy, n_resamples: int = DEFAULT_RESAMPLES) ->
     """The results computed in this process (the demo loader), unless stored for the current inputs."""
     found = results_figures(study, n_resamples=n_resamples, start=False)
     if found.fresh:
+        blinded_summary(study)  # the study page's figures too, if the cache lost them
         return found.stored
     return figures.compute_now(Job.Kind.PREFERENCE_RESULTS, subject(study, n_resamples), project=study.project_id)
 

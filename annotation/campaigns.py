@@ -17,6 +17,7 @@ from annotation.models import (
     Assignment,
     Campaign,
     CampaignRater,
+    Dialogue,
     Label,
 )
 from projects.access import projects_of
@@ -212,9 +213,11 @@ def rater_progress(campaign: Campaign) -> list[dict]:
     return rows
 
 
-def dialogue_progress(campaign: Campaign):
-    """Per dialogue in scope: raters assigned, submitted, skipped and flagged."""
-    return (campaign.dialogues().annotate(
+def dialogue_progress(campaign: Campaign, dialogue_ids: list[int] | None = None):
+    """Per dialogue in scope (or of ``dialogue_ids``, one page of them): raters assigned, submitted, skipped and
+    flagged, counted by the database."""
+    dialogues = campaign.dialogues() if dialogue_ids is None else Dialogue.objects.filter(pk__in=dialogue_ids)
+    return (dialogues.annotate(
         assigned=Count("assignments", filter=Q(assignments__campaign=campaign)
                        & Q(assignments__status__in=Assignment.COUNTED_STATUSES)),
         submitted=Count("assignments", filter=Q(assignments__campaign=campaign,

@@ -17,6 +17,7 @@ from annotation import demo, instruments, scales
 from annotation.campaigns import rating_projects
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
+from annotation.paging import paginate
 from projects import scoping, tokens
 from projects.access import current, get_in_project_or_404, request_has_role, role_required
 from projects.roles import ADMIN, ANALYST, COORDINATOR, ROLES, effective_roles
@@ -331,8 +332,11 @@ def corpus_detail(request, pk: int):
     summary = dialogues.values("language", "split", "source_model").annotate(n=Count("id")).order_by(
         "language", "split", "source_model"
     )
+    summary = list(summary)
+    # A page of the dialogues at a time; the composition above counts them all (its sum is the pager's count).
+    pager = paginate(request, dialogues, label="dialogues", count=sum(row["n"] for row in summary), anchor="dialogues")
     return render(request, "annotation/corpus_detail.html",
-                  {"corpus": corpus, "dialogues": dialogues, "summary": summary,
+                  {"corpus": corpus, "dialogues": pager.rows, "pager": pager, "summary": summary,
                    "flagged_count": dialogues.filter(privacy_status=PrivacyStatus.FLAGGED).count()})
 
 

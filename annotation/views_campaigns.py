@@ -24,6 +24,7 @@ from annotation.models import (
     LabelChange,
     PrivacyStatus,
 )
+from annotation.paging import paginate
 from annotation.params import whole_number
 from annotation.signals import send_labels_changed
 from projects.access import current, get_in_project_or_404, request_has_role, role_required
@@ -166,13 +167,29 @@ def campaign_detail(request, pk: int):
     for assignment in flagged + skipped:
         assignment.rater_name = names[assignment.rater_id]
         assignment.blind_id = campaign_service.blind_id(campaign.pk, assignment.dialogue_id)  # as raters quote it
+    # The dialogues' table, a page at a time: that page's ids, then their counts (bounded by the page, not the scope).
+    in_scope = campaign.dialogues().count()
+    method = request.GET.get("sample")
+    # A new seed is drawn here rather than inside the sample, so the page can show it and link to the same draw
+    # (the page links too: another page of the table shows the same sample).
+    seed = (whole_number(request.GET, "seed", default=campaign_service.new_seed()) if method == "random"
+            else None)
+    pager = paginate(request, campaign.dialogues().order_by("external_id").values_list("pk", flat=True),
+                     label="dialogues", count=in_scope, anchor="dialogues",
+                     keep={"seed": seed} if seed is not None else None)
+    page_ids = list(pager.rows)
+    pager.page.object_list = list(campaign_service.dialogue_progress(campaign, page_ids))
+    # Reassigning picks among the unfinished work of this page's dialogues (a campaign just assigned has
+    # dialogues x overlap of it: one list of them all was tens of thousands of options).
+    open_work = Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
     context = {
         "campaign": campaign, "raters": raters, "names_shown": campaign_service.shows_names(request.user, campaign),
-        "dialogues": campaign_service.dialogue_progress(campaign),
+        "dialogues": pager.rows, "pager": pager,
         "add_form": AddRatersForm(project=campaign.project),
-        "in_scope": campaign.dialogues().count(), "flagged": flagged, "skipped": skipped,
-        "open_assignments": Assignment.objects.filter(campaign=campaign, status__in=Assignment.OPEN_STATUSES)
-        .select_related("dialogue", "rater").order_by("rater__username", "position") if coordinating else [],
+        "in_scope": in_scope, "flagged": flagged, "skipped": skipped,
+        "open_assignments": open_work.filter(dialogue_id__in=page_ids).select_related("dialogue", "rater")
+        .order_by("rater__username", "position") if coordinating else [],
+        "n_open": open_work.count() if coordinating else None,
         "physicians": get_user_model().objects.filter(campaign_roles__campaign=campaign).order_by("username")
         if coordinating else [],
         "sample": None, "is_open": campaign.status == Campaign.Status.OPEN,
@@ -181,11 +198,8 @@ def campaign_detail(request, pk: int):
         "n_assignments": Assignment.objects.filter(campaign=campaign).count(),
     }
     context["random_sample_text"] = sampling.describe(context["random_sample"])
-    method = request.GET.get("sample")
     if method in ("random", "disagreement"):
         size = max(1, min(500, whole_number(request.GET, "size", default=10)))
-        # A new seed is drawn here rather than inside the sample, so the page can show it and link to the same draw.
-        seed = whole_number(request.GET, "seed", default=campaign_service.new_seed()) if method == "random" else None
         ids = campaign_service.audit_sample(campaign, size=size, method=method, seed=seed)
         scores = campaign_service.disagreement_by_dialogue(campaign)
         context["sample"] = [(d, scores.get(d.pk, 0)) for d in Dialogue.objects.filter(pk__in=ids)

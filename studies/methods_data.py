@@ -43,6 +43,25 @@ def methods_view(project) -> dict:
                    if isinstance(entry.get("report"), dict) else entry
                    for entry in figures.cached_reports(project, settings)]
         view = {"project": project.name, "settings": settings, "reports": reports,
-                "counts": export_counts(project, SCHEMAS)}
+                "counts": export_counts(project, SCHEMAS), "mark": key}
         cache.set(key, view, VIEW_SECONDS)
     return view
+
+
+def methods_document(project, what: str) -> bytes:
+    """A download of the methods page (``methods.md``, ``methods.docx``, ``tripod-llm.md``), kept in the cache under
+    the same change marks as the page's data (:func:`methods_view`): a second download is read from the cache, a
+    changed study (a label, a run, a report setting) writes it anew."""
+    from django.core.cache import cache
+
+    from studies.methods import methods_docx, methods_markdown, tripod_markdown
+
+    build = {"methods.md": lambda v: methods_markdown(v).encode("utf-8"), "methods.docx": methods_docx,
+             "tripod-llm.md": lambda v: tripod_markdown(v).encode("utf-8")}[what]
+    view = methods_view(project)
+    key = f"studies:methods-document:{what}:{view['mark'].removeprefix('studies:methods:')}"
+    body = cache.get(key)
+    if body is None:
+        body = build(view)
+        cache.set(key, body, VIEW_SECONDS)
+    return body

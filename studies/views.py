@@ -81,14 +81,11 @@ def methods_page(request):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_download(request, what: str):
-    from studies.methods import methods_docx, methods_markdown, tripod_markdown
-    from studies.methods_data import methods_view
+    from studies.methods_data import methods_document
 
     if what not in DOCUMENTS:
         raise Http404("No such document.")
-    view = methods_view(request.project)
-    body = {"methods.md": lambda: methods_markdown(view).encode("utf-8"), "methods.docx": lambda: methods_docx(view),
-            "tripod-llm.md": lambda: tripod_markdown(view).encode("utf-8")}[what]()
+    body = methods_document(request.project, what)
     response = HttpResponse(body, content_type=DOCUMENTS[what])
     response["Content-Disposition"] = f'attachment; filename="{what}"'
     return response

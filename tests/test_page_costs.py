@@ -116,3 +116,74 @@ def test_a_dialogue_review_reads_its_labels_by_their_assignments(client, coordin
     body = page.content.decode()
     for label in Label.objects.filter(campaign=rated, dialogue_id=dialogue_id).exclude(value=None)[:3]:
         assert label.item.code in body
+
+
+def test_methods_docx_is_read_from_the_cache_until_a_label_changes(client, coordinator, rated, monkeypatch):
+    from studies import methods
+
+    run_due()
+    client.force_login(coordinator)
+    built = []
+    real = methods.methods_docx
+
+    def counting(view):
+        built.append(view["mark"])
+        return real(view)
+
+    monkeypatch.setattr(methods, "methods_docx", counting)
+    url = reverse("study-archive-document", args=["methods.docx"])
+    first = client.get(url)
+    assert first.status_code == 200 and first["Content-Type"].endswith("wordprocessingml.document")
+    again = client.get(url)
+    assert len(built) == 1 and again.content == first.content  # the second download: from the cache
+    label = Label.objects.filter(campaign=rated, value__isnull=False).order_by("pk").first()
+    assignment = Assignment.objects.select_related("rater").get(pk=label.assignment_id)
+    labels.return_for_reannotation(assignment, coordinator, "check")
+    labels.save_label(assignment, label.item_id, label.value, assignment.rater)  # returned, saved again
+    labels.submit(assignment, assignment.rater)
+    run_due()
+    assert client.get(url).status_code == 200
+    assert len(built) == 2 and built[0] != built[1]  # a changed label: written anew, under a new mark
+
+
+def test_a_locked_preference_study_computes_its_blinded_figures_once_per_change(client, coordinator, make_user,
+                                                                                monkeypatch):
+    from scoring.preference import analysis
+    from scoring.preference import services as preference
+    from tests.test_preference import answer_all, answers_jsonl, open_with
+
+    study = preference.create_study(name="Locked", kind="answer", criteria="response", overlap=2, seed=5,
+                                    user=coordinator)
+    preference.import_answers(study, answers_jsonl(), coordinator)
+    open_with(study, [make_user(f"lock{n}", "physician") for n in range(2)], coordinator)
+    answer_all(study, lambda task, criterion, a, b: "A")
+    preference.lock(study, coordinator)
+    computed = []
+    real = analysis.blinded_summary
+    monkeypatch.setattr(analysis, "blinded_summary", lambda s: computed.append(s.pk) or real(s))
+    client.force_login(coordinator)
+    url = reverse("preference-detail", args=[study.pk])
+    first = client.get(url).content.decode()
+    second = client.get(url).content.decode()
+    assert "Before unblinding: figures that name no source" in first and "Before unblinding" in second
+    assert computed == [study.pk]  # the second view: from the cache
+    preference.unblind(study, coordinator, "done")  # the study changed: its figures are written anew ...
+    run_due()
+    assert len(computed) == 2  # ... by the results' worker, beside the results
+    assert client.get(url).status_code == 200
+    assert len(computed) == 2  # so the page reads them
+
+
+def test_the_judge_reports_modules_import_no_scipy_special():
+    """The judge report page imports scoring.judges.report for its checks: scipy.special (0.5 s of imports, the
+    page's first view) is imported when an interval is first computed, not with the module."""
+    import subprocess
+    import sys
+
+    code = ("import sys, scoring.stats.ppi, scoring.judges.estimates\n"
+            "assert 'scipy.special' not in sys.modules, 'imported'\n"
+            "assert abs(scoring.stats.ppi.ndtri(0.975) - 1.959963984540054) < 1e-12")
+    env = {"SECRET_KEY": "x", "DJANGO_SETTINGS_MODULE": "config.settings", "PATH": "/usr/bin:/bin"}
+    setup = "import django; django.setup()\n"
+    done = subprocess.run([sys.executable, "-c", setup + code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -892,6 +892,17 @@ def unblind(study: PreferenceStudy, user, reason: str) -> PreferenceStudy:
     return study
 
 
+def list_counts(study_ids: list[int]) -> list[dict]:
+    """Per study (in the order of ``study_ids``): its items, comparisons and submitted comparisons, each counted by
+    the database in one grouped query (a count over the join of items and tasks would read items x tasks rows)."""
+    items = dict(PreferenceItem.objects.alive().filter(study_id__in=study_ids).values_list("study_id")
+                 .annotate(n=Count("id")).order_by())
+    tasks = {row["study_id"]: row for row in PreferenceTask.objects.filter(study_id__in=study_ids)
+             .values("study_id").annotate(n=Count("id"), done=Count("id", filter=Q(status="submitted"))).order_by()}
+    return [{"items": items.get(pk, 0), "tasks": tasks.get(pk, {}).get("n", 0),
+             "submitted": tasks.get(pk, {}).get("done", 0)} for pk in study_ids]
+
+
 def progress(study: PreferenceStudy) -> dict:
     """Counts only (per rater and overall): nothing per source, so it is safe before unblinding."""
     counts: dict[int, Counter] = defaultdict(Counter)

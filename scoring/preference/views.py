@@ -43,10 +43,9 @@ def _study(request, pk: int) -> PreferenceStudy:
 
 @role_required(COORDINATOR, ANALYST)
 def study_list(request):
-    studies = (PreferenceStudy.objects.alive()
-               .annotate(n_items=Count("items", filter=Q(items__deleted_at__isnull=True), distinct=True),
-                         n_tasks=Count("tasks", distinct=True),
-                         n_done=Count("tasks", filter=Q(tasks__status="submitted"), distinct=True)))
+    studies = list(PreferenceStudy.objects.alive())
+    for study, counts in zip(studies, preference.list_counts([s.pk for s in studies]), strict=True):
+        study.n_items, study.n_tasks, study.n_done = counts["items"], counts["tasks"], counts["submitted"]
     return render(request, "scoring/preference_list.html", {"studies": studies})
 
 
@@ -95,9 +94,9 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
-        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+        from scoring.preference.blinded import blinded_summary
 
-        context["blinded_summary"] = preference_analysis.blinded_summary(study)
+        context["blinded_summary"] = blinded_summary(study)
     return context
 
 

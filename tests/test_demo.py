@@ -40,11 +40,17 @@ def test_demo_is_idempotent_and_complete():
 
 @pytest.mark.django_db
 @pytest.mark.usefixtures("demo_scope")
-def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_exists(instrument):
+def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_exists(instrument, monkeypatch):
     from io import StringIO
 
     from django.apps import apps
     from django.core.management import call_command
+
+    from projects import scoping
+    from projects.services import demo_project
+    from scoring.judges import report
+    from scoring.reports import agreement
+    from studies.methods_data import methods_view
 
     models = [apps.get_model("delphi", "DelphiStudy"), apps.get_model("scoring", "PreferenceStudy"),
               apps.get_model("scoring", "CaseSet"), Dialogue, Assignment]
@@ -53,6 +59,21 @@ def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_e
     counts = [model.objects.count() for model in models]
     assert all(counts), counts
     assert "Demo Delphi study ready" in out.getvalue() and "physician / physician-demo" in out.getvalue()
+
+    # The reports without names, which the methods page and the study archive read, were stored by the loader:
+    # the demo's methods page computes none on its first view (it took 1.1 s in bench_pages before).
+    def computed_on_view(*args, **kwargs):
+        raise AssertionError("a report computed on the methods page's first view")
+
+    monkeypatch.setattr(agreement, "compute", computed_on_view)
+    monkeypatch.setattr(report, "judge_vs_physicians", computed_on_view)
+    with scoping.scopes_disabled():
+        project = demo_project()
+    with scoping.in_project(project):
+        view = methods_view(project)
+    assert {entry["kind"] for entry in view["reports"]} == {"agreement", "judge"}
+    assert not [entry["figure"] for entry in view["reports"] if entry.get("missing")]
+    monkeypatch.undo()
     again = StringIO()
     call_command("load_demo", "--no-logins", stdout=again)
     assert [model.objects.count() for model in models] == counts
@@ -128,7 +149,11 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
     assert set(assignments.values_list("status", flat=True)) == {Assignment.Status.SUBMITTED}
     assert Label.objects.filter(campaign=campaign, value__isnull=True).count() == 0
     # The report is computed by the load (the first visit shows it) and its agreement is moderate, not 0 or 1.
-    job = Job.objects.get(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk, status="succeeded")
+    job = Job.objects.get(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk, status="succeeded",
+                          params__names=True)  # names allowed: one for both demo users
+    # and the one without names, which the methods page and the study archive read
+    assert Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk, status="succeeded",
+                              params__names=False).count() == 1
     report = job.result
     assert report["n_raters"] == 4 and report["n_labels"] == Label.objects.filter(campaign=campaign).count()
     kappas = [item["fleiss_kappa"]["value"] for item in report["items"] if item["fleiss_kappa"]["value"] is not None]
@@ -140,7 +165,10 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
     _, runs = demo_runs()
     assert [run.snapshot["mode"] for run in runs] == ["per-item", "per-dialogue"]
     # so is the per-item run's judge report that the home page links (names allowed: one for both demo users)
-    judged = Job.objects.get(kind=Job.Kind.JUDGE_REPORT, params__run=runs[0].pk, status="succeeded")
+    judged = Job.objects.get(kind=Job.Kind.JUDGE_REPORT, params__run=runs[0].pk, status="succeeded",
+                             params__names=True)
+    assert Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, params__run=runs[0].pk, status="succeeded",
+                              params__names=False).count() == 1
     assert judged.params["campaign"] == campaign.pk and len(judged.result["items"]) == 24
     majority = {}
     for (dialogue, item), values in _values_by_unit(campaign).items():

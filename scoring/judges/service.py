@@ -105,18 +105,20 @@ def report_key(run: JudgeRun, campaign: Campaign, subject: dict[str, Any],
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def report_params(run: JudgeRun, campaign: Campaign, user, verdict) -> dict[str, Any]:
-    """What the report of ``run`` against ``campaign`` depends on for ``user`` with ``verdict`` settings, and the
-    key that names its inputs now (see the module docstring)."""
-    subject = report_subject(run, campaign, may_see_names(user, [campaign]), verdict)
+def report_params(run: JudgeRun, campaign: Campaign, user, verdict, names: bool | None = None) -> dict[str, Any]:
+    """What the report of ``run`` against ``campaign`` depends on for ``user`` with ``verdict`` settings (``names``
+    given: with or without raters' names whoever asks), and the key that names its inputs now (see the module
+    docstring)."""
+    names = may_see_names(user, [campaign]) if names is None else names
+    subject = report_subject(run, campaign, names, verdict)
     return {**subject, "key": report_key(run, campaign, subject)}
 
 
 def report_figures(run: JudgeRun, campaign: Campaign, user, verdict, *, start: bool = True,
-                   retry: bool = False) -> figures.Figures:
+                   retry: bool = False, names: bool | None = None) -> figures.Figures:
     """The stored report ``user`` reads with ``verdict`` settings and the job computing a newer one
     (:func:`scoring.jobs.figures.look`)."""
-    params = report_params(run, campaign, user, verdict)
+    params = report_params(run, campaign, user, verdict, names)
     key = params.pop("key")
     return figures.look(Job.Kind.JUDGE_REPORT, params, version_key="key", version=key, project=run.project_id,
                         user=user, start=start, retry=retry)
@@ -136,17 +138,19 @@ def current_report_job(run: JudgeRun, campaign: Campaign, user, verdict, *, star
     return report_figures(run, campaign, user, verdict, start=start, retry=retry).current_job
 
 
-def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None) -> Job:
+def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None, *, names: bool | None = None) -> Job:
     """The report ``user`` would see, computed in this process (the demo loader precomputes the demo run's report
-    so that it shows at first login); a finished job for the same inputs is returned as it is."""
+    so that it shows at first login); a finished job for the same inputs is returned as it is. ``names=False``:
+    the report without raters' names, which the methods page and the study archive read whoever looks."""
     from scoring.judges.report import VerdictSettings
 
     verdict = verdict or VerdictSettings()
-    found = report_figures(run, campaign, user, verdict, start=False)
+    names = may_see_names(user, [campaign]) if names is None else names
+    found = report_figures(run, campaign, user, verdict, start=False, names=names)
     if found.fresh:
         return found.stored
-    return figures.compute_now(Job.Kind.JUDGE_REPORT, report_subject(run, campaign, may_see_names(user, [campaign]),
-                                                                     verdict), project=run.project_id, user=user)
+    return figures.compute_now(Job.Kind.JUDGE_REPORT, report_subject(run, campaign, names, verdict),
+                               project=run.project_id, user=user)
 
 
 def comparable_campaigns(run: JudgeRun) -> list[Campaign]:

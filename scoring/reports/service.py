@@ -40,12 +40,13 @@ def report_subject(campaign: Campaign, names: bool, options: dict | None = None)
 
 
 def report_figures(campaign: Campaign, user, *, options: dict | None = None, start: bool = True,
-                   retry: bool = False) -> figures.Figures:
-    """The stored report ``user`` reads with ``options``, and the job computing a newer one (see
-    :func:`scoring.jobs.figures.look`)."""
+                   retry: bool = False, names: bool | None = None) -> figures.Figures:
+    """The stored report ``user`` reads with ``options`` (``names`` given: with or without raters' names whoever
+    asks), and the job computing a newer one (see :func:`scoring.jobs.figures.look`)."""
     from scoring.reports.fingerprint import study_fingerprint
 
-    return figures.look(Job.Kind.CAMPAIGN_REPORT, report_subject(campaign, names_allowed(user, campaign), options),
+    names = names_allowed(user, campaign) if names is None else names
+    return figures.look(Job.Kind.CAMPAIGN_REPORT, report_subject(campaign, names, options),
                         version_key="fingerprint", version=study_fingerprint([campaign]),
                         project=campaign.project_id, user=user, start=start, retry=retry)
 
@@ -76,14 +77,16 @@ def refresh_reports(campaign: Campaign) -> list[Job]:
     return [figures.refresh(Job.Kind.CAMPAIGN_REPORT, subject, project=campaign.project_id) for subject in subjects]
 
 
-def compute_now(campaign: Campaign, user, options: dict | None = None) -> Job:
+def compute_now(campaign: Campaign, user, options: dict | None = None, *, names: bool | None = None) -> Job:
     """The report ``user`` would see with ``options``, computed in this process (the demo loader precomputes
     the finished demo campaign's report so that it shows at first login). A finished job for the same labels is
-    returned as it is."""
-    found = report_figures(campaign, user, options=options, start=False)
+    returned as it is. ``names=False``: the report without names, which the methods page and the study archive
+    read whoever looks."""
+    names = names_allowed(user, campaign) if names is None else names
+    found = report_figures(campaign, user, options=options, start=False, names=names)
     if found.fresh:
         return found.stored
-    subject = report_subject(campaign, names_allowed(user, campaign), options)
+    subject = report_subject(campaign, names, options)
     return figures.compute_now(Job.Kind.CAMPAIGN_REPORT, subject, project=campaign.project_id, user=user)
 
 

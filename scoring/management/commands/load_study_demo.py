@@ -54,6 +54,9 @@ class Command(BaseCommand):
                 job = compute_now(campaign, user)
                 if job.status == "succeeded":
                     reports.add(job.pk)
+            archived = compute_now(campaign, None, names=False)  # the methods page's and the archive's
+            if archived.status == "succeeded":
+                reports.add(archived.pk)
         for run in runs:
             judge_reports.stored_judge_scores(run)  # the run page's own scores
             for campaign in comparable_campaigns(run):
@@ -65,4 +68,8 @@ class Command(BaseCommand):
                         compared = comparison.compute_now(run, other, campaign, user)
                         if compared.status == "succeeded":
                             reports.add(compared.pk)
+                # without names: the methods page and the study archive read it, whoever looks
+                archived = judge_reports.compute_now(run, campaign, None, names=False)
+                if archived.status == "succeeded":
+                    reports.add(archived.pk)
         return reports

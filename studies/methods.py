@@ -180,9 +180,10 @@ def methods_docx(view: dict) -> bytes:
                     if not line.startswith("|---")]
             grid = doc.add_table(rows=len(rows), cols=len(rows[0]))
             grid.style = "Table Grid"
-            for r, row in enumerate(rows):
-                for c, text in enumerate(row[:len(rows[0])]):
-                    grid.cell(r, c).text = text
+            # row by row: python-docx's table.cell(r, c) walks the whole table on each call (1 s for the demo)
+            for grid_row, row in zip(grid.rows, rows, strict=True):
+                for cell, text in zip(grid_row.cells, row[:len(rows[0])], strict=False):  # short: empty cells
+                    cell.text = text
     buffer = io.BytesIO()
     doc.save(buffer)
     return buffer.getvalue()

@@ -60,8 +60,4 @@ def methods_document(project, what: str) -> bytes:
              "tripod-llm.md": lambda v: tripod_markdown(v).encode("utf-8")}[what]
     view = methods_view(project)
     key = f"studies:methods-document:{what}:{view['mark'].removeprefix('studies:methods:')}"
-    body = cache.get(key)
-    if body is None:
-        body = build(view)
-        cache.set(key, body, VIEW_SECONDS)
-    return body
+    return cache.get_or_set(key, lambda: build(view), VIEW_SECONDS)

@@ -22,11 +22,10 @@ def blinded_summary(study: PreferenceStudy) -> dict[str, Any]:
     results job computes it beside the results), not on each view."""
     from django.core.cache import cache
 
-    key = f"preference:blinded-summary:{study.pk}:{inputs_fingerprint(study)}"
-    summary = cache.get(key)
-    if summary is None:
+    def compute() -> dict[str, Any]:
         from scoring.preference import analysis  # pandas, scipy: on use
 
-        summary = figures.plain(analysis.blinded_summary(study))
-        cache.set(key, summary, SUMMARY_SECONDS)
-    return summary
+        return figures.plain(analysis.blinded_summary(study))
+
+    return cache.get_or_set(f"preference:blinded-summary:{study.pk}:{inputs_fingerprint(study)}", compute,
+                            SUMMARY_SECONDS)

@@ -100,7 +100,7 @@ def rater_heatmap_figure(matrix: dict):
                     v = values[i][j]
                     if v == v:  # not NaN
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
-                                color="white" if v < 0.5 else "black")
+                                color="white" if v < 0.5 else "black", in_layout=False)  # inside its cell
         ax.set_title(title)
     fig.colorbar(image, ax=axes, label="agreement", shrink=0.9)
     fig.suptitle("Rater x rater agreement (mean over items)")

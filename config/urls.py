@@ -10,6 +10,7 @@ from annotation import views as annotation_views
 from annotation.urls import rating_urlpatterns
 from config.manual import manual
 from config.views import healthz
+from projects import schema  # noqa: F401 - describes the project session authentication in /api/schema/
 from scoring.generation import api as api_generation
 from scoring.judges import api as api_judges
 from scoring.preference import api as api_preference

@@ -19,7 +19,6 @@ from django.db import models
 from django.db.models import F, Max, Min, QuerySet
 from django.http import Http404
 from django.utils import timezone
-from drf_spectacular.authentication import SessionScheme
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound
 
@@ -192,12 +191,6 @@ class ProjectTokenAuthentication(ExpiringTokenAuthentication):
 class ProjectSessionAuthentication(SessionAuthentication):
     def authenticate(self, request):
         return _enter_api(request, super().authenticate(request))
-
-
-class ProjectSessionScheme(SessionScheme):
-    """The API schema describes the project-entering session authentication as the session cookie it is."""
-
-    target_class = "projects.access.ProjectSessionAuthentication"
 
 
 def current(request) -> Project:

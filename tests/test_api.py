@@ -21,6 +21,8 @@ def test_schema_is_valid_openapi_3(api, physician):
     assert schema["openapi"].startswith("3.")
     validate_schema(schema)
     assert "/api/scales/" in schema["paths"] and "/api/scale-versions/{id}/" in schema["paths"]
+    # the project-entering session authentication is described (projects.schema, loaded with the URLconf)
+    assert "cookieAuth" in schema["components"]["securitySchemes"]
 
 
 def test_swagger_ui_serves_local_assets(client, physician):

@@ -8,12 +8,16 @@ Cases (each figure is printed beside its target):
 3. A re-run of case 1: zero calls, under 10 s.
 4. Creating and queueing a run of 250,000 units (10,870 dialogues x 23 items): target under 30 s.
 
-Setup: PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/minicex_bench_judge, recreated),
-Redis broker and limiter (redis://127.0.0.1:6379/4), the fake server in its own process, and the two workers of the
-README's production layout: ``--queues <default> --concurrency 4`` and
-``--queues <llm> --pool threads --concurrency 16``.
+Setup, production mode (the default): PostgreSQL (BENCH_DATABASE_URL, default
+postgres://postgres@127.0.0.1:5432/minicex_bench_judge, recreated), Redis broker and limiter
+(redis://127.0.0.1:6379/4), the fake server in its own process, and the two workers of the README's production
+layout: ``--queues <default> --concurrency 4`` and ``--queues <llm> --pool prefork --concurrency 2``.
 
-Run:  .venv/bin/python bench/bench_judge.py  [--skip-create]
+Embedded mode (``--embedded``): what ``make run`` gives a new user, SQLite and the filesystem broker under
+``var/bench-judge/`` (recreated) and ``make run``'s two workers: the default queue with Celery's default pool and the
+LLM queue on ``--pool threads --concurrency 16``. There is no database-connection count to take (SQLite).
+
+Run:  .venv/bin/python bench/bench_judge.py  [--embedded] [--skip-create]
 """
 
 from __future__ import annotations
@@ -35,12 +39,22 @@ ENV = {
     "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "LLM_KEY_BENCH_JUDGE": "sk-bench",
     "CELERY_TASK_DEFAULT_QUEUE": "bench-judge", "CELERY_LLM_QUEUE": "bench-judge-llm", "DEBUG": "0",
 }
+EMBEDDED = "--embedded" in sys.argv
+if EMBEDDED:
+    import shutil
+
+    VAR_DIR = BASE_DIR / "var" / "bench-judge"
+    shutil.rmtree(VAR_DIR, ignore_errors=True)
+    for name in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"):
+        ENV.pop(name, None)
+        os.environ.pop(name, None)
+    ENV["MINICEX_VAR_DIR"] = str(VAR_DIR)
 os.environ.update(ENV)
 ALL_ITEMS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7",
              "2.8", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7"]
 TICKS = os.sysconf("SC_CLK_TCK")
 # The LLM worker's pool as in the README's production layout (BENCH_LLM_POOL=threads:16 to compare).
-LLM_POOL = os.environ.get("BENCH_LLM_POOL", "prefork:2").split(":")
+LLM_POOL = os.environ.get("BENCH_LLM_POOL", "threads:16" if EMBEDDED else "prefork:2").split(":")
 
 
 def cpu(pid: int) -> float:
@@ -77,6 +91,8 @@ class ConnectionSampler(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        if EMBEDDED:
+            return  # SQLite: no server, no connections to count
         import psycopg
 
         name = urlsplit(DATABASE_URL).path.lstrip("/")
@@ -103,8 +119,8 @@ def start_workers(env: dict) -> list[subprocess.Popen]:
     """The README's production layout: one worker for the default queue, one threads-pool worker for LLM calls."""
     common = [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--without-mingle",
               "--without-gossip"]
-    return [subprocess.Popen([*common, "-Q", "bench-judge", "--concurrency", "4", "-n", "default@%h"], cwd=BASE_DIR,
-                             env=env),
+    default = [] if EMBEDDED else ["--concurrency", "4"]  # make run: Celery's default (a process per core)
+    return [subprocess.Popen([*common, "-Q", "bench-judge", *default, "-n", "default@%h"], cwd=BASE_DIR, env=env),
             subprocess.Popen([*common, "-Q", "bench-judge-llm", "--pool", LLM_POOL[0], "--concurrency", LLM_POOL[1],
                               "-n", "llm@%h"], cwd=BASE_DIR, env=env,
                              stderr=open(os.environ["BENCH_WORKER_LOG"], "w") if os.environ.get("BENCH_WORKER_LOG")  # noqa: SIM115
@@ -162,9 +178,11 @@ def run_case(label: str, config, corpus, items: list[str], calls: int, latency: 
                 buckets[b] = buckets.get(b, 0) + 1
             print("  requests received per 0.5 s: " + " ".join(str(buckets.get(b, 0)) for b in range(max(buckets) + 1)))
     per_call = 1000 * worker_cpu / max(1, stats["requests"])
+    connections = ("no database connections to count (SQLite)" if EMBEDDED else
+                   f"peak database connections {sampler.peak} (target <= 40) "
+                   f"{'PASS' if sampler.peak <= 40 else 'FAIL'}")
     print(f"  LLM worker CPU: {worker_cpu:.2f} s = {per_call:.2f} ms per call (target <= 5 ms) "
-          f"{'PASS' if per_call <= 5 else 'FAIL'}; peak database connections {sampler.peak} (target <= 40) "
-          f"{'PASS' if sampler.peak <= 40 else 'FAIL'}")
+          f"{'PASS' if per_call <= 5 else 'FAIL'}; {connections}")
     return ok and per_call <= 5 and sampler.peak <= 40, run
 
 
@@ -172,9 +190,13 @@ def main() -> int:
     from bench.machine import calibration_line
 
     print(calibration_line())
-    from bench.machine import ensure_postgres_database
+    if EMBEDDED:
+        print(f"embedded mode: SQLite and the filesystem broker under {VAR_DIR}, LLM worker pool {':'.join(LLM_POOL)}")
+    else:
+        from bench.machine import ensure_postgres_database
 
-    ensure_postgres_database(DATABASE_URL, fresh=True)
+        ensure_postgres_database(DATABASE_URL, fresh=True)
+        print(f"production mode: PostgreSQL and Redis, LLM worker pool {':'.join(LLM_POOL)}")
     import django
 
     django.setup()

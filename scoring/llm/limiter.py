@@ -122,6 +122,9 @@ def _locked_state(name: str) -> Iterator[dict]:
             handle.seek(0)
             handle.truncate()
             handle.write(json.dumps(state))
+            # Written through before the lock goes: a buffered write would reach the file when it is closed, after
+            # the unlock, and another process would read it empty (every slot free) in between.
+            handle.flush()
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 

@@ -384,6 +384,9 @@ else:
         "processed_folder": str(BROKER_DIR / "processed"),
         "store_processed": False,
         "control_folder": str(BROKER_DIR / "control"),
+        # An idle worker looks at the folder this often (kombu's default is every second): a judge run's first
+        # request, a report job or a health check waits for it. A listing of a small folder, ten times a second.
+        "polling_interval": float(os.environ.get("CELERY_POLLING_INTERVAL", "0.1")),
     }
 # Queue of the LLM calls (judge runs, preference judging, dialogue generation): I/O-bound, consumed by a
 # threads-pool worker.

@@ -177,6 +177,18 @@ def run_case(label: str, config, corpus, items: list[str], calls: int, latency: 
                 b = int((r["received"] - first) * 2)
                 buckets[b] = buckets.get(b, 0) + 1
             print("  requests received per 0.5 s: " + " ".join(str(buckets.get(b, 0)) for b in range(max(buckets) + 1)))
+    if stats["requests"] != calls:  # where the extra (or missing) requests came from
+        chats = [r for r in fetch_requests(fake.base_url) if r["path"].endswith("completions")]
+        seen: dict[str, list[dict]] = {}
+        for r in chats:
+            seen.setdefault(r["body_hash"], []).append(r)
+        repeated = {h: rs for h, rs in seen.items() if len(rs) > 1}
+        statuses: dict[str, int] = {}
+        for r in chats:
+            statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
+        print(f"  {len(chats)} requests for {len(seen)} distinct prompts; answers by status {statuses}")
+        for rs in list(repeated.values())[:5]:
+            print("  sent again: " + ", ".join(f"at {r['received'] - t0_wall:.2f} s ({r['status']})" for r in rs))
     per_call = 1000 * worker_cpu / max(1, stats["requests"])
     connections = ("no database connections to count (SQLite)" if EMBEDDED else
                    f"peak database connections {sampler.peak} (target <= 40) "

@@ -105,6 +105,45 @@ def test_whatever_fails_the_run_never_sends_more_than_its_units_times_attempts(i
         assert JudgeResult.objects.filter(run=run, status="failed").count() == 3
 
 
+def test_a_prepared_request_that_waited_past_its_claim_is_given_back_not_sent(instrument, corpus, monkeypatch):
+    """A worker's engine prepares requests ahead and keeps them until a slot is free. Another engine may hold every
+    slot for longer than the units' claim lasts; the units can then be claimed and sent by someone else, so the
+    waiting requests must not go out after all: they are given back unsent (units, reservations, charge), and a
+    fresh claim sends them once."""
+    from scoring.llm import worker
+
+    with FakeOpenAI(responder=mini_cex_answer) as server:
+        run = started(make_config(server.base_url, monkeypatch), corpus, ["1.1"])
+        eng = worker.Engine()
+        state = worker._JobState(judging.HANDLER, JudgeRun.objects.get(pk=run.pk))
+        before = time.monotonic()
+        assert eng._refill(state, 3) and len(state.ready) == 3
+        waiting = list(state.ready)
+        # sendable for as long as an answer (the 2 s timeout) still comes before the claim (2 x 1.5 + 5 s) lapses
+        lease = engine.lease_seconds(judging.HANDLER.config(run))
+        assert all(before + lease - 2 - worker.STALE_MARGIN <= r.send_before <= time.monotonic() + lease - 2
+                   for r in waiting)
+        assert JudgeRun.objects.get(pk=run.pk).requests_sent == 3
+        for r in waiting:  # as if they had waited that long for a slot
+            r.send_before = time.monotonic() - 0.1
+        eng._send_ready(state, 4)
+        assert eng.in_flight == 0 and not state.ready and server.chat_requests == []
+        assert JudgeRun.objects.get(pk=run.pk).requests_sent == 0  # the charge is refunded
+        assert JudgeResult.objects.filter(run=run, status="pending", claimed_by="").count() == 3
+        assert limiter.reserve([r.key for r in waiting], 5, "someone else") == {r.key for r in waiting}
+        limiter.unreserve([r.key for r in waiting])
+        # claimed afresh, they go out at once: one request each
+        assert eng._refill(state, 3) and len(state.ready) == 3
+        eng._send_ready(state, 4)
+        assert eng.in_flight == 3
+        wait_until(lambda: len(server.chat_requests) == 3 and eng.finished.qsize() == 3, 10, "the three answers")
+        eng._free(eng._collect(0))
+        assert len(state.answered) == 3 and all(r.outcome.ok for r in state.answered)
+        engine.finish(state.handler, state.job, state.answered)
+    run.refresh_from_db()
+    assert run.requests_sent == 3 and JudgeResult.objects.filter(run=run, status="done").count() == 3
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 def test_a_refused_key_pauses_at_once_and_nothing_more_is_sent(instrument, corpus, monkeypatch):
     with FakeOpenAI(responder=mini_cex_answer, require_api_key="sk-other") as server:

@@ -103,6 +103,9 @@ class Request:
     from_cache: bool = False
     outcome: gateway.Outcome | None = None
     job_id: int = 0
+    # monotonic time after which a prepared request is no longer sent: it could not be answered before its units'
+    # claim (and its reservation) lapse and another engine may claim them (see scoring.llm.worker)
+    send_before: float = float("inf")
 
     @property
     def token_estimate(self) -> float:

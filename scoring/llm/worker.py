@@ -78,6 +78,9 @@ class _Finished:
     handed_over: bool = False  # its slot went straight to the job's next ready request
 
 
+# A prepared request is sent only if it can be answered (its timeout) this many seconds before its units' claim
+# lapses; later it is given back unsent.
+STALE_MARGIN = 2.0
 # How often an engine looks for running jobs it does not work on yet.
 DISCOVER_SECONDS = 2.0
 # Slots held by requests in flight are renewed by the heartbeat (a slot handed from request to request would
@@ -295,6 +298,7 @@ class Engine:
 
     def _refill_in_project(self, state: _JobState, want: int) -> bool:
         handler, job = state.handler, state.job
+        claimed_at = time.monotonic()
         units = claim(handler, job, max(1, want), self.owner)
         if not units:
             if state.ready:
@@ -330,6 +334,12 @@ class Engine:
         if wanted and not misses:
             state.stopping = True  # not running any more, a spending cap or the request limit is reached
         if misses:
+            # A request waiting for a slot (another engine may hold them all) is sent only while it can still be
+            # answered within its units' claim; after that it is given back unsent (_send_ready), never sent once
+            # another engine may have claimed and sent the same units.
+            claim_lease = steps.lease_seconds(handler.config(job))
+            for r in misses:
+                r.send_before = claimed_at + claim_lease - r.timeout - STALE_MARGIN
             # Reserved now, so that a freed slot can go straight to the next of them (see _hand_over).
             lease = max(r.timeout for r in misses) * 1.5 + 5
             try:
@@ -351,12 +361,16 @@ class Engine:
         return bool(state.ready)
 
     def _send_ready(self, state: _JobState, cap: int) -> None:
-        group = []
+        group, stale = [], []
+        now = time.monotonic()
         while len(group) < cap:
             try:  # the event loop's thread takes from the same deque (_hand_over)
-                group.append(state.ready.popleft())
+                r = state.ready.popleft()
             except IndexError:
                 break
+            (group if now < r.send_before else stale).append(r)
+        if stale:
+            self._give_back_unsent(state, stale)
         by_limit: dict[str, list[Request]] = defaultdict(list)
         for r in group:
             by_limit[r.limit.name].append(r)
@@ -408,8 +422,8 @@ class Engine:
             following = state.ready.popleft()
         except IndexError:
             return False
-        if following.limit.name != limit.name or not following.reserved:
-            state.ready.appendleft(following)
+        if following.limit.name != limit.name or not following.reserved or time.monotonic() >= following.send_before:
+            state.ready.appendleft(following)  # a stale one is given back by the driver (_send_ready)
             return False
         following.slot, request.slot = request.slot, None
         following.job_id = state.job.pk
@@ -518,6 +532,12 @@ class Engine:
                 unsent.append(state.ready.popleft())
             except IndexError:
                 break
+        self._give_back_unsent(state, unsent)
+
+    def _give_back_unsent(self, state: _JobState, unsent: list[Request]) -> None:
+        """Prepared requests that will not be sent: units released, slots and reservations freed, charge refunded."""
+        if not unsent:
+            return
         release(state.handler, [u for r in unsent for u in r.units])
         give_back(unsent)
         steps.refund(state.handler, state.job.pk, len(unsent))

@@ -124,21 +124,43 @@ def test_a_prepared_request_that_waited_past_its_claim_is_given_back_not_sent(in
         assert all(before + lease - 2 - worker.STALE_MARGIN <= r.send_before <= time.monotonic() + lease - 2
                    for r in waiting)
         assert JudgeRun.objects.get(pk=run.pk).requests_sent == 3
-        for r in waiting:  # as if they had waited that long for a slot
+        for r in waiting[1:]:  # as if they had waited that long for a slot
             r.send_before = time.monotonic() - 0.1
+        # a slot comes free: the one still in time is sent, the others are given back
         eng._send_ready(state, 4)
-        assert eng.in_flight == 0 and not state.ready and server.chat_requests == []
-        assert JudgeRun.objects.get(pk=run.pk).requests_sent == 0  # the charge is refunded
-        assert JudgeResult.objects.filter(run=run, status="pending", claimed_by="").count() == 3
+        assert eng.in_flight == 1 and not state.ready
+        wait_until(lambda: len(server.chat_requests) == 1 and eng.finished.qsize() == 1, 10, "the one answer")
+        eng._free(eng._collect(0))
+        engine.finish(state.handler, state.job, state.answered)
+        state.answered = []
+        waiting = waiting[1:]
+        assert JudgeRun.objects.get(pk=run.pk).requests_sent == 1  # the others' charge is refunded
+        assert JudgeResult.objects.filter(run=run, status="pending", claimed_by="").count() == 2
         assert limiter.reserve([r.key for r in waiting], 5, "someone else") == {r.key for r in waiting}
         limiter.unreserve([r.key for r in waiting])
-        # claimed afresh, they go out at once: one request each
-        assert eng._refill(state, 3) and len(state.ready) == 3
+        # claimed afresh, and every slot busy (none is free for a while): when they are stale they are given back
+        # all the same, while the claim is still this engine's (a unit claimed by another engine meanwhile keeps
+        # its claim)
+        assert eng._refill(state, 3) and len(state.ready) == 2
+        JudgeResult.objects.filter(pk=state.ready[1].units[0]).update(claimed_by="another engine")
+        for r in state.ready:
+            r.send_before = time.monotonic() - 0.1
+        eng.jobs[state.key] = state
+        eng.max_in_flight = 0
+        eng._cycle()
+        assert not state.ready and len(server.chat_requests) == 1
+        assert JudgeRun.objects.get(pk=run.pk).requests_sent == 1
+        assert set(JudgeResult.objects.filter(run=run, status="pending").values_list("claimed_by", flat=True)) == {
+            "", "another engine"}
+        # claimed afresh with free slots, they go out at once: one request each
+        JudgeResult.objects.filter(run=run).update(claimed_by="")
+        eng.max_in_flight = 1024
+        assert eng._refill(state, 3) and len(state.ready) == 2
         eng._send_ready(state, 4)
-        assert eng.in_flight == 3
-        wait_until(lambda: len(server.chat_requests) == 3 and eng.finished.qsize() == 3, 10, "the three answers")
+        assert eng.in_flight == 2
+        wait_until(lambda: len(server.chat_requests) == 3 and eng.finished.qsize() == 2, 10, "the two answers")
         eng._free(eng._collect(0))
-        assert len(state.answered) == 3 and all(r.outcome.ok for r in state.answered)
+        assert len(state.answered) == 2 and all(r.outcome.ok for r in state.answered)
         engine.finish(state.handler, state.job, state.answered)
     run.refresh_from_db()
     assert run.requests_sent == 3 and JudgeResult.objects.filter(run=run, status="done").count() == 3

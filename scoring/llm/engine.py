@@ -504,12 +504,14 @@ def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owne
     return units
 
 
-def release(handler: Handler, ids: Iterable[int], *, not_before=None) -> None:
-    """Give units back unanswered (optionally not before a time)."""
+def release(handler: Handler, ids: Iterable[int], *, not_before=None, owner: str | None = None) -> None:
+    """Give units back unanswered (optionally not before a time; with ``owner``, only those it still holds)."""
     ids = list(ids)
     if ids:
-        handler.unit_model.unscoped.filter(pk__in=ids).update(claimed_by="", claimed_until=None,
-                                                             not_before=not_before)
+        units = handler.unit_model.unscoped.filter(pk__in=ids)
+        if owner is not None:
+            units = units.filter(claimed_by=owner)
+        units.update(claimed_by="", claimed_until=None, not_before=not_before)
 
 
 def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str], constants: dict | None = None,

@@ -222,6 +222,8 @@ class Engine:
         now = time.monotonic()
         sent_before = self.in_flight
         for state in list(self.jobs.values()):
+            if state.ready:
+                self._drop_stale(state)
             if not state.stopping and state.next_at <= now:
                 self._top_up(state)
         t2 = time.monotonic()
@@ -534,11 +536,28 @@ class Engine:
                 break
         self._give_back_unsent(state, unsent)
 
+    def _drop_stale(self, state: _JobState) -> None:
+        """Give back the prepared requests that can no longer be sent (see ``Request.send_before``) while their
+        units' claim and reservation are still this engine's: every cycle, whether or not a slot is free. They are
+        the oldest, at the head of the queue."""
+        now = time.monotonic()
+        stale = []
+        while True:
+            try:  # the event loop's thread takes from the same deque (_hand_over)
+                r = state.ready.popleft()
+            except IndexError:
+                break
+            if now < r.send_before:
+                state.ready.appendleft(r)
+                break
+            stale.append(r)
+        self._give_back_unsent(state, stale)
+
     def _give_back_unsent(self, state: _JobState, unsent: list[Request]) -> None:
         """Prepared requests that will not be sent: units released, slots and reservations freed, charge refunded."""
         if not unsent:
             return
-        release(state.handler, [u for r in unsent for u in r.units])
+        release(state.handler, [u for r in unsent for u in r.units], owner=self.owner)
         give_back(unsent)
         steps.refund(state.handler, state.job.pk, len(unsent))
 

@@ -30,12 +30,12 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from tests.a11y import DESKTOP, PHONE, crawl, geometry_problems
 from tests.a11y import axe as wcag_axe
 from tests.conftest import ARTIFACTS, browser_page, shared_live_world, wait_js
+from tests.demo_world import load_full_demo
 from tests.test_browser_first_look import PASSWORDS
 
 WIDTHS = (1366, 1024)
@@ -77,7 +77,7 @@ def _load_demo(url: str) -> Demo:
     from tests.factories import mini_cex
 
     load_instrument(read_instrument(), models)
-    call_command("load_demo", no_logins=True)
+    load_full_demo()
     users = get_user_model().objects
     coordinator = users.get(username="coordinator")
     with in_project(demo_project()):

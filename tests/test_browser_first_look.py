@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from annotation.demo import DEMO_CAMPAIGN
 from annotation.models import Assignment
 from tests.conftest import BASE_DIR
+from tests.demo_world import load_full_demo
 
 # A test run must not change tracked files: the screenshots go to test-artifacts/ unless UPDATE_SCREENSHOTS=1
 # asks for the README's copies in docs/screenshots/ to be replaced.
@@ -59,7 +59,7 @@ def shoot(page, name: str, selector: str) -> Path:
 
 @pytest.mark.browser
 def test_every_demo_role_reaches_a_finished_result_from_home(page, transactional_db, demo_scope):
-    call_command("load_demo", no_logins=True)
+    load_full_demo()
     page.set_viewport_size({"width": 1366, "height": 900})
     seen: dict[str, str] = {}
     for role in PASSWORDS:
@@ -88,7 +88,7 @@ def test_every_demo_role_reaches_a_finished_result_from_home(page, transactional
 
 @pytest.mark.browser
 def test_wide_pages_scroll_inside_their_boxes_and_readme_screenshots(page, transactional_db, demo_scope):
-    call_command("load_demo", no_logins=True)
+    load_full_demo()
     page.set_viewport_size({"width": 1366, "height": 900})
     login(page, "coordinator")
     start = page.get_by_test_id("start-here")

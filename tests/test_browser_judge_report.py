@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.management import call_command
 
 from tests.conftest import ARTIFACTS
+from tests.demo_world import load_full_demo
 from tests.test_browser_first_look import fits, login
 
 WIDTHS = (1366, 1024)
@@ -31,7 +31,7 @@ def overlap(a: dict, b: dict, slack: float = 0.5) -> bool:
 
 @pytest.mark.browser
 def test_judge_report_and_agreement_report_at_1366_and_1024(page, transactional_db):
-    call_command("load_demo", no_logins=True)
+    load_full_demo()
     login(page, "analyst")
     start = page.get_by_test_id("start-here")
     judge = start.get_by_role("link", name="Synthetic LLM judge vs physicians").get_attribute("href")

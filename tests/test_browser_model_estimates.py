@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.management import call_command
 
 from annotation.demo import DEMO_FINISHED, DEMO_STUDY_CORPUS
 from annotation.models import Campaign, Corpus
 from scoring.judges.demo import demo_runs
 from tests.conftest import ARTIFACTS
+from tests.demo_world import load_full_demo
 
 
 def login(page, username: str, password: str) -> None:
@@ -24,7 +24,7 @@ def login(page, username: str, password: str) -> None:
 
 @pytest.mark.browser
 def test_model_estimates_and_planner_in_the_browser(page, transactional_db, demo_scope):
-    call_command("load_demo", no_logins=True)
+    load_full_demo()
     campaign, runs = demo_runs()
     login(page, "coordinator", "coordinator-demo")
     page.goto(f"/judges/runs/{runs[0].pk}/report/?campaign={campaign.pk}")

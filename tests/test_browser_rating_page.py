@@ -5,11 +5,11 @@ switch translates its buttons, labels and the words its script writes."""
 import re
 
 import pytest
-from django.core.management import call_command
 
 from annotation.demo import DEMO_FINISHED
 from annotation.models import Assignment
 from tests.conftest import ARTIFACTS, wait_js
+from tests.demo_world import load_full_demo
 from tests.factories import campaign_with
 
 WIDTHS = (1366, 1024)
@@ -36,7 +36,7 @@ def fits(page) -> bool:
 
 @pytest.mark.browser
 def test_a_rated_demo_dialogue_reads_its_place_within_the_total(page, transactional_db, demo_scope):
-    call_command("load_demo", no_logins=True)
+    load_full_demo()
     login(page, "physician", "physician-demo")
     page.get_by_test_id("start-here").get_by_role("link", name="A dialogue you rated in the finished demo study") \
         .click()

@@ -19,6 +19,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from tests.demo_world import load_full_demo
+
 SECRET_KEY = "sk-archive-test-SECRET-0123456789"
 URL_SECRET = "p4ss-in-url-SECRET"
 
@@ -74,7 +76,7 @@ def demo_archive(django_db_setup, django_db_blocker, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("archive") / "demo.zip"
     with django_db_blocker.unblock(), transaction.atomic():
-        call_command("load_demo", no_logins=True, stdout=io.StringIO())
+        load_full_demo()
         facts = _build_demo(path)
         transaction.set_rollback(True)
     return path, facts

@@ -1,0 +1,129 @@
+"""The full demo (``manage.py load_demo --no-logins``) for tests that build on it rather than test it.
+
+Loading it for real takes half a minute (it computes every demo report), and a dozen test modules need it. The first
+call in a test process on a given database state loads it for real and keeps a copy of every table afterwards; a
+later call on an equal state (the same rows, ids and dates aside) empties the tables and copies them back, which
+gives what a load gives, with the copy's ids, in a fraction of a second. ``tests/test_demo.py`` tests the loader
+itself and keeps loading it for real; ``tests/test_demo_world.py`` checks that a copy equals a load.
+
+Call it before the test changes anything else: what the copy brings replaces every row (rows the test made are
+part of the state compared, so a test with rows of its own gets a real load). The ids of rows that were there before
+may change: the active project scope follows its projects by name. Works inside a test's transaction (``db``) and
+on a committed database (``transactional_db``, ``live_server``, a module's shared world).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+
+from django.core.management import call_command
+from django.core.management.color import no_style
+from django.db import connection, transaction
+
+# per test process, database and state before the load: every table's rows after a real load
+_COPIES: dict[tuple[str, str], dict] = {}
+
+
+def load_full_demo() -> None:
+    """The database afterwards holds what ``load_demo --no-logins`` makes on it. The active project scope is moved
+    to the same projects (by name), whose ids may have changed."""
+    from projects import scoping
+    from projects.models import Project
+    from projects.services import demo_project
+
+    active = scoping.active_project_ids()
+    with scoping.scopes_disabled():
+        names = list(Project.objects.filter(pk__in=active or ()).values_list("name", flat=True))
+        with transaction.atomic():
+            demo_project()  # the load makes it first; made here, a test with ``demo_scope`` shares its state
+            tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
+            key = (connection.vendor, str(connection.settings_dict["NAME"]), _fingerprint(tables))
+            rows = _COPIES.get(key)
+            if rows is None:
+                call_command("load_demo", no_logins=True, stdout=io.StringIO())
+                _COPIES[key] = _read(tables)
+            else:
+                _reset(tables)
+                _write(rows)
+        _forget_cached_ids()
+        projects = list(Project.objects.filter(name__in=names))
+    if active is not None:  # after scopes_disabled, which restores the scope it found on leaving
+        scoping.activate(projects)
+
+
+def _fingerprint(tables: list[str]) -> int:
+    """The database's rows as a load would see them: every table's rows, without their ids, the ids they point to
+    and their dates (which differ between two databases migrated alike)."""
+    summary = []
+    with connection.cursor() as cursor:
+        for table in sorted(tables):
+            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
+            columns = [column[0] for column in cursor.description]
+            keep = [n for n, name in enumerate(columns) if name != "id" and not name.endswith("_id")]
+            rows = sorted(repr(tuple(value for n, value in enumerate(row) if n in keep
+                                     and not isinstance(value, datetime.date))) for row in cursor.fetchall())
+            summary.append((table, len(rows), hash(tuple(rows))))
+    return hash(tuple(summary))
+
+
+def _reset(tables: list[str]) -> None:
+    """Every table emptied and its ids restarted from 1 (in the surrounding transaction on both databases)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # checks of foreign keys still pending would block TRUNCATE
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+        for sql in connection.ops.sql_flush(no_style(), tables, reset_sequences=True, allow_cascade=True):
+            cursor.execute(sql)
+
+
+def _read(tables: list[str]) -> dict:
+    raw = connection.connection.cursor()
+    rows: dict = {}
+    if connection.vendor == "postgresql":
+        for table in tables:
+            with raw.copy(f"COPY {connection.ops.quote_name(table)} TO STDOUT") as copy:
+                rows[table] = b"".join(bytes(block) for block in copy)
+        return rows
+    for table in [*tables, "sqlite_sequence"]:
+        raw.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
+        rows[table] = ([column[0] for column in raw.description], sorted(raw.fetchall(), key=repr))
+    return rows
+
+
+def _write(rows: dict) -> None:
+    raw = connection.connection.cursor()
+    quote = connection.ops.quote_name
+    if connection.vendor == "postgresql":
+        for table, data in rows.items():
+            if data:
+                with raw.copy(f"COPY {quote(table)} FROM STDIN") as copy:
+                    copy.write(data)
+        with connection.cursor() as cursor:
+            for table in rows:
+                for sequence in connection.introspection.get_sequences(cursor, table):
+                    column = quote(sequence["column"])
+                    cursor.execute(f"SELECT setval(%s, COALESCE(MAX({column}), 1), MAX({column}) IS NOT NULL) "
+                                   f"FROM {quote(table)}", [sequence["name"]])
+        return
+    for table, (columns, values) in rows.items():
+        if table == "sqlite_sequence":  # last (its rows are made by the inserts above): the copy's own values
+            raw.executemany("DELETE FROM sqlite_sequence WHERE name = ?", [(name,) for name, _ in values])
+        if values:
+            raw.executemany(f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
+                            f"VALUES ({', '.join('?' * len(columns))})", values)
+
+
+def _forget_cached_ids() -> None:
+    """Per-process caches keyed by ids, which the reset hands out again (as tests.conftest._fresh_item_cache)."""
+    from django.core.cache import cache
+
+    from annotation import labels, scales
+    from scoring.judges import runs
+
+    labels._allowed.cache_clear()
+    scales.rating_sheet.cache_clear()
+    runs._contexts.clear()
+    runs._dialogue_cache.clear()
+    runs._version_seen[:] = [0.0, 0]
+    cache.clear()

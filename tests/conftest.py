@@ -118,23 +118,24 @@ def demo_scope(request, _project_scope):
         yield project
 
 
-@pytest.fixture(autouse=True)
-def _fresh_item_cache():
-    """Per-process caches keyed by ids (scale versions, runs, dialogues): test databases reuse ids."""
+def forget_cached_ids() -> None:
+    """Per-process caches keyed by ids (scale versions, runs, dialogues), which rolled-back or emptied test
+    databases hand out again."""
     from annotation import labels, scales
     from scoring.judges import runs
 
-    def clear() -> None:
-        labels._allowed.cache_clear()
-        scales.rating_sheet.cache_clear()
-        # per-process caches keyed by run and dialogue ids, which rolled-back test databases hand out again
-        runs._contexts.clear()
-        runs._dialogue_cache.clear()
-        runs._version_seen[:] = [0.0, 0]
+    labels._allowed.cache_clear()
+    scales.rating_sheet.cache_clear()
+    runs._contexts.clear()
+    runs._dialogue_cache.clear()
+    runs._version_seen[:] = [0.0, 0]
 
-    clear()
+
+@pytest.fixture(autouse=True)
+def _fresh_item_cache():
+    forget_cached_ids()
     yield
-    clear()
+    forget_cached_ids()
 
 
 @pytest.fixture

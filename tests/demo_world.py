@@ -115,15 +115,9 @@ def _write(rows: dict) -> None:
 
 
 def _forget_cached_ids() -> None:
-    """Per-process caches keyed by ids, which the reset hands out again (as tests.conftest._fresh_item_cache)."""
     from django.core.cache import cache
 
-    from annotation import labels, scales
-    from scoring.judges import runs
+    from tests.conftest import forget_cached_ids
 
-    labels._allowed.cache_clear()
-    scales.rating_sheet.cache_clear()
-    runs._contexts.clear()
-    runs._dialogue_cache.clear()
-    runs._version_seen[:] = [0.0, 0]
+    forget_cached_ids()
     cache.clear()

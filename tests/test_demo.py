@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from annotation.demo import DEMO_CAMPAIGN, DEMO_USERS, demo_logins, load_demo
 from annotation.importers import ImportRejected, import_dialogues, parse_dialogues
 from annotation.models import Assignment, Corpus, Dialogue
+from tests.demo_world import load_full_demo
 
 
 @pytest.mark.django_db
@@ -238,15 +239,10 @@ def test_synthetic_labels_come_from_the_seed_and_disagree():
 
 @pytest.mark.django_db
 def test_start_here_shows_the_demo_results_until_there_is_real_data(client, instrument):
-    from django.core.management import call_command
     from django.urls import reverse
 
-    from annotation.demo import load_finished_demo
 
-    load_demo()
-    load_finished_demo()
-    call_command("load_study_demo")
-    call_command("load_delphi_demo")
+    load_full_demo()  # the loader itself is tested above; here what the home page makes of it
     User = get_user_model()
     expected = {"physician": ["A dialogue you rated", "Rate a demo dialogue yourself"],
                 "coordinator": ["Agreement report", "Progress of the finished", "judge vs physicians",
@@ -281,18 +277,14 @@ def test_start_here_keeps_pointing_at_the_demo_runs_after_a_new_run_with_the_dem
     links still open the demo study's own runs, and every one of them answers."""
     import re
 
-    from django.core.management import call_command
     from django.urls import reverse
 
-    from annotation.demo import load_finished_demo
     from scoring.judges import runs as judging
     from scoring.judges.demo import JUDGES, demo_runs
     from scoring.judges.models import JudgeConfig
     from scoring.llm.models import LLMEndpoint
 
-    load_demo()
-    load_finished_demo()
-    call_command("load_study_demo")
+    load_full_demo()
     campaign, runs = demo_runs()
     endpoint = LLMEndpoint.objects.get(name="Built-in fake endpoint (synthetic answers)")
     assert endpoint.base_url.startswith("http://127.0.0.1:") and endpoint.base_url.endswith("/v1")
@@ -314,4 +306,4 @@ def test_start_here_keeps_pointing_at_the_demo_runs_after_a_new_run_with_the_dem
     assert links
     for url in links:
         assert client.get(url.replace("&amp;", "&")).status_code == 200, url
-    assert str(new.pk) not in " ".join(links)
+    assert not [url for url in links if re.search(rf"/(runs|compare)/{new.pk}/", url)], links  # the new run's

@@ -71,14 +71,20 @@ document.addEventListener("change", (event) => {
 
 // A sticky bar at the bottom (the rating and compare pages' actions): what focus, a tap or a script scrolls into
 // view stops above it, however many rows the bar takes on this screen (WCAG 2.4.11, focus not obscured).
+// The padding is set at once and again as soon as a script changes the bar's text (rating.js writes "Submit (24
+// left)", which can take the bar to two rows), not only when the ResizeObserver next reports, at the next frame: a
+// tap or a script before that frame would otherwise stop under the bar's second row.
 (function () {
   const bar = document.querySelector(".actions");
-  if (!bar || !window.ResizeObserver) return;
+  if (!bar) return;
   const root = document.documentElement;
-  new ResizeObserver(() => {
+  const fit = () => {
     const sticky = getComputedStyle(bar).position === "sticky";
     root.style.scrollPaddingBottom = sticky ? `${Math.ceil(bar.getBoundingClientRect().height) + 12}px` : "0px";
-  }).observe(bar);
+  };
+  fit();
+  new MutationObserver(fit).observe(bar, { childList: true, subtree: true, characterData: true });
+  if (window.ResizeObserver) new ResizeObserver(fit).observe(bar);
 })();
 
 // Answers drawn as labels over a hidden radio (rating, compare, Delphi pages): when the keyboard moves the focus to

@@ -306,17 +306,23 @@ def _load_work(archive: Archive, out: Loaded) -> None:
         label_ids = {(a, i): pk for pk, a, i in Label.objects.filter(campaign__project=out.project)
                      .values_list("pk", "assignment_id", "item_id")}
 
+        history: list[LabelChange] = []
+
         def change(row: dict) -> None:
             campaign = out.campaigns[row["campaign"]]
             key = (assignments[(row["campaign"], row["external_id"], row["rater"])],
                    out.items[(_version_key(out, campaign), row["item"])])
-            LabelChange.objects.create(
+            history.append(LabelChange(
                 label_id=label_ids[key], changed_by_id=out.raters.get(row["changed_by"]),
                 changed_at=_when(row, "changed_at") or timezone.now(), old_value=_num(row, "old_value"),
                 new_value=_num(row, "new_value"), old_comment=_text(row, "old_comment"),
-                new_comment=_text(row, "new_comment"), source=row["source"], reason=_text(row, "reason"))
+                new_comment=_text(row, "new_comment"), source=row["source"], reason=_text(row, "reason")))
+            if len(history) >= BATCH:
+                LabelChange.objects.bulk_create(history)
+                history.clear()
 
         out.counts["label changes"] = _table(archive, "data/label_changes.csv", change)
+        LabelChange.objects.bulk_create(history)
 
     def gold(row: dict) -> None:
         campaign = out.campaigns[row["campaign"]]

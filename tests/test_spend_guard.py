@@ -280,6 +280,34 @@ def test_a_token_cap_pauses_the_run(instrument, corpus, monkeypatch):
         assert run.status == "paused" and "Token cap reached" in run.error and len(server.chat_requests) == 1
 
 
+def test_the_spend_is_added_and_read_back_in_one_statement_as_the_orm_reads_it(instrument, corpus, monkeypatch,
+                                                                               django_assert_num_queries):
+    """The engine adds each batch's cost and tokens and reads the account back with UPDATE ... RETURNING: the row
+    it gets equals the ORM's (Decimal to the field's places, not a float), and a cap reached to the last digit
+    pauses the job."""
+    config = make_config("http://127.0.0.1:9/v1", monkeypatch, price_input_per_1k="0.5", currency="EUR")
+    run = started(config, corpus, ["1.1"], cost_cap=Decimal("0.0010"), token_cap=1000)
+    with django_assert_num_queries(1):
+        row = engine._add_spend(JudgeRun, run.pk, Decimal("0.000123"), 7)
+    for cost, tokens in ((Decimal("0.000654"), 11), (Decimal("0.1") / 3, 0)):  # a sum a float would not keep exact
+        row = engine._add_spend(JudgeRun, run.pk, cost, tokens)
+    stored = JudgeRun.objects.filter(pk=run.pk).values(*engine._ACCOUNT).first()
+    assert row == stored and type(row["spent_cost"]) is Decimal and type(row["cost_cap"]) is Decimal
+    assert row["spent_cost"] == Decimal("0.034110") and row["spent_tokens"] == 18 and row["status"] == "running"
+    assert engine._add_spend(JudgeRun, 10**9, Decimal("1"), 1) is None
+    run.refresh_from_db()
+    JudgeRun.objects.filter(pk=run.pk).update(spent_cost=0, spent_tokens=0)
+    request = engine.Request(units=[], endpoint=None, payload={}, key="k", limit=None, timeout=1,
+                             prices=(Decimal("1"), Decimal("0")), attempts=0, max_attempts=1, data=[])
+    request.outcome = gateway.Outcome(ok=True, prompt_tokens=1000, completion_tokens=0)  # 1.0000 EUR, at the cap
+    JudgeRun.objects.filter(pk=run.pk).update(cost_cap=Decimal("1.0000"), token_cap=None)
+    run.refresh_from_db()
+    assert "Spending cap reached: 1.0000 EUR spent of a cap of 1.0000 EUR" in engine.record_spend(
+        judging.HANDLER, run, [request])
+    run.refresh_from_db()
+    assert run.status == "paused" and run.spent_cost == Decimal("1") and run.spent_tokens == 1000
+
+
 def test_cost_without_prices_is_unknown_not_zero(instrument, corpus, monkeypatch, coordinator):
     with FakeOpenAI(responder=mini_cex_answer) as server:
         config = make_config(server.base_url, monkeypatch)

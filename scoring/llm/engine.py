@@ -33,6 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Max, Model, Q, QuerySet, Value
+from django.db.models.expressions import Col
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -353,12 +354,38 @@ def record_spend(handler: Handler, job, requests: list[Request]) -> str:
                Decimal(0))
     tokens = sum(r.outcome.prompt_tokens + r.outcome.completion_tokens for r in requests)
     model = handler.job_model
-    model.unscoped.filter(pk=job.pk).update(spent_cost=F("spent_cost") + cost, spent_tokens=F("spent_tokens") + tokens)
-    row = model.unscoped.filter(pk=job.pk).values(*_ACCOUNT).first()
+    row = _add_spend(model, job.pk, cost, tokens)
     stop = cap_reached(row, handler.currency(job)) if row else ""
     if stop:
         model.unscoped.filter(pk=job.pk, status=handler.running_status).update(status="paused", error=stop)
     return stop
+
+
+def _add_spend(model: type[Model], job_id: int, cost: Decimal, tokens: int) -> dict[str, Any] | None:
+    """Add to a job's spend and read its account back (``_ACCOUNT``, as the ORM gives it) in one statement: the
+    engine does this after every batch of answers, and the update and the read were a tenth of its CPU as two
+    queries. ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35 and later); None when the job is gone."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    account = [meta.get_field(name) for name in _ACCOUNT]
+    cost_field, tokens_field = meta.get_field("spent_cost"), meta.get_field("spent_tokens")
+    cost_column, tokens_column = quote(cost_field.column), quote(tokens_field.column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(meta.db_table)} SET {cost_column} = {cost_column} + %s, "
+            f"{tokens_column} = {tokens_column} + %s WHERE {quote(meta.pk.column)} = %s "
+            f"RETURNING {', '.join(quote(f.column) for f in account)}",
+            [cost_field.get_db_prep_save(cost, connection), tokens, job_id])
+        values = cursor.fetchone()
+    if values is None:
+        return None
+    row = {}
+    for target, value in zip(account, values, strict=True):
+        column = Col(meta.db_table, target)
+        for convert in (*connection.ops.get_db_converters(column), *column.get_db_converters(connection)):
+            value = convert(value, column, connection)
+        row[target.name] = value
+    return row
 
 
 # ---------------------------------------------------------------------------------------------------------------

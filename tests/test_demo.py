@@ -129,7 +129,7 @@ def test_import_is_all_or_nothing():
 def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_once(instrument):
     """`make run`'s load: a finished campaign (4 physicians, a random sample of the corpus, submitted), its
     agreement report already computed, two synthetic judge runs, an unblinded preference study and a closed Delphi
-    round 2; a second load adds nothing."""
+    round 2; a second load (for real) adds nothing."""
     import numpy as np
     from django.core.management import call_command
 
@@ -143,7 +143,7 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
     from scoring.preference.demo import FINISHED_STUDY
     from scoring.preference.models import PreferenceAnswer, PreferenceStudy, PreferenceTask
 
-    call_command("load_demo", no_logins=True)
+    load_full_demo()  # what `load_demo --no-logins` makes (tests/test_demo_world.py), loaded once per test process
     campaign = Campaign.objects.get(name=DEMO_FINISHED)
     assignments = Assignment.objects.filter(campaign=campaign)
     assert assignments.count() == 4 * campaign.dialogues().count()
@@ -240,7 +240,6 @@ def test_synthetic_labels_come_from_the_seed_and_disagree():
 @pytest.mark.django_db
 def test_start_here_shows_the_demo_results_until_there_is_real_data(client, instrument):
     from django.urls import reverse
-
 
     load_full_demo()  # the loader itself is tested above; here what the home page makes of it
     User = get_user_model()

@@ -14,12 +14,15 @@ def _tables() -> list[str]:
 
 @pytest.fixture
 def loads(monkeypatch):
-    """This process's copies forgotten; the real loads counted."""
+    """This process's copies set aside for the test; the real loads counted. The copies the test makes are kept for
+    the process's later tests (a copy taken here is one real load fewer for them), with those set aside."""
     real = demo_world.call_command
     calls = []
-    monkeypatch.setattr(demo_world, "_COPIES", {})
+    kept = dict(demo_world._COPIES)
+    demo_world._COPIES.clear()
     monkeypatch.setattr(demo_world, "call_command", lambda *a, **k: (calls.append(a), real(*a, **k)))
-    return calls
+    yield calls
+    demo_world._COPIES.update(kept)
 
 
 @pytest.mark.django_db
@@ -48,3 +51,23 @@ def test_a_copied_demo_equals_a_loaded_one_row_for_row_and_id_for_id(loads, demo
     before = demo_world._fingerprint(tables)
     make_user("someone", "coordinator")  # a state of its own: it would be loaded for real, the account kept
     assert demo_world._fingerprint(tables) != before
+
+
+@pytest.mark.django_db
+def test_the_rows_made_again_after_a_flush_equal_the_migrations_so_the_demo_copy_applies(db):
+    """A transactional test's flush removes the migrations' rows and conftest makes them again; made otherwise (a
+    description missing, an audit event more), every later state differs from the one the copy was taken on, and
+    each test process loaded the demo for real once more. (Run before the transactional tests, as pytest-django
+    orders them, this test starts on the freshly migrated database.)"""
+    from django.core.management import call_command
+
+    from tests.conftest import restore_migration_rows
+
+    tables = _tables()
+    migrated = {table: demo_world._fingerprint([table]) for table in tables}
+    with transaction.atomic():
+        call_command("flush", interactive=False, verbosity=0)  # as a transactional test ends
+        assert demo_world._fingerprint(["annotation_project"]) != migrated["annotation_project"]
+        restore_migration_rows()
+        assert {table: demo_world._fingerprint([table]) for table in tables} == migrated
+        transaction.set_rollback(True)

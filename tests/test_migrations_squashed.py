@@ -71,14 +71,6 @@ def _applied_up_to(state: dict[str, str]) -> set[tuple[str, str]]:
     return {(app, name) for app, name in REPLACED if app in state and name <= state[app]}
 
 
-def _leaves() -> list[tuple[str, str]]:
-    """The last migration of each app in the history."""
-    last: dict[str, str] = {}
-    for app, name in REPLACED:
-        last[app] = max(last.get(app, name), name)
-    return sorted(last.items())
-
-
 @contextmanager
 def _database():
     """An empty database of its own, in the suite's mode; yields the environment that points a process at it."""
@@ -149,13 +141,14 @@ def test_a_fresh_database_runs_only_the_squashed_migrations(squashed_dump):
 
 
 @pytest.mark.integration  # runs migrate in processes of its own, on databases of its own
-@pytest.mark.parametrize("state", [None, RELEASED[0], RELEASED[-1]],
-                         ids=["whole-history", "first-release", "last-release"])
+@pytest.mark.parametrize("state", [RELEASED[0], RELEASED[-1]], ids=["first-release", "last-release"])
 def test_the_history_from_any_release_gives_the_same_database_as_the_squash(squashed_dump, state):
-    """Whole history from nothing, or an instance at a release upgraded by `migrate`: schema and seeded rows equal
-    the fresh squashed database's, and the squashed migrations end up recorded as applied."""
+    """An instance at a release upgraded by `migrate`: schema and seeded rows equal the fresh squashed database's, and
+    the squashed migrations end up recorded as applied. From the first release (two of the history's migrations)
+    this is the whole history from nothing, the unsquashed database the issue compares the squash with (the history
+    run alone to its end, as a test of its own, took another minute per pass for the same migrations)."""
     with _database() as env:
-        targets = _leaves() if state is None else sorted(state.items())
+        targets = sorted(state.items())
         _run(env, "-c", HISTORY_TO, json.dumps(targets))
         output = _migrate(env)
         assert "_squashed..." not in output  # the rest of the history ran, not the squash

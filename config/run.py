@@ -229,6 +229,7 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         try:
             if demo:
                 load_demo()
+            stop_if_interrupted()
         except KeyboardInterrupt:
             received.append(signal.SIGINT)
             return 130
@@ -296,13 +297,16 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.mode == "dev":
         write_bytecode()
+    catch_interrupts()
     preflight(migrate=args.migrate)
+    stop_if_interrupted()
     if args.mode == "dev":
         return run_dev(args.host, args.port, args.concurrency, demo=args.demo,
                        fake_llm=fake_llm_port() if args.demo and not args.no_fake_llm else None,
                        checked=args.migrate)
     if args.demo:
         load_demo()
+        stop_if_interrupted()
     if args.mode == "web":
         from django.core.management import call_command
 
@@ -317,5 +321,45 @@ def main(argv: list[str] | None = None) -> int:
     return 0  # not reached
 
 
+_interrupts: list[int] = []
+
+
+def _interrupt(signum, frame) -> None:
+    """Ctrl-C before the app runs: noted, then raised. Python drops an exception raised while a garbage collector's
+    callback runs (CI saw a Ctrl-C lost in a WeakSet's, and the migrations went on), so the note is checked again
+    after each phase (:func:`stop_if_interrupted`) and the dropped exception is not printed."""
+    _interrupts.append(signum)
+    raise KeyboardInterrupt
+
+
+def _unraisable(info) -> None:
+    if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
+        return  # noted by _interrupt; stop_if_interrupted acts on it
+    sys.__unraisablehook__(info)
+
+
+def catch_interrupts() -> None:
+    """Ctrl-C is noted as well as raised until the app runs (unless this process was started with it ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+        sys.unraisablehook = _unraisable
+
+
+def stop_if_interrupted() -> None:
+    if _interrupts:
+        raise KeyboardInterrupt
+
+
+def interrupted() -> int:
+    """Ctrl-C before the app runs (while migrating, say): one line, not a traceback. Each migration is applied in
+    a transaction, so the next start goes on from the last one done; a database's *first* ``migrate`` stopped
+    between the squashed migrations cannot go on, and the next start says so and what to do (projects.apps)."""
+    print("\nStopped (Ctrl-C) before the app started.", file=sys.stderr, flush=True)
+    return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(interrupted())

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -70,15 +71,50 @@ def preflight(migrate: bool = False) -> None:
                   "with EMAIL_HOST (and EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS), or "
                   "EMAIL_BACKEND=console to print messages with their links redacted.")
     if migrate:
-        from django.core.management import call_command
+        from django.core.management.base import CommandError
 
-        phase("migrate", lambda: call_command("migrate", interactive=False, verbosity=0))
+        try:
+            phase("migrate", migrate_database)
+        except CommandError as exc:  # a database `migrate` refuses, with why and what to do (projects.apps)
+            exit_with(str(exc))
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
     executor = MigrationExecutor(connection)
     if executor.migration_plan(executor.loader.graph.leaf_nodes()):
         exit_with("the database has unapplied migrations: run `python manage.py migrate` first.")
+
+
+def migrate_database() -> None:
+    """``manage.py migrate``. An embedded (SQLite) database with no tables yet is built under another name and moved
+    into place once complete: a first start stopped while migrating (Ctrl-C, a crash) leaves no half-built database,
+    and the next start builds it again."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    name = connection.settings_dict["NAME"]
+    if connection.vendor != "sqlite" or str(name) == ":memory:" or connection.introspection.table_names():
+        call_command("migrate", interactive=False, verbosity=0)
+        return
+    final = Path(name)
+    building = final.with_name(f"{final.name}.building")
+    connection.close()
+    _remove_sqlite_files(building)  # a start stopped earlier
+    connection.settings_dict["NAME"] = building
+    try:
+        call_command("migrate", interactive=False, verbosity=0)
+        with connection.cursor() as cursor:  # everything into the file itself, none left in a -wal file beside it
+            cursor.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = name
+    _remove_sqlite_files(final, keep_main=True)  # the file is empty (the connection check made it)
+    os.replace(building, final)
+
+
+def _remove_sqlite_files(path: Path, keep_main: bool = False) -> None:
+    for suffix in ("-wal", "-shm", "-journal") if keep_main else ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def banner(url: str) -> str:
@@ -352,8 +388,8 @@ def stop_if_interrupted() -> None:
 
 def interrupted() -> int:
     """Ctrl-C before the app runs (while migrating, say): one line, not a traceback. Each migration is applied in
-    a transaction, so the next start goes on from the last one done; a database's *first* ``migrate`` stopped
-    between the squashed migrations cannot go on, and the next start says so and what to do (projects.apps)."""
+    a transaction, so the next start goes on from the last one done; an embedded database's first ``migrate``
+    stopped half-way leaves none (:func:`migrate_database`), and the next start builds it again."""
     print("\nStopped (Ctrl-C) before the app started.", file=sys.stderr, flush=True)
     return 130
 

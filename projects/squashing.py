@@ -17,7 +17,9 @@ Django records a squashed migration by recording everything it replaces, so once
 has run on a fresh database the whole history reads as applied. A first ``migrate`` interrupted before the other
 three would leave their tables missing with nothing left to run: :func:`missing_tables` finds that and the
 ``pre_migrate`` and ``post_migrate`` check in :mod:`projects.apps` says what to do (the database holds nothing yet:
-create it again).
+create it again). ``make run`` builds a new embedded database under another name (``config.run.migrate_database``),
+so there this cannot happen; and each squashed migration's tables and records are one transaction
+(:meth:`CreateModels.database_forwards`), so no stop leaves part of the history recorded.
 
 **A migration made after the squash depends on its app's squashed migration and on its app's last migration of the
 history** (e.g. ``("annotation", "0012_squashed")`` and ``("annotation", "0011_pseudonyms_per_project")``). Where the
@@ -116,6 +118,13 @@ class CreateModels(Operation):
             model = to_state.apps.get_model(app_label, op.name)
             if self.allow_migrate_model(schema_editor.connection.alias, model):
                 schema_editor.create_model(model)
+        # The statements Django defers to the end of a migration (indexes; foreign keys on PostgreSQL) run now, as the
+        # tables they need exist: with none left, Django records the migration, that is the whole history it
+        # replaces, inside the migration's transaction. Left deferred, it records after the commit one row at a time,
+        # and a first `migrate` stopped there kept part of the history recorded with the tables of the rest missing.
+        for statement in schema_editor.deferred_sql:
+            schema_editor.execute(statement)
+        schema_editor.deferred_sql.clear()
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
         for op in reversed(self.models):

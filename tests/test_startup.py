@@ -123,9 +123,9 @@ def test_make_run_migrates_loads_the_demo_and_serves_the_first_page_then_stops(t
 @pytest.mark.integration
 def test_ctrl_c_while_migrating_stops_with_one_line_and_the_next_start_goes_on(tmp_path):
     """A newcomer who presses Ctrl-C while `make run` migrates gets one line, not a traceback, and exit code 130;
-    the next `migrate` goes on from the last migration done (one transaction each) or, stopped between the squashed
-    migrations of a first `migrate`, says what to do (tests/test_migrations_squashed.py). The next test covers an
-    interrupt Python drops."""
+    the next start migrates the rest, or builds again a first database stopped half-way (CI once saw the database
+    left with part of the history recorded and the next `migrate` fail). The next test covers an interrupt Python
+    drops."""
     import signal
     import time
 
@@ -152,13 +152,59 @@ def test_ctrl_c_while_migrating_stops_with_one_line_and_the_next_start_goes_on(t
     assert process.returncode == 130 and "Traceback" not in output, output[-3000:]
     assert "Stopped (Ctrl-C) before the app started." in output
     assert "==> web server" not in output and "Press Ctrl-C" not in output, output[-3000:]
-    result = run(["manage.py", "migrate", "--no-input"], tmp_path)
-    if result.returncode == 0:  # stopped inside a migration, or after the squashed ones: the next start goes on
-        result = run(["manage.py", "migrate", "--check"], tmp_path)
-        assert result.returncode == 0, result.stdout + result.stderr
-    else:  # stopped between the squashed migrations of a first migrate: the next start says what to do
-        assert "its first `migrate` was interrupted" in result.stderr and "Traceback" not in result.stderr, \
-            result.stderr
+    assert_next_start_migrates(tmp_path)
+
+
+def assert_next_start_migrates(tmp_path) -> None:
+    """The next `make run` (its start, up to the app) migrates and leaves a complete database, nothing beside it."""
+    result = run(["-c", "from config.run import preflight; preflight(migrate=True)"], tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    result = run(["manage.py", "migrate", "--check"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(path.name for path in tmp_path.glob("db.sqlite3*")) == ["db.sqlite3"]
+
+
+@pytest.mark.integration
+def test_a_database_migrate_refuses_stops_the_start_with_its_message_in_one_line(tmp_path):
+    """A database whose first `migrate` stopped between the squashed migrations (made by `manage.py migrate`, or on
+    PostgreSQL, where it is not built under another name): `make run` says what `migrate` says, not a traceback."""
+    made = run(["manage.py", "migrate", "projects", "0003_squashed", "--no-input"], tmp_path)
+    assert "its first `migrate` was interrupted" in made.stderr  # said at once, after projects' migration
+    result = run(["-c", "from config.run import preflight; preflight(migrate=True)"], tmp_path)
+    assert_one_line_error(result, "its first `migrate` was interrupted", "delete it")
+
+
+# A first start stopped (as by Ctrl-C) while migrating, after the given number of migrations.
+START_STOPPED_WHILE_MIGRATING = """
+import sys
+from django.db.migrations.executor import MigrationExecutor
+from config import run
+real, applied, stop = MigrationExecutor.apply_migration, [], int(sys.argv[1])
+def apply_migration(self, state, migration, **kwargs):
+    if len(applied) == stop:
+        raise KeyboardInterrupt
+    applied.append(migration)
+    return real(self, state, migration, **kwargs)
+MigrationExecutor.apply_migration = apply_migration
+sys.argv[1:] = ["dev", "--migrate", "--port", "1"]
+try:
+    run.main()
+except KeyboardInterrupt:
+    sys.exit(run.interrupted())
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("migrations", [7, 36], ids=["between-the-squashed", "after-them"])
+def test_a_first_start_stopped_while_migrating_leaves_no_half_built_database(tmp_path, migrations):
+    """Stopped between the squashed migrations (after projects', in the order `migrate` runs them; the next `migrate`
+    could not go on from there: the history reads as applied with tables missing) or after them: the embedded
+    database is built under another name, so nothing half-built is left and the next start builds it."""
+    result = run(["-c", START_STOPPED_WHILE_MIGRATING, str(migrations)], tmp_path)
+    assert result.returncode == 130 and "Stopped (Ctrl-C) before the app started." in result.stderr, \
+        result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert_next_start_migrates(tmp_path)
 
 
 def test_a_ctrl_c_python_drops_in_a_garbage_collector_callback_still_stops_the_start(monkeypatch, capsys):

@@ -308,6 +308,39 @@ def test_the_spend_is_added_and_read_back_in_one_statement_as_the_orm_reads_it(i
     assert run.status == "paused" and run.spent_cost == Decimal("1") and run.spent_tokens == 1000
 
 
+def test_answers_are_stored_in_one_statement_on_open_units_only(instrument, corpus, monkeypatch,
+                                                                  django_assert_num_queries):
+    """The engine stores a batch of answers with one UPDATE ... FROM (VALUES ...) in both modes (Django's
+    bulk_update built a CASE per field and row: nine tenths of storing answers on SQLite): every type reads back as
+    the ORM wrote it, and a unit no longer open (failed, here) is left as it is."""
+    from django.utils import timezone
+
+    from scoring.judges.runs import RESULT_FIELDS
+
+    config = make_config("http://127.0.0.1:9/v1", monkeypatch)
+    run = started(config, corpus, ["1.1", "1.2"])
+    units = list(JudgeResult.objects.filter(run=run).order_by("pk"))
+    JudgeResult.objects.filter(pk=units[-1].pk).update(status="failed", error="gave up")
+    call = LLMCall.objects.create(key="k" * 64, project=run.project, endpoint="e", model="m", request={},
+                                  response={}, content="{}")
+    now = timezone.now()
+    values = [[3, 0.25, 'Says "why" \u2014 \u95ee\u8bca', "done", "", call.pk, True, now],
+              [2.5, None, "", "unscored", "The answer could not be parsed as a verdict.", None, False, now]]
+    rows = [(unit.pk, values[n % 2]) for n, unit in enumerate(units)]
+    with django_assert_num_queries(1):
+        engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None},
+                        only_status=["pending"])
+    stored = {r.pk: r for r in JudgeResult.objects.filter(run=run)}
+    for n, unit in enumerate(units[:-1]):
+        got = [getattr(stored[unit.pk], name if name != "call" else "call_id") for name in RESULT_FIELDS]
+        assert got == values[n % 2], (n, got)
+    assert type(stored[units[0].pk].value) is int and stored[units[0].pk].claimed_by == ""
+    assert (stored[units[-1].pk].status, stored[units[-1].pk].error, stored[units[-1].pk].call_id) == (
+        "failed", "gave up", None)
+    with django_assert_num_queries(0):
+        engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, only_status=[])
+
+
 def test_cost_without_prices_is_unknown_not_zero(instrument, corpus, monkeypatch, coordinator):
     with FakeOpenAI(responder=mini_cex_answer) as server:
         config = make_config(server.base_url, monkeypatch)

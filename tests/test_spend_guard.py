@@ -166,6 +166,26 @@ def test_a_prepared_request_that_waited_past_its_claim_is_given_back_not_sent(in
     assert run.requests_sent == 3 and JudgeResult.objects.filter(run=run, status="done").count() == 3
 
 
+def test_while_a_jobs_slots_are_busy_its_next_requests_are_prepared_and_none_sent(instrument, corpus, monkeypatch):
+    """Each answer's slot goes straight to a prepared request (the event loop's hand-over): while every slot holds
+    one of the job's requests, the engine prepares the next batch (bench_judge: the answers of a wave of 256 waited
+    for the next 256 to be claimed). Nothing more is sent, and with none of the job's requests in flight and no slot
+    free, nothing is prepared."""
+    from scoring.llm import worker
+
+    run = started(make_config("http://127.0.0.1:9/v1", monkeypatch, concurrency=2), corpus, ["1.1", "1.2", "1.3"])
+    eng = worker.Engine()
+    idle = worker._JobState(judging.HANDLER, JudgeRun.objects.get(pk=run.pk))
+    eng.max_in_flight = 0
+    eng._top_up(idle)
+    assert not idle.ready and JudgeRun.objects.get(pk=run.pk).requests_sent == 0
+    eng.max_in_flight = 1024
+    busy = worker._JobState(judging.HANDLER, JudgeRun.objects.get(pk=run.pk), in_flight=2)
+    eng._top_up(busy)
+    assert len(busy.ready) == 9 and eng.in_flight == 0  # the run's 9 units, prepared and charged, none sent
+    assert JudgeRun.objects.get(pk=run.pk).requests_sent == 9
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 def test_a_refused_key_pauses_at_once_and_nothing_more_is_sent(instrument, corpus, monkeypatch):
     with FakeOpenAI(responder=mini_cex_answer, require_api_key="sk-other") as server:

@@ -186,6 +186,24 @@ def test_while_a_jobs_slots_are_busy_its_next_requests_are_prepared_and_none_sen
     assert JudgeRun.objects.get(pk=run.pk).requests_sent == 9
 
 
+def test_once_the_last_answers_are_stored_the_engine_looks_at_the_job_at_once(instrument, corpus, monkeypatch):
+    """With its units all claimed and answers still to come, a job is looked at again half a second later; once the
+    store thread has stored its last answers, at once (bench_judge: runs ended up to 0.5 s after their last answer).
+    While requests are in flight the wait stands."""
+    from scoring.llm import worker
+
+    run = started(make_config("http://127.0.0.1:9/v1", monkeypatch), corpus, ["1.1"])
+    eng = worker.Engine()
+    later = time.monotonic() + 0.5
+    waiting = worker._JobState(judging.HANDLER, JudgeRun.objects.get(pk=run.pk), next_at=later, in_flight=1)
+    done = worker._JobState(judging.HANDLER, JudgeRun.objects.get(pk=run.pk), next_at=later)
+    for state in (waiting, done):
+        eng.to_store.put((state, []))
+    eng.to_store.put(None)
+    eng._store_loop()  # the store thread's loop, here: it returns at the None
+    assert waiting.next_at == later and done.next_at < later
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 def test_a_refused_key_pauses_at_once_and_nothing_more_is_sent(instrument, corpus, monkeypatch):
     with FakeOpenAI(responder=mini_cex_answer, require_api_key="sk-other") as server:

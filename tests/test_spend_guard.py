@@ -182,8 +182,8 @@ def test_while_a_jobs_slots_are_busy_its_next_requests_are_prepared_and_none_sen
     eng.max_in_flight = 1024
     busy = worker._JobState(judging.HANDLER, JudgeRun.objects.get(pk=run.pk), in_flight=2)
     eng._top_up(busy)
-    assert len(busy.ready) == 9 and eng.in_flight == 0  # the run's 9 units, prepared and charged, none sent
-    assert JudgeRun.objects.get(pk=run.pk).requests_sent == 9
+    assert len(busy.ready) == 2 and eng.in_flight == 0  # a wave of the run's concurrency, charged, none sent
+    assert JudgeRun.objects.get(pk=run.pk).requests_sent == 2
 
 
 def test_once_the_last_answers_are_stored_the_engine_looks_at_the_job_at_once(instrument, corpus, monkeypatch):

@@ -287,12 +287,13 @@ class Engine:
             return
         concurrency = int(config.get("concurrency") or 1)
         cap = min(concurrency, self.max_in_flight - self.in_flight) - state.in_flight
-        # Keep up to a batch of requests prepared beyond the free capacity (a wave of the job's concurrency, at
-        # least 64), so that each answer's slot is handed the next at once (_hand_over). While this job's requests
-        # are in flight the batch is refilled below half, not when a wave of answers frees the slots: at 256 in
-        # flight a wave's answers then waited for the next 256 to be claimed and prepared. (Only this job's answers
-        # free its slots: with none in flight nothing is prepared for slots that are not free.)
-        target = min(self.claim_batch, max(cap, concurrency, 64))
+        # Keep up to a batch of requests prepared beyond the free capacity (one wave of the job's concurrency: a
+        # prepared request waits about one answer's time, well within its units' claim), so that each answer's slot
+        # is handed the next at once (_hand_over). While this job's requests are in flight the batch is refilled
+        # below half, not when a wave of answers frees the slots: at 256 in flight a wave's answers then waited for
+        # the next 256 to be claimed and prepared. (Only this job's answers free its slots: with none in flight
+        # nothing is prepared for slots that are not free.)
+        target = min(self.claim_batch, max(cap, concurrency))
         low = max(cap, target // 2 if state.in_flight else 0)
         if len(state.ready) < low and not self._refill(state, target - len(state.ready)):
             return

@@ -18,6 +18,9 @@ def test_the_makefile_announces_each_step_of_make_test():
     steps = re.findall(r'@echo "==> (\d)/3 ([a-z]+)', target)
     assert [name for _, name in steps] == ["lint", "migrations", "pytest"]
     assert "--durations=" in target
+    # the processes share the work to the end: one that runs out takes half of another's queue (xdist's default left
+    # one process with 200 s of the slow transactional tests while the other idled)
+    assert "--dist worksteal" in target
 
 
 def test_collection_prints_its_progress_and_the_slowest_files():

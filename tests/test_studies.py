@@ -82,6 +82,16 @@ def demo_archive(django_db_setup, django_db_blocker, tmp_path_factory):
     return path, facts
 
 
+@pytest.fixture(scope="module")
+def demo_checks(django_db_setup, django_db_blocker, demo_archive):
+    """``verify_study`` of the demo archive, run once for the module's tests that read its figures (it recomputes
+    over a thousand figures: seconds)."""
+    from studies.verify import verify_study
+
+    with django_db_blocker.unblock():
+        return verify_study(demo_archive[0])
+
+
 def _vote_in_the_sealed_study() -> None:
     """The demo physician answers three comparisons of the open (sealed) demo preference study."""
     from scoring.preference import services as preference
@@ -122,11 +132,12 @@ def _flip_one_label(data: bytes) -> bytes:
     raise AssertionError("no binary label to change")
 
 
-def test_the_demo_study_verifies_every_figure(db, demo_archive):
-    from studies.verify import verify_study
+def test_the_demo_study_verifies_every_figure(db, demo_archive, demo_checks):
+    from projects.models import Project
+    from projects.scoping import scopes_disabled
 
     path, facts = demo_archive
-    checks = verify_study(path)
+    checks = demo_checks
     assert len(checks) == facts["summary"]["figures"] > 1000
     assert [c for c in checks if not c.equal] == []
     kinds = {c.figure.split(" ")[0] for c in checks}
@@ -134,33 +145,31 @@ def test_the_demo_study_verifies_every_figure(db, demo_archive):
     assert any("decision/verdict" in c.figure for c in checks)  # the verdicts
     assert any("model_estimates" in c.figure and "/ppi/" in c.figure for c in checks)  # the PPI estimates
     out = io.StringIO()
+    with scopes_disabled():
+        projects = Project.objects.count()
     call_command("verify_study", str(path), "--differences", stdout=out)
     assert f"All {len(checks)} figures equal." in out.getvalue()
-
-
-def test_verify_leaves_nothing_behind(db, demo_archive):
-    from projects.models import Project
-    from projects.scoping import scopes_disabled
-    from studies.verify import verify_study
-
     with scopes_disabled():
-        before = Project.objects.count()
-        verify_study(demo_archive[0])
-        assert Project.objects.count() == before
+        assert Project.objects.count() == projects  # its throwaway project is rolled back: nothing left behind
+
+
+def _differences(path: Path) -> list[str]:
+    """The figures ``verify_study --differences`` prints for an archive that must fail verification."""
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"figures differ \(first: "):
+        call_command("verify_study", str(path), "--differences", stdout=out)
+    rows = out.getvalue().splitlines()[1:]  # below the header: figure, archived, recomputed, equal
+    assert rows and all(row.endswith("  NO") for row in rows), rows
+    return [re.split(r"\s{2,}", row)[0] for row in rows]
 
 
 def test_a_changed_label_names_the_figures_that_differ(db, demo_archive, tmp_path):
-    from studies.verify import verify_study
-
     changed = tmp_path / "changed.zip"
     _rewrite(demo_archive[0], changed, "data/labels.csv", _flip_one_label, rehash=True)
-    differing = [c for c in verify_study(changed) if not c.equal]
-    names = [c.figure for c in differing]
+    names = _differences(changed)
     assert any(n.startswith("agreement Demo finished study (synthetic)") and n.endswith("data fingerprint")
                for n in names)
     assert any("/fleiss_kappa/value" in n or "percent_agreement" in n for n in names)
-    with pytest.raises(CommandError, match=r"figures differ \(first: "):
-        call_command("verify_study", str(changed), "--differences", stdout=io.StringIO())
 
 
 def test_a_file_that_does_not_match_the_manifest_is_refused_by_name(db, demo_archive, tmp_path):
@@ -411,11 +420,9 @@ def _study_folder(path: Path, kind: str, unblinded: bool | None = None) -> tuple
     raise AssertionError(f"no {kind} study in the archive")
 
 
-def test_preference_and_delphi_figures_are_named_by_study_round_item_and_verify(db, demo_archive):
-    from studies.verify import verify_study
-
+def test_preference_and_delphi_figures_are_named_by_study_round_item_and_verify(db, demo_archive, demo_checks):
     path, _ = demo_archive
-    checks = verify_study(path)
+    checks = demo_checks
     _, delphi = _study_folder(path, "delphi")
     _, finished = _study_folder(path, "preference", unblinded=True)
     _, sealed = _study_folder(path, "preference", unblinded=False)

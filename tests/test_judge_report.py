@@ -13,7 +13,6 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 import pytest
-from django.db import transaction
 
 from annotation import labels
 from annotation.campaigns import create_campaign
@@ -33,6 +32,7 @@ from scoring.judges.report import (
     judge_vs_physicians,
 )
 from scoring.judges.runs import config_snapshot, default_prompt_set
+from tests.conftest import module_world
 from tests.factories import campaign_with, default_project, mini_cex, rating_items
 
 # physicians' answers per dialogue d000..d005 as (r0, r1, r2); every other item: binary 1, item 4 = 2
@@ -110,21 +110,15 @@ def build_study():
 def shared(django_db_setup, django_db_blocker):
     """Built once for the module inside a transaction that is rolled back at the end (each test still runs in its
     own savepoint through the ``db`` fixture); the report is computed once too."""
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
-        try:
-            labels._allowed.cache_clear()
-            with in_project(default_project()):  # as the tests' own scope (tests/conftest.py)
-                campaign, run = build_study()
-                reports = (judge_vs_physicians(run, campaign, n_resamples=200, seed=5),
-                           judge_vs_physicians(run, campaign, n_resamples=200, seed=5,
-                                               verdict=VerdictSettings(min_dialogues=2, ci_method="bca")))
-            yield (campaign, run, *reports)
-        finally:
-            transaction.set_rollback(True)
-            atomic.__exit__(None, None, None)
-            labels._allowed.cache_clear()
+    def build():
+        with in_project(default_project()):  # as the tests' own scope (tests/conftest.py)
+            campaign, run = build_study()
+            reports = (judge_vs_physicians(run, campaign, n_resamples=200, seed=5),
+                       judge_vs_physicians(run, campaign, n_resamples=200, seed=5,
+                                           verdict=VerdictSettings(min_dialogues=2, ci_method="bca")))
+        return (campaign, run, *reports)
+
+    yield from module_world(django_db_blocker, build)
 
 
 @pytest.fixture

@@ -18,11 +18,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import labels
 from annotation.label_import import import_labels
 from annotation.models import Campaign
 from projects.scoping import in_project
@@ -34,6 +32,7 @@ from scoring.judges.runs import config_snapshot, default_prompt_set
 from scoring.judges.selection import judge_selection, split_dialogues
 from scoring.reports import exports
 from scoring.stats import juries as jury_stats
+from tests.conftest import module_world
 from tests.factories import corpus_with, default_project, mini_cex
 from tests.test_report_pages import run_pending
 
@@ -107,24 +106,18 @@ def build_world() -> dict:
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
-        try:
-            labels._allowed.cache_clear()
-            with in_project(default_project()):
-                world = build_world()
-                world["reports"] = {
-                    key: judge_vs_physicians(source, world["campaign"], verdict=LENIENT, n_resamples=RESAMPLES,
-                                             seed=5)
-                    for key, source in (("A", world["members"][0]), ("B", world["members"][1]),
-                                        ("C", world["members"][2]), ("panel", world["panel"]),
-                                        ("same", world["same"][0]), ("echo", world["echo"]))}
-            yield world
-        finally:
-            transaction.set_rollback(True)
-            atomic.__exit__(None, None, None)
-            labels._allowed.cache_clear()
+    def build():
+        with in_project(default_project()):
+            world = build_world()
+            world["reports"] = {
+                key: judge_vs_physicians(source, world["campaign"], verdict=LENIENT, n_resamples=RESAMPLES,
+                                         seed=5)
+                for key, source in (("A", world["members"][0]), ("B", world["members"][1]),
+                                    ("C", world["members"][2]), ("panel", world["panel"]),
+                                    ("same", world["same"][0]), ("echo", world["echo"]))}
+        return world
+
+    yield from module_world(django_db_blocker, build)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ Every name, external id and username of a project carries its marker ("Alpha" / 
 can assert that no other-project row shows up in a page, a list or an export by searching for the marker.
 
 ``build_world()`` builds it in the current database; ``shared_world`` (a module-scoped fixture factory) builds it once
-per test module inside a transaction rolled back at the end, as tests/test_judge_report.py does.
+per test module inside a transaction rolled back at the end (tests.conftest.module_world).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
 from django.utils import timezone
 
 MARKERS = ("Alpha", "Bravo")
@@ -306,29 +305,20 @@ def _library(owner: Side, drafter: Side) -> None:
 def shared_world(django_db_setup, django_db_blocker):
     """Generator for a module-scoped fixture: the world built once, inside a transaction rolled back at the end
     (each test still runs in its own savepoint through the ``db`` fixture)."""
-    from annotation import labels, scales
+    from tests.conftest import module_world
 
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
-        try:
-            labels._allowed.cache_clear()
-            scales.rating_sheet.cache_clear()
-            from annotation import models as annotation_models
-            from annotation.scales import load_instrument, read_instrument
-            from projects.models import Project
-            from projects.scoping import in_project, scopes_disabled
-            from projects.services import create_project
+    def build() -> World:
+        from annotation import models as annotation_models
+        from annotation.scales import load_instrument, read_instrument
+        from projects.models import Project
+        from projects.scoping import in_project, scopes_disabled
+        from projects.services import create_project
 
-            with scopes_disabled():
-                default = Project.objects.filter(name="Default").first() or create_project("Default")
-            with in_project(default):
-                load_instrument(read_instrument(), annotation_models)
-            with scopes_disabled():
-                world = build_world()
-            yield world
-        finally:
-            transaction.set_rollback(True)
-            atomic.__exit__(None, None, None)
-            labels._allowed.cache_clear()
-            scales.rating_sheet.cache_clear()
+        with scopes_disabled():
+            default = Project.objects.filter(name="Default").first() or create_project("Default")
+        with in_project(default):
+            load_instrument(read_instrument(), annotation_models)
+        with scopes_disabled():
+            return build_world()
+
+    yield from module_world(django_db_blocker, build)

@@ -184,7 +184,7 @@ def _cache() -> dict:
         return {"BACKEND": "config.cache.FileCache", "LOCATION": str(VAR_DIR / "cache")}
     scheme = urlsplit(url).scheme
     if scheme in {"redis", "rediss"}:
-        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+        return {"BACKEND": "config.cache.RedisCache", "LOCATION": url}
     if scheme == "locmem":
         return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     raise ConfigError(f"CACHE_URL={url!r}: use redis://HOST:6379/1 or locmem://")

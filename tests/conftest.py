@@ -31,6 +31,25 @@ def pytest_configure(config):
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher",
                                  *[h for h in settings.PASSWORD_HASHERS if "MD5" not in h]]
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        _flush_postgresql_by_delete()
+
+
+def _flush_postgresql_by_delete() -> None:
+    """Transactional tests end with a flush, which is one ``TRUNCATE`` of every table on PostgreSQL: 0.2-0.3 s for
+    the app's 75 tables, as it makes every table a new file, whatever it holds. The few rows a test leaves are
+    deleted in 12 ms instead (in the flush's transaction; every foreign key is deferred, so in any order). A flush
+    that resets sequences keeps Django's statement."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences:
+            return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        return [f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(table))};" for table in tables]
+
+    DatabaseOperations.sql_flush = sql_flush
 
 
 DB_FIXTURES = ("db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server")

@@ -419,6 +419,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "minicex")
+# Remote control (the health check's ping of the workers) is broadcast on this exchange: instances that share a
+# Redis broker with queues of their own keep their pings apart with names of their own.
+CELERY_CONTROL_EXCHANGE = os.environ.get("CELERY_CONTROL_EXCHANGE", "").strip() or "celery"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_SEND_TASK_EVENTS = False
 # Celery's Django fixup closes the database connection around every task unless this is set: a new PostgreSQL

@@ -148,3 +148,18 @@ def test_health_details_show_the_oldest_pending_llm_unit(instrument, monkeypatch
     work = body["llm_work"]
     assert work["running_jobs"]["judge"] == 1 and 299 < work["oldest_pending_unit_seconds"] < 400
     assert body["broker"]["ok"] in (True, False)
+
+
+def test_each_test_process_pings_only_its_own_workers():
+    """On a shared Redis broker the other test process's workers answered this process's ping: the health check's
+    "no worker" test then saw a worker. Each process broadcasts on an exchange of its own (tests/xdist_env.py)."""
+    import os
+
+    from config.celery import app
+    from tests.xdist_env import isolate
+
+    first, second = {}, {}
+    isolate("gw0", first)
+    isolate("gw1", second)
+    assert first["CELERY_CONTROL_EXCHANGE"] != second["CELERY_CONTROL_EXCHANGE"]
+    assert app.conf.control_exchange == os.environ.get("CELERY_CONTROL_EXCHANGE", "celery")

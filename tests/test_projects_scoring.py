@@ -36,6 +36,7 @@ from scoring.preference import judging as preference_judging
 from scoring.preference import services as preference
 from scoring.preference.demo import DEMO_FILE as ANSWERS_FILE
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
+from tests.conftest import module_world
 from tests.factories import campaign_with, mini_cex, staffed_project
 from tests.test_reports import rate_everything
 
@@ -107,9 +108,31 @@ def build(make_user, name: str, tag: str) -> Side:
                 case_set, job, generated, report_job, judge_report_job)
 
 
+@pytest.fixture(scope="module")
+def _two(django_db_setup, django_db_blocker):
+    """Both projects, built once for the module (each test runs in a savepoint of its own, rolled back)."""
+    from django.contrib.auth import get_user_model
+
+    from projects.scoping import scopes_disabled
+
+    def make_user(username: str):
+        return get_user_model().objects.create_user(username=username, password="correct-horse-battery")
+
+    def build_both():
+        with scopes_disabled():
+            return build(make_user, "Alpha", "a"), build(make_user, "Beta", "b")
+
+    yield from module_world(django_db_blocker, build_both)
+
+
 @pytest.fixture
-def two(db, make_user):
-    return build(make_user, "Alpha", "a"), build(make_user, "Beta", "b")
+def two(_two, db):
+    """The module's two projects, their objects read again from the database (a test's changes were rolled back)."""
+    for side in _two:
+        for value in vars(side).values():
+            for obj in value if isinstance(value, list) else [value]:
+                obj.refresh_from_db()
+    return _two
 
 
 def page_requests(side: Side) -> list[tuple[str, str, dict]]:

@@ -11,7 +11,8 @@ from annotation import labels
 from annotation.models import Assignment
 from scoring import stats
 from scoring.reports import agreement as reports
-from tests.factories import campaign_with, rating_items
+from tests.conftest import module_world
+from tests.factories import campaign_with, default_project, rating_items
 
 
 def rate_everything(campaign, rng: random.Random, agree: float = 0.8):
@@ -27,12 +28,34 @@ def rate_everything(campaign, rng: random.Random, agree: float = 0.8):
         labels.submit(assignment, assignment.rater)
 
 
+@pytest.fixture(scope="module")
+def _rated(django_db_setup, django_db_blocker):
+    """A campaign of 4 physicians, 12 dialogues, 3 ratings each, every item answered: built once for the module
+    (864 labels; each test runs in a savepoint of its own, rolled back)."""
+    from django.contrib.auth import get_user_model
+
+    from projects.roles import assign_role
+    from projects.scoping import in_project
+
+    def build():
+        project = default_project()
+        with in_project(project):
+            raters = []
+            for i in range(4):
+                rater = get_user_model().objects.create_user(username=f"r{i}", password="correct-horse-battery")
+                assign_role(rater, "physician", project)
+                raters.append(rater)
+            campaign = campaign_with(raters, n=12, overlap=3, name="Report")
+            rate_everything(campaign, random.Random(7))
+        return campaign
+
+    yield from module_world(django_db_blocker, build)
+
+
 @pytest.fixture
-def rated(make_user):
-    raters = [make_user(f"r{i}", "physician") for i in range(4)]
-    campaign = campaign_with(raters, n=12, overlap=3, name="Report")
-    rate_everything(campaign, random.Random(7))
-    return campaign
+def rated(_rated, db):
+    _rated.refresh_from_db()
+    return _rated
 
 
 def test_report_matches_the_statistics_engine(rated):

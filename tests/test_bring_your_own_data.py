@@ -286,7 +286,8 @@ def test_verbatim_hivmedqa_responses_replayed_through_a_run_are_all_scored(corpu
     from scoring.judges.models import JudgeConfig
     from scoring.llm import limiter
     from tests.fake_openai import FakeOpenAI
-    from tests.test_judge import drain, start
+    from scoring.judges import runs as judging
+    from tests.test_judge import start
 
     pattern = re.compile(r"(model-[abc]) answer (\d) to question (\d+)\.")
     served = []
@@ -306,7 +307,7 @@ def test_verbatim_hivmedqa_responses_replayed_through_a_run_are_all_scored(corpu
             prompt_set=prompts.default_prompt_set(hivmedqa), timeout_seconds=5, max_attempts=2)
         limiter.reset(f"judge-{config.pk}")
         run = start(config, corpus)
-        drain(run)
+        judging.drain(run)  # as the CLI without workers: batches of concurrent requests
     run.refresh_from_db()
     results = JudgeResult.objects.filter(run=run)
     assert len(served) == len(scores) and results.count() == len(scores) * len(hiv.CRITERIA)

@@ -283,10 +283,10 @@ def test_verbatim_hivmedqa_responses_replayed_through_a_run_are_all_scored(corpu
     import re
 
     from scoring.judges import prompts
+    from scoring.judges import runs as judging
     from scoring.judges.models import JudgeConfig
     from scoring.llm import limiter
     from tests.fake_openai import FakeOpenAI
-    from scoring.judges import runs as judging
     from tests.test_judge import start
 
     pattern = re.compile(r"(model-[abc]) answer (\d) to question (\d+)\.")

@@ -36,9 +36,9 @@ def pytest_configure(config):
 
 
 def _flush_postgresql_by_delete() -> None:
-    """Transactional tests end with a flush, which is one ``TRUNCATE`` of every table on PostgreSQL: 0.2-0.3 s for
+    """Transactional tests end with a flush, which is one ``TRUNCATE`` of every table on PostgreSQL: 0.2-0.5 s for
     the app's 75 tables, as it makes every table a new file, whatever it holds. The few rows a test leaves are
-    deleted in 12 ms instead (in the flush's transaction; every foreign key is deferred, so in any order). A flush
+    deleted in 12-25 ms instead (in the flush's transaction; every foreign key is deferred, so in any order). A flush
     that resets sequences keeps Django's statement."""
     from django.db.backends.postgresql.operations import DatabaseOperations
 
@@ -424,7 +424,7 @@ def module_world(django_db_blocker, build):
     The world's deferred foreign-key checks are run once, right after it is built. Django's TestCase runs them at
     each test's end (``SET CONSTRAINTS ALL IMMEDIATE`` on PostgreSQL), and PostgreSQL queues the checks it ran inside
     a savepoint again when the savepoint is rolled back: without this, every test re-checked every row of the world
-    (10 ms a test in the cross-project matrix, a sixth of its time)."""
+    (9 ms a test in the cross-project matrix, a fifth of its time)."""
     from django.db import connection, transaction
 
     from annotation import labels, scales

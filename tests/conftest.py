@@ -187,15 +187,10 @@ def instrument(db):
 @pytest.fixture
 def make_user(db, _project_scope):
     """Accounts with a role in the tests' project ("Default"; administrators are instance-wide)."""
-    from django.contrib.auth import get_user_model
-
-    from projects.roles import assign_role
+    from tests.factories import make_account
 
     def make(username: str, role: str | None = None, password: str = "correct-horse-battery", **extra):
-        user = get_user_model().objects.create_user(username=username, password=password, **extra)
-        if role:
-            assign_role(user, role, _project_scope)
-        return user
+        return make_account(username, role, _project_scope, password=password, **extra)
 
     return make
 

@@ -6,6 +6,19 @@ from annotation.campaigns import add_rater, assign, create_campaign
 from annotation.models import Corpus, Dialogue, ScaleVersion
 
 
+def make_account(username: str, role: str | None = None, project=None, *, password: str = "correct-horse-battery",
+                 **extra):
+    """An account, with ``role`` in ``project`` if given (the ``make_user`` fixture's builder, for module worlds)."""
+    from django.contrib.auth import get_user_model
+
+    from projects.roles import assign_role
+
+    user = get_user_model().objects.create_user(username=username, password=password, **extra)
+    if role:
+        assign_role(user, role, project)
+    return user
+
+
 def mini_cex():
     return ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
 

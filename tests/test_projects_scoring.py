@@ -37,7 +37,7 @@ from scoring.preference import services as preference
 from scoring.preference.demo import DEMO_FILE as ANSWERS_FILE
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
 from tests.conftest import module_world
-from tests.factories import campaign_with, mini_cex, staffed_project
+from tests.factories import campaign_with, make_account, mini_cex, staffed_project
 from tests.test_reports import rate_everything
 
 pytestmark = pytest.mark.usefixtures("across_projects")
@@ -111,16 +111,11 @@ def build(make_user, name: str, tag: str) -> Side:
 @pytest.fixture(scope="module")
 def _two(django_db_setup, django_db_blocker):
     """Both projects, built once for the module (each test runs in a savepoint of its own, rolled back)."""
-    from django.contrib.auth import get_user_model
-
     from projects.scoping import scopes_disabled
-
-    def make_user(username: str):
-        return get_user_model().objects.create_user(username=username, password="correct-horse-battery")
 
     def build_both():
         with scopes_disabled():
-            return build(make_user, "Alpha", "a"), build(make_user, "Beta", "b")
+            return build(make_account, "Alpha", "a"), build(make_account, "Beta", "b")
 
     yield from module_world(django_db_blocker, build_both)
 

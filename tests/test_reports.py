@@ -12,7 +12,7 @@ from annotation.models import Assignment
 from scoring import stats
 from scoring.reports import agreement as reports
 from tests.conftest import module_world
-from tests.factories import campaign_with, default_project, rating_items
+from tests.factories import campaign_with, default_project, make_account, rating_items
 
 
 def rate_everything(campaign, rng: random.Random, agree: float = 0.8):
@@ -32,19 +32,12 @@ def rate_everything(campaign, rng: random.Random, agree: float = 0.8):
 def _rated(django_db_setup, django_db_blocker):
     """A campaign of 4 physicians, 12 dialogues, 3 ratings each, every item answered: built once for the module
     (864 labels; each test runs in a savepoint of its own, rolled back)."""
-    from django.contrib.auth import get_user_model
-
-    from projects.roles import assign_role
     from projects.scoping import in_project
 
     def build():
         project = default_project()
         with in_project(project):
-            raters = []
-            for i in range(4):
-                rater = get_user_model().objects.create_user(username=f"r{i}", password="correct-horse-battery")
-                assign_role(rater, "physician", project)
-                raters.append(rater)
+            raters = [make_account(f"r{i}", "physician", project) for i in range(4)]
             campaign = campaign_with(raters, n=12, overlap=3, name="Report")
             rate_everything(campaign, random.Random(7))
         return campaign

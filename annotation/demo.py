@@ -195,9 +195,9 @@ def synthetic_answers(n_dialogues: int, items: list[tuple[str, tuple[int, ...]]]
 @transaction.atomic
 def load_finished_demo() -> dict[str, int]:
     """A finished campaign on the demo study corpus: the demo physician and three synthetic physicians rated a
-    stratified random sample of its dialogues (drawn with seed :data:`FINISHED_SEED` and recorded; labels saved
-    and submitted through the same services as the rating page), so reports have content at first login.
-    Idempotent: an existing campaign of that name is left alone."""
+    stratified random sample of its dialogues (drawn with seed :data:`FINISHED_SEED` and recorded; each rater's
+    sheet saved with the rating page's checks and history by ``labels.save_answers``, then submitted), so reports
+    have content at first login. Idempotent: an existing campaign of that name is left alone."""
     from projects.scoping import in_project as working_in
     from projects.services import demo_project
 
@@ -208,7 +208,7 @@ def load_finished_demo() -> dict[str, int]:
 
 def _load_finished_demo(project) -> dict[str, int]:
     from annotation.campaigns import add_rater, assign, create_campaign
-    from annotation.labels import rating_items, save_label, submit
+    from annotation.labels import rating_items, save_answers, submit
     from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
     from annotation.sampling import draw_sample
     from annotation.signals import labels_changes_batched
@@ -258,11 +258,9 @@ def _load_finished_demo(project) -> dict[str, int]:
     with labels_changes_batched():  # the reports follow once, not after each of the 192 submissions
         for assignment in Assignment.objects.filter(campaign=campaign).order_by("pk"):
             user = by_id[assignment.rater_id]
-            for item_id, (code, allowed) in items:
-                if allowed:
-                    save_label(assignment.pk, item_id, answers[(index[assignment.dialogue_id],
-                                                                rater_index[user.pk], code)], user)
-                    n += 1
+            sheet = {item_id: answers[(index[assignment.dialogue_id], rater_index[user.pk], code)]
+                     for item_id, (code, allowed) in items if allowed}
+            n += save_answers(assignment, sheet, user)
             submit(assignment, user)
     campaign.status = Campaign.Status.CLOSED
     campaign.save(update_fields=["status"])

@@ -51,10 +51,11 @@ def rating_items(campaign):
 
 
 def answer_all(assignment, user, value: int = 1):
-    from annotation.labels import save_label
+    """Every rating item answered (``value`` on binary items, 2 on the others) as one sheet."""
+    from annotation.labels import save_answers
 
-    for item in rating_items(assignment.campaign):
-        save_label(assignment, item.pk, value if item.response_type == "binary" else 2, user)
+    save_answers(assignment, {item.pk: value if item.response_type == "binary" else 2
+                              for item in rating_items(assignment.campaign)}, user)
 
 
 def staffed_project(name: str, make_user, *, physicians: list[str], tag: str | None = None):

@@ -122,6 +122,47 @@ def test_save_rules(physicians):
     assert not Label.objects.exists()
 
 
+def test_a_whole_sheet_is_saved_with_the_same_checks_and_history_as_a_click(physicians):
+    campaign = campaign_with(physicians[:2], n=1, overlap=2, name="sheet")
+    mine = Assignment.objects.get(campaign=campaign, rater=physicians[0])
+    items = rating_items(campaign)
+    labels.save_label(mine, items[0].pk, 0, physicians[0])  # one click before the sheet
+    sheet = {item.pk: 1 if item.response_type == "binary" else 2 for item in items}
+    assert labels.save_answers(mine, sheet, physicians[0], reason="from the paper form") == len(items)
+    assert labels.save_answers(mine, sheet, physicians[0]) == 0  # the same sheet again: nothing changes
+    stored = dict(Label.objects.filter(assignment=mine).values_list("item_id", "value"))
+    assert stored == sheet
+    first = Label.objects.get(assignment=mine, item=items[0])
+    assert list(first.changes.values_list("old_value", "new_value", "changed_by__username", "reason")) == [
+        (None, 0, "p0", ""), (0, 1, "p0", "from the paper form")]
+    assert LabelChange.objects.filter(label__assignment=mine).count() == len(items) + 1
+    mine.refresh_from_db()
+    assert mine.status == Assignment.Status.IN_PROGRESS and mine.started_at
+    labels.submit(mine, physicians[0])
+    with pytest.raises(labels.LabelError) as closed:
+        labels.save_answers(mine, sheet, physicians[0])
+    assert closed.value.status == 409
+
+
+def test_a_sheet_with_one_refused_answer_stores_nothing(physicians):
+    campaign = campaign_with(physicians[:2], n=1, overlap=2, name="refused sheet")
+    mine = Assignment.objects.get(campaign=campaign, rater=physicians[0])
+    items = rating_items(campaign)
+    sheet = {item.pk: 1 if item.response_type == "binary" else 2 for item in items}
+    with pytest.raises(labels.LabelError, match="not assigned to you") as exc:
+        labels.save_answers(mine, sheet, physicians[1])
+    assert exc.value.status == 403
+    with pytest.raises(labels.LabelError, match="takes 1, 2, 3"):
+        labels.save_answers(mine, {**sheet, items[-1].pk: 0}, physicians[0])
+    with pytest.raises(labels.LabelError, match="must be a number"):
+        labels.save_answers(mine, {**sheet, items[1].pk: "yes"}, physicians[0])
+    with pytest.raises(labels.LabelError, match="not part"):
+        labels.save_answers(mine, {**sheet, mini_cex().items.get(code="4.1").pk: 1}, physicians[0])
+    assert not Label.objects.exists() and not LabelChange.objects.exists()
+    mine.refresh_from_db()
+    assert mine.status == Assignment.Status.ASSIGNED
+
+
 def test_submit_needs_every_item_and_then_freezes(physicians):
     campaign = campaign_with(physicians[:1], n=1, overlap=1, name="sub")
     assignment = Assignment.objects.get(campaign=campaign)

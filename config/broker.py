@@ -55,7 +55,33 @@ class Channel(filesystem.Channel):
 
 
 class Transport(filesystem.Transport):
+    """The filesystem transport, whose wait for messages ends as soon as the worker is asked to stop.
+
+    A worker on a transport without an event loop (this one) waits for messages in kombu's ``drain_events`` for up to
+    2 s at a time and only then looks whether a signal asked it to stop: a warm shutdown (Ctrl-C, a restart) took
+    2-5 s. Here the wait is cut into polling intervals and ends with the first one after the request."""
+
     Channel = Channel
+
+    def drain_events(self, connection, timeout=None):
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            step = self.polling_interval or 0.1
+            if deadline is not None:
+                step = min(step, max(deadline - monotonic(), 0.0))
+            try:
+                return super().drain_events(connection, timeout=step)
+            except TimeoutError:
+                if _worker_stopping() or (deadline is not None and monotonic() >= deadline):
+                    raise
+
+
+def _worker_stopping() -> bool:
+    """Whether a signal asked this process's Celery worker to stop (celery.worker.state, set by its handlers)."""
+    from celery.worker import state
+
+    # as celery.worker.state.maybe_shutdown reads them: the flag holds the exit code, 0 (EX_OK) for a warm shutdown
+    return any(flag is not None and flag is not False for flag in (state.should_stop, state.should_terminate))
 
 
 TRANSPORT_ALIASES.setdefault(SCHEME, f"{__name__}:Transport")

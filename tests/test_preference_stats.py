@@ -98,3 +98,63 @@ def test_win_tie_loss_and_vote_agreement():
     assert agreement["without_ties"] == {"value": 0.5, "n": 2}
     bias = stats.position_bias(["A"] * 8 + ["B"] * 2 + ["tie"] * 5)
     assert bias["share_a_decisive"]["value"] == 0.8 and bias["p_value"] == pytest.approx(0.109375)
+
+
+def _bootstrap_one_fit_at_a_time(rows, sources, n_resamples, seed):
+    """The reference: every resample fitted on its own by ``bradley_terry`` (how the bootstrap was computed before
+    its fits were stacked)."""
+    from scoring.stats.bootstrap import bootstrap_indices
+
+    by_unit: dict = {}
+    for unit, a, b, s in rows:
+        by_unit.setdefault(unit, []).append((a, b, s))
+    units = list(by_unit)
+    strengths, logs = [], []
+    for row in bootstrap_indices(len(units), n_resamples, seed):
+        fit = stats.bradley_terry([c for k in row for c in by_unit[units[k]]], sources, tol=1e-8, max_iter=2000)
+        defined = fit["strength"] is not None
+        strengths.append([fit["strength"][s] if defined else np.nan for s in sources])
+        logs.append([fit["log_strength"][s] if defined else np.nan for s in sources])
+    return np.array(strengths), np.array(logs)
+
+
+@pytest.mark.parametrize("data", ["random", "constant", "near-constant", "rare-winner"])
+def test_stacked_bootstrap_fits_equal_one_fit_per_resample(data):
+    """The bootstrap fits every resample at once; each resample's strengths equal its own fit's to 1e-9, including
+    resamples where the MLE does not exist (a source that never wins or ties in them) and a near-constant study."""
+    from scoring.stats.preference import _bradley_terry_many, _bt_matrix
+
+    rng = np.random.default_rng(11)
+    sources = ["a", "b", "c", "d"]
+    rows = []
+    for unit in range(40):
+        i, j = rng.choice(4, 2, replace=False)
+        if data == "random":
+            score = rng.choice([0.0, 0.5, 1.0])
+        elif data == "constant":  # the earlier-listed source always wins: every resample is undefined
+            score = 1.0 if i < j else 0.0
+        elif data == "near-constant":  # one tie in forty: most resamples lose it
+            score = 0.5 if unit == 7 else (1.0 if i < j else 0.0)
+        else:  # "d" wins rarely: some resamples have no win of "d"
+            score = (0.0 if unit % 13 == 0 else 1.0) if sources[j] == "d" else rng.choice([0.0, 1.0])
+            score = (1.0 - score) if sources[i] == "d" and unit % 13 else score
+        rows.append((unit, sources[i], sources[j], float(score)))
+    expected, expected_logs = _bootstrap_one_fit_at_a_time(rows, sources, 300, 4)
+    result = stats.bradley_terry_bootstrap(rows, sources, n_resamples=300, seed=4)
+    by_unit: dict = {}
+    for unit, a, b, s in rows:
+        by_unit.setdefault(unit, []).append((a, b, s))
+    from scoring.stats.bootstrap import bootstrap_indices
+
+    wins = np.stack([_bt_matrix([c for k in row for c in by_unit[list(by_unit)[k]]], sources)[0]
+                     for row in bootstrap_indices(len(by_unit), 300, 4)])
+    strengths, logs = _bradley_terry_many(wins, tol=1e-8, max_iter=2000)
+    np.testing.assert_allclose(strengths, expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(logs, expected_logs, rtol=0, atol=1e-9)
+    undefined = int(np.isnan(expected[:, 0]).sum())
+    if data == "constant":
+        assert undefined == 300 and result["strength"] is None and result["ci"] is None
+    elif data == "rare-winner":
+        assert 0 < undefined < 300
+    if result["ci"] is not None:  # the summary counts the undefined resamples as dropped
+        assert result["ci"]["a"]["strength"]["n_valid"] == 300 - undefined

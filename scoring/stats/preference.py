@@ -138,6 +138,43 @@ def bradley_terry(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequen
     return out
 
 
+def _connected_many(wins: np.ndarray) -> np.ndarray:
+    """:func:`_strongly_connected` for a stack of win matrices ``(B, m, m)`` at once: which of them has every
+    source reaching every other through wins (or ties)."""
+    m = wins.shape[1]
+    reach = (wins > 0) | np.eye(m, dtype=bool)
+    for _ in range(max(1, int(np.ceil(np.log2(max(m, 2)))))):  # paths of length up to m by repeated squaring
+        reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
+    return reach.all(axis=(1, 2))
+
+
+def _bradley_terry_many(wins: np.ndarray, *, tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bradley_terry`'s MM fit for a stack of win matrices ``(B, m, m)`` at once (the bootstrap's
+    resamples): strengths (sum 1) and centred log strengths, ``(B, m)`` each, NaN where the MLE does not exist.
+    Each resample stops at its own iteration, as its own fit would (or at ``max_iter``)."""
+    count, m = wins.shape[0], wins.shape[1]
+    games = wins + wins.transpose(0, 2, 1)
+    w = wins.sum(axis=2)
+    p = np.full((count, m), 1.0 / m)
+    active = _connected_many(wins)
+    defined = active.copy()
+    for _ in range(max_iter):
+        rows = np.nonzero(active)[0]
+        if not rows.size:
+            break
+        current = p[rows]
+        denom = (games[rows] / (current[:, :, None] + current[:, None, :])).sum(axis=2)
+        new = w[rows] / denom
+        new /= new.sum(axis=1, keepdims=True)
+        done = np.max(np.abs(new - current), axis=1) < tol
+        p[rows] = new
+        active[rows[done]] = False
+    strength = np.where(defined[:, None], p, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(strength)
+    return strength, logs - logs.mean(axis=1, keepdims=True)
+
+
 def bradley_terry_bootstrap(rows: Sequence[tuple[Any, Any, Any, float]], sources: Sequence[Any] | None = None,
                             *, n_resamples: int = 1000, seed: int | None = 0, confidence: float = 0.95) -> dict:
     """Bradley-Terry with percentile bootstrap CIs, resampling units (items) with all their comparisons.
@@ -160,14 +197,12 @@ def bradley_terry_bootstrap(rows: Sequence[tuple[Any, Any, Any, float]], sources
             full["warnings"].append("Too few items for a bootstrap interval.")
         return full
     idx = bootstrap_indices(len(units), n_resamples, seed)
-    reps = np.full((idx.shape[0], len(sources)), np.nan)
-    log_reps = np.full_like(reps, np.nan)
-    for b, row in enumerate(idx):
-        comps = [c for k in row for c in by_unit[units[k]]]
-        fit = bradley_terry(comps, sources, tol=1e-8, max_iter=2000)
-        if fit["strength"] is not None:
-            reps[b] = [fit["strength"][str(s)] for s in sources]
-            log_reps[b] = [fit["log_strength"][str(s)] for s in sources]
+    # a resample's wins are the sum of its units' wins, each as often as it was drawn
+    unit_wins = np.stack([_bt_matrix(by_unit[u], sources)[0] for u in units])
+    drawn = np.zeros((idx.shape[0], len(units)))
+    np.add.at(drawn, (np.arange(idx.shape[0])[:, None], idx), 1.0)
+    wins = (drawn @ unit_wins.reshape(len(units), -1)).reshape(-1, len(sources), len(sources))
+    reps, log_reps = _bradley_terry_many(wins, tol=1e-8, max_iter=2000)
     full["ci"] = {
         str(s): {"strength": bootstrap_summary(full["strength"][str(s)], reps[:, k], seed=seed,
                                                confidence=confidence),

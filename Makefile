@@ -39,13 +39,15 @@ TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=
 ## then one dot per test with the share done, and the slowest tests at the end. --dist worksteal: a process that runs
 ## out of tests takes half of another's queue. xdist's default hands out shrinking batches in collection order, which
 ## ends with pytest-django's slow transactional tests: one process was left with 200 s of them while the other idled.
+## PYTHONDONTWRITEBYTECODE is emptied for pytest and what it starts (workers, commands, `make run`): where a machine
+## sets it, each of the ~40 worker processes of a pass compiled pandas, scipy, pingouin or openai from source again.
 test: install-dev
 	@echo "==> 1/3 lint: ruff check ."
 	@$(PY) -m ruff check .
 	@echo "==> 2/3 migrations: makemigrations --check (no model change without its migration)"
 	@SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} $(PY) manage.py makemigrations --check --dry-run
 	@echo "==> 3/3 pytest in $(TEST_PROCESSES) processes: each starts Django and collects the tests (lines below), then one dot per test"
-	@SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} CELERY_TASK_DEFAULT_QUEUE=minicex-test CELERY_LLM_QUEUE=minicex-test-llm $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=10
+	@PYTHONDONTWRITEBYTECODE= SECRET_KEY=$${SECRET_KEY:-test-only-insecure-key} CELERY_TASK_DEFAULT_QUEUE=minicex-test CELERY_LLM_QUEUE=minicex-test-llm $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=10
 
 bench: install-dev
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -49,6 +49,7 @@ def _load(project) -> DelphiStudy | None:
     items = services.round_items(rnd)
     means = {i.code: (3.0 if i.code in ("2.7", "3.5") else 4.3) for i in items}
     for k, part in enumerate(rnd.participations.order_by("panelist__pseudonym")):
+        answers = {}
         for item in items:
             value = int(np.clip(np.round(means[item.code] + rng.normal(0, 0.7)), 1, 5))
             comment = ""
@@ -56,7 +57,8 @@ def _load(project) -> DelphiStudy | None:
                 comment = "Name the elements of the present illness (onset, character, timing)."
             if item.code == "2.7" and k == 3:
                 comment = "Overlaps with 2.1; politeness is part of respect."
-            services.save_answer(part, item.pk, importance=value, comment=comment)
+            answers[item.pk] = {"importance": value, "comment": comment}
+        services.save_answers(part, answers)
         services.save_profile(part, _profile(k))
         services.complete(part)
     by_code = {i.code: i for i in items}
@@ -98,9 +100,8 @@ def _finish_round_2(study: DelphiStudy) -> None:
         k = index[part.panelist_id]
         if part.completed_at is not None:
             continue
-        for item in items:
-            mean = 2.6 if item.code == "3.5" else 4.4
-            services.save_answer(part, item.pk, importance=int(np.clip(np.round(mean + rng.normal(0, 0.45)), 1, 5)))
+        services.save_answers(part, {item.pk: {"importance": int(np.clip(np.round(
+            (2.6 if item.code == "3.5" else 4.4) + rng.normal(0, 0.45)), 1, 5))} for item in items})
         services.save_profile(part, _profile(k))
         services.complete(part)
     services.close_round(rnd, user, "Demo: round 2 closed by the focus group")

@@ -490,33 +490,59 @@ def _open_participation(participation: Participation) -> Participation:
 @transaction.atomic
 def save_answer(participation: Participation, item_id: int, *, importance: int | None = None,
                 comment: str | None = None, wording: str | None = None) -> Response:
-    """Store one item's answer at once (called on every change); repeated saves are harmless."""
+    """Store one item's answer at once (called on every change); repeated saves are harmless. ``None`` for the
+    comment or the wording leaves it as it is; ``None`` for the importance clears it."""
+    answer = {"importance": importance, "comment": comment, "wording": wording}
+    return save_answers(participation, {item_id: answer})[0]
+
+
+@transaction.atomic
+def save_answers(participation: Participation, answers: dict[int, dict[str, Any]]) -> list[Response]:
+    """Store a panelist's answers to several items at once (item id -> ``{"importance", "comment", "wording"}``,
+    as :func:`save_answer` takes them), with its checks and history, in a handful of statements: the demo's panel
+    answers whole questionnaires. All or nothing. Returns the responses in the order of ``answers``."""
     part = _open_participation(participation)
-    if not part.round.version.secondary_items().filter(pk=item_id).exists():
+    try:
+        ids = [int(item_id) for item_id in answers]
+    except (TypeError, ValueError):
+        raise DelphiError("That item is not part of this round's questionnaire.") from None
+    if len(set(part.round.version.secondary_items().filter(pk__in=ids).values_list("pk", flat=True))) != len(set(ids)):
         raise DelphiError("That item is not part of this round's questionnaire.")
-    if importance is not None and importance not in consensus.LIKERT:
-        raise DelphiError("Importance is rated from 1 (not important) to 5 (very important).")
+    for answer in answers.values():
+        importance = answer.get("importance")
+        if importance is not None and importance not in consensus.LIKERT:
+            raise DelphiError("Importance is rated from 1 (not important) to 5 (very important).")
     now = timezone.now()
-    resp = Response.objects.select_for_update().filter(participation=part, item_id=item_id).first()
-    if resp is None:
-        resp = Response(participation=part, item_id=item_id, created_at=now)
-        old = (None, "", "")
-    else:
-        old = (resp.importance, resp.comment, resp.proposed_wording)
-    resp.importance = importance
-    if comment is not None:
-        resp.comment = comment.strip()
-    if wording is not None:
-        resp.proposed_wording = wording.strip()
-    new = (resp.importance, resp.comment, resp.proposed_wording)
-    if resp.pk is None or new != old:
-        resp.updated_at = now
-        resp.save()
-        ResponseChange.objects.create(response=resp, changed_at=now, old_importance=old[0], new_importance=new[0],
-                                      old_comment=old[1], new_comment=new[1], old_wording=old[2], new_wording=new[2])
+    stored = {r.item_id: r for r in Response.objects.select_for_update().filter(participation=part, item_id__in=ids)}
+    responses, created, updated, changes = [], [], [], []
+    for item_id, answer in zip(ids, answers.values(), strict=True):
+        resp = stored.get(item_id)
+        if resp is None:
+            resp = stored[item_id] = Response(participation=part, item_id=item_id, created_at=now)
+            old = (None, "", "")
+        else:
+            old = (resp.importance, resp.comment, resp.proposed_wording)
+        resp.importance = answer.get("importance")
+        if answer.get("comment") is not None:
+            resp.comment = answer["comment"].strip()
+        if answer.get("wording") is not None:
+            resp.proposed_wording = answer["wording"].strip()
+        new = (resp.importance, resp.comment, resp.proposed_wording)
+        if resp.pk is None or new != old:
+            resp.updated_at = now
+            (created if resp.pk is None and resp not in created else updated).append(resp)
+            changes.append((resp, old, new))
+        responses.append(resp)
+    Response.objects.bulk_create(created)
+    Response.objects.bulk_update({r.pk: r for r in updated}.values(),
+                                 ["importance", "comment", "proposed_wording", "updated_at"])
+    ResponseChange.objects.bulk_create(
+        ResponseChange(response=resp, changed_at=now, old_importance=old[0], new_importance=new[0],
+                       old_comment=old[1], new_comment=new[1], old_wording=old[2], new_wording=new[2])
+        for resp, old, new in changes)
     if part.started_at is None:
         Participation.objects.filter(pk=part.pk).update(started_at=now)
-    return resp
+    return responses
 
 
 PROFILE_FIELDS = ("gender", "age", "education", "professional_title", "working_years")

@@ -155,6 +155,41 @@ def test_answers_save_as_they_go_with_history_and_refused_after_close(instrument
     assert Response.objects.get(pk=resp.pk).importance == 5
 
 
+def test_a_whole_questionnaire_saves_at_once_with_history_and_all_or_nothing(instrument, coordinator):
+    """services.save_answers (the demo panel's questionnaires): save_answer's checks and history for every answer, one
+    refused answer stores none, and a repeated questionnaire changes nothing."""
+    study = make_study(coordinator, n_panel=2)
+    r1 = study.rounds.get()
+    services.open_round(r1, coordinator)
+    part = r1.participations.first()
+    first, second, third = services.round_items(r1)[:3]
+    ordinal = r1.version.items.get(code="4")
+    for refused, message in [({first.pk: {"importance": 4}, second.pk: {"importance": 9}}, "1 \\(not important"),
+                             ({first.pk: {"importance": 4}, ordinal.pk: {"importance": 3}}, "not part"),
+                             ({first.pk: {"importance": 4}, "x": {"importance": 3}}, "not part")]:
+        with pytest.raises(DelphiError, match=message):
+            services.save_answers(part, refused)
+        assert not Response.objects.filter(participation=part).exists()
+    saved = services.save_answers(part, {first.pk: {"importance": 4, "comment": " Clear "},
+                                         second.pk: {"importance": 2, "wording": "Ask about onset"}})
+    assert [(r.item_id, r.importance, r.comment, r.proposed_wording) for r in saved] == [
+        (first.pk, 4, "Clear", ""), (second.pk, 2, "", "Ask about onset")]
+    assert Participation.objects.get(pk=part.pk).started_at is not None
+    services.save_answers(part, {first.pk: {"importance": 4}, second.pk: {"importance": 2}})  # nothing changes
+    assert ResponseChange.objects.filter(response__participation=part).count() == 2
+    # one changed, one new: the comment kept where None, the change recorded with what it was
+    services.save_answers(part, {first.pk: {"importance": 5}, third.pk: {"importance": 3, "comment": "ok"}})
+    one = Response.objects.get(participation=part, item=first)
+    assert (one.importance, one.comment) == (5, "Clear")
+    change = ResponseChange.objects.filter(response=one).order_by("pk").last()
+    assert (change.old_importance, change.new_importance, change.old_comment, change.new_comment) == (4, 5, "Clear",
+                                                                                                    "Clear")
+    assert ResponseChange.objects.filter(response__participation=part).count() == 4
+    services.close_round(r1, coordinator)
+    with pytest.raises(DelphiError, match="no longer accepted"):
+        services.save_answers(part, {first.pk: {"importance": 1}})
+
+
 def run_round_one(coordinator, familiarity=(5, 4, 2)):
     study = make_study(coordinator, n_panel=len(familiarity))
     r1 = study.rounds.get()

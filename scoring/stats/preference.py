@@ -66,23 +66,15 @@ def _bt_matrix(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequence[
     return wins, wins + wins.T
 
 
-def _strongly_connected(wins: np.ndarray) -> bool:
-    """Hunter's (2004) condition for a finite Bradley-Terry MLE: in every split of the sources into two
-    groups some source of each group beats (or ties) some source of the other."""
-    m = wins.shape[0]
-    beats = wins > 0
-    for start in range(m):
-        seen = {start}
-        stack = [start]
-        while stack:
-            i = stack.pop()
-            for j in np.nonzero(beats[i])[0]:
-                if int(j) not in seen:
-                    seen.add(int(j))
-                    stack.append(int(j))
-        if len(seen) < m:
-            return False
-    return True
+def _connected_many(wins: np.ndarray) -> np.ndarray:
+    """Hunter's (2004) condition for a finite Bradley-Terry MLE, for a stack of win matrices ``(B, m, m)`` at once:
+    in every split of the sources into two groups some source of each group beats (or ties) some source of the
+    other, i.e. every source reaches every other through wins (or ties)."""
+    m = wins.shape[1]
+    reach = (wins > 0) | np.eye(m, dtype=bool)
+    for _ in range(max(1, int(np.ceil(np.log2(max(m, 2)))))):  # paths of length up to m by repeated squaring
+        reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
+    return reach.all(axis=(1, 2))
 
 
 def bradley_terry(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequence[Any] | None = None,
@@ -111,7 +103,7 @@ def bradley_terry(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequen
     if not comps:
         warns.append("Bradley-Terry is undefined: no comparisons.")
         return out
-    if not _strongly_connected(wins):
+    if not _connected_many(wins[None])[0]:
         warns.append("Bradley-Terry is undefined: some source (or group of sources) never beats or ties the "
                      "others, so its strength is 0 or infinite (Hunter 2004, assumption 1).")
         return out
@@ -136,16 +128,6 @@ def bradley_terry(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequen
     out["strength"] = {str(s): _num(v) for s, v in zip(sources, p, strict=True)}
     out["log_strength"] = {str(s): _num(v) for s, v in zip(sources, logs, strict=True)}
     return out
-
-
-def _connected_many(wins: np.ndarray) -> np.ndarray:
-    """:func:`_strongly_connected` for a stack of win matrices ``(B, m, m)`` at once: which of them has every
-    source reaching every other through wins (or ties)."""
-    m = wins.shape[1]
-    reach = (wins > 0) | np.eye(m, dtype=bool)
-    for _ in range(max(1, int(np.ceil(np.log2(max(m, 2)))))):  # paths of length up to m by repeated squaring
-        reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
-    return reach.all(axis=(1, 2))
 
 
 def _bradley_terry_many(wins: np.ndarray, *, tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray]:

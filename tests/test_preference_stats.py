@@ -100,18 +100,23 @@ def test_win_tie_loss_and_vote_agreement():
     assert bias["share_a_decisive"]["value"] == 0.8 and bias["p_value"] == pytest.approx(0.109375)
 
 
-def _bootstrap_one_fit_at_a_time(rows, sources, n_resamples, seed):
-    """The reference: every resample fitted on its own by ``bradley_terry`` (how the bootstrap was computed before
-    its fits were stacked)."""
+def _resampled_comparisons(rows, n_resamples, seed):
+    """Each bootstrap resample's comparisons: the drawn units (items) with all their comparisons."""
     from scoring.stats.bootstrap import bootstrap_indices
 
     by_unit: dict = {}
     for unit, a, b, s in rows:
         by_unit.setdefault(unit, []).append((a, b, s))
     units = list(by_unit)
+    return [[c for k in row for c in by_unit[units[k]]] for row in bootstrap_indices(len(units), n_resamples, seed)]
+
+
+def _bootstrap_one_fit_at_a_time(rows, sources, n_resamples, seed):
+    """The reference: every resample fitted on its own by ``bradley_terry`` (how the bootstrap was computed before
+    its fits were stacked)."""
     strengths, logs = [], []
-    for row in bootstrap_indices(len(units), n_resamples, seed):
-        fit = stats.bradley_terry([c for k in row for c in by_unit[units[k]]], sources, tol=1e-8, max_iter=2000)
+    for comps in _resampled_comparisons(rows, n_resamples, seed):
+        fit = stats.bradley_terry(comps, sources, tol=1e-8, max_iter=2000)
         defined = fit["strength"] is not None
         strengths.append([fit["strength"][s] if defined else np.nan for s in sources])
         logs.append([fit["log_strength"][s] if defined else np.nan for s in sources])
@@ -141,13 +146,7 @@ def test_stacked_bootstrap_fits_equal_one_fit_per_resample(data):
         rows.append((unit, sources[i], sources[j], float(score)))
     expected, expected_logs = _bootstrap_one_fit_at_a_time(rows, sources, 300, 4)
     result = stats.bradley_terry_bootstrap(rows, sources, n_resamples=300, seed=4)
-    by_unit: dict = {}
-    for unit, a, b, s in rows:
-        by_unit.setdefault(unit, []).append((a, b, s))
-    from scoring.stats.bootstrap import bootstrap_indices
-
-    wins = np.stack([_bt_matrix([c for k in row for c in by_unit[list(by_unit)[k]]], sources)[0]
-                     for row in bootstrap_indices(len(by_unit), 300, 4)])
+    wins = np.stack([_bt_matrix(comps, sources)[0] for comps in _resampled_comparisons(rows, 300, 4)])
     strengths, logs = _bradley_terry_many(wins, tol=1e-8, max_iter=2000)
     np.testing.assert_allclose(strengths, expected, rtol=0, atol=1e-9)
     np.testing.assert_allclose(logs, expected_logs, rtol=0, atol=1e-9)

@@ -385,16 +385,16 @@ def shared_live_world(django_db_blocker, build):
     from django.core.management import call_command
     from django.db import connection, connections
     from django.db.backends.base.creation import TEST_DATABASE_PREFIX
-    from pytest_django.live_server_helper import LiveServer
 
     from projects import scoping
     from tests.factories import default_project
+    from tests.live_server import start_live_server
 
     name = str(connection.settings_dict["NAME"])
     if name != str(connection.settings_dict["TEST"].get("NAME")) and not name.startswith(TEST_DATABASE_PREFIX):
         pytest.fail(f"not on a test database ({name}): mark the module's tests django_db")
     with django_db_blocker.unblock():
-        server = LiveServer("localhost")
+        server = start_live_server("localhost")
         server._live_server_modified_settings.enable()
         try:
             with scoping.scopes_disabled():  # "Default", as _project_scope has it
@@ -438,6 +438,36 @@ def module_world(django_db_blocker, build):
             atomic.__exit__(None, None, None)
             labels._allowed.cache_clear()
             scales.rating_sheet.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def live_server(request):
+    """pytest-django's live server, whose request threads hand their database connections on (tests/live_server.py)."""
+    from tests.live_server import start_live_server
+
+    server = start_live_server(request.config.getvalue("liveserver")
+                               or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _live_server_helper(request):
+    """pytest-django's (a test of the live server runs on a transactional database, with the server's host allowed),
+    and the server's idle database connections closed when the test ends."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    from tests.live_server import close_idle_connections
+
+    request.getfixturevalue("transactional_db")
+    server = request.getfixturevalue("live_server")
+    server._live_server_modified_settings.enable()
+    try:
+        yield
+    finally:
+        server._live_server_modified_settings.disable()
+        close_idle_connections(server)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,58 @@
+"""The tests' live server (tests/live_server.py): its request threads hand their database connections on, in the
+production mode, and none outlives the test."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from django.conf import settings
+from django.db.backends.base.base import BaseDatabaseWrapper
+from rest_framework.authtoken.models import Token
+
+from tests.conftest import wait_until
+
+POSTGRES = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+def test_request_threads_reuse_one_database_connection(live_server, make_user, monkeypatch):
+    token = Token.objects.create(user=make_user("coordinator_live", "coordinator")).key
+    opened = []
+    connect = BaseDatabaseWrapper.connect
+
+    def counting_connect(self):
+        opened.append(self.alias)
+        return connect(self)
+
+    monkeypatch.setattr(BaseDatabaseWrapper, "connect", counting_connect)
+    httpd = live_server.thread.httpd
+    for _ in range(6):  # one client connection each, so one thread each (urllib closes it after the answer)
+        request = urllib.request.Request(f"{live_server.url}/api/campaigns/",
+                                         headers={"Authorization": f"Token {token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+        if POSTGRES:  # the thread hands its connection on just after the client has the answer
+            wait_until(lambda: httpd.idle_connections() == 1, 10, "the request thread kept its connection")
+    # PostgreSQL keeps connections (CONN_MAX_AGE): the first request's is reused by the five threads after it; SQLite
+    # closes its connection when each request ends (CONN_MAX_AGE 0), so each request opens one
+    assert len(opened) == (1 if POSTGRES else 6), opened
+    assert httpd.close_idle_connections() == (1 if POSTGRES else 0)
+    assert httpd.close_idle_connections() == 0
+
+
+@pytest.mark.skipif(not POSTGRES, reason="embedded mode: SQLite keeps no connection between requests")
+def test_no_connection_of_the_server_is_left_when_the_test_ends(live_server, make_user):
+    from django.db import connection
+
+    token = Token.objects.create(user=make_user("coordinator_live", "coordinator")).key
+    request = urllib.request.Request(f"{live_server.url}/api/campaigns/", headers={"Authorization": f"Token {token}"})
+    urllib.request.urlopen(request, timeout=30).close()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid()")
+        assert cursor.fetchone()[0] >= 1  # the server's idle connection
+    live_server.thread.httpd.close_idle_connections()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        assert cursor.fetchone()[0] == 0

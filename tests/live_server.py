@@ -27,17 +27,22 @@ class ReusingWSGIServer(ThreadedWSGIServer):
         self._idle: list[dict[str, BaseDatabaseWrapper]] = []
         self._lock = threading.Lock()
         self._closed = False
+        # bumped by close_idle_connections: a thread that began before (a browser's keep-alive connection that
+        # outlived its test) closes its connections instead of handing them on
+        self._generation = 0
+        self._thread = threading.local()
 
     def process_request_thread(self, request, client_address):
         with self._lock:
             handed_on = self._idle.pop() if self._idle else {}
+            self._thread.generation = self._generation
         for alias, connection in handed_on.items():
             connections[alias] = connection
         super().process_request_thread(request, client_address)
 
     def _close_connections(self):
-        """Called when a client connection ends, in its thread: keep the thread's open connections that are back in
-        autocommit with no transaction, errors or thread of their own pending; close the rest, as Django does."""
+        """Called when a client connection ends, in its thread: keep the thread's open connections that are in
+        autocommit, outside a transaction and without errors; close the rest, as Django does."""
         kept = {}
         for connection in connections.all(initialized_only=True):
             if self.connections_override and connection.alias in self.connections_override:
@@ -51,7 +56,8 @@ class ReusingWSGIServer(ThreadedWSGIServer):
                 connection.inc_thread_sharing()  # used by one thread at a time: the one it is handed to
             kept[connection.alias] = connection
         with self._lock:
-            if kept and not self._closed:
+            current = getattr(self._thread, "generation", None) == self._generation
+            if kept and current and not self._closed:
                 self._idle.append(kept)
                 return
         for connection in kept.values():
@@ -62,10 +68,18 @@ class ReusingWSGIServer(ThreadedWSGIServer):
         with self._lock:
             return sum(len(handed_on) for handed_on in self._idle)
 
+    def idle_backend_pids(self) -> list[int]:
+        """The database server's process ids of the idle connections (PostgreSQL)."""
+        with self._lock:
+            return [connection.connection.info.backend_pid for handed_on in self._idle
+                    for connection in handed_on.values()]
+
     def close_idle_connections(self) -> int:
-        """Close the connections no request thread holds; returns how many."""
+        """Close the connections no request thread holds (and those of the threads running now, when they end);
+        returns how many were closed now."""
         with self._lock:
             idle, self._idle = self._idle, []
+            self._generation += 1
         for handed_on in idle:
             for connection in handed_on.values():
                 connection.close()

@@ -18,7 +18,12 @@ from django.core.cache import cache
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 ARTIFACTS = BASE_DIR / "test-artifacts"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Debian's Chromium: its headless shell (package chromium-headless-shell, the build Playwright itself runs headless)
+# when installed, else the browser (package chromium) in its headless mode. The shell is the same Chromium without
+# the browser's window machinery: the browser tests used 2.4 times less of Chromium's CPU time (30.5 -> 12.8 s on
+# tests/test_browser_touch.py), a fifth of the browser tests' time. CHROMIUM=/usr/bin/chromium chooses the browser.
+HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
+CHROMIUM = os.environ.get("CHROMIUM") or (HEADLESS_SHELL if Path(HEADLESS_SHELL).exists() else "/usr/bin/chromium")
 # Playwright's sync API runs an event loop in the test thread; the ORM calls in browser tests are safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -312,7 +317,8 @@ def celery_worker(transactional_db, instrument):
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"Browser tests need Debian's chromium at {CHROMIUM}: apt-get install chromium")
+        pytest.fail(f"Browser tests need Debian's Chromium at {CHROMIUM}: apt-get install chromium-headless-shell "
+                    "(or chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

@@ -2,11 +2,12 @@
 reuse database connections instead of each opening its own.
 
 Django's ThreadedWSGIServer runs every client connection in a new thread and closes that thread's database
-connections when it ends, so on PostgreSQL every request of a browser or API test opened a database connection (a new
-server process: about 5 ms of both cores' time, a sixth of an API fuzz shard's). Production's gunicorn workers keep
-theirs (``CONN_MAX_AGE``), and so does this server: a thread that ends hands its open connections to the next thread,
-and they are closed when the test ends (``close_idle_connections``) and when the server stops. SQLite closes its
-connections at the end of each request (``CONN_MAX_AGE`` 0 in the embedded mode), so there is nothing to hand on.
+connections when it ends, so on PostgreSQL every client connection opened a database connection: every request of an
+API test (a browser keeps its connections for several), each a new PostgreSQL server process of about 5 ms, a sixth of
+an API fuzz shard's time. Production's gunicorn workers keep theirs (``CONN_MAX_AGE``), and so does this server: a
+thread that ends hands its open connections to the next thread, and they are closed when the test ends
+(``close_idle_connections``) and when the server stops. SQLite closes its connections at the end of each request
+(``CONN_MAX_AGE`` 0 in the embedded mode), so there is nothing to hand on.
 """
 
 from __future__ import annotations

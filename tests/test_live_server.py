@@ -15,6 +15,13 @@ from tests.conftest import wait_until
 POSTGRES = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 
 
+def get_campaigns(live_server, token: str) -> None:
+    """One API request on a client connection of its own (urllib closes it after the answer), so one thread."""
+    request = urllib.request.Request(f"{live_server.url}/api/campaigns/", headers={"Authorization": f"Token {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+
+
 def test_request_threads_reuse_one_database_connection(live_server, make_user, monkeypatch):
     token = Token.objects.create(user=make_user("coordinator_live", "coordinator")).key
     opened = []
@@ -27,11 +34,8 @@ def test_request_threads_reuse_one_database_connection(live_server, make_user, m
     httpd = live_server.thread.httpd
     httpd.close_idle_connections()  # none of an earlier test's threads (a browser's keep-alive) hands one on now
     monkeypatch.setattr(BaseDatabaseWrapper, "connect", counting_connect)
-    for _ in range(6):  # one client connection each, so one thread each (urllib closes it after the answer)
-        request = urllib.request.Request(f"{live_server.url}/api/campaigns/",
-                                         headers={"Authorization": f"Token {token}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            assert response.status == 200
+    for _ in range(6):
+        get_campaigns(live_server, token)
         if POSTGRES:  # the thread hands its connection on just after the client has the answer
             wait_until(lambda: httpd.idle_connections() == 1, 10, "the request thread kept its connection")
     # PostgreSQL keeps connections (CONN_MAX_AGE): the first request's is reused by the five threads after it; SQLite
@@ -48,8 +52,7 @@ def test_no_connection_of_the_server_is_left_when_the_test_ends(live_server, mak
     httpd = live_server.thread.httpd
     httpd.close_idle_connections()
     token = Token.objects.create(user=make_user("coordinator_live", "coordinator")).key
-    request = urllib.request.Request(f"{live_server.url}/api/campaigns/", headers={"Authorization": f"Token {token}"})
-    urllib.request.urlopen(request, timeout=30).close()
+    get_campaigns(live_server, token)
     wait_until(lambda: httpd.idle_connections() == 1, 10, "the request thread kept its connection")
     [server_pid] = httpd.idle_backend_pids()
 

@@ -73,7 +73,8 @@ def _connected_many(wins: np.ndarray) -> np.ndarray:
     m = wins.shape[1]
     reach = (wins > 0) | np.eye(m, dtype=bool)
     for _ in range(max(1, int(np.ceil(np.log2(max(m, 2)))))):  # paths of length up to m by repeated squaring
-        reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
+        paths = reach.astype(np.int64)
+        reach = np.einsum("bij,bjk->bik", paths, paths) > 0
     return reach.all(axis=(1, 2))
 
 

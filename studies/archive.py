@@ -19,8 +19,11 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 CRATE_METADATA = "ro-crate-metadata.json"
 DATAPACKAGE = "datapackage.json"
+#: The RO-Crate version of ro-crate-metadata.json (the one the ``rocrate`` package writes; docs/users/archive.md).
+RO_CRATE_VERSION = "1.3"
 
-# Fields of a table: name -> Frictionless type ("string", "integer", "number", "boolean", "datetime", "object").
+# Fields of a table: name -> Table Schema type ("string", "integer", "number", "boolean", "datetime", "object" for a
+# JSON object, "array" for a JSON array).
 Schema = list[tuple[str, str]]
 
 

@@ -375,3 +375,13 @@ def test_an_archive_verifies_in_the_other_mode(db, hivmedqa_archive, tmp_path):
 
             with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{dropped}" WITH (FORCE)')
+
+
+def test_the_hivmedqa_archive_is_a_valid_data_package_and_ro_crate(db, hivmedqa_archive, tmp_path):
+    """``frictionless validate datapackage.json`` and the rocrate library on the HIVMedQA-shaped archive (answers
+    with case and replicate, an imported judge run, a random sample: every JSON column of the schema is filled)."""
+    from tests.archive_standards import crate_problems, frictionless_errors, unpack
+
+    folder = unpack(hivmedqa_archive[0], tmp_path / "hivmedqa")
+    assert frictionless_errors(folder) == []
+    assert crate_problems(folder) == []

@@ -1,0 +1,184 @@
+"""A judge run with replicates and no campaign (HIVMedQA's judge scores imported alone) still contributes its table
+of repeated answers to the study archive: per model and criterion the mean over cases, the SD (ddof 1) of the
+replicate means and the 95% t-interval, named as the instrument's source names it ("HIVMedQA Table 2") in
+``figures/figures.csv``, recomputed by ``verify_study``, and called by what it is in methods.md. A run on texts
+without replicate numbers contributes none.
+
+A small HIVMedQA-shaped study (3 models x 4 questions x 5 replicates) is built and exported once for the module,
+inside a transaction that is rolled back. Run this file in both modes."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests import hivmedqa_data as hiv
+
+QUESTIONS = 4
+TABLE = "replicates run-1 [HIVMedQA Table 2]"
+
+
+def _scores() -> dict[str, dict[str, float]]:
+    return {answer: values for answer, values in hiv.judge_scores().items()
+            if int(answer.split("-q")[1][:2]) <= QUESTIONS}
+
+
+def _build(path: Path) -> None:
+    from annotation.importers import import_dialogues
+    from annotation.instruments import install_shipped
+    from annotation.label_import import import_labels
+    from annotation.models import Corpus
+    from projects import scoping
+    from projects.services import create_project
+    from studies.export import export_study
+
+    with scoping.scopes_disabled():
+        project = create_project("Judge scores alone")
+    scores = _scores()
+    with scoping.in_project(project):
+        version = install_shipped("hivmedqa-medgpt")[0]
+        corpus = Corpus.objects.create(project=project, name="HIVMedQA answers")
+        lines = [json.dumps(a) for a in hiv.answers() if a["id"] in scores]
+        assert import_dialogues(corpus, lines)["created"] == len(scores) == 3 * QUESTIONS * hiv.REPLICATES
+        assert len(import_labels(corpus, io.BytesIO(hiv.judge_csv(scores).encode()).readlines(),
+                                 file_name="medgpt.csv", scale_version=version)["judge_runs"]) == 1
+        # the same judge on answers without a case or replicate number: no table of repeated answers
+        plain = Corpus.objects.create(project=project, name="Single answers")
+        first = {a: v for a, v in scores.items() if a.endswith("-r1")}
+        import_dialogues(plain, [json.dumps({k: v for k, v in a.items() if k not in ("case", "replicate")})
+                                 for a in hiv.answers() if a["id"] in first])
+        import_labels(plain, io.BytesIO(hiv.judge_csv(first).encode()).readlines(), file_name="single.csv",
+                      scale_version=version)
+        export_study(project, path)
+
+
+@pytest.fixture(scope="module")
+def replicate_archive(django_db_setup, django_db_blocker, tmp_path_factory):
+    from django.db import transaction
+
+    path = tmp_path_factory.mktemp("replicates") / "judge-alone.zip"
+    with django_db_blocker.unblock(), transaction.atomic():
+        _build(path)
+        transaction.set_rollback(True)
+    return path
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def _figures(data: bytes) -> dict[str, str]:
+    return {row["figure"]: row["value"] for row in csv.DictReader(io.StringIO(data.decode()))}
+
+
+def _expected() -> pd.DataFrame:
+    """The table from the judge's scores, independently (pandas and scipy)."""
+    from scipy import stats
+
+    frame = pd.DataFrame([{"model": a.split("-q")[0], "case": a.split("-")[2], "replicate": int(a[-1]),
+                           "criterion": c, "value": v} for a, values in _scores().items() for c, v in values.items()])
+    rows = []
+    for (model, code), block in frame.groupby(["model", "criterion"]):
+        means = block.groupby("replicate")["value"].mean()
+        sd = means.std(ddof=1)
+        half = stats.t.ppf(0.975, len(means) - 1) * sd / np.sqrt(len(means))
+        rows.append({"model": model, "criterion": code, "mean": block.groupby("case")["value"].mean().mean(),
+                     "sd": sd, "low": means.mean() - half, "high": means.mean() + half})
+    return pd.DataFrame(rows).set_index(["model", "criterion"])
+
+
+def test_a_run_without_a_campaign_contributes_its_table_and_verify_recomputes_it(db, replicate_archive):
+    from studies.figures import printed
+    from studies.verify import verify_study
+
+    files = _files(replicate_archive)
+    settings = json.loads(files["settings/reports.json"])
+    assert settings["campaign_reports"] == settings["judge_reports"] == []  # no campaign to compare with
+    assert settings["replicate_tables"] == [{"run": "run-1", "table": "HIVMedQA Table 2"}]  # not run-2: no replicates
+    figures = _figures(files["figures/figures.csv"])
+    assert {name.split(" ")[0] for name in figures} == {"replicates"}
+    assert figures[f"{TABLE} n_replicates"] == str(hiv.REPLICATES)
+    assert figures[f"{TABLE} n_cases"] == str(QUESTIONS)
+    want = _expected()
+    for model in hiv.MODELS:
+        for code in hiv.CRITERIA:
+            prefix, row = f"{TABLE} models/{model}/criteria/{code}", want.loc[(model, code)]
+            assert figures[f"{prefix}/mean"] == printed(float(row["mean"]))
+            assert figures[f"{prefix}/sd"] == printed(float(row["sd"]))
+            if row["sd"] > 0:
+                assert (figures[f"{prefix}/ci_low"], figures[f"{prefix}/ci_high"]) == (
+                    printed(float(row["low"])), printed(float(row["high"])))
+            else:  # every replicate the same mean: no interval, never [x, x]
+                assert f"{prefix}/ci_low" not in figures
+    report = json.loads(files["figures/reports/1.json"])
+    assert (report["figure"], report["kind"]) == (TABLE, "replicates")
+    assert report["report"]["judge"] == hiv.JUDGE
+    checks = verify_study(replicate_archive)
+    assert len(checks) == len(figures) > 100
+    assert [c for c in checks if not c.equal] == []
+
+
+def test_methods_call_the_table_by_what_it_is(db, replicate_archive):
+    methods = _files(replicate_archive)["methods/methods.md"].decode()
+    assert f"## Mean score ± SD over {hiv.REPLICATES} replicates per model: judge {hiv.JUDGE}" in methods
+    assert "**Mean score ± SD over 5 replicates per model (HIVMedQA Table 2)** (source: `figures/reports/1.json`)" \
+        in methods
+    table = methods.split("(HIVMedQA Table 2)** (source")[1].split("\n\n")[1].splitlines()
+    assert table[0] == "| Model | " + " | ".join(f"{c}: mean ± SD [95% CI]" for c in hiv.CRITERIA) + " |"
+    assert [line.split(" | ")[0] for line in table[2:]] == [f"| {m}" for m in hiv.MODELS]
+    want = _expected().loc[("model-a", "comprehension")]
+    assert f"| model-a | {want['mean']:.2f} ± {want['sd']:.2f} [{want['low']:.2f}, {want['high']:.2f}] |" in \
+        table[2]
+
+
+def test_a_changed_judge_score_moves_the_table_in_verify(db, replicate_archive, tmp_path):
+    """One of the judge's scores changed inside the archive (the manifest re-hashed to hide it): the table's
+    figures it moves and the data fingerprint differ."""
+    from studies.verify import verify_study
+
+    files = _files(replicate_archive)
+    text = files["data/judge_results.csv"].decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    target = next(r for r in rows if r["run"] == "run-1" and r["item"] == "reasoning" and r["value"] not in ("", "0"))
+    target["value"] = "0"
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    files["data/judge_results.csv"] = out.getvalue().encode()
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"]["data/judge_results.csv"] = hashlib.sha256(files["data/judge_results.csv"]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    changed = tmp_path / "changed.zip"
+    with zipfile.ZipFile(changed, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    differing = {c.figure for c in verify_study(changed) if not c.equal}
+    model = target["external_id"].split("-q")[0]
+    assert f"{TABLE} data fingerprint" in differing
+    assert f"{TABLE} models/{model}/criteria/reasoning/mean" in differing
+    assert not any("/criteria/harm/" in name for name in differing)
+
+
+def test_the_table_is_named_by_the_instruments_source():
+    from studies.replicates import GENERIC_NAME, table_name
+
+    assert table_name("Cardenal-Antolin et al., HIVMedQA: Benchmarking large language models") == "HIVMedQA Table 2"
+    assert table_name("Shi et al., LLM-Mini-CEX") == table_name("") == GENERIC_NAME
+
+
+def test_the_archive_with_the_table_is_a_valid_data_package_and_ro_crate(db, replicate_archive, tmp_path):
+    from tests.archive_standards import crate_problems, frictionless_errors, unpack
+
+    folder = unpack(replicate_archive, tmp_path / "unpacked")
+    assert frictionless_errors(folder) == []
+    assert crate_problems(folder) == []

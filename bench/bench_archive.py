@@ -146,21 +146,17 @@ def padded_manifest(megabytes: int) -> int:
     from bench.machine import calibration_line
 
     print(calibration_line())
-    folder = tempfile.mkdtemp(prefix="bench-archive-padded-")
-    path = os.path.join(folder, "padded.zip")
-    try:
+    with tempfile.TemporaryDirectory(prefix="bench-archive-padded-") as folder:
+        path = os.path.join(folder, "padded.zip")
         started = time.perf_counter()
         write_padded_archive(path, megabytes)
         print(f"padded archive: manifest.json of {megabytes} MB of spaces, {os.path.getsize(path) / 1e6:.1f} MB zip, "
               f"written in {time.perf_counter() - started:.1f} s")
-        results = {how: _child(f"refusal-{how}", path) for how in ("django", "whole", "verify")}
-    except RuntimeError as exc:
-        print(f"the benchmark failed:\n{exc}", file=sys.stderr)
-        return 1
-    finally:
-        if os.path.exists(path):
-            os.unlink(path)
-        os.rmdir(folder)
+        try:
+            results = {how: _child(f"refusal-{how}", path) for how in ("django", "whole", "verify")}
+        except RuntimeError as exc:
+            print(f"the benchmark failed:\n{exc}", file=sys.stderr)
+            return 1
     base = results["django"]["peak_rss_mb"]
     for how, what in (("django", "Django and the archive code alone"),
                       ("whole", "the manifest read and parsed whole (the reader before its size check)"),

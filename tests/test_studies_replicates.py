@@ -16,8 +16,6 @@ import json
 import zipfile
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from tests import hivmedqa_data as hiv
@@ -80,22 +78,6 @@ def _figures(data: bytes) -> dict[str, str]:
     return {row["figure"]: row["value"] for row in csv.DictReader(io.StringIO(data.decode()))}
 
 
-def _expected() -> pd.DataFrame:
-    """The table from the judge's scores, independently (pandas and scipy)."""
-    from scipy import stats
-
-    frame = pd.DataFrame([{"model": a.split("-q")[0], "case": a.split("-")[2], "replicate": int(a[-1]),
-                           "criterion": c, "value": v} for a, values in _scores().items() for c, v in values.items()])
-    rows = []
-    for (model, code), block in frame.groupby(["model", "criterion"]):
-        means = block.groupby("replicate")["value"].mean()
-        sd = means.std(ddof=1)
-        half = stats.t.ppf(0.975, len(means) - 1) * sd / np.sqrt(len(means))
-        rows.append({"model": model, "criterion": code, "mean": block.groupby("case")["value"].mean().mean(),
-                     "sd": sd, "low": means.mean() - half, "high": means.mean() + half})
-    return pd.DataFrame(rows).set_index(["model", "criterion"])
-
-
 def test_a_run_without_a_campaign_contributes_its_table_and_verify_recomputes_it(db, replicate_archive):
     from studies.figures import printed
     from studies.verify import verify_study
@@ -108,7 +90,7 @@ def test_a_run_without_a_campaign_contributes_its_table_and_verify_recomputes_it
     assert {name.split(" ")[0] for name in figures} == {"replicates"}
     assert figures[f"{TABLE} n_replicates"] == str(hiv.REPLICATES)
     assert figures[f"{TABLE} n_cases"] == str(QUESTIONS)
-    want = _expected()
+    want = hiv.table2(_scores())
     for model in hiv.MODELS:
         for code in hiv.CRITERIA:
             prefix, row = f"{TABLE} models/{model}/criteria/{code}", want.loc[(model, code)]
@@ -116,7 +98,7 @@ def test_a_run_without_a_campaign_contributes_its_table_and_verify_recomputes_it
             assert figures[f"{prefix}/sd"] == printed(float(row["sd"]))
             if row["sd"] > 0:
                 assert (figures[f"{prefix}/ci_low"], figures[f"{prefix}/ci_high"]) == (
-                    printed(float(row["low"])), printed(float(row["high"])))
+                    printed(float(row["ci_low"])), printed(float(row["ci_high"])))
             else:  # every replicate the same mean: no interval, never [x, x]
                 assert f"{prefix}/ci_low" not in figures
     report = json.loads(files["figures/reports/1.json"])
@@ -135,8 +117,8 @@ def test_methods_call_the_table_by_what_it_is(db, replicate_archive):
     table = methods.split("(HIVMedQA Table 2)** (source")[1].split("\n\n")[1].splitlines()
     assert table[0] == "| Model | " + " | ".join(f"{c}: mean ± SD [95% CI]" for c in hiv.CRITERIA) + " |"
     assert [line.split(" | ")[0] for line in table[2:]] == [f"| {m}" for m in hiv.MODELS]
-    want = _expected().loc[("model-a", "comprehension")]
-    assert f"| model-a | {want['mean']:.2f} ± {want['sd']:.2f} [{want['low']:.2f}, {want['high']:.2f}] |" in \
+    want = hiv.table2(_scores()).loc[("model-a", "comprehension")]
+    assert f"| model-a | {want['mean']:.2f} ± {want['sd']:.2f} [{want['ci_low']:.2f}, {want['ci_high']:.2f}] |" in \
         table[2]
 
 

@@ -146,24 +146,6 @@ def _archived_figures(path: Path) -> dict[str, str]:
     return {row["figure"]: row["value"] for _, row in open_archive(path).rows("figures/figures.csv")}
 
 
-def _table2(scores: dict[str, dict[str, float]]) -> pd.DataFrame:
-    """Table 2 of HIVMedQA from the judge's scores, independently: per model and criterion the mean over
-    questions (each the mean of its replicates), the SD (ddof 1) of the per-replicate means and their 95%
-    t-interval (scipy's t quantile)."""
-    frame = pd.DataFrame([{"model": a.split("-q")[0], "case": a.split("-")[2], "replicate": int(a[-1]),
-                           "criterion": c, "value": v} for a, values in scores.items() for c, v in values.items()])
-    from scipy import stats
-
-    rows = []
-    for (model, code), block in frame.groupby(["model", "criterion"]):
-        means = block.groupby("replicate")["value"].mean()
-        sd = means.std(ddof=1)
-        half = stats.t.ppf(0.975, len(means) - 1) * sd / np.sqrt(len(means))
-        rows.append({"model": model, "criterion": code, "mean": block.groupby("case")["value"].mean().mean(),
-                     "sd": sd, "ci_low": means.mean() - half, "ci_high": means.mean() + half})
-    return pd.DataFrame(rows).set_index(["model", "criterion"])
-
-
 def _physicians_table2(path: Path) -> pd.DataFrame:
     """Table 2 from the physicians' labels as the archive holds them (data/labels.csv and data/dialogues.csv),
     independently: a text's score is the mean of its raters'; per model and criterion the mean over questions and
@@ -218,7 +200,7 @@ def test_verify_study_recomputes_every_figure_of_the_hivmedqa_study(db, hivmedqa
     # and in the run's own table (HIVMedQA's Table 2, kept for every run with replicates, campaign or not) ...
     for tag, table, scores in ((judge, tables["run-1"], facts["scores"]),
                                (live, tables["run-2"], hiv.judge_scores(seed=LIVE_SEED))):
-        judged = _table2(scores)
+        judged = hiv.table2(scores)
         assert by_name[f"{tag} counts/dialogues_judged"] == "450"
         for prefix in (f"{tag} replicates/judge", table):
             assert by_name[f"{prefix} n_replicates" if prefix == table else f"{prefix}/n_replicates"] == \

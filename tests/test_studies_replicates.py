@@ -17,11 +17,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from tests import hivmedqa_data as hiv
 
 QUESTIONS = 4
 TABLE = "replicates run-1 [HIVMedQA Table 2]"
+LICENSE = "https://creativecommons.org/licenses/by/4.0/"
 
 
 def _scores() -> dict[str, dict[str, float]]:
@@ -56,6 +58,9 @@ def _build(path: Path) -> None:
         import_labels(plain, io.BytesIO(hiv.judge_csv(first).encode()).readlines(), file_name="single.csv",
                       scale_version=version)
         export_study(project, path)
+    # the same study through the command, naming the data's licence
+    call_command("export_study", "--project", project.name, "--out", str(path.with_name("licensed.zip")),
+                 "--license", LICENSE, stdout=io.StringIO())
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +169,13 @@ def test_the_archive_with_the_table_is_a_valid_data_package_and_ro_crate(db, rep
     folder = unpack(replicate_archive, tmp_path / "unpacked")
     assert frictionless_errors(folder) == []
     assert crate_problems(folder) == []
+
+
+def test_the_crate_names_the_licence_given_or_says_it_was_not_recorded(db, replicate_archive):
+    def licence(path: Path) -> dict:
+        graph = {e["@id"]: e for e in json.loads(_files(path)["ro-crate-metadata.json"])["@graph"]}
+        return graph[graph["./"]["license"]["@id"]]
+
+    assert licence(replicate_archive)["name"] == "Licence not recorded"
+    given = licence(replicate_archive.with_name("licensed.zip"))
+    assert (given["@id"], given["@type"]) == (LICENSE, "CreativeWork")

@@ -179,3 +179,26 @@ def test_the_crate_names_the_licence_given_or_says_it_was_not_recorded(db, repli
     assert licence(replicate_archive)["name"] == "Licence not recorded"
     given = licence(replicate_archive.with_name("licensed.zip"))
     assert (given["@id"], given["@type"]) == (LICENSE, "CreativeWork")
+
+
+def test_the_methods_page_and_download_of_an_imported_copy_show_the_table(db, replicate_archive, make_user, client):
+    """In the browser: the archive imported into a new project, whose Methods page names the run's table of repeated
+    answers and whose methods.md download holds it with the same figures as the archive's."""
+    from django.urls import reverse
+
+    from projects.services import add_member
+    from studies.load import import_study
+
+    project = import_study(replicate_archive, "Review copy").project
+    analyst = make_user("table-reader")
+    add_member(project, analyst, "analyst")
+    client.force_login(analyst)
+    client.post(reverse("project-switch"), {"project": project.pk})
+    page = client.get(reverse("study-archive-methods"))
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "Mean score ± SD over 5 replicates per model (HIVMedQA Table 2)" in body
+    download = client.get(reverse("study-archive-document", args=["methods.md"])).content.decode()
+    archived = _files(replicate_archive)["methods/methods.md"].decode()
+    table = "**Mean score ± SD over 5 replicates per model (HIVMedQA Table 2)**"
+    assert download.split(table)[1].split("## ")[0] == archived.split(table)[1].split("## ")[0]

@@ -3,7 +3,8 @@
 RO-Crate (the ``rocrate`` library loads ``ro-crate-metadata.json``; its declared version is the one
 docs/users/archive.md names; the root dataset has a licence; every file the crate names is in the archive).
 
-Used by the modules that build an archive once (tests/test_studies.py, tests/test_studies_roundtrip.py)."""
+Used by the modules that build an archive once (tests/test_studies.py, tests/test_studies_roundtrip.py,
+tests/test_studies_replicates.py)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,14 @@ What it does:
   3. In another child process: ``verify_study`` of the last archive (hash check, load into a throwaway project
      rolled back, recompute every figure, compare). Prints seconds, peak RSS and whether every figure was equal.
 
+With ``--padded-manifest [MB]`` (default 400) it measures instead how a malformed archive is refused: a small archive
+whose manifest.json is padded with MB megabytes of spaces (a valid JSON document, as in a reported attack), given to
+``verify_study`` in a fresh child process; and, for comparison, the peak of a child that reads and parses that
+manifest whole (what the reader did before it checked the manifest's size) and of a child that only starts Django.
+Target: refused within 1 s, with a peak within 20 MB of Django's own.
+
 Run:  cd /work/main && .venv/bin/python bench/bench_archive.py [--rebuild]
+      cd /work/main && .venv/bin/python bench/bench_archive.py --padded-manifest [MB]
 Exit status 0 when the benchmark ran (targets met or not), 1 when it could not run.
 """
 
@@ -92,6 +99,77 @@ def child_verify(path: str) -> dict:
             "differing": sum(not c.equal for c in checks), "peak_rss_mb": study.proc_status_mb("VmHWM")}
 
 
+def child_refusal(path: str, how: str) -> dict:
+    """A padded archive given to verify_study (``how`` = "verify"), its manifest read and parsed whole ("whole"),
+    or nothing ("django": the peak of starting Django and importing the archive's code)."""
+    study.setup_django()
+    import zipfile
+
+    from studies.archive import ArchiveError
+    from studies.verify import verify_study
+
+    started = time.perf_counter()
+    outcome = "nothing read"
+    if how == "verify":
+        try:
+            verify_study(path)
+            outcome = "ACCEPTED"
+        except ArchiveError as exc:
+            outcome = f"refused: {exc}"
+    elif how == "whole":
+        with zipfile.ZipFile(path) as zf:
+            outcome = f"parsed {len(json.loads(zf.read('manifest.json'))['files'])} listed files"
+    return {"seconds": time.perf_counter() - started, "outcome": outcome, "peak_rss_mb": study.proc_status_mb("VmHWM")}
+
+
+def write_padded_archive(path: str, megabytes: int) -> None:
+    """A small archive (one file) whose manifest is valid JSON padded with ``megabytes`` MB of spaces, written in
+    1 MB pieces."""
+    import hashlib
+    import zipfile
+
+    from studies.archive import FORMAT, FORMAT_VERSION, MANIFEST
+
+    data = b'{"project": "padded"}'
+    head = json.dumps({"format": FORMAT, "format_version": FORMAT_VERSION, "algorithm": "sha256",
+                       "files": {"study.json": hashlib.sha256(data).hexdigest()}})[:-1].encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("study.json", data)
+        with zf.open(MANIFEST, "w", force_zip64=True) as out:
+            out.write(head)
+            for _ in range(megabytes):
+                out.write(b" " * 1_000_000)
+            out.write(b"}")
+
+
+def padded_manifest(megabytes: int) -> int:
+    from bench.machine import calibration_line
+
+    print(calibration_line())
+    with tempfile.TemporaryDirectory(prefix="bench-archive-padded-") as folder:
+        path = os.path.join(folder, "padded.zip")
+        started = time.perf_counter()
+        write_padded_archive(path, megabytes)
+        print(f"padded archive: manifest.json of {megabytes} MB of spaces, {os.path.getsize(path) / 1e6:.1f} MB zip, "
+              f"written in {time.perf_counter() - started:.1f} s")
+        try:
+            results = {how: _child(f"refusal-{how}", path) for how in ("django", "whole", "verify")}
+        except RuntimeError as exc:
+            print(f"the benchmark failed:\n{exc}", file=sys.stderr)
+            return 1
+    base = results["django"]["peak_rss_mb"]
+    for how, what in (("django", "Django and the archive code alone"),
+                      ("whole", "the manifest read and parsed whole (the reader before its size check)"),
+                      ("verify", "verify_study")):
+        done = results[how]
+        print(f"{what}: {done['outcome']} in {done['seconds']:.2f} s; peak {done['peak_rss_mb']:.0f} MB (VmHWM), "
+              f"{round(done['peak_rss_mb'] - base):+d} MB over Django alone")
+    verify = results["verify"]
+    met = verify["outcome"].startswith("refused") and verify["seconds"] <= 1 and verify["peak_rss_mb"] - base <= 20
+    print(f"  target: refused within 1 s and 20 MB over Django alone {'met' if met else 'MISSED'}")
+    return 0
+
+
 def _child(kind: str, path: str) -> dict:
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", kind, path], capture_output=True,
                           text=True, env=os.environ.copy(), cwd=BASE_DIR)
@@ -103,14 +181,21 @@ def _child(kind: str, path: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the bench study")
+    parser.add_argument("--padded-manifest", type=int, nargs="?", const=400, metavar="MB",
+                        help="measure the refusal of an archive whose manifest is padded with MB megabytes "
+                             "(default 400) instead of the export and verification")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, path = args.child
         children = {"export-fresh": lambda: child_export(path, fresh=True), "report": lambda: child_report(path),
-                    "export": lambda: child_export(path), "verify": lambda: child_verify(path)}
+                    "export": lambda: child_export(path), "verify": lambda: child_verify(path),
+                    **{f"refusal-{how}": (lambda how=how: child_refusal(path, how))
+                       for how in ("django", "whole", "verify")}}
         print(json.dumps(children[kind]()))
         return 0
+    if args.padded_manifest is not None:
+        return padded_manifest(args.padded_manifest)
     from bench.machine import calibration_line
 
     print(calibration_line())

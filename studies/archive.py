@@ -8,6 +8,8 @@ import csv
 import hashlib
 import io
 import json
+import re
+import stat
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,8 +21,11 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 CRATE_METADATA = "ro-crate-metadata.json"
 DATAPACKAGE = "datapackage.json"
+#: The RO-Crate version of ro-crate-metadata.json (the one the ``rocrate`` package writes; docs/users/archive.md).
+RO_CRATE_VERSION = "1.3"
 
-# Fields of a table: name -> Frictionless type ("string", "integer", "number", "boolean", "datetime", "object").
+# Fields of a table: name -> Table Schema type ("string", "integer", "number", "boolean", "datetime", "object" for a
+# JSON object, "array" for a JSON array).
 Schema = list[tuple[str, str]]
 
 
@@ -152,35 +157,136 @@ class Archive:
             yield from enumerate(reader, start=2)
 
 
-def open_archive(path: str | Path) -> Archive:
-    """Open an archive, refusing it unless every file it holds is in the manifest with the same SHA-256 and every
-    file the manifest lists is there."""
+#: Limits of an archive this instance reads (docs/users/archive.md, "Archives that are refused"): a manifest larger
+#: than this is refused before it is read (an export's manifest holds about 100 bytes per file: 5 KB for the demo).
+MANIFEST_MAX_BYTES = 1 << 20
+#: Entries (files and folders) in one archive; an export writes a few dozen (each Delphi or preference study adds a
+#: handful).
+MAX_ENTRIES = 10_000
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def entry_problem(name: str) -> str | None:
+    """Why an entry name cannot be in an archive (None when it can): the name must be a relative path inside the
+    archive's root, written with "/", without empty, "." or ".." parts or control characters."""
+    if not name:
+        return "has an empty name"
+    if name.startswith(("/", "\\")) or _DRIVE.match(name):
+        return "is an absolute path"
+    if "\\" in name:
+        return "has a backslash in its name (folders are separated by '/')"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        return "has a control character in its name"
+    parts = name[:-1].split("/") if name.endswith("/") else name.split("/")
+    if ".." in parts:
+        return "leads outside the archive's root ('..')"
+    if "" in parts or "." in parts:
+        return "has an empty or '.' part in its path"
+    return None
+
+
+def _check_entries(zf: zipfile.ZipFile) -> set[str]:
+    """Refuse an archive whose entries are not plain files and folders under its root, each named once; returns
+    the files' names."""
+    infos = zf.infolist()
+    if len(infos) > MAX_ENTRIES:
+        raise ArchiveError(f"The archive has {len(infos)} entries; at most {MAX_ENTRIES} are read.")
+    seen: dict[str, str] = {}
+    files: set[str] = set()
+    for info in infos:
+        name = info.filename
+        problem = entry_problem(name)
+        if problem:
+            raise ArchiveError(f"Entry {name!r} {problem}: not a study archive's file.")
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
+            raise ArchiveError(f"Entry {name!r} is a symbolic link: an archive holds plain files only.")
+        if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ArchiveError(f"Entry {name!r} is not a plain file or folder.")
+        folded = name.rstrip("/").casefold()
+        if folded in seen:
+            same = "twice" if seen[folded] == name else f"twice (also as {seen[folded]!r}, differing in case)"
+            raise ArchiveError(f"Entry {name!r} is in the archive {same}: each file is named once.")
+        seen[folded] = name
+        if not info.is_dir():
+            files.add(name)
+    return files
+
+
+def _read_manifest(zf: zipfile.ZipFile, path: str | Path) -> dict:
+    """The manifest, read in bounded memory: refused unread when its declared size is over
+    :data:`MANIFEST_MAX_BYTES`, and when more than that comes out of it (a declared size can lie)."""
     try:
-        zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise ArchiveError(f"{path} is not a study archive (zip): {exc}") from None
-    try:
-        manifest = json.loads(zf.read(MANIFEST).decode("utf-8"))
+        info = zf.getinfo(MANIFEST)
     except KeyError:
         raise ArchiveError(f"{path} has no {MANIFEST}: not a study archive.") from None
+    limit = f"{MANIFEST_MAX_BYTES / (1 << 20):g} MiB"
+    if info.file_size > MANIFEST_MAX_BYTES:
+        raise ArchiveError(f"{MANIFEST} is {info.file_size:,} bytes; a manifest is at most {limit}: refused unread.")
+    try:
+        with zf.open(info) as fh:
+            data = fh.read(MANIFEST_MAX_BYTES + 1)
+    except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
+        raise ArchiveError(f"{MANIFEST} cannot be read: {exc}") from None
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise ArchiveError(f"{MANIFEST} holds more than {limit} (more than its declared {info.file_size:,} bytes): "
+                           "refused.")
+    try:
+        manifest = json.loads(data.decode("utf-8"))
     except ValueError as exc:
         raise ArchiveError(f"{MANIFEST} is not valid JSON: {exc}") from None
-    if manifest.get("format") != FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArchiveError(f"{MANIFEST} does not describe a {FORMAT}.")
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise ArchiveError(f"The archive is format version {manifest['format_version']}; this instance reads "
-                           f"version {FORMAT_VERSION} and older.")
-    listed: dict[str, str] = manifest.get("files") or {}
-    present = {name for name in zf.namelist() if not name.endswith("/")} - {MANIFEST}
-    for name in sorted(present - set(listed)):
-        raise ArchiveError(f"{name} is in the archive but not in its manifest.")
-    for name in sorted(set(listed) - present):
-        raise ArchiveError(f"{name} is in the manifest but missing from the archive.")
-    for name in sorted(listed):
-        digest = hashlib.sha256()
-        with zf.open(name) as fh:
-            for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
-                digest.update(chunk)
-        if digest.hexdigest() != listed[name]:
-            raise ArchiveError(f"{name} does not match the manifest's SHA-256: the file was changed after export.")
+    version = manifest.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ArchiveError(f"{MANIFEST}'s format_version {version!r} is not a number.")
+    if version > FORMAT_VERSION:
+        raise ArchiveError(f"The archive is format version {version}; this instance reads version {FORMAT_VERSION} "
+                           "and older.")
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        raise ArchiveError(f"{MANIFEST} lists no files (its 'files' is not a mapping of names to SHA-256).")
+    for name, digest in listed.items():
+        problem = entry_problem(name)
+        if problem:
+            raise ArchiveError(f"{MANIFEST} lists {name!r}, which {problem}.")
+        if name == MANIFEST:
+            raise ArchiveError(f"{MANIFEST} lists itself.")
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise ArchiveError(f"{MANIFEST} gives {name!r} the SHA-256 {digest!r}, which is not 64 hex digits.")
+    return manifest
+
+
+def open_archive(path: str | Path) -> Archive:
+    """Open an archive, refusing it (:class:`ArchiveError` naming the entry) before any table or figure is read
+    unless every entry is a plain file or folder inside the archive's root, named once; the manifest is at most
+    :data:`MANIFEST_MAX_BYTES` and read in bounded memory; every file the archive holds is in the manifest with the
+    same SHA-256, and every file the manifest lists is there."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise ArchiveError(f"{path} is not a study archive (zip): {exc}") from None
+    try:
+        present = _check_entries(zf) - {MANIFEST}
+        manifest = _read_manifest(zf, path)
+        listed: dict[str, str] = manifest["files"]
+        for name in sorted(present - set(listed)):
+            raise ArchiveError(f"{name} is in the archive but not in its manifest.")
+        for name in sorted(set(listed) - present):
+            raise ArchiveError(f"{name} is in the manifest but missing from the archive.")
+        for name in sorted(listed):
+            digest = hashlib.sha256()
+            try:
+                with zf.open(name) as fh:
+                    for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                        digest.update(chunk)
+            except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
+                raise ArchiveError(f"{name} cannot be read: {exc}") from None
+            if digest.hexdigest() != listed[name]:
+                raise ArchiveError(f"{name} does not match the manifest's SHA-256: the file was changed after "
+                                   "export.")
+    except ArchiveError:
+        zf.close()
+        raise
     return Archive(zf, manifest)

@@ -52,6 +52,7 @@ from studies.archive import (
     FORMAT,
     FORMAT_VERSION,
     MANIFEST,
+    RO_CRATE_VERSION,
     ArchiveError,
     Writer,
     datapackage,
@@ -176,7 +177,8 @@ def pending_review(project: Project) -> list[str]:
 
 
 # --- tables ----------------------------------------------------------------------------------------------------
-STR, INT, NUM, BOOL, TIME, OBJ = "string", "integer", "number", "boolean", "datetime", "object"
+# JSON cells are declared by what they hold: "object" for a JSON object, "array" for a JSON array (Table Schema).
+STR, INT, NUM, BOOL, TIME, OBJ, ARR = "string", "integer", "number", "boolean", "datetime", "object", "array"
 
 SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "data/scale_versions.csv": ("Scale versions used by the study", [
@@ -193,9 +195,9 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "data/corpora.csv": ("Corpora", [("corpus", STR), ("kind", STR), ("description", STR), ("is_demo", BOOL),
                                       ("deleted", BOOL)]),
     "data/dialogues.csv": ("Dialogues and answers as shown (redactions applied; excluded ones without text)", [
-        ("corpus", STR), ("external_id", STR), ("self_report", STR), ("turns", OBJ), ("source_model", STR),
+        ("corpus", STR), ("external_id", STR), ("self_report", STR), ("turns", ARR), ("source_model", STR),
         ("language", STR), ("split", STR), ("meta", OBJ), ("case", STR), ("replicate", INT), ("privacy_status", STR),
-        ("privacy_findings", OBJ), ("original_sha256", STR), ("deleted", BOOL)]),
+        ("privacy_findings", ARR), ("original_sha256", STR), ("deleted", BOOL)]),
     "data/redactions.csv": ("Redacted spans (positions only, never the text)", [
         ("corpus", STR), ("external_id", STR), ("field", STR), ("turn", INT), ("start", INT),
         ("end", INT), ("source", STR),
@@ -226,8 +228,8 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "data/adjudications.csv": ("Adjudicated labels", [
         ("campaign", STR), ("external_id", STR), ("item", STR), ("value", NUM), ("reason", STR), ("decided_at", TIME)]),
     "data/random_samples.csv": ("Random samples with their seeds (dialogues by external id)", [
-        ("campaign", STR), ("kind", STR), ("size", INT), ("seed", INT), ("stratified", BOOL), ("population", OBJ),
-        ("dialogues", OBJ), ("strata", OBJ), ("note", STR), ("created_at", TIME)]),
+        ("campaign", STR), ("kind", STR), ("size", INT), ("seed", INT), ("stratified", BOOL), ("population", ARR),
+        ("dialogues", ARR), ("strata", OBJ), ("note", STR), ("created_at", TIME)]),
     "data/prompt_sets.csv": ("Judge prompt templates", [
         ("prompt_set", STR), ("name", STR), ("version", INT), ("scale_version", STR), ("system_prompt", STR),
         ("dialogue_template", STR), ("per_dialogue_instruction", STR), ("note", STR)]),
@@ -239,7 +241,7 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("prompt_set", STR)]),
     "data/judge_runs.csv": ("Judge runs, live and imported, with their frozen configuration and provenance", [
         ("run", STR), ("judge", STR), ("source", STR), ("scale_version", STR), ("corpus", STR), ("filter_split", STR),
-        ("filter_model", STR), ("filter_language", STR), ("item_codes", OBJ), ("status", STR), ("error", STR),
+        ("filter_model", STR), ("filter_language", STR), ("item_codes", ARR), ("status", STR), ("error", STR),
         ("snapshot", OBJ), ("source_file", STR), ("source_sha256", STR), ("requests_sent", INT), ("created_at", TIME),
         ("started_at", TIME), ("finished_at", TIME), ("config", STR)]),
     "data/judge_results.csv": ("Every answer of every run with its parse", [
@@ -451,8 +453,9 @@ def _other_exports(writer: Writer, files: list[other_figures.ArchiveFile]) -> No
             writer.write_json(file.path, file.content, file.description)
 
 
-def export_study(project: Project, out_path: str | Path, actor=None) -> dict[str, Any]:
-    """Write the project's study to ``out_path`` (a zip); returns a summary (files, rows, figures). Raises
+def export_study(project: Project, out_path: str | Path, actor=None, license_url: str = "") -> dict[str, Any]:
+    """Write the project's study to ``out_path`` (a zip); returns a summary (files, rows, figures). ``license_url``:
+    the data's licence as the exporter names it (the crate says "not recorded" without it). Raises
     :class:`PrivacyReviewPending` while a dialogue awaits privacy review. Runs in ``project``'s scope."""
     waiting = pending_review(project)
     if waiting:
@@ -502,7 +505,7 @@ def export_study(project: Project, out_path: str | Path, actor=None) -> dict[str
             "tables": counts, "figures": len(figure_rows)}, "The study: project, export time, counts")
         writer.write_json(DATAPACKAGE, datapackage(writer.tables, "minicex-study"),
                           "Frictionless data package: every table's schema")
-        writer.write_json(CRATE_METADATA, _crate(project, writer, exported_at))
+        writer.write_json(CRATE_METADATA, _crate(project, writer, exported_at, license_url))
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "algorithm": "sha256",
                     "files": dict(sorted(writer.hashes.items()))}
         zf.writestr(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
@@ -514,15 +517,27 @@ def export_study(project: Project, out_path: str | Path, actor=None) -> dict[str
             "files": len(writer.hashes) + 1}
 
 
-def _crate(project: Project, writer: Writer, exported_at) -> dict:
-    """ro-crate-metadata.json (RO-Crate 1.1) describing every file, made with the ``rocrate`` package."""
+def _crate(project: Project, writer: Writer, exported_at, license_url: str = "") -> dict:
+    """ro-crate-metadata.json (RO-Crate :data:`~studies.archive.RO_CRATE_VERSION`) describing every file, made with
+    the ``rocrate`` package. The root dataset's licence is ``license_url`` when the exporter names one, else a
+    contextual entity saying it was not recorded (the app knows no licence of a study's data)."""
+    from rocrate.model.contextentity import ContextEntity
     from rocrate.rocrate import ROCrate
 
-    crate = ROCrate()
+    crate = ROCrate(version=RO_CRATE_VERSION)
     crate.name = f"Study archive: {project.name}"
     crate.description = ("A Mini-CEX Workbench study: instruments, corpora (redacted), campaigns, pseudonymised "
                          "labels, judge runs and every figure with its method; re-run with manage.py verify_study.")
     crate.datePublished = exported_at.isoformat()
+    if license_url:
+        licence = ContextEntity(crate, license_url, properties={"@type": "CreativeWork", "name": license_url})
+    else:
+        licence = ContextEntity(crate, "#license-not-recorded", properties={
+            "@type": "CreativeWork", "name": "Licence not recorded",
+            "description": "No licence was recorded when the study was exported: ask the study's authors before "
+                           "reusing its data."})
+    crate.add(licence)
+    crate.root_dataset["license"] = licence
     table_paths = {t.path for t in writer.tables}
     for path in sorted(writer.hashes):
         suffix = Path(path).suffix

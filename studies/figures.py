@@ -1,6 +1,7 @@
 """Every figure of a study that the archive keeps and :mod:`studies.verify` recomputes: the campaign agreement
-reports (:func:`scoring.reports.agreement.compute`) and the judge-vs-physicians reports with their verdicts and
-model estimates (:func:`scoring.judges.report.judge_vs_physicians`), computed by the app's own code with the
+reports (:func:`scoring.reports.agreement.compute`), the judge-vs-physicians reports with their verdicts and
+model estimates (:func:`scoring.judges.report.judge_vs_physicians`) and each judge run's table of repeated answers
+(:mod:`studies.replicates`), computed by the app's own code with the
 settings the study used. A report is flattened into one row per figure (a number or a verdict) with a stable name
 that does not depend on database ids, so that the same study loaded into another project or instance gives the
 same names."""
@@ -153,7 +154,8 @@ def run_keys(project) -> dict[str, Any]:
 
 def default_settings(project) -> dict:
     """The report settings of a study: every option set a finished report of the project used, else the defaults,
-    for each campaign with submitted labels and each judge run with a comparable campaign."""
+    for each campaign with submitted labels and each judge run with a comparable campaign; and the table of
+    repeated answers of each finished run with replicates (:mod:`studies.replicates`), campaign or not."""
     from scoring.jobs.models import Job
     from scoring.judges.report import VerdictSettings, run_scale_version_id
 
@@ -183,7 +185,10 @@ def default_settings(project) -> dict:
             for settings in unique.values():
                 judge_reports.append({"run": key, "campaign": campaign.name, "verdict": settings,
                                       "seed": DEFAULT_SEED, "n_resamples": DEFAULT_RESAMPLES})
-    return {"campaign_reports": campaign_reports, "judge_reports": judge_reports}
+    from studies import replicates
+
+    return {"campaign_reports": campaign_reports, "judge_reports": judge_reports,
+            "replicate_tables": replicates.settings_entries(run_keys(project))}
 
 
 def _tag(entry: dict) -> str:
@@ -281,6 +286,16 @@ def compute_reports(project, settings: dict, *, stored: bool = False) -> list[di
                     "method": " ".join(str(v) for k, v in sorted(methods.items()) if isinstance(v, str))
                     if isinstance(methods, dict) else str(methods),
                     "fingerprint": labels_digest(campaign) + ":" + answers_digest(run)})
+    from studies import replicates
+
+    for entry in settings.get("replicate_tables", []):
+        run = runs.get(entry["run"])
+        report = replicates.compute(run, entry, stored=stored) if run is not None else None
+        if report is None:
+            out.append({"figure": replicates.tag(entry), "kind": "replicates", "missing": True})
+            continue
+        out.append({"figure": replicates.tag(entry), "kind": "replicates", "report": report,
+                    "method": report.get("method", ""), "fingerprint": answers_digest(run)})
     return out
 
 

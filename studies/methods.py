@@ -10,6 +10,8 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
+from studies import replicates
+
 CITATIONS = {
     "shi": "Shi et al. LLM-Mini-CEX: automatic evaluation of large language model for diagnostic conversation.",
     "krippendorff": "Krippendorff K. Content Analysis: An Introduction to Its Methodology. 2nd ed. Sage; 2004.",
@@ -68,6 +70,8 @@ def sections(view: dict) -> list[dict]:
         report, source = entry["report"], f"figures/reports/{n}.json"
         if entry["kind"] == "agreement":
             out.append(_agreement_section(entry, report, source))
+        elif entry["kind"] == "replicates":
+            out.append(replicates.methods_section(entry, report, source, number=_n, table=_table))
         else:
             out.append(_judge_section(entry, report, source))
     out.append({"title": "References", "paragraphs": list(CITATIONS.values()), "tables": []})

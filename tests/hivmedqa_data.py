@@ -129,3 +129,23 @@ def physicians_csv(rows: list[tuple]) -> str:
     for answer, physician, code, value in rows:
         writer.writerow([answer, physician, code, str(int(value)) if float(value).is_integer() else str(value)])
     return buffer.getvalue()
+
+
+def table2(scores: dict[str, dict[str, float]]):
+    """HIVMedQA's Table 2 from scores by answer id (``judge_scores``), computed independently of the app with pandas
+    and scipy: per model and criterion the mean over questions (each the mean of its replicates), the SD (ddof 1)
+    of the per-replicate means and their 95% t-interval. A frame indexed by (model, criterion) with columns
+    ``mean``, ``sd``, ``ci_low``, ``ci_high``."""
+    import pandas as pd
+    from scipy import stats
+
+    frame = pd.DataFrame([{"model": a.split("-q")[0], "case": a.split("-")[2], "replicate": int(a[-1]),
+                           "criterion": c, "value": v} for a, values in scores.items() for c, v in values.items()])
+    rows = []
+    for (model, code), block in frame.groupby(["model", "criterion"]):
+        means = block.groupby("replicate")["value"].mean()
+        sd = means.std(ddof=1)
+        half = stats.t.ppf(0.975, len(means) - 1) * sd / np.sqrt(len(means))
+        rows.append({"model": model, "criterion": code, "mean": block.groupby("case")["value"].mean().mean(),
+                     "sd": sd, "ci_low": means.mean() - half, "ci_high": means.mean() + half})
+    return pd.DataFrame(rows).set_index(["model", "criterion"])

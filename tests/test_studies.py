@@ -517,3 +517,13 @@ def test_a_sealed_preference_study_leaks_no_figure_per_source(db, demo_archive):
         "data fingerprint", "n_votes", *(f"criteria/{code}/n_votes" for code, _ in settings["criteria"])}
     assert next(f["value"] for f in ours if f["figure"].endswith(" n_votes")) == str(len(votes))
     assert not any(label in f["figure"] or label in f["value"] for f in ours for label in finished["sources"])
+
+
+def test_the_demo_archive_is_a_valid_data_package_and_ro_crate(db, demo_archive, tmp_path):
+    """``frictionless validate datapackage.json`` passes on every row of every table (JSON arrays declared as
+    arrays, objects as objects), and the rocrate library loads the crate: the version the docs name, a licence."""
+    from tests.archive_standards import crate_problems, frictionless_errors, unpack
+
+    folder = unpack(demo_archive[0], tmp_path / "demo")
+    assert frictionless_errors(folder) == []
+    assert crate_problems(folder) == []

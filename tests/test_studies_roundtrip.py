@@ -146,18 +146,6 @@ def _archived_figures(path: Path) -> dict[str, str]:
     return {row["figure"]: row["value"] for _, row in open_archive(path).rows("figures/figures.csv")}
 
 
-def _table2(scores: dict[str, dict[str, float]]) -> pd.DataFrame:
-    """Table 2 of HIVMedQA from the judge's scores, independently: per model and criterion the mean over
-    questions (each the mean of its replicates) and the SD of the per-replicate means."""
-    frame = pd.DataFrame([{"model": a.split("-q")[0], "case": a.split("-")[2], "replicate": int(a[-1]),
-                           "criterion": c, "value": v} for a, values in scores.items() for c, v in values.items()])
-    rows = []
-    for (model, code), block in frame.groupby(["model", "criterion"]):
-        rows.append({"model": model, "criterion": code, "mean": block.groupby("case")["value"].mean().mean(),
-                     "sd": block.groupby("replicate")["value"].mean().std(ddof=1)})
-    return pd.DataFrame(rows).set_index(["model", "criterion"])
-
-
 def _physicians_table2(path: Path) -> pd.DataFrame:
     """Table 2 from the physicians' labels as the archive holds them (data/labels.csv and data/dialogues.csv),
     independently: a text's score is the mean of its raters'; per model and criterion the mean over questions and
@@ -195,8 +183,9 @@ def test_verify_study_recomputes_every_figure_of_the_hivmedqa_study(db, hivmedqa
     agree = f"agreement {CAMPAIGN} [percentile, pearson]"
     judge = f"judge run-1 vs {CAMPAIGN} [floor 0.4, min 30, margin 0.1, percentile]"
     live = f"judge run-2 vs {CAMPAIGN} [floor 0.4, min 30, margin 0.1, percentile]"
-    assert {c.figure.split(" ")[0] for c in checks} == {"agreement", "judge"}
-    assert all(c.figure.startswith((agree, judge, live)) for c in checks)
+    tables = {"run-1": "replicates run-1 [HIVMedQA Table 2]", "run-2": "replicates run-2 [HIVMedQA Table 2]"}
+    assert {c.figure.split(" ")[0] for c in checks} == {"agreement", "judge", "replicates"}
+    assert all(c.figure.startswith((agree, judge, live, *tables.values())) for c in checks)
     n_labels = SAMPLE_SIZE * len(hiv.PHYSICIANS) * len(hiv.CRITERIA)
     assert (by_name[f"{agree} n_dialogues"], by_name[f"{agree} n_raters"], by_name[f"{agree} n_labels"]) == (
         str(SAMPLE_SIZE), "3", str(n_labels))
@@ -207,19 +196,28 @@ def test_verify_study_recomputes_every_figure_of_the_hivmedqa_study(db, hivmedqa
         assert by_name[f"{judge} items/{code}/decision/outcome"] in set(OUTCOME_KEYS.values()) - {"not_enough"}
         assert float(by_name[f"{agree} items/{code}/gwet_ac2/value"]) > 0.5
     assert any("model_estimates" in n and "/ppi/" in n for n in by_name)  # estimates the random sample allows
-    # Table 2: each judge's five replicates as pandas computes them from the judge's scores ...
-    for tag, scores in ((judge, facts["scores"]), (live, hiv.judge_scores(seed=LIVE_SEED))):
-        judged = _table2(scores)
+    # Table 2: each judge's five replicates as pandas computes them from the judge's scores, in the judge report
+    # and in the run's own table (HIVMedQA's Table 2, kept for every run with replicates, campaign or not) ...
+    for tag, table, scores in ((judge, tables["run-1"], facts["scores"]),
+                               (live, tables["run-2"], hiv.judge_scores(seed=LIVE_SEED))):
+        judged = hiv.table2(scores)
         assert by_name[f"{tag} counts/dialogues_judged"] == "450"
-        assert by_name[f"{tag} replicates/judge/n_replicates"] == str(hiv.REPLICATES)
-        assert by_name[f"{tag} replicates/judge/n_cases"] == str(hiv.QUESTIONS)
+        for prefix in (f"{tag} replicates/judge", table):
+            assert by_name[f"{prefix} n_replicates" if prefix == table else f"{prefix}/n_replicates"] == \
+                str(hiv.REPLICATES)
+        assert by_name[f"{tag} replicates/judge/n_cases"] == by_name[f"{table} n_cases"] == str(hiv.QUESTIONS)
         for model in hiv.MODELS:
             for code in hiv.CRITERIA:
-                prefix = f"{tag} replicates/judge/models/{model}/criteria/{code}"
-                assert by_name[f"{prefix}/mean"] == printed(float(judged.loc[(model, code), "mean"]))
-                assert by_name[f"{prefix}/sd"] == printed(float(judged.loc[(model, code), "sd"]))
-                if f"{prefix}/ci_low" in by_name:  # none where every replicate has the same mean
-                    assert float(by_name[f"{prefix}/ci_low"]) < float(by_name[f"{prefix}/ci_high"])
+                want = judged.loc[(model, code)]
+                for prefix in (f"{tag} replicates/judge/models/{model}/criteria/{code}",
+                               f"{table} models/{model}/criteria/{code}"):
+                    assert by_name[f"{prefix}/mean"] == printed(float(want["mean"]))
+                    assert by_name[f"{prefix}/sd"] == printed(float(want["sd"]))
+                    if f"{prefix}/ci_low" in by_name:  # none where every replicate has the same mean
+                        assert by_name[f"{prefix}/ci_low"] == printed(float(want["ci_low"]))
+                        assert by_name[f"{prefix}/ci_high"] == printed(float(want["ci_high"]))
+                    else:
+                        assert want["sd"] == 0
     # ... and the physicians' on the replicates the random sample drew, from the archive's own tables
     rated = _physicians_table2(path)
     for model in hiv.MODELS:
@@ -375,3 +373,13 @@ def test_an_archive_verifies_in_the_other_mode(db, hivmedqa_archive, tmp_path):
 
             with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{dropped}" WITH (FORCE)')
+
+
+def test_the_hivmedqa_archive_is_a_valid_data_package_and_ro_crate(db, hivmedqa_archive, tmp_path):
+    """``frictionless validate datapackage.json`` and the rocrate library on the HIVMedQA-shaped archive (answers
+    with case and replicate, an imported judge run, a random sample: every JSON column of the schema is filled)."""
+    from tests.archive_standards import crate_problems, frictionless_errors, unpack
+
+    folder = unpack(hivmedqa_archive[0], tmp_path / "hivmedqa")
+    assert frictionless_errors(folder) == []
+    assert crate_problems(folder) == []

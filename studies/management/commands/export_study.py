@@ -1,4 +1,4 @@
-"""python manage.py export_study --project NAME [--out FILE] [--user NAME]"""
+"""python manage.py export_study --project NAME [--out FILE] [--user NAME] [--license URL]"""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ class Command(ProjectCommand, BaseCommand):
         parser.add_argument("--out", help="the archive's path (default: study-<project>-<date>.zip here)")
         parser.add_argument("--user", help="the account the audit trail names as exporter (default: none, a "
                                            "command)")
+        parser.add_argument("--license", default="", metavar="URL",
+                            help="the licence of the study's data, as a URL (e.g. "
+                                 "https://creativecommons.org/licenses/by/4.0/); the archive's RO-Crate says "
+                                 "'Licence not recorded' without it")
 
     def handle(self, *args, **options):
         actor = None
@@ -28,7 +32,7 @@ class Command(ProjectCommand, BaseCommand):
                 raise CommandError(f"No user named {options['user']!r}.")
         out = options["out"] or archive_name(self.project)
         try:
-            summary = export_study(self.project, out, actor)
+            summary = export_study(self.project, out, actor, license_url=options["license"])
         except ArchiveError as exc:
             raise CommandError(str(exc)) from None
         tables = summary["tables"]

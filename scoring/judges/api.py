@@ -14,11 +14,25 @@ from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
-from scoring.reports.api import CanReadReports, ReportPendingSerializer
+from scoring.reports.api import CanReadReports, ReportPendingSerializer, object_body
+
+RUN_INFO = {"type": "object", "additionalProperties": True,
+            "description": "The run (or jury): id, name, model, mode and provenance."}
+JUDGE_REPORT = object_body(
+    "Judge vs physicians (scoring.judges.report.judge_vs_physicians): per item the figures, the verdict with its "
+    "reasons, the acceptance rule, the model ranking and the methods.",
+    kind={"type": "string", "enum": ["judge_vs_physicians"]}, run=RUN_INFO,
+    campaign={"type": "object", "additionalProperties": True, "properties": {"id": {"type": "integer"},
+                                                                          "name": {"type": "string"}}})
+JUDGE_SCORES = object_body(
+    "The run's own scores (scoring.judges.report.judge_scores): per model and criterion the mean with a bootstrap "
+    "CI, and the Table 2 of repeated answers.",
+    kind={"type": "string", "enum": ["judge_scores"]}, run=RUN_INFO)
 
 
 class JudgeRunSerializer(EngineJobSerializer):
-    config = serializers.CharField(source="config.name", read_only=True)
+    config = serializers.CharField(source="config.name", read_only=True, allow_null=True,
+                                   help_text="The judge configuration's name (null for an imported run).")
     model = serializers.SerializerMethodField()
     mode = serializers.SerializerMethodField()
 
@@ -70,7 +84,7 @@ class JudgeReportView(APIView):
                     OpenApiParameter("min_dialogues", int, description="minimum dialogues (default 30)"),
                     OpenApiParameter("margin", float, description="non-inferiority margin (default 0.10)"),
                     OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method")],
-        responses={200: OpenApiResponse(description="the report (see scoring.judges.report.judge_vs_physicians)"),
+        responses={200: OpenApiResponse(JUDGE_REPORT, description="the report"),
                    202: ReportPendingSerializer,
                    400: OpenApiResponse(description="invalid settings, or run and campaign not comparable"),
                    409: OpenApiResponse(description="the report could not be computed (the error says why)")},
@@ -81,7 +95,7 @@ class JudgeReportView(APIView):
 
         run = get_object_or_404(self.sources(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
-        if not str(campaign_id or "").isdigit() or len(str(campaign_id)) > 18:
+        if not campaign_id:  # a malformed one was refused by the request checks (config.api_checks)
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
         campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
@@ -116,7 +130,7 @@ class JudgeScoresView(APIView):
     def sources(request):
         return _runs(request)
 
-    @extend_schema(responses={200: OpenApiResponse(description="see scoring.judges.report.judge_scores"),
+    @extend_schema(responses={200: OpenApiResponse(JUDGE_SCORES, description="the scores"),
                               404: OpenApiResponse(description="no such run")})
     def get(self, request, pk: int):
         from scoring.judges.service import stored_judge_scores

@@ -176,12 +176,12 @@ class ScaleVersionSerializer(serializers.ModelSerializer):
         fields = ["id", "scale", "number", "status", "note", "created_at", "published_at", "is_locked",
                   "dimensions", "rating_items", "text_items", "secondary_items"]
 
-    @extend_schema(responses=ItemSerializer(many=True))
+    @extend_schema_field(ItemSerializer(many=True))
     def get_rating_items(self, version: ScaleVersion) -> list[dict]:
         items = version.rating_items().select_related("dimension").prefetch_related("levels").order_by("order")
         return ItemSerializer(items, many=True).data
 
-    @extend_schema(responses=ItemSerializer(many=True))
+    @extend_schema_field(ItemSerializer(many=True))
     def get_text_items(self, version: ScaleVersion) -> list[dict]:
         items = version.text_items().select_related("dimension").order_by("order")
         return ItemSerializer(items, many=True).data

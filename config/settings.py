@@ -359,6 +359,11 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "config.api_contract.document_errors"],
     "SERVE_INCLUDE_SCHEMA": False,
+    # request bodies have components of their own (CampaignRequest): a generated client builds them without the
+    # read-only fields of the answer
+    "COMPONENT_SPLIT_REQUEST": True,
+    # bodies are documented as JSON (forms are read too, undocumented): one body type per operation for clients
+    "PARSER_WHITELIST": ["config.parsers.SafeJSONParser"],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Several models have a "status" field; name the scale versions' enum (otherwise "Status860Enum" and a
     # warning from `manage.py check --deploy`).

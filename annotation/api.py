@@ -19,6 +19,7 @@ from django.db.models import Count, Prefetch, Q
 from django.http import Http404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -637,11 +638,15 @@ class SubmitInputSerializer(serializers.Serializer):
 
 
 class SkipInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=label_service.MAX_TEXT, help_text="Why you skip the dialogue.")
+    reason = serializers.CharField(max_length=label_service.MAX_TEXT, help_text="Why you skip the dialogue.",
+                                   error_messages={"blank": _("Say why you skip this dialogue."),
+                                                   "required": _("Say why you skip this dialogue.")})
 
 
 class FlagInputSerializer(serializers.Serializer):
-    note = serializers.CharField(max_length=label_service.MAX_TEXT, help_text="The problem with the dialogue.")
+    note = serializers.CharField(max_length=label_service.MAX_TEXT, help_text="The problem with the dialogue.",
+                                 error_messages={"blank": _("Describe the problem you are flagging."),
+                                                 "required": _("Describe the problem you are flagging.")})
 
 
 class SubmitErrorSerializer(serializers.Serializer):

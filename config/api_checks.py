@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from django.http.multipartparser import MultiPartParserError
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
 from rest_framework.throttling import BaseThrottle
 
@@ -26,24 +27,29 @@ def _refusal(name: str, schema: dict, value: str) -> str | None:
     if value == "" and schema.get("type") in ("integer", "number", "boolean"):
         return None  # empty: as if not given (?limit=&offset=)
     if "enum" in schema and value not in schema["enum"]:
-        return f'Query parameter "{name}" must be one of: {", ".join(map(str, schema["enum"]))}; got {shown}.'
+        return _('Query parameter "%(name)s" must be one of: %(values)s; got %(got)s.') % {
+            "name": name, "values": ", ".join(map(str, schema["enum"])), "got": shown}
     kind = schema.get("type")
     if kind == "integer":
         low, high = schema.get("minimum"), schema.get("maximum")
         if (not _INTEGER.fullmatch(value) or (low is not None and int(value) < low)
                 or (high is not None and int(value) > high)):
-            bounds = f" from {low} to {high}" if high is not None else f" of {low} or more" if low is not None else ""
-            return f'Query parameter "{name}" must be a whole number{bounds}; got {shown}.'
+            if high is not None:
+                return _('Query parameter "%(name)s" must be a whole number from %(low)s to %(high)s; got %(got)s.'
+                         ) % {"name": name, "low": low, "high": high, "got": shown}
+            return _('Query parameter "%(name)s" must be a whole number of %(low)s or more; got %(got)s.') % {
+                "name": name, "low": low or 0, "got": shown}
     elif kind == "number":
         if not _NUMBER.fullmatch(value):
-            return f'Query parameter "{name}" must be a number; got {shown}.'
+            return _('Query parameter "%(name)s" must be a number; got %(got)s.') % {"name": name, "got": shown}
     elif kind == "boolean":
         if value.lower() not in _BOOLEANS:
-            return f'Query parameter "{name}" must be true or false; got {shown}.'
+            return _('Query parameter "%(name)s" must be true or false; got %(got)s.') % {"name": name, "got": shown}
     elif kind == "string" and len(value) < schema.get("minLength", 0):
-        return f'Query parameter "{name}" must not be empty.'
+        return _('Query parameter "%(name)s" must not be empty.') % {"name": name}
     elif kind == "string" and schema.get("format") == "date-time" and not _is_datetime(value):
-        return f'Query parameter "{name}" must be a date and time in ISO 8601 (2026-05-01T09:30:00Z); got {shown}.'
+        return _('Query parameter "%(name)s" must be a date and time in ISO 8601 (2026-05-01T09:30:00Z); got '
+                 '%(got)s.') % {"name": name, "got": shown}
     return None
 
 
@@ -66,7 +72,8 @@ def check_query(request, view) -> None:
     for name, values in request.query_params.lists():
         if name not in parameters:
             accepted = ", ".join(sorted(parameters)) or "none"
-            raise ParseError(f'Unknown query parameter "{name[:40]}"; this operation takes: {accepted}.')
+            raise ParseError(_('Unknown query parameter "%(name)s"; this operation takes: %(accepted)s.') % {
+                "name": name[:40], "accepted": accepted})
         for value in values:
             problem = _refusal(name, parameters[name], value)
             if problem:
@@ -84,7 +91,7 @@ def check_text(request) -> None:
         try:
             has_nul = _has_nul(django_request.POST)
         except MultiPartParserError as exc:  # e.g. multipart/form-data without a boundary
-            raise ParseError(f"The multipart body cannot be read: {exc}") from None
+            raise ParseError(_("The multipart body cannot be read: %(error)s") % {"error": exc}) from None
     if has_nul:
         raise ParseError(NUL_MESSAGE)
     if django_request.method in ("POST", "PUT", "PATCH"):

@@ -131,6 +131,15 @@ def test_generated_client_runs_the_analysts_coordinators_and_physicians_workflow
                                              headers={"Accept": "text/csv"})
     assert figures.content.decode().startswith("section,scope,statistic,value")
 
+    # A judge run's own scores, as JSON and as CSV (the judge_report command's rows), with an ETag.
+    run = alpha.objects["judge_run"]
+    scores = call("judge_runs", "judge_runs_scores_retrieve").sync_detailed(run.pk, client=analyst)
+    assert scores.status_code == 200 and scores.parsed.kind == "judge_scores"
+    scores_csv = analyst.get_httpx_client().get(f"/api/judge-runs/{run.pk}/scores/", headers={"Accept": "text/csv"})
+    assert scores_csv.status_code == 200 and scores_csv.headers["content-type"].startswith("text/csv")
+    assert analyst.get_httpx_client().get(f"/api/judge-runs/{run.pk}/scores/", params={"format": "csv"}, headers={
+        "If-None-Match": scores_csv.headers["etag"]}).status_code == 304
+
     # The coordinator: create a campaign; its Location is its address in the API.
     coordinator = as_role("coordinator")
     created = call("campaigns", "campaigns_create").sync_detailed(client=coordinator, body=models.CampaignRequest(

@@ -5,6 +5,7 @@ columns of the export appear only after the study is unblinded. Refusals are 4xx
 from __future__ import annotations
 
 from django.http import HttpResponse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
@@ -83,7 +84,9 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class RequiredReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(help_text="Why (it is recorded).")
+    reason = serializers.CharField(help_text="Why (it is recorded).",
+                                   error_messages={"blank": _("Give the reason (it is recorded)."),
+                                                   "required": _("Give the reason (it is recorded).")})
 
 
 class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):

@@ -70,7 +70,7 @@ def check_query(request, view) -> None:
     if parameters is None:
         return
     for name, values in request.query_params.lists():
-        if name not in parameters:
+        if name not in parameters and name != "format":  # DRF's own ?format= (json, api) is on every view
             accepted = ", ".join(sorted(parameters)) or "none"
             raise ParseError(_('Unknown query parameter "%(name)s"; this operation takes: %(accepted)s.') % {
                 "name": name[:40], "accepted": accepted})

@@ -10,7 +10,7 @@ name objects that do not exist are listed in tests/schemathesis.toml (they may a
 
 Bounded: a few examples per operation, deterministic generation, no shrinking, a time budget per run; the roles are
 four tests, which the suite's processes share. Schemathesis' coverage phase (boundary values of every parameter) takes
-a minute a role here and is left to a run by hand (docs/tests.md gives the command)."""
+two minutes a role here (2,600 requests) and is left to a run by hand (docs/tests.md gives the command)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,9 @@ def run_schemathesis(schema: Path, base_url: str, token: str | None, *, report: 
         command += ["--header", f"Authorization: Token {token}"]
     env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks",
            "MINICEX_OTHER_PROJECT": "bravo", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    return subprocess.run(command, capture_output=True, text=True, timeout=max_seconds * 4, env=env)
+    # run in the report's folder: Schemathesis keeps a cache (.schemathesis/) in its working directory
+    return subprocess.run(command, capture_output=True, text=True, timeout=max_seconds * 4, env=env,
+                          cwd=report.parent)
 
 
 @pytest.mark.parametrize("role", ROLES, ids=[role or "no-token" for role in ROLES])

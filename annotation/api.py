@@ -9,6 +9,7 @@ labels; analysts see raters by pseudonym unless the campaign allows names.
 
 from __future__ import annotations
 
+import datetime
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -16,6 +17,10 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.db.models import Count, Prefetch, Q
 from django.http import Http404
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authtoken.serializers import AuthTokenSerializer
@@ -23,6 +28,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -171,12 +177,12 @@ class ScaleVersionSerializer(serializers.ModelSerializer):
         fields = ["id", "scale", "number", "status", "note", "created_at", "published_at", "is_locked",
                   "dimensions", "rating_items", "text_items", "secondary_items"]
 
-    @extend_schema(responses=ItemSerializer(many=True))
+    @extend_schema_field(ItemSerializer(many=True))
     def get_rating_items(self, version: ScaleVersion) -> list[dict]:
         items = version.rating_items().select_related("dimension").prefetch_related("levels").order_by("order")
         return ItemSerializer(items, many=True).data
 
-    @extend_schema(responses=ItemSerializer(many=True))
+    @extend_schema_field(ItemSerializer(many=True))
     def get_text_items(self, version: ScaleVersion) -> list[dict]:
         items = version.text_items().select_related("dimension").order_by("order")
         return ItemSerializer(items, many=True).data
@@ -214,6 +220,8 @@ class ScaleViewSet(viewsets.ReadOnlyModelViewSet):
             "name_en")
 
 
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("scale", str, description="Only this scale's versions (its slug, e.g. llm-mini-cex).")]))
 class ScaleVersionViewSet(viewsets.ReadOnlyModelViewSet):
     """A scale version with its dimensions and items in English and Chinese."""
 
@@ -249,7 +257,11 @@ class ObtainTokenView(APIView):
             return Response({"detail": throttle.message()}, status=status.HTTP_429_TOO_MANY_REQUESTS,
                             headers={"Retry-After": throttle.retry_after()})
         if not valid:
-            return Response(serializer.errors, status=status.HTTP_400_BAD_REQUEST)
+            # a missing or blank field is a 400; a wrong username or password a 401
+            unauthorized = set(serializer.errors) == {"non_field_errors"}
+            return Response({"detail": _summary(serializer.errors), **serializer.errors},
+                            status=status.HTTP_401_UNAUTHORIZED if unauthorized else status.HTTP_400_BAD_REQUEST,
+                            headers={"WWW-Authenticate": "Token"} if unauthorized else None)
         token = tokens.issue(serializer.validated_data["user"])
         return Response({"token": token.key, "expires": tokens.expires_at(token)})
 
@@ -605,17 +617,36 @@ class LabelInputSerializer(serializers.Serializer):
                                           help_text="Increasing per click; an older click arriving late is ignored.")
 
 
+class AnswerInputSerializer(serializers.Serializer):
+    item = IdOrTextField(help_text='The item code ("1.1", "4"), or its numeric id given as a JSON number.')
+    value = ScoreValueField(help_text="As for one answer: null clears.")
+
+
+class AnswersInputSerializer(serializers.Serializer):
+    answers = AnswerInputSerializer(many=True, allow_empty=False, max_length=1000,
+                                    help_text="The answers, each item at most once.")
+
+
+class AnswersResultSerializer(serializers.Serializer):
+    changed = serializers.IntegerField(help_text="Answers that changed a stored one (equal ones change nothing).")
+    labels = OwnLabelSerializer(many=True, help_text="Every label of the assignment after the save.")
+
+
 class SubmitInputSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT,
                                     help_text="Optional comment on the whole dialogue.")
 
 
 class SkipInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
+    reason = serializers.CharField(max_length=label_service.MAX_TEXT, help_text="Why you skip the dialogue.",
+                                   error_messages={"blank": _("Say why you skip this dialogue."),
+                                                   "required": _("Say why you skip this dialogue.")})
 
 
 class FlagInputSerializer(serializers.Serializer):
-    note = serializers.CharField(allow_blank=True, max_length=label_service.MAX_TEXT)
+    note = serializers.CharField(max_length=label_service.MAX_TEXT, help_text="The problem with the dialogue.",
+                                 error_messages={"blank": _("Describe the problem you are flagging."),
+                                                 "required": _("Describe the problem you are flagging.")})
 
 
 class SubmitErrorSerializer(serializers.Serializer):
@@ -646,8 +677,13 @@ class LabelSerializer(serializers.ModelSerializer):
 
 # --- Viewsets ------------------------------------------------------------------------------------------------------
 
+NAME_FILTER = OpenApiParameter("name", str, description="Only the one with this name (exact).")
+UPDATED_AFTER = OpenApiParameter(
+    "updated_after", OpenApiTypes.DATETIME,
+    description="Incremental sync: only rows changed at or after this time (ISO 8601, e.g. "
+                "2026-05-01T09:30:00Z; give the largest updated_at you hold: rows of that very moment come again).")
 DIALOGUE_FILTERS = [
-    OpenApiParameter("split", str, description="train, validation or test"),
+    OpenApiParameter("split", str, enum=[c for c, _ in Dialogue.Split.choices]),
     OpenApiParameter("language", str),
     OpenApiParameter("model", str, description="The doctor model that produced the dialogue."),
     OpenApiParameter("privacy_status", str, enum=[c for c, _ in Dialogue._meta.get_field("privacy_status").choices]),
@@ -667,6 +703,16 @@ def _dialogues():
     return Dialogue.objects.alive().filter(corpus__deleted_at__isnull=True).prefetch_related(_active_redactions())
 
 
+def _datetime_param(request, name: str):
+    """An optional ISO 8601 date-time query parameter (RequestChecks refused a malformed one); naive is UTC."""
+    raw = request.query_params.get(name)
+    if not raw:
+        return None
+    moment = parse_datetime(raw)
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, datetime.UTC)
+
+
+@extend_schema_view(list=extend_schema(parameters=[NAME_FILTER]))
 class CorpusViewSet(viewsets.ReadOnlyModelViewSet):
     """Dialogue corpora (coordinators, analysts, admins)."""
 
@@ -676,9 +722,12 @@ class CorpusViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Corpus.objects.none()
-        return (Corpus.objects.alive()
-                .annotate(dialogue_count=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)))
-                .order_by("name"))
+        qs = (Corpus.objects.alive()
+              .annotate(dialogue_count=Count("dialogues", filter=Q(dialogues__deleted_at__isnull=True)))
+              .order_by("name"))
+        if self.action == "list" and self.request.query_params.get("name"):
+            qs = qs.filter(name=self.request.query_params["name"])
+        return qs
 
     @extend_schema(parameters=DIALOGUE_FILTERS, responses=DialogueSerializer(many=True),
                    summary="The corpus's dialogues, redactions applied")
@@ -711,7 +760,8 @@ class DialogueViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 @extend_schema_view(list=extend_schema(parameters=[
-    OpenApiParameter("corpus", int), OpenApiParameter("status", str, enum=["open", "closed"]),
+    OpenApiParameter("corpus", int), NAME_FILTER,
+    OpenApiParameter("status", str, enum=[c for c, _ in Campaign.Status.choices]),
     OpenApiParameter("phase", str, enum=[c for c, _ in Campaign.Phase.choices])]))
 class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       viewsets.GenericViewSet):
@@ -733,10 +783,15 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
             corpus = _int_param(self.request, "corpus")
             if corpus is not None:
                 qs = qs.filter(corpus_id=corpus)
-            for param in ("status", "phase"):
+            for param in ("status", "phase", "name"):
                 if self.request.query_params.get(param):
                     qs = qs.filter(**{param: self.request.query_params[param]})
         return qs
+
+    def create(self, request, *args, **kwargs):
+        response = super().create(request, *args, **kwargs)
+        response["Location"] = reverse("api-campaign-detail", args=[response.data["id"]], request=request)
+        return response
 
     @extend_schema(methods=["GET"], responses=CampaignRaterSerializer(many=True), summary="The campaign's raters")
     @extend_schema(methods=["POST"], request=RaterInputSerializer, responses={201: CampaignRaterSerializer},
@@ -751,7 +806,8 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         data = RaterInputSerializer(data=request.data, context={"project": campaign.project})
         data.is_valid(raise_exception=True)
         row = add_rater(campaign, added_by=request.user, **data.validated_data)
-        return Response(CampaignRaterSerializer(row, context=context).data, status=status.HTTP_201_CREATED)
+        return Response(CampaignRaterSerializer(row, context=context).data, status=status.HTTP_201_CREATED,
+                        headers={"Location": reverse("api-campaign-raters", args=[campaign.pk], request=request)})
 
     @extend_schema(request=None, responses={200: AssignResultSerializer},
                    summary="Give every dialogue in scope its overlap of raters (tops up; never moves work)")
@@ -779,7 +835,8 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
             return Response({"detail": "This campaign already has a random sample or assignments; a sample is drawn "
                                        "once, before assigning."}, status=status.HTTP_409_CONFLICT)
         sample = sampling.draw_sample(campaign, user=request.user, **data.validated_data)
-        return Response(RandomSampleSerializer(sample).data, status=status.HTTP_201_CREATED)
+        return Response(RandomSampleSerializer(sample).data, status=status.HTTP_201_CREATED,
+                        headers={"Location": reverse("api-campaign-sample", args=[campaign.pk], request=request)})
 
     @extend_schema(responses=RaterProgressSerializer(many=True), summary="Counts per rater")
     @action(detail=True, methods=["get"], pagination_class=None)
@@ -794,7 +851,7 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
 
 @extend_schema_view(list=extend_schema(parameters=[
     OpenApiParameter("campaign", int),
-    OpenApiParameter("status", str, enum=[c for c, _ in Assignment.Status.choices])]))
+    OpenApiParameter("status", str, enum=[c for c, _ in Assignment.Status.choices]), UPDATED_AFTER]))
 class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     """A physician's own assignments (coordinators and admins see all). The dialogue is shown blind: no source
     model, no metadata, redactions applied."""
@@ -830,6 +887,9 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
                 qs = qs.filter(campaign_id=campaign)
             if self.request.query_params.get("status"):
                 qs = qs.filter(status=self.request.query_params["status"])
+            updated_after = _datetime_param(self.request, "updated_after")
+            if updated_after is not None:
+                qs = qs.filter(updated_at__gte=updated_after)
         return qs
 
     def _respond(self, assignment: Assignment) -> Response:
@@ -853,6 +913,24 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
                                          client_seq=data.validated_data["client_seq"])
         label = Label.objects.select_related("item").get(pk=label.pk)
         return Response(OwnLabelSerializer(label).data)
+
+    @extend_schema(request=AnswersInputSerializer, responses={200: AnswersResultSerializer},
+                   summary="Save several answers of the dialogue in one request: all or none, each with the checks "
+                           "and history of a single save; only the assigned rater can")
+    @action(detail=True, methods=["post"])
+    def answers(self, request, pk=None, format=None):
+        assignment = self.get_object()
+        data = AnswersInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        answers = {}
+        for answer in data.validated_data["answers"]:
+            item_id = _resolve_item(assignment, answer["item"])
+            if item_id in answers:
+                raise LabelError(f"Item {answer['item']!r} is answered twice in this request.")
+            answers[item_id] = answer["value"]
+        changed = label_service.save_answers(assignment, answers, request.user)
+        rows = assignment.labels.select_related("item").order_by("item__order", "id")
+        return Response({"changed": changed, "labels": OwnLabelSerializer(rows, many=True).data})
 
     @extend_schema(request=SubmitInputSerializer,
                    responses={200: AssignmentSerializer, 400: SubmitErrorSerializer},
@@ -906,7 +984,7 @@ def _resolve_item(assignment: Assignment, ref: int | str) -> int:
 
 @extend_schema_view(list=extend_schema(parameters=[
     OpenApiParameter("campaign", int), OpenApiParameter("dialogue", int),
-    OpenApiParameter("item", str, description="Item code, e.g. 1.1 or 4")]))
+    OpenApiParameter("item", str, description="Item code, e.g. 1.1 or 4"), UPDATED_AFTER]))
 class LabelViewSet(viewsets.ReadOnlyModelViewSet):
     """Raters' labels for coordinators, analysts and admins (analysts see raters by pseudonym).
     Physicians read only their own labels, through their assignments."""
@@ -927,4 +1005,7 @@ class LabelViewSet(viewsets.ReadOnlyModelViewSet):
                     qs = qs.filter(**{f"{param}_id": value})
             if self.request.query_params.get("item"):
                 qs = qs.filter(item__code=self.request.query_params["item"].strip())
+            updated_after = _datetime_param(self.request, "updated_after")
+            if updated_after is not None:
+                qs = qs.filter(updated_at__gte=updated_after)
         return qs

@@ -48,7 +48,7 @@ def find(value: Any, path: tuple = (), depth: int = 0) -> tuple[tuple, str] | No
         for key, item in value.items():
             problem = text_problem(key)
             if problem:
-                return path, f"has a key that {problem.removeprefix('contains ')}"
+                return path, f"has a key that {problem}"
             found = find(item, (*path, key), depth + 1)
             if found:
                 return found

@@ -345,16 +345,25 @@ REST_FRAMEWORK = {
     # JSON is read by the one reader of pages and API (config/jsonbody.py): depth and number limits, 400 not 500.
     "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.api_contract.ContractSchema",
     "DEFAULT_PAGINATION_CLASS": "annotation.pagination.Pagination",
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "annotation.api.exception_handler",
+    # Not a throttle: the API's input checks, which DRF runs right after authentication and permissions.
+    "DEFAULT_THROTTLE_CLASSES": ["config.api_checks.RequestChecks"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Mini-CEX Workbench API",
     "DESCRIPTION": "Scales, corpora, annotation, LLM judges and agreement statistics for the LLM-specific Mini-CEX.",
-    "VERSION": "1",
+    "VERSION": "2.0.0",  # config.api_contract.VERSION sets it (docs/api.md: the changelog)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "config.api_contract.document_errors"],
     "SERVE_INCLUDE_SCHEMA": False,
+    # request bodies have components of their own (CampaignRequest): a generated client builds them without the
+    # read-only fields of the answer
+    "COMPONENT_SPLIT_REQUEST": True,
+    # bodies are documented as JSON (forms are read too, undocumented): one body type per operation for clients
+    "PARSER_WHITELIST": ["config.parsers.SafeJSONParser"],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Several models have a "status" field; name the scale versions' enum (otherwise "Status860Enum" and a
     # warning from `manage.py check --deploy`).

@@ -21,6 +21,18 @@ handler403 = "config.failures.handler403"
 handler404 = "config.failures.handler404"
 handler500 = "config.failures.handler500"
 
+
+def _token_or_login(view):
+    """A request with an Authorization header goes to the API view (a bad token is a 401); a browser without one
+    is sent to the login page as on every other page."""
+    browser = login_required(view)
+
+    def docs(request, *args, **kwargs):
+        return (view if request.META.get("HTTP_AUTHORIZATION") else browser)(request, *args, **kwargs)
+
+    return docs
+
+
 router = DefaultRouter()
 # API names start with "api-": the API root links each list by its name, and "scale-list" is the HTML page's.
 router.register("scales", annotation_api.ScaleViewSet, basename="api-scale")
@@ -55,6 +67,7 @@ urlpatterns = [
     path("accounts/", include(accounts)),
     path("admin/", admin.site.urls),
     path("api/campaigns/<int:pk>/report/", scoring_api.CampaignReportView.as_view(), name="api-campaign-report"),
+    path("api/campaigns/<int:pk>/labels/", scoring_api.CampaignLabelsView.as_view(), name="api-campaign-labels"),
     path("api/judge-runs/<int:pk>/report/", api_judges.JudgeReportView.as_view(), name="api-judge-report"),
     path("api/judge-runs/<int:pk>/scores/", api_judges.JudgeScoresView.as_view(), name="api-judge-scores"),
     path("api/juries/<int:pk>/report/", api_judges.JuryReportView.as_view(), name="api-jury-report"),
@@ -64,7 +77,7 @@ urlpatterns = [
     # Signed-in users only (SERVE_PERMISSIONS); the docs page sends others to the login page. The split view loads
     # its start-up script from a URL instead of an inline <script>, which the Content-Security-Policy forbids.
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="swagger-ui"),
+    path("api/docs/", _token_or_login(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="swagger-ui"),
     path("delphi/", include("delphi.urls")),
     path("", include("studies.urls")),
     path("", include("scoring.urls")),

@@ -171,6 +171,9 @@ class ProjectMiddleware:
 
 
 def _enter_api(request, result):
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    if view is not None and request.method.upper() not in view.allowed_methods:
+        return result  # the view answers 405 whatever the project: no X-Project lookup (nor its 404) first
     if result is not None:
         user = result[0]
         try:

@@ -12,6 +12,7 @@ thread that ends hands its open connections to the next thread, and they are clo
 
 from __future__ import annotations
 
+import socket
 import threading
 
 from django.db import connections
@@ -32,6 +33,13 @@ class ReusingWSGIServer(ThreadedWSGIServer):
         # outlived its test) closes its connections instead of handing them on
         self._generation = 0
         self._thread = threading.local()
+
+    def get_request(self):
+        """Accept a connection with Nagle's algorithm off: the WSGI handler writes the headers and the body apart,
+        and the body then waited for the client's delayed ACK (about 40 ms a request on Linux)."""
+        connection, address = super().get_request()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection, address
 
     def process_request_thread(self, request, client_address):
         with self._lock:

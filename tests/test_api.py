@@ -69,7 +69,7 @@ def test_scale_endpoints_are_read_only(api, coordinator):
 def test_token_endpoint_rejects_bad_credentials_and_throttles(api, physician, settings):
     settings.LOGIN_MAX_FAILURES = 2
     response = api.post(reverse("api-token"), {"username": "dr_p", "password": "nope"})
-    assert response.status_code == 400 and response.json()
+    assert response.status_code == 401 and response.json()["detail"] and response["WWW-Authenticate"] == "Token"
     response = api.post(reverse("api-token"), {"username": "dr_p", "password": "nope"})
     assert response.status_code == 429 and "Too many" in response.json()["detail"]
     response = api.post(reverse("api-token"), {"username": "dr_p", "password": "correct-horse-battery"})

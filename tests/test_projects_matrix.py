@@ -34,6 +34,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
         "rate", "rate-label", "rate-comment", "rate-submit", "rate-skip", "rate-flag", "rate-redact",
         "rate-goto-next", "assignment-reassign", "label-history")},
     "api-campaign-report": {"pk": "campaign"},
+    "api-campaign-labels": {"pk": "campaign"},
     "api-judge-report": {"pk": "judge_run", "?campaign": "campaign"},
     "api-judge-scores": {"pk": "judge_run"},
     "api-jury-report": {"pk": "jury", "?campaign": "campaign"},
@@ -44,7 +45,8 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "api-corpus-dialogues": {"pk": "corpus"},
     "api-dialogue-detail": {"pk": "dialogue"},
     **{f"api-campaign-{what}": {"pk": "campaign"} for what in ("detail", "assign", "progress", "raters", "sample")},
-    **{f"api-assignment-{what}": {"pk": "assignment"} for what in ("detail", "flag", "labels", "skip", "submit")},
+    **{f"api-assignment-{what}": {"pk": "assignment"} for what in ("detail", "flag", "labels", "skip", "submit",
+                                                                                "answers")},
     "api-label-detail": {"pk": "label"},
     **{f"api-preference-study-{what}": {"pk": "preference_study"}
        for what in ("detail", "export", "lock", "results", "unblind")},
@@ -418,7 +420,9 @@ def test_api_schema_operations_cover_the_api(schema):
                     if p["in"] == "query" and p["name"] not in API_QUERY_OBJECTS
                     and p["name"] not in {"limit", "offset", "status", "phase", "language", "model", "split",
                                           "privacy_status", "ci", "correlation", "plots", "floor", "margin",
-                                          "min_dialogues"}})
+                                          "min_dialogues", "format", "resamples", "updated_after",
+                                          # filters within the request's project, and the project itself
+                                          "name", "scale", "project"}})
     assert not query, f"query parameters the matrix does not know (do they name an object?): {query}"
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -14,11 +18,25 @@ from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
-from scoring.reports.api import CanReadReports, ReportPendingSerializer
+from scoring.reports.api import FORMAT, CanReadReports, CSVOrJSON, ReportPendingSerializer, not_modified, object_body
+
+RUN_INFO = {"type": "object", "additionalProperties": True,
+            "description": "The run (or jury): id, name, model, mode and provenance."}
+JUDGE_REPORT = object_body(
+    "Judge vs physicians (scoring.judges.report.judge_vs_physicians): per item the figures, the verdict with its "
+    "reasons, the acceptance rule, the model ranking and the methods.",
+    kind={"type": "string", "enum": ["judge_vs_physicians"]}, run=RUN_INFO,
+    campaign={"type": "object", "additionalProperties": True, "properties": {"id": {"type": "integer"},
+                                                                          "name": {"type": "string"}}})
+JUDGE_SCORES = object_body(
+    "The run's own scores (scoring.judges.report.judge_scores): per model and criterion the mean with a bootstrap "
+    "CI, and the Table 2 of repeated answers.",
+    kind={"type": "string", "enum": ["judge_scores"]}, run=RUN_INFO)
 
 
 class JudgeRunSerializer(EngineJobSerializer):
-    config = serializers.CharField(source="config.name", read_only=True)
+    config = serializers.CharField(source="config.name", read_only=True, allow_null=True,
+                                   help_text="The judge configuration's name (null for an imported run).")
     model = serializers.SerializerMethodField()
     mode = serializers.SerializerMethodField()
 
@@ -51,7 +69,18 @@ def _runs(request):
     return JudgeRun.objects.select_related("config", "corpus")
 
 
-class JudgeReportView(APIView):
+def _csv_text(rows) -> str:
+    """Rows as the judge_report command writes them (its CSV is the API's)."""
+    from scoring.management.commands.judge_report import Command
+
+    return Command._csv(rows)
+
+
+NOT_MODIFIED = OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")
+CSV_TEXT = OpenApiResponse(OpenApiTypes.STR, description="the figures as CSV rows (as manage.py judge_report)")
+
+
+class JudgeReportView(CSVOrJSON, APIView):
     """Judge vs physicians for a finished run and a campaign on the same corpus: per item the Table 5 figures, the
     verdict (judge can replace physicians / keep physicians / item unreliable / not enough data) with its reasons,
     the paper's rule for comparison, the model ranking and the methods. Settings as query parameters. Computed by a
@@ -69,8 +98,9 @@ class JudgeReportView(APIView):
                     OpenApiParameter("floor", float, description="reliability floor (default 0.40)"),
                     OpenApiParameter("min_dialogues", int, description="minimum dialogues (default 30)"),
                     OpenApiParameter("margin", float, description="non-inferiority margin (default 0.10)"),
-                    OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method")],
-        responses={200: OpenApiResponse(description="the report (see scoring.judges.report.judge_vs_physicians)"),
+                    OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method"), FORMAT],
+        responses={(200, "application/json"): OpenApiResponse(JUDGE_REPORT, description="the report"),
+                   (200, "text/csv"): CSV_TEXT, 304: NOT_MODIFIED,
                    202: ReportPendingSerializer,
                    400: OpenApiResponse(description="invalid settings, or run and campaign not comparable"),
                    409: OpenApiResponse(description="the report could not be computed (the error says why)")},
@@ -81,7 +111,7 @@ class JudgeReportView(APIView):
 
         run = get_object_or_404(self.sources(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
-        if not str(campaign_id or "").isdigit() or len(str(campaign_id)) > 18:
+        if not campaign_id:  # a malformed one was refused by the request checks (config.api_checks)
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
         campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
@@ -101,10 +131,21 @@ class JudgeReportView(APIView):
         if job.status != Job.Status.SUCCEEDED:
             return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
                             status=status.HTTP_202_ACCEPTED)
-        return Response(job.result)
+        csv = self.wants_csv(request)
+        etag = f'"judge-report-{job.pk}-{"csv" if csv else "json"}"'
+        response = not_modified(request, etag)
+        if response is None:
+            if csv:
+                from scoring.management.commands.judge_report import csv_rows
+
+                response = Response(_csv_text(csv_rows(job.result)))
+            else:
+                response = Response(job.result)
+        response["ETag"] = etag
+        return response
 
 
-class JudgeScoresView(APIView):
+class JudgeScoresView(CSVOrJSON, APIView):
     """A judge run's own scores, without physicians (for any finished run, imported or run by the app): per model and
     criterion the mean score with a bootstrap CI, and for repeated answers the mean over cases with the SD and CI
     over replicates (Cardenal-Antolin et al., HIVMedQA, Table 2); an imported run's provenance (file name and
@@ -116,13 +157,28 @@ class JudgeScoresView(APIView):
     def sources(request):
         return _runs(request)
 
-    @extend_schema(responses={200: OpenApiResponse(description="see scoring.judges.report.judge_scores"),
+    @extend_schema(parameters=[FORMAT],
+                   responses={(200, "application/json"): OpenApiResponse(JUDGE_SCORES, description="the scores"),
+                              (200, "text/csv"): CSV_TEXT, 304: NOT_MODIFIED,
                               404: OpenApiResponse(description="no such run")})
     def get(self, request, pk: int):
         from scoring.judges.service import stored_judge_scores
 
         run = get_object_or_404(self.sources(request), pk=pk)
-        return Response(stored_judge_scores(run))
+        scores = stored_judge_scores(run)
+        csv = self.wants_csv(request)
+        digest = hashlib.sha256(json.dumps(scores, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        etag = f'"scores-{digest}-{"csv" if csv else "json"}"'
+        response = not_modified(request, etag)
+        if response is None:
+            if csv:
+                from scoring.management.commands.judge_report import score_rows
+
+                response = Response(_csv_text(score_rows(scores)))
+            else:
+                response = Response(scores)
+        response["ETag"] = etag
+        return response
 
 
 def _juries(request):

@@ -57,5 +57,22 @@ def jury_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[d
     yield from rows(corpus, campaign, names=names)
 
 
+def _runs_mark(corpus, campaign=None) -> list:
+    """What the corpus's runs' rows depend on: each run's state and last stored answer."""
+    from scoring.judges.models import JudgeRun
+
+    return list(JudgeRun.objects.filter(corpus=corpus).order_by("pk")
+                .values_list("pk", "status", "activity_at", "finished_at"))
+
+
+def _juries_mark(corpus, campaign=None) -> list:
+    """What the juries' rows depend on: the live juries (their runs' marks are the runs' source's)."""
+    from scoring.judges.models import Jury
+
+    return list(Jury.objects.alive().filter(corpus=corpus).order_by("pk").values_list("pk", "created_at"))
+
+
+judge_label_rows.mark = _runs_mark  # type: ignore[attr-defined]
+jury_label_rows.mark = _juries_mark  # type: ignore[attr-defined]
 register_label_source(judge_label_rows)
 register_label_source(jury_label_rows)

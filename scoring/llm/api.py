@@ -25,7 +25,8 @@ class EngineJobSerializer(serializers.ModelSerializer):
     def get_currency(self, job) -> str:
         return str(job.snapshot.get("currency") or "USD")
 
-    @extend_schema_field(serializers.DictField())
+    @extend_schema_field(serializers.DictField(allow_null=True, help_text="Counts, top causes and cost in words: on "
+                                                                       "the detail only (null in lists)."))
     def get_progress(self, job) -> dict | None:
         progress: Callable | None = self.context.get("progress")
         if progress is None:

@@ -5,7 +5,9 @@ columns of the export appear only after the study is unblinded. Refusals are 4xx
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
@@ -18,6 +20,7 @@ from scoring.preference import judging
 from scoring.preference import services as preference
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
 from scoring.preference.services import PreferenceError
+from scoring.reports.api import object_body
 
 
 class _Refusals:
@@ -80,6 +83,12 @@ class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class RequiredReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why (it is recorded).",
+                                   error_messages={"blank": _("Give the reason (it is recorded)."),
+                                                   "required": _("Give the reason (it is recorded).")})
+
+
 class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
     """Preference studies of the request's project (coordinators and analysts). Lock and unblind are coordinator
     actions."""
@@ -101,15 +110,20 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
         study = preference.lock(self.get_object(), request.user, data.validated_data["reason"])
         return Response(StudySerializer(study).data)
 
-    @extend_schema(request=ReasonSerializer, responses=StudySerializer)
+    @extend_schema(request=RequiredReasonSerializer, responses=StudySerializer)
     @action(detail=True, methods=["post"])
     def unblind(self, request, pk=None, format=None):
-        data = ReasonSerializer(data=request.data)
+        study = self.get_object()
+        data = RequiredReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        study = preference.unblind(self.get_object(), request.user, data.validated_data["reason"])
+        study = preference.unblind(study, request.user, data.validated_data["reason"])
         return Response(StudySerializer(study).data)
 
-    @extend_schema(responses={200: OpenApiResponse(description="scoring.preference.analysis.analysis"),
+    @extend_schema(parameters=[OpenApiParameter("resamples", int, description="Bootstrap resamples (cut to 100 to "
+                                                                          "5,000; default 1,000).")],
+                   responses={200: OpenApiResponse(object_body(
+                       "The study's results per source and criterion (scoring.preference.analysis.analysis)."),
+                       description="the results"),
                               409: OpenApiResponse(description="the study is not unblinded")})
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None, format=None):
@@ -126,7 +140,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
             return Response(stored.report)
         return Response(preference_analysis.analysis(study, n_resamples=n))
 
-    @extend_schema(responses={200: OpenApiResponse(description="CSV long format")})
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV long format")})
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None, format=None):
         from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
@@ -183,17 +197,18 @@ class PreferenceTaskViewSet(_Refusals, mixins.ListModelMixin, mixins.RetrieveMod
         preference.submit_task(self.get_object(), request.user)
         return Response(preference.blinded_task(self.get_object()))
 
-    @extend_schema(request=ReasonSerializer, responses=TaskSerializer)
+    @extend_schema(request=RequiredReasonSerializer, responses=TaskSerializer)
     @action(detail=True, methods=["post"])
     def skip(self, request, pk=None, format=None):
-        data = ReasonSerializer(data=request.data)
+        task = self.get_object()
+        data = RequiredReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        preference.skip_task(self.get_object(), request.user, data.validated_data["reason"])
+        preference.skip_task(task, request.user, data.validated_data["reason"])
         return Response(preference.blinded_task(self.get_object()))
 
 
 class PreferenceJudgeRunSerializer(EngineJobSerializer):
-    config = serializers.CharField(source="config.name", read_only=True)
+    config = serializers.CharField(source="config.name", read_only=True, allow_null=True)
 
     class Meta:
         model = PreferenceJudgeRun

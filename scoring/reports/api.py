@@ -1,10 +1,17 @@
-"""Report endpoints (JSON): the same figures as the browser report."""
+"""Report endpoints: the same figures as the browser report, as JSON or CSV (``Accept: text/csv`` or
+``?format=csv``), and the campaign's labels in the export's long format; downloads carry an ETag and answer a
+conditional GET with 304."""
 
 from __future__ import annotations
 
+import json
+
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -13,6 +20,52 @@ from projects.access import request_has_role
 from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 from scoring.reports.service import current_report_job, report_options
+
+
+def object_body(description: str, **properties) -> dict:
+    """The schema of a JSON object answer whose figures vary with the data: the keys always present, described,
+    and more keys allowed."""
+    return {"type": "object", "description": description, "additionalProperties": True,
+            "properties": properties}
+
+
+class CSVRenderer(BaseRenderer):
+    """CSV text made by the view (a string, or a stream the view answers itself)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, str | bytes) else json.dumps(data)
+
+
+class CSVOrJSON:
+    """A view answering JSON or CSV by content negotiation (``Accept``) or ``?format=``; its errors stay JSON."""
+
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    def wants_csv(self, request) -> bool:
+        return getattr(request, "accepted_renderer", None) is not None and request.accepted_renderer.format == "csv"
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code != 200:  # errors, and 202's progress
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+FORMAT = OpenApiParameter("format", str, enum=["json", "csv"],
+                          description="json or csv (instead of Accept: application/json or text/csv).")
+
+
+def not_modified(request, etag: str) -> HttpResponse | None:
+    """304 when the client's If-None-Match holds ``etag`` (its copy is current), else None."""
+    sent = request.META.get("HTTP_IF_NONE_MATCH", "")
+    if sent.strip() == "*" or etag in [tag.strip().removeprefix("W/") for tag in sent.split(",")]:
+        response = HttpResponse(status=304)
+        response["ETag"] = etag
+        return response
+    return None
 
 
 class CanReadReports(permissions.BasePermission):
@@ -29,9 +82,17 @@ class ReportPendingSerializer(serializers.Serializer):
     job = serializers.IntegerField()
 
 
-class CampaignReportView(APIView):
+CAMPAIGN_REPORT = object_body(
+    "The campaign's agreement report (scoring.reports.compute): per item and dimension the agreement figures with "
+    "confidence intervals, reliability, validity, the design and the methods.",
+    items={"type": "array", "items": {"type": "object", "additionalProperties": True}},
+    icc={"type": "object", "additionalProperties": True})
+
+
+class CampaignReportView(CSVOrJSON, APIView):
     """The campaign's agreement report. 200 with the report when it is ready for the current labels;
-    202 with progress while a worker computes it (poll again)."""
+    202 with progress while a worker computes it (poll again). As CSV (``Accept: text/csv`` or ``?format=csv``):
+    the figures as flat rows, as the report page's agreement CSV."""
 
     permission_classes = [CanReadReports]
 
@@ -40,22 +101,83 @@ class CampaignReportView(APIView):
                     OpenApiParameter("ci", str, enum=["percentile", "bca"],
                                      description="bootstrap interval method (default percentile)"),
                     OpenApiParameter("correlation", str, enum=["pearson", "tetrachoric"],
-                                     description="correlations for reliability and validity (default pearson)")],
-        responses={200: OpenApiResponse(description="the report (see scoring.reports.compute)"),
-                   202: ReportPendingSerializer},
+                                     description="correlations for reliability and validity (default pearson)"),
+                    FORMAT],
+        responses={(200, "application/json"): OpenApiResponse(CAMPAIGN_REPORT, description="the report"),
+                   (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the figures as CSV rows"),
+                   202: ReportPendingSerializer,
+                   304: OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")},
     )
     def get(self, request, pk: int):
         campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
-        for key, allowed in (("ci", ("percentile", "bca")), ("correlation", ("pearson", "tetrachoric"))):
-            value = request.query_params.get(key)
-            if value is not None and value not in allowed:
-                return Response({"detail": f"{key} must be {' or '.join(allowed)}, got {value!r}."},
-                                status=status.HTTP_400_BAD_REQUEST)
         job = current_report_job(campaign, request.user, options=report_options(request.query_params))
         if job.status != Job.Status.SUCCEEDED:
             return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
                             status=status.HTTP_202_ACCEPTED)
-        report = dict(job.result)
-        if request.query_params.get("plots") not in ("1", "true", "yes"):
-            report.pop("plots", None)
-        return Response(report)
+        plots = request.query_params.get("plots") in ("1", "true")
+        csv = self.wants_csv(request)
+        etag = f'"report-{job.pk}-{"csv" if csv else "json"}{"-plots" if plots and not csv else ""}"'
+        unchanged = not_modified(request, etag)
+        if unchanged is not None:
+            return unchanged
+        if csv:
+            from scoring.reports.agreement_csv import csv_text
+
+            response = Response(csv_text(job.result))
+        else:
+            report = dict(job.result)
+            if not plots:
+                report.pop("plots", None)
+            response = Response(report)
+        response["ETag"] = etag
+        return response
+
+
+class LabelRowSerializer(serializers.Serializer):
+    """One label in the export's long format (DESIGN.md section 5)."""
+
+    dialogue_id = serializers.CharField(help_text="The dialogue's external id in the corpus.")
+    rater = serializers.CharField(help_text="Pseudonym, username (where names are allowed) or judge.")
+    item = serializers.CharField(help_text="The item code.")
+    value = serializers.FloatField(allow_null=True, help_text="Empty for free-text items (their answer is the "
+                                                              "comment).")
+    rater_kind = serializers.CharField(help_text="human or judge.")
+    judge_run = serializers.CharField(allow_blank=True, help_text="The judge run (empty for physicians).")
+    created = serializers.CharField(help_text="When the label was last saved (ISO 8601, UTC).")
+    comment = serializers.CharField(allow_blank=True)
+
+
+class CampaignLabelsView(CSVOrJSON, APIView):
+    """Every label of the campaign, the physicians' and the judges' on its dialogues, in the export's long format
+    (the same rows as the campaign page's downloads): JSON rows or CSV. Raters under pseudonyms unless names are
+    allowed. The ETag changes with any label, submission or judge answer: send it as If-None-Match to get a 304
+    while nothing changed."""
+
+    permission_classes = [CanReadReports]
+
+    @extend_schema(
+        parameters=[FORMAT],
+        responses={(200, "application/json"): LabelRowSerializer(many=True),
+                   (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the rows as CSV"),
+                   304: OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")},
+        summary="The campaign's labels as JSON rows or CSV (the export's long format)")
+    def get(self, request, pk: int):
+        from scoring.reports import exports
+        from scoring.reports.service import names_allowed
+
+        campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+        names = names_allowed(request.user, campaign)
+        fmt = "csv" if self.wants_csv(request) else "json"
+        etag = f'"labels-{exports.change_mark(campaign.corpus, campaign)}-{fmt}{"-names" if names else ""}"'
+        unchanged = not_modified(request, etag)
+        if unchanged is not None:
+            return unchanged
+        rows = exports.label_rows(campaign.corpus, campaign, names=names)
+        if fmt == "csv":
+            response = StreamingHttpResponse(exports.csv_stream(rows), content_type="text/csv; charset=utf-8")
+        else:
+            response = StreamingHttpResponse((chunk.encode() for chunk in exports.json_stream(rows)),
+                                             content_type="application/json")
+        response["ETag"] = etag
+        response["Content-Disposition"] = f'inline; filename="labels-{campaign.pk}.{fmt}"'
+        return response

@@ -85,6 +85,19 @@ def register_label_source(source: LabelSource) -> LabelSource:
     return source
 
 
+def change_mark(corpus, campaign=None) -> str:
+    """A mark that changes whenever the export's rows may (the API's ETag): the physicians' labels and assignments
+    (:func:`scoring.reports.fingerprint.study_fingerprint`) and each source's own ``mark(corpus, campaign)``, for
+    the sources that give one (the judge runs: their state and last stored answer)."""
+    import hashlib
+
+    from scoring.reports.fingerprint import study_fingerprint
+
+    parts = [study_fingerprint(list(campaigns_in_scope(corpus, campaign)))]
+    parts += [str(source.mark(corpus, campaign)) for source in LABEL_SOURCES if hasattr(source, "mark")]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
+
+
 # ------------------------------------------------------------------------------------------------ who sees names
 
 

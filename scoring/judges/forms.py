@@ -141,7 +141,7 @@ class VerdictSettingsForm(forms.Form):
         return cls(data)
 
     def settings(self):
-        from scoring.judges.report import VerdictSettings
+        from scoring.judges.verdicts import VerdictSettings
 
         data = self.cleaned_data
         return VerdictSettings(floor=data["floor"], min_dialogues=data["min_dialogues"], margin=data["margin"],

@@ -28,6 +28,7 @@ from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
 from scoring.judges.models import JudgeRun, Jury, SelectionSettings
 from scoring.judges.service import answers_fingerprint
+from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.exports import may_see_names
 
 #: Raise when the selection's computation or layout changes: stored tables of older code are then not served.
@@ -47,9 +48,7 @@ def settings_of(campaign: Campaign) -> SelectionSettings:
 
 
 def verdict_of(stored: SelectionSettings):
-    """The stored verdict settings as :class:`scoring.judges.report.VerdictSettings` (imported here: pandas)."""
-    from scoring.judges.report import VerdictSettings
-
+    """The stored verdict settings as :class:`scoring.judges.verdicts.VerdictSettings`."""
     return VerdictSettings(**stored.verdict)
 
 
@@ -58,8 +57,6 @@ def save_settings(campaign: Campaign, user, *, held_out_share: float, seed: int,
     """Store the campaign's selection settings (``verdict``: floor, min_dialogues, margin, ci_method), checked as
     the computation checks them, with an audit entry of the settings before and after; ValueError with the reason
     when they are out of range. The page then finds its table older than the settings and a worker computes it."""
-    from scoring.judges.report import VerdictSettings
-
     if not 0.0 < held_out_share < 1.0:
         raise ValueError("The held-out share must be between 0 and 1 (e.g. 0.3).")
     if not 0 <= seed < 2**32:

@@ -42,6 +42,7 @@ class LargeTableAdmin(admin.ModelAdmin):
 
     show_full_result_count = False
     paginator = CappedCountPaginator
+    sortable_by = ["id"]  # the other columns are not indexed for ordering: each would sort every row
 
 
 class StudyDataAdmin(admin.ModelAdmin):

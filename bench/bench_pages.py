@@ -116,6 +116,11 @@ def prepare(rebuild: bool) -> None:
         project = create_project(PROJECT, description="Benchmark data (bench/bench_pages.py).")
     with scoping.in_project(project):
         build(project)  # what an interrupted earlier run left out
+    if os.environ.get("DATABASE_URL"):
+        from django.db import connection
+
+        with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum gives a real study
+            cursor.execute("ANALYZE")
     with scoping.in_project(project):
         idle_workers(project)
 

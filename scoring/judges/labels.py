@@ -28,6 +28,11 @@ def judge_rater_name(run) -> str:
     return f"{run.name} (run {run.pk})"
 
 
+def jury_rater_name(jury) -> str:
+    """The stable rater label of a jury's answers in exports, e.g. "panel of three (jury 3)"."""
+    return f"{jury.name} (jury {jury.pk})"
+
+
 def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
     """Scored judge answers on ``corpus`` (optionally only ``campaign``'s dialogues) in the export row format,
     ordered by run, dialogue external id and item order. ``names`` is accepted for the source protocol; judges

@@ -15,7 +15,7 @@ from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
 from projects.services import ProjectCommand
 from scoring.judges.forms import VerdictSettingsForm
-from scoring.judges.labels import judge_rater_name
+from scoring.judges.labels import judge_rater_name, jury_rater_name
 from scoring.judges.models import JudgeRun, Jury
 from scoring.judges.service import comparable_campaigns, is_jury
 from scoring.reports.agreement_csv import replicate_rows
@@ -31,8 +31,6 @@ def source_label(source) -> str:
 
 def find_jury(corpus: Corpus, judge: str) -> Jury | None:
     """A live jury on ``corpus`` by "jury:ID", by its name, or by its rater name in exports ("panel (jury 3)")."""
-    from scoring.judges.juries import jury_rater_name
-
     text = judge.strip()
     juries = Jury.objects.alive().filter(corpus=corpus).select_related("corpus")
     if text.lower().startswith("jury:"):

@@ -16,8 +16,8 @@ from django.db import IntegrityError, transaction
 
 from projects.models import AuditEvent
 from scoring.judges import sources
-from scoring.judges.labels import jury_rater_name
 from scoring.judges.models import JudgeRun, Jury, JuryMember
+from scoring.judges.names import jury_rater_name
 from scoring.reports.exports import JUDGE, iso_utc
 from scoring.stats import juries as jury_stats
 

@@ -15,8 +15,8 @@ from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
 from projects.services import ProjectCommand
 from scoring.judges.forms import VerdictSettingsForm
-from scoring.judges.labels import judge_rater_name, jury_rater_name
 from scoring.judges.models import JudgeRun, Jury
+from scoring.judges.names import judge_rater_name, jury_rater_name
 from scoring.judges.service import comparable_campaigns, is_jury
 from scoring.reports.agreement_csv import replicate_rows
 from scoring.reports.exports import may_see_names

@@ -363,6 +363,7 @@ def stored_judge_figures(users) -> None:
         selection_jobs.compute_now(campaign, user)
         chosen = choices(corpus=campaign.corpus, version=campaign.scale_version, target=campaign)
         planner_jobs.plan_figures(chosen, user)
+    service.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
     for job_id in Job.objects.filter(status=Job.Status.QUEUED).order_by("pk").values_list("pk", flat=True):
         jobs.execute(job_id)
 

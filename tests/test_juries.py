@@ -385,6 +385,19 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     result = selection_jobs.selection_figures(campaign, coordinator, start=False)
     assert result.fresh and result.report["split"]["seed"] == 11
 
+    # a campaign with no finished run on its corpus: the page says so (stored until the inputs change)
+    lonely_corpus = corpus_with(12, name="lonely-corpus")
+    import_labels(lonely_corpus, _physicians_csv(lonely_corpus, np.zeros(12, int), np.random.default_rng(2)),
+                  file_name="lonely.csv", campaign_name="Lonely physicians")
+    lonely = Campaign.objects.get(name="Lonely physicians")
+    lonely_url = reverse("judge-selection") + f"?campaign={lonely.pk}"
+    client.get(lonely_url)
+    run_pending()
+    page = client.get(lonely_url).content.decode()
+    assert 'data-testid="selection-error"' in page and "No finished judge run" in page
+    client.get(lonely_url)
+    assert Job.objects.filter(kind="judge_selection", params__campaign=lonely.pk).count() == 1
+
 
 def test_the_jury_form_on_the_judges_page(world, client, coordinator, analyst):
     a, b, c = world["members"]

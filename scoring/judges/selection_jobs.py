@@ -159,7 +159,9 @@ def selection_job(pk: int, campaign: Campaign) -> Job:
 
 @jobs.handler(Job.Kind.JUDGE_SELECTION)
 def judge_selection(job: Job) -> dict[str, Any]:
-    """The job's body: the campaign's selection table with its stored settings, reporting progress."""
+    """The job's body: the campaign's selection table with its stored settings, reporting progress; when there is
+    nothing to choose from (no finished run), the reason is stored instead (the same inputs would fail again)."""
+    from scoring.judges.selection import SelectionError
     from scoring.judges.selection import judge_selection as select
     from scoring.judges.service import single_blas_thread
 
@@ -169,9 +171,12 @@ def judge_selection(job: Job) -> dict[str, Any]:
     figures.stamp(job, key=key({name: params[name] for name in SUBJECT}, now))
     stored = settings_of(campaign)
     jobs.set_progress(job, 0.02, "loading labels and answers")
-    with single_blas_thread():
-        result = select(campaign, verdict=verdict_of(stored), held_out_share=stored.held_out_share,
-                        seed=stored.seed, n_resamples=RESAMPLES, names=params.get("names", False),
-                        progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
+    try:
+        with single_blas_thread():
+            result = select(campaign, verdict=verdict_of(stored), held_out_share=stored.held_out_share,
+                            seed=stored.seed, n_resamples=RESAMPLES, names=params.get("names", False),
+                            progress=lambda fraction, message: jobs.set_progress(job, fraction, message))
+    except SelectionError as exc:  # nothing to choose from yet: the page says why until the inputs change
+        result = {"error": str(exc)}
     jobs.forget_superseded(job, same=SUBJECT[:-1], version="key")
     return figures.plain(result)

@@ -109,6 +109,8 @@ def judge_selection(request):
                                              retry=request.method == "POST" and status == 200)
     if request.method == "POST" and status == 200:  # "Try again" after a failure
         return redirect(request.get_full_path())
-    context.update(form=form, settings=stored, figures=found, selection=found.report, job=found.job,
+    report = found.report or {}
+    context.update(form=form, settings=stored, figures=found, selection=None if "error" in report else found.report,
+                   error=report.get("error"), job=found.job,
                    poll_url=reverse("figures-status", args=[found.pending.pk]) if found.pending else "")
     return render(request, "scoring/judge_selection.html", context, status=status)

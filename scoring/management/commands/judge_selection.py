@@ -87,6 +87,8 @@ class Command(ProjectCommand, BaseCommand):
                 if job.status != job.Status.SUCCEEDED:
                     raise SelectionError(job.error.split(": ", 1)[-1] or "the selection could not be computed")
                 result = job.result
+                if "error" in result:
+                    raise SelectionError(result["error"])
         except (SelectionError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         if options["format"] == "json":

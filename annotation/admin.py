@@ -18,7 +18,7 @@ from annotation.models import (
     Scale,
     ScaleVersion,
 )
-from projects.admin import ReadOnlyHistoryAdmin, StudyDataAdmin
+from projects.admin import LargeTableAdmin, ReadOnlyHistoryAdmin, StudyDataAdmin
 
 
 class LockedVersionMixin:
@@ -129,9 +129,12 @@ class AssignmentAdmin(StudyDataAdmin):
 
 
 @admin.register(Label)
-class LabelAdmin(ReadOnlyHistoryAdmin):
-    list_display = ["campaign", "dialogue", "rater", "item", "value", "updated_at"]
+class LabelAdmin(LargeTableAdmin, ReadOnlyHistoryAdmin):
+    list_display = ["id", "campaign", "dialogue", "rater", "item", "value", "updated_at"]
     list_filter = ["campaign__project", "campaign"]
+    list_select_related = ["campaign", "dialogue__corpus", "rater", "item"]
+    ordering = ["-id"]  # the primary key's index (the model's order joins items and sorts every label)
+    raw_id_fields = ["assignment", "campaign", "dialogue", "rater", "item"]
 
 
 @admin.register(LabelChange)

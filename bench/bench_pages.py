@@ -8,20 +8,27 @@ What it does:
      postgres://postgres@127.0.0.1:5432/minicex_bench_pages) with Redis as broker and cache (CELERY_BROKER_URL,
      CACHE_URL). Migrates and loads the demo as ``make run`` does (``load_demo``, which computes the demo's reports).
   2. Builds a large study once (reused on later runs) in its own project "Bench pages (large study)": 2,680
-     dialogues x 24 items x 10 raters (643,200 submitted labels), a preference study of 500 comparisons (2 raters
-     each, answered, locked and unblinded) and a Delphi study of 30 panellists x 3 rounds (two closed, the third
-     answered), with a coordinator, an analyst and a physician of the project.
+     dialogues x 24 items x 10 raters (643,200 submitted labels), a finished judge run on it (64,320 answers: the
+     physicians' majority with 15% drawn at random), a preference study of 500 comparisons (2 raters each,
+     answered, locked and unblinded) and a Delphi study of 30 panellists x 3 rounds (two closed, the third
+     answered), with a coordinator, an analyst and a physician of the project, and an administrator.
   3. Lets the workers finish: runs every queued background job (the figures the changes queued) and computes the
-     large study's reports as they would be after the data arrived, so the crawl starts with idle workers.
+     large study's figures as they would be after the data arrived (the agreement and judge reports, the judge
+     selection, the planner's default plan), so the crawl starts with idle workers.
   4. In a fresh process (imports cold, as a newly started server): logs in with Django's test client as each demo
      role (physician, coordinator, analyst, admin) and each role of the large study, opens the home page and every
      page reachable from it by following links within the app (GET only; at most ``--per-pattern`` URLs of each
      URL pattern per role; downloads, the API, the admin and the manual left out), each page twice more right
-     after (repeat views). Server time is the time of the request through the whole Django stack.
-  5. Prints, per URL pattern, the first-view and repeat server times (p50, p95, max, in ms), and the pages that
-     showed "computing" (figures computed on first view: should be none once the workers are idle).
+     after (repeat views). Server time is the time of the request through the whole Django stack. Pages reached
+     without a link are opened too: the planner (an htmx part of the campaign page), the judge selection and the
+     Django admin's change lists of labels and judge answers (the large study's administrator).
+  5. Prints, per URL pattern, the first-view and repeat server times (p50, p95, max, in ms), every view of the
+     URLconf that no crawl reached (so the list covers every view), and the pages that showed "computing"
+     (figures computed on first view: should be none once the workers are idle).
+  6. Times ``manage.py judge_report`` and ``manage.py agreement`` on the large study as processes (Django's start
+     included), with their figures stored by the workers (``--commands-runs`` each, 0 to skip).
 
-Run:  .venv/bin/python bench/bench_pages.py [--postgres] [--per-pattern 3] [--rebuild]
+Run:  .venv/bin/python bench/bench_pages.py [--postgres] [--per-pattern 3] [--rebuild] [--commands-runs 3]
 Exit status 0 when the benchmark ran (targets met or not), 1 when it could not run.
 """
 
@@ -46,7 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 PROJECT = "Bench pages (large study)"
 N_DIALOGUES, N_RATERS = 2680, 10
 N_COMPARISONS, N_PANELLISTS, N_ROUNDS = 500, 30, 3
-TARGET_FIRST, TARGET_P95 = 1.0, 0.3
+TARGET_FIRST, TARGET_P95, TARGET_COMMAND = 1.0, 0.3, 3.0
+JUDGE = "bench-pages judge"
 SKIP = re.compile(r"^/(static|admin|api|help|media)/|/export|/download|\.(csv|xlsx|json|sav|html)$|/csv/|"
                   r"logout|/accounts/password|/healthz")
 SEED = 34
@@ -108,6 +116,11 @@ def prepare(rebuild: bool) -> None:
         project = create_project(PROJECT, description="Benchmark data (bench/bench_pages.py).")
     with scoping.in_project(project):
         build(project)  # what an interrupted earlier run left out
+    if os.environ.get("DATABASE_URL"):
+        from django.db import connection
+
+        with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum gives a real study
+            cursor.execute("ANALYZE")
     with scoping.in_project(project):
         idle_workers(project)
 
@@ -123,6 +136,8 @@ def build(project) -> None:
         user = User.objects.filter(username=name).first() or User.objects.create_user(name, password=None)
         add_member(project, user, role)
         users[role] = user
+    if not User.objects.filter(username="bench-admin").exists():
+        User.objects.create_superuser("bench-admin", email=None, password=None)
     from annotation.models import Corpus
     from delphi.models import DelphiStudy
     from scoring.preference.models import PreferenceStudy
@@ -132,6 +147,12 @@ def build(project) -> None:
         build_campaign(project)
         print(f"  campaign: {N_DIALOGUES:,} dialogues x 24 items x {N_RATERS} raters: "
               f"{time.monotonic() - started:.1f} s")
+    from scoring.judges.models import JudgeRun
+
+    started = time.monotonic()
+    if not JudgeRun.objects.filter(config__name=JUDGE).exists():
+        build_judge_run()
+        print(f"  judge run of {N_DIALOGUES:,} dialogues x 24 items: {time.monotonic() - started:.1f} s")
     raters = list(User.objects.filter(username__startswith="bench-physician-").order_by("username"))
     started = time.monotonic()
     if not PreferenceStudy.objects.filter(name="bench-pages preference").exists():
@@ -192,6 +213,43 @@ def build_campaign(project) -> list:
                 batch = []
         Label.objects.bulk_create(batch, batch_size=5000)
     return raters
+
+
+def build_judge_run() -> None:
+    """A finished judge run on the large campaign's corpus: per dialogue and item the physicians' majority, 15% of
+    the answers drawn at random (as bench/bench_judge_report.py), written with bulk inserts."""
+    import numpy as np
+    from django.db import transaction
+    from django.utils import timezone
+
+    from annotation.models import Campaign, Label, ScaleVersion
+    from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+    from scoring.judges.prompts import default_prompt_set
+    from scoring.judges.runs import config_snapshot
+
+    campaign = Campaign.objects.get(name="bench-pages")
+    version = ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)
+    rng = np.random.default_rng(SEED)
+    now = timezone.now()
+    with transaction.atomic():
+        config = JudgeConfig.objects.create(name=JUDGE, model="synthetic", prompt_set=default_prompt_set(version),
+                                            base_url="http://synthetic.invalid/v1")
+        run = JudgeRun.objects.create(config=config, corpus=campaign.corpus, snapshot=config_snapshot(config),
+                                      status=JudgeRun.Status.SUCCEEDED, started_at=now, finished_at=now)
+        rows = []
+        for item in version.rating_items().order_by("order"):
+            values = item.allowed_values()
+            frame = np.asarray(Label.objects.filter(campaign=campaign, item=item).order_by()
+                               .values_list("dialogue_id", "value"))
+            dialogues = np.unique(frame[:, 0])
+            counts = np.zeros((len(dialogues), max(values) + 1), dtype=int)
+            np.add.at(counts, (np.searchsorted(dialogues, frame[:, 0]), frame[:, 1]), 1)
+            answers = np.where(rng.random(len(dialogues)) < 0.15, rng.choice(values, len(dialogues)),
+                               counts.argmax(axis=1))
+            rows += [JudgeResult(run=run, dialogue_id=int(d), item=item, status=JudgeResult.Status.DONE,
+                                 value=int(v), attempts=1, updated_at=now)
+                     for d, v in zip(dialogues, answers, strict=True)]
+        JudgeResult.objects.bulk_create(rows, batch_size=5000)
 
 
 def build_preference(coordinator, raters) -> None:
@@ -280,7 +338,34 @@ def idle_workers(project) -> None:
     for campaign in Campaign.objects.alive():
         for user in users:
             compute_now(campaign, user)
+            compute_now(campaign, user, names=False)  # the agreement command's (pseudonyms)
+    stored_judge_figures(users)
     print(f"workers idle: {ran} queued job(s) run, reports stored: {time.monotonic() - started:.1f} s")
+
+
+def stored_judge_figures(users) -> None:
+    """What the workers store for the large study's judge run: its reports (with and without names), the judge
+    selection and the planner's default plan for each reader; every job they queue is run."""
+    from annotation.models import Campaign
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+    from scoring.judges import planner_jobs, selection_jobs, service
+    from scoring.judges.models import JudgeRun
+    from scoring.judges.planner import choices
+
+    run = JudgeRun.objects.filter(config__name=JUDGE).first()
+    if run is None:
+        return
+    campaign = Campaign.objects.get(name="bench-pages")
+    for user in users:
+        for names in (None, False):
+            service.compute_now(run, campaign, user, names=names)
+        selection_jobs.compute_now(campaign, user)
+        chosen = choices(corpus=campaign.corpus, version=campaign.scale_version, target=campaign)
+        planner_jobs.plan_figures(chosen, user)
+    service.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
+    for job_id in Job.objects.filter(status=Job.Status.QUEUED).order_by("pk").values_list("pk", flat=True):
+        jobs.execute(job_id)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -303,7 +388,9 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
           flush=True)
     logins = [("demo physician", "physician"), ("demo coordinator", "coordinator"), ("demo analyst", "analyst"),
               ("demo admin", "admin"), ("large-study coordinator", "bench-coordinator"),
-              ("large-study analyst", "bench-analyst"), ("large-study physician", "bench-physician-01")]
+              ("large-study analyst", "bench-analyst"), ("large-study physician", "bench-physician-01"),
+              ("large-study administrator", "bench-admin")]
+    extra = unlinked_urls()
     rows: list[dict] = []
     for label, username in logins:
         user = User.objects.filter(username=username).first()
@@ -312,7 +399,11 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
             continue
         client = Client()
         client.force_login(user)
-        queue, seen, per = ["/"], {"/"}, {}
+        if username == "bench-admin":  # the Django admin's lists (the crawl of the app's pages skips /admin/)
+            queue = extra["admin"]
+        else:
+            queue = ["/"] + (extra["pages"] if username.startswith("bench-") else [])
+        seen, per = set(queue), {}
         started = time.monotonic()
         while queue and len([r for r in rows if r["role"] == label]) < max_pages:
             url = queue.pop(0)
@@ -322,7 +413,7 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
             except Resolver404:
                 continue
             pattern = "/" + str(match.route)
-            if per.get(pattern, 0) >= per_pattern:
+            if per.get(pattern, 0) >= per_pattern and url not in extra["always"]:
                 continue
             per[pattern] = per.get(pattern, 0) + 1
             t0 = time.perf_counter()
@@ -347,7 +438,7 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
             for link in links:
                 target = urljoin(url, html.unescape(link))
                 parts = urlsplit(target)
-                if parts.netloc not in ("", "testserver") or SKIP.search(parts.path):
+                if parts.netloc not in ("", "testserver") or SKIP.search(parts.path) or username == "bench-admin":
                     continue
                 local = parts.path + (f"?{parts.query}" if parts.query else "")
                 if local not in seen:
@@ -355,7 +446,39 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
                     queue.append(local)
         print(f"  {label}: {len([r for r in rows if r['role'] == label])} pages in "
               f"{time.monotonic() - started:.1f} s", flush=True)
-    return {"rows": rows, "warmup": warmup}
+    return {"rows": rows, "warmup": warmup, "patterns": view_patterns()}
+
+
+def unlinked_urls() -> dict[str, list[str]]:
+    """Pages of the large study no link reaches: the planner (loaded by htmx), the judge selection of the
+    campaign, and the admin's change lists of labels and judge answers (the first page, then filtered by the
+    campaign and ordered by a column)."""
+    from annotation.models import Campaign
+
+    campaign = Campaign.unscoped.filter(name="bench-pages").first()
+    if campaign is None:
+        return {"pages": [], "admin": [], "always": set()}
+    pages = [f"/judges/planner/?target={campaign.pk}", f"/judges/selection/?campaign={campaign.pk}"]
+    admin = ["/admin/annotation/label/", f"/admin/annotation/label/?campaign__id__exact={campaign.pk}",
+             "/admin/scoring/judgeresult/", "/admin/scoring/judgeresult/?status__exact=done",
+             "/admin/"]
+    return {"pages": pages, "admin": admin, "always": set(pages + admin)}
+
+
+def view_patterns() -> list[str]:
+    """Every URL pattern of the URLconf (as the crawl names them), to list the views no crawl reached."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                if str(pattern.pattern).startswith("admin/"):
+                    continue  # the admin's own views: its change lists are opened above
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield "/" + prefix + str(pattern.pattern)
+
+    return sorted(set(walk(get_resolver().url_patterns)))
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -392,6 +515,12 @@ def report(result: dict) -> None:
           f"max {max(repeat) * 1000:.0f} ms")
     for row in slow:
         print(f"  over {TARGET_FIRST:.0f} s on first view: {row['first']:.2f} s {row['role']}: {row['url']}")
+    reached = set(by_pattern)
+    unreached = [p for p in result.get("patterns", []) if p not in reached]
+    print(f"views no crawl reached ({len(unreached)} of {len(result.get('patterns', []))} URL patterns: the API, "
+          "downloads, POST-only actions and pages of objects the data hold none of):")
+    for pattern in unreached:
+        print(f"  {pattern}")
     computing = [r for r in rows if r["computing"]]
     print(f"pages that were computing figures on first view: {len(computing)}"
           + "".join(f"\n  {r['role']}: {r['url']}" for r in computing))
@@ -411,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-pages", type=int, default=250, help="pages per role at most")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--small", action="store_true", help="a small study (a smoke test of the script)")
+    parser.add_argument("--commands-runs", type=int, default=3,
+                        help="processes of judge_report and agreement timed (0: none)")
     parser.add_argument("--crawl", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
     if args.small:
@@ -436,7 +567,33 @@ def main(argv: list[str] | None = None) -> int:
         print(child.stderr[-4000:])
         return 1
     report(json.loads(lines[-1]))
+    if args.commands_runs:
+        time_commands(args.commands_runs)
     return 0
+
+
+def time_commands(runs: int) -> None:
+    """``judge_report`` and ``agreement`` on the large study as a script runs them: a process each (Django's start
+    and the imports included), their figures stored by the workers (step 3)."""
+    from scoring.judges.models import JudgeRun
+
+    run = JudgeRun.unscoped.filter(config__name=JUDGE).first()
+    commands = [("agreement", ["agreement", "--corpus", "bench-pages", "--campaign", "bench-pages"])]
+    if run is not None:
+        commands.insert(0, ("judge_report", ["judge_report", "--corpus", "bench-pages", "--judge", str(run.pk)]))
+    print(f"\ncommands on the large study (a process each, figures stored; {runs} runs):")
+    for name, argv in commands:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *argv, "--project", PROJECT],
+                                  capture_output=True, text=True, env=os.environ.copy())
+            times.append(time.perf_counter() - started)
+            if done.returncode != 0:
+                print(f"  {name}: failed: {done.stderr[-1000:]}")
+                break
+        print(f"  manage.py {name}: {', '.join(f'{t:.2f}' for t in times)} s ({len(done.stdout):,} characters); "
+              f"TARGET <= {TARGET_COMMAND:.0f} s: {'PASS' if max(times) <= TARGET_COMMAND else 'FAIL'}")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,8 @@ class ScoringConfig(AppConfig):
         jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.service.campaign_report"
         jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.service.judge_report"
         jobs.LAZY_HANDLERS["judge_compare"] = "scoring.judges.comparison.judge_compare"
+        jobs.LAZY_HANDLERS["judge_selection"] = "scoring.judges.selection_jobs.judge_selection"
+        jobs.LAZY_HANDLERS["judge_planner"] = "scoring.judges.planner_jobs.judge_planner"
         jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.results_job.preference_results"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)

@@ -321,10 +321,82 @@ def test_the_jury_pages_api_and_report_job(world, client, coordinator):
     compare = client.get(reverse("jury-compare", args=[panel.pk, world["members"][0].pk]),
                          {"campaign": world["campaign"].pk})
     assert compare.status_code == 200 and "Jury panel" in compare.content.decode()
-    selection = client.get(reverse("judge-selection"), {"campaign": world["campaign"].pk, "margin": 0.15})
-    assert selection.status_code == 200 and 'data-testid="selection-summary"' in selection.content.decode()
-    bad = client.get(reverse("judge-selection"), {"campaign": world["campaign"].pk, "held_out": "2"})
+
+
+def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, client, coordinator, analyst,
+                                                                     monkeypatch):
+    """The page opens at once with the stored table ("computing" before the first one), a settings change is stored
+    and audited and recomputes, new labels make it "updating", and a seed in the query string changes nothing."""
+    from projects.models import AuditEvent
+    from scoring.jobs.models import Job
+    from scoring.judges import selection_jobs
+    from scoring.judges.models import SelectionSettings
+
+    monkeypatch.setattr(selection_jobs, "RESAMPLES", 100)
+    campaign = world["campaign"]
+    url = reverse("judge-selection") + f"?campaign={campaign.pk}"
+    client.force_login(analyst)
+    first = client.get(url + "&seed=7&held_out=0.5").content.decode()  # query settings are not read
+    assert 'data-testid="figures-computing"' in first and 'data-testid="selection-summary"' not in first
+    (job,) = Job.objects.filter(kind="judge_selection", params__campaign=campaign.pk)
+    assert job.params["names"] is False and "seed" not in job.params
+    client.get(url + "&seed=8")
+    assert Job.objects.filter(kind="judge_selection").count() == 1  # the same job: nothing more to compute
+    run_pending()
+    html = client.get(url).content.decode()
+    assert 'data-testid="selection-summary"' in html and 'data-testid="figures-updating"' not in html
+    assert "seed 20240501" in html and "share 0.3" in html
+    assert Job.objects.filter(kind="judge_selection").count() == 1
+
+    client.force_login(coordinator)
+    data = {"settings": "1", "floor": "0.4", "min_dialogues": "30", "margin": "0.15", "ci": "percentile",
+            "held_out_share": "0.25", "seed": "11", "reason": "the protocol's seed"}
+    bad = client.post(url, {**data, "held_out_share": "2"})
     assert bad.status_code == 400 and "held-out share" in bad.content.decode()
+    assert not SelectionSettings.objects.filter(campaign=campaign).exists()
+    assert client.post(url, data).status_code == 302
+    stored = SelectionSettings.objects.get(campaign=campaign)
+    assert (stored.seed, stored.held_out_share, stored.verdict["margin"]) == (11, 0.25, 0.15)
+    event = AuditEvent.objects.get(action="selection_settings", target_id=str(campaign.pk))
+    assert event.actor == coordinator and event.reason == "the protocol's seed"
+    assert event.data["before"] is None and event.data["after"]["seed"] == 11
+    assert 'data-testid="figures-computing"' in client.get(url).content.decode()  # with names: a table of its own
+    client.force_login(analyst)
+    updating = client.get(url).content.decode()  # the table of the old settings, while the new one is computed
+    assert 'data-testid="figures-updating"' in updating and 'data-testid="selection-summary"' in updating
+    assert "seed 20240501" in updating
+    run_pending()
+    html = client.get(url).content.decode()
+    assert "seed 11" in html and "share 0.25" in html and 'data-testid="figures-updating"' not in html
+    client.force_login(coordinator)
+    assert client.post(url, data).status_code == 302  # the same settings again: no new audit entry
+    assert AuditEvent.objects.filter(action="selection_settings").count() == 1
+
+    # new physician labels: the selections computed before are queued again (debounced) and shown "updating"
+    selection_jobs.refresh(campaign=campaign)
+    assert Job.objects.filter(kind="judge_selection", status="queued").count() == 2  # coordinator's and analyst's
+    Job.objects.filter(kind="judge_selection", status="queued").delete()
+    from annotation.models import Label
+
+    label = Label.objects.filter(campaign=campaign).first()
+    Label.objects.filter(pk=label.pk).update(updated_at=timezone.now() + timedelta(seconds=5))
+    assert 'data-testid="figures-updating"' in client.get(url).content.decode()
+    run_pending()
+    result = selection_jobs.selection_figures(campaign, coordinator, start=False)
+    assert result.fresh and result.report["split"]["seed"] == 11
+
+    # a campaign with no finished run on its corpus: the page says so (stored until the inputs change)
+    lonely_corpus = corpus_with(12, name="lonely-corpus")
+    import_labels(lonely_corpus, _physicians_csv(lonely_corpus, np.zeros(12, int), np.random.default_rng(2)),
+                  file_name="lonely.csv", campaign_name="Lonely physicians")
+    lonely = Campaign.objects.get(name="Lonely physicians")
+    lonely_url = reverse("judge-selection") + f"?campaign={lonely.pk}"
+    client.get(lonely_url)
+    run_pending()
+    page = client.get(lonely_url).content.decode()
+    assert 'data-testid="selection-error"' in page and "No finished judge run" in page
+    client.get(lonely_url)
+    assert Job.objects.filter(kind="judge_selection", params__campaign=lonely.pk).count() == 1
 
 
 def test_the_jury_form_on_the_judges_page(world, client, coordinator, analyst):
@@ -346,7 +418,7 @@ def test_the_jury_form_on_the_judges_page(world, client, coordinator, analyst):
     assert not Jury.objects.alive().filter(pk=jury.pk).exists() and Jury.objects.filter(pk=jury.pk).exists()
 
 
-def test_the_commands(world, tmp_path):
+def test_the_commands(world, tmp_path, monkeypatch):
     a, b, c = world["members"]
     out = io.StringIO()
     call_command("make_jury", corpus="jury-corpus", name="cli panel", runs=f"{a.pk},{b.pk},{c.pk}", rule="majority",
@@ -372,6 +444,21 @@ def test_the_commands(world, tmp_path):
         call_command("judge_selection", corpus="jury-corpus", campaign="Jury physicians", format=fmt,
                      resamples=100, margin=0.15, out=str(target), stderr=io.StringIO())
         assert check(target.read_text()), fmt
+    # without options it reads the stored table when current (else computes and stores it for the page)
+    from scoring.jobs.models import Job
+    from scoring.judges import selection_jobs
+
+    monkeypatch.setattr(selection_jobs, "RESAMPLES", 100)
+    stored_out = io.StringIO()
+    call_command("judge_selection", corpus="jury-corpus", campaign="Jury physicians", stdout=stored_out,
+                 stderr=io.StringIO())
+    (job,) = Job.objects.filter(kind="judge_selection", status="succeeded")
+    assert json.loads(stored_out.getvalue())["split"]["n_resamples"] == 100
+    again = io.StringIO()
+    call_command("judge_selection", corpus="jury-corpus", campaign="Jury physicians", stdout=again,
+                 stderr=io.StringIO())
+    assert json.loads(again.getvalue()) == json.loads(stored_out.getvalue())  # (PostgreSQL orders a JSON's keys)
+    assert Job.objects.filter(kind="judge_selection").count() == 1
     with pytest.raises(CommandError, match="No jury named"):
         call_command("judge_selection", corpus="jury-corpus", campaign="Jury physicians", juries="nope")
     with pytest.raises(CommandError, match="held-out share"):

@@ -10,16 +10,19 @@ authors' package ppi_py.
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from annotation import sampling
 from annotation.campaigns import CampaignError, add_rater, assign, create_campaign
 from annotation.label_import import import_labels
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label, RandomSample
 from projects.models import AuditEvent
+from scoring.jobs.models import Job
 from scoring.judges.estimates import NOT_VALIDATED, load_scores, model_estimates, plan
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.report import judge_vs_physicians
@@ -365,18 +368,39 @@ def test_campaign_page_draws_a_sample_and_shows_the_planner(client, coordinator,
     assert bad.status_code == 200 and b"Sample not drawn" in bad.content
     again = client.post(f"/campaigns/{campaign.pk}/sample/", {"size": "4"}, follow=True)
     assert b"drawn once" in again.content
-    planner = client.get(f"/judges/planner/?target={campaign.pk}&pilot={pilot.pk}&run={run.pk}&half_width=20")
+    url = f"/judges/planner/?target={campaign.pk}&pilot={pilot.pk}&run={run.pk}&half_width=20"
+    computing = client.get(url).content.decode()  # a worker computes the plan; the partial polls itself
+    assert 'data-testid="planner-computing"' in computing and f'hx-get="{url.replace("&", "&amp;")}"' in computing
+    client.get(url)
+    assert Job.objects.filter(kind="judge_planner").count() == 1  # one job however often the partial polls
+    run_pending()
+    planner = client.get(url)
     assert planner.status_code == 200
     text = planner.content.decode()
     assert "physician-labelled dialogue(s) alone" in text and "with this judge" in text and "+/-20 points" in text
     assert "scoring 30 dialogue(s)" in text  # the judge scores every dialogue of the model in scope
-    for query, message in (("&half_width=-1", "positive"), ("&half_width=abc", "must be a number"),
-                           ("&scope=zzz", "Unknown score")):
+    assert "hx-get" not in text.split('data-testid="sample-planner"')[1].split(">")[0]  # stored: no more polling
+    client.get(url)
+    assert Job.objects.filter(kind="judge_planner").count() == 1  # stored: read, not computed again
+    for query, message in (("&half_width=-1", "positive"), ("&half_width=abc", "must be a number")):
         response = client.get(f"/judges/planner/?target={campaign.pk}{query}")
         assert response.status_code == 200 and message in response.content.decode()
+    client.get(f"/judges/planner/?target={campaign.pk}&scope=zzz")
+    run_pending()
+    unknown = client.get(f"/judges/planner/?target={campaign.pk}&scope=zzz").content.decode()
+    assert "Unknown score" in unknown
+    # a new pilot label: the plan shown is the stored one, "updating" while the worker computes the new one
+    Label.objects.filter(campaign=pilot).update(updated_at=timezone.now() + timedelta(seconds=5))
+    updating = client.get(url).content.decode()
+    assert 'data-testid="figures-updating"' in updating and "+/-20 points" in updating
+    run_pending()
+    assert 'data-testid="figures-updating"' not in client.get(url).content.decode()
     new = client.get("/campaigns/new/")
     assert b'hx-include="#id_corpus, #id_scale_version"' in new.content
-    empty = client.get(f"/judges/planner/?corpus={corpus.pk}&scale_version={mini_cex().pk}").content.decode()
+    empty_url = f"/judges/planner/?corpus={corpus.pk}&scale_version={mini_cex().pk}"
+    client.get(empty_url)
+    run_pending()
+    empty = client.get(empty_url).content.decode()
     assert "alone" in empty and "in scope: not reachable there even with the judge" in empty  # +/-10 on 30 each
     nothing = client.get("/judges/planner/?corpus=999999").content.decode()
     assert "Choose a corpus" in nothing

@@ -120,6 +120,10 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     **{f"campaign-{what}": {"pk": "campaign"}
        for what in ("detail", "add-raters", "assign", "sample", "allow-names")},
     "campaign-rater-toggle": {"pk": "campaign", "user_id": "rater"},
+    # stored figures named by a query parameter: the judge selection (GET, and POST of its stored settings) and
+    # the planner partial of a campaign
+    "judge-selection": {"?campaign": "campaign"},
+    "judge-planner": {"?target": "campaign"},
     "campaign-dialogue": {"pk": "campaign", "dialogue_id": "dialogue"},
     "campaign-dialogue-action": {"pk": "campaign", "dialogue_id": "dialogue"},
     # the project pages: a project the user is not a member of answers 404 like a missing one
@@ -131,8 +135,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
 LIST_URLS: dict[str, dict[str, str]] = {
     **{name: {} for name in (
         "home", "scale-list", "scale-new", "corpus-list", "corpus-upload", "campaign-list", "campaign-new",
-        "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "judge-planner", "jury-new",
-        "judge-selection", "preference-list",
+        "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "jury-new", "preference-list",
         "preference-new", "generation-home", "generation-case-import", "generation-job-new", "delphi:list",
         "delphi:study-new", "delphi:mine", "system", "system-workers", "api-token-page", "api-root", "project-list")},
     "scale-install": {"slug": "=hivmedqa"},

@@ -24,6 +24,8 @@ class Job(ProjectScoped):
         PREFERENCE_RESULTS = "preference_results", "Preference study results"
         DELPHI_ROUND = "delphi_round", "Delphi round statistics"
         JUDGE_COMPARE = "judge_compare", "Two judge runs compared against physicians"
+        JUDGE_SELECTION = "judge_selection", "Judge selection of a campaign"
+        JUDGE_PLANNER = "judge_planner", "Sample-size plan from a pilot"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from projects.admin import ReadOnlyHistoryAdmin
+from projects.admin import LargeTableAdmin, ReadOnlyHistoryAdmin
 from scoring.judges.models import (
     ImportedPrompt,
     JudgeConfig,
@@ -65,9 +65,11 @@ class JuryMemberAdmin(admin.ModelAdmin):
 
 
 @admin.register(JudgeResult)
-class JudgeResultAdmin(admin.ModelAdmin):
-    list_display = ["run", "dialogue", "item", "status", "value", "p_yes", "from_cache", "attempts"]
+class JudgeResultAdmin(LargeTableAdmin):
+    list_display = ["id", "run", "dialogue", "item", "status", "value", "p_yes", "from_cache", "attempts"]
     list_filter = ["status", "from_cache"]
+    list_select_related = ["run__corpus", "run__config", "dialogue__corpus", "item"]
+    ordering = ["-id"]  # the primary key's index (the model's order joins items and sorts every answer)
     raw_id_fields = ["run", "dialogue", "item", "call"]
 
 

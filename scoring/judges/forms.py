@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Corpus
 from scoring.judges.models import JudgeConfig, PromptSet
@@ -140,7 +141,7 @@ class VerdictSettingsForm(forms.Form):
         return cls(data)
 
     def settings(self):
-        from scoring.judges.report import VerdictSettings
+        from scoring.judges.verdicts import VerdictSettings
 
         data = self.cleaned_data
         return VerdictSettings(floor=data["floor"], min_dialogues=data["min_dialogues"], margin=data["margin"],
@@ -152,6 +153,31 @@ class VerdictSettingsForm(forms.Form):
         data = self.cleaned_data
         return urlencode({"floor": f"{data['floor']:g}", "min_dialogues": data["min_dialogues"],
                           "margin": f"{data['margin']:g}", "ci": data["ci"]})
+
+
+class SelectionSettingsForm(VerdictSettingsForm):
+    """A campaign's stored judge selection settings (:class:`scoring.judges.models.SelectionSettings`): the verdict
+    settings, the held-out share and the seed, changed on the selection page (audited)."""
+
+    held_out_share = forms.FloatField(initial=0.3, label=_("Held-out share"),
+                                      help_text=_("The share of the physician-labelled dialogues that confirms the "
+                                                  "choice (between 0 and 1)."))
+    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, initial=20240501, label=_("Seed"),
+                              help_text=_("Seed of the split and of the bootstrap (recorded with the table)."))
+    reason = forms.CharField(required=False, max_length=500, label=_("Why (optional, kept in the audit trail)"))
+
+    @classmethod
+    def of(cls, stored) -> SelectionSettingsForm:
+        """Unbound, showing ``stored`` (:class:`~scoring.judges.models.SelectionSettings`)."""
+        verdict = {"floor": 0.40, "min_dialogues": 30, "margin": 0.10, "ci_method": "percentile", **stored.verdict}
+        return cls(initial={"floor": verdict["floor"], "min_dialogues": verdict["min_dialogues"],
+                            "margin": verdict["margin"], "ci": verdict["ci_method"],
+                            "held_out_share": stored.held_out_share, "seed": stored.seed})
+
+    def verdict(self) -> dict:
+        data = self.cleaned_data
+        return {"floor": data["floor"], "min_dialogues": data["min_dialogues"], "margin": data["margin"],
+                "ci_method": data["ci"]}
 
 
 class JuryForm(forms.Form):

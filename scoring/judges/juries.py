@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from projects.models import AuditEvent
 from scoring.judges import sources
 from scoring.judges.models import JudgeRun, Jury, JuryMember
+from scoring.judges.names import jury_rater_name
 from scoring.reports.exports import JUDGE, iso_utc
 from scoring.stats import juries as jury_stats
 
@@ -140,11 +141,6 @@ def jury_summary(jury: Jury) -> dict[str, Any]:
 def delete_jury(jury: Jury, user, reason: str) -> None:
     """Soft-delete (the jury's reports stay reproducible from its members)."""
     jury.soft_delete(user, reason)
-
-
-def jury_rater_name(jury: Jury) -> str:
-    """The stable rater label of a jury's answers in exports, e.g. "panel of three (jury 3)"."""
-    return f"{jury.name} (jury {jury.pk})"
 
 
 def jury_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:

@@ -10,8 +10,9 @@ Importing this module registers :func:`judge_label_rows` in :data:`scoring.repor
   language filters, privacy-excluded and deleted dialogues left out); without, every dialogue of the corpus that
   is not deleted.
 
-Row format (:data:`scoring.reports.exports.COLUMNS`): ``rater`` = :func:`judge_rater_name` (the configuration's name as
-the run recorded it, plus the run number: stable even if the configuration is renamed later), ``rater_kind``
+Row format (:data:`scoring.reports.exports.COLUMNS`): ``rater`` = :func:`scoring.judges.names.judge_rater_name` (the
+configuration's name as the run recorded it, plus the run number: stable even if the configuration is renamed later),
+``rater_kind``
 "judge", ``judge_run`` = the run id as text, ``created`` = the result's ``updated_at`` in ISO 8601 UTC.
 """
 
@@ -20,12 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from scoring.judges.names import judge_rater_name
 from scoring.reports.exports import CHUNK_SIZE, JUDGE, iso_utc, register_label_source
-
-
-def judge_rater_name(run) -> str:
-    """The stable rater label of a run's answers, e.g. "gpt-4o per-item (run 12)"."""
-    return f"{run.name} (run {run.pk})"
 
 
 def judge_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:

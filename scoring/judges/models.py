@@ -295,3 +295,28 @@ class JuryMember(ProjectScoped):
 
     def __str__(self) -> str:
         return f"{self.jury} member run {self.run_id}"
+
+
+class SelectionSettings(ProjectOwned):
+    """A campaign's judge selection settings (:mod:`scoring.judges.selection_jobs`): the held-out share, the seed of
+    the split and the bootstrap, and the verdict settings. Stored, not given per request, so a worker computes the
+    selection once for them and every reader sees the same table; changed on the selection page, each change in
+    the audit trail (before and after)."""
+
+    campaign = models.OneToOneField("annotation.Campaign", on_delete=models.PROTECT, related_name="+")
+    held_out_share = models.FloatField(default=0.3)
+    seed = models.PositiveBigIntegerField(default=20240501)
+    verdict = models.JSONField(default=dict, blank=True, help_text="The verdict settings (floor, minimum dialogues, "
+                                                                   "margin, interval method).")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "selection settings"
+
+    def __str__(self) -> str:
+        return f"selection settings of campaign {self.campaign_id}"
+
+    def as_dict(self) -> dict:
+        return {"held_out_share": self.held_out_share, "seed": self.seed, "verdict": dict(self.verdict)}

@@ -53,37 +53,57 @@ def _population(corpus: Corpus, target: Campaign | None) -> dict[str, int]:
     return dict(Counter(model or sampling.UNKNOWN_MODEL for model in qs.values_list("source_model", flat=True)))
 
 
-def planner(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = None, run_id: int | None = None,
-            pilot_id: int | None = None, scope: str | None = None, half_width: float | None = None) -> dict[str, Any]:
-    """Everything the planner partial shows: the runs and pilots to choose from, the chosen ones, the scores that
-    can be planned and the plan for ``scope`` (default: the overall score) at ``half_width`` (default: 5% of the
-    score's range). ``ready`` is False, with ``reason``, when there is no run or pilot yet."""
+def choices(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = None, run_id: int | None = None,
+            pilot_id: int | None = None) -> dict[str, Any]:
+    """The planner's cheap part, read in the request: the runs and pilots to choose from, the chosen ones and the
+    dialogues per doctor model in scope (``totals``); ``reason`` when there is no run or pilot yet."""
     runs = runs_for(corpus, version)
     pilots = pilots_for(corpus, version)
     run = next((r for r in runs if r.pk == run_id), runs[0] if runs else None)
     default_pilot = target if target is not None and target in pilots else (pilots[0] if pilots else None)
     pilot = next((p for p in pilots if p.pk == pilot_id), default_pilot)
-    totals = _population(corpus, target)
     out: dict[str, Any] = {"runs": runs, "pilots": pilots, "run": run, "pilot": pilot, "target": target,
-                           "corpus": corpus, "version": version, "totals": totals, "ready": False, "reason": None,
-                           "scopes": [], "scope": None, "half_width": half_width, "plan": None}
+                           "corpus": corpus, "version": version, "totals": _population(corpus, target),
+                           "ready": False, "reason": None, "scopes": [], "scope": None, "half_width": None,
+                           "plan": None}
     if run is None or pilot is None:
         missing = [what for what, found in (("a finished judge run on this corpus and scale version", run),
                                             ("physician labels on it (a pilot campaign)", pilot)) if found is None]
         out["reason"] = ("The planner needs a pilot: " + " and ".join(missing) + ". Run the judge on the corpus and "
                          "let physicians label a few dozen dialogues first; then plan the full sample here.")
-        return out
+    return out
+
+
+def check_half_width(half_width: float | None) -> None:
+    if half_width is not None and not (half_width > 0 and math.isfinite(half_width)):
+        raise PlannerError("The half-width must be a positive number.")
+
+
+def plan_figures(run: JudgeRun, pilot: Campaign, totals: dict[str, int], *, scope: str | None = None,
+                 half_width: float | None = None) -> dict[str, Any]:
+    """The planner's maths (a worker's job, :mod:`scoring.judges.planner_jobs`): the scores that can be planned
+    and the plan for ``scope`` (default: the overall score) at ``half_width`` (default: 5% of the score's range),
+    from the pilot's labels and the run's scores. ``ready`` is False, with ``reason``, when there is nothing to
+    plan; PlannerError for an unknown score or a half-width that is not positive."""
+    check_half_width(half_width)
     scores = estimates.load_scores(run, pilot)
     if not scores.scopes:
-        out["reason"] = "The judge run scored none of the scale's rated items: nothing to plan."
-        return out
+        return {"ready": False, "reason": "The judge run scored none of the scale's rated items: nothing to plan."}
     keys = [s.key for s in scores.scopes]
     if scope is not None and scope not in keys:
         raise PlannerError(f"Unknown score {scope!r}; choose one of {', '.join(keys)}.")
     chosen = scope or ("all" if "all" in keys else keys[0])
-    if half_width is not None and not (half_width > 0 and math.isfinite(half_width)):
-        raise PlannerError("The half-width must be a positive number.")
     result = estimates.plan(scores, scope=chosen, half_width=half_width, totals=totals)["scopes"][0]
-    out.update(ready=True, scopes=[s.as_dict() for s in scores.scopes], scope=chosen,
-               half_width=result["half_width"], plan=result)
+    return {"ready": True, "reason": None, "scopes": [s.as_dict() for s in scores.scopes], "scope": chosen,
+            "half_width": result["half_width"], "plan": result}
+
+
+def planner(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = None, run_id: int | None = None,
+            pilot_id: int | None = None, scope: str | None = None, half_width: float | None = None) -> dict[str, Any]:
+    """Everything the planner partial shows, computed in this process (:func:`choices` and :func:`plan_figures`;
+    the page reads the stored plan instead, :mod:`scoring.judges.planner_jobs`). ``ready`` is False, with
+    ``reason``, when there is no run or pilot yet."""
+    out = choices(corpus=corpus, version=version, target=target, run_id=run_id, pilot_id=pilot_id)
+    if out["reason"] is None:
+        out.update(plan_figures(out["run"], out["pilot"], out["totals"], scope=scope, half_width=half_width))
     return out

@@ -142,7 +142,7 @@ def compute_now(run: JudgeRun, campaign: Campaign, user, verdict=None, *, names:
     """The report ``user`` would see, computed in this process (the demo loader precomputes the demo run's report
     so that it shows at first login); a finished job for the same inputs is returned as it is. ``names=False``:
     the report without raters' names, which the methods page and the study archive read whoever looks."""
-    from scoring.judges.report import VerdictSettings
+    from scoring.judges.verdicts import VerdictSettings
 
     verdict = verdict or VerdictSettings()
     names = may_see_names(user, [campaign]) if names is None else names
@@ -175,7 +175,7 @@ def refresh_reports(*, run: JudgeRun | None = None, campaign: Campaign | None = 
     comparable campaign; for a campaign: against the latest finished runs on its corpus (:data:`LATEST_RUNS`);
     each with the default settings, with names (coordinators) and without (analysts where names are hidden, and
     always the methods page and the study archive). Variants someone has read lately are refreshed too."""
-    from scoring.judges.report import VerdictSettings
+    from scoring.judges.verdicts import VerdictSettings
 
     subjects: list[tuple[JudgeRun, Campaign, dict[str, Any]]] = []
     keys = ("run", "campaign", "names", "settings", "version")

@@ -327,9 +327,12 @@ def mode_partners(run: JudgeRun) -> list[JudgeRun]:
 def judge_planner(request):
     """htmx partial: physician-labelled dialogues needed for a chosen interval half-width, from a pilot (a judge
     run and the labels so far). For a campaign (``target``) or a corpus and scale version (a campaign being
-    created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan."""
+    created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan. The plan is stored
+    figures (:mod:`scoring.judges.planner_jobs`): shown at once, the partial polling itself while a worker
+    computes a newer one."""
     from annotation.models import Corpus
-    from scoring.judges.planner import PlannerError, default_version, planner
+    from scoring.judges import planner_jobs
+    from scoring.judges.planner import PlannerError, check_half_width, choices, default_version
 
     def param_int(name: str) -> int | None:
         raw = request.GET.get(name, "").strip()
@@ -343,22 +346,27 @@ def judge_planner(request):
                ScaleVersion.objects.filter(pk=param_int("scale_version"), status="published").first())
     if version is None and corpus is not None and not request.GET.get("scale_version"):
         version = default_version(corpus)
-    context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None}
+    context: dict = {"error": None, "ready": False, "query_target": target.pk if target else None,
+                     "figures": None, "poll_url": ""}
     raw_half = request.GET.get("half_width", "").strip()
     half_width = None
     if raw_half:
         try:
             half_width = float(raw_half)
+            check_half_width(half_width)
+        except PlannerError as exc:
+            context["error"] = str(exc)
         except ValueError:
             context["error"] = f"The half-width must be a number; got {raw_half!r}."
     if corpus is None or version is None:
         context["reason"] = "Choose a corpus and a published scale version to plan a random sample."
     elif context["error"] is None:
-        try:
-            context.update(planner(corpus=corpus, version=version, target=target, run_id=param_int("run"),
-                                   pilot_id=param_int("pilot"), scope=request.GET.get("scope") or None,
-                                   half_width=half_width))
-        except PlannerError as exc:
-            context["error"] = str(exc)
+        chosen = choices(corpus=corpus, version=version, target=target, run_id=param_int("run"),
+                         pilot_id=param_int("pilot"))
+        context.update(chosen)
+        if chosen["reason"] is None:
+            found = planner_jobs.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
+                                              half_width=half_width)
+            context.update(found.report or {}, figures=found, half_width=(found.report or {}).get("half_width"),
+                           poll_url=request.get_full_path() if found.pending else "")
     return render(request, "scoring/partials/judge_planner.html", context)
-

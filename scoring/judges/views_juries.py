@@ -6,13 +6,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotation.models import Campaign
 from annotation.params import whole_number
 from projects.access import get_in_project_or_404, role_required
 from projects.roles import ANALYST, COORDINATOR
-from scoring.judges.forms import JuryForm, VerdictSettingsForm
+from scoring.judges.forms import JuryForm
 from scoring.judges.models import Jury
 
 
@@ -71,30 +72,45 @@ def jury_delete(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def judge_selection(request):
-    """Which run or jury may replace the physicians on which item, at what cost (for one campaign)."""
-    from scoring.judges.selection import DEFAULT_HELD_OUT, DEFAULT_SEED, SelectionError
-    from scoring.judges.selection import judge_selection as select
-    from scoring.reports.exports import may_see_names
+    """Which run or jury may replace the physicians on which item, at what cost (for one campaign): the stored
+    table at once (computed by a worker, :mod:`scoring.judges.selection_jobs`), "updating" while a newer one is
+    computed. A POST with ``settings`` stores the campaign's settings (audited); any other POST is "Try again"
+    after a failure."""
+    from django.urls import reverse
+
+    from scoring.judges import selection_jobs
+    from scoring.judges.forms import SelectionSettingsForm
 
     campaigns = Campaign.objects.alive().select_related("corpus", "scale_version").order_by("name")
     campaign = None
     if request.GET.get("campaign"):
         campaign = get_in_project_or_404(campaigns, request, pk=whole_number(request.GET, "campaign"))
-    form = VerdictSettingsForm.from_query(request.GET)
-    context = {"campaigns": campaigns, "campaign": campaign, "form": form, "selection": None, "error": None,
-               "held_out": request.GET.get("held_out", str(DEFAULT_HELD_OUT)),
-               "seed": request.GET.get("seed", str(DEFAULT_SEED))}
-    if campaign is not None:
-        try:
-            share = float(context["held_out"])
-            seed = int(context["seed"])
-            if not form.is_valid():
-                raise SelectionError("Invalid settings: " + "; ".join(
-                    f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-            if not 0 <= seed < 2**32:
-                raise SelectionError("The seed must be a whole number from 0 to 4294967295.")
-            context["selection"] = select(campaign, verdict=form.settings(), held_out_share=share, seed=seed,
-                                          names=may_see_names(request.user, [campaign]))
-        except (SelectionError, ValueError) as exc:
-            context["error"] = str(exc)
-    return render(request, "scoring/judge_selection.html", context, status=400 if context["error"] else 200)
+    context = {"campaigns": campaigns, "campaign": campaign, "form": None, "selection": None, "figures": None,
+               "job": None, "poll_url": ""}
+    if campaign is None:
+        return render(request, "scoring/judge_selection.html", context)
+    stored = selection_jobs.settings_of(campaign)
+    form = SelectionSettingsForm.of(stored)
+    status = 200
+    if request.method == "POST" and "settings" in request.POST:
+        form = SelectionSettingsForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                selection_jobs.save_settings(campaign, request.user, held_out_share=data["held_out_share"],
+                                             seed=data["seed"], verdict=form.verdict(), reason=data["reason"])
+            except ValueError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, _("Settings saved: the selection is computed again with them."))
+                return redirect(request.get_full_path())
+        status = 400
+    found = selection_jobs.selection_figures(campaign, request.user,
+                                             retry=request.method == "POST" and status == 200)
+    if request.method == "POST" and status == 200:  # "Try again" after a failure
+        return redirect(request.get_full_path())
+    report = found.report or {}
+    context.update(form=form, settings=stored, figures=found, selection=None if "error" in report else found.report,
+                   error=report.get("error"), job=found.job,
+                   poll_url=reverse("figures-status", args=[found.pending.pk]) if found.pending else "")
+    return render(request, "scoring/judge_selection.html", context, status=status)

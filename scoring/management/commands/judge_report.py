@@ -15,20 +15,18 @@ from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
 from projects.services import ProjectCommand
 from scoring.judges.forms import VerdictSettingsForm
-from scoring.judges.juries import jury_rater_name
-from scoring.judges.labels import judge_rater_name
 from scoring.judges.models import JudgeRun, Jury
-from scoring.judges.report import (
-    JudgeReportError,
-    judge_scores,
-    judge_vs_physicians,
-    run_scale_version_id,
-    source_label,
-)
+from scoring.judges.names import judge_rater_name, jury_rater_name
+from scoring.judges.service import comparable_campaigns, is_jury
 from scoring.reports.agreement_csv import replicate_rows
 from scoring.reports.exports import may_see_names
 
 CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
+
+
+def source_label(source) -> str:
+    """"Run #12" or "Jury #3 (name)" (:func:`scoring.judges.report.source_label`, without loading pandas)."""
+    return f"Jury #{source.pk} ({source.name})" if is_jury(source) else f"Run #{source.pk}"
 
 
 def find_jury(corpus: Corpus, judge: str) -> Jury | None:
@@ -78,7 +76,7 @@ def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
         if campaign is None:
             raise CommandError(f"No campaign named {name!r} on corpus {corpus.name!r}.")
         return campaign
-    fitting = list(campaigns.filter(scale_version_id=run_scale_version_id(run)))
+    fitting = [c for c in comparable_campaigns(run) if c.corpus_id == corpus.pk]
     if len(fitting) == 1:
         return fitting[0]
     if not fitting:
@@ -87,6 +85,18 @@ def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
                            "gives the judge's own scores and Table 2 without them.")
     raise CommandError("Several campaigns rate this corpus on the judge's scale version; choose one with --campaign ("
                        + ", ".join(repr(c.name) for c in fitting) + ").")
+
+
+def stored_report(run, campaign: Campaign, verdict, names: bool) -> dict | None:
+    """The stored report of ``run`` against ``campaign`` with ``verdict`` settings and the name rule when it is of the
+    current labels and answers (:func:`scoring.judges.service.report_figures`), else None. A report of a campaign
+    the run cannot be compared with is never stored: None, and the computation says why."""
+    from scoring.judges.service import report_figures
+
+    if campaign.corpus_id != run.corpus_id:
+        return None
+    found = report_figures(run, campaign, None, verdict, start=False, names=names)
+    return found.report if found.fresh else None
 
 
 def csv_rows(report: dict):
@@ -147,6 +157,8 @@ def score_rows(scores: dict):
 
 
 class Command(ProjectCommand, BaseCommand):
+    # A report for scripts: the system checks (they load every URL, view and the API schema) are `manage.py check`'s.
+    requires_system_checks: list[str] = []
     help = ("The judge-vs-physicians report of a judge run (one run by the app, or an imported judge's scores) "
             "against a campaign on the same corpus: the same JSON as the API, or CSV rows, or one HTML file.")
 
@@ -167,6 +179,8 @@ class Command(ProjectCommand, BaseCommand):
         parser.add_argument("--min-dialogues", type=int, help="minimum dialogues for a verdict (default 30)")
         parser.add_argument("--margin", type=float, help="non-inferiority margin (default 0.10)")
         parser.add_argument("--ci", choices=["percentile", "bca"], help="interval method (default percentile)")
+        parser.add_argument("--recompute", action="store_true",
+                            help="compute the report in this process even when a stored one is current")
 
     def handle(self, *args, **options):
         project = self.project
@@ -183,11 +197,16 @@ class Command(ProjectCommand, BaseCommand):
         form = VerdictSettingsForm.from_query(query)
         if not form.is_valid():
             raise CommandError("Invalid settings: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        try:
-            # names as an analyst sees them: only where the coordinator allowed them (the README's one rule)
-            report = judge_vs_physicians(run, campaign, verdict=form.settings(), names=may_see_names(None, [campaign]))
-        except (JudgeReportError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+        # names as an analyst sees them: only where the coordinator allowed them (the README's one rule)
+        names = may_see_names(None, [campaign])
+        report = None if options["recompute"] else stored_report(run, campaign, form.settings(), names)
+        if report is None:
+            from scoring.judges.report import JudgeReportError, judge_vs_physicians
+
+            try:
+                report = judge_vs_physicians(run, campaign, verdict=form.settings(), names=names)
+            except (JudgeReportError, ValueError) as exc:
+                raise CommandError(str(exc)) from None
         if options["format"] == "json":
             text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
         elif options["format"] == "csv":
@@ -211,7 +230,9 @@ class Command(ProjectCommand, BaseCommand):
         if not run.is_finished:
             raise CommandError(f"Run #{run.pk} is {run.get_status_display().lower()}: its scores are read once it "
                                "has finished.")
-        scores = judge_scores(run)
+        from scoring.judges.service import stored_judge_scores
+
+        scores = stored_judge_scores(run)
         if options["format"] == "json":
             text = json.dumps(scores, indent=2, ensure_ascii=False, allow_nan=False)
         else:

@@ -1,6 +1,12 @@
 """python manage.py judge_selection --corpus NAME --campaign NAME [--format json|csv|html] [--held-out 0.3]
 [--seed N] [--juries NAME,NAME] [--out FILE] [--project NAME]: which judge run or jury may replace the physicians on
-which item, and at what cost (:mod:`scoring.judges.selection`)."""
+which item, and at what cost (:mod:`scoring.judges.selection`).
+
+Without options that change the table (held-out share, seed, resamples, juries, verdict settings) it gives the
+campaign's selection with its stored settings (:mod:`scoring.judges.selection_jobs`, what the selection page shows):
+the stored table when it is current, else computed in this process and stored for the page. With any of them it
+computes the table in this process with those options (the stored settings fill the ones left out) and stores
+nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
 from projects.services import ProjectCommand
+from scoring.judges import selection_jobs
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import Jury
 from scoring.judges.selection import DEFAULT_HELD_OUT, DEFAULT_SEED, SelectionError, judge_selection, selection_rows
@@ -27,13 +34,15 @@ class Command(ProjectCommand, BaseCommand):
         parser.add_argument("--campaign", required=True, help="campaign name on the corpus")
         parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
         parser.add_argument("--out", help="write to this file instead of standard output")
-        parser.add_argument("--held-out", type=float, default=DEFAULT_HELD_OUT,
-                            help=f"share of the physician-labelled dialogues held out (default {DEFAULT_HELD_OUT})")
-        parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the split and the bootstrap")
+        parser.add_argument("--held-out", type=float,
+                            help="share of the physician-labelled dialogues held out (default: the campaign's "
+                                 f"stored setting, at first {DEFAULT_HELD_OUT})")
+        parser.add_argument("--seed", type=int, help="seed of the split and the bootstrap (default: the campaign's "
+                                                     f"stored setting, at first {DEFAULT_SEED})")
         parser.add_argument("--juries", help="only these saved juries (names, comma-separated) besides the runs")
         parser.add_argument("--no-tried-juries", action="store_true",
                             help="do not try every jury of two or three runs (only runs and saved juries)")
-        parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+        parser.add_argument("--resamples", type=int, help="bootstrap resamples (default 1000)")
         parser.add_argument("--floor", type=float, help="reliability floor (default 0.40)")
         parser.add_argument("--min-dialogues", type=int, help="minimum dialogues for a verdict (default 30)")
         parser.add_argument("--margin", type=float, help="non-inferiority margin (default 0.10)")
@@ -46,11 +55,15 @@ class Command(ProjectCommand, BaseCommand):
                     .select_related("corpus", "scale_version").first())
         if campaign is None:
             raise CommandError(f"No campaign named {options['campaign']!r} on corpus {corpus.name!r}.")
-        query = {key: str(options[key]) for key in ("floor", "min_dialogues", "margin") if options[key] is not None}
+        stored = selection_jobs.settings_of(campaign)
+        verdict = {"floor": 0.40, "min_dialogues": 30, "margin": 0.10, "ci_method": "percentile", **stored.verdict}
+        query = {key: str(verdict[key]) for key in ("floor", "min_dialogues", "margin")} | {"ci": verdict["ci_method"]}
+        query |= {key: str(options[key]) for key in ("floor", "min_dialogues", "margin") if options[key] is not None}
         form = VerdictSettingsForm.from_query(query)
         if not form.is_valid():
             raise CommandError("Invalid settings: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        if not 10 <= options["resamples"] <= 100000:
+        resamples = options["resamples"] if options["resamples"] is not None else selection_jobs.RESAMPLES
+        if not 10 <= resamples <= 100000:
             raise CommandError("--resamples must be between 10 and 100000.")
         named = None
         if options["juries"]:
@@ -59,11 +72,23 @@ class Command(ProjectCommand, BaseCommand):
             unknown = sorted(set(names) - {j.name for j in named})
             if unknown:
                 raise CommandError(f"No jury named {', '.join(map(repr, unknown))} on corpus {corpus.name!r}.")
+        names = may_see_names(None, [campaign])
+        changed = [key for key in ("held_out", "seed", "resamples", "juries", "floor", "min_dialogues", "margin")
+                   if options[key] is not None] + (["no_tried_juries"] if options["no_tried_juries"] else [])
         try:
-            result = judge_selection(campaign, verdict=form.settings(), held_out_share=options["held_out"],
-                                     seed=options["seed"], n_resamples=options["resamples"], juries=named,
-                                     all_juries=False if options["no_tried_juries"] else None,
-                                     names=may_see_names(None, [campaign]))
+            if changed:
+                result = judge_selection(
+                    campaign, verdict=form.settings(),
+                    held_out_share=stored.held_out_share if options["held_out"] is None else options["held_out"],
+                    seed=stored.seed if options["seed"] is None else options["seed"], n_resamples=resamples,
+                    juries=named, all_juries=False if options["no_tried_juries"] else None, names=names)
+            else:
+                job = selection_jobs.compute_now(campaign, None, names=names)
+                if job.status != job.Status.SUCCEEDED:
+                    raise SelectionError(job.error.split(": ", 1)[-1] or "the selection could not be computed")
+                result = job.result
+                if "error" in result:
+                    raise SelectionError(result["error"])
         except (SelectionError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         if options["format"] == "json":

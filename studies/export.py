@@ -487,13 +487,15 @@ def export_study(project: Project, out_path: str | Path, actor=None) -> dict[str
                                   f"Report: {entry['figure']}")
         _other_exports(writer, other_files)
         from studies.methods import methods_docx, methods_markdown, tripod_markdown
+        from studies.provenance import study_provenance
 
-        archive_view = {"project": project.name, "reports": reports, "counts": counts, "settings": settings}
+        archive_view = {"project": project.name, "reports": reports, "counts": counts, "settings": settings,
+                        "provenance": study_provenance(project)}
         writer.write_text("methods/methods.md", methods_markdown(archive_view),
                           "Methods and results (Markdown), each figure pointing at its archive file")
         writer.write_bytes("methods/methods.docx", methods_docx(archive_view), "Methods and results (DOCX)")
         writer.write_text("methods/tripod-llm.md", tripod_markdown(archive_view),
-                          "TRIPOD-LLM checklist: items the data answer, the rest for the authors")
+                          "TRIPOD-LLM checklist by item number: reported where, not applicable why, or not recorded")
         exported_at = timezone.now()
         writer.write_json("software.json", software(), "The software that made the archive")
         writer.write_json("study.json", {

@@ -331,6 +331,19 @@ def test_the_hivmedqa_methods_say_what_the_records_say(db, hiv_archive):
     assert "| 7d |" in checklist and "raters: LLM scoring iterations" in checklist
 
 
+def test_the_hivmedqa_report_files_use_its_words(db, hiv_archive):
+    """The judge report's CSV sections and figure names, and its JSON's paper rule: no Mini-CEX word."""
+    from scoring.management.commands.judge_report import csv_rows
+
+    view = hiv_archive[1]["view"]
+    report = next(e["report"] for e in view["reports"] if e["kind"] == "judge")
+    assert all(item["paper_rule"] is None for item in report["items"])  # the 80% rule is the Mini-CEX's
+    rows = list(csv_rows(report))
+    names = {str(row[0]) for row in rows[1:]} | {str(row[2]) for row in rows[1:]}
+    assert "judge vs raters" in names and "vs rater majority" in names
+    assert not [name for name in names if "physician" in name or "dialogue" in name]
+
+
 def test_import_labels_and_the_campaign_page_record_who_the_raters_are(client, db):
     """``import_labels --rater-kind`` records it, refuses a contradiction, and the coordinator states it on the
     imported campaign's page (audited); the command's message uses the instrument's words."""
@@ -387,6 +400,19 @@ def test_import_labels_and_the_campaign_page_record_who_the_raters_are(client, d
     with scoping.in_project(project):
         campaign.refresh_from_db()
         assert campaign.rater_kind == "experts"
+    # an imported judge's run page offers the comparison in the instrument's words
+    scores = {answer: values for answer, values in hiv.judge_scores().items() if answer.startswith("model-a-q01")}
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as judge_file:
+        judge_file.write(hiv.judge_csv(scores))
+    call_command("import_labels", judge_file.name, corpus="Answers", scale="hivmedqa-medgpt", project="Rater kinds",
+                 stdout=out)
+    assert "scores on 5 answers as run #" in out.getvalue()
+    from scoring.judges.models import JudgeRun
+
+    with scoping.in_project(project):
+        run = JudgeRun.objects.get(source=JudgeRun.Source.IMPORTED)
+    page = client.get(reverse("judge-run", args=[run.pk])).content.decode()
+    assert "Compare with raters" in page and "Judge vs raters of" in page and "physician" not in page.lower()
 
 
 def test_the_methods_page_shows_tables_not_template_source(client, db, hiv_archive):
@@ -406,3 +432,18 @@ def test_the_methods_page_shows_tables_not_template_source(client, db, hiv_archi
     assert "table.lines" not in html and "join:" not in html
     assert html.count("<pre>") == sum(len(s["tables"]) for s in sections(view)) >= 3
     assert '<th scope="row">7d</th>' in html
+
+
+def test_the_pages_print_through_the_same_formatter():
+    """The report pages' filters: a bounded score's interval clipped to its scale, limits that coincide not
+    estimable, no "-0.00"."""
+    from django.template import Context, Template
+
+    template = Template("{% load report_tags %}{{ f|on_scale:s|fig:2 }}|{{ f|on_scale:s|ci:2 }}|{{ z|fig:2 }}|"
+                        "{{ same|ci:2 }}")
+    text = template.render(Context({"f": {"value": 4.989, "ci_low": 4.968, "ci_high": 5.010},
+                                    "s": {"min": 0, "max": 5},
+                                    "z": {"value": -1e-17, "ci_low": -0.0001, "ci_high": 0.0001},
+                                    "same": {"value": 0.33, "ci_low": 0.33, "ci_high": 0.33}}))
+    assert "4.99" in text and "[4.97, 5.00]" in text and "5.01" not in text
+    assert "[CI not estimable]" in text and not re.search(r"-0\.0+(?![0-9])", text)

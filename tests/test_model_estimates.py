@@ -286,7 +286,11 @@ def test_constant_judge_gives_the_physicians_estimate(physicians):
         for figures in entry["scopes"].values():
             assert figures["ppi"]["lam"] == 0.0
             assert figures["ppi"]["value"] == pytest.approx(figures["physicians"]["value"])
-            assert figures["ppi"]["ci_low"] == pytest.approx(figures["physicians"]["ci_low"])
+            # PPI++ at lambda 0 is the classical interval with ppi_py's SD (ddof 0); the physicians' own takes the
+            # sample SD (ddof 1): wider by sqrt(n / (n - 1))
+            n, value = figures["physicians"]["n"], figures["physicians"]["value"]
+            half = (value - figures["physicians"]["ci_low"]) * np.sqrt((n - 1) / n)
+            assert figures["ppi"]["ci_low"] == pytest.approx(value - half)
             assert figures["judge"]["ci_low"] == figures["judge"]["ci_high"]  # constant: a zero-width interval
             assert any("same score" in w for w in figures["judge"]["warnings"])
 

@@ -88,7 +88,7 @@ def estimate(value: Any, low: Any = None, high: Any = None, digits: int = 2, sig
     points [0.03, 19.63]"); without an interval the value alone; limits that coincide: "value (CI not
     estimable)". ``scale``: the (lowest, highest) score the figure can take; limits beyond it print clipped to it
     (a normal interval of a mean of 0-5 scores, 4.99 [4.97, 5.01], prints as 4.99 [4.97, 5.00])."""
-    low, high = _clipped(low, high, scale)
+    low, high = clipped(low, high, scale)
     if low is not None and high is not None and low == high:
         return number(value, digits, sign) + (f" {unit}" if unit else "") + f" ({NOT_ESTIMABLE})"
     d = decimals(value, low, high, digits)
@@ -97,7 +97,8 @@ def estimate(value: Any, low: Any = None, high: Any = None, digits: int = 2, sig
     return f"{text} {limits}" if limits else text
 
 
-def _clipped(low: Any, high: Any, scale: tuple[Any, Any] | None) -> tuple[float | None, float | None]:
+def clipped(low: Any, high: Any, scale: tuple[Any, Any] | None) -> tuple[float | None, float | None]:
+    """The limits as floats, clipped to ``scale`` (lowest, highest) when given."""
     lo, hi = _finite(low), _finite(high)
     if scale:
         bottom, top = (_finite(b) for b in scale)

@@ -165,9 +165,10 @@ def labels_sentence(campaign: dict, W: dict) -> str:
     raters = (f"{who} (raters holding the project's physician role)" if who
               else f"raters whose profession is {NOT_RECORDED}")
     seen = campaign.get("model_visible_raters") or 0
+    hold = "holds" if seen == 1 else "hold"
     blinding = (f"The rating page shows no {W['model']}, and none of the raters holds a role in the project whose "
                 f"pages show the {W['models']}: the raters were blinded to the {W['model']}." if not seen else
-                f"The rating page shows no {W['model']}, but {seen} of the raters also hold a coordinator's or "
+                f"The rating page shows no {W['model']}, but {seen} of the raters also {hold} a coordinator's or "
                 f"analyst's role in the project, whose pages show the {W['models']}: blinding to the {W['model']} is "
                 "not assured for their labels.")
     return f"{head}{raters}, rated in the app (data/labels.csv, data/label_changes.csv). {blinding}"

@@ -25,7 +25,7 @@ def study_provenance(project) -> dict[str, Any]:
     """The recorded provenance of ``project``'s study (see the module's docstring)."""
     from django.contrib.auth import get_user_model
     from django.contrib.contenttypes.models import ContentType
-    from django.db.models import Count
+    from django.db.models import Count, Q
 
     from annotation.models import Campaign, Label, RandomSample, ScaleVersion
     from projects.models import AuditEvent, Membership
@@ -51,7 +51,8 @@ def study_provenance(project) -> dict[str, Any]:
                      .values_list("user", flat=True))
     sees_models = set(Membership.objects.filter(project=project, role__in=[COORDINATOR, ANALYST], user__in=everyone)
                       .values_list("user", flat=True))
-    sees_models |= set(get_user_model().objects.filter(pk__in=everyone, is_superuser=True).values_list("pk", flat=True))
+    sees_models |= set(get_user_model().objects.filter(Q(is_superuser=True) | Q(groups__name="admin"), pk__in=everyone)
+                       .values_list("pk", flat=True))  # administrators (projects.models.is_admin) see every page
     imports: dict[str, list[dict]] = {}
     campaign_type = ContentType.objects.get_for_model(Campaign)
     for target, data in (AuditEvent.objects.filter(action="labels.import", target_type=campaign_type,

@@ -447,3 +447,76 @@ def test_the_pages_print_through_the_same_formatter():
                                     "same": {"value": 0.33, "ci_low": 0.33, "ci_high": 0.33}}))
     assert "4.99" in text and "[4.97, 5.00]" in text and "5.01" not in text
     assert "[CI not estimable]" in text and not re.search(r"-0\.0+(?![0-9])", text)
+
+
+@pytest.mark.parametrize("kind", ["random", "constant", "near-constant"])
+def test_the_raters_only_interval_takes_the_sample_sd(kind):
+    """The raters-only (and judge-only) normal interval of a model's mean: the sample SD (ddof 1) for a random
+    rater, zero width with a warning for a constant one, and a near-constant 0-5 item's upper limit, past 5 as
+    computed, printed at the scale's top."""
+    from scoring.stats import ppi
+
+    rng = np.random.default_rng(5)
+    scores = {"random": rng.integers(0, 6, 40).astype(float), "constant": np.full(40, 3.0),
+              "near-constant": np.where(np.arange(40) < 39, 5.0, 4.0)}[kind]
+    figure = ppi.classical_mean(scores, ddof=1)
+    half = 1.959963984540054 * scores.std(ddof=1) / np.sqrt(scores.size)
+    assert figure["ci_high"] - figure["value"] == pytest.approx(half)
+    assert ppi.classical_mean(scores)["ci_high"] - figure["value"] == pytest.approx(half * np.sqrt(39 / 40))
+    text = formatting.figure(figure, 2, scale=(0, 5))
+    if kind == "constant":
+        assert text == "3.00 (CI not estimable)" and any("same score" in w for w in figure["warnings"])
+    if kind == "near-constant":
+        assert figure["ci_high"] > 5 and text.endswith("5.00]")
+    if kind == "random":
+        assert re.fullmatch(r"\d\.\d+ \[\d\.\d+, \d\.\d+\]", text)
+
+
+def test_the_provenance_of_labels_rated_in_the_app(db):
+    """study_provenance: labels rated in the app by physicians, one of whom also coordinates the project (so blinding
+    to the model is not assured for that rater), on a sample drawn with a seed."""
+    from django.contrib.auth import get_user_model
+
+    from annotation import labels
+    from annotation.campaigns import add_rater, assign, create_campaign
+    from annotation.importers import import_dialogues
+    from annotation.instruments import install_shipped
+    from annotation.models import Assignment, Corpus
+    from annotation.sampling import draw_sample
+    from projects import scoping
+    from projects.roles import assign_role
+    from projects.services import create_project
+    from studies.methods import data_paragraphs
+    from studies.provenance import study_provenance
+
+    with scoping.scopes_disabled():
+        project = create_project("Rated here")
+    with scoping.in_project(project):
+        version = install_shipped("hivmedqa-medgpt")[0]
+        corpus = Corpus.objects.create(project=project, name="Answers")
+        import_dialogues(corpus, hiv.answers_jsonl()[:30])
+        campaign = create_campaign(name="Here", corpus=corpus, scale_version=version, overlap=2)
+        draw_sample(campaign, size=6, stratified=False, seed=77)
+        users = []
+        for name in ("rater-one", "rater-two"):
+            user = get_user_model().objects.create_user(username=name)
+            assign_role(user, "physician", project)
+            add_rater(campaign, user)
+            users.append(user)
+        assign_role(users[1], "coordinator", project)  # sees the models on the corpus pages
+        assign(campaign)
+        bias = next(i.pk for i in version.rating_items() if i.code == "bias")
+        for user in users:  # two answers each
+            for assignment in Assignment.objects.filter(campaign=campaign, rater=user).order_by("pk")[:2]:
+                labels.save_label(assignment, bias, 5, user)
+        prov = study_provenance(project)
+    entry = next(c for c in prov["campaigns"] if c["name"] == "Here")
+    assert entry["origin"] == "app" and entry["rater_kind"] == "physicians" and entry["labels"] == 4
+    assert entry["raters"] == 2 and entry["model_visible_raters"] == 1
+    assert prov["samples"] == [{"campaign": "Here", "kind": "drawn", "size": 6, "seed": 77, "population": 30,
+                                "stratified": False}]
+    text = " ".join(data_paragraphs({"counts": {}, "provenance": prov}))
+    assert "drawn in the app with seed 77" in text
+    assert "physicians (raters holding the project's physician role)" in text
+    assert "1 of the raters also holds a coordinator's or analyst's role" in text
+    assert "blinding to the model is not assured" in text and "were blinded" not in text

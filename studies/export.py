@@ -204,7 +204,7 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("campaign", STR), ("corpus", STR), ("scale_version", STR), ("phase", STR), ("status", STR), ("overlap", INT),
         ("filter_split", STR), ("filter_model", STR), ("filter_language", STR), ("instructions", STR),
         ("deadline", STR),
-        ("seed", INT), ("created_at", TIME), ("deleted", BOOL)]),
+        ("seed", INT), ("created_at", TIME), ("deleted", BOOL), ("rater_kind", STR)]),
     "data/raters.csv": ("Raters by pseudonym, in the order of their accounts", [
         ("rater", STR), ("external", BOOL), ("physician", BOOL)]),
     "data/campaign_raters.csv": ("Raters on each campaign", [
@@ -316,7 +316,8 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "campaign": c.name, "corpus": c.corpus.name, "scale_version": version_key(c.scale_version),
         "phase": c.phase, "status": c.status, "overlap": c.overlap, "filter_split": c.filter_split,
         "filter_model": c.filter_model, "filter_language": c.filter_language, "instructions": c.instructions,
-        "deadline": c.deadline, "seed": c.seed, "created_at": c.created_at, "deleted": c.is_deleted}
+        "deadline": c.deadline, "seed": c.seed, "created_at": c.created_at, "deleted": c.is_deleted,
+        "rater_kind": c.rater_kind}
         for c in campaigns.order_by("pk"))
     from django.contrib.auth import get_user_model
 

@@ -331,6 +331,25 @@ def test_the_hivmedqa_methods_say_what_the_records_say(db, hiv_archive):
     assert "| 7d |" in checklist and "raters: LLM scoring iterations" in checklist
 
 
+def test_the_archive_carries_who_the_raters_are(db, hiv_archive):
+    """campaigns.csv holds the rater kind, and a study loaded from the archive states it again."""
+    import csv
+
+    from projects import scoping
+    from studies.load import import_study
+    from studies.provenance import study_provenance
+
+    path = hiv_archive[0]
+    with zipfile.ZipFile(path) as zf:
+        rows = list(csv.DictReader(io.StringIO(zf.read("data/campaigns.csv").decode())))
+    assert [row["rater_kind"] for row in rows] == ["llm"]
+    project = import_study(path, "HIVMedQA words, loaded").project
+    with scoping.in_project(project):
+        entry = study_provenance(project)["campaigns"][0]
+    assert entry["origin"] == "imported" and entry["rater_kind"] == "llm"
+    assert entry["files"] == []  # the import's audit entry stays behind: its file reads "not recorded"
+
+
 def test_the_hivmedqa_report_files_use_its_words(db, hiv_archive):
     """The judge report's CSV sections and figure names, and its JSON's paper rule: no Mini-CEX word."""
     from scoring.management.commands.judge_report import csv_rows
@@ -520,3 +539,22 @@ def test_the_provenance_of_labels_rated_in_the_app(db):
     assert "physicians (raters holding the project's physician role)" in text
     assert "1 of the raters also holds a coordinator's or analyst's role" in text
     assert "blinding to the model is not assured" in text and "were blinded" not in text
+
+
+@pytest.mark.parametrize("unlabelled", [0, 40])
+def test_no_ppi_paragraph_when_every_text_is_labelled(unlabelled):
+    """With every text labelled (no unlabelled text for the judge to add), PPI adds nothing: no paragraph, no
+    column, no reference."""
+    from studies.methods import methods_markdown
+
+    figure = {"value": 3.2, "ci_low": 3.0, "ci_high": 3.4}
+    report = {"methods": {}, "items": [], "model_estimates": {
+        "available": True, "citation": "Angelopoulos et al.", "scopes": [{"key": "bias", "min": 0, "max": 5}],
+        "models": [{"model": "m", "scopes": {"bias": {"physicians": figure, "judge": figure,
+                                                      "ppi": {**figure, "n_unlabeled": unlabelled}}}}]}}
+    view = _view(campaigns=[APP_BLIND], reports=[{"figure": "judge run-1 vs C", "kind": "judge", "report": report,
+                                                  "fingerprint": "f" * 64}],
+                 settings={"campaign_reports": [], "judge_reports": [{"campaign": "C", "run": "run-1"}]})
+    text = methods_markdown(view)
+    assert ("prediction-powered" in text) == bool(unlabelled)
+    assert ("PPI [95% CI]" in text) == bool(unlabelled) and ("Angelopoulos AN" in text) == bool(unlabelled)

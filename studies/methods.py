@@ -482,7 +482,9 @@ def _applies(designs: str, tasks: str, task: str) -> str | None:
     return None
 
 
-TASK_NAMES = {"QA": "long-form question answering", "DG": "diagnostic conversation"}
+#: The evaluated task in the guideline's codes; a dialogue instrument's diagnostic conversation ("DC") is none of
+#: the guideline's task categories.
+TASK_NAMES = {"QA": "long-form question answering", "DC": "diagnostic conversation"}
 
 
 def checklist(view: dict) -> list[dict]:
@@ -491,7 +493,7 @@ def checklist(view: dict) -> list[dict]:
     prov = view.get("provenance") or {}
     counts = view.get("counts", {})
     W = study_words(view)
-    task = "QA" if prov.get("target") == "answer" else "DG"
+    task = "QA" if prov.get("target") == "answer" else "DC"
     reports = [e for e in view.get("reports", []) if not e.get("missing")]
     judge_reports = [e for e in reports if e["kind"] == "judge"]
     runs = prov.get("judge_runs", [])
@@ -566,8 +568,8 @@ def checklist(view: dict) -> list[dict]:
     for number, section, topic, designs, tasks in TRIPOD_ITEMS:
         why_not = _applies(designs, tasks, task)
         answer = why_not or answers.get(number, NOT_RECORDED)
-        if number == "7a" and why_not is None and task != "QA":
-            answer = answers["7a"]
+        if number == "7a" and why_not is not None:  # the scores are reported all the same
+            answer += f"; the instrument's scores per {W['model']} are reported at methods/methods.md (item 17)"
         rows.append({"item": number, "section": section, "topic": topic,
                      "applies": f"design {designs}; task {tasks}", "answer": answer})
     return rows

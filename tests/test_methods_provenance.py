@@ -172,6 +172,10 @@ def test_the_checklist_answers_each_item_by_the_records():
     assert "raters: not recorded" in by["8c"] and "raters: physicians" in live_by["8c"]
     for item in ("1", "2", "13", "14a", "14b", "19a", "19b"):
         assert by[item] == "not recorded", item
+    # a dialogue instrument's task (diagnostic conversation) is none of the guideline's: 7a does not apply to it
+    dialogues = {row["item"]: row["answer"] for row in checklist(_view(target="dialogue", campaigns=[APP_BLIND]))}
+    assert dialogues["7a"].startswith("not applicable because the task evaluated (diagnostic conversation)")
+    assert by["7a"].startswith("reported at")
 
 
 # --- the number formatter --------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ def methods_view(project) -> dict:
     from django.core.cache import cache
 
     from annotation.models import Campaign, CampaignRater, Corpus, Dialogue, RandomSample
+    from projects.models import Membership
     from scoring.judges import service
     from scoring.reports.fingerprint import study_fingerprint
     from studies import figures
@@ -33,6 +34,8 @@ def methods_view(project) -> dict:
                            for c in campaigns],
              "runs": [(key, run.pk, run.status, service.answers_fingerprint(run))
                       for key, run in figures.run_keys(project).items()],
+             # the blinding sentence depends on the raters' roles: a new role is a new page
+             "roles": sorted(Membership.objects.filter(project=project).values_list("user_id", "role")),
              "rows": [Corpus.objects.filter(project=project).count(),
                       Dialogue.objects.filter(corpus__project=project).count(),
                       RandomSample.objects.filter(campaign__project=project).count(),

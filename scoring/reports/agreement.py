@@ -452,7 +452,7 @@ def _icc(study: Study) -> dict:
             "No submitted labels yet." if study.labels.empty or any(m.response_type == "binary" for m in study.items)
             else "This instrument has no binary items to sum into dimension scores: see the ICC of each item's "
                  "scores with the item agreement."]}
-    layout = _icc_layout(scores.reset_index(), study.rater_names)
+    layout = _icc_layout(scores.reset_index(), study.rater_names, study.words)
     frame, crossed, forms = layout["frame"], layout["crossed"], layout["forms"]
     dims = {}
     names = {m.dimension: m.dimension_name for m in study.items if m.response_type == "binary"}

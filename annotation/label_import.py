@@ -371,7 +371,7 @@ def _external_rater(username: str):
 @transaction.atomic
 def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: str, campaign_name: str | None = None,
                   scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False,
-                  skip_unscored: bool = False) -> dict[str, Any]:
+                  skip_unscored: bool = False, rater_kind: str | None = None) -> dict[str, Any]:
     """Import a label CSV into an "imported" campaign on ``corpus``, or raise ImportRejected and write nothing.
 
     The campaign is ``campaign_name`` (default "Imported labels: <file name> on <corpus>"); an existing imported
@@ -382,8 +382,14 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     :func:`annotation.sampling.declare_sample`), which prediction-powered estimates need. ``skip_unscored``: a
     judge's row whose raw response gives no score on its item's scale (an off-grid value, no answer for the item)
     is imported unscored, as a run leaves such an answer, instead of refusing the file; ``unscored`` in the result
-    lists those rows' (line, reason).
+    lists those rows' (line, reason). ``rater_kind``: who the (non-judge) raters are, a
+    :class:`~annotation.models.Campaign.RaterKind` value the coordinator states ("physicians", "experts", "llm"),
+    recorded on the campaign for the methods text; ``None`` leaves a reused campaign's statement as it is (a new
+    campaign: not recorded), and a statement that contradicts the campaign's is refused.
     """
+    if rater_kind is not None and rater_kind not in Campaign.RaterKind.values:
+        raise LabelImportError(f'rater kind "{rater_kind}" is not one of '
+                               f'{", ".join(v for v in Campaign.RaterKind.values if v)}.')
     name = (campaign_name or default_campaign_name(file_name, corpus)).strip()[:200]
     campaign = _find_campaign(name, corpus, scale_version)
     if campaign is None and not campaign_name:  # an earlier import of this file into this corpus, named before
@@ -392,6 +398,10 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         if legacy is not None:
             name = legacy.name
             campaign = _find_campaign(name, corpus, scale_version)
+    if campaign is not None and rater_kind and campaign.rater_kind and campaign.rater_kind != rater_kind:
+        raise LabelImportError(f'Campaign "{name}" holds labels of {campaign.get_rater_kind_display().lower()}, not '
+                               f'{Campaign.RaterKind(rater_kind).label.lower()}: import these into another campaign '
+                               "(--campaign).")
     version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
     if version.status != ScaleVersion.Status.PUBLISHED:
         raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
@@ -432,6 +442,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     unscored = [(row.line, row.unscored) for row in judge_rows if row.unscored]
     if not rows:
         return {"labels": 0, "assignments": 0, "dialogues": len({r.dialogue_id for r in judge_rows}), "raters": 0,
+                "target": version.scale.target,
                 "raters_created": 0, "campaign": None, "campaign_created": False, "overlap": None,
                 "judge_runs": judges, "judge_labels": len(judge_rows), "unscored": unscored, "sha256": sha256}
 
@@ -451,6 +462,9 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
                                        instructions=f"Labels imported from {file_name}.")
         except CampaignError as exc:
             raise LabelImportError(str(exc)) from exc
+    if rater_kind and campaign.rater_kind != rater_kind:
+        campaign.rater_kind = rater_kind
+        campaign.save(update_fields=["rater_kind"])
     elif overlap > campaign.overlap:
         campaign.overlap = overlap
         campaign.save(update_fields=["overlap"])
@@ -508,6 +522,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         "labels": len(labels), "assignments": len(new_assignments), "dialogues": len({r.dialogue_id for r in rows}),
         "raters": len(names), "raters_created": len(created_raters), "campaign": campaign.name,
         "campaign_created": campaign_created, "overlap": campaign.overlap, "sha256": sha256,
+        "rater_kind": campaign.rater_kind, "target": version.scale.target,
     }
     if random_sample:
         from annotation.sampling import declare_sample
@@ -519,7 +534,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
             raise LabelImportError(str(exc)) from exc
     counts["random_sample"] = random_sample
     AuditEvent.record(user, "labels.import", campaign, reason=reason, file=file_name,
-                      **{k: v for k, v in counts.items() if k not in ("campaign",)})
+                      **{k: v for k, v in counts.items() if k not in ("campaign", "target")})
     send_labels_changed(campaign)
     return {**counts, "judge_runs": judges, "judge_labels": len(judge_rows), "unscored": unscored}
 

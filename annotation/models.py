@@ -454,6 +454,14 @@ class Campaign(ProjectOwned, SoftDeletable):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
 
+    class RaterKind(models.TextChoices):
+        """Who gave an imported campaign's labels, as the coordinator states it on importing them (the methods text
+        says so); empty: not recorded. Campaigns rated in the app are rated by the project's physicians."""
+        NOT_RECORDED = "", "Not recorded"
+        PHYSICIANS = "physicians", "Physicians"
+        EXPERTS = "experts", "Other human experts"
+        LLM = "llm", "LLM scoring iterations"
+
     name = models.CharField(max_length=200)
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="campaigns")
     scale_version = models.ForeignKey(ScaleVersion, on_delete=models.PROTECT, related_name="campaigns")
@@ -466,6 +474,9 @@ class Campaign(ProjectOwned, SoftDeletable):
     instructions = models.TextField(blank=True)
     deadline = models.DateField(null=True, blank=True)
     seed = models.PositiveIntegerField(default=0, help_text="Seeds the order of dialogues in each rater's queue.")
+    rater_kind = models.CharField(max_length=12, choices=RaterKind.choices, default="", blank=True,
+                                  help_text="Imported labels: who the raters are (physicians, other experts, LLM "
+                                            "scoring iterations); empty: not recorded.")
     allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names instead of "
                                                                "pseudonyms in reports and exports.")
     created_by = models.ForeignKey(

@@ -44,6 +44,7 @@ urlpatterns = [
     path("campaigns/<int:pk>/assign/", views_campaigns.campaign_assign, name="campaign-assign"),
     path("campaigns/<int:pk>/sample/", views_campaigns.campaign_sample, name="campaign-sample"),
     path("campaigns/<int:pk>/allow-names/", views_campaigns.campaign_allow_names, name="campaign-allow-names"),
+    path("campaigns/<int:pk>/rater-kind/", views_campaigns.campaign_rater_kind, name="campaign-rater-kind"),
     path("campaigns/<int:pk>/dialogues/<int:dialogue_id>/", views_campaigns.campaign_dialogue,
          name="campaign-dialogue"),
     path("campaigns/<int:pk>/dialogues/<int:dialogue_id>/action/", views_campaigns.campaign_dialogue_action,

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotation import campaigns as campaign_service
@@ -196,6 +197,7 @@ def campaign_detail(request, pk: int):
         "random_sample": sampling.sample_of(campaign),
         "sample_form": SampleForm(),
         "n_assignments": Assignment.objects.filter(campaign=campaign).count(),
+        "rater_kinds": Campaign.RaterKind.choices,
     }
     context["random_sample_text"] = sampling.describe(context["random_sample"])
     if method in ("random", "disagreement"):
@@ -356,4 +358,24 @@ def campaign_allow_names(request, pk: int):
     send_labels_changed(campaign)  # analysts now read the report with (or without) names
     AuditEvent.record(request.user, "campaign.allow_names" if campaign.allow_names else "campaign.pseudonyms_only",
                       campaign)
+    return redirect("campaign-detail", pk=pk)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def campaign_rater_kind(request, pk: int):
+    """State who gave an imported campaign's labels (physicians, other experts, LLM scoring iterations, or not
+    recorded): the methods text and checklist say what is stated here. Audited, with the earlier statement."""
+    campaign = _campaign(request, pk)
+    kind = request.POST.get("rater_kind", "")
+    if campaign.phase != Campaign.Phase.IMPORTED:
+        messages.error(request, _("Only imported labels need this: raters in the app are the project's physicians."))
+    elif kind not in Campaign.RaterKind.values:
+        messages.error(request, _("Choose who the raters are."))
+    elif kind != campaign.rater_kind:
+        before = campaign.rater_kind
+        campaign.rater_kind = kind
+        campaign.save(update_fields=["rater_kind"])
+        send_labels_changed(campaign)  # the methods text names the raters anew
+        AuditEvent.record(request.user, "campaign.rater_kind", campaign, before=before, after=kind)
     return redirect("campaign-detail", pk=pk)

@@ -206,7 +206,7 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("campaign", STR), ("corpus", STR), ("scale_version", STR), ("phase", STR), ("status", STR), ("overlap", INT),
         ("filter_split", STR), ("filter_model", STR), ("filter_language", STR), ("instructions", STR),
         ("deadline", STR),
-        ("seed", INT), ("created_at", TIME), ("deleted", BOOL)]),
+        ("seed", INT), ("created_at", TIME), ("deleted", BOOL), ("rater_kind", STR)]),
     "data/raters.csv": ("Raters by pseudonym, in the order of their accounts", [
         ("rater", STR), ("external", BOOL), ("physician", BOOL)]),
     "data/campaign_raters.csv": ("Raters on each campaign", [
@@ -318,7 +318,8 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "campaign": c.name, "corpus": c.corpus.name, "scale_version": version_key(c.scale_version),
         "phase": c.phase, "status": c.status, "overlap": c.overlap, "filter_split": c.filter_split,
         "filter_model": c.filter_model, "filter_language": c.filter_language, "instructions": c.instructions,
-        "deadline": c.deadline, "seed": c.seed, "created_at": c.created_at, "deleted": c.is_deleted}
+        "deadline": c.deadline, "seed": c.seed, "created_at": c.created_at, "deleted": c.is_deleted,
+        "rater_kind": c.rater_kind}
         for c in campaigns.order_by("pk"))
     from django.contrib.auth import get_user_model
 
@@ -490,13 +491,15 @@ def export_study(project: Project, out_path: str | Path, actor=None, license_url
                                   f"Report: {entry['figure']}")
         _other_exports(writer, other_files)
         from studies.methods import methods_docx, methods_markdown, tripod_markdown
+        from studies.provenance import study_provenance
 
-        archive_view = {"project": project.name, "reports": reports, "counts": counts, "settings": settings}
+        archive_view = {"project": project.name, "reports": reports, "counts": counts, "settings": settings,
+                        "provenance": study_provenance(project)}
         writer.write_text("methods/methods.md", methods_markdown(archive_view),
                           "Methods and results (Markdown), each figure pointing at its archive file")
         writer.write_bytes("methods/methods.docx", methods_docx(archive_view), "Methods and results (DOCX)")
         writer.write_text("methods/tripod-llm.md", tripod_markdown(archive_view),
-                          "TRIPOD-LLM checklist: items the data answer, the rest for the authors")
+                          "TRIPOD-LLM checklist by item number: reported where, not applicable why, or not recorded")
         exported_at = timezone.now()
         writer.write_json("software.json", software(), "The software that made the archive")
         writer.write_json("study.json", {

@@ -34,7 +34,10 @@ def printed(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, (int, str)):
         return str(value)
-    return "undefined" if math.isnan(value) else f"{value:.3f}"
+    from scoring.stats import formatting
+
+    # the one number formatter: never "-0.000", and noise around a zero by construction is 0
+    return "undefined" if math.isnan(value) else formatting.number(value, 3)
 
 
 def _element_key(element: Any, index: int) -> str:

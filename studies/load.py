@@ -239,7 +239,9 @@ def _load_campaigns(archive: Archive, out: Loaded) -> None:
             overlap=int(row["overlap"]), filter_split=_text(row, "filter_split"),
             filter_model=_text(row, "filter_model"), filter_language=_text(row, "filter_language"),
             instructions=_text(row, "instructions"), deadline=deadline, seed=int(row["seed"] or 0),
-            created_at=_when(row, "created_at") or now)
+            created_at=_when(row, "created_at") or now,
+            # who gave imported labels (archives before this column: not recorded)
+            rater_kind=_text(row, "rater_kind") if _text(row, "rater_kind") in Campaign.RaterKind.values else "")
         if _bool(row, "deleted"):
             Campaign.objects.filter(pk=c.pk).update(deleted_at=now, delete_reason="deleted before the export")
         out.campaigns[row["campaign"]] = c

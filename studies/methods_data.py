@@ -21,16 +21,21 @@ def methods_view(project) -> dict:
     from django.core.cache import cache
 
     from annotation.models import Campaign, CampaignRater, Corpus, Dialogue, RandomSample
+    from projects.models import Membership
     from scoring.judges import service
     from scoring.reports.fingerprint import study_fingerprint
     from studies import figures
     from studies.export import SCHEMAS, export_counts
+    from studies.provenance import study_provenance
 
     settings = figures.default_settings(project)
     campaigns = Campaign.objects.filter(project=project).order_by("pk")  # deleted ones too: their rows are exported
-    marks = {"campaigns": [(c.pk, c.name, c.deleted_at is None, study_fingerprint([c])) for c in campaigns],
+    marks = {"campaigns": [(c.pk, c.name, c.deleted_at is None, c.rater_kind, study_fingerprint([c]))
+                           for c in campaigns],
              "runs": [(key, run.pk, run.status, service.answers_fingerprint(run))
                       for key, run in figures.run_keys(project).items()],
+             # the blinding sentence depends on the raters' roles: a new role is a new page
+             "roles": sorted(Membership.objects.filter(project=project).values_list("user_id", "role")),
              "rows": [Corpus.objects.filter(project=project).count(),
                       Dialogue.objects.filter(corpus__project=project).count(),
                       RandomSample.objects.filter(campaign__project=project).count(),
@@ -43,7 +48,7 @@ def methods_view(project) -> dict:
                    if isinstance(entry.get("report"), dict) else entry
                    for entry in figures.cached_reports(project, settings)]
         view = {"project": project.name, "settings": settings, "reports": reports,
-                "counts": export_counts(project, SCHEMAS), "mark": key}
+                "counts": export_counts(project, SCHEMAS), "provenance": study_provenance(project), "mark": key}
         cache.set(key, view, VIEW_SECONDS)
     return view
 

@@ -72,11 +72,13 @@ def export_download(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_page(request):
-    from studies.methods import checklist, sections
+    from studies.methods import TRIPOD_SOURCE, applicability, checklist, sections
     from studies.methods_data import methods_view
 
     view = methods_view(request.project)
-    return render(request, "studies/methods.html", {"sections": sections(view), "checklist": checklist(view)})
+    return render(request, "studies/methods.html", {"sections": sections(view), "checklist": checklist(view),
+                                                    "tripod_source": TRIPOD_SOURCE,
+                                                    "tripod_applicability": applicability(view)})
 
 
 @role_required(COORDINATOR, ANALYST)

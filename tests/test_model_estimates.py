@@ -243,9 +243,12 @@ def test_three_estimates_for_a_random_sample(physicians):
     low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=0.05)
     assert figures["ppi"]["value"] == pytest.approx(float(ppi_py.ppi_mean_pointestimate(y, yhat, yhat_unlabelled)[0]))
     assert (figures["ppi"]["ci_low"], figures["ppi"]["ci_high"]) == pytest.approx((float(low[0]), float(high[0])))
+    # the physicians' own interval: ppi_py's classical interval with the sample SD (ddof 1) instead of ddof 0
     classical = ppi_py.classical_mean_ci(y, alpha=0.05)
+    widen = np.sqrt(len(y) / (len(y) - 1))
+    centre, half = float(np.mean(y)), (float(classical[1]) - float(classical[0])) / 2
     assert (figures["physicians"]["ci_low"], figures["physicians"]["ci_high"]) == pytest.approx(
-        (float(classical[0]), float(classical[1])))
+        (centre - widen * half, centre + widen * half))
     assert figures["judge"]["value"] == pytest.approx(np.concatenate([yhat, yhat_unlabelled]).mean())
     assert figures["judge"]["value"] > figures["ppi"]["value"]  # the lenient judge's bias, corrected
     assert "worth" in figures["ppi"]["worth"] or "add nothing" in figures["ppi"]["worth"]
@@ -286,7 +289,11 @@ def test_constant_judge_gives_the_physicians_estimate(physicians):
         for figures in entry["scopes"].values():
             assert figures["ppi"]["lam"] == 0.0
             assert figures["ppi"]["value"] == pytest.approx(figures["physicians"]["value"])
-            assert figures["ppi"]["ci_low"] == pytest.approx(figures["physicians"]["ci_low"])
+            # PPI++ at lambda 0 is the classical interval with ppi_py's SD (ddof 0); the physicians' own takes the
+            # sample SD (ddof 1): wider by sqrt(n / (n - 1))
+            n, value = figures["physicians"]["n"], figures["physicians"]["value"]
+            half = (value - figures["physicians"]["ci_low"]) * np.sqrt((n - 1) / n)
+            assert figures["ppi"]["ci_low"] == pytest.approx(value - half)
             assert figures["judge"]["ci_low"] == figures["judge"]["ci_high"]  # constant: a zero-width interval
             assert any("same score" in w for w in figures["judge"]["warnings"])
 

@@ -80,7 +80,7 @@ def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated
     monkeypatch.setattr(figures, "_multiset_digest", streamed)
     first = _methods_page(client)
     assert 'data-testid="tripod"' in first
-    assert f"{Label.objects.filter(campaign=rated).count()} labels by 3 pseudonymised raters" in first
+    assert f"{Label.objects.filter(campaign=rated).count():,} labels by 3 " in first
 
     def counted(*args, **kwargs):
         raise AssertionError("the page counted the archive's rows again")

@@ -118,7 +118,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "dialogue-detail": {"pk": "dialogue"},
     "redaction-revoke": {"pk": "redaction"},
     **{f"campaign-{what}": {"pk": "campaign"}
-       for what in ("detail", "add-raters", "assign", "sample", "allow-names")},
+       for what in ("detail", "add-raters", "assign", "sample", "allow-names", "rater-kind")},
     "campaign-rater-toggle": {"pk": "campaign", "user_id": "rater"},
     # stored figures named by a query parameter: the judge selection (GET, and POST of its stored settings) and
     # the planner partial of a campaign

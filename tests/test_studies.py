@@ -238,10 +238,11 @@ def test_the_methods_cite_and_the_checklist_points_into_the_archive(db, demo_arc
         checklist = zf.read("methods/tripod-llm.md").decode()
     for cited in ("Shi et al.", "Krippendorff", "Shrout", "Gwet", "Angelopoulos"):
         assert cited in methods
-    assert "Table 2: scores per model" in methods and "figures/reports/1.json" in methods
-    assert "| Methods | Random sample | 1 random sample(s) with seed and population. | data/random_samples.csv |" \
-        in checklist
-    assert "For the authors to complete." in checklist
+    assert "Table 2" not in methods and "figures/reports/1.json" in methods
+    assert "Scores per doctor model from the physicians' labels" in methods
+    assert "drawn in the app with seed" in methods and "rated in the app" in methods
+    assert "| 7d | LLM output |" in checklist and "| 6b | Analytical methods |" in checklist
+    assert "research design LLM evaluation (E)" in checklist and "For the authors to complete." not in checklist
 
 
 def test_import_study_makes_a_browsable_project(db, demo_archive, make_user, client):

@@ -307,11 +307,12 @@ def _estimate(scores: Scores, scope: Scope, model: str, alpha: float) -> dict:
     m = _masks(scores, scope.key, model)
     y, yhat = scores.physicians[scope.key], scores.judge[scope.key]
     W = scores.W
-    physicians = _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha))
+    # the raters' and the judge's own intervals take the sample SD (ddof 1); PPI++ keeps ppi_py's conventions
+    physicians = _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha, ddof=1))
     if scores.sample is None and physicians["n"]:
         physicians["warnings"].insert(0, f"These {W.units} were not drawn at random: the interval describes them, not "
                                          "necessarily the model's corpus.")
-    judge = {**_public(ppi.classical_mean(yhat[m["judged"]], alpha=alpha)), "validated": False,
+    judge = {**_public(ppi.classical_mean(yhat[m["judged"]], alpha=alpha, ddof=1)), "validated": False,
              "note": NOT_VALIDATED}
     reason = no_ppi_reason(scores.sample, scores.words)
     if reason is None:
@@ -436,7 +437,8 @@ def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = T
                     "no tie rule)").format(r=W.rater, rs=W.raters)
     return (
         f"Model scores three ways, per {W.model}, with {level} intervals. {W.Raters} only: the mean of the "
-        f"{W.raters}' scores on the {W.units} they labelled and its normal (CLT) interval. Judge only: the mean of "
+        f"{W.raters}' scores on the {W.units} they labelled and its normal (CLT) interval with the sample SD (ddof "
+        "1). Judge only: the mean of "
         f"the judge's scores on every {W.unit} it scored, with the same kind of interval -- not validated: it "
         "contains the judge's sampling error but not its bias. PPI++: prediction-powered inference with power "
         f"tuning ({CITATION}); the estimate lambda x (judge's mean on the {W.units} {W.raters} did not label) + "
@@ -449,7 +451,7 @@ def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = T
         f"{W.raters} labelled the same labelled {W.units}; {W.units} are independent draws of each model's output "
         f"(the estimand is the mean score {W.raters} give to {W.units} like these). Sampled {W.units} no {W.rater} "
         "has finished yet count as unlabelled, which keeps the sample random only if what is left undone is "
-        f"unrelated to the {W.units}' quality. The human label of a {W.unit} is the mean over the {W.raters} who "
+        f"unrelated to the {W.units}' quality. The human label of {W.a_unit} is the mean over the {W.raters} who "
         f"labelled it{binary_label}. {scores_text} A {W.unit} counts in a score when every item of it has a "
         f"{W.rater} (or judge) score. Effective sample size: the {W.rater}-labelled {W.units} a {W.raters}-only "
         "interval would need to be as narrow as the PPI++ one (n x classical variance / PPI++ variance); the "

@@ -414,7 +414,7 @@ def _pairwise(first: np.ndarray, second: np.ndarray, names: list[list[str]], q: 
         values = list(values) if values is not None else list(range(q))
     W = settings.W
     if not keep.any():
-        reason = f"Undefined: no {who} shares a {W.unit}."
+        reason = f"Undefined: no {who} shares {W.a_unit}."
         for key in keys:
             out[key] = _figure(None, None, settings, [reason], "landis_koch" if "kappa" in key or key == "gwet_ac1"
                                else None)
@@ -1128,7 +1128,7 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings, words: Any = 
                      "scored judge answer (status done; unscored, failed and pending answers are left out) and at "
                      f"least one {W.rater} label.",
         "vs_majority": f"{table5}accuracy, precision, recall and F1 of the judge against the {W.rater} majority (the "
-                       f"most frequent answer; a {W.unit} whose top answers tie is left out and counted as tied; a "
+                       f"most frequent answer; {W.a_unit} whose top answers tie is left out and counted as tied; a "
                        f"single {W.rater} label is its own majority). " + "; ".join(k[:1].upper() + k[1:]
                                                                                      for k in kinds)
                        + ". The majority-class rate is the accuracy a judge giving the most frequent majority answer "
@@ -1169,10 +1169,10 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings, words: Any = 
                            f"{verdict.floor:g}, minimum {verdict.min_dialogues} {W.units}, margin {verdict.margin:g}.",
         "models": (
             (f"Shi et al., LLM-Mini-CEX, Table 6: per {W.model} and dimension, sum of item scores / (items x "
-             f"{W.units}) in %, the {W.raters}' score of a {W.unit} and item being the mean over its raters; on the "
+             f"{W.units}) in %, the {W.raters}' score of {W.a_unit} and item being the mean over its raters; on the "
              f"({W.unit}, item) cells both the judge and the {W.raters} scored; 'all' pools every binary item (the "
              "Average column). " if binary else "")
-            + (f"Per {W.model} and item scored on levels or a scale: the mean score of the {W.raters} (a {W.unit}'s "
+            + (f"Per {W.model} and item scored on levels or a scale: the mean score of the {W.raters} ({W.a_unit}'s "
                f"score = mean over its raters) and of the judge on the {W.units} both scored, with percentile "
                f"bootstrap CIs over the {W.model}'s {W.units}." if ordered else "")).strip(),
         "ranking": (f"Whether the judge ranks the {W.models} as the {W.raters} do: Kendall's tau-b (scipy) between "
@@ -1195,8 +1195,8 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings, words: Any = 
             f"score minus the mean of the {W.raters} who rated the {W.unit}, bias and limits of agreement (bias +- "
             f"1.96 SD) with the paper's 95% CIs, beside the same figures among {W.raters} (each {W.rater} minus the "
             f"mean of the other {W.raters}; pooled over {W.raters}, so the bias is 0 by construction and the limits "
-            f"show how far one {W.rater} lands from the others; CIs from the bootstrap over {W.units}, since a "
-            f"{W.unit} contributes several differences). The {W.raters}' mean over several raters varies less than "
+            f"show how far one {W.rater} lands from the others; CIs from the bootstrap over {W.units}, since "
+            f"{W.a_unit} contributes several differences). The {W.raters}' mean over several raters varies less than "
             f"one {W.rater}, so the judge's limits are slightly favoured in this comparison. ICC of the item's scores "
             f"(Shrout & Fleiss 1979, as pingouin computes it), {W.raters} alone and with the judge as one more rater: "
             f"single-rater absolute agreement (ICC2 when the same {W.raters} rated every compared {W.unit}, else the "
@@ -1401,6 +1401,9 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     summary["model_differences"] = estimates["ranking"]["text"]
     replicates = judge_replicates(judge, study, codes)
     has_binary = any(item.binary for item in items)
+    if not has_binary:  # the paper's 80% rule is the Mini-CEX's (binary items): no other instrument gets it
+        for entry in item_entries:
+            entry["paper_rule"] = None
     kinds = {"binary": has_binary, "ordered": any(item.ordered for item in items)}
     levels = [item.code for item in items if item.response_type == "ordinal"]
     mixed = mixed_replicate_warning(labels, study.dialogue_case, study.dialogue_replicate, W.raters)

@@ -124,9 +124,15 @@ def _run_context(run: JudgeRun) -> dict:
     problems = (JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED,
                                                                  JudgeResult.Status.UNSCORED])
                 .select_related("dialogue", "item").order_by("status", "dialogue__external_id")[:200])
+    from annotation.models import ScaleVersion
+    from scoring.judges.sources import scale_version_id
+    from scoring.reports.wording import words_for
+
+    target = (ScaleVersion.objects.filter(pk=scale_version_id(run)).values_list("scale__target", flat=True)
+              .first() or "dialogue")
     return {"run": run, "progress": judging.progress(run), "problems": problems,
             "campaigns": Campaign.objects.alive().filter(corpus=run.corpus),
-            "partners": mode_partners(run) if run.is_finished else []}
+            "partners": mode_partners(run) if run.is_finished else [], "words": words_for(target)}
 
 
 @role_required(COORDINATOR, ANALYST)

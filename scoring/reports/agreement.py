@@ -452,7 +452,7 @@ def _icc(study: Study) -> dict:
             "No submitted labels yet." if study.labels.empty or any(m.response_type == "binary" for m in study.items)
             else "This instrument has no binary items to sum into dimension scores: see the ICC of each item's "
                  "scores with the item agreement."]}
-    layout = _icc_layout(scores.reset_index(), study.rater_names)
+    layout = _icc_layout(scores.reset_index(), study.rater_names, study.words)
     frame, crossed, forms = layout["frame"], layout["crossed"], layout["forms"]
     dims = {}
     names = {m.dimension: m.dimension_name for m in study.items if m.response_type == "binary"}
@@ -770,6 +770,9 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
 
     w = dict(words or words_for("dialogue"))
     units, unit, raters, rater = w["units"], w["unit"], w["raters"], w["rater"]
+    from scoring.reports.wording import with_article
+
+    a_unit = with_article(unit)
     types = {m.response_type for m in items} if items is not None else {"binary", "ordinal", "scale"}
     has_binary, has_ordered = "binary" in types, bool(types & set(ORDERED_TYPES))
     levels = [m.code for m in items or [] if m.response_type == "ordinal"]
@@ -812,7 +815,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
                       "good'.")
         out["reliability"] = ("Cronbach's alpha (pingouin), whole scale, per dimension and if item deleted; KMO and "
                               "Bartlett's test of sphericity (factor_analyzer), on the binary items. Unit: one row "
-                              f"per rating ({unit} x rater), as the paper's tables; since a {unit}'s ratings are not "
+                              f"per rating ({unit} x rater), as the paper's tables; since {a_unit}'s ratings are not "
                               f"independent, the 95% CI of alpha is a cluster bootstrap over {units} (a drawn {unit} "
                               "brings all its ratings; Field & Welsh 2007) instead of Feldt's interval, Bartlett's "
                               f"chi-square uses the number of {units} as n, and alpha is also given per rater (that "
@@ -828,7 +831,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
                       f"LLM-Mini-CEX, Table 6), with each item's score the mean over the {unit}'s raters.")
     if has_ordered:
         models.append(f"{'Items answered with levels or a numeric scale: m' if has_binary else 'M'}ean score per "
-                      f"criterion and {w['model']} (a {unit}'s score = mean over its raters), with the bootstrap CI "
+                      f"criterion and {w['model']} ({a_unit}'s score = mean over its raters), with the bootstrap CI "
                       f"over the {w['model']}'s {units}.")
     out["models"] = " ".join(models)
     if has_ordered:
@@ -846,7 +849,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
             f"and Bland-Altman (Bland & Altman 1986) of each {rater} against the mean of the other {raters} on the "
             f"same {unit}: per {rater} with the paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and "
             f"pooled over {raters} (bias 0 by construction; limits of agreement = bias +- 1.96 SD, CIs from the "
-            f"bootstrap over {units} since a {unit} gives several differences).")
+            f"bootstrap over {units} since {a_unit} gives several differences).")
     out["ci"] = (f"{ci_name} over {units}: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
                  f"{units} are used for every item"
                  + (f"; BCa acceleration from the leave-one-{unit}-out jackknife" if ci_method == "bca" else "")

@@ -34,9 +34,17 @@ def raters_are_physicians(user_ids) -> bool:
     return get_user_model().objects.filter(pk__in=ids, memberships__role=PHYSICIAN).distinct().count() == len(ids)
 
 
+def with_article(word: str) -> str:
+    """"an answer", "a dialogue", "a physician", "an LLM": the indefinite article the word's first sound takes."""
+    first = word[:1].lower()
+    vowel = first in "aeiou" or word.startswith(("LLM", "MRI", "HIV", "ICC")) or word[:2].lower() in ("hour",)
+    return f"{'an' if vowel else 'a'} {word}"
+
+
 class Words:
     """A report's words as attributes for the sentences it writes: ``W.units``, ``W.rater``; a capital first letter
-    gives the capitalised word (``W.Raters`` is "Physicians" or "Raters"). Default: the words of a dialogue
+    gives the capitalised word (``W.Raters`` is "Physicians" or "Raters"); ``W.a_unit`` the word with its article ("an
+    answer"). Default: the words of a dialogue
     instrument."""
 
     def __init__(self, words: Mapping[str, str] | None = None):
@@ -46,6 +54,8 @@ class Words:
         words = self.__dict__.get("_words", {})
         if name in words:
             return words[name]
+        if name.startswith("a_") and name[2:] in words:  # W.a_unit: "an answer", "a dialogue"
+            return with_article(words[name[2:]])
         lower = name[:1].lower() + name[1:]
         if name[:1].isupper() and lower in words:
             word = words[lower]

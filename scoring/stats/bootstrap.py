@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from scoring.stats._common import LeaveOneOut, _num, _py
+from scoring.stats.formatting import short
 
 #: Interval methods: Efron's percentile, the basic (reverse percentile) and the bias-corrected and accelerated
 #: interval (BCa; Efron 1987, Efron & Tibshirani 1993 sec. 14.3), as in scipy.stats.bootstrap.
@@ -134,7 +135,7 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
         # Every resample gives the same value (e.g. perfect agreement, a constant judge): an interval [x, x] would
         # claim a precision the data cannot give.
         out["ci_note"] = NO_VARIATION
-        warns.append(f"All {finite.size} bootstrap resamples give {est:.3g}: the 95% interval is {NO_VARIATION}.")
+        warns.append(f"All {finite.size} bootstrap resamples give {short(est)}: the 95% interval is {NO_VARIATION}.")
         return out
     if method == "bca":
         jack = np.asarray([np.nan if v is None else v for v in jackknife], dtype=float).ravel()
@@ -144,7 +145,7 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
             if np.isfinite(lo_q) and np.isfinite(hi_q):
                 if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
                     out["ci_note"] = NO_VARIATION
-                    warns.append(f"The BCa limits coincide at {float(lo_q):.3g}: the interval is {NO_VARIATION}.")
+                    warns.append(f"The BCa limits coincide at {short(lo_q)}: the interval is {NO_VARIATION}.")
                     return out
                 out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)
                 return out
@@ -159,7 +160,7 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
         # The middle 95% of the resamples give one value (a discrete statistic, e.g. a ranking that holds in nearly
         # every resample): no interval width to report either.
         out["ci_note"] = NO_VARIATION
-        warns.append(f"The middle {confidence:.0%} of the bootstrap resamples all give {float(lo_q):.3g}: the "
+        warns.append(f"The middle {confidence:.0%} of the bootstrap resamples all give {short(lo_q)}: the "
                      f"interval is {NO_VARIATION}.")
         return out
     if method == "basic":

@@ -3,7 +3,10 @@
 A figure is printed with the digits its table asks for (2 for a kappa, 1 for a % score), or more when those would
 hide what the interval says: two limits that differ must print apart ("0.333 [0.329, 0.333]", never "0.33 [0.33,
 0.33]"), and a limit or value that is not zero must not print as zero ("[0.03, 19.63]" is an interval above 0 --
-"scores higher" -- where "[0.0, 19.6]" would look like one that reaches 0). Zero never prints as "-0.00".
+"scores higher" -- where "[0.0, 19.6]" would look like one that reaches 0). Zero never prints as "-0.00", and a value
+that is zero by construction but carries floating-point noise (7.24e-18, below :data:`TINY`) prints as 0. An interval
+whose limits coincide is "not estimable", never "[x, x]". An interval of a bounded score (a mean on a 0-5 scale)
+prints clipped to the scale (:func:`estimate`'s and :func:`figure`'s ``scale``).
 Pure: no Django.
 """
 
@@ -15,6 +18,10 @@ from typing import Any
 
 #: At most this many decimals more than asked for (beyond them the difference is noise).
 EXTRA_DIGITS = 3
+#: Below this magnitude a figure is zero (floating-point noise of a value that is 0 by construction).
+TINY = 1e-12
+#: What an interval whose limits coincide (every resample the same value) prints as.
+NOT_ESTIMABLE = "CI not estimable"
 
 
 def _finite(x: Any) -> float | None:
@@ -22,7 +29,18 @@ def _finite(x: Any) -> float | None:
         v = float(x)
     except (TypeError, ValueError):
         return None
-    return v if math.isfinite(v) else None
+    if not math.isfinite(v):
+        return None
+    return 0.0 if abs(v) < TINY else v  # noise around a zero by construction
+
+
+def short(x: Any) -> str:
+    """``x`` with 3 significant digits for messages (7.24e-18, noise around zero, is "0", never "-0")."""
+    v = _finite(x)
+    if v is None:
+        return "undefined"
+    text = f"{v:.3g}"
+    return "0" if float(text) == 0 else text
 
 
 def _text(x: float, digits: int, sign: bool = False) -> str:
@@ -65,13 +83,47 @@ def interval(low: Any, high: Any, digits: int = 2, sign: bool = False) -> str:
 
 
 def estimate(value: Any, low: Any = None, high: Any = None, digits: int = 2, sign: bool = False,
-             unit: str = "") -> str:
+             unit: str = "", scale: tuple[Any, Any] | None = None) -> str:
     """"value [low, high]" with the decimals :func:`decimals` chooses; ``unit`` after the value ("9.82 percentage
-    points [0.03, 19.63]"); without an interval the value alone."""
+    points [0.03, 19.63]"); without an interval the value alone; limits that coincide: "value (CI not
+    estimable)". ``scale``: the (lowest, highest) score the figure can take; limits beyond it print clipped to it
+    (a normal interval of a mean of 0-5 scores, 4.99 [4.97, 5.01], prints as 4.99 [4.97, 5.00])."""
+    low, high = clipped(low, high, scale)
+    if low is not None and high is not None and low == high:
+        return number(value, digits, sign) + (f" {unit}" if unit else "") + f" ({NOT_ESTIMABLE})"
     d = decimals(value, low, high, digits)
     text = number(value, d, sign) + (f" {unit}" if unit else "")
     limits = interval(low, high, d, sign)
     return f"{text} {limits}" if limits else text
+
+
+def clipped(low: Any, high: Any, scale: tuple[Any, Any] | None) -> tuple[float | None, float | None]:
+    """The limits as floats, clipped to ``scale`` (lowest, highest) when given."""
+    lo, hi = _finite(low), _finite(high)
+    if scale:
+        bottom, top = (_finite(b) for b in scale)
+        if lo is not None and bottom is not None:
+            lo = max(lo, bottom)
+        if hi is not None and top is not None:
+            hi = min(hi, top)
+    return lo, hi
+
+
+def figure(fig: Any, digits: int = 2, *, scale: tuple[Any, Any] | None = None, sign: bool = False,
+           unit: str = "", value_key: str | None = None) -> str:
+    """A report figure ({"value" or "mean", "ci_low", "ci_high", "ci_note"}) as :func:`estimate` prints it:
+    "undefined" without a value, "value (CI not estimable)" when the report says its interval is not estimable
+    (``ci_note``) or the limits coincide, limits clipped to ``scale``. ``value_key`` names another value field
+    ("score_pct")."""
+    if not isinstance(fig, dict):
+        return "undefined"
+    key = value_key or ("value" if "value" in fig else "mean")
+    value = fig.get(key)
+    if _finite(value) is None:
+        return "undefined"
+    if fig.get("ci_note"):
+        return number(value, digits, sign) + (f" {unit}" if unit else "") + f" ({NOT_ESTIMABLE})"
+    return estimate(value, fig.get("ci_low"), fig.get("ci_high"), digits, sign=sign, unit=unit, scale=scale)
 
 
 def share(count: int, total: int, digits: int = 1) -> str:

@@ -94,13 +94,14 @@ def tuned_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) ->
     return np.where(var_all > _EPS, np.clip(lam, 0.0, 1.0), 0.0)
 
 
-def classical_mean_arrays(y: np.ndarray, *, alpha: float = 0.05, alternative: str = "two-sided"
+def classical_mean_arrays(y: np.ndarray, *, alpha: float = 0.05, alternative: str = "two-sided", ddof: int = 0
                           ) -> dict[str, np.ndarray]:
-    """The classical mean and its CLT interval (ppi_py's ``classical_mean_ci``), along the last axis."""
+    """The classical mean and its CLT interval (ppi_py's ``classical_mean_ci``, which takes the SD with ddof 0),
+    along the last axis; ``ddof=1``: the sample SD, as a report's own interval of a mean takes it."""
     y = np.asarray(y, dtype=float)
     n = y.shape[-1]
     value = y.mean(axis=-1)
-    se = y.std(axis=-1) / math.sqrt(n)
+    se = y.std(axis=-1, ddof=ddof) / math.sqrt(n)
     low, high = z_interval(value, se, alpha, alternative)
     return {"value": value, "se": se, "ci_low": low, "ci_high": high}
 
@@ -146,9 +147,10 @@ def _limits(low: Any, high: Any) -> tuple[float | None, float | None]:
     return _num(low), _num(high)
 
 
-def classical_mean(y: Sequence[float] | np.ndarray, *, alpha: float = 0.05, alternative: str = "two-sided"
-                   ) -> dict:
-    """``{"value", "ci_low", "ci_high", "se", "n", "warnings"}`` of the mean of ``y`` (CLT interval)."""
+def classical_mean(y: Sequence[float] | np.ndarray, *, alpha: float = 0.05, alternative: str = "two-sided",
+                   ddof: int = 0) -> dict:
+    """``{"value", "ci_low", "ci_high", "se", "n", "warnings"}`` of the mean of ``y`` (CLT interval; ``ddof`` of the
+    SD as :func:`classical_mean_arrays`)."""
     _check(alpha, alternative)
     y = _vector(y, "y")
     n = int(y.size)
@@ -160,7 +162,7 @@ def classical_mean(y: Sequence[float] | np.ndarray, *, alpha: float = 0.05, alte
     if n < 2:
         out["warnings"].append("An interval needs at least two dialogues.")
         return out
-    figures = classical_mean_arrays(y, alpha=alpha, alternative=alternative)
+    figures = classical_mean_arrays(y, alpha=alpha, alternative=alternative, ddof=ddof)
     out["se"] = float(figures["se"])
     out["ci_low"], out["ci_high"] = _limits(figures["ci_low"], figures["ci_high"])
     if figures["se"] <= _EPS:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from scoring.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
+from scoring.stats.formatting import short
 
 
 def replicate_summary(frame: pd.DataFrame, *, value: str = "value", confidence: float = 0.95) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def replicate_summary(frame: pd.DataFrame, *, value: str = "value", confidence: 
     centre = float(means.mean())
     if sd <= NO_VARIATION_TOL * max(1.0, abs(centre)):
         out["ci_note"] = NO_VARIATION
-        out["warnings"].append(f"Every replicate has the same mean score ({centre:.3g}): the 95% interval over "
+        out["warnings"].append(f"Every replicate has the same mean score ({short(centre)}): the 95% interval over "
                                f"replicates is {NO_VARIATION}.")
         return out
     half = float(stdtrit(means.size - 1, 0.5 + confidence / 2)) * sd / math.sqrt(means.size)

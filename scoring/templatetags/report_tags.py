@@ -57,8 +57,11 @@ def ci(figure, digits=3):
     if not isinstance(figure, dict) or figure.get("ci_low") is None or figure.get("ci_high") is None:
         return ""
     value = figure.get("value", figure.get("mean"))
-    d = formatting.decimals(value, figure["ci_low"], figure["ci_high"], int(digits))
-    return formatting.interval(figure["ci_low"], figure["ci_high"], d)
+    low, high = formatting.clipped(figure["ci_low"], figure["ci_high"], _scale(figure))
+    if low == high:
+        return f"[{formatting.NOT_ESTIMABLE}]"
+    d = formatting.decimals(value, low, high, int(digits))
+    return formatting.interval(low, high, d)
 
 
 @register.filter
@@ -74,14 +77,31 @@ def fig(figure, digits=3):
     from scoring.stats.interpretation import band_bounds
 
     bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
-    d = formatting.decimals(value, figure.get("ci_low"), figure.get("ci_high"), int(digits), bounds=bounds)
+    low, high = formatting.clipped(figure.get("ci_low"), figure.get("ci_high"), _scale(figure))
+    d = formatting.decimals(value, low, high, int(digits), bounds=bounds)
     text = formatting.number(value, d)
-    interval = formatting.interval(figure.get("ci_low"), figure.get("ci_high"), d)
+    interval = formatting.interval(low, high, d)
     label = (figure.get("interpretation") or {}).get("label")
     band = format_html(' <span class="band">{}</span>', label) if label else ""
     if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell
         return format_html('{} <small class="muted ci-note">[CI {}]</small>{}', text, figure["ci_note"], band)
     return format_html('{} <small class="muted">{}</small>{}', text, interval, band)
+
+
+def _scale(figure: dict) -> tuple | None:
+    """The (lowest, highest) score a figure of a bounded score can take (its ``min`` / ``max``), else None."""
+    if figure.get("min") is None or figure.get("max") is None:
+        return None
+    return figure["min"], figure["max"]
+
+
+@register.filter
+def on_scale(figure, scope):
+    """``figure`` with the scale of ``scope`` (its ``min`` / ``max``), so that :func:`fig` prints its interval
+    clipped to the scale (a normal interval of a mean of 0-5 scores never prints past 5)."""
+    if not isinstance(figure, dict) or not isinstance(scope, dict):
+        return figure
+    return {**figure, "min": scope.get("min"), "max": scope.get("max")}
 
 
 @register.filter

@@ -40,13 +40,16 @@ class Command(ProjectCommand, BaseCommand):
         parser.add_argument("--random-sample", action="store_true",
                             help="declare that the labelled dialogues are a random sample of the corpus (recorded "
                                  "with the import); prediction-powered model scores in the judge report need it")
+        parser.add_argument("--rater-kind", choices=["physicians", "experts", "llm"],
+                            help="who the raters are: physicians, other human experts, or LLM scoring iterations "
+                                 "(recorded on the campaign; the methods text says so, and 'not recorded' without it)")
         parser.add_argument("--skip-unscored", action="store_true",
                             help="a judge's row whose raw_response gives no score on its item's scale (an off-grid "
                                  "value, no answer for the item) is imported unscored, as a run leaves such an "
                                  "answer, and reported with its line, instead of refusing the file")
 
     def handle(self, *args, path: str, corpus: str, campaign: str | None, scale: str, scale_version: int | None,
-               random_sample: bool = False, skip_unscored: bool = False, **options):
+               random_sample: bool = False, skip_unscored: bool = False, rater_kind: str | None = None, **options):
         project = self.project
         target = Corpus.objects.filter(name=corpus.strip(), project=project).first()
         if target is None or target.is_deleted:
@@ -60,7 +63,7 @@ class Command(ProjectCommand, BaseCommand):
             with open(path, "rb") as handle:
                 counts = import_labels(target, handle, file_name=os.path.basename(path), campaign_name=campaign,
                                        scale_version=version, random_sample=random_sample,
-                                       skip_unscored=skip_unscored)
+                                       skip_unscored=skip_unscored, rater_kind=rater_kind)
         except LabelImportError as exc:
             raise CommandError(str(exc)) from None
         except ImportRejected as rejected:
@@ -69,20 +72,24 @@ class Command(ProjectCommand, BaseCommand):
             bad_lines = len({e.line for e in rejected.errors})
             raise CommandError(f"Import refused: {bad_lines} bad line{'s' if bad_lines != 1 else ''} in {path}; "
                                "nothing was written.") from None
+        units = "answers" if counts.get("target") == "answer" else "dialogues"
         if counts["raters_created"]:
             self.stdout.write(f"Created {counts['raters_created']} external rater(s) (they cannot log in).")
         if counts["labels"]:
             self.stdout.write(self.style.SUCCESS(
-                f'Imported {counts["labels"]} labels on {counts["dialogues"]} dialogues by {counts["raters"]} raters '
+                f'Imported {counts["labels"]} labels on {counts["dialogues"]} {units} by {counts["raters"]} raters '
                 f'into {"new " if counts["campaign_created"] else ""}campaign "{counts["campaign"]}" '
                 f'({counts["assignments"]} submitted assignments, overlap {counts["overlap"]}).'))
         for run in counts.get("judge_runs", []):
             unscored = f', {run["unscored"]} of them unscored' if run.get("unscored") else ""
             self.stdout.write(self.style.SUCCESS(
                 f'Imported judge "{run["name"]}"{" (" + run["model"] + ")" if run["model"] else ""}: '
-                f'{run["results"]} answers{unscored} on {run["dialogues"]} dialogues as run #{run["id"]} '
+                f'{run["results"]} scores{unscored} on {run["dialogues"]} {units} as run #{run["id"]} '
                 f'(/judges/runs/{run["id"]}/; file SHA-256 {counts["sha256"][:12]}...).'))
         for line, reason in counts.get("unscored", []):
             self.stdout.write(f"line {line}: {reason}; imported unscored")
         if random_sample:
             self.stdout.write("Recorded: these labels come from a random sample of the corpus (your declaration).")
+        if counts["labels"] and not counts.get("rater_kind"):
+            self.stdout.write("Who the raters are is not recorded (--rater-kind physicians, experts or llm): the "
+                              "methods text says \"not recorded\".")

@@ -101,35 +101,38 @@ def stored_report(run, campaign: Campaign, verdict, names: bool) -> dict | None:
 
 def csv_rows(report: dict):
     """The report as flat rows: per item the verdict and its figures, the model ranking and the models' scores."""
+    from scoring.reports.wording import Words
+
+    W = Words(report.get("words") or None)  # the instrument's words: physicians or raters, dialogues or answers
     yield CSV_HEADER
     for item in report["items"]:
         decision, agreement = item["decision"], item["physicians_agreement"]
         yield ["verdict", item["code"], "verdict", decision["verdict"], "", "", item["n_dialogues"], "",
                " ".join(decision["reasons"])]
-        yield ["verdict", item["code"], f"physicians' agreement ({agreement['name']})", agreement["value"],
+        yield ["verdict", item["code"], f"{W.raters}' agreement ({agreement['name']})", agreement["value"],
                agreement["ci_low"], agreement["ci_high"], item["n_dialogues"],
                (agreement.get("interpretation") or {}).get("label", ""), agreement.get("ci_note") or ""]
         for key in ("exact", "within_one"):
             if agreement.get(key):
                 fig = agreement[key]
-                yield ["verdict", item["code"], f"physicians' {key.replace('_', '-')} agreement", fig["value"],
+                yield ["verdict", item["code"], f"{W.raters}' {key.replace('_', '-')} agreement", fig["value"],
                        fig["ci_low"], fig["ci_high"], item["n_dialogues"], "", fig.get("ci_note") or ""]
         if item["difference"]:
             d = item["difference"]
-            yield ["verdict", item["code"], f"judge minus physicians ({d['name']})", d["value"], d["ci_low"],
+            yield ["verdict", item["code"], f"judge minus {W.raters} ({d['name']})", d["value"], d["ci_low"],
                    d["ci_high"], item["n_dialogues"], "", d.get("ci_note") or ""]
-        for key, name in (("kappa", "kappa vs each physician"), ("gwet_ac1", "AC1 vs each physician"),
-                          ("weighted_kappa", "weighted kappa vs each physician"),
-                          ("gwet_ac2", "AC2 vs each physician")):
+        for key, name in (("kappa", f"kappa vs each {W.rater}"), ("gwet_ac1", f"AC1 vs each {W.rater}"),
+                          ("weighted_kappa", f"weighted kappa vs each {W.rater}"),
+                          ("gwet_ac2", f"AC2 vs each {W.rater}")):
             fig = item["vs_physicians"].get(key)
             if fig:
-                yield ["judge vs physicians", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
+                yield [f"judge vs {W.raters}", item["code"], name, fig["value"], fig["ci_low"], fig["ci_high"],
                        item["n_dialogues"], (fig.get("interpretation") or {}).get("label", ""),
                        fig.get("ci_note") or ""]
         table5 = item["vs_majority"]
         for key in ("accuracy", "precision", "recall", "f1"):
             fig = table5[key]
-            yield ["vs physician majority", item["code"], key, fig["value"], fig["ci_low"], fig["ci_high"],
+            yield [f"vs {W.rater} majority", item["code"], key, fig["value"], fig["ci_low"], fig["ci_high"],
                    table5["n"], "", table5["ties"]]
     for scope in report["ranking"]["scopes"]:
         tau = scope["tau"]
@@ -138,11 +141,12 @@ def csv_rows(report: dict):
     for model in report["models"]:
         for code, c in (model.get("criteria") or {}).items():
             for side in ("physicians", "judge"):
-                yield ["models", model["model"], f"{code} {side}' mean" if side == "physicians" else f"{code} judge's "
-                       "mean", c[side]["mean"], c[side]["ci_low"], c[side]["ci_high"], c["n_dialogues"], "",
+                yield ["models", model["model"], f"{code} {W.raters}' mean" if side == "physicians" else f"{code} "
+                       "judge's mean", c[side]["mean"], c[side]["ci_low"], c[side]["ci_high"], c["n_dialogues"], "",
                        c[side].get("ci_note") or ""]
     for side in ("judge", "physicians"):
-        yield from replicate_rows((report.get("replicates") or {}).get(side), f"replicates ({side})")
+        yield from replicate_rows((report.get("replicates") or {}).get(side),
+                                  f"replicates ({W.raters if side == 'physicians' else side})")
 
 
 def score_rows(scores: dict):

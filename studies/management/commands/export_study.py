@@ -37,6 +37,6 @@ class Command(ProjectCommand, BaseCommand):
             raise CommandError(str(exc)) from None
         tables = summary["tables"]
         self.stdout.write(
-            f"Wrote {summary['path']}: {summary['files']} files, {tables.get('data/dialogues.csv', 0)} dialogues, "
+            f"Wrote {summary['path']}: {summary['files']} files, {tables.get('data/dialogues.csv', 0)} texts, "
             f"{tables.get('data/labels.csv', 0)} labels, {tables.get('data/judge_results.csv', 0)} judge answers, "
             f"{summary['figures']} figures. SHA-256 {summary['sha256']}")

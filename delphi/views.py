@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -474,7 +474,13 @@ def _panel_post(request, token: str, part_id: int, fn):
 
 
 def panel_answer(request, token: str, part_id: int, item_id: int):
-    def save(part):
+    """One item's answer, posted by the questionnaire's answer-keeping engine (static/js/answer_sheet.js): JSON in
+    both directions, a refusal as ``{"detail": ...}`` with its 4xx status (the engine shows it and stops
+    retrying). A repeated post stores the same answer once (one response per panelist and item)."""
+    if request.method != "POST":
+        return JsonResponse({"detail": "Use POST."}, status=405)
+    try:
+        part = _panel_part(token, part_id)[1]
         raw = request.POST.get("importance", "")
         try:
             importance = int(raw) if raw not in ("", None) else None
@@ -482,9 +488,9 @@ def panel_answer(request, token: str, part_id: int, item_id: int):
             raise DelphiError("Importance is rated from 1 to 5.") from None
         resp = services.save_answer(part, item_id, importance=importance, comment=request.POST.get("comment"),
                                     wording=request.POST.get("wording"))
-        return HttpResponse(f"Saved {resp.updated_at:%H:%M:%S}", content_type="text/plain; charset=utf-8")
-
-    return _panel_post(request, token, part_id, save)
+    except (LinkError, DelphiError) as exc:
+        return JsonResponse({"detail": str(exc)}, status=exc.status)
+    return JsonResponse({"item": item_id, "importance": resp.importance, "saved_at": resp.updated_at.isoformat()})
 
 
 def panel_profile(request, token: str, part_id: int):

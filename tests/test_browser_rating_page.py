@@ -67,7 +67,12 @@ def test_the_place_stays_when_a_dialogue_is_submitted(page, make_user):
     for key in ["1"] * 23 + ["2"]:
         page.keyboard.press(key)
     wait_js(page, "() => !document.getElementById('submit-btn').disabled")
-    page.locator("#submit-btn").click()
+    # n on an answered dialogue not submitted asks first; saying no stays
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.keyboard.press("n")
+    assert asked and "not submitted" in asked[0] and page.url.endswith(f"/rate/{first.pk}/")
+    page.keyboard.press("Enter")  # Enter submits, as the button does
     page.wait_for_url(re.compile(rf".*/rate/(?!{first.pk}/)\d+/$"))
     assert place(page) == (2, 3)  # the next one
     page.set_viewport_size({"width": 1024, "height": 800})

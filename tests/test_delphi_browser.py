@@ -30,7 +30,8 @@ def link_from_outbox(address: str) -> str:
 
 
 def answer_questionnaire(panel, ratings: list[str], *, self_assessment: bool = True):
-    """Rate every item from the keyboard (j moves on, 1-5 rates), fill the self-assessment, submit."""
+    """Rate every item from the keyboard (1-5 rates the current item and moves on, as on the rating page), fill the
+    self-assessment."""
     if self_assessment:
         panel.get_by_label("Professional title").fill("chief physician")
         panel.get_by_label("Working years").fill("22")
@@ -40,8 +41,8 @@ def answer_questionnaire(panel, ratings: list[str], *, self_assessment: bool = T
         wait_js(panel, "document.querySelector('#profile-state').textContent.includes('Saved')")
     panel.locator("body").click(position={"x": 5, "y": 5})
     n = panel.locator("form.q-item").count()
+    panel.locator("form.q-item").first.focus()
     for k in range(n):
-        panel.keyboard.press("j")
         panel.keyboard.press(ratings[k % len(ratings)])
     wait_js(panel, """() => Array.from(document.querySelectorAll('form.q-item .save-state'))
         .every(s => s.textContent.startsWith('Saved'))""")

@@ -306,7 +306,10 @@ def _wait_all(children: list[subprocess.Popen], seconds: float) -> None:
 
 
 def fake_llm_port() -> int:
-    return int(os.environ.get("FAKE_LLM_PORT", "8001"))
+    """FAKE_LLM_PORT, else the app's PORT + 1 (scoring/llm/fake.py)."""
+    from scoring.llm.fake import default_port
+
+    return default_port()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fake-llm", action="store_true",
                         help="dev: do not start the built-in fake LLM endpoint beside the demo")
     args, rest = parser.parse_known_args(argv)
+    if args.mode != "fake-llm":
+        # The app's port, for the fake endpoint's (PORT + 1) here, in the demo loader and in every child process.
+        os.environ["PORT"] = str(args.port)
     if args.mode == "fake-llm":  # no settings, database or broker needed
         from scoring.llm import fake
 

@@ -12,6 +12,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.models import Item
@@ -178,6 +180,46 @@ def panelist_action(request, pk: int, action: str):
     except (DelphiError, ValueError) as exc:
         messages.error(request, str(exc))
     return redirect("delphi:study", panelist.study_id)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def panelist_link(request, pk: int):
+    """A panelist's personal link for the coordinator to copy and hand over (JSON ``{"url", "pseudonym"}``),
+    audited; not stored in any log."""
+    panelist = get_in_project_or_404(Panelist.objects.alive().select_related("study"), request, pk=pk,
+                                     study__deleted_at__isnull=True)
+    services.remember_site(panelist.study, request)
+    try:
+        (_, url), = services.hand_over_links(panelist.study, request.user, "copy", panelists=[panelist])
+    except (DelphiError, ValueError):
+        return JsonResponse({"detail": f"{panelist.pseudonym} is not on the panel of the current round."}, status=409)
+    response = JsonResponse({"url": url, "pseudonym": panelist.pseudonym})
+    patch_cache_control(response, no_store=True, private=True)
+    return response
+
+
+def qr_svg(url: str) -> str:
+    """The link as an inline SVG QR code (segno), for a phone's camera."""
+    import segno
+
+    return mark_safe(segno.make(url, error="m").svg_inline(scale=3, border=2, title="QR code of the link"))  # noqa: S308
+
+
+@role_required(COORDINATOR)
+def study_links(request, pk: int):
+    """The printable list of the current round's personal links (with a QR code each), audited."""
+    study = _study(request, pk)
+    services.remember_site(study, request)
+    try:
+        links = services.hand_over_links(study, request.user, "print")
+    except DelphiError as exc:
+        return _fail(request, exc, "delphi:study", study.pk)
+    rows = [(panelist, url, qr_svg(url)) for panelist, url in links]
+    response = render(request, "delphi/panel_links.html", {"study": study, "round": services.current_round(study),
+                                                            "rows": rows})
+    patch_cache_control(response, no_store=True, private=True)
+    return response
 
 
 @require_POST

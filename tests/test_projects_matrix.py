@@ -58,6 +58,8 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "delphi:study-action": {"pk": "delphi_study", "action": "=validation"},
     "delphi:study-export": {"pk": "delphi_study", "what": "=responses", "fmt": "=csv"},
     "delphi:panelist-action": {"pk": "panelist", "action": "=new-link"},
+    "delphi:panelist-link": {"pk": "panelist"},
+    "delphi:study-links": {"pk": "delphi_study"},
     "delphi:round": {"pk": "round"},
     "delphi:round-action": {"pk": "round", "action": "=remind"},
     "delphi:round-decide": {"pk": "round", "item_id": "delphi_item"},
@@ -130,7 +132,7 @@ LIST_URLS: dict[str, dict[str, str]] = {
     **{name: {} for name in (
         "home", "scale-list", "scale-new", "corpus-list", "corpus-upload", "campaign-list", "campaign-new",
         "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "judge-planner", "jury-new",
-        "judge-selection", "preference-list",
+        "judge-selection", "judge-fake-endpoint", "preference-list",
         "preference-new", "generation-home", "generation-case-import", "generation-job-new", "delphi:list",
         "delphi:study-new", "delphi:mine", "system", "system-workers", "api-token-page", "api-root", "project-list")},
     "scale-install": {"slug": "=hivmedqa"},

@@ -33,6 +33,31 @@
   sizeBars(document);
   document.addEventListener("htmx:afterSwap", (event) => sizeBars(event.detail.target));
 
+  // The study page (coordinators): "Copy link" asks the server for a panelist's personal link (the server records
+  // that it was handed over), copies it and shows it beside the button, selected, should the clipboard refuse.
+  document.querySelectorAll("[data-copy-link]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const field = button.parentElement.querySelector("input[readonly]");
+      const token = document.querySelector("meta[name=csrf-token]");
+      let data = {};
+      try {
+        const response = await fetch(button.dataset.copyLink, { method: "POST", credentials: "same-origin",
+          headers: { "X-CSRFToken": token ? token.content : "", Accept: "application/json" } });
+        data = await response.json();
+        if (!response.ok) throw new Error(data.detail || "refused");
+      } catch (e) {
+        button.textContent = "Could not get the link: " + (data.detail || "try again");
+        return;
+      }
+      field.value = data.url;
+      field.hidden = false;
+      field.select();
+      try { await navigator.clipboard.writeText(data.url); button.textContent = "Copied"; }
+      catch (e) { button.textContent = "Selected: copy it"; }
+    });
+  });
+  document.querySelectorAll("[data-print]").forEach((button) => button.addEventListener("click", () => window.print()));
+
   const root = document.querySelector("[data-questionnaire]");
   if (!root || !window.AnswerSheet) return;
   const sheet = window.AnswerSheet(root, {

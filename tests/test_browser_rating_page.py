@@ -48,7 +48,7 @@ def test_a_rated_demo_dialogue_reads_its_place_within_the_total(page, transactio
         page.set_viewport_size({"width": width, "height": 900})
         page.reload()
         assert place(page) == (1, total)  # was "Dialogue 49 of 48"
-        assert f"{total} done" in page.locator(".rate-head").inner_text()
+        assert f"{total} submitted" in page.locator(".rate-head").inner_text()
         assert page.get_by_test_id("queue-place").is_visible() and fits(page), width
     last = rated.order_by("-position", "-id").first()
     page.goto(f"/rate/{last.pk}/")
@@ -78,7 +78,7 @@ def test_the_place_stays_when_a_dialogue_is_submitted(page, make_user):
     page.set_viewport_size({"width": 1024, "height": 800})
     page.goto(f"/rate/{first.pk}/")
     # the submitted one keeps its place (before, it read "Dialogue 2 of 3" now: done + 1)
-    assert place(page) == (1, 3) and "1 done" in page.locator(".rate-head").inner_text()
+    assert place(page) == (1, 3) and "1 submitted" in page.locator(".rate-head").inner_text()
 
 
 @pytest.mark.browser

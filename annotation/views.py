@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.apps import apps as django_apps
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -50,6 +51,9 @@ def home(request):
     if rates_somewhere:
         with scoping.in_project(queue_projects):
             context["my_campaigns"] = physician_queue(request.user)
+    # Work of other kinds waiting for this physician (pending comparisons): each app says, as with start_here.
+    context["other_work"] = [row for config in django_apps.get_app_configs()
+                             for row in getattr(config, "physician_work", lambda user: [])(request.user)]
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [

@@ -199,11 +199,13 @@ def panelist_link(request, pk: int):
     return response
 
 
-def qr_svg(url: str) -> str:
-    """The link as an inline SVG QR code (segno), for a phone's camera."""
+def qr_svg(url: str, label: str) -> str:
+    """The link as an inline SVG QR code (segno), for a phone's camera; an image named ``label``."""
     import segno
+    from django.utils.html import escape
 
-    return mark_safe(segno.make(url, error="m").svg_inline(scale=3, border=2, title="QR code of the link"))  # noqa: S308
+    svg = segno.make(url, error="m").svg_inline(scale=3, border=2)
+    return mark_safe(svg.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" ', 1))  # noqa: S308
 
 
 @role_required(COORDINATOR)
@@ -215,7 +217,7 @@ def study_links(request, pk: int):
         links = services.hand_over_links(study, request.user, "print")
     except DelphiError as exc:
         return _fail(request, exc, "delphi:study", study.pk)
-    rows = [(panelist, url, qr_svg(url)) for panelist, url in links]
+    rows = [(panelist, url, qr_svg(url, f"QR code of the link of {panelist.pseudonym}")) for panelist, url in links]
     response = render(request, "delphi/panel_links.html", {"study": study, "round": services.current_round(study),
                                                             "rows": rows})
     patch_cache_control(response, no_store=True, private=True)

@@ -194,8 +194,20 @@ def reassign(assignment: Assignment, to_user, *, by=None, reason: str = "") -> A
     return new
 
 
+def progress_counts(by_status: dict[str, int]) -> dict[str, int]:
+    """The one definition of how far a rater's work is, for every page, the API, reports and exports: of the
+    ``total`` dialogues (withdrawn ones are no one's), ``submitted`` ones are done and counted by the reports,
+    ``skipped`` ones left the queue without answers (done for the rater, counted nowhere), ``open`` ones wait;
+    ``percent`` is the submitted share, the figure the reports' n rests on. ``by_status``: status -> count."""
+    total = sum(n for status, n in by_status.items() if status != Assignment.Status.WITHDRAWN)
+    submitted = by_status.get(Assignment.Status.SUBMITTED, 0)
+    skipped = by_status.get(Assignment.Status.SKIPPED, 0)
+    return {"total": total, "submitted": submitted, "skipped": skipped, "open": total - submitted - skipped,
+            "percent": round(100 * submitted / total) if total else 0}
+
+
 def rater_progress(campaign: Campaign) -> list[dict]:
-    """Per rater: counts by status, in the campaign's rater order."""
+    """Per rater: counts by status, in the campaign's rater order (:func:`progress_counts`)."""
     counts = defaultdict(Counter)
     for rater_id, status, n in (Assignment.objects.filter(campaign=campaign)
                                 .values_list("rater_id", "status").annotate(n=Count("id"))):
@@ -203,12 +215,10 @@ def rater_progress(campaign: Campaign) -> list[dict]:
     rows = []
     for rater in campaign.raters.select_related("user").order_by("team", "user__username"):
         c = counts[rater.user_id]
-        total = sum(v for k, v in c.items() if k != Assignment.Status.WITHDRAWN)
         rows.append({
-            "rater": rater, "total": total, "submitted": c[Assignment.Status.SUBMITTED],
+            "rater": rater, **progress_counts(c),
             "in_progress": c[Assignment.Status.IN_PROGRESS], "not_started": c[Assignment.Status.ASSIGNED],
-            "skipped": c[Assignment.Status.SKIPPED], "returned": c[Assignment.Status.RETURNED],
-            "percent": round(100 * c[Assignment.Status.SUBMITTED] / total) if total else 0,
+            "returned": c[Assignment.Status.RETURNED],
         })
     return rows
 
@@ -249,16 +259,19 @@ def next_assignment(user, campaign: Campaign | None = None, after: Assignment | 
 
 def queue_place(assignment: Assignment) -> dict[str, int | None]:
     """Where a dialogue stands in its rater's queue of one campaign: ``place`` (1-based, in the queue order of
-    :func:`next_assignment`; None for withdrawn work, which left the queue), ``total`` and ``done`` (submitted or
-    skipped). The place does not move when dialogues are submitted, and never exceeds the total."""
+    :func:`next_assignment`; None for withdrawn work, which left the queue), ``total``, ``done`` (submitted, as
+    :func:`progress_counts` counts) and ``skipped``. The place does not move when dialogues are submitted, and never
+    exceeds the total."""
     queue = (Assignment.objects.filter(rater_id=assignment.rater_id, campaign_id=assignment.campaign_id)
              .exclude(status=Assignment.Status.WITHDRAWN))
     ahead = Q(position__lt=assignment.position) | Q(position=assignment.position, id__lt=assignment.pk)
     counts = queue.aggregate(
         total=Count("id"), ahead=Count("id", filter=ahead),
-        done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])))
+        done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)))
     withdrawn = assignment.status == Assignment.Status.WITHDRAWN
-    return {"place": None if withdrawn else counts["ahead"] + 1, "total": counts["total"], "done": counts["done"]}
+    return {"place": None if withdrawn else counts["ahead"] + 1, "total": counts["total"], "done": counts["done"],
+            "skipped": counts["skipped"]}
 
 
 def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:

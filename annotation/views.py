@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.apps import apps as django_apps
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from annotation import demo, instruments, scales
-from annotation.campaigns import rating_projects
+from annotation.campaigns import progress_counts, rating_projects
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
 from annotation.paging import paginate
@@ -50,6 +51,9 @@ def home(request):
     if rates_somewhere:
         with scoping.in_project(queue_projects):
             context["my_campaigns"] = physician_queue(request.user)
+    # Work of other kinds waiting for this physician (pending comparisons): each app says, as with start_here.
+    context["other_work"] = [row for config in django_apps.get_app_configs()
+                             for row in getattr(config, "physician_work", lambda user: [])(request.user)]
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [
@@ -68,12 +72,16 @@ def physician_queue(user) -> list[dict]:
             .values("campaign_id", "campaign__name", "campaign__deadline", "campaign__status",
                     "campaign__project__name", "campaign__scale_version__scale__name_en",
                     "campaign__scale_version__scale__slug")
-            .annotate(total=Count("id"),
-                      done=Count("id", filter=Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])),
+            .annotate(n_submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+                      n_skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
+                      n_all=Count("id"),
                       returned=Count("id", filter=Q(status=Assignment.Status.RETURNED)))
             .order_by("campaign__deadline", "campaign__name"))
-    rows = [{**row, "open": row["total"] - row["done"],
-             "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0} for row in rows]
+    # the counts of every page (annotation.campaigns.progress_counts): done = submitted, skipped apart
+    rows = [{**row, **progress_counts({Assignment.Status.SUBMITTED: row["n_submitted"],
+                                       Assignment.Status.SKIPPED: row["n_skipped"],
+                                       Assignment.Status.ASSIGNED: row["n_all"] - row["n_submitted"]
+                                       - row["n_skipped"]})} for row in rows]
     several = len({row["campaign__project__name"] for row in rows}) > 1
     return [{**row, "several_projects": several} for row in rows]
 

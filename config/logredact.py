@@ -1,4 +1,5 @@
-"""Keep the personal Delphi panel links (``/delphi/p/<signed token>/...``) out of the logs.
+"""Keep the personal Delphi panel links (``/delphi/p/<signed token>/...``) and the one-time set-password links of
+new accounts (``/accounts/set-password/<user>/<token>/``) out of the logs.
 
 Anyone holding such a link answers as that panelist, so the token must not land in an access log, where more
 people can read it than should. The e-mailed links stay as they are; what is logged is rewritten:
@@ -15,12 +16,14 @@ from __future__ import annotations
 import logging
 import re
 
-PANEL_LINK = re.compile(r"(/delphi/p/)[^/\s?#\"']+")
-REDACTED = r"\1[token]"
+PANEL_LINK = re.compile(r"(/delphi/p/)[^/\s?#\"']+|(/accounts/set-password/)[^/\s?#\"']+/[^/\s?#\"']+")
+MARKERS = ("/delphi/p/", "/accounts/set-password/")
 
 
 def redact(text: str) -> str:
-    return PANEL_LINK.sub(REDACTED, text) if "/delphi/p/" in text else text
+    if not any(marker in text for marker in MARKERS):
+        return text
+    return PANEL_LINK.sub(lambda m: (m.group(1) or m.group(2)) + "[token]", text)
 
 
 class RedactTokens(logging.Filter):
@@ -28,7 +31,7 @@ class RedactTokens(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "/delphi/p/" in message:
+        if any(marker in message for marker in MARKERS):
             record.msg, record.args = redact(message), None
         return True
 

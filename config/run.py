@@ -117,15 +117,19 @@ def _remove_sqlite_files(path: Path, keep_main: bool = False) -> None:
         path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
-def banner(url: str) -> str:
+def banner(url: str, logins: list | None = None, loading: bool = False) -> str:
+    """The lines a newcomer needs: where the app is, the demo logins (``logins``, by default read now), and how
+    to stop; ``loading`` says the demo data is still loading."""
     from annotation.demo import demo_logins
 
-    lines = [f"Mini-CEX Workbench is starting at {url}"]
-    logins = demo_logins()
+    lines = [f"Mini-CEX Workbench is up at {url}"]
+    logins = demo_logins() if logins is None else logins
     if logins:
         lines.append("Demo logins (username / password):")
         lines += [f"  {role:<12} {username} / {password}" for role, username, password in logins]
-    lines.append("Press Ctrl-C to stop the web server and the worker.")
+    if loading:
+        lines.append("The demo data is still loading: its pages fill in as it comes (\"==> demo data: N s\" below).")
+    lines.append("Press Ctrl-C to stop the web server and the workers.")
     width = max(len(line) for line in lines)
     rule = "=" * width
     return "\n".join([rule, *lines, rule])
@@ -227,16 +231,42 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         else:
             children.append(subprocess.Popen(fake_llm_command(fake_llm)))
     web_up = threading.Event()
+    demo_loaded = threading.Event()
+    shown: list[list] = []  # the demo logins the banner showed, once it is printed
+
+    def show_banner() -> None:
+        """The banner as soon as the login page answers (logging in works then, the demo's accounts come first),
+        and once more when the demo brought logins the first one could not show."""
+        from annotation.demo import demo_logins
+
+        with banner_lock:
+            logins = demo_logins()
+            if shown and (shown[-1] == logins or not demo_loaded.is_set()):
+                return
+            loading = bool(demo) and not demo_loaded.is_set()
+            print(banner(f"http://{host}:{port}", logins, loading=loading), flush=True)
+            shown.append(logins)
+
+    banner_lock = threading.Lock()
 
     def watch_web() -> None:
         # Up is the login page served, not the port open: the first request imports the URLconf, the views and
         # the templates (seconds on a fresh clone), and workers starting meanwhile would slow it on two cores.
+        up = False
         while children[0].poll() is None and time.perf_counter() - start < 60:
             if answers(host, port) and serves_login_page(host, port):
                 print(f"==> web server: {time.perf_counter() - start:.1f} s", flush=True)
+                up = True
                 break
             time.sleep(0.1)
         web_up.set()
+        if up and not received:
+            try:
+                show_banner()
+            finally:
+                from django.db import connections
+
+                connections.close_all()  # this thread's database connection
 
     received: list[int] = []
     stopping = threading.Event()
@@ -269,11 +299,13 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         except KeyboardInterrupt:
             received.append(signal.SIGINT)
             return 130
+        demo_loaded.set()
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        print(banner(f"http://{host}:{port}"), flush=True)
         while not received and not web_up.wait(0.2):
             pass
+        if not received and children[0].poll() is None:
+            show_banner()  # not shown yet (the web server came up late), or the demo brought new logins
         while not received:
             exited = [child for child in children if child.poll() is not None]
             if exited:
@@ -294,7 +326,7 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         for child in children:
             if child.poll() is None:
                 child.kill()
-        print("Stopped the web server and the worker.", flush=True)
+        print("Stopped the web server and the workers.", flush=True)
     return code
 
 
@@ -306,7 +338,10 @@ def _wait_all(children: list[subprocess.Popen], seconds: float) -> None:
 
 
 def fake_llm_port() -> int:
-    return int(os.environ.get("FAKE_LLM_PORT", "8001"))
+    """FAKE_LLM_PORT, else the app's PORT + 1 (scoring/llm/fake.py)."""
+    from scoring.llm.fake import default_port
+
+    return default_port()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fake-llm", action="store_true",
                         help="dev: do not start the built-in fake LLM endpoint beside the demo")
     args, rest = parser.parse_known_args(argv)
+    if args.mode != "fake-llm":
+        # The app's port, for the fake endpoint's (PORT + 1) here, in the demo loader and in every child process.
+        os.environ["PORT"] = str(args.port)
     if args.mode == "fake-llm":  # no settings, database or broker needed
         from scoring.llm import fake
 

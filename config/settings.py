@@ -384,7 +384,7 @@ if CELERY_BROKER_URL:
 else:
     # kombu's filesystem transport, but a message file appears only once it is complete (config/broker.py, which
     # config/celery.py imports so that every process knows the scheme).
-    CELERY_BROKER_URL = "minicexfs://"
+    CELERY_BROKER_URL = "minicexfs://localhost//"  # a host named: kombu warns "No hostname was supplied" otherwise
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

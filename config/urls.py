@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, reverse_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
@@ -55,6 +55,10 @@ accounts = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    # The one-time link of an account a coordinator created (projects/accounts.py); the token is kept out of logs.
+    path("set-password/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+        template_name="registration/set_password.html", success_url=reverse_lazy("login"), post_reset_login=False),
+        name="account-set-password"),
     path("token/", annotation_views.api_token, name="api-token-page"),
 ]
 

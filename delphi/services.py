@@ -348,6 +348,28 @@ def resolve_token(token: str) -> Panelist:
     return panelist
 
 
+HAND_OVER = ("copy", "print")
+
+
+def hand_over_links(study: DelphiStudy, user, how: str, panelists=None) -> list[tuple[Panelist, str]]:
+    """Personal links a coordinator hands over without e-mail (copied one at a time, or a printed list), for the
+    panelists of the current round (``panelists``: some of them): (panelist, link) pairs. Each handing-over is
+    audited with who, how and the pseudonyms, never the link itself; the links appear in no log."""
+    if how not in HAND_OVER:
+        raise DelphiError(f"Links are handed over by {' or '.join(HAND_OVER)}.")
+    target = current_round(study)
+    if target is None:
+        raise DelphiError("The study has no round yet.", status=409)
+    chosen = study.panelists.alive().filter(participations__round=target).order_by("pseudonym")
+    if panelists is not None:
+        chosen = chosen.filter(pk__in=[p.pk for p in panelists])
+    links = [(panelist, panelist_url(panelist)) for panelist in chosen]
+    if not links:
+        raise DelphiError("Nobody on the panel of the current round yet: invite the panel first.", status=409)
+    AuditEvent.record(user, "delphi.panel.links_handed", target, how=how, panelists=[p.pseudonym for p, _ in links])
+    return links
+
+
 def panelist_url(panelist: Panelist) -> str:
     path = reverse("delphi:panel-home", args=[make_token(panelist)])
     base = panelist.study.site_url or getattr(settings, "SITE_URL", "") or "http://127.0.0.1:8000"

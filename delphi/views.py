@@ -9,9 +9,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.models import Item
@@ -178,6 +180,48 @@ def panelist_action(request, pk: int, action: str):
     except (DelphiError, ValueError) as exc:
         messages.error(request, str(exc))
     return redirect("delphi:study", panelist.study_id)
+
+
+@require_POST
+@role_required(COORDINATOR)
+def panelist_link(request, pk: int):
+    """A panelist's personal link for the coordinator to copy and hand over (JSON ``{"url", "pseudonym"}``),
+    audited; not stored in any log."""
+    panelist = get_in_project_or_404(Panelist.objects.alive().select_related("study"), request, pk=pk,
+                                     study__deleted_at__isnull=True)
+    services.remember_site(panelist.study, request)
+    try:
+        (_, url), = services.hand_over_links(panelist.study, request.user, "copy", panelists=[panelist])
+    except (DelphiError, ValueError):
+        return JsonResponse({"detail": f"{panelist.pseudonym} is not on the panel of the current round."}, status=409)
+    response = JsonResponse({"url": url, "pseudonym": panelist.pseudonym})
+    patch_cache_control(response, no_store=True, private=True)
+    return response
+
+
+def qr_svg(url: str, label: str) -> str:
+    """The link as an inline SVG QR code (segno), for a phone's camera; an image named ``label``."""
+    import segno
+    from django.utils.html import escape
+
+    svg = segno.make(url, error="m").svg_inline(scale=3, border=2)
+    return mark_safe(svg.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" ', 1))  # noqa: S308
+
+
+@role_required(COORDINATOR)
+def study_links(request, pk: int):
+    """The printable list of the current round's personal links (with a QR code each), audited."""
+    study = _study(request, pk)
+    services.remember_site(study, request)
+    try:
+        links = services.hand_over_links(study, request.user, "print")
+    except DelphiError as exc:
+        return _fail(request, exc, "delphi:study", study.pk)
+    rows = [(panelist, url, qr_svg(url, f"QR code of the link of {panelist.pseudonym}")) for panelist, url in links]
+    response = render(request, "delphi/panel_links.html", {"study": study, "round": services.current_round(study),
+                                                            "rows": rows})
+    patch_cache_control(response, no_store=True, private=True)
+    return response
 
 
 @require_POST
@@ -474,7 +518,13 @@ def _panel_post(request, token: str, part_id: int, fn):
 
 
 def panel_answer(request, token: str, part_id: int, item_id: int):
-    def save(part):
+    """One item's answer, posted by the questionnaire's answer-keeping engine (static/js/answer_sheet.js): JSON in
+    both directions, a refusal as ``{"detail": ...}`` with its 4xx status (the engine shows it and stops
+    retrying). A repeated post stores the same answer once (one response per panelist and item)."""
+    if request.method != "POST":
+        return JsonResponse({"detail": "Use POST."}, status=405)
+    try:
+        part = _panel_part(token, part_id)[1]
         raw = request.POST.get("importance", "")
         try:
             importance = int(raw) if raw not in ("", None) else None
@@ -482,9 +532,9 @@ def panel_answer(request, token: str, part_id: int, item_id: int):
             raise DelphiError("Importance is rated from 1 to 5.") from None
         resp = services.save_answer(part, item_id, importance=importance, comment=request.POST.get("comment"),
                                     wording=request.POST.get("wording"))
-        return HttpResponse(f"Saved {resp.updated_at:%H:%M:%S}", content_type="text/plain; charset=utf-8")
-
-    return _panel_post(request, token, part_id, save)
+    except (LinkError, DelphiError) as exc:
+        return JsonResponse({"detail": str(exc)}, status=exc.status)
+    return JsonResponse({"item": item_id, "importance": resp.importance, "saved_at": resp.updated_at.isoformat()})
 
 
 def panel_profile(request, token: str, part_id: int):

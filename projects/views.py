@@ -11,14 +11,17 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.mail import send_mail
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from projects import access, services
+from projects import access, accounts, services
 from projects.models import Membership, Project
-from projects.roles import PROJECT_ROLES, ROLE_LABELS, is_admin
+from projects.roles import PHYSICIAN, PROJECT_ROLES, ROLE_LABELS, is_admin
 
 
 class NewProjectForm(forms.Form):
@@ -27,12 +30,28 @@ class NewProjectForm(forms.Form):
 
 
 class AddMemberForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text="The person's account name (an administrator creates "
-                                                         "accounts).")
+    username = forms.CharField(max_length=150, help_text=_(
+        "The account name of someone you already work with in one of your projects; for a new person, create an "
+        "account below."))
     role = forms.ChoiceField(choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES])
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "member_%s")
+        super().__init__(*args, **kwargs)
+
+
+class NewAccountForm(forms.Form):
+    """A new person's account in the project (a physician, usually), with a one-time set-password link."""
+
+    first_name = forms.CharField(max_length=150, label=_("First name"), required=False)
+    last_name = forms.CharField(max_length=150, label=_("Last name"))
+    email = forms.EmailField(required=False, label=_("E-mail (optional)"), help_text=_(
+        "With a mail server configured, the set-password link is e-mailed here; otherwise it is shown once on this "
+        "page for you to hand over."))
+    role = forms.ChoiceField(choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES], initial=PHYSICIAN)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "account_%s")
         super().__init__(*args, **kwargs)
 
 
@@ -72,19 +91,54 @@ def project_list(request):
                   status=400 if form is not None and form.errors else 200)
 
 
+def _create_account(request, project: Project, form: NewAccountForm):
+    """Creates the account; returns what the page shows once: the set-password link when it is not e-mailed."""
+    data = form.cleaned_data
+    try:
+        user, path = accounts.create_account(project, first_name=data["first_name"], last_name=data["last_name"],
+                                             email=data["email"], role=data["role"], by=request.user)
+    except services.ProjectError as exc:
+        form.add_error(None, str(exc))
+        return None
+    link = request.build_absolute_uri(path)
+    if data["email"] and accounts.mail_configured():
+        send_mail(str(_("Your account on the Mini-CEX Workbench")),
+                  str(_("%(coordinator)s created an account for you in the project %(project)s.\n\nYour username: "
+                    "%(username)s\nSet your password (the link works once): %(link)s\n"))
+                  % {"coordinator": request.user.get_username(), "project": project.name,
+                     "username": user.get_username(), "link": link}, None, [data["email"]])
+        messages.success(request, _("Account %(username)s created; the set-password link was e-mailed to "
+                                    "%(email)s.") % {"username": user.get_username(), "email": data["email"]})
+        return None
+    return {"user": user, "link": link}
+
+
 @login_required
 def project_detail(request, pk: int):
     project = _project(request, pk)
     manage = services.may_manage_members(request.user, project)
-    form = AddMemberForm(request.POST or None) if manage else None
-    if request.method == "POST":
+    creating = request.method == "POST" and "last_name" in request.POST
+    form = AddMemberForm(None if creating else request.POST or None) if manage else None
+    account_form = NewAccountForm(request.POST if creating else None) if manage else None
+    new_account = None
+    if request.method == "POST" and creating:
+        if account_form is None:
+            raise PermissionDenied("Only the project's coordinators and administrators create accounts.")
+        if account_form.is_valid():
+            new_account = _create_account(request, project, account_form)
+            if new_account is None and not account_form.errors:
+                return redirect("project-detail", pk=project.pk)
+            account_form = NewAccountForm() if new_account else account_form
+    elif request.method == "POST":
         if form is None:
             raise PermissionDenied("Only the project's coordinators and administrators add members.")
         if form.is_valid():
-            user = get_user_model().objects.filter(username=form.cleaned_data["username"].strip(),
-                                                   is_active=True).first()
-            if user is None:  # missing and deactivated accounts answer alike
-                form.add_error("username", f"No active account named {form.cleaned_data['username'].strip()!r}.")
+            user = accounts.visible_account(request.user, form.cleaned_data["username"])
+            if user is None:  # missing, deactivated and unknown-to-you accounts answer alike
+                form.add_error("username", _(
+                    "%(name)s is not someone you work with in your projects (or no such account is active). Create "
+                    "an account for a new person below; an administrator adds anyone else.")
+                    % {"name": repr(form.cleaned_data["username"].strip())})
             else:
                 try:
                     added = services.add_member(project, user, form.cleaned_data["role"], by=request.user)
@@ -95,9 +149,14 @@ def project_detail(request, pk: int):
                     messages.success(request, f"{user.username} is now {role.lower()} in {project.name}."
                                      if added else f"{user.username} was {role.lower()} in {project.name} already.")
                     return redirect("project-detail", pk=project.pk)
-    return render(request, "projects/project_detail.html",
-                  {"the_project": project, "members": services.members(project), "manage": manage, "form": form},
-                  status=400 if form is not None and form.errors else 200)
+    response = render(request, "projects/project_detail.html",
+                      {"the_project": project, "members": services.members(project), "manage": manage, "form": form,
+                       "account_form": account_form, "new_account": new_account},
+                      status=400 if (form is not None and form.errors) or (account_form is not None and
+                                                                          account_form.errors) else 200)
+    if new_account:
+        patch_cache_control(response, no_store=True, private=True)  # the one-time link: never cached
+    return response
 
 
 @login_required

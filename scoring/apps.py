@@ -46,6 +46,18 @@ class ScoringConfig(AppConfig):
                           "text": "Preference study result", "note": "win/tie/loss, Bradley-Terry ranking"})
         return links
 
+    def physician_work(self, user) -> list[dict]:
+        """The physician's home page: their preference studies with comparisons still waiting, and where to
+        answer them."""
+        if not getattr(user, "is_authenticated", False):
+            return []
+        from django.urls import reverse
+
+        from scoring.preference.services import my_studies
+
+        return [{"kind": "comparisons", "name": row["study__name"], "open": row["open"], "total": row["total"],
+                 "url": reverse("compare-next")} for row in my_studies(user) if row["open"]]
+
     def ready(self) -> None:
         from annotation.signals import labels_changed
         from config import health, reconcile

@@ -48,7 +48,7 @@ def test_a_rated_demo_dialogue_reads_its_place_within_the_total(page, transactio
         page.set_viewport_size({"width": width, "height": 900})
         page.reload()
         assert place(page) == (1, total)  # was "Dialogue 49 of 48"
-        assert f"{total} done" in page.locator(".rate-head").inner_text()
+        assert f"{total} submitted" in page.locator(".rate-head").inner_text()
         assert page.get_by_test_id("queue-place").is_visible() and fits(page), width
     last = rated.order_by("-position", "-id").first()
     page.goto(f"/rate/{last.pk}/")
@@ -67,13 +67,18 @@ def test_the_place_stays_when_a_dialogue_is_submitted(page, make_user):
     for key in ["1"] * 23 + ["2"]:
         page.keyboard.press(key)
     wait_js(page, "() => !document.getElementById('submit-btn').disabled")
-    page.locator("#submit-btn").click()
+    # n on an answered dialogue not submitted asks first; saying no stays
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.keyboard.press("n")
+    assert asked and "not submitted" in asked[0] and page.url.endswith(f"/rate/{first.pk}/")
+    page.keyboard.press("Enter")  # Enter submits, as the button does
     page.wait_for_url(re.compile(rf".*/rate/(?!{first.pk}/)\d+/$"))
     assert place(page) == (2, 3)  # the next one
     page.set_viewport_size({"width": 1024, "height": 800})
     page.goto(f"/rate/{first.pk}/")
     # the submitted one keeps its place (before, it read "Dialogue 2 of 3" now: done + 1)
-    assert place(page) == (1, 3) and "1 done" in page.locator(".rate-head").inner_text()
+    assert place(page) == (1, 3) and "1 submitted" in page.locator(".rate-head").inner_text()
 
 
 @pytest.mark.browser

@@ -11,6 +11,7 @@ import io
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation.demo import DEMO_FINISHED
 from tests.conftest import ARTIFACTS, CHROMIUM, browser_page
 from tests.test_browser_accessibility import check, report
 from tests.test_browser_first_look import PASSWORDS, fits, login
@@ -52,6 +53,11 @@ def demo_report_url() -> str:
     campaign, runs = demo_runs(project=project)
     with in_project(project):
         job = service.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))
+    assert job.status == "succeeded", job.error
+    with in_project(project):
+        from scoring.reports import service as reports
+
+        job = reports.compute_now(campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
     return f"/judges/runs/{runs[0].pk}/report/?campaign={campaign.pk}"
 
@@ -129,6 +135,22 @@ def test_verdicts_and_estimates_in_view_details_on_demand(desktop_page):
         page.get_by_test_id("details-items").screenshot(path=str(ARTIFACTS / f"judge-items-{width}.png"))
         check(page, "judge-report-details-open", width, problems, moderate)
     assert not problems and not moderate, report({**problems, **moderate})  # axe-core: no violation of any impact
+    # The agreement report's per-item tables at 1366 px: each item's text beside its code, every column in view
+    # without sideways scrolling (they were 1,084-1,456 px wide in a 1,028 px card, the right columns clipped).
+    from annotation.models import Campaign
+    from projects.scoping import in_project
+    from projects.services import demo_project
+
+    with in_project(demo_project()):
+        campaign = Campaign.objects.get(name=DEMO_FINISHED)
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/campaigns/{campaign.pk}/report/")
+    for testid in ("item-agreement", "scored-items", "item-icc"):
+        layout = table_layout(page, testid)
+        assert layout["scroll"] <= layout["client"] + 1, (testid, layout["scroll"], layout["client"])
+        assert layout["right"] <= 1366 and all(h["right"] <= 1366 for h in layout["heads"]), testid
+    first = page.get_by_test_id("item-agreement").locator("tbody th").first.inner_text()
+    assert first.startswith("1.1") and len(first) > 10, first  # the code and the item's words
 
 
 @pytest.mark.browser

@@ -37,6 +37,7 @@ class World:
     assignments: list  # the physician's four dialogues, in queue order
     tasks: list  # the physician's three comparisons, in queue order
     delphi_link: str  # the panel link the invitation e-mail carries (a path)
+    delphi_offline_link: str  # a second panelist's link, answered offline
     study: object  # the Delphi study
 
 
@@ -65,11 +66,14 @@ def _build(url: str) -> World:
     preference.open_study(study, coordinator)
     delphi_study = delphi.create_study(title="Mini-CEX Delphi on a phone", user=coordinator, version=mini_cex(),
                                        reminder_days=0)
-    panelist = delphi.invite(delphi_study, coordinator, text="Dr Expert <touch-expert@example.org>")[0]
+    panelist, offline_panelist = delphi.invite(
+        delphi_study, coordinator, text="Dr Expert <touch-expert@example.org>\nDr Train <train@example.org>")
     delphi.open_round(delphi_study.rounds.get(number=1), coordinator, notify=False)
     return World(url=url, assignments=list(Assignment.objects.filter(campaign=campaign).order_by("position", "id")),
                  tasks=list(PreferenceTask.objects.filter(study=study).order_by("position")),
-                 delphi_link=reverse("delphi:panel-home", args=[delphi.make_token(panelist)]), study=delphi_study)
+                 delphi_link=reverse("delphi:panel-home", args=[delphi.make_token(panelist)]),
+                 delphi_offline_link=reverse("delphi:panel-home", args=[delphi.make_token(offline_panelist)]),
+                 study=delphi_study)
 
 
 # the test database is created for the module, whose tests share its world (tests.conftest.shared_live_world)
@@ -118,6 +122,11 @@ def wait_saved(page, n: int) -> None:
     wait_js(page, f"document.querySelectorAll('fieldset.item .save-state[data-state=saved]').length >= {n}")
 
 
+# Whether the n-th answer card of the page lies wholly inside the window.
+IN_VIEW = """n => { const r = document.querySelectorAll('fieldset.item, form.q-item')[n].getBoundingClientRect();
+    return r.top >= 0 && r.bottom <= window.innerHeight; }"""
+
+
 def tap_answer(fieldset, value: str) -> None:
     fieldset.locator(f"input[value='{value}'] + label.choice").tap()
 
@@ -151,6 +160,8 @@ def test_a_dialogue_is_rated_by_taps_only_on_a_phone(world, browser):
             assert value, fieldset.get_attribute("data-type")
             tap_answer(fieldset, value)
             expected[fieldset.get_attribute("data-code")] = int(value)
+            if k + 1 < items.count():  # the tap brought the next item into view
+                assert page.evaluate(IN_VIEW, k + 1), k
             if k == 0:
                 wait_saved(page, 1)
                 assert page.locator("#work-status").inner_text() == "In progress"
@@ -270,7 +281,7 @@ def test_a_delphi_round_is_answered_from_its_link_by_taps(world, browser):
         assert page.locator("[data-answered]").inner_text() == str(n)
         page.get_by_role("button", name=re.compile("I have finished")).tap()
         page.get_by_text("Your answers are complete").first.wait_for()
-    part = world.study.rounds.get(number=1).participations.get()
+    part = world.study.rounds.get(number=1).participations.get(panelist__email="touch-expert@example.org")
     assert part.completed_at is not None and part.panelist.working_years == 12 and part.familiarity == 4
     importance = list(Response.objects.filter(participation=part).order_by("item__order")
                       .values_list("importance", flat=True))
@@ -356,6 +367,68 @@ def test_ten_answers_given_offline_survive_a_reload_and_are_stored_once(world, b
     labels_stored = Label.objects.filter(assignment=assignment)
     assert dict(labels_stored.values_list("item__code", "value")) == expected
     assert LabelChange.objects.filter(label__assignment=assignment).count() == 10  # one entry per answer
+
+
+@pytest.mark.browser
+def test_a_delphi_round_answered_offline_is_stored_once_after_a_reload(world, browser, monkeypatch):
+    """The rating page's outbox on the Delphi questionnaire: five importance ratings tapped offline wait in the
+    browser ("5 waiting", the header counting none of them), survive a failed reload, and are sent when the page is
+    opened again online; two of those saves are stored but their answers lost on the way back, so they are sent
+    again: every answer is stored once, with one history entry each."""
+    from delphi import services as delphi
+    from delphi.models import Response, ResponseChange
+
+    offline = {"on": False}
+    save_answer = delphi.save_answer
+
+    def save_unless_offline(*args, **kwargs):  # see the rating page's offline test: real offline lets nothing in
+        if offline["on"]:
+            raise delphi.DelphiError("offline", status=503)
+        return save_answer(*args, **kwargs)
+
+    monkeypatch.setattr(delphi, "save_answer", save_unless_offline)
+    part = world.study.rounds.get(number=1).participations.get(panelist__email="train@example.org")
+    with browser_page(browser, world.url, viewport=PHONE, **TOUCH) as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto(world.delphi_offline_link)
+        forms = page.locator("form.q-item")
+        offline["on"] = True
+        page.context.set_offline(True)
+        for k in range(5):
+            forms.nth(k).locator(f"label[for^='imp-'][for$='-{1 + k}']").tap()
+            assert page.evaluate(IN_VIEW, k + 1), k  # the next item came into view
+        wait_js(page, "document.querySelectorAll('form.q-item .save-state[data-state=waiting]').length === 5")
+        assert page.locator("#answered-count").inner_text() == "0"
+        assert page.locator("#waiting-count").inner_text() == "5 waiting"
+        assert page.locator("#sync-banner").inner_text().startswith("5 answer(s) waiting to send: you are offline")
+        # the waiting state has a line of its own: it does not lie over the item's title
+        title, state = (forms.first.locator(sel).bounding_box() for sel in ("legend", ".save-state"))
+        assert state["y"] >= title["y"] + title["height"] or state["x"] >= title["x"] + title["width"]
+        with pytest.raises(PlaywrightError, match="ERR_INTERNET_DISCONNECTED"):
+            page.reload()
+        state = page.context.storage_state()
+    offline["on"] = False
+    assert not Response.objects.filter(participation=part).exists()
+    with browser_page(browser, world.url, viewport=PHONE, storage_state=state, **TOUCH) as page:
+        lost = []
+
+        def flaky(route):
+            if len(lost) < 2 and route.request.url not in lost:
+                lost.append(route.request.url)
+                route.fetch()  # stored ...
+                route.abort("connectionreset")  # ... and the answer never arrives
+            else:
+                route.continue_()
+
+        page.route("**/items/*/", flaky)
+        page.goto(world.delphi_offline_link)
+        wait_js(page, "document.querySelectorAll('form.q-item .save-state[data-state=saved]').length === 5",
+                timeout=30)
+        assert page.locator("#answered-count").inner_text() == "5" and page.locator("#waiting-count").is_hidden()
+        assert len(lost) == 2
+    stored = dict(Response.objects.filter(participation=part).values_list("item__order", "importance"))
+    assert sorted(stored.values()) == [1, 2, 3, 4, 5] and len(stored) == 5
+    assert ResponseChange.objects.filter(response__participation=part).count() == 5
 
 
 @pytest.mark.browser

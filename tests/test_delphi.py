@@ -457,6 +457,34 @@ def test_coordinator_creates_invites_opens_in_the_browser_forms(client, instrume
     assert float(study.consensus_min_mean) == 3.5 and study.invitation == "Please help."
 
 
+def test_coordinators_hand_over_panel_links_audited_and_never_logged(client, instrument, coordinator, analyst,
+                                                                     caplog):
+    """Without a mail server the coordinator copies a panelist's link or prints the list (with QR codes); each
+    handing-over is in the audit trail with its pseudonyms, never the link; analysts get neither."""
+    study = make_study(coordinator, n_panel=2)
+    me = study.panelists.order_by("pseudonym").first()
+    client.force_login(coordinator)
+    with caplog.at_level("DEBUG"):
+        copied = client.post(reverse("delphi:panelist-link", args=[me.pk]))
+        printed = client.get(reverse("delphi:study-links", args=[study.pk]))
+    assert copied.status_code == 200 and "no-store" in copied["Cache-Control"]
+    url = copied.json()["url"]
+    token = url.split("/delphi/p/")[1].strip("/")
+    assert services.resolve_token(token) == me and copied.json()["pseudonym"] == me.pseudonym
+    html = printed.content.decode()
+    assert printed.status_code == 200 and html.count("/delphi/p/") == 2 and html.count("<svg") == 2
+    assert "no-store" in printed["Cache-Control"]
+    assert client.get(reverse("delphi:panel-home", args=[token])).status_code == 200  # the copied link opens
+    events = AuditEvent.objects.filter(action="delphi.panel.links_handed").order_by("pk")
+    assert [(e.data["how"], e.data["panelists"]) for e in events] == [("copy", ["P001"]), ("print", ["P001", "P002"])]
+    assert all("/delphi/p/" not in str(e.data) + e.target_repr for e in events)
+    assert "/delphi/p/" not in caplog.text
+    client.force_login(analyst)
+    assert client.post(reverse("delphi:panelist-link", args=[me.pk])).status_code == 403
+    assert client.get(reverse("delphi:study-links", args=[study.pk])).status_code == 403
+    assert client.get(reverse("delphi:panelist-link", args=[me.pk])).status_code in (403, 405)
+
+
 def test_panel_link_pages_and_bad_links(client, instrument, coordinator):
     study = make_study(coordinator, n_panel=2)
     r1 = study.rounds.get()
@@ -474,8 +502,13 @@ def test_panel_link_pages_and_bad_links(client, instrument, coordinator):
     item = services.round_items(r1)[0]
     resp = client.post(reverse("delphi:panel-answer", args=[token, me.pk, item.pk]), {"importance": "4",
                                                                                        "comment": "ok"})
-    assert resp.status_code == 200 and "Saved" in resp.content.decode()
+    assert resp.status_code == 200 and resp.json()["importance"] == 4  # JSON for the answer-keeping engine
     assert Response.objects.get(participation=me, item=item).importance == 4
+    # sent again (its answer lost on the way back): stored once, no second history entry
+    again = client.post(reverse("delphi:panel-answer", args=[token, me.pk, item.pk]), {"importance": "4",
+                                                                                        "comment": "ok"})
+    assert again.status_code == 200 and Response.objects.filter(participation=me, item=item).count() == 1
+    assert ResponseChange.objects.filter(response__participation=me, response__item=item).count() == 1
     # my token cannot write into someone else's questionnaire
     resp = client.post(reverse("delphi:panel-answer", args=[token, other.pk, item.pk]), {"importance": "1"})
     assert resp.status_code == 404
@@ -493,7 +526,7 @@ def test_panel_link_pages_and_bad_links(client, instrument, coordinator):
     assert resp.status_code == 400
     services.close_round(r1, coordinator)
     resp = client.post(reverse("delphi:panel-answer", args=[token, me.pk, item.pk]), {"importance": "5"})
-    assert resp.status_code == 409 and "no longer accepted" in resp.content.decode()
+    assert resp.status_code == 409 and "no longer accepted" in resp.json()["detail"]
     page = client.get(reverse("delphi:panel-home", args=[token])).content.decode()
     assert "no longer accepted" in page
 

@@ -30,7 +30,8 @@ def link_from_outbox(address: str) -> str:
 
 
 def answer_questionnaire(panel, ratings: list[str], *, self_assessment: bool = True):
-    """Rate every item from the keyboard (j moves on, 1-5 rates), fill the self-assessment, submit."""
+    """Rate every item from the keyboard (1-5 rates the current item and moves on, as on the rating page), fill the
+    self-assessment."""
     if self_assessment:
         panel.get_by_label("Professional title").fill("chief physician")
         panel.get_by_label("Working years").fill("22")
@@ -40,8 +41,8 @@ def answer_questionnaire(panel, ratings: list[str], *, self_assessment: bool = T
         wait_js(panel, "document.querySelector('#profile-state').textContent.includes('Saved')")
     panel.locator("body").click(position={"x": 5, "y": 5})
     n = panel.locator("form.q-item").count()
+    panel.locator("form.q-item").first.focus()
     for k in range(n):
-        panel.keyboard.press("j")
         panel.keyboard.press(ratings[k % len(ratings)])
     wait_js(panel, """() => Array.from(document.querySelectorAll('form.q-item .save-state'))
         .every(s => s.textContent.startsWith('Saved'))""")
@@ -72,8 +73,16 @@ def test_three_delphi_rounds_validation_and_publish(page, browser, live_server, 
     page.get_by_text("Round 1 is open").wait_for()
     assert study.rounds.get(number=1).status == "open"
 
-    # Panelist: answers round 1 from the e-mailed link, with a comment, and submits.
-    link = link_from_outbox("expert@example.org")
+    # Panelist: answers round 1 from the link the coordinator copied on the study page (the same as the e-mailed
+    # one), with a comment, and submits.
+    page.goto(f"/delphi/{study.pk}/")
+    row = page.get_by_test_id("panel").locator("tr").filter(has_text="expert@example.org")
+    row.get_by_role("button", name="Copy link").click()
+    copied = row.locator("input[readonly]")
+    wait_js(page, "() => Array.from(document.querySelectorAll('input[data-link-for]')).some(i => i.value)")
+    link = copied.input_value()
+    assert link.split("/delphi/p/")[0] and link.split("/delphi/p/")[1] and "/delphi/p/" in link_from_outbox(
+        "expert@example.org")
     panel_context = browser.new_context(viewport={"width": 1100, "height": 900})
     panel_context.set_default_timeout(15_000)
     panel = panel_context.new_page()

@@ -35,7 +35,7 @@ from tests.lazy import lazy
 
 pyreadstat = lazy("pyreadstat")
 
-HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment"
+HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment,status"
 RATERS = ("dr_alice", "dr_bob", "dr_carol")
 
 
@@ -131,6 +131,32 @@ def test_csv_has_the_exact_header_one_row_per_label_and_pseudonyms_only(study, r
     order = {item.code: item.order for item in rating_items(study)}
     sort_key = [(r["dialogue_id"], r["rater"], order[r["item"]]) for r in rows]
     assert sort_key == sorted(sort_key)
+
+
+@pytest.mark.django_db
+def test_the_status_column_and_the_submitted_only_export_count_as_the_reports_do(study, raters, client, analyst,
+                                                                                   coordinator):
+    """A dialogue answered but not submitted is in the export with its status; submitted-only (analysts' default,
+    --submitted-only) leaves it out, as the agreement report does."""
+    from annotation.models import Assignment
+
+    open_one = Assignment.objects.filter(campaign=study).order_by("pk").first()
+    Assignment.objects.filter(pk=open_one.pk).update(status=Assignment.Status.IN_PROGRESS)
+    mine = Label.objects.filter(assignment=open_one).count()
+    rows = list(label_rows(study.corpus))
+    assert {r["status"] for r in rows} == {"submitted", "in_progress"}
+    assert sum(r["status"] == "in_progress" for r in rows) == mine
+    assert len(list(label_rows(study.corpus, submitted_only=True))) == len(rows) - mine
+    lines = {}
+    for who, query in ((analyst, ""), (coordinator, ""), (analyst, "?submitted=0"), (coordinator, "?submitted=1")):
+        client.force_login(who)
+        body = b"".join(client.get(reverse("campaign-export", args=[study.pk, "csv"]) + query).streaming_content)
+        lines[(who.username, query)] = body.decode().count("\n") - 1
+    assert lines == {("ana", ""): len(rows) - mine, ("coord", ""): len(rows), ("ana", "?submitted=0"): len(rows),
+                     ("coord", "?submitted=1"): len(rows) - mine}
+    assert client.get(reverse("campaign-export", args=[study.pk, "csv"]) + "?submitted=yes").status_code == 400
+    out, _ = run("--corpus", "corpus-C1", "--submitted-only", "--out", "-")
+    assert out.count("\n") - 1 == len(rows) - mine and "in_progress" not in out
 
 
 @pytest.mark.django_db
@@ -446,7 +472,7 @@ def test_registered_label_sources_follow_the_human_labels(study, tmp_path):
         assert {r["rater_kind"] for r in rows[:-2]} == {"human"}
         assert rows[-2]["judge_run"] == "run-7" and rows[-2]["rater"] == "gpt-judge"
         assert rows[-1] == {"dialogue_id": "d001", "rater": "gpt-judge", "item": "4", "value": 2,
-                            "rater_kind": "judge", "judge_run": "", "created": "", "comment": ""}
+                            "rater_kind": "judge", "judge_run": "", "created": "", "comment": "", "status": ""}
         assert calls == [(study.corpus.pk, None, False)]
 
         _, err = run("--corpus", "corpus-C1", "--format", "sav", "--out", str(tmp_path / "all.sav"))

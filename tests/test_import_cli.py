@@ -223,7 +223,7 @@ def test_refused_import_exits_with_status_1(tmp_path, transactional_db, capsys):
 # import_labels
 # ------------------------------------------------------------------------------------------------------------------
 
-HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment"
+HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment,status"
 
 
 @pytest.fixture

@@ -35,6 +35,41 @@ def test_without_endpoint_the_pages_say_how_to_configure(client, coordinator, se
     assert 'data-testid="endpoint-help"' in html and "OPENAI_BASE_URL" in html and "Ollama" in html
 
 
+def test_a_new_projects_coordinator_runs_a_judge_on_the_fake_endpoint_without_an_administrator(
+        client, coordinator, analyst, corpus, server, monkeypatch):
+    """No endpoint granted: the Judges page offers the built-in fake endpoint to coordinators (not analysts); one
+    click grants it to this project (audited), and a judge runs on it. Its port follows the app's."""
+    from projects.models import AuditEvent
+    from scoring.judges.demo import FAKE_ENDPOINT
+
+    monkeypatch.delenv("FAKE_LLM_PORT", raising=False)
+    monkeypatch.setenv("PORT", str(server.port - 1))  # the fake endpoint listens on the app's port + 1
+    client.force_login(analyst)
+    assert 'data-testid="grant-fake"' not in client.get(reverse("judge-list")).content.decode()
+    assert client.post(reverse("judge-fake-endpoint")).status_code == 403
+    client.force_login(coordinator)
+    page = client.get(reverse("judge-list")).content.decode()
+    assert 'data-testid="endpoint-help"' in page and 'data-testid="grant-fake"' in page
+    response = client.post(reverse("judge-fake-endpoint"), {"next": reverse("judge-new")})
+    assert response.status_code == 302 and response.url == reverse("judge-new")
+    endpoint = LLMEndpoint.objects.get(name=FAKE_ENDPOINT, projects=active_project_id())
+    assert endpoint.base_url == f"http://127.0.0.1:{server.port}/v1"
+    assert AuditEvent.objects.filter(action="llm.endpoint.grant_fake", actor=coordinator).exists()
+    assert 'data-testid="endpoint-help"' not in client.get(reverse("judge-list")).content.decode()
+    prompt_set = judging.default_prompt_set(ScaleVersion.objects.get(number=1))
+    client.post(reverse("judge-new"), {"name": "Tried", "endpoint": endpoint.pk, "model": "fake", "mode": "per-item",
+                                       "temperature": 0, "max_tokens": 64, "max_attempts": 3,
+                                       "price_input_per_1k": "0", "price_output_per_1k": "0",
+                                       "prompt_set": prompt_set.pk})
+    config = JudgeConfig.objects.get(name="Tried")
+    client.post(reverse("judge-run-new"), {"config": config.pk, "corpus": corpus.pk, "items": "1.1",
+                                           "confirmed": "True"})
+    run = JudgeRun.objects.get(config=config)
+    drain(run)
+    run.refresh_from_db()
+    assert run.status == "succeeded" and len(server.chat_requests) == 2
+
+
 def test_coordinator_configures_a_judge_and_runs_it(client, coordinator, corpus, server, monkeypatch):
     monkeypatch.setenv("LLM_KEY_PAGES", "sk-test")
     endpoint = LLMEndpoint.objects.create(name="Fake", base_url=server.base_url, api_key_env="LLM_KEY_PAGES",

@@ -490,3 +490,18 @@ def test_demo_study_loads_once(instrument):
     with in_project(demo_project()):  # the demo's own project
         study = PreferenceStudy.objects.get(pk=first["study"])
         assert study.status == "open" and study.sources.count() == 3
+
+
+@pytest.mark.django_db
+def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator, make_user):
+    """A physician with comparisons to answer (and no campaign) finds them on the home page, with where to go."""
+    doctor = make_user("comparing-doc", "physician")
+    study = preference.create_study(name="Which answer", kind="answer", criteria="evaluation", overlap=1, seed=3,
+                                    user=coordinator)
+    preference.import_answers(study, answers_jsonl(1), coordinator)
+    preference.add_rater(study, doctor, added_by=coordinator)
+    preference.open_study(study, coordinator)
+    client.force_login(doctor)
+    html = client.get(reverse("home")).content.decode()
+    assert 'data-testid="pending-comparisons"' in html and "Which answer: 3 of 3 comparisons to answer" in html
+    assert f'href="{reverse("compare-next")}"' in html

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -288,6 +289,9 @@ def test_a_user_with_different_roles_gets_each_roles_rights_in_its_project(clien
 def test_a_coordinator_adds_and_removes_members_of_their_own_project(client, two, make_user):
     alpha, beta = two
     newcomer = make_user("newcomer")
+    gamma = projects.create_project("Gamma")  # where alpha's coordinator already works with the newcomer
+    projects.add_member(gamma, alpha.coordinator, "coordinator")
+    projects.add_member(gamma, newcomer, "physician")
     client.force_login(alpha.coordinator)
     page = client.get(reverse("project-detail", args=[alpha.project.pk]))
     assert page.status_code == 200 and "Add a member" in page.content.decode()
@@ -296,8 +300,14 @@ def test_a_coordinator_adds_and_removes_members_of_their_own_project(client, two
     assert response.status_code == 302
     assert Membership.objects.filter(project=alpha.project, user=newcomer, role="physician").exists()
     assert AuditEvent.objects.filter(action="member-add", project=alpha.project).exists()
-    assert client.post(reverse("project-detail", args=[alpha.project.pk]),
-                       {"username": "nobody", "role": "physician"}).status_code == 400
+    # Nobody, and an account of another project: the same answer, so the form tells no usernames of the instance.
+    names = ("nobody", beta.physicians[0].username)
+    answers = [client.post(reverse("project-detail", args=[alpha.project.pk]), {"username": name, "role": "physician"})
+               for name in names]
+    assert [a.status_code for a in answers] == [400, 400]
+    texts = [a.content.decode().replace(name, "NAME") for a, name in zip(answers, names, strict=True)]
+    assert "is not someone you work with" in texts[0] and texts[0].count("NAME") == texts[1].count("NAME")
+    assert not Membership.objects.filter(project=alpha.project, user=beta.physicians[0]).exists()
     remove = reverse("project-member-remove", args=[alpha.project.pk, newcomer.pk])
     confirm = client.get(remove)
     assert confirm.status_code == 200 and "Remove newcomer" in confirm.content.decode()
@@ -312,9 +322,40 @@ def test_a_coordinator_adds_and_removes_members_of_their_own_project(client, two
     assert client.post(reverse("project-member-remove",
                                args=[beta.project.pk, beta.physicians[0].pk])).status_code == 404
     assert not Membership.objects.filter(project=beta.project, user=newcomer).exists()
-    assert set(access.projects_of(alpha.coordinator)) == {alpha.project}
+    assert set(access.projects_of(alpha.coordinator)) == {alpha.project, gamma}
     listing = client.get(reverse("project-list")).content.decode()
     assert alpha.project.name in listing and beta.project.name not in listing
+
+
+def test_a_coordinator_creates_a_physician_account_with_a_one_time_link(client, two, settings):
+    """No administrator: the coordinator creates a physician's account (username from the name, never one they
+    choose), the page shows the set-password link once (no mail server), the physician sets a password with it,
+    logs in and finds the project; the link then no longer works."""
+    alpha, _ = two
+    settings.EMAIL_BACKEND = "config.mail.ConsoleBackend"
+    client.force_login(alpha.coordinator)
+    page = client.post(reverse("project-detail", args=[alpha.project.pk]),
+                       {"first_name": "Ana", "last_name": "Silva", "email": "", "role": "physician"})
+    assert page.status_code == 200 and "no-store" in page["Cache-Control"]
+    html = page.content.decode()
+    created = Membership.objects.get(project=alpha.project, user__last_name="Silva").user
+    assert created.username.startswith("ana-silva-") and not created.has_usable_password()
+    assert roles_in(created, alpha.project) == {"physician"}
+    link = re.search(r'id="set-password-link" readonly value="([^"]+)"', html).group(1)
+    assert "/accounts/set-password/" in link
+    assert AuditEvent.objects.filter(action="account-create", project=alpha.project).exists()
+    client.logout()
+    form = client.get(link, follow=True)  # Django keeps the token in the session and redirects to a tokenless URL
+    assert created.username in form.content.decode()
+    done = client.post(form.redirect_chain[-1][0], {"new_password1": "a-long-password-9",
+                                                    "new_password2": "a-long-password-9"})
+    assert done.status_code == 302
+    assert client.login(username=created.username, password="a-long-password-9")
+    assert alpha.project.name in client.get(reverse("project-list")).content.decode()
+    client.logout()
+    assert "no longer works" in client.get(link, follow=True).content.decode()  # used: the link is spent
+    from config.logredact import redact
+    assert link.split("/accounts/set-password/")[1] not in redact(f"GET {link} HTTP/1.1")
 
 
 def test_physicians_and_analysts_read_the_member_list_only(client, two):

@@ -60,6 +60,8 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "delphi:study-action": {"pk": "delphi_study", "action": "=validation"},
     "delphi:study-export": {"pk": "delphi_study", "what": "=responses", "fmt": "=csv"},
     "delphi:panelist-action": {"pk": "panelist", "action": "=new-link"},
+    "delphi:panelist-link": {"pk": "panelist"},
+    "delphi:study-links": {"pk": "delphi_study"},
     "delphi:round": {"pk": "round"},
     "delphi:round-action": {"pk": "round", "action": "=remind"},
     "delphi:round-decide": {"pk": "round", "item_id": "delphi_item"},
@@ -135,7 +137,8 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
 LIST_URLS: dict[str, dict[str, str]] = {
     **{name: {} for name in (
         "home", "scale-list", "scale-new", "corpus-list", "corpus-upload", "campaign-list", "campaign-new",
-        "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "jury-new", "preference-list",
+        "rate-next", "compare-next", "judge-list", "judge-new", "judge-run-new", "judge-fake-endpoint", "jury-new",
+        "preference-list",
         "preference-new", "generation-home", "generation-case-import", "generation-job-new", "delphi:list",
         "delphi:study-new", "delphi:mine", "system", "system-workers", "api-token-page", "api-root", "project-list")},
     "scale-install": {"slug": "=hivmedqa"},
@@ -149,10 +152,12 @@ LIST_URLS: dict[str, dict[str, str]] = {
 # Not about project data: signing in and out, the password, health, the schema and its docs (read in
 # test_api_schema_operations_cover_the_api), the token endpoint, the worker check (instance-wide, admin job), the
 # Django admin (administrators only), the panel link's landing page (its only argument is the bearer token,
-# checked in tests/test_delphi.py), and the manual behind the Help link (the same files for everyone,
+# checked in tests/test_delphi.py), a new account's one-time set-password link (its arguments are the account and
+# its token; tests/test_projects_annotation.py), and the manual behind the Help link (the same files for everyone,
 # tests/test_help.py).
 OTHER_URLS = {"login", "logout", "password_change", "password_change_done", "healthz", "schema", "swagger-ui",
-              "api-token", "worker-check", "delphi:panel-home", "project-switch", "help", "help-page"}
+              "api-token", "worker-check", "delphi:panel-home", "project-switch", "help", "help-page",
+              "account-set-password"}
 
 # API resource -> object kind (path parameter), and the query parameters that name an object
 API_RESOURCES = {"assignments": "assignment", "campaigns": "campaign", "corpora": "corpus", "dialogues": "dialogue",

@@ -35,9 +35,9 @@ def test_the_place_of_a_dialogue_stays_when_it_is_submitted_and_never_exceeds_th
     # Every dialogue rated: before, the first one read "Dialogue 4 of 3" (done + 1 of the total).
     assert [place_text(client, a) for a in (first, second, third)] == [
         "Dialogue 1 of 3", "Dialogue 2 of 3", "Dialogue 3 of 3"]
-    assert queue_place(third) == {"place": 3, "total": 3, "done": 3}
+    assert queue_place(third) == {"place": 3, "total": 3, "done": 3, "skipped": 0}
     html = client.get(reverse("rate", args=[third.pk])).content.decode()
-    assert "3 done" in html
+    assert "3 submitted" in html
 
 
 def test_withdrawn_work_leaves_the_queue_and_the_count(client, rater, make_user):
@@ -47,7 +47,7 @@ def test_withdrawn_work_leaves_the_queue_and_the_count(client, rater, make_user)
     moved = reassign(mine[0], other)
     withdrawn = Assignment.objects.get(pk=mine[0].pk)
     total = len(mine) - 1
-    assert queue_place(withdrawn) == {"place": None, "total": total, "done": 0}
+    assert queue_place(withdrawn) == {"place": None, "total": total, "done": 0, "skipped": 0}
     assert queue_place(mine[-1])["place"] == total
     client.force_login(rater)
     assert place_text(client, withdrawn) == f"Withdrawn from your queue of {total}"
@@ -85,3 +85,25 @@ def test_every_phrase_has_both_languages_and_the_same_placeholders():
             assert chinese.strip() or key == "answered_before", key
             assert set(re.findall(r"\{(\w+)\}", english)) == set(re.findall(r"\{(\w+)\}", chinese)), key
     assert ui_text.phrase("dialogue_position", "fr", n=2, total=5) == "Dialogue 2 of 5"
+
+
+def test_the_physicians_home_the_rating_page_and_the_coordinators_table_count_alike(client, rater, coordinator):
+    """One definition of the counts (annotation.campaigns.progress_counts): of four dialogues one submitted, one
+    skipped, two open read "1 / 4 (1 skipped)", 25 % on the physician's home page, the rating page, the
+    coordinator's rater table and the API (before, the home page counted the skip as done: "2 / 4", 50 %)."""
+    campaign = campaign_with([rater], n=4, overlap=1, name="Counted")
+    first, second, third, _ = Assignment.objects.filter(campaign=campaign, rater=rater).order_by("position", "id")
+    answer_all(first, rater)
+    labels.submit(first, rater)
+    labels.skip(second, rater, "not my field")
+    answer_all(third, rater)  # answered, not submitted: not done
+    client.force_login(rater)
+    home = client.get(reverse("home")).content.decode()
+    assert "1 / 4" in home and "(1 skipped)" in home and 'value="25"' in home
+    page = client.get(reverse("rate", args=[third.pk])).content.decode()
+    assert "1 submitted · 1 skipped" in page
+    client.force_login(coordinator)
+    table = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    assert 'value="25" aria-label="25% submitted"' in table
+    api = client.get(f"/api/campaigns/{campaign.pk}/progress/").json()
+    assert [(r["submitted"], r["skipped"], r["total"], r["percent"]) for r in api] == [(1, 1, 4, 25)]

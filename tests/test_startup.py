@@ -101,9 +101,11 @@ def test_make_run_migrates_loads_the_demo_and_serves_the_first_page_then_stops(t
             except OSError:
                 time.sleep(0.3)
         assert status == 200, "\n".join(lines[-30:])
-        # the workers start once the page answers, the banner once the demo is in: stop after both
+        # the workers and the banner (with the demo's logins) as soon as the page answers, while the demo may still
+        # be loading: stop once all three are there
         while time.monotonic() < deadline and not ("Starting the workers." in lines
-                                                   and any("physician / physician-demo" in line for line in lines)):
+                                                   and any("physician / physician-demo" in line for line in lines)
+                                                   and any(line.startswith("==> demo data: ") for line in lines)):
             time.sleep(0.3)
     finally:
         os.killpg(process.pid, signal.SIGINT)
@@ -117,7 +119,9 @@ def test_make_run_migrates_loads_the_demo_and_serves_the_first_page_then_stops(t
     for phase in ("migrate", "demo data", "web server"):
         assert f"==> {phase}: " in output, output[-3000:]
     assert "physician / physician-demo" in output and "Demo Delphi study ready" in output
-    assert "Stopped the web server and the worker." in output and process.returncode == 0
+    # the banner came as soon as the login page answered, before the demo data was in
+    assert output.index("Mini-CEX Workbench is up at") < output.index("==> demo data: "), output[-3000:]
+    assert "Stopped the web server and the workers." in output and process.returncode == 0
 
 
 @pytest.mark.integration

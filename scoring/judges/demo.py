@@ -11,8 +11,6 @@ a real run with them, through the workers, without a key; its answers are synthe
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -38,13 +36,20 @@ OLD_DEMO_URL = "http://synthetic.invalid/v1"
 
 def fake_endpoint(project=None) -> LLMEndpoint:
     """The administrator's endpoint of the built-in fake LLM (``python -m config.run fake-llm``; ``make run`` starts
-    it), created once; loopback only, any key accepted. Granted to the demo project (or ``project``)."""
-    port = int(os.environ.get("FAKE_LLM_PORT", "8001"))
-    endpoint, _ = LLMEndpoint.objects.get_or_create(name=FAKE_ENDPOINT, defaults={
+    it), created once; loopback only, any key accepted. Granted to the demo project (or ``project``); its port
+    follows the app's (scoring.llm.fake.default_port)."""
+    from scoring.llm.fake import default_port
+
+    port = default_port()
+    endpoint, created = LLMEndpoint.objects.get_or_create(name=FAKE_ENDPOINT, defaults={
         "base_url": f"http://127.0.0.1:{port}/v1", "api_key_env": "OPENAI_API_KEY", "concurrency": 8,
         "timeout_seconds": 30, "currency": "USD",
         "note": "Synthetic answers for trying the app without a key (make run starts it; python -m config.run "
                 "fake-llm otherwise). Never for study data."})
+    url = f"http://127.0.0.1:{port}/v1"
+    if not created and endpoint.base_url != url and endpoint.base_url.startswith("http://127.0.0.1:"):
+        LLMEndpoint.objects.filter(pk=endpoint.pk).update(base_url=url)  # the app moved to another port
+        endpoint.base_url = url
     endpoint.projects.add(project or demo_project())
     return endpoint
 

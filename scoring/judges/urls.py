@@ -5,6 +5,7 @@ from scoring.judges import views, views_juries
 urlpatterns = [
     path("judges/", views.judge_list, name="judge-list"),
     path("judges/new/", views.judge_config_edit, name="judge-new"),
+    path("judges/fake-endpoint/", views.fake_endpoint_grant, name="judge-fake-endpoint"),
     path("judges/<int:pk>/edit/", views.judge_config_edit, name="judge-edit"),
     path("judges/runs/new/", views.judge_run_new, name="judge-run-new"),
     path("judges/planner/", views.judge_planner, name="judge-planner"),

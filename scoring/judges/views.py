@@ -5,11 +5,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
 from annotation.params import whole_number
 from projects.access import current, get_in_project_or_404, role_required
+from projects.models import AuditEvent
 from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 from scoring.judges import prompts
@@ -59,6 +62,24 @@ def report_urls(source, campaign_pk: int | None = None, query: str = "") -> dict
             "json": reverse(f"{prefix}-report-download", args=[source.pk, "json"]) + tail,
             "report": reverse(f"{prefix}-report", args=[source.pk]),
             "status": reverse(f"{prefix}-report-status", args=[source.pk, 0])[:-2]}
+
+
+@require_POST
+@role_required(COORDINATOR)
+def fake_endpoint_grant(request):
+    """A coordinator's click: the built-in fake endpoint (synthetic answers, loopback only, no key) granted to the
+    project, so a new project tries judges, preference judging and generation without an administrator. Audited."""
+    from scoring.judges.demo import fake_endpoint
+
+    project = current(request)
+    endpoint = fake_endpoint(project)
+    AuditEvent.record(request.user, "llm.endpoint.grant_fake", project=project, endpoint=endpoint.name)
+    messages.success(request, _("The built-in fake endpoint (synthetic answers, never study data) is now granted to "
+                                "this project: choose it in a judge's settings."))
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("judge-list")
+    return redirect(target)
 
 
 @role_required(COORDINATOR)

@@ -3,7 +3,8 @@ key or a network (in the spirit of Inspect AI's ``mockllm`` provider). Its answe
 deterministically from a hash of the request, shaped like real answers so that every job runs end to end. Never a
 source of evaluation data.
 
-``python -m config.run fake-llm [--host 127.0.0.1] [--port 8001]`` serves ``/v1/chat/completions`` and
+``python -m config.run fake-llm [--host 127.0.0.1] [--port 8001]`` (by default ``FAKE_LLM_PORT``, else the app's
+``PORT`` + 1) serves ``/v1/chat/completions`` and
 ``/v1/models``; ``make run`` starts it beside the app and the demo's "Built-in fake endpoint" points at it.
 
 What it answers:
@@ -30,6 +31,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_PORT = 8001
+
+
+def default_port() -> int:
+    """The port the fake endpoint listens on and the demo's endpoint points at: ``FAKE_LLM_PORT``, else the app's
+    ``PORT`` + 1 (8001 beside the default 8000), so an app moved to another port brings its fake endpoint along."""
+    import os
+
+    explicit = os.environ.get("FAKE_LLM_PORT", "").strip()
+    if explicit:
+        return int(explicit)
+    app = os.environ.get("PORT", "").strip()
+    return int(app) + 1 if app.isdigit() else DEFAULT_PORT
 MODEL_NAMES = ["fake-judge", "fake-doctor", "fake-patient"]
 
 _DIAGNOSES = ["viral upper respiratory infection", "tension-type headache", "gastro-oesophageal reflux",
@@ -208,7 +221,7 @@ def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> ThreadingHTTPSer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m config.run fake-llm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--port", type=int, default=default_port())
     args = parser.parse_args(argv)
     try:
         server = serve(args.host, args.port)

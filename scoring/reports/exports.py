@@ -2,13 +2,18 @@
 
 One row per label, columns exactly :data:`COLUMNS`::
 
-    dialogue_id, rater, item, value, rater_kind, judge_run, created, comment
+    dialogue_id, rater, item, value, rater_kind, judge_run, created, comment, status
 
 * ``dialogue_id`` is the dialogue's (or question-answer item's) external id, ``item`` the item code (Mini-CEX:
   ``1.1`` ... ``3.7``, ``4``; other instruments: their codes), ``value`` an integer (scale items: the point, as
   rated; empty for free-text items, whose answer is the comment), ``created`` the time the label was last saved
   (ISO 8601 in UTC with microseconds, e.g. ``2024-05-01T09:30:00.000000+00:00``; a date-time cell in XLSX and
-  SPSS), ``comment`` the rater's comment on the item, or the answer to a free-text item (empty for judges).
+  SPSS), ``comment`` the rater's comment on the item, or the answer to a free-text item (empty for judges),
+  ``status`` where the physician's dialogue stands (:data:`STATUS_LABELS`: ``submitted`` is what the reports count;
+  ``in_progress``, ``assigned`` (answers saved before the rater opened it again), ``returned`` and ``skipped`` are
+  answers the reports leave out; empty for judges, whose stored answers are final).
+* ``submitted_only=True`` (the default of analysts' downloads, ``export_labels --submitted-only``) keeps only the
+  physicians' rows of submitted dialogues: the labels the agreement report and the judge reports count.
 * Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, and every
   answered free-text item, of the corpus's campaigns that are not deleted (or of one campaign), whose assignment
   is not withdrawn and whose dialogue is not deleted. Raters appear under their stable pseudonym
@@ -49,7 +54,7 @@ from annotation.spreadsheet import TooManyRows, safe_row, write_xlsx_file
 from annotation.spreadsheet import xlsx_stream as _xlsx_stream
 from projects.pseudonyms import pseudonyms
 
-COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment")
+COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment", "status")
 HUMAN = "human"
 JUDGE = "judge"
 XLSX_MAX_ROWS = SHEET_ROWS  # rows in an Excel sheet, the header line included
@@ -65,7 +70,11 @@ COLUMN_LABELS = {
     "judge_run": "Judge run (empty for physicians)",
     "created": "Time the label was last saved (UTC)",
     "comment": "The rater's comment on the item, or the answer to a free-text item",
+    "status": "Status of the physician's dialogue (submitted: counted by the reports; empty for judges)",
 }
+STATUS_LABELS = {"submitted": "Submitted (counted by the reports)", "in_progress": "In progress, not submitted",
+                 "assigned": "Not submitted", "returned": "Returned for revision, not submitted",
+                 "skipped": "Skipped"}
 RATER_KIND_LABELS = {HUMAN: "Physician (human rater)", JUDGE: "LLM judge"}
 
 LabelSource = Callable[..., Iterable[dict[str, Any]]]
@@ -132,8 +141,9 @@ def campaigns_in_scope(corpus, campaign=None):
     return qs.order_by("pk")
 
 
-def _human_labels(corpus, campaign=None):
-    """Labels with a value, and answers to free-text items (their label's comment; they have no value)."""
+def _human_labels(corpus, campaign=None, submitted_only: bool = False):
+    """Labels with a value, and answers to free-text items (their label's comment; they have no value); with
+    ``submitted_only``, only those of submitted dialogues."""
     from django.db.models import Q
 
     from annotation.models import Assignment, Item, Label
@@ -143,6 +153,8 @@ def _human_labels(corpus, campaign=None):
                               dialogue__deleted_at__isnull=True)
     if campaign is not None:
         qs = qs.filter(campaign=campaign)
+    if submitted_only:
+        return qs.filter(assignment__status=Assignment.Status.SUBMITTED)
     return qs.exclude(assignment__status=Assignment.Status.WITHDRAWN)
 
 
@@ -165,12 +177,13 @@ def _pseudonym_of_rater(project_id: int):
                     .values("code")[:1])
 
 
-def human_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
+def human_label_rows(corpus, campaign=None, *, names: bool = False, submitted_only: bool = False
+                     ) -> Iterator[dict[str, Any]]:
     """The physicians' labels, ordered by dialogue external id, rater and item order."""
     if campaign is not None and campaign.corpus_id != corpus.pk:
         raise ExportError(f'Campaign "{campaign}" rates corpus "{campaign.corpus}", not "{corpus}".')
     rater_column = "rater__username"
-    qs = _human_labels(corpus, campaign)
+    qs = _human_labels(corpus, campaign, submitted_only)
     if not names:
         _ensure_pseudonyms(corpus, campaign)
         rater_column = "rater_pseudonym"
@@ -179,15 +192,17 @@ def human_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[
     created = _created_text()
     if created is not None:  # PostgreSQL formats the time: parsing 643,000 timestamps in Python costs seconds
         qs = qs.annotate(created_text=created).values_list(
-            "dialogue__external_id", rater_column, "item__code", "value", "created_text", "comment")
-        for dialogue_id, rater, code, value, stamp, comment in qs.iterator(chunk_size=CHUNK_SIZE):
+            "dialogue__external_id", rater_column, "item__code", "value", "created_text", "comment",
+            "assignment__status")
+        for dialogue_id, rater, code, value, stamp, comment, status in qs.iterator(chunk_size=CHUNK_SIZE):
             yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
-                   "judge_run": "", "created": stamp, "comment": comment}
+                   "judge_run": "", "created": stamp, "comment": comment, "status": status}
         return
-    qs = qs.values_list("dialogue__external_id", rater_column, "item__code", "value", "updated_at", "comment")
-    for dialogue_id, rater, code, value, updated, comment in qs.iterator(chunk_size=CHUNK_SIZE):
+    qs = qs.values_list("dialogue__external_id", rater_column, "item__code", "value", "updated_at", "comment",
+                        "assignment__status")
+    for dialogue_id, rater, code, value, updated, comment, status in qs.iterator(chunk_size=CHUNK_SIZE):
         yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
-               "judge_run": "", "created": iso_utc(updated), "comment": comment}
+               "judge_run": "", "created": iso_utc(updated), "comment": comment, "status": status}
 
 
 def iso_utc(moment) -> str:
@@ -216,11 +231,14 @@ def _checked(rows: Iterable[dict[str, Any]], source: LabelSource) -> Iterator[di
         yield {c: row.get(c, "") for c in COLUMNS}
 
 
-def label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
+def label_rows(corpus, campaign=None, *, names: bool = False, submitted_only: bool = False
+               ) -> Iterator[dict[str, Any]]:
     """Every label of ``corpus`` (or of one ``campaign`` on it) as dicts with the keys :data:`COLUMNS`:
     the physicians' labels (streamed from the database), then each source in :data:`LABEL_SOURCES`.
-    ``names=True`` gives usernames instead of pseudonyms: check :func:`may_see_names` first."""
-    yield from human_label_rows(corpus, campaign, names=names)
+    ``names=True`` gives usernames instead of pseudonyms: check :func:`may_see_names` first.
+    ``submitted_only=True`` leaves out the physicians' answers on dialogues not submitted (their ``status`` column
+    says which rows those are otherwise)."""
+    yield from human_label_rows(corpus, campaign, names=names, submitted_only=submitted_only)
     for source in list(LABEL_SOURCES):
         yield from _checked(source(corpus, campaign, names=names), source)
 
@@ -361,7 +379,7 @@ def write_sav(rows: Iterable[dict[str, Any]], path) -> int:
     frame = rows_dataframe(rows)
     pyreadstat.write_sav(
         frame, str(path), column_labels=[COLUMN_LABELS[c] for c in COLUMNS],
-        variable_value_labels={"rater_kind": dict(RATER_KIND_LABELS)},
+        variable_value_labels={"rater_kind": dict(RATER_KIND_LABELS), "status": dict(STATUS_LABELS)},
         variable_measure={"dialogue_id": "nominal", "rater": "nominal", "item": "nominal", "value": "ordinal",
                           "rater_kind": "nominal", "judge_run": "nominal", "created": "scale", "comment": "nominal"},
         file_label="Mini-CEX Workbench label export")

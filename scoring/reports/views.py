@@ -3,7 +3,7 @@
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from projects.access import role_required
+from projects.access import request_has_role, role_required
 from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 
@@ -136,7 +136,9 @@ EXPORT_TYPES = {
 @role_required(COORDINATOR, ANALYST)
 def campaign_export(request, pk: int, fmt: str):
     """Every label of the campaign in the CSV long format (DESIGN.md section 5) as CSV, JSON, XLSX or SPSS.
-    CSV, JSON and XLSX stream as they are written; SPSS is built in a temporary file first."""
+    CSV, JSON and XLSX stream as they are written; SPSS is built in a temporary file first. ``?submitted=1`` keeps
+    only the physicians' labels of submitted dialogues (what the reports count), ``?submitted=0`` every saved one
+    with its status; the default is submitted only for analysts, everything for coordinators."""
     import os
     import tempfile
 
@@ -148,7 +150,13 @@ def campaign_export(request, pk: int, fmt: str):
     if fmt not in EXPORT_TYPES:
         raise Http404("Unknown export format.")
     campaign = _campaign(request, pk)
-    rows = exports.label_rows(campaign.corpus, campaign, names=names_allowed(request.user, campaign))
+    choice = request.GET.get("submitted", "")
+    if choice not in ("", "0", "1"):
+        return HttpResponse("submitted is 1 (submitted dialogues only) or 0 (every saved answer, with its status).",
+                            status=400, content_type="text/plain; charset=utf-8")
+    submitted_only = choice == "1" if choice else not request_has_role(request, COORDINATOR)
+    rows = exports.label_rows(campaign.corpus, campaign, names=names_allowed(request.user, campaign),
+                              submitted_only=submitted_only)
     filename = f"labels-{campaign.pk}.{fmt}"
     if fmt == "csv":
         response = StreamingHttpResponse(exports.csv_stream(rows), content_type=EXPORT_TYPES[fmt])

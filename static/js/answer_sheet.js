@@ -1,7 +1,10 @@
-// The answer sheet shared by the rating page (static/js/rating.js) and the preference comparison page
-// (static/js/compare.js). Every click is posted at once. Until the server confirms it, the answer waits in an
+// The one answer-keeping engine of every page a physician or panelist answers on: the rating page
+// (static/js/rating.js), the preference comparison page (static/js/compare.js) and the Delphi questionnaire
+// (static/js/delphi.js). Every click is posted at once. Until the server confirms it, the answer waits in an
 // outbox kept in localStorage, so a network failure, a server error or a closed tab never loses it: the page
-// retries with backoff, says so, and replays the outbox when it is opened again.
+// retries with backoff, says so, sends the outbox again when the connection comes back and replays it when the
+// page is opened again. The server keeps one answer per item (a repeated send overwrites it with the same value),
+// so an answer sent twice is stored once.
 //
 // AnswerSheet(root, options) wires the fieldsets, their comments and the page comment, and returns what the page
 // script needs for its own keyboard shortcuts and buttons. Options (what differs between the pages):
@@ -9,9 +12,15 @@
 //   idKey         dataset key of a fieldset and payload field naming it ("item")
 //   valueKey      payload field holding the chosen radio value ("value")
 //   storeKey      localStorage key of the outbox
-//   saveUrlKey    root dataset key of the URL answers are posted to ("labelUrl")
+//   saveUrlKey    root dataset key of the URL answers are posted to ("labelUrl"); a fieldset's own data-save-url
+//                 wins (the Delphi questionnaire posts each item to its own address)
 //   commentId     id of the page comment textarea; its save state is "<commentId>-state"
 //   submitLabel   function (button, text) writing the submit button label (default: button.textContent = text)
+// Text fields of an answer: a textarea with data-comment-for is sent as "comment", one with data-answer-field="name"
+// as "name" (the Delphi questionnaire's comment and proposed rewording).
+// #answered-count counts the answers the server has stored (an answer waiting in the outbox is not counted there);
+// #waiting-count, when present, says "n waiting" while any wait.
+// On a touch screen, the first answer to an item brings the next one into view.
 // An element #work-status with data-started and data-ready phrases follows the answers: "In progress" after the
 // first answer of a task not started, data-ready once every needed answer is saved.
 // A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
@@ -23,6 +32,8 @@
     saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…", waiting: "Waiting to send",
     failed: "Not saved: {reason}",
     refused: "refused", submit: "Submit", submit_left: "Submit ({n} left)",
+    n_waiting: "{n} waiting",
+    leave_unsubmitted: "Every item is answered but this is not submitted yet. Leave it unsubmitted?",
     session_ended: "Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and " +
       "will be sent automatically.",
     pending: "{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers.",
@@ -70,6 +81,8 @@
     let retryTimer = null;
     let sessionExpired = false;
     const inFlight = new Set();
+    const refused = new Set(); // items whose last answer the server refused: shown, not counted as stored
+    const touch = Boolean(window.matchMedia && window.matchMedia("(pointer: coarse)").matches);
 
     function nextSeq() { lastSeq = Math.max(lastSeq + 1, Date.now()); return lastSeq; }
     function persist() {
@@ -94,11 +107,21 @@
       return checked ? checked.value : "";
     }
 
+    // The free-text fields of an answer, as [name posted under, textarea].
+    function textFields(fieldset) {
+      return Array.from(fieldset.querySelectorAll("textarea[data-comment-for], textarea[data-answer-field]"))
+        .map((area) => [area.dataset.answerField || "comment", area]);
+    }
+
     function refresh() {
       const answered = required.filter((el) => currentValue(el) !== "").length;
+      const stored = required.filter((el) => currentValue(el) !== "" && !outbox[el.dataset[idKey]] &&
+        !refused.has(el.dataset[idKey])).length;
       const counter = document.getElementById("answered-count");
-      if (counter) counter.textContent = answered;
+      if (counter) counter.textContent = stored;
       const pending = Object.keys(outbox).length;
+      const waiting = document.getElementById("waiting-count");
+      if (waiting) { waiting.hidden = !pending; waiting.textContent = pending ? t("n_waiting", { n: pending }) : ""; }
       if (banner) {
         if (pending && sessionExpired) {
           banner.hidden = false;
@@ -148,8 +171,8 @@
       try {
         response = key === "comment"
           ? await post(root.dataset.commentUrl, { comment: entry.comment })
-          : await post(root.dataset[options.saveUrlKey], { [idKey]: entry[idKey], [valueKey]: entry[valueKey],
-            comment: entry.comment, seq: entry.seq });
+          : await post(saveUrl(entry), Object.assign({}, entry.texts || { comment: entry.comment },
+            { [idKey]: entry[idKey], [valueKey]: entry[valueKey], seq: entry.seq }));
       } catch (e) {
         inFlight.delete(key);
         setState(key, navigator.onLine ? "retrying" : "waiting");
@@ -169,11 +192,13 @@
       const data = await response.json().catch(() => ({}));
       const current = outbox[key];
       if (response.ok) {
-        if (current && current.seq === entry.seq) { delete outbox[key]; persist(); setState(key, "saved"); }
+        if (current && current.seq === entry.seq) {
+          delete outbox[key]; refused.delete(key); persist(); setState(key, "saved");
+        }
         retryDelay = 1000;
       } else {
         // Refused for good (4xx): retrying cannot help; show why and drop it.
-        if (current && current.seq === entry.seq) { delete outbox[key]; persist(); }
+        if (current && current.seq === entry.seq) { delete outbox[key]; refused.add(key); persist(); }
         setState(key, "failed", data.detail);
       }
       if (outbox[key] && outbox[key].seq !== entry.seq) send(key); // a newer answer came in meanwhile
@@ -182,10 +207,15 @@
 
     function flush() { Object.keys(outbox).forEach(send); refresh(); }
 
+    function saveUrl(entry) {
+      const fieldset = byId.get(String(entry[idKey]));
+      return (fieldset && fieldset.dataset.saveUrl) || root.dataset[options.saveUrlKey];
+    }
+
     function queue(fieldset) {
       const id = fieldset.dataset[idKey];
-      const comment = fieldset.querySelector("textarea[data-comment-for]");
-      outbox[id] = { [idKey]: id, [valueKey]: currentValue(fieldset), comment: comment ? comment.value : "", seq: nextSeq() };
+      const texts = Object.fromEntries(textFields(fieldset).map(([name, area]) => [name, area.value]));
+      outbox[id] = { [idKey]: id, [valueKey]: currentValue(fieldset), texts: texts, seq: nextSeq() };
       persist();
       send(id);
       refresh();
@@ -198,8 +228,8 @@
       if (!fieldset) { delete outbox[entry[idKey]]; return; }
       const input = fieldset.querySelector('input[type=radio][value="' + entry[valueKey] + '"]');
       if (input) input.checked = true;
-      const comment = fieldset.querySelector("textarea[data-comment-for]");
-      if (comment && entry.comment !== undefined) comment.value = entry.comment;
+      const texts = entry.texts || { comment: entry.comment };
+      textFields(fieldset).forEach(([name, area]) => { if (texts[name] !== undefined) area.value = texts[name]; });
       setState(entry[idKey], navigator.onLine ? "retrying" : "waiting");
     });
     const pageComment = document.getElementById(options.commentId);
@@ -217,17 +247,34 @@
     }
     activate(active, false);
 
+    // On a touch screen, the first answer to an item brings the next item into view (a phone shows two or three
+    // items at a time, and a tap does not move the page on by itself).
+    function showNext(index) {
+      const next = items[index + 1];
+      if (!next) return;
+      activate(index + 1, false);
+      const box = next.getBoundingClientRect();
+      if (box.top >= 0 && box.bottom <= window.innerHeight) return;
+      next.scrollIntoView({ block: "center" });
+    }
+
     items.forEach((fieldset, index) => {
+      let answered = currentValue(fieldset) !== "";
       fieldset.addEventListener("change", (event) => {
-        if (event.target.type === "radio") { activate(index, false); queue(fieldset); }
+        if (event.target.type !== "radio") return;
+        activate(index, false);
+        queue(fieldset);
+        if (touch && !answered) showNext(index);
+        answered = true;
       });
       fieldset.addEventListener("focusin", () => activate(index, false));
-      const comment = fieldset.querySelector("textarea[data-comment-for]");
-      if (comment) {
+      textFields(fieldset).forEach(([, area]) => {
         let timer = null;
-        comment.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => queue(fieldset), 600); });
-        comment.addEventListener("blur", () => { clearTimeout(timer); if (comment.value !== (outbox[fieldset.dataset[idKey]] || {}).comment) queue(fieldset); });
-      }
+        let typed = false;
+        const save = () => { clearTimeout(timer); if (typed) { typed = false; queue(fieldset); } };
+        area.addEventListener("input", () => { typed = true; clearTimeout(timer); timer = setTimeout(save, 600); });
+        area.addEventListener("blur", save);
+      });
     });
 
     if (pageComment && editable) {
@@ -260,7 +307,13 @@
       const key = event.key;
       if (key === "ArrowDown" || key === "j") { event.preventDefault(); activate(active + 1, true); return true; }
       if (key === "ArrowUp" || key === "k") { event.preventDefault(); activate(active - 1, true); return true; }
-      if (key === "n") { event.preventDefault(); window.location.href = root.dataset.nextUrl; return true; }
+      if (key === "n" && root.dataset.nextUrl) {
+        event.preventDefault();
+        // An answered dialogue not yet submitted is left only when the rater says so (its answers stay saved).
+        if (submitBtn && !submitBtn.disabled && !window.confirm(t("leave_unsubmitted"))) return true;
+        window.location.href = root.dataset.nextUrl;
+        return true;
+      }
       return false;
     }
 

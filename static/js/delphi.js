@@ -1,5 +1,10 @@
-// Delphi pages: keyboard shortcuts on the questionnaire and readable save states for htmx saves.
+// Delphi pages. The questionnaire keeps its answers with the engine of every answering page
+// (static/js/answer_sheet.js: each answer posted at once, kept in this browser until the server confirms it, sent
+// again on reconnect and after a reload); this adds its keys (1-5 rate the current item and move on, as on the
+// rating page; j/k or arrows move; c writes a comment) and holds "I have finished" while an answer waits. The
+// profile form still saves through htmx, with readable save states.
 (function () {
+  "use strict";
   // Refusals (round closed, bad input) come back as 4xx with a message: show it where "Saved" would appear.
   document.addEventListener("htmx:beforeSwap", (event) => {
     const status = event.detail.xhr.status;
@@ -12,7 +17,7 @@
   });
   document.addEventListener("htmx:beforeRequest", (event) => {
     const target = event.detail.target;
-    if (target && target.matches(".save-state, .save-note")) {
+    if (target && target.matches(".save-note")) {
       target.classList.remove("error");
       target.textContent = "Saving…";
     }
@@ -21,17 +26,6 @@
     const target = event.detail.target;
     if (target) { target.classList.add("error"); target.textContent = "Not saved: the server cannot be reached. Change the answer again to retry."; }
   });
-  document.addEventListener("htmx:afterRequest", () => {
-    const counter = document.querySelector("[data-answered]");
-    if (counter) counter.textContent = document.querySelectorAll("form.q-item input[name=importance]:checked").length;
-  });
-
-  // Typing in a comment saves after a pause: the form's hx-trigger listens for "typed" (an htmx trigger filter
-  // would need eval, which the Content-Security-Policy forbids).
-  document.addEventListener("input", (event) => {
-    const form = event.target.tagName === "TEXTAREA" && event.target.closest("form.q-item");
-    if (form) form.dispatchEvent(new CustomEvent("typed"));
-  });
   // Distribution bars: widths set here, as style attributes are not allowed by the Content-Security-Policy.
   function sizeBars(root) {
     root.querySelectorAll(".bar[data-pct]").forEach((bar) => { bar.style.width = `${bar.dataset.pct}%`; });
@@ -39,45 +33,55 @@
   sizeBars(document);
   document.addEventListener("htmx:afterSwap", (event) => sizeBars(event.detail.target));
 
-  function items() { return Array.from(document.querySelectorAll("form.q-item")); }
-  let active = null;
-  function activate(el, scroll) {
-    if (!el) return;
-    if (active) active.classList.remove("active");
-    active = el;
-    el.classList.add("active");
-    if (scroll) { el.focus({ preventScroll: true }); el.scrollIntoView({ block: "center" }); }
-  }
-  document.addEventListener("focusin", (event) => {
-    const form = event.target.closest && event.target.closest("form.q-item");
-    if (form) activate(form, false);
+  // The study page (coordinators): "Copy link" asks the server for a panelist's personal link (the server records
+  // that it was handed over), copies it and shows it beside the button, selected, should the clipboard refuse.
+  document.querySelectorAll("[data-copy-link]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const field = button.parentElement.querySelector("input[readonly]");
+      const token = document.querySelector("meta[name=csrf-token]");
+      let data = {};
+      try {
+        const response = await fetch(button.dataset.copyLink, { method: "POST", credentials: "same-origin",
+          headers: { "X-CSRFToken": token ? token.content : "", Accept: "application/json" } });
+        data = await response.json();
+        if (!response.ok) throw new Error(data.detail || "refused");
+      } catch (e) {
+        button.textContent = "Could not get the link: " + (data.detail || "try again");
+        return;
+      }
+      field.value = data.url;
+      field.hidden = false;
+      field.select();
+      try { await navigator.clipboard.writeText(data.url); button.textContent = "Copied"; }
+      catch (e) { button.textContent = "Selected: copy it"; }
+    });
   });
+  document.querySelectorAll("[data-print]").forEach((button) => button.addEventListener("click", () => window.print()));
+
+  const root = document.querySelector("[data-questionnaire]");
+  if (!root || !window.AnswerSheet) return;
+  const sheet = window.AnswerSheet(root, {
+    fieldsets: "form.q-item", idKey: "item", valueKey: "importance", saveUrlKey: "saveUrl",
+    storeKey: "minicex-delphi-outbox-" + root.dataset.part, commentId: "no-page-comment",
+  });
+  // An item's <form> is never submitted as a form: its answers are posted by the engine.
+  sheet.items.forEach((form) => form.addEventListener("submit", (event) => event.preventDefault()));
+
+  const complete = document.getElementById("complete-form");
+  if (complete) complete.addEventListener("submit", (event) => {
+    if (!sheet.pending()) return;
+    event.preventDefault();
+    sheet.flush();
+    sheet.actionMsg.textContent = "Some answers are still waiting to be sent (see above). They are kept in this " +
+      "browser; finish once they are saved.";
+  });
+
   document.addEventListener("keydown", (event) => {
-    if (!document.querySelector("[data-questionnaire]")) return;
-    // Keys typed into a field (an on-screen keyboard types there) or composed by an input method are not shortcuts.
-    if (event.isComposing || event.keyCode === 229) return;
-    const tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "textarea" || (tag === "input" && !["radio", "checkbox"].includes(event.target.type)) || tag === "select") return;
-    if (event.target.isContentEditable) return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const list = items();
-    if (!list.length) return;
-    const index = active ? list.indexOf(active) : -1;
-    if (["j", "ArrowDown"].includes(event.key)) {
-      event.preventDefault(); activate(list[Math.min(list.length - 1, index + 1)], true);
-    } else if (["k", "ArrowUp"].includes(event.key)) {
-      event.preventDefault(); activate(list[Math.max(0, index - 1)], true);
-    } else if (/^[1-5]$/.test(event.key)) {
-      const form = active || list[0];
-      if (form.hasAttribute("inert")) return;
-      const radio = form.querySelector(`input[name=importance][value="${event.key}"]`);
-      if (!radio) return;
-      event.preventDefault();
-      radio.checked = true;
-      radio.dispatchEvent(new Event("change", { bubbles: true }));
-      if (!active) activate(form, false);
-    } else if (event.key === "c" && active) {
-      const details = active.querySelector("details");
+    if (sheet.commonKey(event)) return;
+    if (/^[1-5]$/.test(event.key)) {
+      if (sheet.answerActive(event.key)) event.preventDefault();
+    } else if (event.key === "c") {
+      const details = sheet.items[sheet.active] && sheet.items[sheet.active].querySelector("details");
       if (details) { event.preventDefault(); details.open = true; details.querySelector("textarea").focus(); }
     }
   });

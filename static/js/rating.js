@@ -15,7 +15,8 @@
   // Scales reaching 10 or more take two digits ("1" then "0" = 10), and scales in steps such as 0.5 take a point
   // and its decimals ("4" "." "5" = 4.5): a typed point that can still grow into another point waits a moment for
   // the next key (its value is already saved) before moving on. Left/right step a scale or levels item.
-  // Enter writes in a free-text item, Escape leaves its box.
+  // Enter writes in a free-text item, Escape leaves its box; elsewhere Enter submits a dialogue whose every item is
+  // answered and saved (what the Submit button does, under the same rule: not while an answer waits).
   const DIGIT_WAIT_MS = 1000;
   let typed = null; // {index, text, timer}: keys typed on a multi-key scale
 
@@ -84,6 +85,11 @@
       if (area && !area.disabled) { event.preventDefault(); area.focus(); }
       return;
     }
+    if (event.key === "Enter" && !event.target.closest("button, a, summary")) {
+      event.preventDefault();
+      submit();
+      return;
+    }
     if ((event.key === "ArrowLeft" || event.key === "ArrowRight") && (type === "scale" || type === "ordinal")) {
       settle();
       if (step(fieldset, event.key === "ArrowRight" ? 1 : -1)) event.preventDefault();
@@ -102,10 +108,14 @@
     return sheet.answerActive(key);
   }
 
-  if (submitBtn) submitBtn.addEventListener("click", () => {
-    if (sheet.pending()) return;
-    action(root.dataset.submitUrl, {}, (data) => { window.location.href = data.next_url; });
-  });
+  let submitting = false;
+  function submit() {
+    if (!submitBtn || submitBtn.disabled || submitting || sheet.pending()) return;
+    submitting = true;
+    action(root.dataset.submitUrl, {}, (data) => { window.location.href = data.next_url; })
+      .then((ok) => { if (!ok) submitting = false; });
+  }
+  if (submitBtn) submitBtn.addEventListener("click", submit);
 
   sheet.wireDialog("skip-btn", "skip-dialog", "skip-form", "skip-reason", root.dataset.skipUrl, "reason",
     (data) => { window.location.href = data.next_url; });

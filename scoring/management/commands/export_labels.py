@@ -27,7 +27,7 @@ from scoring.reports.exports import (
 class Command(ProjectCommand, BaseCommand):
     help = (
         "Export every label of a corpus (physicians' and judges') in the CSV long format of the brief: "
-        "dialogue_id,rater,item,value,rater_kind,judge_run,created; also as XLSX, JSON or SPSS .sav. "
+        "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment,status; also as XLSX, JSON or SPSS .sav. "
         "Raters appear under stable pseudonyms; --names gives usernames, only for coordinators/admins (--as) or "
         "when every included campaign allows names. A CSV of one campaign's physician labels reads back with "
         "import_labels."
@@ -39,11 +39,14 @@ class Command(ProjectCommand, BaseCommand):
         parser.add_argument("--format", dest="fmt", choices=FORMATS, default="csv", help="output format (csv)")
         parser.add_argument("--out", required=True, help='output file; "-" writes CSV or JSON to standard output')
         parser.add_argument("--names", action="store_true", help="usernames instead of pseudonyms (see above)")
+        parser.add_argument("--submitted-only", action="store_true",
+                            help="only the physicians' labels of submitted dialogues (what the reports count); "
+                                 "otherwise every saved label, its status column saying which are submitted")
         parser.add_argument("--as", dest="as_user", metavar="USERNAME",
                             help="the user the export is made for; decides whether --names is allowed")
 
     def handle(self, *args, corpus: str, campaign: str | None, fmt: str, out: str, names: bool,
-               as_user: str | None, **options):
+               as_user: str | None, submitted_only: bool = False, **options):
         project = self.project
         target = Corpus.objects.filter(name=corpus.strip()).first()
         if target is None or target.is_deleted:
@@ -70,7 +73,7 @@ class Command(ProjectCommand, BaseCommand):
             raise CommandError(f"--out - (standard output) works for {' and '.join(STREAMABLE)}; "
                                f"{fmt} needs a file path.")
 
-        rows = label_rows(target, chosen, names=names)
+        rows = label_rows(target, chosen, names=names, submitted_only=submitted_only)
         try:
             count = self._write(rows, fmt, out)
         except ExportError as exc:

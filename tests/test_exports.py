@@ -155,6 +155,19 @@ def test_the_status_column_and_the_submitted_only_export_count_as_the_reports_do
     assert lines == {("ana", ""): len(rows) - mine, ("coord", ""): len(rows), ("ana", "?submitted=0"): len(rows),
                      ("coord", "?submitted=1"): len(rows) - mine}
     assert client.get(reverse("campaign-export", args=[study.pk, "csv"]) + "?submitted=yes").status_code == 400
+    # The API's labels take the same choice with the same defaults (and an ETag of their own per choice).
+    api = {}
+    for who, query in ((analyst, ""), (coordinator, ""), (analyst, "&submitted=false"), (coordinator, "&submitted=1")):
+        client.force_login(who)
+        answer = client.get(reverse("api-campaign-labels", args=[study.pk]) + "?format=json" + query)
+        assert answer.status_code == 200, answer.content
+        api[(who.username, query)] = (len(json.loads(b"".join(answer.streaming_content))), answer["ETag"])
+    assert {k: n for k, (n, _) in api.items()} == {
+        ("ana", ""): len(rows) - mine, ("coord", ""): len(rows), ("ana", "&submitted=false"): len(rows),
+        ("coord", "&submitted=1"): len(rows) - mine}
+    assert api[("ana", "")][1] != api[("ana", "&submitted=false")][1]
+    bad = client.get(reverse("api-campaign-labels", args=[study.pk]) + "?submitted=yes")
+    assert bad.status_code == 400 and "submitted" in bad.json()["detail"]
     out, _ = run("--corpus", "corpus-C1", "--submitted-only", "--out", "-")
     assert out.count("\n") - 1 == len(rows) - mine and "in_progress" not in out
 

@@ -145,6 +145,14 @@ class LabelRowSerializer(serializers.Serializer):
     judge_run = serializers.CharField(allow_blank=True, help_text="The judge run (empty for physicians).")
     created = serializers.CharField(help_text="When the label was last saved (ISO 8601, UTC).")
     comment = serializers.CharField(allow_blank=True)
+    status = serializers.CharField(allow_blank=True, help_text="Where the physician's dialogue stands (submitted: "
+                                   "counted by the reports; in progress, skipped); empty for judges.")
+
+
+SUBMITTED = OpenApiParameter(
+    "submitted", OpenApiTypes.BOOL, required=False,
+    description="true: the physicians' labels of submitted dialogues only (what the reports count); false: every "
+                "saved answer with its status. Unset: submitted only for analysts, everything for coordinators.")
 
 
 class CampaignLabelsView(CSVOrJSON, APIView):
@@ -156,7 +164,7 @@ class CampaignLabelsView(CSVOrJSON, APIView):
     permission_classes = [CanReadReports]
 
     @extend_schema(
-        parameters=[FORMAT],
+        parameters=[FORMAT, SUBMITTED],
         responses={(200, "application/json"): LabelRowSerializer(many=True),
                    (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the rows as CSV"),
                    304: OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")},
@@ -168,11 +176,14 @@ class CampaignLabelsView(CSVOrJSON, APIView):
         campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
         names = names_allowed(request.user, campaign)
         fmt = "csv" if self.wants_csv(request) else "json"
-        etag = f'"labels-{exports.change_mark(campaign.corpus, campaign)}-{fmt}{"-names" if names else ""}"'
+        submitted_only = exports.submitted_only_default(request.query_params.get("submitted"),
+                                                        coordinator=request_has_role(request, COORDINATOR))
+        etag = (f'"labels-{exports.change_mark(campaign.corpus, campaign)}-{fmt}{"-names" if names else ""}'
+                f'{"-submitted" if submitted_only else "-all"}"')
         unchanged = not_modified(request, etag)
         if unchanged is not None:
             return unchanged
-        rows = exports.label_rows(campaign.corpus, campaign, names=names)
+        rows = exports.label_rows(campaign.corpus, campaign, names=names, submitted_only=submitted_only)
         if fmt == "csv":
             response = StreamingHttpResponse(exports.csv_stream(rows), content_type="text/csv; charset=utf-8")
         else:

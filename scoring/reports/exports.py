@@ -177,6 +177,15 @@ def _pseudonym_of_rater(project_id: int):
                     .values("code")[:1])
 
 
+def submitted_only_default(choice: str | None, *, coordinator: bool) -> bool:
+    """Whether a download holds submitted dialogues only: ``choice`` "1"/"true" yes, "0"/"false" no (every saved
+    answer, with its status); unset, submitted only for analysts (what the reports count), everything for
+    coordinators (they follow work in progress). One rule for the campaign page's downloads and the API."""
+    if choice:
+        return choice.lower() in ("1", "true")
+    return not coordinator
+
+
 def human_label_rows(corpus, campaign=None, *, names: bool = False, submitted_only: bool = False
                      ) -> Iterator[dict[str, Any]]:
     """The physicians' labels, ordered by dialogue external id, rater and item order."""

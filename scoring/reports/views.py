@@ -154,7 +154,7 @@ def campaign_export(request, pk: int, fmt: str):
     if choice not in ("", "0", "1"):
         return HttpResponse("submitted is 1 (submitted dialogues only) or 0 (every saved answer, with its status).",
                             status=400, content_type="text/plain; charset=utf-8")
-    submitted_only = choice == "1" if choice else not request_has_role(request, COORDINATOR)
+    submitted_only = exports.submitted_only_default(choice, coordinator=request_has_role(request, COORDINATOR))
     rows = exports.label_rows(campaign.corpus, campaign, names=names_allowed(request.user, campaign),
                               submitted_only=submitted_only)
     filename = f"labels-{campaign.pk}.{fmt}"

@@ -357,49 +357,84 @@ def database_restart(args) -> dict:
         }
 
 
+def fresh_database(name: str) -> str:
+    """Drop and create a database on the local PostgreSQL; returns its URL."""
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"postgres://postgres@127.0.0.1:5432/{name}"
+
+
+def engine_world(name: str, redis_url: str, queue: str) -> tuple[dict[str, str], Path]:
+    """A fresh database ``name`` migrated, this process set up on it as Django (its environment returned for the
+    workers), a var folder of its own, and an active project."""
+    sys.path.insert(0, str(BASE_DIR))
+    database_url = fresh_database(name)
+    var_dir = Path(tempfile.mkdtemp(prefix="minicex-faults-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "DEBUG")}
+    env.update(DATABASE_URL=database_url, CELERY_BROKER_URL=redis_url, LIMITER_URL=redis_url,
+               SECRET_KEY="faults-bench-insecure-key", DEBUG="0", CACHE_URL="locmem://", MINICEX_VAR_DIR=str(var_dir),
+               DJANGO_SETTINGS_MODULE="config.settings", LLM_KEY_FAULTS="sk-x", CELERY_TASK_DEFAULT_QUEUE=queue,
+               CELERY_LLM_QUEUE=f"{queue}-llm", LOG_LEVEL="WARNING")
+    os.environ.update(env)
+    subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True,
+                   capture_output=True, timeout=600)
+    import django
+
+    django.setup()
+    from projects.roles import sync_roles
+    from projects.scoping import activate
+    from projects.services import create_project
+
+    sync_roles()
+    activate(create_project("Faults"))  # the rest of the set-up works in the project
+    return env, var_dir
+
+
+CELERY_WORKER = [PYTHON, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--without-mingle",
+                 "--without-gossip"]
+
+
+def start_worker(env: dict[str, str], log, *args: str) -> subprocess.Popen:
+    """A Celery worker in a session of its own (so that it can be killed with its pool processes)."""
+    return subprocess.Popen([*CELERY_WORKER, *args], cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop_workers(workers: list[subprocess.Popen]) -> None:
+    for worker in workers:
+        if worker.poll() is None:
+            worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, 9)
+            worker.wait()
+
+
 def broker_restart(args) -> dict:
     """A judge run goes on while its Redis broker (without persistence) restarts; meanwhile a second run is started
     and a report is asked for, and both messages die with the broker. Measured: how long after the broker is back
     each resumes (the reconciler in the workers re-queues them), and units lost or requests sent twice."""
-    import psycopg
-
     sys.path.insert(0, str(BASE_DIR))
     from tests.fake_openai import FakeOpenAIProcess, fetch_requests
     from tests.services import RedisServer
 
-    name = "minicex_faults_broker"
-    admin_url = "postgresql://postgres@127.0.0.1:5432/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
     with RedisServer() as redis, FakeOpenAIProcess(latency=0.2, extra_args=("--mini-cex",)) as fake:
-        var_dir = Path(tempfile.mkdtemp(prefix="minicex-faults-"))
-        env = {k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "DEBUG")}
-        env.update(DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", CELERY_BROKER_URL=redis.url,
-                   LIMITER_URL=redis.url, SECRET_KEY="faults-bench-insecure-key", DEBUG="0", CACHE_URL="locmem://",
-                   MINICEX_VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="config.settings", LLM_KEY_FAULTS="sk-x",
-                   CELERY_TASK_DEFAULT_QUEUE="faults", CELERY_LLM_QUEUE="faults-llm", LOG_LEVEL="WARNING")
-        os.environ.update(env)
-        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True,
-                       capture_output=True, timeout=600)
-        import django
+        env, var_dir = engine_world("minicex_faults_broker", redis.url, "faults")
+        from django.contrib.auth import get_user_model
 
-        django.setup()
         from annotation.models import Corpus, Dialogue, ScaleVersion
-        from projects.roles import assign_role, sync_roles
+        from projects.roles import assign_role
         from scoring.jobs.models import Job
         from scoring.judges import runs as judging
         from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
         from tests.factories import campaign_with
         from tests.test_reports import rate_everything
-
-        sync_roles()
-        from django.contrib.auth import get_user_model
-
-        from projects.scoping import activate
-        from projects.services import create_project
-
-        activate(create_project("Faults"))  # the rest of the set-up works in the project
 
         physicians = []
         for n in range(2):
@@ -414,13 +449,10 @@ def broker_restart(args) -> dict:
         config = JudgeConfig.objects.create(
             name="faults", base_url=fake.base_url, api_key_env="LLM_KEY_FAULTS", model="fake-judge", concurrency=4,
             timeout_seconds=5, prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
-        common = [PYTHON, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--without-mingle",
-                  "--without-gossip"]
         log = open(var_dir / "workers.log", "wb")  # noqa: SIM115 - closed below
-        workers = [subprocess.Popen([*common, "-Q", "faults", "-n", "default@%h"], cwd=BASE_DIR, env=env,
-                                    stdout=log, stderr=subprocess.STDOUT),
-                   subprocess.Popen([*common, "-Q", "faults-llm", "--pool", "threads", "--concurrency", "16",
-                                     "-n", "llm@%h"], cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)]
+        workers = [start_worker(env, log, "-Q", "faults", "-n", "default@%h"),
+                   start_worker(env, log, "-Q", "faults-llm", "--pool", "threads", "--concurrency", "16",
+                                "-n", "llm@%h")]
         try:
             time.sleep(8)  # the workers start
             first = judging.create_run(config, corpus, item_codes=["1.1", "2.1", "4"])
@@ -452,11 +484,7 @@ def broker_restart(args) -> dict:
                                                         and Job.objects.get(pk=job.pk).is_finished):
                 time.sleep(0.2)
         finally:
-            for worker in workers:
-                worker.terminate()
-            for worker in workers:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    worker.wait(timeout=20)
+            stop_workers(workers)
             log.close()
         hashes: dict[str, int] = {}
         for record in fetch_requests(fake.base_url):
@@ -474,7 +502,92 @@ def broker_restart(args) -> dict:
         }
 
 
-FAULTS = {"database_restart": database_restart, "broker_restart": broker_restart}
+def worker_kill(args) -> dict:
+    """SIGKILL of the LLM worker (its main and pool processes, as an out-of-memory kill or a lost machine) during a
+    judge run; a new worker is started ``--restart-after`` seconds later. Measured: the time from the kill to the
+    first request of the units the dead worker held (target 15 s: its heartbeat stopped, so its claims, slots and
+    reservations are free without waiting out their lease), the run's length, and the requests against the run's
+    bound (units x attempts), lost units and requests sent twice."""
+    import signal
+
+    sys.path.insert(0, str(BASE_DIR))
+    from tests.fake_openai import FakeOpenAIProcess, body_hash, fetch_requests
+    from tests.services import RedisServer
+
+    with RedisServer() as redis, FakeOpenAIProcess(latency=args.kill_latency, extra_args=("--mini-cex",)) as fake:
+        env, var_dir = engine_world("minicex_faults_kill", redis.url, "faultskill")
+        from annotation.models import Corpus, Dialogue, ScaleVersion
+        from scoring.judges import runs as judging
+        from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+        from scoring.llm.models import LLMWorker
+
+        items = ["1.1", "2.1", "4"]
+        dialogues = max(1, args.kill_prompts // len(items))
+        corpus = Corpus.objects.create(name="faults kill")
+        Dialogue.objects.bulk_create([Dialogue(corpus=corpus, external_id=f"k{i}", self_report=f"Pain ({i}).",
+                                               turns=[{"role": "doctor", "text": f"Hello {i}"}])
+                                      for i in range(dialogues)])
+        config = JudgeConfig.objects.create(
+            name="faults kill", base_url=fake.base_url, api_key_env="LLM_KEY_FAULTS", model="fake-judge",
+            concurrency=args.kill_concurrency,
+            prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+        log = open(var_dir / "workers.log", "wb")  # noqa: SIM115 - closed below
+        llm = ["-Q", "faultskill-llm", "--pool", "prefork", "--concurrency", "2"]
+        workers = [start_worker(env, log, "-Q", "faultskill", "-n", "default@%h"),
+                   start_worker(env, log, *llm, "-n", "llm1@%h")]
+        try:
+            time.sleep(8)  # the workers start
+            run = judging.create_run(config, corpus, item_codes=items)
+            units = JudgeResult.objects.filter(run=run).count()
+            started = time.time()
+            judging.start(run)
+            deadline = time.monotonic() + 120
+            while (JudgeResult.objects.filter(run=run, status="done").count() < units // 3
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            os.killpg(workers[1].pid, signal.SIGKILL)
+            killed = time.time()
+            workers[1].wait()
+            held = list(JudgeResult.objects.filter(run=run, status="pending").exclude(claimed_by="")
+                        .values_list("pk", flat=True))
+            time.sleep(args.restart_after)
+            old_engines = set(LLMWorker.objects.values_list("owner", flat=True))
+            workers.append(start_worker(env, log, *llm, "-n", "llm2@%h"))
+            restarted = time.time()
+            engine_up = None
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and JudgeRun.objects.get(pk=run.pk).status == "running":
+                if engine_up is None and LLMWorker.objects.exclude(owner__in=old_engines).exists():
+                    engine_up = time.time()  # the new worker's first engine beats
+                time.sleep(0.05)
+            ended = time.time()
+        finally:
+            stop_workers(workers)
+            log.close()
+        run.refresh_from_db()
+        records = [r for r in fetch_requests(fake.base_url) if r["path"].endswith("/chat/completions")]
+        hashes: dict[str, int] = {}
+        for record in records:
+            hashes[record["body_hash"]] = hashes.get(record["body_hash"], 0) + 1
+        resumed = {body_hash(request) for request in JudgeResult.objects.filter(pk__in=held, call__isnull=False)
+                   .values_list("call__request", flat=True)}
+        after = [r["received"] for r in records if r["received"] > killed and r["body_hash"] in resumed]
+        done = JudgeResult.objects.filter(run=run, status="done").count()
+        return {
+            "fault": f"LLM worker killed ({units} prompts, {args.kill_concurrency} in flight, "
+                     f"{args.kill_latency * 1000:g} ms)",
+            "requests": len(records), "bound": run.request_limit, "lost": units - done,
+            "duplicated": sum(n - 1 for n in hashes.values()), "most_sends": max(hashes.values(), default=0),
+            "held": len(held),
+            "recovery_s": round(min(after) - killed, 2) if after else None,
+            "restart_s": round(restarted - killed, 2), "run_s": round(ended - started, 2),
+            "new_engine_s": round(engine_up - killed, 2) if engine_up else None,
+            "status": run.status,
+        }
+
+
+FAULTS = {"database_restart": database_restart, "broker_restart": broker_restart,
+          "worker_kill": worker_kill}
 COLUMNS = [("fault", "fault"), ("requests", "requests"), ("acknowledged", "acked saves"), ("5xx", "5xx (not 503)"),
            ("503", "503"), ("tracebacks", "tracebacks in log"), ("lost", "lost"), ("duplicated", "sent twice"),
            ("outage_s", "outage s"), ("recovery_s", "recovery s")]
@@ -482,7 +595,12 @@ COLUMNS = [("fault", "fault"), ("requests", "requests"), ("acknowledged", "acked
 
 def healthy(row: dict) -> bool:
     """The targets: no 5xx but 503, no traceback, nothing acknowledged lost, nothing sent twice, service back by
-    itself (a broker restart: every job resumed within 30 s of the broker coming back)."""
+    itself (a broker restart: every job resumed within 30 s of the broker coming back; a killed LLM worker: its
+    units asked again within 15 s of the kill, none more than twice, the run within its request bound)."""
+    if row["fault"].startswith("LLM worker killed"):  # requests in flight at the kill may be sent once more
+        return (row.get("lost") == 0 and row.get("status") == "succeeded" and row.get("most_sends", 9) <= 2
+                and row["requests"] <= row["bound"] and row.get("recovery_s") is not None
+                and row["recovery_s"] <= 15)
     if row["fault"].startswith("broker"):
         return (row.get("lost") == 0 and row.get("duplicated") == 0 and row.get("recovery_s") is not None
                 and row["recovery_s"] <= 30 and row.get("report_status") == "succeeded")
@@ -507,6 +625,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=float, default=5, help="seconds of saving before the fault (5)")
     parser.add_argument("--down", type=float, default=3.5, help="seconds the database stays down (3.5)")
     parser.add_argument("--broker-down", type=float, default=2.0, help="seconds the broker stays down (2)")
+    parser.add_argument("--kill-prompts", type=int, default=480, help="worker kill: the run's prompts (480)")
+    parser.add_argument("--kill-concurrency", type=int, default=32, help="worker kill: requests in flight (32)")
+    parser.add_argument("--kill-latency", type=float, default=0.3, help="worker kill: the endpoint's latency (0.3)")
+    parser.add_argument("--restart-after", type=float, default=3.0,
+                        help="worker kill: seconds until a new LLM worker starts (3)")
     args = parser.parse_args(argv)
     os.chdir(BASE_DIR)
     rows = []

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from projects.scoping import in_project
 from scoring.llm import engine as steps
-from scoring.llm import gateway, limiter
+from scoring.llm import gateway, journal, limiter
 from scoring.llm.engine import (
     TRACE,
     Handler,
@@ -110,6 +110,14 @@ class Engine:
         self.driver = threading.Thread(target=self._drive, name="llm-engine", daemon=True)
         self.storer = threading.Thread(target=self._store_loop, name="llm-store", daemon=True)
         self.heart = threading.Thread(target=self._beat, name="llm-heartbeat", daemon=True)
+        # Answers are journaled before they are stored: if this process is killed, whoever finds it dead puts them
+        # into the request cache and nobody pays for them again.
+        self.journal = journal.Journal(self.owner) if journal.enabled() else None
+        # The last heartbeat that reached the database: an engine that cannot beat may be taken for dead (its claims
+        # are then another engine's), so it sends nothing until it beats again (fenced).
+        self.beat_at = time.monotonic()
+        self.fence_after = steps.dead_after() / 2
+        self._reaped = threading.Event()
 
     def start(self) -> Engine:
         # The event loop's thread shares the GIL with the driver and the store thread; a shorter switch interval
@@ -141,6 +149,8 @@ class Engine:
             try:
                 with in_project(state.job.project_id):  # the units and their dialogues are the job's project's
                     finish(state.handler, state.job, requests)
+                if self.journal is not None:
+                    self.journal.stored(requests)
                 status = state.handler.job_model.unscoped.filter(pk=state.job.pk).values_list(
                     "status", flat=True).first()
                 if status != state.handler.running_status:  # paused by a cap or a kept answer, failed, cancelled
@@ -172,7 +182,9 @@ class Engine:
             try:
                 with self._lock:
                     jobs = sorted(self.jobs)
-                ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs)
+                if not ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs):
+                    self._reaped.set()  # taken for dead meanwhile: its claims may be another engine's now
+                self.beat_at = time.monotonic()
             except Exception as exc:  # the database is down: keep beating when it is back
                 log.warning("engine heartbeat failed: %s", exc)
                 close_old_connections()
@@ -216,6 +228,10 @@ class Engine:
         """Wait for answers (or the next thing due), free their slots, refill the freed capacity from the ready
         requests, then store answers in batches: sending again never waits for the database."""
         t0 = time.monotonic()
+        if self._reaped.is_set():
+            self._reaped.clear()
+            for state in self.jobs.values():
+                self._unsend(state)  # prepared for claims that may have lapsed: given back (those still held)
         self._discover()
         self._take_wakes()
         self._refresh(time.monotonic())
@@ -277,7 +293,14 @@ class Engine:
                 else:
                     s.job = row
 
+    def fenced(self) -> bool:
+        """No heartbeat reached the database for a while: others may take this engine for dead any moment."""
+        return time.monotonic() - self.beat_at > self.fence_after
+
     def _top_up(self, state: _JobState) -> None:
+        if self.fenced():
+            state.next_at = time.monotonic() + 0.5
+            return
         handler, job = state.handler, state.job
         config = handler.config(job)
         if config.get("batch") and steps.batch_submitter is not None:
@@ -368,7 +391,7 @@ class Engine:
                     state.ready.append(r)  # the limiter is away: admit() reserves it later
             release(handler, [u for r in busy for u in r.units],
                     not_before=timezone.now() + timedelta(seconds=1))
-            steps.refund(handler, job.pk, len(busy))
+            steps.refund_requests(handler, job.pk, busy)
         return bool(state.ready)
 
     def _send_ready(self, state: _JobState, cap: int) -> None:
@@ -389,7 +412,7 @@ class Engine:
         sent = 0
         for requests in by_limit.values():
             admission = admit(state.handler, requests, self.owner, keep_refused=True)
-            steps.refund(state.handler, state.job.pk, len(admission.released))
+            steps.refund_requests(state.handler, state.job.pk, admission.released)
             for r in admission.admitted:
                 self._send(state, r)
                 sent += 1
@@ -427,6 +450,8 @@ class Engine:
         limit, outcome = request.limit, request.outcome
         if not request.slot or state.stopping or limit.requests_per_minute or limit.tokens_per_minute:
             return False  # rate budgets are taken by the driver (admit)
+        if self.fenced():
+            return False
         if outcome is not None and outcome.retry_after:
             return False  # the provider asked us to wait
         try:
@@ -474,6 +499,10 @@ class Engine:
         the answers wait to be stored with the next batch."""
         slots: dict[str, list[str]] = defaultdict(list)
         now = time.monotonic()
+        if self.journal is not None:
+            self.journal.write([(item.request, steps.journal_entry(item.state.handler, item.state.job, item.request))
+                                for item in batch if item.request.outcome is not None and item.request.outcome.ok
+                                and item.state.handler.answers_recoverable])
         for item in batch:
             r, state = item.request, item.state
             if not state.answered:
@@ -568,7 +597,7 @@ class Engine:
             return
         release(state.handler, [u for r in unsent for u in r.units], owner=self.owner)
         give_back(unsent)
-        steps.refund(state.handler, state.job.pk, len(unsent))
+        steps.refund_requests(state.handler, state.job.pk, unsent)
 
     def _drain_and_release(self) -> None:
         for state in self.jobs.values():
@@ -587,6 +616,8 @@ class Engine:
             state.handler.unit_model.unscoped.filter(claimed_by=self.owner).update(claimed_by="",
                                                                                   claimed_until=None)
         LLMWorker.objects.filter(owner=self.owner).delete()
+        if self.journal is not None:
+            self.journal.close()
 
 
 _engine: Engine | None = None

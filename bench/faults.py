@@ -20,11 +20,19 @@ Faults so far:
   broker is back until each resumed (recovery s: the slowest; target 30 s), judge units lost and requests sent
   twice (both must be 0). Uses the local PostgreSQL (a database ``minicex_faults_broker``) and real workers.
 
+* ``worker_kill``: SIGKILL of the LLM worker (``--pool prefork --concurrency 2``, main and pool processes) during
+  a judge run (``--kill-prompts`` 480, ``--kill-concurrency`` 32, ``--kill-latency`` 0.3 s, timeout 60 s); a new
+  LLM worker starts ``--restart-after`` (3) seconds later. Printed: the time from the kill to the first request of
+  the units the dead worker held (recovery s; target 15 s), the new engine's first heartbeat, the run's length,
+  requests against its bound (target: within), units lost (target 0) and the most times one prompt was sent
+  (target 2: those in flight at the kill once more). Uses the local PostgreSQL (``minicex_faults_kill``) and a
+  Redis of its own.
+
 Add a fault: write ``def my_fault(args) -> dict`` returning the same keys as ``database_restart`` (missing
 ones print as "—"), and add it to ``FAULTS``.
 
-Run:  .venv/bin/python bench/faults.py [--faults database_restart,broker_restart] [--raters 10] [--down 3.5]
-      [--seconds 20] [--broker-down 2]
+Run:  .venv/bin/python bench/faults.py [--faults database_restart,broker_restart,worker_kill] [--raters 10]
+      [--down 3.5] [--seconds 20] [--broker-down 2] [--restart-after 3]
 Exit status 0 when every fault ran and met its targets (no 5xx but 503, nothing lost), 1 otherwise.
 """
 
@@ -258,17 +266,22 @@ class Tally:
                 self.statuses[status] = self.statuses.get(status, 0) + 1
 
 
-def rater_loop(port: int, session: str, assignments: list[int], items: list, until: float, tally: Tally,
-               seed: int) -> None:
+def rater_loop(port: int | list[int], session: str, assignments: list[int], items: list, until: float,
+               tally: Tally, seed: int, stop: threading.Event | None = None) -> None:
     """Click answers one after the other; an unacknowledged click is retried (backoff) until acknowledged,
-    like the rating page's outbox. Stops at ``until`` (a click in flight is finished first)."""
+    like the rating page's outbox. Stops at ``until`` (a click in flight is finished first). With several ports
+    (web servers behind a load balancer), a connection that fails goes to the next one, as a balancer's health
+    check would. ``stop`` ends the clicking before ``until``."""
     rng = random.Random(seed)
+    stop = stop or threading.Event()
+    ports = port if isinstance(port, list) else [port]
+    port = ports[seed % len(ports)]
     seq = 0
     headers = {"Cookie": f"sessionid={session}; csrftoken={CSRF}", "X-CSRFToken": CSRF,
                "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
                "Referer": f"http://127.0.0.1:{port}/"}
     conn = None
-    while time.monotonic() < until:
+    while time.monotonic() < until and not stop.is_set():
         assignment = rng.choice(assignments)
         item_id, allowed = rng.choice(items)
         value = rng.choice(allowed)
@@ -286,6 +299,7 @@ def rater_loop(port: int, session: str, assignments: list[int], items: list, unt
                 status = response.status
             except (OSError, http.client.HTTPException):
                 conn = None
+                port = ports[(ports.index(port) + 1) % len(ports)]
             tally.count(status)
             if status == 200:
                 with tally.lock:
@@ -294,11 +308,19 @@ def rater_loop(port: int, session: str, assignments: list[int], items: list, unt
                 break
             if status is not None and 400 <= status < 500:
                 break  # refused for good: the page drops it too
-            if time.monotonic() > until + 30:
+            if time.monotonic() > until + 30 or (stop.is_set() and give_up(stop)):
                 return  # never acknowledged; counted as not delivered by the caller
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
         time.sleep(rng.uniform(0.02, 0.08))  # think time
+
+
+def give_up(stop: threading.Event) -> bool:
+    """A click still unacknowledged 30 s after the raters were stopped is given up."""
+    stopped = getattr(stop, "at", None)
+    if stopped is None:
+        stop.at = stopped = time.monotonic()
+    return time.monotonic() > stopped + 30
 
 
 def stored_labels(database_url: str) -> dict[tuple[int, int], tuple[int, int]]:
@@ -586,8 +608,148 @@ def worker_kill(args) -> dict:
         }
 
 
+def rolling_deploy(args) -> dict:
+    """Two web servers and two worker hosts (separate processes and var folders stand in for machines) on one
+    PostgreSQL and Redis. While raters save (failing over between the web servers, as behind a load balancer) and a
+    judge run is in flight: each web server is restarted in turn (SIGTERM: gunicorn finishes its requests), then
+    each host's workers (SIGTERM: a warm shutdown, the engines finish or give back their requests), then a
+    migration adds a column to the labels' table (with a lock timeout, retried). Measured: saves acknowledged and
+    lost, 5xx and connection errors seen by raters, and the judge run: every answer once."""
+    import signal
+
+    sys.path.insert(0, str(BASE_DIR))
+    from tests.fake_openai import FakeOpenAIProcess, fetch_requests
+    from tests.services import RedisServer
+
+    with RedisServer() as redis, FakeOpenAIProcess(latency=0.5, extra_args=("--mini-cex",)) as fake:
+        database_url = fresh_database("minicex_faults_deploy")
+        root = Path(tempfile.mkdtemp(prefix="minicex-deploy-"))
+        hosts = {name: root / name for name in ("web-a", "web-b", "worker-a", "worker-b")}
+        for folder in hosts.values():
+            folder.mkdir()
+        data = prepare_database(database_url, hosts["web-a"], args.deploy_raters, max(20, args.deploy_raters * 2))
+        env = {**app_env(database_url, hosts["worker-a"]), "CELERY_BROKER_URL": redis.url, "LIMITER_URL": redis.url,
+               "LLM_KEY_FAULTS": "sk-x", "CELERY_TASK_DEFAULT_QUEUE": "deploy", "CELERY_LLM_QUEUE": "deploy-llm",
+               "LOG_LEVEL": "WARNING"}
+        os.environ.update(env)
+        import django
+
+        django.setup()
+        from annotation.models import Corpus, Dialogue, ScaleVersion
+        from projects.models import Project
+        from projects.scoping import activate
+        from scoring.judges import runs as judging
+        from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+
+        activate(Project.objects.get(name="Faults"))
+        corpus = Corpus.objects.create(name="deploy judge")
+        Dialogue.objects.bulk_create([Dialogue(corpus=corpus, external_id=f"j{i}", self_report=f"Pain ({i}).",
+                                               turns=[{"role": "doctor", "text": f"Hello {i}"}])
+                                      for i in range(args.deploy_prompts // 3)])
+        config = JudgeConfig.objects.create(
+            name="deploy", base_url=fake.base_url, api_key_env="LLM_KEY_FAULTS", model="fake-judge", concurrency=8,
+            timeout_seconds=10, prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(number=1)))
+        log = open(root / "workers.log", "wb")  # noqa: SIM115 - closed below
+
+        def worker_host(name: str) -> list[subprocess.Popen]:
+            host_env = {**env, "MINICEX_VAR_DIR": str(hosts[name])}
+            return [start_worker(host_env, log, "-Q", "deploy", "-n", f"default-{name}@%h"),
+                    start_worker(host_env, log, "-Q", "deploy-llm", "--pool", "prefork", "--concurrency", "2",
+                                 "-n", f"llm-{name}@%h")]
+
+        webs = {name: Gunicorn(database_url, hosts[name], workers=2) for name in ("web-a", "web-b")}
+        workers = {name: worker_host(name) for name in ("worker-a", "worker-b")}
+        steps: list[str] = []
+        tracebacks = 0
+        try:
+            for web in webs.values():
+                web.wait_ready()
+            time.sleep(6)  # the workers start
+            run = judging.create_run(config, corpus, item_codes=["1.1", "2.1", "4"])
+            units = JudgeResult.objects.filter(run=run).count()
+            judging.start(run)
+            tally = Tally()
+            until = time.monotonic() + 3600  # stopped below, once every step is done
+            ports = [web.port for web in webs.values()]
+            stop = threading.Event()
+            threads = [threading.Thread(target=rater_loop, daemon=True,
+                                        args=(list(ports), r["session"], r["assignments"], data["items"], until,
+                                              tally, n, stop))
+                       for n, r in enumerate(data["raters"]) if r["assignments"]]
+            for thread in threads:
+                thread.start()
+            began = time.monotonic()
+            time.sleep(3)
+            for name in list(webs):  # one web server at a time: the other serves meanwhile
+                webs[name].stop()
+                tracebacks += webs[name].tracebacks()
+                webs[name] = Gunicorn(database_url, hosts[name], workers=2)
+                webs[name].wait_ready()
+                steps.append(f"{name} restarted, {time.monotonic() - began:.1f} s")
+                time.sleep(2)
+            for name in list(workers):  # one worker host at a time: a warm shutdown, then the new version
+                for worker in workers[name]:
+                    worker.send_signal(signal.SIGTERM)
+                for worker in workers[name]:
+                    worker.wait(timeout=60)
+                workers[name] = worker_host(name)
+                steps.append(f"{name} restarted, {time.monotonic() - began:.1f} s")
+                time.sleep(5)
+            migrated = add_column(database_url)
+            steps.append(f"column added ({migrated} attempt(s)), {time.monotonic() - began:.1f} s")
+            time.sleep(2)
+            stop.set()  # the raters stop (their last clicks are acknowledged first); the run finishes
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and JudgeRun.objects.get(pk=run.pk).status == "running":
+                time.sleep(0.2)
+        finally:
+            if "stop" in locals():
+                stop.set()
+                for thread in threads:
+                    thread.join(timeout=40)
+            for web in webs.values():
+                web.stop()
+            stop_workers([w for pair in workers.values() for w in pair])
+            log.close()
+        run.refresh_from_db()
+        stored = stored_labels(database_url)
+        lost = sum(1 for key, (seq, value) in tally.acked.items()
+                   if key not in stored or stored[key][0] < seq or (stored[key][0] == seq and stored[key][1] != value))
+        hashes: dict[str, int] = {}
+        for record in fetch_requests(fake.base_url):
+            if record["path"].endswith("/chat/completions"):
+                hashes[record["body_hash"]] = hashes.get(record["body_hash"], 0) + 1
+        done = JudgeResult.objects.filter(run=run, status="done").count()
+        return {
+            "fault": f"rolling deploy ({len(threads)} raters, 2 web, 2 worker hosts, a column added)",
+            "requests": tally.requests, "acknowledged": len(tally.ack_times),
+            "5xx": sum(n for status, n in tally.statuses.items() if status >= 500),
+            "503": tally.statuses.get(503, 0), "no_answer": tally.errors,
+            "tracebacks": tracebacks + sum(web.tracebacks() for web in webs.values()), "lost": lost + units - done,
+            "duplicated": sum(n - 1 for n in hashes.values()), "judge_requests": sum(hashes.values()),
+            "judge_units": units, "status": run.status, "steps": steps,
+        }
+
+
+def add_column(database_url: str, attempts: int = 20) -> int:
+    """What a migration that adds a nullable column does, as a deploy runs it under load: ``ALTER TABLE`` with a
+    lock timeout (it waits behind running transactions and every new one waits behind it), retried."""
+    import psycopg
+
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        for attempt in range(1, attempts + 1):
+            try:
+                with conn.transaction():
+                    conn.execute("SET LOCAL lock_timeout = '2s'")
+                    conn.execute("ALTER TABLE annotation_label ADD COLUMN IF NOT EXISTS deploy_note integer NULL")
+                return attempt
+            except psycopg.errors.LockNotAvailable:
+                time.sleep(0.5)
+    raise RuntimeError("the column could not be added")
+
+
 FAULTS = {"database_restart": database_restart, "broker_restart": broker_restart,
-          "worker_kill": worker_kill}
+          "worker_kill": worker_kill, "rolling_deploy": rolling_deploy}
 COLUMNS = [("fault", "fault"), ("requests", "requests"), ("acknowledged", "acked saves"), ("5xx", "5xx (not 503)"),
            ("503", "503"), ("tracebacks", "tracebacks in log"), ("lost", "lost"), ("duplicated", "sent twice"),
            ("outage_s", "outage s"), ("recovery_s", "recovery s")]
@@ -597,6 +759,9 @@ def healthy(row: dict) -> bool:
     """The targets: no 5xx but 503, no traceback, nothing acknowledged lost, nothing sent twice, service back by
     itself (a broker restart: every job resumed within 30 s of the broker coming back; a killed LLM worker: its
     units asked again within 15 s of the kill, none more than twice, the run within its request bound)."""
+    if row["fault"].startswith("rolling deploy"):
+        return (row.get("5xx") == 0 and row.get("lost") == 0 and row.get("duplicated") == 0
+                and row.get("status") == "succeeded" and row.get("tracebacks") == 0)
     if row["fault"].startswith("LLM worker killed"):  # requests in flight at the kill may be sent once more
         return (row.get("lost") == 0 and row.get("status") == "succeeded" and row.get("most_sends", 9) <= 2
                 and row["requests"] <= row["bound"] and row.get("recovery_s") is not None
@@ -628,6 +793,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-prompts", type=int, default=480, help="worker kill: the run's prompts (480)")
     parser.add_argument("--kill-concurrency", type=int, default=32, help="worker kill: requests in flight (32)")
     parser.add_argument("--kill-latency", type=float, default=0.3, help="worker kill: the endpoint's latency (0.3)")
+    parser.add_argument("--deploy-raters", type=int, default=50, help="rolling deploy: raters saving (50)")
+    parser.add_argument("--deploy-prompts", type=int, default=1200,
+                        help="rolling deploy: the judge run's prompts (1,200 at concurrency 8 and 0.5 s)")
     parser.add_argument("--restart-after", type=float, default=3.0,
                         help="worker kill: seconds until a new LLM worker starts (3)")
     args = parser.parse_args(argv)

@@ -28,11 +28,18 @@ Faults so far:
   (target 2: those in flight at the kill once more). Uses the local PostgreSQL (``minicex_faults_kill``) and a
   Redis of its own.
 
+* ``rolling_deploy``: two gunicorns and two worker "hosts" (a default and an LLM worker each; separate processes
+  and var folders stand in for machines) on one PostgreSQL (``minicex_faults_deploy``) and a Redis of its own.
+  While ``--deploy-raters`` (50) save labels, failing over between the web servers, and a judge run of
+  ``--deploy-prompts`` (1,200) is in flight, each web server is restarted in turn, then each host's workers, then
+  a column is added to the labels' table. Printed: saves acknowledged and lost (target 0), 5xx (target 0), refused
+  connections (tried again), the judge run's answers and prompts sent twice (target 0).
+
 Add a fault: write ``def my_fault(args) -> dict`` returning the same keys as ``database_restart`` (missing
 ones print as "—"), and add it to ``FAULTS``.
 
-Run:  .venv/bin/python bench/faults.py [--faults database_restart,broker_restart,worker_kill] [--raters 10]
-      [--down 3.5] [--seconds 20] [--broker-down 2] [--restart-after 3]
+Run:  .venv/bin/python bench/faults.py [--faults database_restart,broker_restart,worker_kill,rolling_deploy]
+      [--raters 10] [--down 3.5] [--seconds 20] [--broker-down 2] [--restart-after 3] [--deploy-raters 50]
 Exit status 0 when every fault ran and met its targets (no 5xx but 503, nothing lost), 1 otherwise.
 """
 
@@ -206,8 +213,8 @@ def prepare_database(database_url: str, var_dir: Path, raters: int, dialogues: i
 
 
 class Gunicorn:
-    def __init__(self, database_url: str, var_dir: Path, workers: int = 2):
-        self.port = free_port()
+    def __init__(self, database_url: str, var_dir: Path, workers: int = 2, port: int | None = None):
+        self.port = port or free_port()
         self.log_path = var_dir / "gunicorn.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -683,7 +690,7 @@ def rolling_deploy(args) -> dict:
             for name in list(webs):  # one web server at a time: the other serves meanwhile
                 webs[name].stop()
                 tracebacks += webs[name].tracebacks()
-                webs[name] = Gunicorn(database_url, hosts[name], workers=2)
+                webs[name] = Gunicorn(database_url, hosts[name], workers=2, port=webs[name].port)  # its address
                 webs[name].wait_ready()
                 steps.append(f"{name} restarted, {time.monotonic() - began:.1f} s")
                 time.sleep(2)
@@ -724,7 +731,7 @@ def rolling_deploy(args) -> dict:
             "fault": f"rolling deploy ({len(threads)} raters, 2 web, 2 worker hosts, a column added)",
             "requests": tally.requests, "acknowledged": len(tally.ack_times),
             "5xx": sum(n for status, n in tally.statuses.items() if status >= 500),
-            "503": tally.statuses.get(503, 0), "no_answer": tally.errors,
+            "503": tally.statuses.get(503, 0), "no_answer": tally.errors,  # connection refused: tried again
             "tracebacks": tracebacks + sum(web.tracebacks() for web in webs.values()), "lost": lost + units - done,
             "duplicated": sum(n - 1 for n in hashes.values()), "judge_requests": sum(hashes.values()),
             "judge_units": units, "status": run.status, "steps": steps,

@@ -101,3 +101,15 @@ def test_a_cost_budget_stops_what_could_cost_more_than_is_left_and_spares_other_
         assert theirs.status == "succeeded" and len(fake_llm.chat_requests) == sent + 6
         assert budget.summary(other.pk)["requests"] == 6 and budget.summary(other.pk)["budget"] is None
     assert budget.summary(_project_scope.pk)["requests"] == sent
+
+
+def test_administrators_set_a_projects_budget_in_the_admin(db, admin_user, client, _project_scope):
+    client.force_login(admin_user)
+    assert client.get("/admin/scoring/projectbudget/add/").status_code == 200
+    response = client.post("/admin/scoring/projectbudget/add/", {
+        "project": _project_scope.pk, "month_requests": "1000", "month_cost": "25.00", "currency": "USD"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    saved = ProjectBudget.objects.get(project=_project_scope)
+    assert (saved.month_requests, saved.month_cost, saved.updated_by) == (1000, Decimal("25.00"), admin_user)
+    assert client.get("/admin/scoring/monthlyspend/").status_code == 200
+    assert "1000" in client.get("/admin/scoring/projectbudget/").content.decode()

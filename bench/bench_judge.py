@@ -7,6 +7,9 @@ Cases (each figure is printed beside its target):
    within 25% (9.8 s) with at most 40 database connections; the LLM worker's CPU per call (target <= 5 ms).
 3. A re-run of case 1: zero calls, under 10 s.
 4. Creating and queueing a run of 250,000 units (10,870 dialogues x 23 items): target under 30 s.
+5. Case 2 from the command line (``manage.py run_judge ... --wait``, a new process, the workers already running):
+   the time from the command's start to its first request (target <= 2 s), its first answer, and to the run's end
+   (target within 1.25 x the ideal 7.8 s after the first request; from the command: the start-up added).
 
 Setup, production mode (the default): PostgreSQL (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/minicex_bench_judge, recreated), Redis broker and limiter
@@ -17,7 +20,7 @@ Embedded mode (``--embedded``): what ``make run`` gives a new user, SQLite and t
 ``var/bench-judge/`` (recreated) and ``make run``'s two workers: the default queue with Celery's default pool and the
 LLM queue on ``--pool threads --concurrency 16``. There is no database-connection count to take (SQLite).
 
-Run:  .venv/bin/python bench/bench_judge.py  [--embedded] [--skip-create]
+Run:  .venv/bin/python bench/bench_judge.py  [--embedded] [--skip-create] [--command-only]
 """
 
 from __future__ import annotations
@@ -198,6 +201,42 @@ def run_case(label: str, config, corpus, items: list[str], calls: int, latency: 
     return ok and per_call <= 5 and sampler.peak <= 40, run
 
 
+def command_case(fake, concurrency: int = 256, latency: float = 1.0) -> bool:
+    """Case 5: ``run_judge --wait`` in a process of its own, as a coordinator types it."""
+    from tests.fake_openai import fetch_requests
+
+    name = f"bench-command-{int(time.time())}"
+    corpus_of(name, 87)
+    fake.control(latency=latency, reset=True)
+    profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE_COMMAND"]] if os.environ.get(
+        "BENCH_PROFILE_COMMAND") else []  # where the command's time goes (python -m pstats FILE)
+    command = [sys.executable, *profile, "manage.py", "run_judge", "--project", "Bench judge", "--corpus", name,
+               "--model", name, "--items", ",".join(ALL_ITEMS), "--base-url", fake.base_url,
+               "--api-key-env", "LLM_KEY_BENCH_JUDGE", "--concurrency", str(concurrency), "--wait"]
+    started = time.time()
+    done = subprocess.run(command, cwd=BASE_DIR, env={**os.environ, **ENV}, capture_output=True, text=True)
+    ended = time.time()
+    records = [r for r in fetch_requests(fake.base_url) if r["path"].endswith("completions")]
+    if done.returncode or not records:
+        print(f"CASE 5 (run_judge --wait) FAILED: exit {done.returncode}\n{done.stderr[-2000:]}")
+        return False
+    from scoring.judges.models import JudgeRun
+
+    run = JudgeRun.objects.filter(config__model=name).get()
+    run_started = run.started_at.timestamp() - started  # the command's own start-up
+    first = min(r["received"] for r in records) - started
+    answer = min(r["answered"] for r in records if r["answered"]) - started
+    last = max(r["answered"] for r in records if r["answered"]) - started
+    ideal = len(records) * latency / concurrency
+    ok = first <= 2.0 and last - first <= ideal * 1.25
+    print(f"CASE 5 (run_judge --wait, {len(records)} calls, {latency:g} s, concurrency {concurrency}): run started "
+          f"{run_started:.2f} s and first request {first:.2f} s after the command started (target <= 2 s), "
+          f"first answer {answer:.2f} s, last answer "
+          f"{last:.2f} s ({last - first:.2f} s after the first request; ideal {ideal:.2f} s, target <= "
+          f"{ideal * 1.25:.2f} s), the command ended after {ended - started:.2f} s {'PASS' if ok else 'FAIL'}")
+    return ok
+
+
 def main() -> int:
     from bench.machine import calibration_line
 
@@ -238,6 +277,9 @@ def main() -> int:
         while len(app.control.ping(timeout=0.5)) < 2 and time.monotonic() < deadline:
             pass
         time.sleep(1.0)
+        if "--command-only" in sys.argv:
+            results.append(command_case(fake))
+            return 0 if all(results) else 1
         # 1. 2,000 calls, 300 ms, concurrency 16
         config = JudgeConfig.objects.create(name="bench-16", base_url=fake.base_url, api_key_env="LLM_KEY_BENCH_JUDGE",
                                             model="fake-judge", concurrency=16, timeout_seconds=10,
@@ -269,6 +311,8 @@ def main() -> int:
         ok, _ = run_case("CASE 2 (2,001 calls, 1 s, concurrency 256)", config256, corpus87, ALL_ITEMS, 2001, 1.0, 256,
                          fake, workers[1], target=2001 / 256 * 1.25)
         results.append(ok)
+        # 5. the same from the command line
+        results.append(command_case(fake))
     finally:
         for worker in workers:
             worker.terminate()

@@ -410,6 +410,7 @@ LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 1024)
 LLM_CLAIM_BATCH = env_int("LLM_CLAIM_BATCH", 256)
 LLM_HEARTBEAT_SECONDS = env_int("LLM_HEARTBEAT_SECONDS", 2)
 LLM_WORKER_DEAD_AFTER = env_int("LLM_WORKER_DEAD_AFTER", 10)
+LLM_ANSWER_JOURNAL = env_bool("LLM_ANSWER_JOURNAL", True)  # answers journaled until stored (var/llm-journal)
 LLM_BATCH_POLL_SECONDS = env_int("LLM_BATCH_POLL_SECONDS", 60)
 # The LLM request cache is per project: another project's identical request is sent (and paid) again, so no project
 # learns what another has judged. An administrator of an instance whose projects trust each other may share it.

@@ -17,7 +17,8 @@ from tests.fake_openai import FakeOpenAI, mini_cex_answer
 pytestmark = pytest.mark.integration
 
 
-def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrency: int) -> JudgeRun:
+def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrency: int,
+             timeout: float = 2) -> JudgeRun:
     labels._allowed.cache_clear()
     monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
     corpus = Corpus.objects.create(name=f"kill-{time.time()}")
@@ -29,7 +30,7 @@ def make_run(server, monkeypatch, n_dialogues: int, codes: list[str], concurrenc
     config = JudgeConfig.objects.create(
         name=f"worker-judge-{time.time()}", base_url=server.base_url, api_key_env="LLM_KEY_MINICEX_TEST",
         model="fake-judge", prompt_set=judging.default_prompt_set(version), concurrency=concurrency,
-        timeout_seconds=2, max_attempts=5)
+        timeout_seconds=timeout, max_attempts=5)
     limiter.reset(f"judge-{config.pk}")
     run = judging.create_run(config, corpus, item_codes=codes)
     judging.start(run)
@@ -49,10 +50,13 @@ def test_run_completes_through_a_worker_within_the_concurrency_limit(workers, mo
 def test_killed_worker_loses_nothing_and_repeats_only_in_flight_requests(workers, monkeypatch):
     with FakeOpenAI(latency=0.3, responder=mini_cex_answer) as server:
         first = workers(concurrency=4)
-        run = make_run(server, monkeypatch, n_dialogues=12, codes=["1.1", "1.2", "2.1"], concurrency=4)
+        # A 30 s timeout: the claims, slots and reservations of the killed engine would hold for 50 s (1.5 x the
+        # timeout + 5 s); they are free as soon as it is found dead.
+        run = make_run(server, monkeypatch, n_dialogues=12, codes=["1.1", "1.2", "2.1"], concurrency=4, timeout=30)
         wait_until(lambda: JudgeResult.objects.filter(run=run, status="done").count() >= 8, 60,
                    "the first worker made no progress")
         first.kill()
+        killed = time.monotonic()
         in_flight_at_kill = server.in_flight
         sent_before = len(server.chat_requests)
         assert JudgeRun.objects.get(pk=run.pk).status == "running"
@@ -63,6 +67,7 @@ def test_killed_worker_loses_nothing_and_repeats_only_in_flight_requests(workers
         resumed_after = time.monotonic() - ready
         wait_until(lambda: JudgeRun.objects.get(pk=run.pk).status == "succeeded", 90, "run did not resume")
         assert resumed_after < 10
+        assert time.monotonic() - killed < 45  # the whole run's rest took less than the dead engine's lease
         assert JudgeResult.objects.filter(run=run).exclude(status="done").count() == 0
         assert JudgeResult.objects.filter(run=run).count() == 36
         repeats = sum(n - 1 for n in Counter(r["body_hash"] for r in server.chat_requests).values() if n > 1)

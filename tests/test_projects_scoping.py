@@ -44,6 +44,8 @@ UNSCOPED_ALLOWED = {
     "scoring/jobs/services.py": "background jobs by id (send, run, heartbeat, reconcile); the worker check",
     "scoring/jobs/views.py": "the instance-wide worker check, administrators only",
     "scoring/llm/batch.py": "provider batches: the engine's bookkeeping by job id",
+    "scoring/llm/budget.py": "a project's monthly counters and budget, by an explicit project id (the engine's "
+                             "charges, the judges page)",
     "scoring/llm/engine.py": "the engine's bookkeeping by job and unit id; the cache by key (which holds the project)",
     "scoring/llm/recovery.py": "the reconciler looks at every project's running jobs",
     "scoring/llm/worker.py": "the engine's bookkeeping by job id",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -385,8 +386,10 @@ ESTIMATE_SAMPLE = 20_000
 
 
 def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | None = None, filter_split: str = "",
-             filter_model: str = "", filter_language: str = "", batch: bool = False) -> dict[str, Any]:
-    """What a run would send before anything is sent: calls (requests not already in the cache), tokens and cost.
+             filter_model: str = "", filter_language: str = "", batch: bool = False,
+             cached_before: datetime | None = None) -> dict[str, Any]:
+    """What a run would send before anything is sent: calls (requests not already in the cache), tokens and cost
+    (with ``cached_before``: from the cache as it was then, for a run that started sending at that time).
 
     Prompt tokens are estimated as characters / 4 (a common rule of thumb for English; Chinese text has more
     tokens per character); completion tokens as the mean of this model's past answers at this endpoint, or
@@ -426,13 +429,18 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
                 chars += sum(len(m["content"]) for m in payload["messages"])
                 keys.append(gateway.request_key(endpoint.base_url, payload, project=run.project_id))
     for start_at in range(0, len(keys), 2000):  # by key, as the engine reads the cache: the key holds the project
-        cached += LLMCall.unscoped.filter(key__in=keys[start_at:start_at + 2000]).count()
+        known = LLMCall.unscoped.filter(key__in=keys[start_at:start_at + 2000])
+        if cached_before is not None:
+            known = known.filter(created_at__lt=cached_before)
+        cached += known.count()
     counted = len(keys) or 1
     share_cached = cached / counted
     calls = round(requests * (1 - share_cached))
     prompt_tokens = round(chars / counted / 4 * calls)
-    past = LLMCall.objects.filter(endpoint=endpoint.base_url, model=config.model).aggregate(  # the project's own
-        n=Count("id"), mean=Avg("completion_tokens"))
+    past = LLMCall.objects.filter(endpoint=endpoint.base_url, model=config.model)  # the project's own
+    if cached_before is not None:
+        past = past.filter(created_at__lt=cached_before)
+    past = past.aggregate(n=Count("id"), mean=Avg("completion_tokens"))
     per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
     completion_tokens = round(per_call * calls)
     discount = BATCH_DISCOUNT if batch else Decimal(1)

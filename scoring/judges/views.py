@@ -19,7 +19,7 @@ from scoring.judges import prompts
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, JuryForm, VerdictSettingsForm
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Jury
-from scoring.llm import engine, gateway
+from scoring.llm import budget, engine, gateway
 from scoring.llm.endpoints import endpoint_help
 from scoring.llm.forms import SpendCapsForm
 
@@ -34,6 +34,7 @@ def judge_list(request, jury_form: JuryForm | None = None, status: int = 200):
         "juries": Jury.objects.alive().select_related("corpus").prefetch_related("members"),
         "jury_form": jury_form or JuryForm(),
         "endpoint_help": endpoint_help(project),
+        "llm_spend": budget.summary(project.pk),
     }, status=status)
 
 

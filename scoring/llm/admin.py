@@ -1,9 +1,9 @@
-"""Admin pages: LLM call records, the endpoints (only administrators define endpoints), live engines and provider
-batches."""
+"""Admin pages: LLM call records, the endpoints (only administrators define endpoints), the projects' monthly LLM
+budgets and what they spent, live engines and provider batches."""
 
 from django.contrib import admin
 
-from scoring.llm.models import LLMBatch, LLMCall, LLMEndpoint, LLMWorker
+from scoring.llm.models import LLMBatch, LLMCall, LLMEndpoint, LLMWorker, MonthlySpend, ProjectBudget
 
 
 @admin.register(LLMCall)
@@ -62,3 +62,23 @@ class LLMBatchAdmin(ReadOnlyAdmin):
     list_filter = ["kind", "status"]
     search_fields = ["provider_id"]
     exclude = ["requests"]
+
+
+@admin.register(ProjectBudget)
+class ProjectBudgetAdmin(admin.ModelAdmin):
+    """Administrators set each project's monthly budget (requests and cost); a job that would cross it pauses."""
+
+    list_display = ["project", "month_requests", "month_cost", "currency", "updated_at", "updated_by"]
+    fields = ["project", "month_requests", "month_cost", "currency"]
+    list_select_related = ["project", "updated_by"]
+
+    def save_model(self, request, obj, form, change):
+        obj.updated_by = request.user
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(MonthlySpend)
+class MonthlySpendAdmin(ReadOnlyAdmin):
+    list_display = ["project", "month", "endpoint", "currency", "requests", "answers", "cost", "tokens"]
+    list_filter = ["month", "project"]
+    list_select_related = ["project"]

@@ -73,7 +73,7 @@ def _submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
         size += len(line) + 1
         kept.append(r)
     engine.release(handler, [u for r in misses[len(kept):] for u in r.units])
-    engine.refund(handler, job.pk, len(misses) - len(kept))
+    engine.refund_requests(handler, job.pk, misses[len(kept):])
     first = kept[0]
     with transaction.atomic():
         batch = LLMBatch.objects.create(

@@ -15,6 +15,7 @@ and parameters, and checked before it is sent); two engines never send the same 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import math
@@ -38,7 +39,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from projects import scoping
-from scoring.llm import gateway, limiter
+from scoring.llm import budget, gateway, journal, limiter
 from scoring.llm.models import LLMCall, LLMWorker
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,13 @@ class Handler:
     def record_call(self, job, request: Request, call: LLMCall) -> None:
         """Charge a paid call to the job when its figures are not derived from the units (generation)."""
 
+    @property
+    def answers_recoverable(self) -> bool:
+        """Whether a dead engine's unstored answers of this kind can be put into the request cache from its journal:
+        only when the job's figures follow from its calls and units (a handler that records each call itself needs
+        the request's own data, which the journal does not keep)."""
+        return type(self).record_call is Handler.record_call
+
 
 HANDLERS: dict[str, Handler] = {}
 # Set by scoring.llm.batch when it is imported: ``submit(handler, job, owner)`` sends a job's due units as one
@@ -289,13 +297,15 @@ _ACCOUNT = ("status", "requests_sent", "request_limit", "spent_cost", "spent_tok
 def charge(handler: Handler, job, requests: list[Request]) -> list[Request]:
     """Count requests against the job *before* they are sent; returns those that may go, the others released.
 
-    None may go when the job is not running, when a spending cap is reached (the job pauses) or when its request
-    limit is reached (the units nobody is sending fail with that reason, so the job ends and says why). The limit
-    is set on the first charge: the open units' requests x the attempts per unit."""
+    None may go when the job is not running, when a spending cap or its project's monthly budget is reached (the
+    job pauses) or when its request limit is reached (the units nobody is sending fail with that reason, so the
+    job ends and says why). The limit is set on the first charge: the open units' requests x the attempts per
+    unit. The requests granted are counted against the project's month too (:mod:`scoring.llm.budget`)."""
     if not requests:
         return []
     model = handler.job_model
     limit = None
+    over_budget = ""
     with transaction.atomic():
         row = model.unscoped.select_for_update().filter(pk=job.pk).values(*_ACCOUNT).first()
         granted = 0
@@ -311,19 +321,39 @@ def charge(handler: Handler, job, requests: list[Request]) -> list[Request]:
                     changes["request_limit"] = limit
                 granted = max(0, min(len(requests), limit - row["requests_sent"]))
                 if granted:
+                    granted, over_budget = budget.charge(job.project_id, requests[:granted], handler.currency(job))
+                if granted:
                     changes["requests_sent"] = F("requests_sent") + granted
+                if over_budget:
+                    changes.update(status="paused", error=over_budget)
                 if changes:
                     model.unscoped.filter(pk=job.pk).update(**changes)
     release(handler, [u for r in requests[granted:] for u in r.units])
-    if limit is not None and granted < len(requests):
+    if over_budget:
+        warn_now_and_then(f"budget-{job.project_id}", "%s %s paused: %s", handler.kind, job.pk, over_budget)
+    elif limit is not None and granted < len(requests):
         limit_reached(handler, job, limit)
     return requests[:granted]
 
 
-def refund(handler: Handler, job_id: int, n: int) -> None:
-    """Give back the count of charged requests that were not sent after all (released before sending)."""
+def refund(handler: Handler, job_id: int, n: int, *, endpoint: str = "") -> None:
+    """Give back the count of charged requests that were not sent after all (released before sending); with the
+    ``endpoint`` they went to, to the project's month as well."""
     if n > 0:
         handler.job_model.unscoped.filter(pk=job_id, requests_sent__gte=n).update(requests_sent=F("requests_sent") - n)
+        if endpoint:
+            job = handler.job_model.unscoped.filter(pk=job_id).first()
+            if job is not None:
+                budget.give_back(job.project_id, endpoint, handler.currency(job), n)
+
+
+def refund_requests(handler: Handler, job_id: int, requests: list[Request]) -> None:
+    """:func:`refund` for these requests (per endpoint)."""
+    counts: dict[str, int] = defaultdict(int)
+    for r in requests:
+        counts[r.endpoint.base_url] += 1
+    for endpoint, n in counts.items():
+        refund(handler, job_id, n, endpoint=endpoint)
 
 
 def limit_reached(handler: Handler, job, limit: int) -> None:
@@ -355,6 +385,8 @@ def record_spend(handler: Handler, job, requests: list[Request]) -> str:
     tokens = sum(r.outcome.prompt_tokens + r.outcome.completion_tokens for r in requests)
     model = handler.job_model
     row = _add_spend(model, job.pk, cost, tokens)
+    budget.record(job.project_id, requests, handler.currency(job),
+                  lambda r: gateway.cost(r.outcome.prompt_tokens, r.outcome.completion_tokens, *r.prices))
     stop = cap_reached(row, handler.currency(job)) if row else ""
     if stop:
         model.unscoped.filter(pk=job.pk, status=handler.running_status).update(status="paused", error=stop)
@@ -437,16 +469,111 @@ def dead_after() -> float:
 
 
 def live_owners(*, fresh: bool = False) -> frozenset[str]:
-    """Engines whose heartbeat is recent (on this host: whose process exists)."""
+    """Engines whose heartbeat is recent (on this host: whose process exists). Engines found dead are reaped at
+    once (:func:`reap`): their unstored answers recovered, their slots and reservations freed, so that whoever
+    claims their units next can send at once and need not ask what was answered already."""
     global _live_cache
     now = time.monotonic()
     stamp, engines = _live_cache
     if fresh or now - stamp > 1.0:
         cutoff = timezone.now() - timedelta(seconds=dead_after())
-        rows = LLMWorker.objects.filter(seen_at__gte=cutoff).values_list("owner", "hostname", "pid")
-        engines = frozenset(owner for owner, host, pid in rows if host != HOSTNAME or _pid_alive(pid))
+        live, dead = set(), []
+        for owner, host, pid, seen in LLMWorker.objects.values_list("owner", "hostname", "pid", "seen_at"):
+            if seen >= cutoff and (host != HOSTNAME or _pid_alive(pid)):
+                live.add(owner)
+            elif owner != _owner:  # never itself (a heartbeat held up by the database is not a death)
+                dead.append(owner)
+        engines = frozenset(live)
         _live_cache = (now, engines)
+        if dead:
+            reap(dead)
     return engines
+
+
+def reap(owners: Iterable[str]) -> list[str]:
+    """Forget dead engines: their answers received but not stored are put into the request cache from their journal
+    (when it is on this machine), their slots and reservations of request keys are freed, and their heartbeat rows
+    deleted (their claims were free as soon as they were found dead). Returns the engines reaped."""
+    reaped = []
+    for owner in owners:
+        try:
+            with transaction.atomic():
+                recovered = recover_answers(journal.file_stem(owner))
+                limiter.purge_owner(owner)
+                LLMWorker.objects.filter(owner=owner).delete()
+        except limiter.LimiterUnavailable as exc:
+            warn_now_and_then(f"reap-{owner}", "could not free the slots of the stopped LLM engine %s yet: %s",
+                              owner, exc)
+            continue
+        except Exception as exc:
+            if _is_outage(exc):
+                raise
+            log.exception("could not reap the stopped LLM engine %s", owner)
+            continue
+        reaped.append(owner)
+        log.warning("the LLM engine %s stopped: its claims, slots and reservations are free%s", owner,
+                    f"; {recovered} answers it had not stored were recovered" if recovered else "")
+    return reaped
+
+
+def journal_entry(handler: Handler, job, request: Request) -> dict[str, Any]:
+    """What the journal keeps of a paid answer: enough to store it as a call of the job's project."""
+    o = request.outcome
+    return {"kind": handler.kind, "job": job.pk, "key": request.key, "units": request.units,
+            "endpoint": request.endpoint.base_url, "request": request.payload, "response": o.response,
+            "content": o.content, "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
+            "latency_ms": o.latency_ms, "prices": [str(p) for p in request.prices]}
+
+
+def recover_answers(stem: str) -> int:
+    """Put the answers a dead engine received but did not store (its journal in this machine's var folder) into
+    the request cache, their cost and tokens charged to their jobs; its units are then answered from the cache
+    without a request. A segment being recovered by another process is skipped. Returns the answers recovered."""
+    recovered = 0
+    for path in journal.segments_of(stem):
+        try:
+            lock = open(path, "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            continue
+        with lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            if not path.exists():  # recovered meanwhile by another process
+                continue
+            recovered += _recover_entries(list(journal.read(path)))
+            journal.remove(path)
+    return recovered
+
+
+def _recover_entries(entries: list[dict[str, Any]]) -> int:
+    by_job: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for entry in entries:
+        by_job[(entry["kind"], entry["job"])].append(entry)
+    recovered = 0
+    for (kind, job_id), group in by_job.items():
+        handler = HANDLERS.get(kind)
+        job = handler.job_model.unscoped.filter(pk=job_id).first() if handler is not None else None
+        if job is None:
+            continue
+        requests: dict[str, Request] = {}
+        for e in group:
+            requests[e["key"]] = Request(
+                units=e["units"], endpoint=gateway.Endpoint(e["endpoint"], "", ""), payload=e["request"],
+                key=e["key"], limit=Limit("recovered", 1), timeout=0.0,
+                prices=(Decimal(e["prices"][0]), Decimal(e["prices"][1])), attempts=0, max_attempts=1,
+                outcome=gateway.Outcome(ok=True, content=e["content"], response=e["response"],
+                                        prompt_tokens=e["prompt_tokens"], completion_tokens=e["completion_tokens"],
+                                        latency_ms=e["latency_ms"]))
+        with transaction.atomic():
+            known = cached_calls(set(requests))
+            new = [r for key, r in requests.items() if key not in known]
+            if new:
+                _store_calls(new, job.project_id)
+                record_spend(handler, job, new)
+        recovered += len(new)
+    return recovered
 
 
 def free_claim(now, live: Iterable[str]) -> Q:
@@ -983,7 +1110,7 @@ def _process(handler: Handler, job, ids: list[int] | None, *, limit: int, owner:
     for group in by_limit.values():
         admission = admit(handler, group, owner)
         admitted += admission.admitted
-        refund(handler, job_id, len(group) - len(admission.admitted))
+        refund(handler, job_id, len(group) - len(admission.admitted), endpoint=group[0].endpoint.base_url)
         sent = {u for r in admission.admitted for u in r.units}
         for r in group:
             if not set(r.units) & sent:
@@ -1048,8 +1175,9 @@ def engine_owner() -> str:
     return _owner
 
 
-def ensure_registered(owner: str, *, in_flight: int = 0, jobs: list[str] | None = None) -> None:
-    """Create or refresh this engine's heartbeat row."""
+def ensure_registered(owner: str, *, in_flight: int = 0, jobs: list[str] | None = None) -> bool:
+    """Create or refresh this engine's heartbeat row; False when it had to be created (new, or reaped as dead:
+    then its claims may be another engine's by now)."""
     now = timezone.now()
     updated = LLMWorker.objects.filter(owner=owner).update(seen_at=now, in_flight=in_flight,
                                                            **({"jobs": jobs} if jobs is not None else {}))
@@ -1064,6 +1192,7 @@ def ensure_registered(owner: str, *, in_flight: int = 0, jobs: list[str] | None 
     stamp, engines = _live_cache
     if owner not in engines:
         _live_cache = (stamp, engines | {owner})
+    return bool(updated)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 * **Slots** (a leased semaphore per limit name): a request holds one slot while it is in flight. Slots are taken
   and given back in batches. Each slot names the engine holding it, so the slots of a dead engine are freed at
-  once (:func:`purge_owner`), and every slot has a lease (longer than a request can take) as a last resort.
+  once (:func:`purge_owner`, with its reservations), and every slot has a lease (longer than a request can take)
+  as a last resort.
 * **Buckets** (requests or tokens per minute): token buckets from which a batch of requests takes what it may.
 * **Reservations**: the request keys being sent right now, so two engines never pay for the same request at once.
 
@@ -41,6 +42,16 @@ local removed = 0
 for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   if string.sub(member, 1, string.len(ARGV[1])) == ARGV[1] then
     redis.call('ZREM', KEYS[1], member)
+    removed = removed + 1
+  end
+end
+return removed
+"""
+_UNRESERVE_OWNER = """
+local removed = 0
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then
+    redis.call('DEL', key)
     removed = removed + 1
   end
 end
@@ -215,7 +226,8 @@ def in_use(name: str) -> int:
 
 
 def purge_owner(owner: str) -> int:
-    """Free every slot a (dead) engine holds, in every limit."""
+    """Free every slot a (dead) engine holds, in every limit, and its reservations of request keys (so that another
+    engine may send its units' requests at once, not after the reservations' lease). Returns the slots freed."""
     prefix = f"{owner}|"
     removed = 0
     if limiter_url():
@@ -223,13 +235,36 @@ def purge_owner(owner: str) -> int:
             client = _redis()
             for key in client.scan_iter(match="minicex:sem:*", count=500):
                 removed += int(client.eval(_PURGE, 1, key, prefix))
+            batch: list[bytes] = []
+            for key in client.scan_iter(match="minicex:inflight:*", count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    client.eval(_UNRESERVE_OWNER, len(batch), *batch, owner)
+                    batch = []
+            if batch:
+                client.eval(_UNRESERVE_OWNER, len(batch), *batch, owner)
         return removed
     for path in _dir().glob("sem-*.json"):
         with _locked_state(path.stem) as state:
             for member in [m for m in state if m.startswith(prefix)]:
                 del state[member]
                 removed += 1
+    with _locked_state("inflight") as state:
+        for key in [k for k, (holder, _) in state.items() if holder == owner]:
+            del state[key]
     return removed
+
+
+def reserved_by(keys: Iterable[str]) -> dict[str, str]:
+    """Who holds the reservations of these request keys now (tests and benchmarks)."""
+    keys = list(keys)
+    if limiter_url():
+        with _redis_errors():
+            values = _redis().mget([f"minicex:inflight:{key}" for key in keys]) if keys else []
+        return {key: value.decode() for key, value in zip(keys, values, strict=True) if value is not None}
+    now = time.time()
+    with _locked_state("inflight") as state:
+        return {key: state[key][0] for key in keys if key in state and state[key][1] >= now}
 
 
 # ---------------------------------------------------------------------------------------------------------------

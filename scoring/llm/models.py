@@ -3,10 +3,12 @@ endpoints administrators define."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
-from projects.models import ProjectScoped
+from projects.models import ProjectOwned, ProjectScoped
 from scoring.llm.keys import DEFAULT_KEY_VARIABLE, validate_base_url, validate_key_variable
 
 
@@ -216,3 +218,51 @@ class LLMEndpoint(models.Model):
         return {"base_url": self.base_url, "api_key_env": self.api_key_env, "concurrency": self.concurrency,
                 "requests_per_minute": self.requests_per_minute, "tokens_per_minute": self.tokens_per_minute,
                 "timeout_seconds": self.timeout_seconds, "currency": self.currency}
+
+
+class ProjectBudget(ProjectOwned):
+    """A project's monthly budget for LLM work, beside each job's own caps: requests (counted before they are sent)
+    and cost (answers' cost from the jobs' prices, in ``currency``). A job that would cross it pauses with a message
+    naming the budget; only administrators set it (the Django admin)."""
+
+    month_requests = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=_("requests per month"),
+        help_text=_("Most LLM requests the project's jobs may send in a calendar month (UTC); empty: no limit."))
+    month_cost = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True, verbose_name=_("cost per month"),
+        help_text=_("Most the project's jobs may spend in a calendar month (UTC), by their prices; empty: no limit."))
+    currency = models.CharField(max_length=3, default="USD",
+                                help_text=_("The currency of the cost budget (the judges' prices are in it)."))
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project"], name="llm_budget_one_per_project")]
+        verbose_name = _("project LLM budget")
+
+    def __str__(self) -> str:
+        return f"LLM budget of project {self.project_id}"
+
+
+class MonthlySpend(ProjectOwned):
+    """What a project's LLM jobs sent and spent in a calendar month (UTC), per endpoint: requests counted before
+    they are sent (and given back when released unsent), answers, their cost and tokens. The engine keeps these
+    counters as it charges jobs; the budget is checked against their sums."""
+
+    month = models.DateField(help_text="The first day of the month (UTC).")
+    endpoint = models.CharField(max_length=300)
+    currency = models.CharField(max_length=3, default="USD")
+    requests = models.PositiveBigIntegerField(default=0)
+    answers = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "month", "endpoint", "currency"],
+                                               name="llm_monthly_spend_unique")]
+        ordering = ["-month", "endpoint"]
+        verbose_name = _("monthly LLM spend")
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} {self.endpoint}"

@@ -10,32 +10,27 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
-from scoring.llm import limiter
-from scoring.llm.engine import HANDLERS, HOSTNAME, Handler, _pid_alive, claimable, dead_after, live_owners, send_wake
+from scoring.llm import journal
+from scoring.llm.engine import HANDLERS, Handler, claimable, live_owners, recover_answers, send_wake
 from scoring.llm.models import LLMBatch, LLMWorker
 
 log = logging.getLogger(__name__)
 
 
 def reap_dead_engines() -> list[str]:
-    """Forget engines whose heartbeat stopped (or whose process on this host is gone) and free their slots; their
-    claims are free already (claims of engines that are not live do not count)."""
-    cutoff = timezone.now() - timedelta(seconds=dead_after())
-    dead = []
-    for owner, host, pid, seen in LLMWorker.objects.values_list("owner", "hostname", "pid", "seen_at"):
-        if seen < cutoff or (host == HOSTNAME and not _pid_alive(pid)):
-            dead.append(owner)
-    for owner in dead:
-        try:
-            limiter.purge_owner(owner)
-        except limiter.LimiterUnavailable as exc:
-            log.warning("could not free the slots of %s yet: %s", owner, exc)
-            continue
-        LLMWorker.objects.filter(owner=owner).delete()
-        log.info("freed the claims and slots of the stopped LLM engine %s", owner)
-    if dead:
-        live_owners(fresh=True)
-    return dead
+    """Forget engines whose heartbeat stopped (or whose process on this host is gone): their unstored answers are
+    recovered from their journal, their slots and reservations freed (:func:`scoring.llm.engine.reap`; their claims
+    are free already: claims of engines that are not live do not count). A journal left in this machine's var
+    folder by an engine reaped elsewhere is recovered too. Returns the engines reaped."""
+    before = set(LLMWorker.objects.values_list("owner", flat=True))
+    live_owners(fresh=True)  # reaps the engines it finds dead
+    registered = set(LLMWorker.objects.values_list("owner", flat=True))
+    known = {journal.file_stem(owner) for owner in registered}
+    for stem in journal.owners_with_segments() - known:
+        recovered = recover_answers(stem)
+        if recovered:
+            log.warning("recovered %d answers the stopped LLM engine %s had not stored", recovered, stem)
+    return sorted(before - registered)
 
 
 def stalled_jobs(handler: Handler, quiet_seconds: float = 5.0) -> list[int]:

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from projects.scoping import in_project
 from scoring.llm import engine as steps
-from scoring.llm import gateway, limiter
+from scoring.llm import gateway, journal, limiter
 from scoring.llm.engine import (
     TRACE,
     Handler,
@@ -81,6 +81,8 @@ class _Finished:
 # A prepared request is sent only if it can be answered (its timeout) this many seconds before its units' claim
 # lapses; later it is given back unsent.
 STALE_MARGIN = 2.0
+# Units claimed at once when nothing of a job is in flight yet.
+FIRST_CLAIM = 32
 # How often an engine looks for running jobs it does not work on yet.
 DISCOVER_SECONDS = 2.0
 # Slots held by requests in flight are renewed by the heartbeat (a slot handed from request to request would
@@ -110,6 +112,14 @@ class Engine:
         self.driver = threading.Thread(target=self._drive, name="llm-engine", daemon=True)
         self.storer = threading.Thread(target=self._store_loop, name="llm-store", daemon=True)
         self.heart = threading.Thread(target=self._beat, name="llm-heartbeat", daemon=True)
+        # Answers are journaled before they are stored: if this process is killed, whoever finds it dead puts them
+        # into the request cache and nobody pays for them again.
+        self.journal = journal.Journal(self.owner) if journal.enabled() else None
+        # The last heartbeat that reached the database: an engine that cannot beat may be taken for dead (its claims
+        # are then another engine's), so it sends nothing until it beats again (fenced).
+        self.beat_at = time.monotonic()
+        self.fence_after = steps.dead_after() / 2
+        self._reaped = threading.Event()
 
     def start(self) -> Engine:
         # The event loop's thread shares the GIL with the driver and the store thread; a shorter switch interval
@@ -141,6 +151,8 @@ class Engine:
             try:
                 with in_project(state.job.project_id):  # the units and their dialogues are the job's project's
                     finish(state.handler, state.job, requests)
+                if self.journal is not None:
+                    self.journal.stored(requests)
                 status = state.handler.job_model.unscoped.filter(pk=state.job.pk).values_list(
                     "status", flat=True).first()
                 if status != state.handler.running_status:  # paused by a cap or a kept answer, failed, cancelled
@@ -172,7 +184,9 @@ class Engine:
             try:
                 with self._lock:
                     jobs = sorted(self.jobs)
-                ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs)
+                if not ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs):
+                    self._reaped.set()  # taken for dead meanwhile: its claims may be another engine's now
+                self.beat_at = time.monotonic()
             except Exception as exc:  # the database is down: keep beating when it is back
                 log.warning("engine heartbeat failed: %s", exc)
                 close_old_connections()
@@ -216,6 +230,10 @@ class Engine:
         """Wait for answers (or the next thing due), free their slots, refill the freed capacity from the ready
         requests, then store answers in batches: sending again never waits for the database."""
         t0 = time.monotonic()
+        if self._reaped.is_set():
+            self._reaped.clear()
+            for state in self.jobs.values():
+                self._unsend(state)  # prepared for claims that may have lapsed: given back (those still held)
         self._discover()
         self._take_wakes()
         self._refresh(time.monotonic())
@@ -277,7 +295,14 @@ class Engine:
                 else:
                     s.job = row
 
+    def fenced(self) -> bool:
+        """No heartbeat reached the database for a while: others may take this engine for dead any moment."""
+        return time.monotonic() - self.beat_at > self.fence_after
+
     def _top_up(self, state: _JobState) -> None:
+        if self.fenced():
+            state.next_at = time.monotonic() + 0.5
+            return
         handler, job = state.handler, state.job
         config = handler.config(job)
         if config.get("batch") and steps.batch_submitter is not None:
@@ -294,6 +319,10 @@ class Engine:
         # the next 256 to be claimed and prepared. (Only this job's answers free its slots: with none in flight
         # nothing is prepared for slots that are not free.)
         target = min(self.claim_batch, max(cap, concurrency))
+        if not state.in_flight and not state.ready:
+            # Nothing of the job in flight yet (its start, or after a pause): a small first claim, so that its first
+            # requests go out after preparing a few, not a whole batch (256 prompts: half a second of CPU).
+            target = min(target, FIRST_CLAIM)
         low = max(cap, target // 2 if state.in_flight else 0)
         if len(state.ready) < low and not self._refill(state, target - len(state.ready)):
             return
@@ -368,7 +397,7 @@ class Engine:
                     state.ready.append(r)  # the limiter is away: admit() reserves it later
             release(handler, [u for r in busy for u in r.units],
                     not_before=timezone.now() + timedelta(seconds=1))
-            steps.refund(handler, job.pk, len(busy))
+            steps.refund_requests(handler, job.pk, busy)
         return bool(state.ready)
 
     def _send_ready(self, state: _JobState, cap: int) -> None:
@@ -389,7 +418,7 @@ class Engine:
         sent = 0
         for requests in by_limit.values():
             admission = admit(state.handler, requests, self.owner, keep_refused=True)
-            steps.refund(state.handler, state.job.pk, len(admission.released))
+            steps.refund_requests(state.handler, state.job.pk, admission.released)
             for r in admission.admitted:
                 self._send(state, r)
                 sent += 1
@@ -418,6 +447,12 @@ class Engine:
             request.outcome = future.result()
         except Exception as exc:
             request.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+        if self.journal is not None and request.outcome.ok and state.handler.answers_recoverable:
+            # Journaled as it arrives: from here on a kill of this process does not lose a paid answer.
+            try:
+                self.journal.write([(request, steps.journal_entry(state.handler, state.job, request))])
+            except (OSError, TypeError, ValueError) as exc:  # a full disk: the answer is still stored as usual
+                steps.warn_now_and_then("journal", "could not journal an answer: %s", exc)
         if steps.stops_the_job(request.outcome):
             state.stopping = True  # a refused key or an unknown host: not one more request of this job
         handed = self._hand_over(state, request)
@@ -427,6 +462,8 @@ class Engine:
         limit, outcome = request.limit, request.outcome
         if not request.slot or state.stopping or limit.requests_per_minute or limit.tokens_per_minute:
             return False  # rate budgets are taken by the driver (admit)
+        if self.fenced():
+            return False
         if outcome is not None and outcome.retry_after:
             return False  # the provider asked us to wait
         try:
@@ -568,7 +605,7 @@ class Engine:
             return
         release(state.handler, [u for r in unsent for u in r.units], owner=self.owner)
         give_back(unsent)
-        steps.refund(state.handler, state.job.pk, len(unsent))
+        steps.refund_requests(state.handler, state.job.pk, unsent)
 
     def _drain_and_release(self) -> None:
         for state in self.jobs.values():
@@ -587,6 +624,8 @@ class Engine:
             state.handler.unit_model.unscoped.filter(claimed_by=self.owner).update(claimed_by="",
                                                                                   claimed_until=None)
         LLMWorker.objects.filter(owner=self.owner).delete()
+        if self.journal is not None:
+            self.journal.close()
 
 
 _engine: Engine | None = None

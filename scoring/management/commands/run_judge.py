@@ -47,6 +47,9 @@ class _Estimated(Exception):
 
 class Command(ProjectCommand, BaseCommand):
     help = "Create and start an LLM judge run on a corpus (optionally wait for it with a progress bar)."
+    # Django's system checks import every URL module and the admin (1-3 s before the first request); they run where
+    # the app is deployed and started (``manage.py check``, ``config.run``), not before every run.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--corpus", required=True, help="corpus name (in the project)")
@@ -102,6 +105,10 @@ class Command(ProjectCommand, BaseCommand):
             raise CommandError(str(exc)) from None
         units = judging.start(run)
         self.stderr.write(f"run #{run.pk}: {units} unit(s) to judge with configuration {run.config.name!r}")
+        # Estimated while the workers send (building every prompt takes a while): from the cache as it was when the
+        # run started, so the answers coming in do not count as cached.
+        self.stdout.write(estimate_line(judging.estimate(
+            run.config, corpus, item_codes=run.item_codes, batch=options["batch"], cached_before=run.started_at)))
         if not options["wait"]:
             return
         started = time.monotonic()
@@ -145,9 +152,9 @@ class Command(ProjectCommand, BaseCommand):
                 raise judging.RunError(f"Judge configuration {config.name!r} exists with other settings "
                                        f"({', '.join(changed)}); pass --config NEW_NAME.")
         codes = [c.strip() for c in options["items"].split(",") if c.strip()]
-        estimate = judging.estimate(config, corpus, item_codes=codes, batch=options["batch"])
-        self.stdout.write(estimate_line(estimate))
         if options["dry_run"]:
+            self.stdout.write(estimate_line(judging.estimate(config, corpus, item_codes=codes,
+                                                             batch=options["batch"])))
             raise _Estimated
         for key in ("max_cost", "max_tokens"):
             if options[key] is not None and options[key] < 0:

@@ -1,0 +1,124 @@
+"""A dead engine's work resumes at once, without waiting out its leases: its claims, slots and reservations of
+request keys are free as soon as it is found dead (its process gone on this machine, or its heartbeat silent), and
+the answers it received but had not stored are recovered from its journal instead of being asked again. In process,
+in whichever mode the suite runs (SQLite and the filesystem limiter, or PostgreSQL and Redis); the worker-process
+kill is in tests/test_judge_worker.py and bench/faults.py."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import Corpus, Dialogue, ScaleVersion
+from scoring.judges import runs as judging
+from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
+from scoring.llm import engine, gateway, journal, limiter
+from scoring.llm.models import LLMCall, LLMWorker
+
+KIND = judging.HANDLER.kind
+
+
+@pytest.fixture
+def run(db, fake_llm, monkeypatch) -> JudgeRun:
+    monkeypatch.setenv("LLM_KEY_MINICEX_TEST", "sk-test")
+    corpus = Corpus.objects.create(name="resumed")
+    Dialogue.objects.bulk_create([Dialogue(corpus=corpus, external_id=f"r{i}", self_report=f"Fever ({i}).",
+                                           turns=[{"role": "doctor", "text": f"Hello ({i})."}]) for i in range(3)])
+    config = JudgeConfig.objects.create(
+        name="resumed judge", base_url=fake_llm.base_url, api_key_env="LLM_KEY_MINICEX_TEST", model="fake-judge",
+        prompt_set=judging.default_prompt_set(ScaleVersion.objects.get(scale__slug="llm-mini-cex", number=1)),
+        timeout_seconds=60, max_attempts=2, concurrency=8, price_input_per_1k="0.5", price_output_per_1k="1.5")
+    limiter.reset(f"judge-{config.pk}")
+    run = judging.create_run(config, corpus, item_codes=["1.1", "2.1"])
+    judging.start(run)
+    return run
+
+
+def engine_process(host: str = engine.HOSTNAME) -> tuple[str, subprocess.Popen]:
+    """The heartbeat row of another engine (a process of its own, killed by the test) on ``host``."""
+    child = subprocess.Popen(["sleep", "60"])
+    owner = f"{host}:{child.pid}:deadbeef"
+    LLMWorker.objects.create(owner=owner, hostname=host, pid=child.pid, seen_at=timezone.now())
+    return owner, child
+
+
+def kill(child: subprocess.Popen) -> None:
+    child.kill()
+    child.wait()
+
+
+def held_by(owner: str, run: JudgeRun) -> list[engine.Request]:
+    """What a dead engine left: every unit claimed (for the lease of a 60 s timeout: 95 s), its requests charged,
+    their keys reserved and slots taken."""
+    job = JudgeRun.objects.get(pk=run.pk)
+    units = engine.claim(judging.HANDLER, job, 100, owner)
+    with engine.scoping.in_project(job.project_id):
+        requests = judging.HANDLER.prepare(job, units)
+    assert engine.charge(judging.HANDLER, job, requests) == requests
+    assert limiter.reserve([r.key for r in requests], 95, owner) == {r.key for r in requests}
+    assert len(limiter.acquire_many(requests[0].limit.name, 8, len(requests), 60, owner)) == len(requests)
+    return requests
+
+
+def test_a_dead_engines_units_resume_at_once_and_its_unstored_answers_are_not_asked_again(run, fake_llm):
+    owner, child = engine_process()
+    requests = held_by(owner, run)
+    assert len(requests) == 6
+    # Two answers came back before the process was killed, and were journaled but not stored.
+    answered = requests[:2]
+    for r in answered:
+        r.outcome = gateway.runner().submit(gateway.acomplete(r.endpoint, r.payload, r.timeout)).result()
+        assert r.outcome.ok
+    journal.Journal(owner).write([(r, engine.journal_entry(judging.HANDLER, run, r)) for r in answered])
+    assert journal.segments_of(owner)
+    kill(child)  # SIGKILL: its claims, slots and reservations would hold for 95 s, its answers be lost
+
+    states = engine.run_until_idle(KIND, run.pk, timeout=20)
+
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    assert JudgeResult.objects.filter(run=run, status="done").count() == 6
+    # 2 asked by the dead engine (recovered from its journal) + 4 asked once by the live one: nothing twice.
+    assert len(fake_llm.chat_requests) == 6
+    assert sorted(states).count("cached") == 2
+    assert not journal.segments_of(owner) and not LLMWorker.objects.filter(owner=owner).exists()
+    assert limiter.reserved_by([r.key for r in requests]) == {}
+    assert limiter.in_use(requests[0].limit.name) == 0
+    # Every answer paid for is charged once, the recovered ones included; the requests stay within the bound.
+    calls = LLMCall.objects.filter(key__in=[r.key for r in requests])
+    assert calls.count() == 6
+    assert run.spent_cost == sum((c.cost for c in calls), Decimal(0)) > 0
+    assert run.requests_sent <= run.request_limit == 6 * 2
+
+
+def test_an_engine_silent_elsewhere_frees_its_reservations_once_its_heartbeat_is_late(run, fake_llm):
+    owner, child = engine_process(host="another-machine")  # beating a moment ago: alive as far as anyone can tell
+    kill(child)  # (its pid means nothing on this machine)
+    requests = held_by(owner, run)
+    unit = JudgeResult.objects.filter(run=run).order_by("pk").first()
+    engine.live_owners(fresh=True)
+    assert judging.process_unit(run.pk, unit.dialogue_id, unit.item_id).state == "busy"
+    assert len(fake_llm.chat_requests) == 0
+    LLMWorker.objects.filter(owner=owner).update(seen_at=timezone.now() - timedelta(seconds=engine.dead_after() + 1))
+    engine.live_owners(fresh=True)  # a few beats missed: it is dead, its reservations go with it
+    assert limiter.reserved_by([r.key for r in requests]) == {}
+    assert judging.process_unit(run.pk, unit.dialogue_id, unit.item_id).state == "done"
+    assert len(fake_llm.chat_requests) == 1
+
+
+def test_a_journal_segment_goes_once_its_answers_are_stored(settings, tmp_path, run):
+    settings.VAR_DIR = tmp_path
+    book = journal.Journal("here:1:abc")
+    first, second = engine.Request([1], None, {}, "k1", None, 1, (0, 0), 0, 1), \
+        engine.Request([2], None, {}, "k2", None, 1, (0, 0), 0, 1)
+    book.write([(first, {"key": "k1"}), (second, {"key": "k2"})])
+    (segment,) = journal.segments_of("here:1:abc")
+    book.close()
+    book.stored([first])
+    assert segment.exists() and [e["key"] for e in journal.read(segment)] == ["k1", "k2"]
+    book.stored([second])
+    assert not segment.exists()

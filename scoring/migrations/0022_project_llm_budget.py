@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('projects', '0003_squashed'),
-        ('scoring', '0020_judge_compare_jobs'),
+        ('scoring', '0021_selection_planner_jobs'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

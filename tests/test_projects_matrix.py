@@ -144,10 +144,11 @@ LIST_URLS: dict[str, dict[str, str]] = {
 # Not about project data: signing in and out, the password, health, the schema and its docs (read in
 # test_api_schema_operations_cover_the_api), the token endpoint, the worker check (instance-wide, admin job), the
 # Django admin (administrators only), the panel link's landing page (its only argument is the bearer token,
-# checked in tests/test_delphi.py), and the manual behind the Help link (the same files for everyone,
-# tests/test_help.py).
+# checked in tests/test_delphi.py), the manual behind the Help link (the same files for everyone,
+# tests/test_help.py), and the language menu and the JavaScript strings (tests/test_languages.py).
 OTHER_URLS = {"login", "logout", "password_change", "password_change_done", "healthz", "schema", "swagger-ui",
-              "api-token", "worker-check", "delphi:panel-home", "project-switch", "help", "help-page"}
+              "api-token", "worker-check", "delphi:panel-home", "project-switch", "help", "help-page",
+              "language-switch", "javascript-catalog"}
 
 # API resource -> object kind (path parameter), and the query parameters that name an object
 API_RESOURCES = {"assignments": "assignment", "campaigns": "campaign", "corpora": "corpus", "dialogues": "dialogue",

@@ -151,13 +151,14 @@ def project_switch(request):
 def language_switch(request):
     """The language menu (the account menu's, and the login page's before signing in): the signed-in user's choice
     is stored with their account; for everyone the browser keeps it in the language cookie, so the login page after
-    signing out stays in it. An empty choice goes back to the browser's own language. Then back to a safe ``next``."""
+    signing out stays in it. An empty choice goes back to the browser's own language. Then back to a safe ``next``,
+    else to the page the menu was on (the Referer: the menus do not echo the page's address into the page)."""
     code = request.POST.get("language", "")
     chosen = language.supported(code) if code else None
     if code and chosen is None:
         return HttpResponseBadRequest(_("No such language on this site."), content_type="text/plain; charset=utf-8")
     language.choose(request, code)
-    target = request.POST.get("next") or ""
+    target = request.POST.get("next") or request.headers.get("referer") or ""
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
                                            require_https=request.is_secure()):
         target = "home"

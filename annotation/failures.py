@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 
 from django.db import DataError, InterfaceError, OperationalError
+from django.utils.translation import gettext_lazy as _
 
 RETRY_AFTER_SECONDS = 5
-OUTAGE_MESSAGE = "The database is unavailable for a moment; please try again in a few seconds."
-DATA_MESSAGE = "A value is too long or out of range for the database; shorten it and try again."
+OUTAGE_MESSAGE = _("The database is unavailable for a moment; please try again in a few seconds.")
+DATA_MESSAGE = _("A value is too long or out of range for the database; shorten it and try again.")
 
 log = logging.getLogger("minicex.failures")
 

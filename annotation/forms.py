@@ -1,14 +1,21 @@
 from django import forms
+from django.utils.functional import lazy
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 # Chinese words in an English form are marked as Chinese (lang="zh"), for screen readers and fonts; so are the
 # fields that take Chinese text.
-CHINESE = format_html('<span lang="zh">{}</span>', "中文")
+CHINESE = format_html('<span lang="zh" translate="no">{}</span>', "中文")
 ZH_TEXT = {"lang": "zh"}
 
 
-def zh_label(what: str) -> str:
+def _zh_label(what: str) -> str:
     return format_html("{} ({})", what, CHINESE)
+
+
+#: "<label> (中文)", in the page's language when ``what`` is a lazy translation.
+zh_label = lazy(_zh_label, SafeString)
 
 
 class LanguageSelect(forms.Select):
@@ -17,36 +24,39 @@ class LanguageSelect(forms.Select):
     def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
         option = super().create_option(name, value, label, selected, index, subindex, attrs)
         option["attrs"]["lang"] = value
+        option["attrs"]["translate"] = "no"  # a language's name in its own language
         return option
 
 
 class NewVersionForm(forms.Form):
     note = forms.CharField(
-        label="Why a new version?", widget=forms.Textarea(attrs={"rows": 3}), max_length=2000,
-        help_text="Recorded in the version's history, e.g. 'Delphi round 2 revisions'.",
+        label=_("Why a new version?"), widget=forms.Textarea(attrs={"rows": 3}), max_length=2000,
+        help_text=_("Recorded in the version's history, e.g. 'Delphi round 2 revisions'."),
     )
 
 
 class NewScaleForm(forms.Form):
-    name_en = forms.CharField(label="Name (English)", max_length=200, required=False)
-    name_zh = forms.CharField(label=zh_label("Name"), max_length=200, required=False,
+    name_en = forms.CharField(label=_("Name (English)"), max_length=200, required=False)
+    name_zh = forms.CharField(label=zh_label(_("Name")), max_length=200, required=False,
                               widget=forms.TextInput(attrs=ZH_TEXT))
-    slug = forms.SlugField(max_length=50, help_text="Short identifier used in URLs, files and the command line, "
-                                                    "e.g. my-rubric.")
-    language = forms.ChoiceField(choices=[("en", "English"), ("zh", "中文")], initial="en", widget=LanguageSelect,
-                                 help_text="The language the instrument is written in (its text is required in it).")
-    target = forms.ChoiceField(choices=[("dialogue", "Doctor-patient dialogues"),
-                                        ("answer", "Answers to questions (question-answer items)")],
-                               label="Rates", initial="dialogue")
-    show_reference = forms.BooleanField(required=False, initial=True, label="Show raters the reference answer "
-                                                                            "(answers only)")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    slug = forms.SlugField(label=_("Slug"), max_length=50,
+                           help_text=_("Short identifier used in URLs, files and the command line, e.g. my-rubric."))
+    language = forms.ChoiceField(label=_("Language"), choices=[("en", "English"), ("zh", "中文")], initial="en",
+                                 widget=LanguageSelect,
+                                 help_text=_("The language the instrument is written in (its text is required in "
+                                             "it)."))
+    target = forms.ChoiceField(choices=[("dialogue", _("Doctor-patient dialogues")),
+                                        ("answer", _("Answers to questions (question-answer items)"))],
+                               label=_("Rates"), initial="dialogue")
+    show_reference = forms.BooleanField(required=False, initial=True,
+                                        label=_("Show raters the reference answer (answers only)"))
+    description = forms.CharField(label=_("Description"), required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
 class DimensionForm(forms.Form):
-    code = forms.CharField(max_length=16, help_text='e.g. "1" or "P"')
-    name_en = forms.CharField(label="Name (English)", max_length=300, required=False)
-    name_zh = forms.CharField(label=zh_label("Name"), max_length=300, required=False,
+    code = forms.CharField(label=_("Code"), max_length=16, help_text=_('e.g. "1" or "P"'))
+    name_en = forms.CharField(label=_("Name (English)"), max_length=300, required=False)
+    name_zh = forms.CharField(label=zh_label(_("Name")), max_length=300, required=False,
                               widget=forms.TextInput(attrs=ZH_TEXT))
 
     def __init__(self, *args, **kwargs):
@@ -62,8 +72,9 @@ def _pairs(text: str, field: str) -> dict:
             continue
         value, sep, label = line.partition("=")
         if not sep:
-            raise forms.ValidationError(f'{field}, line {n}: write "value = label", e.g. "0 = lowest".')
-        en, _, zh = label.partition("|")
+            raise forms.ValidationError(_('%(field)s, line %(n)d: write "value = label", e.g. "0 = lowest".')
+                                        % {"field": field, "n": n})
+        en, _bar, zh = label.partition("|")
         out[value.strip()] = {"en": en.strip(), "zh": zh.strip()}
     return out
 
@@ -71,25 +82,27 @@ def _pairs(text: str, field: str) -> dict:
 class ItemForm(forms.Form):
     """One item as the instrument file has it; the instrument rules (instruments.add_item) check it."""
 
-    dimension = forms.ChoiceField(choices=[])
-    code = forms.CharField(max_length=16, help_text='e.g. "1.1"')
-    text_en = forms.CharField(label="Text (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    text_zh = forms.CharField(label=zh_label("Text"), required=False,
+    dimension = forms.ChoiceField(label=_("Dimension"), choices=[])
+    code = forms.CharField(label=_("Code"), max_length=16, help_text=_('e.g. "1.1"'))
+    text_en = forms.CharField(label=_("Text (English)"), required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    text_zh = forms.CharField(label=zh_label(_("Text")), required=False,
                               widget=forms.Textarea(attrs={"rows": 2, **ZH_TEXT}))
-    guidance_en = forms.CharField(label="Guidance (English)", required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    guidance_zh = forms.CharField(label=zh_label("Guidance"), required=False,
+    guidance_en = forms.CharField(label=_("Guidance (English)"), required=False,
+                                  widget=forms.Textarea(attrs={"rows": 2}))
+    guidance_zh = forms.CharField(label=zh_label(_("Guidance")), required=False,
                                   widget=forms.Textarea(attrs={"rows": 2, **ZH_TEXT}))
-    response = forms.ChoiceField(label="Response type", choices=[
-        ("binary", "Binary: yes (1) / no (0)"), ("scale", "Scale: a point from min to max (whole, or in steps)"),
-        ("levels", "Levels: one of its named levels"), ("text", "Free text: a comment, not analysed")])
-    scale_min = forms.IntegerField(label="Scale: lowest point", required=False, initial=1)
-    scale_max = forms.IntegerField(label="Scale: highest point", required=False, initial=5)
-    scale_step = forms.DecimalField(label="Scale: step", required=False, max_digits=6, decimal_places=3,
-                                    help_text="Empty for whole points; 0.5 for half points (0, 0.5, ..., 5).")
-    anchors = forms.CharField(required=False, label="Scale: anchor labels", widget=forms.Textarea(attrs={"rows": 2}),
-                              help_text='One point a line: "1 = poor | 差" (Chinese after | is optional).')
-    levels = forms.CharField(required=False, label="Levels", widget=forms.Textarea(attrs={"rows": 3}),
-                             help_text='One level a line, lowest first: "1 = Unsatisfactory | 不合格".')
+    response = forms.ChoiceField(label=_("Response type"), choices=[
+        ("binary", _("Binary: yes (1) / no (0)")), ("scale", _("Scale: a point from min to max (whole, or in steps)")),
+        ("levels", _("Levels: one of its named levels")), ("text", _("Free text: a comment, not analysed"))])
+    scale_min = forms.IntegerField(label=_("Scale: lowest point"), required=False, initial=1)
+    scale_max = forms.IntegerField(label=_("Scale: highest point"), required=False, initial=5)
+    scale_step = forms.DecimalField(label=_("Scale: step"), required=False, max_digits=6, decimal_places=3,
+                                    help_text=_("Empty for whole points; 0.5 for half points (0, 0.5, ..., 5)."))
+    anchors = forms.CharField(required=False, label=_("Scale: anchor labels"),
+                              widget=forms.Textarea(attrs={"rows": 2}),
+                              help_text=_('One point a line: "1 = poor | 差" (Chinese after | is optional).'))
+    levels = forms.CharField(required=False, label=_("Levels"), widget=forms.Textarea(attrs={"rows": 3}),
+                             help_text=_('One level a line, lowest first: "1 = Unsatisfactory | 不合格".'))
 
     def __init__(self, *args, dimensions=(), **kwargs):
         kwargs.setdefault("auto_id", "item_%s")
@@ -97,10 +110,10 @@ class ItemForm(forms.Form):
         self.fields["dimension"].choices = [(d.code, f"{d.code} {d.name_en or d.name_zh}") for d in dimensions]
 
     def clean_anchors(self):
-        return _pairs(self.cleaned_data.get("anchors", ""), "Anchor labels")
+        return _pairs(self.cleaned_data.get("anchors", ""), _("Anchor labels"))
 
     def clean_levels(self):
-        return _pairs(self.cleaned_data.get("levels", ""), "Levels")
+        return _pairs(self.cleaned_data.get("levels", ""), _("Levels"))
 
     def entry(self) -> dict:
         """The item in the instrument file's format."""
@@ -198,9 +211,10 @@ class AddRatersForm(forms.Form):
 
 
 class UploadDialoguesForm(forms.Form):
-    corpus_name = forms.CharField(max_length=200, label="Corpus",
-                                  help_text="An existing corpus name adds to it; a new name creates it.")
-    file = forms.FileField(help_text="JSON Lines: one dialogue per line (id, self_report, turns, model, language, "
-                                     "split, meta), or one question-answer item per line (id, question, answer, "
-                                     "reference, model, language, split, meta).")
-    update = forms.BooleanField(required=False, label="Replace dialogues whose id is already in the corpus")
+    corpus_name = forms.CharField(max_length=200, label=_("Corpus"),
+                                  help_text=_("An existing corpus name adds to it; a new name creates it."))
+    file = forms.FileField(label=_("File"),
+                           help_text=_("JSON Lines: one dialogue per line (id, self_report, turns, model, language, "
+                                       "split, meta), or one question-answer item per line (id, question, answer, "
+                                       "reference, model, language, split, meta)."))
+    update = forms.BooleanField(required=False, label=_("Replace dialogues whose id is already in the corpus"))

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from annotation.scores import ScoreField, grid, step_text
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
@@ -87,9 +88,9 @@ class ScaleVersion(ProjectOwned):
     A draft is seen only in its project; published and retired versions form a library every project may use."""
 
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        PUBLISHED = "published", "Published"
-        RETIRED = "retired", "Retired"
+        DRAFT = "draft", _("Draft")
+        PUBLISHED = "published", _("Published")
+        RETIRED = "retired", _("Retired")
 
     scale = models.ForeignKey(Scale, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
@@ -322,11 +323,11 @@ class Corpus(ProjectOwned, SoftDeletable):
 
 
 class PrivacyStatus(models.TextChoices):
-    CLEAR = "clear", "Nothing found"
-    FLAGGED = "flagged", "Flagged for review"
-    REDACTED = "redacted", "Reviewed and redacted"
-    ACCEPTED = "accepted", "Reviewed, kept as is"
-    EXCLUDED = "excluded", "Excluded"
+    CLEAR = "clear", _("Nothing found")
+    FLAGGED = "flagged", _("Flagged for review")
+    REDACTED = "redacted", _("Reviewed and redacted")
+    ACCEPTED = "accepted", _("Reviewed, kept as is")
+    EXCLUDED = "excluded", _("Excluded")
 
 
 class Dialogue(ProjectScoped, SoftDeletable):
@@ -652,9 +653,9 @@ class LabelChange(ProjectScoped):
     project_path = "label__campaign__project"
 
     class Source(models.TextChoices):
-        RATER = "rater", "Rater"
-        IMPORT = "import", "Import"
-        COORDINATOR = "coordinator", "Coordinator"
+        RATER = "rater", _("Rater")
+        IMPORT = "import", _("Import")
+        COORDINATOR = "coordinator", _("Coordinator")
 
     label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="changes")
     changed_by = models.ForeignKey(

@@ -11,6 +11,8 @@ from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
@@ -27,12 +29,13 @@ STAFF_ROLES = (COORDINATOR, ANALYST)
 
 
 def scale_language(request) -> str:
-    """The language the scale is shown in: ?lang= switches it and the choice is remembered."""
+    """The language the scale is shown in: ?lang= switches it and the choice is remembered; until then, the page's
+    own language (Chinese pages show the items in Chinese)."""
     lang = request.GET.get("lang")
     if lang in {"en", "zh"}:
         request.session["scale_lang"] = lang
         return lang
-    return request.session.get("scale_lang", "en")
+    return request.session.get("scale_lang") or ("zh" if (translation.get_language() or "").startswith("zh") else "en")
 
 
 @login_required
@@ -342,7 +345,8 @@ def corpus_detail(request, pk: int):
     )
     summary = list(summary)
     # A page of the dialogues at a time; the composition above counts them all (its sum is the pager's count).
-    pager = paginate(request, dialogues, label="dialogues", count=sum(row["n"] for row in summary), anchor="dialogues")
+    pager = paginate(request, dialogues, label=gettext("dialogues"), count=sum(row["n"] for row in summary),
+                     anchor="dialogues")
     return render(request, "annotation/corpus_detail.html",
                   {"corpus": corpus, "dialogues": pager.rows, "pager": pager, "summary": summary,
                    "flagged_count": dialogues.filter(privacy_status=PrivacyStatus.FLAGGED).count()})

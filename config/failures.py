@@ -21,6 +21,7 @@ import sys
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
+from django.utils.translation import gettext as _
 from django.views import defaults
 
 from annotation import failures, storable
@@ -41,7 +42,7 @@ def error_response(request, status: int, title: str, message: str, *, retry_afte
 
 def outage_response(request, exc: BaseException):
     failures.log_outage(request, exc)
-    response = error_response(request, 503, "Try again in a moment", failures.OUTAGE_MESSAGE,
+    response = error_response(request, 503, _("Try again in a moment"), str(failures.OUTAGE_MESSAGE),
                               retry_after=failures.RETRY_AFTER_SECONDS)
     response._has_been_logged = True  # the warning line above is the log entry, not a traceback
     return response
@@ -53,12 +54,12 @@ def handler500(request, *args, **kwargs):
         return outage_response(request, exc)
     if failures.is_refused_value(exc):
         failures.log_refused_value(request, exc)
-        response = error_response(request, 400, "Value refused", failures.DATA_MESSAGE)
+        response = error_response(request, 400, _("Value refused"), str(failures.DATA_MESSAGE))
         response._has_been_logged = True
         return response
-    return error_response(request, 500, "Something went wrong",
-                          "The server failed to answer this request; the error was logged. Nothing you saved "
-                          "before was lost. Please try again, and tell the coordinator if it persists.")
+    return error_response(request, 500, _("Something went wrong"),
+                          _("The server failed to answer this request; the error was logged. Nothing you saved "
+                            "before was lost. Please try again, and tell the coordinator if it persists."))
 
 
 def handler403(request, exception=None, *args, **kwargs):
@@ -86,8 +87,8 @@ def handler403(request, exception=None, *args, **kwargs):
 def handler400(request, exception=None, *args, **kwargs):
     """Our own refusals (BadRequest, e.g. a non-numeric parameter) say why; Django's security refusals
     (SuspiciousOperation) stay generic."""
-    message = str(exception) if type(exception) is BadRequest and str(exception) else "The request is malformed."
-    return error_response(request, 400, "Bad request", message)
+    message = str(exception) if type(exception) is BadRequest and str(exception) else _("The request is malformed.")
+    return error_response(request, 400, _("Bad request"), message)
 
 
 NUL_MESSAGE = "The request contains a NUL character (\\x00), which cannot be stored; remove it and try again."

@@ -105,6 +105,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The page's language: Django's LocaleMiddleware, after the user is known, as it reads the account's preference
+    # first (config/language.py). No URL carries a language prefix, so it need not come before CommonMiddleware.
+    "config.language.LanguageMiddleware",
     # request.project and its scope: the project a page works in (projects/access.py; the API's authentication
     # does the same).
     "projects.access.ProjectMiddleware",
@@ -128,6 +131,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "projects.context_processors.roles",
@@ -222,7 +226,24 @@ AXES_LOCKOUT_CALLABLE = "annotation.throttle.lockout_response"
 AXES_ENABLE_ADMIN = False  # counts live in the cache, not in axes' tables
 AXES_CLIENT_IP_CALLABLE = "annotation.throttle.client_address"
 
-LANGUAGE_CODE = "en"
+# The languages of the pages (docs/translators.md says how to add one). What a person sees: the language set in their
+# account menu, else the one their browser asks for (Accept-Language), else LANGUAGE_CODE (config/language.py).
+# Catalogues: each app's Python strings in <app>/locale/, the site's templates, config/ and static/js in locale/.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+
+
+def _language_code() -> str:
+    raw = os.environ.get("LANGUAGE_CODE", "").strip().lower()
+    if not raw:
+        return "en"
+    codes = [code for code, _ in LANGUAGES]
+    if raw not in codes:
+        raise ConfigError(f"LANGUAGE_CODE={raw!r} is not one of this instance's languages: {', '.join(codes)}.")
+    return raw
+
+
+LANGUAGE_CODE = _language_code()
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -252,6 +273,11 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
+# The language chosen before signing in (the login page's menu) or last chosen in the account menu, for a year.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 
 
 def _proxy_ssl_header() -> tuple[str, str] | None:

@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path, re_path, reverse_lazy
+from django.views.decorators.cache import cache_control
+from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
@@ -62,8 +64,14 @@ accounts = [
     path("token/", annotation_views.api_token, name="api-token-page"),
 ]
 
+# The JavaScript strings (static/js) of the page's language; base.html asks for it with the language in the query,
+# so a browser may keep each language's for an hour.
+javascript_catalog = cache_control(max_age=3600, private=True)(
+    JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"]))
+
 urlpatterns = [
     *rating_urlpatterns,
+    path("jsi18n/", javascript_catalog, name="javascript-catalog"),
     path("healthz", healthz, name="healthz"),
     # The manual (docs/, built with MkDocs on first use) behind the Help link; signed-in users only.
     path("help/", manual, name="help"),

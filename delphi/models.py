@@ -154,6 +154,10 @@ class Panelist(ProjectScoped, SoftDeletable):
     education = models.CharField(max_length=100, blank=True)
     professional_title = models.CharField(max_length=100, blank=True)
     working_years = models.PositiveSmallIntegerField(null=True, blank=True)
+    language = models.CharField(
+        max_length=16, blank=True,
+        help_text="The language the panel link's pages and e-mails are in (a code of settings.LANGUAGES); empty: "
+                  "the language the panellist's browser asks for.")
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                  related_name="+")
     added_at = models.DateTimeField(default=timezone.now)

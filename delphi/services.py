@@ -968,6 +968,20 @@ def new_link(panelist: Panelist, user) -> Panelist:
 
 
 @transaction.atomic
+def set_language(panelist: Panelist, user, code: str) -> Panelist:
+    """The language the panellist's link opens in ('' = the language their browser asks for)."""
+    from projects.language import supported
+
+    language = supported(code) if code else ""
+    if language is None:
+        raise DelphiError(f"No language {code!r} on this site.")
+    Panelist.objects.filter(pk=panelist.pk).update(language=language)
+    AuditEvent.record(user, "delphi.panel.language", panelist, language=language)
+    panelist.language = language
+    return panelist
+
+
+@transaction.atomic
 def delete_study(study: DelphiStudy, user, reason: str) -> None:
     if study.rounds.filter(status=Round.Status.OPEN).exists():
         raise DelphiError("Close the open round before deleting the study.", status=409)

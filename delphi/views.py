@@ -6,14 +6,17 @@ personal signed link (no account needed) and never see anyone else's identity or
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import translation
 from django.utils.cache import patch_cache_control
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation.models import Item
@@ -171,6 +174,11 @@ def panelist_action(request, pk: int, action: str):
         if action == "remove":
             services.remove_panelist(panelist, request.user, request.POST.get("reason", ""))
             messages.success(request, f"{panelist.pseudonym} removed from the panel; their link no longer works.")
+        elif action == "language":
+            services.set_language(panelist, request.user, request.POST.get("language", ""))
+            messages.success(request, _("%(pseudonym)s's link now opens in %(language)s.") % {
+                "pseudonym": panelist.pseudonym,
+                "language": dict(settings.LANGUAGES).get(panelist.language) or _("the browser's language")})
         elif action == "new-link":
             services.new_link(panelist, request.user)
             messages.success(request, f"Old links of {panelist.pseudonym} revoked; a new link was e-mailed if a "
@@ -454,9 +462,12 @@ def _link_error(request, exc: LinkError) -> HttpResponse:
 
 
 def _panelist(token: str) -> Panelist:
-    """The panelist a link belongs to (LinkError otherwise); the rest of the request works in the study's project."""
+    """The panelist a link belongs to (LinkError otherwise); the rest of the request works in the study's project
+    and in the language the coordinator set for the panellist (if any: else the browser's)."""
     panelist = services.resolve_token(token)
     scoping.activate(panelist.study.project_id)
+    if panelist.language:
+        translation.activate(panelist.language)
     return panelist
 
 

@@ -22,6 +22,8 @@ def roles(request):
                "project": project}
     if getattr(user, "is_authenticated", False):
         from projects.access import projects_of
+        from projects.language import account_language
 
         context["user_projects"] = projects_of(user)
+        context["account_language"] = account_language(request)
     return context

@@ -249,3 +249,17 @@ class Pseudonym(ProjectOwned):
 
     def __str__(self) -> str:
         return self.code
+
+
+class AccountSettings(models.Model):
+    """A person's own settings, the same in every project: the language of their pages (``projects.language``).
+    One row per user, made when they first choose; no row means the browser's language decides."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_settings")
+    language = models.CharField(
+        max_length=16, blank=True,
+        help_text="A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for.")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.language or 'browser language'})"

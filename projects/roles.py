@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.apps import apps
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import Membership, is_admin
 
@@ -23,10 +24,10 @@ ADMIN = "admin"
 ROLES = (PHYSICIAN, COORDINATOR, ANALYST, ADMIN)
 PROJECT_ROLES = (PHYSICIAN, COORDINATOR, ANALYST)
 ROLE_LABELS = {
-    PHYSICIAN: "Physician (annotator)",
-    COORDINATOR: "Coordinator",
-    ANALYST: "Analyst",
-    ADMIN: "Administrator",
+    PHYSICIAN: _("Physician (annotator)"),
+    COORDINATOR: _("Coordinator"),
+    ANALYST: _("Analyst"),
+    ADMIN: _("Administrator"),
 }
 
 

@@ -92,7 +92,7 @@ def members(project: Project) -> list[dict]:
     for membership in (Membership.objects.filter(project=project).select_related("user")
                        .order_by("user__username", "role")):
         row = rows.setdefault(membership.user_id, {"user": membership.user, "roles": []})
-        row["roles"].append(ROLE_LABELS[membership.role])
+        row["roles"].append(str(ROLE_LABELS[membership.role]))
     return list(rows.values())
 
 

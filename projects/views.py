@@ -7,33 +7,36 @@ list and get 403 on the forms' actions (as role-restricted pages do)."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.mail import send_mail
-from django.http import Http404
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from projects import access, accounts, services
+from projects import access, accounts, language, services
 from projects.models import Membership, Project
 from projects.roles import PHYSICIAN, PROJECT_ROLES, ROLE_LABELS, is_admin
 
 
 class NewProjectForm(forms.Form):
-    name = forms.CharField(max_length=100, label="Project name")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    name = forms.CharField(max_length=100, label=gettext_lazy("Project name"))
+    description = forms.CharField(required=False, label=gettext_lazy("Description"),
+                                  widget=forms.Textarea(attrs={"rows": 2}))
 
 
 class AddMemberForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text=_(
+    username = forms.CharField(max_length=150, label=gettext_lazy("Username"), help_text=gettext_lazy(
         "The account name of someone you already work with in one of your projects; for a new person, create an "
         "account below."))
-    role = forms.ChoiceField(choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES])
+    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES])
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "member_%s")
@@ -43,12 +46,13 @@ class AddMemberForm(forms.Form):
 class NewAccountForm(forms.Form):
     """A new person's account in the project (a physician, usually), with a one-time set-password link."""
 
-    first_name = forms.CharField(max_length=150, label=_("First name"), required=False)
-    last_name = forms.CharField(max_length=150, label=_("Last name"))
-    email = forms.EmailField(required=False, label=_("E-mail (optional)"), help_text=_(
+    first_name = forms.CharField(max_length=150, label=gettext_lazy("First name"), required=False)
+    last_name = forms.CharField(max_length=150, label=gettext_lazy("Last name"))
+    email = forms.EmailField(required=False, label=gettext_lazy("E-mail (optional)"), help_text=gettext_lazy(
         "With a mail server configured, the set-password link is e-mailed here; otherwise it is shown once on this "
         "page for you to hand over."))
-    role = forms.ChoiceField(choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES], initial=PHYSICIAN)
+    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES],
+                             initial=PHYSICIAN)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "account_%s")
@@ -63,7 +67,7 @@ def _project(request, pk: int) -> Project:
 def _manageable(request, pk: int) -> Project:
     project = _project(request, pk)
     if not services.may_manage_members(request.user, project):
-        raise PermissionDenied("Only the project's coordinators and administrators add and remove its members.")
+        raise PermissionDenied(_("Only the project's coordinators and administrators add and remove its members."))
     return project
 
 
@@ -72,7 +76,7 @@ def project_list(request):
     form = NewProjectForm(request.POST or None) if is_admin(request.user) else None
     if request.method == "POST":
         if form is None:
-            raise PermissionDenied("Only administrators create projects.")
+            raise PermissionDenied(_("Only administrators create projects."))
         if form.is_valid():
             try:
                 project = services.create_project(form.cleaned_data["name"], by=request.user,
@@ -80,7 +84,8 @@ def project_list(request):
             except services.ProjectError as exc:
                 form.add_error("name", str(exc))
             else:
-                messages.success(request, f"Project {project.name!r} created. Add its members next.")
+                messages.success(request,
+                                 _("Project “%(name)s” created. Add its members next.") % {"name": project.name})
                 return redirect("project-detail", pk=project.pk)
     mine = list(access.projects_of(request.user))
     held = {}
@@ -131,7 +136,7 @@ def project_detail(request, pk: int):
             account_form = NewAccountForm() if new_account else account_form
     elif request.method == "POST":
         if form is None:
-            raise PermissionDenied("Only the project's coordinators and administrators add members.")
+            raise PermissionDenied(_("Only the project's coordinators and administrators add members."))
         if form.is_valid():
             user = accounts.visible_account(request.user, form.cleaned_data["username"])
             if user is None:  # missing, deactivated and unknown-to-you accounts answer alike
@@ -146,8 +151,10 @@ def project_detail(request, pk: int):
                     form.add_error(None, str(exc))
                 else:
                     role = ROLE_LABELS[form.cleaned_data["role"]]
-                    messages.success(request, f"{user.username} is now {role.lower()} in {project.name}."
-                                     if added else f"{user.username} was {role.lower()} in {project.name} already.")
+                    values = {"user": user.username, "role": role, "project": project.name}
+                    messages.success(request, _("%(user)s is now a member of %(project)s: %(role)s.") % values
+                                     if added else _("%(user)s was a member of %(project)s already: %(role)s.")
+                                     % values)
                     return redirect("project-detail", pk=project.pk)
     response = render(request, "projects/project_detail.html",
                       {"the_project": project, "members": services.members(project), "manage": manage, "form": form,
@@ -168,14 +175,15 @@ def member_remove(request, pk: int, user_id: int):
     if request.method == "POST":
         role = request.POST.get("role") or None
         if role is not None and role not in roles:
-            raise Http404("No such role of this member.")
+            raise Http404(_("No such role of this member."))
         try:
             removed = services.remove_member(project, member, role, by=request.user)
         except services.ProjectError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"{member.username}: {removed} role(s) in {project.name} removed; their work "
-                                      "stays in the project.")
+            messages.success(request, _("%(user)s: %(n)d role(s) in %(project)s removed; their work stays in the "
+                                        "project.") % {"user": member.username, "n": removed,
+                                                       "project": project.name})
         return redirect("project-detail", pk=project.pk)
     return render(request, "projects/project_member_remove.html",
                   {"the_project": project, "member": member, "roles": [(r, ROLE_LABELS[r]) for r in roles]})
@@ -187,7 +195,7 @@ def project_switch(request):
     """The navigation's switch: remember the chosen project in the session, then go home (or to a safe ``next``)."""
     project = access.find(request.user, request.POST.get("project", ""))
     if project is None:
-        raise Http404("No such project that you are a member of.")
+        raise Http404(_("No such project that you are a member of."))
     request.session[access.SESSION_KEY] = project.pk
     access.remember(request.user, project)
     target = request.POST.get("next") or ""
@@ -195,3 +203,29 @@ def project_switch(request):
                                            require_https=request.is_secure()):
         target = "home"
     return redirect(target)
+
+
+@require_POST
+def language_switch(request):
+    """The language menu (the account menu's, and the login page's before signing in): the signed-in user's choice
+    is stored with their account; for everyone the browser keeps it in the language cookie, so the login page after
+    signing out stays in it. An empty choice goes back to the browser's own language. Then back to a safe ``next``,
+    else to the page the menu was on (the Referer: the menus do not echo the page's address into the page)."""
+    code = request.POST.get("language", "")
+    chosen = language.supported(code) if code else None
+    if code and chosen is None:
+        return HttpResponseBadRequest(_("No such language on this site."), content_type="text/plain; charset=utf-8")
+    language.choose(request, code)
+    target = request.POST.get("next") or request.headers.get("referer") or ""
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        target = "home"
+    response = redirect(target)
+    if chosen:
+        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, chosen, max_age=settings.LANGUAGE_COOKIE_AGE,
+                            path=settings.LANGUAGE_COOKIE_PATH, samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+                            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY)
+    else:
+        response.delete_cookie(settings.LANGUAGE_COOKIE_NAME, path=settings.LANGUAGE_COOKIE_PATH,
+                               samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+    return response

@@ -28,7 +28,9 @@ def test_scale_page_lists_26_items_in_each_language(client, physician, lang, exp
     assert [c for c in codes if c != "4"] == ALL_CODES
     for text in expected:
         assert text in html
-    assert f'<html lang="{lang}">' in html
+    # the page is in the reader's language (English here); the scale's words say their own language
+    assert '<html lang="en">' in html
+    assert f'data-dimension="1" lang="{lang}"' in html
 
 
 def test_language_choice_is_remembered(client, physician):

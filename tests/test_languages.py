@@ -1,0 +1,333 @@
+"""The pages' languages: the catalogues (complete, compiled, in step with the sources), which language a person sees
+(account, browser, instance; a Delphi panellist's link), the pseudo-locale crawl of the converted pages
+(tests/pseudo_locale.py), numbers alike in every language, and exports that do not depend on it."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+from django.utils import translation
+from django.utils.text import Truncator
+from django.utils.translation import to_locale
+
+from projects import catalogues
+from tests import pseudo_locale
+from tests.pseudo_locale import PAGES, Page
+from tests.two_projects import shared_world
+
+world = pytest.fixture(scope="module")(shared_world)
+
+LANGUAGE_COOKIE = settings.LANGUAGE_COOKIE_NAME
+PLACEHOLDER = re.compile(r"%(?:\([a-z_]+\))?[sd]")
+
+
+@pytest.fixture(autouse=True)
+def _english_after():
+    """A request leaves its language active in the thread (as Django's LocaleMiddleware does): reset it."""
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
+
+
+# --- the catalogues ------------------------------------------------------------------------------------------------
+def _po(path):
+    import polib
+
+    return polib.pofile(str(path))
+
+
+def test_every_language_but_english_has_catalogues_for_the_site_and_the_scripts():
+    assert catalogues.languages() == ["zh-hans"]
+    for code in catalogues.languages():
+        folder = catalogues.root() / "locale" / to_locale(code) / "LC_MESSAGES"
+        assert (folder / "django.po").exists() and (folder / "djangojs.po").exists()
+
+
+@pytest.mark.parametrize("path", catalogues.po_files(), ids=lambda p: str(p.relative_to(catalogues.root())))
+def test_catalogue_is_complete_without_fuzzy_entries_and_keeps_the_placeholders(path):
+    po = _po(path)
+    assert not po.metadata_is_fuzzy
+    assert po.metadata["Plural-Forms"]
+    assert [e.msgid for e in po.untranslated_entries()] == []
+    assert [e.msgid for e in po.fuzzy_entries()] == []
+    for entry in po.translated_entries():
+        sources = [entry.msgid, entry.msgid_plural] if entry.msgid_plural else [entry.msgid]
+        translations = list(entry.msgstr_plural.values()) if entry.msgid_plural else [entry.msgstr]
+        wanted = sorted(set(PLACEHOLDER.findall(sources[-1])))
+        for text in translations:
+            assert sorted(set(PLACEHOLDER.findall(text))) == wanted, (entry.msgid, text)
+
+
+@pytest.mark.parametrize("path", catalogues.po_files(), ids=lambda p: str(p.relative_to(catalogues.root())))
+def test_committed_mo_file_is_what_the_po_file_compiles_to(path):
+    assert path.with_suffix(".mo").read_bytes() == _po(path).to_binary(), "run: manage.py catalogues --compile-only"
+
+
+@pytest.mark.skipif(not catalogues.has_gettext(), reason="extraction needs GNU gettext (xgettext, msgmerge)")
+def test_makemessages_would_add_or_drop_nothing():
+    assert catalogues.out_of_date() == {}, "run: manage.py catalogues"
+
+
+# --- which language a person sees ----------------------------------------------------------------------------------
+def _lang(response) -> str:
+    return re.search(rb'<html lang="([^"]+)"', response.content).group(1).decode()
+
+
+def test_without_accept_language_the_instance_default(client, db):
+    response = client.get(reverse("login"))
+    assert _lang(response) == "en" and response["Content-Language"] == "en"
+    assert "Accept-Language" in response["Vary"]
+    assert "Log in" in response.content.decode()
+
+
+def test_a_browser_asking_for_chinese_gets_chinese(client, db):
+    response = client.get(reverse("login"), headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"})
+    assert _lang(response) == "zh-hans" and response["Content-Language"] == "zh-hans"
+    assert "登录" in response.content.decode()
+
+
+def test_the_instance_default_comes_from_language_code(client, db, settings):
+    settings.LANGUAGE_CODE = "zh-hans"
+    assert _lang(client.get(reverse("login"))) == "zh-hans"
+    # a browser's own choice still wins over the instance's
+    assert _lang(client.get(reverse("login"), headers={"accept-language": "en-US,en;q=0.9"})) == "en"
+
+
+def test_language_code_setting_is_read_from_the_environment_and_checked(monkeypatch):
+    from config.errors import ConfigError
+    from config.settings import _language_code
+
+    monkeypatch.setenv("LANGUAGE_CODE", "zh-Hans")
+    assert _language_code() == "zh-hans"
+    monkeypatch.setenv("LANGUAGE_CODE", "")
+    assert _language_code() == "en"
+    monkeypatch.setenv("LANGUAGE_CODE", "fr")
+    with pytest.raises(ConfigError, match="LANGUAGE_CODE='fr' is not one of this instance's languages: en, zh-hans"):
+        _language_code()
+
+
+def test_the_login_page_switch_keeps_the_choice_in_the_browser(client, db):
+    login = "http://testserver" + reverse("login")
+    response = client.post(reverse("language-switch"), {"language": "zh-hans"}, headers={"referer": login})
+    assert response.status_code == 302 and response["Location"] == login
+    assert client.cookies[LANGUAGE_COOKIE].value == "zh-hans"
+    page = client.get(reverse("login"), headers={"accept-language": "en"})
+    assert _lang(page) == "zh-hans"
+    assert 'option value="zh-hans" lang="zh-hans" translate="no" selected' in page.content.decode()
+
+
+def test_the_account_menu_choice_is_stored_with_the_account_and_wins(client, world, db):
+    from projects.models import AccountSettings
+
+    user = world.alpha.physicians[1]
+    client.force_login(user)
+    english = {"accept-language": "en-US,en;q=0.9"}
+    assert _lang(client.get(reverse("project-list"), headers=english)) == "en"
+    response = client.post(reverse("language-switch"), {"language": "zh-hans", "next": reverse("project-list")},
+                           headers=english)
+    assert response["Location"] == reverse("project-list")
+    assert AccountSettings.objects.get(user=user).language == "zh-hans"
+    page = client.get(reverse("project-list"), headers=english)
+    assert _lang(page) == "zh-hans" and "您的角色" in page.content.decode()
+    assert 'data-testid="language-menu"' in page.content.decode()
+    # another browser, another session: the account's choice, whatever the browser asks for
+    other = type(client)()
+    other.force_login(user)
+    assert _lang(other.get(reverse("project-list"), headers=english)) == "zh-hans"
+    # back to the browser's language
+    back = client.post(reverse("language-switch"), {"language": ""}, headers={**english, "referer": "https://evil.example/"})
+    assert back["Location"] == reverse("home")  # never to another site
+    assert AccountSettings.objects.get(user=user).language == ""
+    assert _lang(client.get(reverse("project-list"), headers=english)) == "en"
+
+
+def test_an_unknown_language_is_refused_and_changes_nothing(client, world, db):
+    from projects.models import AccountSettings
+
+    client.force_login(world.alpha.analyst)
+    response = client.post(reverse("language-switch"), {"language": "xx-nope"})
+    assert response.status_code == 400 and b"No such language" in response.content
+    assert not AccountSettings.objects.filter(user=world.alpha.analyst).exists()
+    assert client.get(reverse("language-switch")).status_code == 405
+
+
+def test_the_javascript_catalogue_follows_the_page_language(client, db):
+    chinese = json.dumps("服务器未能完成该请求。")  # the catalogue is JSON in the script (non-ASCII escaped)
+    zh = client.get(reverse("javascript-catalog") + "?l=zh-hans", headers={"accept-language": "zh-CN"})
+    assert zh.status_code == 200 and chinese[1:-1] in zh.content.decode()
+    assert "private" in zh["Cache-Control"] and "max-age=3600" in zh["Cache-Control"]
+    en = client.get(reverse("javascript-catalog") + "?l=en")
+    assert chinese[1:-1] not in en.content.decode() and en.status_code == 200
+    page = client.get(reverse("login"))
+    assert f'src="{reverse("javascript-catalog")}?l=en"' in page.content.decode()
+
+
+def test_a_panel_link_opens_in_the_language_the_coordinator_set(client, world, db):
+    from delphi import services
+    from projects.models import AuditEvent
+
+    panelist = world.alpha.objects["panelist"]
+    link = reverse("delphi:panel-home", args=[services.make_token(panelist)])
+    english = {"accept-language": "en-US,en;q=0.9"}
+    assert client.get(link, headers=english)["Content-Language"] == "en"
+    coordinator = type(client)()
+    coordinator.force_login(world.alpha.coordinator)
+    url = reverse("delphi:panelist-action", args=[panelist.pk, "language"])
+    assert coordinator.post(url, {"language": "zh-hans"}).status_code == 302
+    panelist.refresh_from_db()
+    assert panelist.language == "zh-hans"
+    assert AuditEvent.unscoped.filter(action="delphi.panel.language", target_id=str(panelist.pk)).exists()
+    response = client.get(link, headers=english)
+    # the questionnaire's template is not translated yet: its html lang stays English, the language is in force
+    assert response["Content-Language"] == "zh-hans"
+    # unknown codes change nothing
+    coordinator.post(url, {"language": "tlh"})
+    panelist.refresh_from_db()
+    assert panelist.language == "zh-hans"
+    coordinator.post(url, {"language": ""})
+    panelist.refresh_from_db()
+    assert panelist.language == ""
+
+
+# --- exports do not depend on the language ------------------------------------------------------------------------
+def _content(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def _comparable(body: bytes, fmt: str):
+    """XLSX: every part of the workbook but its creation time (docProps/core.xml)."""
+    if fmt != "xlsx":
+        return body
+    with zipfile.ZipFile(io.BytesIO(body)) as book:
+        return {name: book.read(name) for name in book.namelist() if name != "docProps/core.xml"}
+
+
+@pytest.mark.parametrize("name, kwargs, fmt", [
+    ("campaign-export", {"fmt": "csv"}, "csv"), ("campaign-export", {"fmt": "json"}, "json"),
+    ("campaign-export", {"fmt": "xlsx"}, "xlsx"), ("delphi:study-export", {"what": "responses", "fmt": "xlsx"}, "xlsx"),
+])
+def test_an_export_is_byte_identical_whatever_the_language(client, world, db, name, kwargs, fmt):
+    client.force_login(world.alpha.coordinator)
+    pk = world.alpha.pk("campaign" if name == "campaign-export" else "delphi_study")
+    url = reverse(name, kwargs={"pk": pk, **kwargs})
+    bodies = []
+    for language in ("en", "zh-hans"):
+        response = client.get(url, headers={"accept-language": language})
+        assert response.status_code == 200, (language, response.status_code)
+        bodies.append(_comparable(_content(response), fmt))
+    assert bodies[0] == bodies[1]
+
+
+# --- the pseudo-locale crawl ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pseudo_locale_dir(tmp_path_factory):
+    return pseudo_locale.write_catalogue([*pseudo_locale.django_catalogues(), *catalogues.po_files()],
+                                         tmp_path_factory.mktemp("pseudo"),
+                                         to_locale(pseudo_locale.CODE))
+
+
+@pytest.fixture
+def in_pseudo_locale(settings, pseudo_locale_dir):
+    settings.LANGUAGES = [*settings.LANGUAGES, (pseudo_locale.CODE, "Pseudo")]
+    settings.LOCALE_PATHS = [pseudo_locale_dir, *settings.LOCALE_PATHS]
+    return pseudo_locale.CODE
+
+
+@pytest.fixture(scope="module")
+def data(world, django_db_blocker) -> list[str]:
+    """Every text of the database (and its truncations as the pages show them): what may stand outside the
+    markers."""
+    from django.apps import apps
+    from django.db import models
+
+    from annotation import instruments
+    from projects.scoping import scopes_disabled
+
+    values: set[str] = set()
+
+    def walk(value):
+        if isinstance(value, str):
+            values.add(value)
+        elif isinstance(value, dict):
+            for item in [*value.keys(), *value.values()]:
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    with django_db_blocker.unblock(), scopes_disabled():
+        for model in apps.get_models():
+            fields = [f.attname for f in model._meta.concrete_fields
+                      if isinstance(f, models.CharField | models.TextField | models.JSONField)]
+            if fields and model._meta.app_label in {"auth", "projects", "annotation", "scoring", "delphi"}:
+                for row in model._base_manager.values_list(*fields):
+                    for value in row:
+                        walk(value)
+        # the ready instruments' names and sources (their files, not the database)
+        for ready in instruments.shipped_available():
+            values.update([ready["name"], ready["source"]])
+    for value in list(values):
+        for length in (80, 110, 120, 140, 160):
+            values.add(Truncator(value).chars(length))
+    values.update(pseudo_locale.phrase_table())
+    return sorted((v for v in values if v.strip()), key=len, reverse=True)
+
+
+def _url(world, page: Page) -> str:
+    if page.path:
+        return page.path
+    side = world.alpha
+    args = []
+    for spec in page.args:
+        kind, _, attribute = spec.partition(".")
+        obj = {"project": side.project, "member": side.physicians[0]}.get(kind) or side.objects[kind]
+        args.append(getattr(obj, attribute or "pk"))
+    return reverse(page.name, args=args) + page.query
+
+
+def _get(client, world, page: Page, language: str):
+    if page.role != "anonymous":
+        client.force_login(world.alpha.user(page.role))
+    client.cookies[LANGUAGE_COOKIE] = language
+    response = client.get(_url(world, page))
+    assert response.status_code == page.status, (page.id, response.status_code)
+    return response.content.decode()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.id)
+def test_page_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(client, world, db, data,
+                                                                              in_pseudo_locale, page):
+    body = _get(client, world, page, in_pseudo_locale)
+    assert f'<html lang="{in_pseudo_locale}">' in body
+    assert pseudo_locale.OPEN in body  # the catalogue is in use
+    problems = pseudo_locale.untranslated(body, data)
+    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+
+
+def test_the_check_finds_an_english_literal_and_a_broken_marker():
+    page = "<html><body><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \
+           "<input type=submit value='Send'><p>⟦broken</p></main><footer>Not checked</footer></body></html>"
+    problems = pseudo_locale.untranslated(page, ["Alpha corpus"])
+    assert "Add a member" in problems and "Send" in problems
+    assert any(p.startswith("unbalanced markers") for p in problems)
+    assert not any("Alpha corpus" in p or "Not checked" in p or p == "12" for p in problems
+                   if not p.startswith("unbalanced"))
+
+
+NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.status == 200], ids=lambda p: p.id)
+def test_numbers_and_dates_are_written_alike_in_english_and_chinese(client, world, db, page):
+    """The pages' numbers (counts, versions, dates, times) do not change with the language: templates format them
+    themselves (``date:"Y-m-d"``, ``floatformat``), and the Chinese locale's separators are the English ones."""
+    found = {}
+    for language in ("en", "zh-hans"):
+        text, _ = pseudo_locale.visible_text(_get(client, world, page, language))
+        found[language] = sorted(NUMBER.findall(text))
+    assert found["en"] == found["zh-hans"]

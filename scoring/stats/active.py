@@ -1,0 +1,275 @@
+"""Active statistical inference for a mean score: the judge's uncertainty chooses what physicians label.
+
+Active inference (Zrnic and Candès, "Active Statistical Inference", ICML 2024) draws each dialogue i for physician
+labelling independently with its own inclusion probability pi_i (a Poisson sample: xi_i ~ Bernoulli(pi_i)), high
+where the judge is unsure and low where it is sure, and corrects by inverse-probability weights, so the estimate of
+the physicians' mean stays unbiased whatever the judge and the interval stays valid. Its variance is smallest when
+pi_i is proportional to the judge's expected error size sqrt(E[(Y - Yhat)^2 | dialogue]); pass the judge's
+uncertainty on that scale (a standard deviation of its score, or the square root of its probability of being wrong
+on a binary item).
+
+:func:`sampling_probabilities` builds the rule: proportional to the uncertainty, mixed with a uniform rule by a
+declared share (which bounds what a useless uncertainty can cost), clipped to [pi_min, 1] with the clipped mass
+spread over the other dialogues, summing to the budget (the expected number of labels).
+
+:func:`active_mean` offers two estimators on the same draw, both power-tuned:
+
+* ``estimator="ipw"`` (default): the paper's estimator,
+  theta = (1/N) sum_i [g_i + (Y_i - g_i) xi_i / pi_i] for a prediction g, standard error sd(terms) / sqrt(N)
+  (population sd, as ppi_py), with the paper's power tuning: the lambda that minimises the variance of the terms,
+  Cov(A, B) / Var(B) (sample moments, not clipped). As printed in the paper (``centred=False``) g = lambda Yhat,
+  A = Y xi/pi and B = Yhat (xi/pi - 1). By default (``centred=True``) g = c + lambda (Yhat - c) with c the judge's
+  mean over every dialogue (known without a label), A = Y xi/pi - c (xi/pi - 1) and B = (Yhat - c)(xi/pi - 1):
+  lambda then weighs the judge's information, not its level, so a judge that says nothing gets lambda near 0
+  (a random judge: about 1.1 times the physicians' own width, against 1.5 times as printed, where lambda stands in
+  for the mean). The paper's argument holds for any prediction fixed up to the tuned lambda. Counting the randomness
+  of the number of labels drawn, with every probability equal its point estimate at a fixed lambda is PPI's with the
+  judge's scores of *all* dialogues as the imputed part (tested against ppi_py), and its interval is a little wider
+  than PPI++'s on a fixed-size sample.
+* ``estimator="ratio"``: the inverse-probability-weighted PPI++ estimate
+  ``lambda * m_U(Yhat) + m_L(Y - lambda * Yhat)``, where m_L is the mean over the labelled dialogues weighted by
+  1/pi and m_U the mean over the unlabelled ones weighted by 1/(1 - pi) (Hajek means: the weights divided by their
+  sum), with the standard error sqrt(lambda^2 V_U(Yhat) + V_L(Y - lambda Yhat)) of the two weighted means
+  (V_S(x) = sum_S w^2 (x - m_S(x))^2 / (sum_S w)^2) and lambda the PPI++ plug-in
+  n_L C_L(Y, Yhat) / ((1 + n_L / n_U) var(Yhat)), n the Kish effective sizes (sum w)^2 / sum w^2, C_L the weighted
+  covariance as V_L, var(Yhat) over all dialogues (ddof 1), clipped to [0, 1] and 0 for a judge whose scores do not
+  vary. With every probability equal it *is* PPI++ (``scoring.stats.ppi.ppi_mean`` with the unlabelled dialogues
+  as its unlabelled set; tested to 1e-12). Under active sampling its tuned lambda, fitted on few heavily weighted
+  labels, undercovers (about 92% in the benchmark), so the app uses the paper's estimator.
+
+Both are valid only for labels drawn by the recorded rule: every labelled dialogue's pi is the probability it had
+when drawn, and a drawn dialogue left unlabelled (skipped, unfinished) breaks the design unless its absence is
+unrelated to its score. The kernels work along the last axis with any leading batch axes (simulations run thousands
+of studies at once); :func:`active_mean` returns a plain dict like ``ppi.ppi_mean``. Pure: numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from scoring.stats._common import _num
+from scoring.stats.ppi import SMALL_N, _check, difference, z_interval
+
+__all__ = ["ESTIMATORS", "sampling_probabilities", "draw", "active_mean_arrays", "active_mean", "difference"]
+
+ESTIMATORS = ("ipw", "ratio")
+#: Defaults chosen by ``bench/bench_active.py`` (docs/statistics.md): 55% of the budget spread uniformly (which
+#: bounds the loss when the uncertainty says nothing about the errors) and no dialogue below a tenth of the uniform
+#: rate's probability (which bounds the weights).
+UNIFORM_SHARE = 0.55
+PI_MIN_FACTOR = 0.1
+_EPS = 1e-12
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the sampling rule
+# ---------------------------------------------------------------------------------------------------------------
+def sampling_probabilities(uncertainty: Any, budget: float, *, uniform_share: float = UNIFORM_SHARE,
+                           pi_min: float | None = None) -> np.ndarray:
+    """Inclusion probabilities for a Poisson sample of expected size ``budget`` (along the last axis).
+
+    The rule r = budget * ((1 - s) u / sum(u) + s / N) with s = ``uniform_share``; then pi = clip(c r, ``pi_min``,
+    1) with the factor c that makes the sum ``budget`` (units clipped at 1 give their excess to the others, units
+    raised to pi_min take theirs from them, in proportion to the rule). ``pi_min`` None: ``PI_MIN_FACTOR`` times the
+    uniform rate budget / N. An uncertainty of 0 everywhere gives the uniform rule.
+    """
+    u = np.asarray(uncertainty, dtype=float)
+    if u.ndim == 0 or u.shape[-1] == 0:
+        raise ValueError("uncertainty must have one value per dialogue")
+    if not np.isfinite(u).all() or (u < 0).any():
+        raise ValueError("uncertainty must be finite and non-negative (one value per dialogue)")
+    if not 0 <= uniform_share <= 1:
+        raise ValueError("uniform_share must be between 0 and 1")
+    big_n = u.shape[-1]
+    if not 0 < budget <= big_n:
+        raise ValueError(f"the budget must be between 0 and the number of dialogues ({big_n})")
+    rate = budget / big_n
+    pi_min = PI_MIN_FACTOR * rate if pi_min is None else float(pi_min)
+    if not 0 < pi_min <= rate:
+        raise ValueError("pi_min must be positive and at most budget / N (else the budget cannot be met)")
+    total = u.sum(axis=-1, keepdims=True)
+    share = np.where(total > _EPS, u / np.where(total > _EPS, total, 1.0), 1.0 / big_n)
+    rule = budget * ((1.0 - uniform_share) * share + uniform_share / big_n)
+    # a dialogue of zero uncertainty with no uniform share still gets its turn once the others are at 1
+    rule = np.maximum(rule, 1e-9 * rule.max(axis=-1, keepdims=True))
+    # pi = clip(c * rule, pi_min, 1) with the c that makes the sum the budget (the sum grows with c: bisection)
+    low = np.zeros(rule.shape[:-1] + (1,))
+    positive = np.where(rule > 0, rule, np.inf).min(axis=-1, keepdims=True)
+    high = np.where(np.isfinite(positive), 1.0 / positive, 1.0)
+    for _ in range(200):
+        mid = (low + high) / 2
+        over = np.clip(mid * rule, pi_min, 1.0).sum(axis=-1, keepdims=True) > budget
+        low, high = np.where(over, low, mid), np.where(over, mid, high)
+        if (high - low <= 1e-15 * high).all():
+            break
+    pi = np.clip(high * rule, pi_min, 1.0)
+    # the last rounding: put the remainder on the units strictly inside the bounds
+    free = (pi > pi_min) & (pi < 1.0)
+    rest = budget - pi.sum(axis=-1, keepdims=True)
+    count = free.sum(axis=-1, keepdims=True)
+    return np.where(free, pi + rest / np.maximum(count, 1), pi)
+
+
+def draw(pi: Any, seed: int | np.random.Generator) -> np.ndarray:
+    """The Poisson sample: dialogue i labelled with probability pi_i, independently (a boolean mask)."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    pi = np.asarray(pi, dtype=float)
+    return rng.random(pi.shape) < pi
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# vectorised kernels (last axis = dialogues)
+# ---------------------------------------------------------------------------------------------------------------
+def _inputs(y: Any, yhat: Any, pi: Any, labelled: Any) -> tuple[np.ndarray, ...]:
+    yhat, pi = np.asarray(yhat, dtype=float), np.asarray(pi, dtype=float)
+    labelled = np.asarray(labelled, dtype=bool)
+    y = np.broadcast_to(np.asarray(y, dtype=float), yhat.shape)
+    if not (yhat.shape == pi.shape == labelled.shape):
+        raise ValueError("y, yhat, pi and labelled must have one value per dialogue (the same shape)")
+    if not np.isfinite(yhat).all():
+        raise ValueError("yhat must be a finite judge score for every dialogue")
+    if not ((pi > 0) & (pi <= 1)).all():
+        raise ValueError("every inclusion probability must be in (0, 1]")
+    if not np.isfinite(np.where(labelled, y, 0.0)).all():
+        raise ValueError("y must be a finite physician score for every labelled dialogue")
+    if (~labelled & (pi >= 1.0)).any():
+        raise ValueError("a dialogue drawn with probability 1 is unlabelled: the sample was not drawn by the rule")
+    return np.where(labelled, y, 0.0), yhat, pi, labelled
+
+
+def _hajek(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted (Hajek) mean, its linearised variance and the Kish effective size; w = 0 outside the group."""
+    total = w.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (w * x).sum(axis=-1) / total
+        var = (w ** 2 * (x - mean[..., None]) ** 2).sum(axis=-1) / total ** 2
+        n_eff = total ** 2 / (w ** 2).sum(axis=-1)
+    return mean, var, n_eff
+
+
+def _ratio(y, yhat, pi, labelled, lam):
+    a = np.where(labelled, 1.0 / pi, 0.0)
+    b = np.where(labelled, 0.0, 1.0 / np.where(labelled, 0.5, 1.0 - pi))
+    m_yl, v_yl, n_l = _hajek(y, a)
+    m_fl, v_fl, _ = _hajek(yhat, a)
+    m_fu, v_fu, n_u = _hajek(yhat, b)
+    census = ~(b > 0).any(axis=-1)  # every dialogue labelled: the judge adds nothing, lambda 0
+    m_fu, v_fu, n_u = (np.where(census, 0.0, x) for x in (m_fu, v_fu, n_u))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c_l = (a ** 2 * (y - m_yl[..., None]) * (yhat - m_fl[..., None])).sum(axis=-1) / a.sum(axis=-1) ** 2
+    if lam is None:
+        var_f = np.var(yhat, axis=-1, ddof=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            raw = n_l * c_l / ((1.0 + n_l / n_u) * var_f)
+        lam = np.where((var_f > _EPS) & ~census, np.clip(np.nan_to_num(raw), 0.0, 1.0), 0.0)
+    lam = np.where(census, 0.0, np.broadcast_to(np.asarray(lam, dtype=float), m_yl.shape))
+    value = lam * m_fu + m_yl - lam * m_fl
+    variance = lam ** 2 * v_fu + v_yl - 2 * lam * c_l + lam ** 2 * v_fl
+    return value, np.sqrt(np.maximum(variance, 0.0)), lam, np.sqrt(v_yl), np.zeros(value.shape)
+
+
+def _moment(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    return ((x - x.mean(axis=-1, keepdims=True)) * (z - z.mean(axis=-1, keepdims=True))).mean(axis=-1)
+
+
+def _ipw(y, yhat, pi, labelled, lam, centred=True):
+    w = np.where(labelled, 1.0 / pi, 0.0)
+    c1 = w - 1.0                   # xi / pi - 1, mean zero
+    # the prediction g = offset + lambda Yhat; centred: offset = (1 - lambda) mean(Yhat over every dialogue)
+    centre = yhat.mean(axis=-1, keepdims=True) if centred else np.zeros(yhat.shape[:-1] + (1,))
+    a = y * w - centre * c1        # Y xi/pi - centre (xi/pi - 1)
+    c2 = (yhat - centre) * c1      # (Yhat - centre) (xi/pi - 1)
+    if lam is None:
+        var_c2 = _moment(c2, c2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lam = np.where(var_c2 > _EPS, _moment(c2, a) / np.where(var_c2 > _EPS, var_c2, 1.0), 0.0)
+    lam = np.broadcast_to(np.asarray(lam, dtype=float), a.shape[:-1])
+    terms = a - lam[..., None] * c2   # g + (Y - g) xi / pi
+    big_n = terms.shape[-1]
+    offset = (1.0 - lam) * centre[..., 0]
+    var_c1 = _moment(c1, c1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weighted = np.where(var_c1 > _EPS, _moment(c1, y * w) / np.where(var_c1 > _EPS, var_c1, 1.0), 0.0)
+    physicians = y * w - weighted[..., None] * c1   # physicians only: the intercept alone
+    return (terms.mean(axis=-1), terms.std(axis=-1) / math.sqrt(big_n), lam,
+            physicians.std(axis=-1) / math.sqrt(big_n), offset)
+
+
+def active_mean_arrays(y: Any, yhat: Any, pi: Any, labelled: Any, *, alpha: float = 0.05,
+                       lam: float | np.ndarray | None = None, estimator: str = "ipw", centred: bool = True,
+                       alternative: str = "two-sided") -> dict[str, np.ndarray]:
+    """The active estimate of the mean of Y along the last axis (every dialogue, labelled or not).
+
+    ``y``: physicians' scores (anything, e.g. NaN, where unlabelled); ``yhat``: the judge's scores; ``pi``: each
+    dialogue's inclusion probability as drawn; ``labelled``: the drawn dialogues with physician labels.
+    ``lam=None`` tunes lambda; a number fixes it. ``centred``: see the module docstring (``"ipw"`` only). Returns
+    ``value``, ``se``, ``ci_low``, ``ci_high``, ``lam``, ``offset`` (the constant of the prediction g, (1 - lambda)
+    c) and ``classical_se`` (physicians only, weighted by the sampling probabilities).
+    """
+    _check(alpha, alternative)
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}")
+    y, yhat, pi, labelled = _inputs(y, yhat, pi, labelled)
+    if estimator == "ratio":
+        value, se, lam_, classical_se, offset = _ratio(y, yhat, pi, labelled, lam)
+    else:
+        value, se, lam_, classical_se, offset = _ipw(y, yhat, pi, labelled, lam, centred)
+    low, high = z_interval(value, se, alpha, alternative)
+    return {"value": value, "se": se, "ci_low": low, "ci_high": high, "lam": np.asarray(lam_, dtype=float),
+            "offset": np.asarray(offset, dtype=float), "classical_se": classical_se}
+
+
+def active_mean(y: Any, yhat: Any, pi: Any, labelled: Any, *, alpha: float = 0.05, lam: float | None = None,
+                estimator: str = "ipw", centred: bool = True, alternative: str = "two-sided") -> dict:
+    """Active estimate of the physicians' mean score as a dict.
+
+    ``{"value", "ci_low", "ci_high", "se", "lam", "n", "n_unlabeled", "expected_n", "classical_se",
+    "effective_n", "gain", "estimator", "warnings"}``: ``n`` labelled of ``n + n_unlabeled`` dialogues,
+    ``expected_n`` the budget (sum of pi); ``effective_n`` the number of uniformly drawn physician labels the
+    physicians-only interval would need to be as narrow, and ``gain`` = effective_n - n.
+    """
+    _check(alpha, alternative)
+    yhat_ = np.asarray(yhat, dtype=float).ravel()
+    y_ = np.asarray(y, dtype=float).ravel()
+    pi_ = np.asarray(pi, dtype=float).ravel()
+    lab = np.asarray(labelled, dtype=bool).ravel()
+    n, big_n = int(lab.sum()), int(lab.size)
+    out: dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "se": None, "lam": None,
+                           "offset": None, "n": n,
+                           "n_unlabeled": big_n - n, "expected_n": _num(pi_.sum()) if pi_.size else None,
+                           "classical_se": None, "effective_n": None, "gain": None, "estimator": estimator,
+                           "warnings": []}
+    if n == 0:
+        out["warnings"].append("No physician-labelled dialogue in the active sample: the estimate needs some to "
+                               "measure the judge's error.")
+        return out
+    if n < 2:
+        out["warnings"].append("The active estimate needs at least two physician-labelled dialogues.")
+        return out
+    if n == big_n:
+        out["warnings"].append("Every dialogue has physician labels: the judge adds nothing.")
+    figures = active_mean_arrays(y_, yhat_, pi_, lab, alpha=alpha, lam=lam, estimator=estimator,
+                                 centred=centred, alternative=alternative)
+    for key in ("value", "se", "ci_low", "ci_high", "lam", "offset", "classical_se"):
+        out[key] = _num(figures[key])
+    if float(np.var(yhat_)) <= _EPS:
+        out["warnings"].append("The judge gave every dialogue the same score: it carries no information and the "
+                               "estimate is the physicians' own (weighted by the sampling probabilities).")
+    labelled_y, weights = y_[lab], 1.0 / pi_[lab]
+    var_y = float(np.average((labelled_y - np.average(labelled_y, weights=weights)) ** 2, weights=weights))
+    if var_y <= _EPS:
+        out["warnings"].append("Every physician-labelled dialogue has the same score: the interval may have "
+                               "(nearly) zero width, which overstates how certain the mean is.")
+    elif out["se"] is not None and out["se"] > _EPS:
+        out["effective_n"] = var_y / out["se"] ** 2
+        out["gain"] = out["effective_n"] - n
+    if n < SMALL_N:
+        out["warnings"].append(f"Only {n} physician-labelled dialogues: a normal interval on fewer than "
+                               f"{SMALL_N} is rough.")
+    return out
+
+
+difference = difference  # models' dialogues are disjoint: independent estimates, variances add (ppi.difference)

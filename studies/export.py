@@ -245,7 +245,7 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "data/judge_results.csv": ("Every answer of every run with its parse", [
         ("run", STR), ("external_id", STR), ("item", STR), ("status", STR), ("value", NUM), ("p_yes", NUM),
         ("rationale", STR), ("from_cache", BOOL), ("attempts", INT), ("error", STR), ("call", STR),
-        ("imported_prompt", STR)]),
+        ("imported_prompt", STR), ("uncertainty", NUM)]),
     "data/llm_calls.csv": ("Every request and raw answer, with tokens, cost and time", [
         ("call", STR), ("endpoint", STR), ("model", STR), ("request", OBJ), ("response", OBJ), ("content", STR),
         ("prompt_tokens", INT), ("completion_tokens", INT), ("cost", NUM), ("latency_ms", INT), ("created_at", TIME)]),
@@ -402,10 +402,11 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "run": run_key[r["run_id"]], "external_id": ext[r["dialogue_id"]][1], "item": r["item__code"],
         "status": r["status"], "value": r["value"], "p_yes": r["p_yes"], "rationale": r["rationale"],
         "from_cache": r["from_cache"], "attempts": r["attempts"], "error": r["error"],
-        "call": r["call__key"] or "", "imported_prompt": r["imported_prompt__text"] or ""}
+        "call": r["call__key"] or "", "imported_prompt": r["imported_prompt__text"] or "",
+        "uncertainty": r["uncertainty"]}
         for r in JudgeResult.objects.filter(run__project=project).order_by("pk").values(
             "run_id", "dialogue_id", "item__code", "status", "value", "p_yes", "rationale", "from_cache",
-            "attempts", "error", "call__key", "imported_prompt__text").iterator(chunk_size=5000))
+            "attempts", "error", "call__key", "imported_prompt__text", "uncertainty").iterator(chunk_size=5000))
     from scoring.llm.models import LLMCall
 
     yield "data/llm_calls.csv", ({

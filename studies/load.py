@@ -438,6 +438,7 @@ def _load_judges(archive: Archive, out: Loaded) -> None:
         unit = JudgeResult(run=r, dialogue_id=out.dialogues[(r.corpus.name, row["external_id"])],
                            item_id=out.items[(version, row["item"])], status=row["status"],
                            value=_num(row, "value"), p_yes=_float(row, "p_yes"), rationale=_text(row, "rationale"),
+                           uncertainty=_float(row, "uncertainty"),
                            from_cache=_bool(row, "from_cache"), attempts=_int(row, "attempts") or 0,
                            error=_text(row, "error"))
         results.append(unit)

@@ -289,3 +289,49 @@ def test_difference_of_two_models():
     diff = active.difference(a, b)
     assert diff["value"] == pytest.approx(a["value"] - b["value"])
     assert diff["se"] == pytest.approx(math.hypot(a["se"], b["se"]))
+
+
+def test_deciles_of_an_informative_random_and_constant_uncertainty():
+    rng = np.random.default_rng(70)
+    u = rng.random(1000)
+    informative = active.by_decile(u, (rng.random(1000) < u).astype(float))
+    shares = [g["disagreement"] for g in informative["groups"]]
+    assert len(shares) == 10 and shares[-1] > shares[0] + 0.5 and informative["spearman"] > 0.5
+    assert sum(g["n"] for g in informative["groups"]) == 1000
+    unrelated = active.by_decile(u, (rng.random(1000) < 0.3).astype(float))
+    assert abs(unrelated["spearman"]) < 0.1
+    constant = active.by_decile(np.full(50, 0.2), rng.random(50))
+    assert constant["spearman"] is None and len(constant["groups"]) == 10
+    assert active.by_decile([], [])["groups"] == [] and active.by_decile([0.1, np.nan], [1.0, 0.0])["n"] == 1
+
+
+def test_answer_uncertainty_from_log_probabilities():
+    from types import SimpleNamespace
+
+    from annotation.models import Item
+    from scoring.judges.prompts import answer_uncertainty
+    from scoring.llm import fake
+
+    def response(top):
+        return {"choices": [{"logprobs": {"content": [{"token": top[0][0], "logprob": math.log(top[0][1]),
+                                                       "top_logprobs": [{"token": t, "logprob": math.log(p)}
+                                                                        for t, p in top]}]}}]}
+
+    binary = SimpleNamespace(response_type=Item.ResponseType.BINARY, allowed_values=lambda: [0, 1])
+    scale = SimpleNamespace(response_type=Item.ResponseType.SCALE, allowed_values=lambda: [0, 1, 2, 3, 4, 5])
+    assert answer_uncertainty(response([("Yes", 0.9), ("No", 0.1)]), binary, 1) == pytest.approx(math.sqrt(0.1))
+    assert answer_uncertainty(response([("No", 0.8), ("Yes", 0.2)]), binary, 0) == pytest.approx(math.sqrt(0.2))
+    # 4 with 0.6, 3 and 5 with 0.2 each: sqrt(0.2 + 0.2); "x" is not a score and is left out
+    got = answer_uncertainty(response([("4", 0.6), ("3", 0.2), ("5", 0.15), ("x", 0.05)]), scale, 4)
+    assert got == pytest.approx(math.sqrt((0.2 + 0.15) / 0.95))
+    assert answer_uncertainty({"choices": [{}]}, scale, 4) is None
+    assert answer_uncertainty(response([("4", 1.0)]), scale, None) is None
+    assert answer_uncertainty(response([("4", 1.0)]), scale, 4) == 0.0
+    # the built-in fake endpoint returns log-probabilities when asked, consistent with its answer
+    body = {"model": "fake", "logprobs": True, "top_logprobs": 5,
+            "messages": [{"role": "user", "content": "Item 1: Was it kind? Answer Yes or No, then the reason."}]}
+    answer = fake.completion(body)
+    content = answer["choices"][0]["message"]["content"]
+    u = answer_uncertainty(answer, binary, 1 if content.startswith("Yes") else 0)
+    assert u is not None and 0 < u < math.sqrt(0.45) + 1e-9
+    assert "logprobs" not in fake.completion({**body, "logprobs": False})["choices"][0]

@@ -90,7 +90,11 @@ def test_per_item_run_scores_every_unit_and_records_tokens_and_cost(make_config,
     binary = results.filter(item__code="1.1").first()
     assert binary.value in (0, 1) and binary.p_yes is not None and 0 <= binary.p_yes <= 1
     assert (binary.value == 1) == (binary.p_yes > 0.5)
+    # the judge's uncertainty from the same log-probabilities: sqrt(probability that the other answer is right)
+    assert binary.uncertainty == pytest.approx(min(binary.p_yes, 1 - binary.p_yes) ** 0.5, rel=1e-9)
     assert set(results.filter(item__code="4").values_list("value", flat=True)) <= {1, 2, 3}
+    # item 4 on levels 1-3: the fake weighs the neighbouring levels, so every answer has an uncertainty below 1
+    assert all(0 < u < 1 for u in results.filter(item__code="4").values_list("uncertainty", flat=True))
     progress = judging.progress(run)
     assert progress["calls"] == 9 and progress["prompt_tokens"] > 0 and progress["cost"] > 0
     call = LLMCall.objects.first()

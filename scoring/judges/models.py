@@ -184,6 +184,8 @@ class JudgeResult(ProjectScoped, WorkUnit):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
     value = ScoreField(null=True, blank=True)
     p_yes = models.FloatField(null=True, blank=True)
+    uncertainty = models.FloatField(null=True, blank=True, help_text="The judge's expected error size on this "
+                                    "answer (from log-probabilities, or the spread of repeated draws).")
     rationale = models.TextField(blank=True)
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
     from_cache = models.BooleanField(default=False)

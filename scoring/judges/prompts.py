@@ -256,6 +256,44 @@ def p_yes(response: dict | None) -> float | None:
     return yes / (yes + no) if yes + no > 0 else None
 
 
+def first_token_distribution(response: dict | None) -> dict[str, float]:
+    """The first token's top alternatives as probabilities, normalised over those returned ({} without logprobs)."""
+    try:
+        first = response["choices"][0]["logprobs"]["content"][0]
+    except (TypeError, KeyError, IndexError):
+        return {}
+    out: dict[str, float] = {}
+    for alt in first.get("top_logprobs") or [first]:
+        token = str(alt.get("token", "")).strip().lower()
+        if token and token not in out and isinstance(alt.get("logprob"), int | float):
+            out[token] = math.exp(alt["logprob"])
+    total = sum(out.values())
+    return {token: p / total for token, p in out.items()} if total > 0 else {}
+
+
+def answer_uncertainty(response: dict | None, item: Item, value: float | None) -> float | None:
+    """The judge's expected error size on its answer, from the first token's log-probabilities: the root mean square
+    distance of the item's values the endpoint weighed from the value given (a binary answer: the square root of the
+    probability that the other answer is right). None when the endpoint returned no usable log-probabilities."""
+    if value is None:
+        return None
+    if item.response_type == Item.ResponseType.BINARY:
+        probability = p_yes(response)
+        if probability is None:
+            return None
+        return math.sqrt(1.0 - probability if value == 1 else probability)
+    allowed = {float(v) for v in item.allowed_values()}
+    weights: dict[float, float] = {}
+    for token, p in first_token_distribution(response).items():
+        number = _number(token)
+        if number is not None and float(number) in allowed:
+            weights[float(number)] = weights.get(float(number), 0.0) + p
+    total = sum(weights.values())
+    if total <= 0 or float(value) not in weights:
+        return None
+    return math.sqrt(sum(p * (v - float(value)) ** 2 for v, p in weights.items()) / total)
+
+
 def parse_item(content: str, item: Item) -> tuple[int | float | None, str]:
     """Strict verdict on the first line: Yes/No (binary), one allowed level (levels) or a point of the item's scale
     (a whole number, or e.g. 4.5 on a scale in steps of 0.5); the rest is the reason."""

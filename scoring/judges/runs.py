@@ -33,6 +33,7 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     ROLE_NAMES,
     SYSTEM_PROMPT,
     YES,
+    answer_uncertainty,
     build_payload,
     default_prompt_set,
     dialogue_schema,
@@ -338,7 +339,8 @@ class JudgeHandler(engine.Handler):
                 item = context.items[item_id]
                 value, rationale = parse_item(content, item)
                 probability = p_yes(r.call.response) if item.response_type == Item.ResponseType.BINARY else None
-                rows.append((pk, [value, probability, rationale, DONE if value is not None else UNSCORED,
+                rows.append((pk, [value, probability, answer_uncertainty(r.call.response, item, value), rationale,
+                                  DONE if value is not None else UNSCORED,
                                   "" if value is not None else "The answer could not be parsed as a verdict.",
                                   call_id, r.from_cache, now]))
                 continue
@@ -349,14 +351,15 @@ class JudgeHandler(engine.Handler):
                 value = None if parsed is None else parsed.get(code)
                 problem = ("" if value is not None else "The answer holds no JSON object." if parsed is None else
                            f"The answer gives no score on item {code}'s scale (missing, or not one of its values).")
-                rows.append((pk, [value, None, reason if value is not None else content, DONE if value is not None
+                rows.append((pk, [value, None, None, reason if value is not None else content, DONE if value is not None
                                   else UNSCORED, problem, call_id, r.from_cache, now]))
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None,
                                                             "not_before": None}, only_status=["pending"])
 
 
 DONE, UNSCORED = JudgeResult.Status.DONE, JudgeResult.Status.UNSCORED
-RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "updated_at"]
+RESULT_FIELDS = ["value", "p_yes", "uncertainty", "rationale", "status", "error", "call", "from_cache",
+                 "updated_at"]
 HANDLER = engine.register(JudgeHandler())
 
 

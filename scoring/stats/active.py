@@ -53,7 +53,8 @@ import numpy as np
 from scoring.stats._common import _num
 from scoring.stats.ppi import SMALL_N, _check, difference, z_interval
 
-__all__ = ["ESTIMATORS", "sampling_probabilities", "draw", "active_mean_arrays", "active_mean", "difference"]
+__all__ = ["ESTIMATORS", "sampling_probabilities", "draw", "active_mean_arrays", "active_mean", "difference",
+           "by_decile"]
 
 ESTIMATORS = ("ipw", "ratio")
 #: Defaults chosen by ``bench/bench_active.py`` (docs/statistics.md): 55% of the budget spread uniformly (which
@@ -270,6 +271,31 @@ def active_mean(y: Any, yhat: Any, pi: Any, labelled: Any, *, alpha: float = 0.0
         out["warnings"].append(f"Only {n} physician-labelled dialogues: a normal interval on fewer than "
                                f"{SMALL_N} is rough.")
     return out
+
+
+def by_decile(uncertainty: Any, disagreement: Any, groups: int = 10) -> dict:
+    """Is the judge's uncertainty informative? The (dialogue, item) answers in ``groups`` equal-sized groups by
+    uncertainty (ascending; ties kept in input order), each with its count, uncertainty range and mean, and the mean
+    observed ``disagreement`` with the physicians; and Spearman's rho between the two over all answers (None when
+    either does not vary). An informative uncertainty shows disagreement rising with it."""
+    u = np.asarray(uncertainty, dtype=float).ravel()
+    d = np.asarray(disagreement, dtype=float).ravel()
+    if u.shape != d.shape:
+        raise ValueError("uncertainty and disagreement must have one value per answer")
+    keep = np.isfinite(u) & np.isfinite(d)
+    u, d = u[keep], d[keep]
+    order = np.argsort(u, kind="stable")
+    rows = []
+    for k, part in enumerate(np.array_split(order, min(groups, u.size)) if u.size else []):
+        rows.append({"group": k + 1, "n": int(part.size), "uncertainty_min": float(u[part].min()),
+                     "uncertainty_max": float(u[part].max()), "uncertainty_mean": float(u[part].mean()),
+                     "disagreement": float(d[part].mean())})
+    rho = None
+    if u.size > 2 and np.ptp(u) > _EPS and np.ptp(d) > _EPS:
+        from scipy.stats import spearmanr
+
+        rho = _num(spearmanr(u, d).statistic)
+    return {"groups": rows, "n": int(u.size), "spearman": rho}
 
 
 difference = difference  # models' dialogues are disjoint: independent estimates, variances add (ppi.difference)

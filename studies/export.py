@@ -227,7 +227,8 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("campaign", STR), ("external_id", STR), ("item", STR), ("value", NUM), ("reason", STR), ("decided_at", TIME)]),
     "data/random_samples.csv": ("Random samples with their seeds (dialogues by external id)", [
         ("campaign", STR), ("kind", STR), ("size", INT), ("seed", INT), ("stratified", BOOL), ("population", OBJ),
-        ("dialogues", OBJ), ("strata", OBJ), ("note", STR), ("created_at", TIME)]),
+        ("dialogues", OBJ), ("strata", OBJ), ("note", STR), ("created_at", TIME), ("probabilities", OBJ),
+        ("rule", OBJ)]),
     "data/prompt_sets.csv": ("Judge prompt templates", [
         ("prompt_set", STR), ("name", STR), ("version", INT), ("scale_version", STR), ("system_prompt", STR),
         ("dialogue_template", STR), ("per_dialogue_instruction", STR), ("note", STR)]),
@@ -366,7 +367,7 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "campaign": s.campaign.name, "kind": s.kind, "size": s.size, "seed": s.seed, "stratified": s.stratified,
         "population": [[ext[pk][1], model] for pk, model in s.population if pk in ext],
         "dialogues": [ext[pk][1] for pk in s.dialogues if pk in ext], "strata": s.strata, "note": s.note,
-        "created_at": s.created_at}
+        "created_at": s.created_at, **_active_sample_columns(s, ext)}
         for s in RandomSample.objects.filter(campaign__project=project).select_related("campaign").order_by("pk"))
     set_key = {p.pk: f"{p.name}@v{p.version}" for p in prompt_sets}
     yield "data/prompt_sets.csv", ({
@@ -538,3 +539,9 @@ def _crate(project: Project, writer: Writer, exported_at) -> dict:
     crate.add_file(dest_path=MANIFEST, properties={"name": "SHA-256 of every other file",
                                                    "encodingFormat": "application/json"})
     return crate.metadata.generate()
+
+
+def _active_sample_columns(sample: RandomSample, ext: dict) -> dict:
+    """An active sample's inclusion probabilities (by external id) and rule; empty for other samples."""
+    return {"probabilities": {ext[int(pk)][1]: p for pk, p in (sample.probabilities or {}).items() if int(pk) in ext},
+            "rule": sample.rule or {}}

@@ -350,7 +350,9 @@ def _load_work(archive: Archive, out: Loaded) -> None:
             population=[[out.dialogues[(corpus, ext)], model] for ext, model in _json(row, "population", [])],
             dialogues=sorted(out.dialogues[(corpus, ext)] for ext in _json(row, "dialogues", [])),
             strata=_json(row, "strata", {}), note=_text(row, "note"),
-            created_at=_when(row, "created_at") or timezone.now())
+            created_at=_when(row, "created_at") or timezone.now(),
+            probabilities={str(out.dialogues[(corpus, ext)]): p for ext, p in _json(row, "probabilities", {}).items()},
+            rule=_json(row, "rule", {}))
 
     out.counts["random samples"] = _table(archive, "data/random_samples.csv", sample)
 

@@ -335,3 +335,31 @@ def test_answer_uncertainty_from_log_probabilities():
     u = answer_uncertainty(answer, binary, 1 if content.startswith("Yes") else 0)
     assert u is not None and 0 < u < math.sqrt(0.45) + 1e-9
     assert "logprobs" not in fake.completion({**body, "logprobs": False})["choices"][0]
+
+
+def test_planned_labels_deliver_the_half_width():
+    """Plan from a uniform pilot of 100, then draw as many labels as planned, actively, in 300 studies: the
+    intervals come out about as wide as asked, and the active plan needs fewer labels than the uniform one; an
+    uncertainty unrelated to the errors plans no saving."""
+    rng = np.random.default_rng(71)
+    big_n = 600
+    size = np.where(rng.random(big_n) < 0.8, 0.2, 1.6)
+    y = rng.normal(3.0, 1.0, big_n)
+    yhat = y + rng.normal(0.0, size)
+    pilot = rng.choice(big_n, 100, replace=False)
+    plan = active.sample_size(y[pilot], yhat[pilot], size[pilot], size, 0.12)
+    assert plan["active"] < 0.8 * plan["uniform"] and plan["k"] > 0
+    studies = 300
+    ys = rng.normal(3.0, 1.0, (studies, big_n))
+    yhats = ys + rng.normal(0.0, np.broadcast_to(size, ys.shape))
+    pi = active.sampling_probabilities(np.broadcast_to(size, ys.shape), plan["active"])
+    labelled = active.draw(pi, rng)
+    out = active.active_mean_arrays(np.where(labelled, ys, np.nan), yhats, pi, labelled)
+    assert np.median((out["ci_high"] - out["ci_low"]) / 2) == pytest.approx(0.12, rel=0.15)
+    unrelated = active.sample_size(y[pilot], yhat[pilot], rng.permutation(size)[pilot], size, 0.12)
+    assert unrelated["active"] >= 0.95 * unrelated["uniform"]
+    flat = active.sample_size(np.full(50, 3.0), yhat[:50], size[:50], size, 0.12)
+    assert flat["uniform"] is None and "do not vary" in flat["warnings"][0]
+    assert active.sample_size([1.0, 2.0], [1.0, 2.0], [0.1, 0.2], size, 0.1)["uniform"] is None
+    with pytest.raises(ValueError):
+        active.sample_size(y[pilot], yhat[pilot], size[pilot], size, 0.0)

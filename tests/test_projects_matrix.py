@@ -117,6 +117,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "redaction-revoke": {"pk": "redaction"},
     **{f"campaign-{what}": {"pk": "campaign"}
        for what in ("detail", "add-raters", "assign", "sample", "allow-names")},
+    "campaign-active-sample": {"pk": "campaign"},
     "campaign-rater-toggle": {"pk": "campaign", "user_id": "rater"},
     "campaign-dialogue": {"pk": "campaign", "dialogue_id": "dialogue"},
     "campaign-dialogue-action": {"pk": "campaign", "dialogue_id": "dialogue"},

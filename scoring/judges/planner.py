@@ -14,7 +14,7 @@ from typing import Any
 
 from annotation import sampling
 from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
-from scoring.judges import estimates
+from scoring.judges import active_samples, estimates
 from scoring.judges.models import JudgeRun
 from scoring.judges.report import run_scale_version_id
 
@@ -86,4 +86,5 @@ def planner(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = 
     result = estimates.plan(scores, scope=chosen, half_width=half_width, totals=totals)["scopes"][0]
     out.update(ready=True, scopes=[s.as_dict() for s in scores.scopes], scope=chosen,
                half_width=result["half_width"], plan=result)
+    out["active"] = active_samples.plan(run, pilot, scores, chosen, result["half_width"])
     return out

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from scoring.stats._common import _num
-from scoring.stats.ppi import SMALL_N, _check, difference, z_interval
+from scoring.stats.ppi import SMALL_N, _check, difference, ndtri, z_interval
 
 __all__ = ["ESTIMATORS", "sampling_probabilities", "draw", "active_mean_arrays", "active_mean", "difference",
            "by_decile"]
@@ -296,6 +296,110 @@ def by_decile(uncertainty: Any, disagreement: Any, groups: int = 10) -> dict:
 
         rho = _num(spearmanr(u, d).statistic)
     return {"groups": rows, "n": int(u.size), "spearman": rho}
+
+
+def _planned_variance(errors: np.ndarray, pi: np.ndarray, var_y: float) -> float:
+    """Var of the paper's estimator, (1/N) [Var(Y) + mean(E[(Y - g)^2] (1/pi - 1))], for expected squared errors
+    ``errors`` and probabilities ``pi`` of every dialogue."""
+    return float((var_y + np.mean(errors * (1.0 / pi - 1.0))) / errors.size)
+
+
+def _weighted_residuals(y: np.ndarray, yhat: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Squared residuals of the weighted least-squares line of ``y`` on ``yhat``."""
+    my, mf = np.average(y, weights=w), np.average(yhat, weights=w)
+    var_f = float(np.average((yhat - mf) ** 2, weights=w))
+    slope = float(np.average((y - my) * (yhat - mf), weights=w) / var_f) if var_f > _EPS else 0.0
+    return ((y - my) - slope * (yhat - mf)) ** 2
+
+
+def _error_model(squared: np.ndarray, u2: np.ndarray) -> tuple[float, float]:
+    """Least squares of ``squared`` on [1, u2] with both coefficients non-negative (the better of the two
+    one-coefficient fits when the joint one has a negative coefficient)."""
+    design = np.column_stack([np.ones(u2.size), u2])
+    (base, k), *_ = np.linalg.lstsq(design, squared, rcond=None)
+    if base >= 0 and k >= 0:
+        return float(base), float(k)
+    only_base = (float(squared.mean()), 0.0)
+    only_k = (0.0, float((squared * u2).sum() / (u2 ** 2).sum())) if (u2 ** 2).sum() > _EPS else only_base
+    loss = [float(((squared - b - c * u2) ** 2).sum()) for b, c in (only_base, only_k)]
+    return only_base if loss[0] <= loss[1] else only_k
+
+
+def sample_size(y: Any, yhat: Any, uncertainty_labelled: Any, uncertainty: Any, half_width: float, *,
+                uniform_share: float = UNIFORM_SHARE, pi_min_factor: float = PI_MIN_FACTOR,
+                alpha: float = 0.05) -> dict:
+    """Physician labels needed for a two-sided interval of ``half_width`` on a mean score, drawn uniformly and by
+    the active rule, planned from a pilot: ``y``/``yhat``/``uncertainty_labelled`` on the pilot's labelled
+    dialogues, ``uncertainty`` on every dialogue the judge scores (N).
+
+    The judge's squared error is modelled as base + k u^2 (fitted on the pilot by least squares with base, k >= 0,
+    e the squared residual of the pilot's least-squares line of Y on Yhat, weighted by 1 / pi for the active design:
+    an uncertainty unrelated to the errors gets k near 0 and the plan no saving); the variance
+    of the estimate with probabilities pi is then (1/N) [Var(Y) + mean(k u^2 (1/pi - 1))], for the uniform rule
+    (pi = n/N) and for the active rule with its defaults; the smallest n whose variance reaches (h / z)^2. Returns
+    ``uniform``, ``active`` (None when not reachable with N labels), ``base``, ``k``, ``rho`` (Spearman of u and e
+    on the pilot) and ``warnings``."""
+    _check(alpha, "two-sided")
+    if not half_width > 0:
+        raise ValueError("the half-width must be positive")
+    y, yhat = np.asarray(y, dtype=float).ravel(), np.asarray(yhat, dtype=float).ravel()
+    u_lab = np.asarray(uncertainty_labelled, dtype=float).ravel()
+    u_all = np.asarray(uncertainty, dtype=float).ravel()
+    out: dict[str, Any] = {"half_width": float(half_width), "n_total": int(u_all.size), "n_pilot": int(y.size),
+                           "uniform": None, "active": None, "base": None, "k": None, "rho": None,
+                           "warnings": []}
+    if not (y.size == yhat.size == u_lab.size) or y.size < 3 or u_all.size < 2:
+        out["warnings"].append("The pilot needs at least three labelled dialogues with judge scores and an "
+                               "uncertainty.")
+        return out
+    if not (np.isfinite(y).all() and np.isfinite(yhat).all() and np.isfinite(u_lab).all()
+            and np.isfinite(u_all).all()):
+        raise ValueError("the pilot's scores and uncertainties must be finite numbers")
+    var_y = float(y.var())
+    if var_y <= _EPS:
+        out["warnings"].append("The pilot's physician scores do not vary: no sample size can be planned from it.")
+        return out
+    # the uniform design weighs every dialogue alike; the active one weighs the sure ones more (1 / pi), and the
+    # estimator's lambda follows: the residuals of each design's weighted least-squares line
+    mean_u = float(u_all.mean()) if u_all.mean() > _EPS else 1.0
+    relative = uniform_share + (1.0 - uniform_share) * u_lab / mean_u
+    squared = _weighted_residuals(y, yhat, np.ones(y.size))
+    squared_active = _weighted_residuals(y, yhat, 1.0 / relative)
+    base, k = _error_model(squared, u_lab ** 2)
+    base_a, k_a = _error_model(squared_active, u_lab ** 2)
+    out["base"], out["k"] = base_a, k_a
+    errors, errors_active = base + k * u_all ** 2, base_a + k_a * u_all ** 2
+    if k_a <= _EPS:
+        out["warnings"].append("On the pilot the judge's errors do not grow with its uncertainty: the active rule "
+                               "would not save labels.")
+    if np.ptp(u_lab) > _EPS and np.ptp(squared_active) > _EPS:
+        from scipy.stats import spearmanr
+
+        out["rho"] = _num(spearmanr(u_lab, squared_active).statistic)
+    target = (half_width / float(ndtri(1 - alpha / 2.0))) ** 2
+    big_n = u_all.size
+
+    def smallest(variance_at) -> int | None:
+        if variance_at(big_n) > target * (1 + 1e-12):
+            return None
+        low, high = 1, big_n  # variance falls with n: bisection
+        while low < high:
+            mid = (low + high) // 2
+            if variance_at(mid) <= target * (1 + 1e-12):
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+    out["uniform"] = smallest(lambda n: _planned_variance(errors, np.full(big_n, n / big_n), var_y))
+    min_u = float(u_all.max()) if u_all.max() > 0 else 1.0
+    rule_u = np.maximum(u_all, 0.0) if u_all.max() > 0 else np.full(big_n, min_u)
+    out["active"] = smallest(lambda n: _planned_variance(
+        errors_active, sampling_probabilities(rule_u, n, uniform_share=uniform_share, pi_min=pi_min_factor * n / big_n),
+        var_y))
+    if out["n_pilot"] < SMALL_N:
+        out["warnings"].append(f"The pilot has only {out['n_pilot']} labelled dialogues: the plan is rough.")
+    return out
 
 
 difference = difference  # models' dialogues are disjoint: independent estimates, variances add (ppi.difference)

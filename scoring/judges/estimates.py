@@ -523,6 +523,18 @@ def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = T
         "n0)); a plan is only as good as the pilot's estimate of the correlation and of the spread.")
 
 
+def active_methods(words: dict | None = None) -> str:
+    """The active estimate's method, added when the campaign drew an active sample."""
+    W = Words(words or None)
+    return (f" Active estimate (Zrnic T, Candès EJ (2024). Active statistical inference. ICML): the {W.units} were "
+            f"drawn independently, each with its recorded probability pi (higher where the judge was unsure); the "
+            f"estimate is the mean over every {W.unit} the judge scored of g + (Y - g) xi / pi, with g the judge's "
+            f"score shrunk towards its mean by a weight lambda chosen from the data to make the interval narrowest "
+            f"and xi 1 for a drawn {W.unit} with {W.rater} labels, and a normal interval from the terms' spread; the "
+            f"{W.raters}' own estimate is their mean weighted by 1 / pi (Hajek). PPI++ is not given for such a "
+            "sample, which is not uniform.")
+
+
 def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Scores | None = None, study=None,
                     judge: pd.DataFrame | None = None) -> dict:
     """The JSON block of the three estimates per doctor model and scope, the model differences, the ranking
@@ -568,7 +580,8 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         "ranking": ranking,
         "worth_text": _worth_text(scores, per_model, ranking["scope"]),
         "planner": plan(scores, alpha=alpha),
-        "methods": methods(alpha, scores.words, binary=binary),
+        "methods": methods(alpha, scores.words, binary=binary) + (active_methods(scores.words)
+                                                                   if scores.is_active else ""),
         "citation": CITATION,
         "warnings": list(scores.warnings),
     }

@@ -232,12 +232,17 @@ def describe(sample: RandomSample | None, unit: str = "dialogue", model: str = "
     when = f"{sample.created_at:%Y-%m-%d}"
     if sample.kind == RandomSample.Kind.ACTIVE:
         rule = sample.rule or {}
+
+        def figure(key: str) -> str:
+            value = rule.get(key)
+            return f"{value:.3g}" if isinstance(value, int | float) else "not recorded"
+
+        run = f"#{rule['run_id']}" if rule.get("run_id") else "not recorded"
         return (f"An active sample: {sample.size} of the {len(sample.population)} {units} in scope, each drawn "
-                f"independently with its own probability (budget {rule.get('budget', 'not recorded')}, uniform share "
-                f"{rule.get('uniform_share', 'not recorded')}, minimum probability "
-                f"{rule.get('pi_min', 'not recorded')}, following the uncertainty of judge run "
-                f"#{rule.get('run_id', 'not recorded')}), seed {sample.seed}, by {who} on {when}; anyone can draw it "
-                "again from the stored probabilities and the seed.")
+                f"independently with its own probability (budget {figure('budget')}, uniform share "
+                f"{figure('uniform_share')}, minimum probability {figure('pi_min')}, following the uncertainty of "
+                f"judge run {run}), seed {sample.seed}, by {who} on {when}; anyone can draw it again from the stored "
+                "probabilities and the seed.")
     if sample.kind == RandomSample.Kind.DECLARED:
         return (f"Declared by {who} on {when}: the imported labels of {sample.size} {unit}(s) come from a random "
                 f"sample of the {len(sample.population)} {units} in scope (the analyst's declaration, not checked "

@@ -363,3 +363,27 @@ def test_planned_labels_deliver_the_half_width():
     assert active.sample_size([1.0, 2.0], [1.0, 2.0], [0.1, 0.2], size, 0.1)["uniform"] is None
     with pytest.raises(ValueError):
         active.sample_size(y[pilot], yhat[pilot], size[pilot], size, 0.0)
+
+
+def test_self_consistency_spread_of_the_built_in_fake():
+    """The built-in fake endpoint answers n draws that differ; their spread around the first is the uncertainty."""
+    from types import SimpleNamespace
+
+    from annotation.models import Item
+    from scoring.judges.prompts import draws_uncertainty, parse_item
+    from scoring.llm import fake
+
+    binary = SimpleNamespace(response_type=Item.ResponseType.BINARY, allowed_values=lambda: [0, 1])
+    spreads = []
+    for k in range(20):
+        body = {"model": "fake", "n": 5, "messages": [
+            {"role": "user", "content": f"Dialogue {k}. Item 1: Was it kind? Answer Yes or No, then the reason."}]}
+        answer = fake.completion(body)
+        values = [parse_item(c["message"]["content"], binary)[0] for c in answer["choices"]]
+        assert len(values) == 5 and answer["usage"]["completion_tokens"] >= 5
+        spread = draws_uncertainty(answer, binary, values[0])
+        assert spread == pytest.approx(math.sqrt(sum((v - values[0]) ** 2 for v in values) / 5))
+        spreads.append(spread)
+    assert 0 < max(spreads) <= 1 and min(spreads) == 0.0  # some unanimous, some split
+    single = fake.completion({**body, "n": 1})
+    assert draws_uncertainty(single, binary, 1) is None and draws_uncertainty(single, binary, None) is None

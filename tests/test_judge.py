@@ -276,3 +276,16 @@ def test_a_prompt_template_fills_its_slots_as_plain_text(make_config, corpus, se
     text = judging.render_dialogue(prompt_set, corpus.dialogues.first())
     assert "{turns:>5000000}" in text and '{"a": 1}' in text and len(text) < 2000
     assert text.startswith("Report: Headache for")
+
+
+def test_self_consistency_asks_k_answers_in_each_request(make_config, corpus, server):
+    """draws = 3: one request per unit as before (the spending guard counts requests and their tokens), each asking
+    for n = 3 answers at the draw temperature; the spread of the answers is the stored uncertainty (the test
+    server answers the same three times: spread 0)."""
+    run = start(make_config(draws=3, draw_temperature=0.7), corpus, item_codes=["1.1", "4"])
+    drain(run)
+    assert run.status == "succeeded" and len(server.chat_requests) == 6
+    assert run.snapshot["draws"] == 3 and run.snapshot["draw_temperature"] == 0.7
+    bodies = [r["json"] for r in server.requests if r["json"].get("messages")]
+    assert all(b["n"] == 3 and b["temperature"] == 0.7 for b in bodies)
+    assert set(JudgeResult.objects.filter(run=run).values_list("uncertainty", flat=True)) == {0.0}

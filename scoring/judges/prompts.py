@@ -220,6 +220,9 @@ def build_payload(config: dict, prompt_set: PromptSet, dialogue: Dialogue, items
         if config.get("request_logprobs"):
             payload["logprobs"] = True
             payload["top_logprobs"] = 5
+        if config.get("draws", 1) > 1:  # self-consistency: k answers in the one request, at the draw temperature
+            payload["n"] = int(config["draws"])
+            payload["temperature"] = config.get("draw_temperature", 1.0)
         return payload
     if dialogue.is_answer:  # HIVMedQA's shape: the criteria with their ranges and benchmarks
         listing = "\n\n".join(criterion(n, item) for n, item in enumerate(items, start=1))
@@ -292,6 +295,27 @@ def answer_uncertainty(response: dict | None, item: Item, value: float | None) -
     if total <= 0 or float(value) not in weights:
         return None
     return math.sqrt(sum(p * (v - float(value)) ** 2 for v, p in weights.items()) / total)
+
+
+def draws_snapshot(config: JudgeConfig) -> dict[str, Any]:
+    """What a run keeps of the configuration's repeated draws (self-consistency); one draw in per-dialogue mode."""
+    per_item = config.mode == JudgeConfig.Mode.PER_ITEM
+    return {"draws": int(config.draws) if per_item else 1, "draw_temperature": float(config.draw_temperature)}
+
+
+def draws_uncertainty(response: dict | None, item: Item, value: float | None) -> float | None:
+    """The spread of the repeated answers of one request (self-consistency): the root mean square distance of every
+    parsable choice's verdict from the value kept (the first choice's). None with fewer than two parsable choices."""
+    if value is None:
+        return None
+    try:
+        contents = [choice["message"]["content"] for choice in response["choices"]]
+    except (TypeError, KeyError):
+        return None
+    values = [v for v, _ in (parse_item(text or "", item) for text in contents) if v is not None]
+    if len(values) < 2:
+        return None
+    return math.sqrt(sum((float(v) - float(value)) ** 2 for v in values) / len(values))
 
 
 def parse_item(content: str, item: Item) -> tuple[int | float | None, str]:

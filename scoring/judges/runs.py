@@ -37,6 +37,8 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     build_payload,
     default_prompt_set,
     dialogue_schema,
+    draws_snapshot,
+    draws_uncertainty,
     item_question,
     p_yes,
     parse_answer,
@@ -99,7 +101,8 @@ def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: li
     check_target(config.prompt_set.scale_version, corpus, RunError)
     run = JudgeRun.objects.create(project_id=corpus.project_id, config=config, corpus=corpus,
                                   item_codes=list(item_codes or []),
-                                  snapshot={**config_snapshot(config), "batch": bool(batch)}, created_by=user,
+                                  snapshot={**config_snapshot(config), **draws_snapshot(config),
+                                            "batch": bool(batch)}, created_by=user,
                                   filter_split=filter_split, filter_model=filter_model,
                                   filter_language=filter_language, batch=bool(batch), cost_cap=cost_cap,
                                   token_cap=token_cap)
@@ -339,7 +342,9 @@ class JudgeHandler(engine.Handler):
                 item = context.items[item_id]
                 value, rationale = parse_item(content, item)
                 probability = p_yes(r.call.response) if item.response_type == Item.ResponseType.BINARY else None
-                rows.append((pk, [value, probability, answer_uncertainty(r.call.response, item, value), rationale,
+                spread = (draws_uncertainty(r.call.response, item, value) if context.config.get("draws", 1) > 1
+                          else answer_uncertainty(r.call.response, item, value))
+                rows.append((pk, [value, probability, spread, rationale,
                                   DONE if value is not None else UNSCORED,
                                   "" if value is not None else "The answer could not be parsed as a verdict.",
                                   call_id, r.from_cache, now]))
@@ -400,7 +405,7 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     check_target(config.prompt_set.scale_version, corpus, RunError)
     run = JudgeRun(config=config, corpus=corpus, project_id=corpus.project_id, item_codes=list(item_codes or []),
                    filter_split=filter_split, filter_model=filter_model, filter_language=filter_language,
-                   snapshot={**config_snapshot(config), "batch": bool(batch)})
+                   snapshot={**config_snapshot(config), **draws_snapshot(config), "batch": bool(batch)})
     context = RunContext(config=run.snapshot, prompt_set=config.prompt_set,
                          items={i.pk: i for i in run_items(run)},
                          questions=dict(Prompt.objects.filter(prompt_set=config.prompt_set)
@@ -436,7 +441,7 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     prompt_tokens = round(chars / counted / 4 * calls)
     past = LLMCall.objects.filter(endpoint=endpoint.base_url, model=config.model).aggregate(  # the project's own
         n=Count("id"), mean=Avg("completion_tokens"))
-    per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
+    per_call = float(past["mean"]) if past["n"] else float(config.max_tokens) * draws_snapshot(config)["draws"]
     completion_tokens = round(per_call * calls)
     discount = BATCH_DISCOUNT if batch else Decimal(1)
     priced = bool(config.price_input_per_1k or config.price_output_per_1k)

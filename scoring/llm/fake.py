@@ -100,10 +100,10 @@ def judge_answer(question: str, seed: str) -> str | None:
     return None
 
 
-def chat_answer(body: dict) -> str:
-    """The synthetic content of a chat completion."""
+def chat_answer(body: dict, draw: int = 0) -> str:
+    """The synthetic content of a chat completion; ``draw`` > 0: another of the ``n`` answers asked for."""
     text = _text(body)
-    seed = f"{body.get('model', '')}|{text}"
+    seed = f"{body.get('model', '')}|{text}" + (f"|draw {draw}" if draw else "")
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema")
     if schema:
@@ -160,14 +160,17 @@ def first_token_logprobs(body: dict, content: str) -> dict:
 
 
 def completion(body: dict) -> dict:
-    content = chat_answer(body)
+    draws = max(1, min(int(body.get("n") or 1), 20))
+    contents = [chat_answer(body, draw) for draw in range(draws)]
+    content = contents[0]
     prompt_tokens = max(1, len(_text(body)) // 4)
-    completion_tokens = max(1, len(content) // 4)
+    completion_tokens = sum(max(1, len(text) // 4) for text in contents)
     return {"id": f"chatcmpl-fake-{hashlib.sha1(content.encode()).hexdigest()[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content},
-                         **({"logprobs": first_token_logprobs(body, content)} if body.get("logprobs") else {})}],
+            "choices": [{"index": i, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text},
+                         **({"logprobs": first_token_logprobs(body, text)} if body.get("logprobs") else {})}
+                        for i, text in enumerate(contents)],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
             "system_fingerprint": "fp_minicex_fake"}

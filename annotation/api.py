@@ -540,7 +540,7 @@ class RandomSampleSerializer(serializers.ModelSerializer):
     class Meta:
         model = RandomSample
         fields = ["kind", "size", "seed", "stratified", "population_size", "strata", "dialogues", "note",
-                  "created_by", "created_at", "text", "reproduces"]
+                  "created_by", "created_at", "text", "reproduces", "probabilities", "rule"]
 
     def get_population_size(self, sample: RandomSample) -> int:
         return len(sample.population)
@@ -549,7 +549,7 @@ class RandomSampleSerializer(serializers.ModelSerializer):
         return sampling.describe(sample)
 
     def get_reproduces(self, sample: RandomSample) -> bool | None:
-        if sample.kind != RandomSample.Kind.DRAWN:
+        if sample.kind not in (RandomSample.Kind.DRAWN, RandomSample.Kind.ACTIVE):
             return None
         return sampling.reproduce(sample) == sample.dialogues
 

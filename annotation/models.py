@@ -504,10 +504,11 @@ class Campaign(ProjectOwned, SoftDeletable):
         return qs
 
     def dialogues(self) -> models.QuerySet[Dialogue]:
-        """The dialogues in scope: the :meth:`population`, or the random sample drawn from it when the campaign has
-        one (a sample declared for imported labels does not narrow the scope)."""
+        """The dialogues in scope: the :meth:`population`, or the random (or active) sample drawn from it when the
+        campaign has one (a sample declared for imported labels does not narrow the scope)."""
         qs = self.population()
-        drawn = (RandomSample.objects.filter(campaign=self, kind=RandomSample.Kind.DRAWN)
+        drawn = (RandomSample.objects.filter(campaign=self,
+                                             kind__in=[RandomSample.Kind.DRAWN, RandomSample.Kind.ACTIVE])
                  .values_list("dialogues", flat=True).first())
         return qs if drawn is None else qs.filter(pk__in=drawn)
 
@@ -523,6 +524,7 @@ class RandomSample(ProjectScoped):
     class Kind(models.TextChoices):
         DRAWN = "drawn", "Drawn here with a recorded seed"
         DECLARED = "declared", "Declared for imported labels"
+        ACTIVE = "active", "Drawn here with a recorded seed, each dialogue with its own probability (active)"
 
     campaign = models.OneToOneField(Campaign, on_delete=models.PROTECT, related_name="random_sample")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -534,6 +536,11 @@ class RandomSample(ProjectScoped):
     dialogues = models.JSONField(default=list, help_text="Ids of the sampled dialogues, ascending.")
     strata = models.JSONField(default=dict, blank=True,
                               help_text='Per doctor model: {"population": N, "sample": n}.')
+    probabilities = models.JSONField(default=dict, blank=True,
+                                     help_text='Active samples: each dialogue\'s inclusion probability, {"id": pi}.')
+    rule = models.JSONField(default=dict, blank=True,
+                            help_text="Active samples: the rule (budget, uniform share, pi_min, the judge run whose "
+                                      "uncertainty it follows).")
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

@@ -70,11 +70,28 @@ def draw(population: Iterable[Sequence], size: int, seed: int, stratified: bool 
     return sorted(chosen), strata
 
 
+def draw_poisson(probabilities: dict[int, float], seed: int) -> list[int]:
+    """An active (Poisson) sample: the dialogues in ascending id order each get the next number of
+    ``random.Random(seed)`` and are in the sample when it is below their inclusion probability. Pure and
+    reproducible; the sample's size varies around the sum of the probabilities."""
+    rng = random.Random(seed)
+    return [pk for pk in sorted(int(k) for k in probabilities) if rng.random() < float(probabilities[pk])]
+
+
 def reproduce(sample: RandomSample) -> list[int]:
     """Draw a stored sample again from its population and seed (the same ids for a drawn sample)."""
+    if sample.kind == RandomSample.Kind.ACTIVE:
+        return draw_poisson({int(k): v for k, v in sample.probabilities.items()}, sample.seed)
     if sample.kind != RandomSample.Kind.DRAWN:
         raise ValueError("Only a drawn sample has a seed to reproduce it from.")
     return draw(sample.population, sample.size, sample.seed, sample.stratified)[0]
+
+
+def inclusion_probabilities(sample: RandomSample | None) -> dict[int, float] | None:
+    """Each dialogue's inclusion probability in an active sample (None for any other sample)."""
+    if sample is None or sample.kind != RandomSample.Kind.ACTIVE:
+        return None
+    return {int(k): float(v) for k, v in sample.probabilities.items()}
 
 
 def sample_of(campaign: Campaign) -> RandomSample | None:
@@ -98,22 +115,8 @@ def draw_sample(campaign: Campaign, *, size: int, stratified: bool = False, seed
     cannot be chosen after the fact) or a sample, and for campaigns of imported labels (declare theirs on import).
     ``seed``: None draws a fresh one, recorded with the sample."""
     Campaign.objects.select_for_update().get(pk=campaign.pk)
-    existing = sample_of(campaign)
-    if existing is not None:
-        raise CampaignError(f"This campaign already has its random sample ({existing.size} dialogues, "
-                            f"{existing.created_at:%Y-%m-%d}); a sample is drawn once.")
-    if campaign.phase == Campaign.Phase.IMPORTED:
-        raise CampaignError("Campaigns of imported labels do not draw samples; declare that imported labels come "
-                            "from a random sample on import (import_labels --random-sample).")
-    assigned = Assignment.objects.filter(campaign=campaign).count()
-    if assigned:
-        raise CampaignError(f"Draw the random sample before assigning: this campaign already has {assigned} "
-                            "assignment(s), so a sample drawn now would not decide which dialogues physicians "
-                            "rate.")
-    population = [[pk, model or UNKNOWN_MODEL] for pk, model in
-                  campaign.population().order_by("pk").values_list("pk", "source_model")]
-    if not population:
-        raise CampaignError("The campaign has no dialogues in scope to sample from.")
+    _check_can_draw(campaign)
+    population = _population(campaign)
     if not 1 <= size <= len(population):
         raise CampaignError(f"The sample size must be between 1 and {len(population)} (the dialogues in scope).")
     seed = _seed(seed)
@@ -126,6 +129,63 @@ def draw_sample(campaign: Campaign, *, size: int, stratified: bool = False, seed
     return sample
 
 
+def _population(campaign: Campaign) -> list[list]:
+    """The campaign's population as stored with a sample, refused when empty."""
+    population = [[pk, model or UNKNOWN_MODEL] for pk, model in
+                  campaign.population().order_by("pk").values_list("pk", "source_model")]
+    if not population:
+        raise CampaignError("The campaign has no dialogues in scope to sample from.")
+    return population
+
+
+def _check_can_draw(campaign: Campaign) -> None:
+    existing = sample_of(campaign)
+    if existing is not None:
+        raise CampaignError(f"This campaign already has its random sample ({existing.size} dialogues, "
+                            f"{existing.created_at:%Y-%m-%d}); a sample is drawn once.")
+    if campaign.phase == Campaign.Phase.IMPORTED:
+        raise CampaignError("Campaigns of imported labels do not draw samples; declare that imported labels come "
+                            "from a random sample on import (import_labels --random-sample).")
+    assigned = Assignment.objects.filter(campaign=campaign).count()
+    if assigned:
+        raise CampaignError(f"Draw the random sample before assigning: this campaign already has {assigned} "
+                            "assignment(s), so a sample drawn now would not decide which dialogues physicians "
+                            "rate.")
+
+
+@transaction.atomic
+def draw_active_sample(campaign: Campaign, probabilities: dict[int, float], *, rule: dict, seed: int | None = None,
+                       user=None) -> RandomSample:
+    """Draw the campaign's active sample: each dialogue of its population independently with its own inclusion
+    ``probabilities`` (computed by the caller from a judge's uncertainty, :mod:`scoring.judges.active_samples`),
+    with ``seed`` (None: a fresh one), and record the probabilities, the ``rule`` and the seed, with an audit event
+    that holds them. The same refusals as :func:`draw_sample`."""
+    Campaign.objects.select_for_update().get(pk=campaign.pk)
+    _check_can_draw(campaign)
+    population = _population(campaign)
+    ids_in_scope = {pk for pk, _ in population}
+    pi = {int(pk): float(p) for pk, p in probabilities.items()}
+    if set(pi) != ids_in_scope:
+        raise CampaignError(f"Every dialogue in scope needs an inclusion probability: {len(ids_in_scope - set(pi))} "
+                            f"have none and {len(set(pi) - ids_in_scope)} are outside the scope.")
+    if not all(0 < p <= 1 for p in pi.values()):
+        raise CampaignError("Inclusion probabilities must be above 0 and at most 1.")
+    seed = _seed(seed)
+    ids = draw_poisson(pi, seed)
+    if not ids:
+        raise CampaignError("The draw selected no dialogue; raise the budget.")
+    models = dict((pk, model) for pk, model in population)
+    counts, taken = Counter(models.values()), Counter(models[pk] for pk in ids)
+    strata = {name: {"population": counts[name], "sample": taken.get(name, 0)} for name in sorted(counts)}
+    sample = RandomSample.objects.create(
+        campaign=campaign, kind=RandomSample.Kind.ACTIVE, size=len(ids), seed=seed, stratified=False,
+        population=population, dialogues=ids, strata=strata, probabilities={str(k): v for k, v in sorted(pi.items())},
+        rule=rule, created_by=user if getattr(user, "pk", None) else None)
+    AuditEvent.record(user, "campaign.active_sample", campaign, seed=seed, size=len(ids), population=len(population),
+                      rule=rule, probabilities=sample.probabilities)
+    return sample
+
+
 @transaction.atomic
 def declare_sample(campaign: Campaign, dialogue_ids: Iterable[int], *, user=None, note: str = "") -> RandomSample:
     """Record that the labels of ``dialogue_ids`` (imported into ``campaign``) come from a random sample of the
@@ -135,7 +195,7 @@ def declare_sample(campaign: Campaign, dialogue_ids: Iterable[int], *, user=None
     population = [[pk, model or UNKNOWN_MODEL] for pk, model in
                   campaign.population().order_by("pk").values_list("pk", "source_model")]
     existing = sample_of(campaign)
-    if existing is not None and existing.kind == RandomSample.Kind.DRAWN:
+    if existing is not None and existing.kind in (RandomSample.Kind.DRAWN, RandomSample.Kind.ACTIVE):
         raise CampaignError("This campaign drew its own random sample; imported labels cannot be declared one.")
     if existing is not None:
         ids = sorted(set(existing.dialogues) | set(ids))
@@ -170,6 +230,19 @@ def describe(sample: RandomSample | None, unit: str = "dialogue", model: str = "
                 "choice).")
     who = sample.created_by.username if sample.created_by else "the system"
     when = f"{sample.created_at:%Y-%m-%d}"
+    if sample.kind == RandomSample.Kind.ACTIVE:
+        rule = sample.rule or {}
+
+        def figure(key: str) -> str:
+            value = rule.get(key)
+            return f"{value:.3g}" if isinstance(value, int | float) else "not recorded"
+
+        run = f"#{rule['run_id']}" if rule.get("run_id") else "not recorded"
+        return (f"An active sample: {sample.size} of the {len(sample.population)} {units} in scope, each drawn "
+                f"independently with its own probability (budget {figure('budget')}, uniform share "
+                f"{figure('uniform_share')}, minimum probability {figure('pi_min')}, following the uncertainty of "
+                f"judge run {run}), seed {sample.seed}, by {who} on {when}; anyone can draw it again from the stored "
+                "probabilities and the seed.")
     if sample.kind == RandomSample.Kind.DECLARED:
         return (f"Declared by {who} on {when}: the imported labels of {sample.size} {unit}(s) come from a random "
                 f"sample of the {len(sample.population)} {units} in scope (the analyst's declaration, not checked "

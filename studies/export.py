@@ -229,7 +229,8 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("campaign", STR), ("external_id", STR), ("item", STR), ("value", NUM), ("reason", STR), ("decided_at", TIME)]),
     "data/random_samples.csv": ("Random samples with their seeds (dialogues by external id)", [
         ("campaign", STR), ("kind", STR), ("size", INT), ("seed", INT), ("stratified", BOOL), ("population", ARR),
-        ("dialogues", ARR), ("strata", OBJ), ("note", STR), ("created_at", TIME)]),
+        ("dialogues", ARR), ("strata", OBJ), ("note", STR), ("created_at", TIME), ("probabilities", OBJ),
+        ("rule", OBJ)]),
     "data/prompt_sets.csv": ("Judge prompt templates", [
         ("prompt_set", STR), ("name", STR), ("version", INT), ("scale_version", STR), ("system_prompt", STR),
         ("dialogue_template", STR), ("per_dialogue_instruction", STR), ("note", STR)]),
@@ -247,7 +248,7 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "data/judge_results.csv": ("Every answer of every run with its parse", [
         ("run", STR), ("external_id", STR), ("item", STR), ("status", STR), ("value", NUM), ("p_yes", NUM),
         ("rationale", STR), ("from_cache", BOOL), ("attempts", INT), ("error", STR), ("call", STR),
-        ("imported_prompt", STR)]),
+        ("imported_prompt", STR), ("uncertainty", NUM)]),
     "data/llm_calls.csv": ("Every request and raw answer, with tokens, cost and time", [
         ("call", STR), ("endpoint", STR), ("model", STR), ("request", OBJ), ("response", OBJ), ("content", STR),
         ("prompt_tokens", INT), ("completion_tokens", INT), ("cost", NUM), ("latency_ms", INT), ("created_at", TIME)]),
@@ -369,7 +370,7 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "campaign": s.campaign.name, "kind": s.kind, "size": s.size, "seed": s.seed, "stratified": s.stratified,
         "population": [[ext[pk][1], model] for pk, model in s.population if pk in ext],
         "dialogues": [ext[pk][1] for pk in s.dialogues if pk in ext], "strata": s.strata, "note": s.note,
-        "created_at": s.created_at}
+        "created_at": s.created_at, **_active_sample_columns(s, ext)}
         for s in RandomSample.objects.filter(campaign__project=project).select_related("campaign").order_by("pk"))
     set_key = {p.pk: f"{p.name}@v{p.version}" for p in prompt_sets}
     yield "data/prompt_sets.csv", ({
@@ -405,10 +406,11 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "run": run_key[r["run_id"]], "external_id": ext[r["dialogue_id"]][1], "item": r["item__code"],
         "status": r["status"], "value": r["value"], "p_yes": r["p_yes"], "rationale": r["rationale"],
         "from_cache": r["from_cache"], "attempts": r["attempts"], "error": r["error"],
-        "call": r["call__key"] or "", "imported_prompt": r["imported_prompt__text"] or ""}
+        "call": r["call__key"] or "", "imported_prompt": r["imported_prompt__text"] or "",
+        "uncertainty": r["uncertainty"]}
         for r in JudgeResult.objects.filter(run__project=project).order_by("pk").values(
             "run_id", "dialogue_id", "item__code", "status", "value", "p_yes", "rationale", "from_cache",
-            "attempts", "error", "call__key", "imported_prompt__text").iterator(chunk_size=5000))
+            "attempts", "error", "call__key", "imported_prompt__text", "uncertainty").iterator(chunk_size=5000))
     from scoring.llm.models import LLMCall
 
     yield "data/llm_calls.csv", ({
@@ -555,3 +557,9 @@ def _crate(project: Project, writer: Writer, exported_at, license_url: str = "")
     crate.add_file(dest_path=MANIFEST, properties={"name": "SHA-256 of every other file",
                                                    "encodingFormat": "application/json"})
     return crate.metadata.generate()
+
+
+def _active_sample_columns(sample: RandomSample, ext: dict) -> dict:
+    """An active sample's inclusion probabilities (by external id) and rule; empty for other samples."""
+    return {"probabilities": {ext[int(pk)][1]: p for pk, p in (sample.probabilities or {}).items() if int(pk) in ext},
+            "rule": sample.rule or {}}

@@ -352,7 +352,9 @@ def _load_work(archive: Archive, out: Loaded) -> None:
             population=[[out.dialogues[(corpus, ext)], model] for ext, model in _json(row, "population", [])],
             dialogues=sorted(out.dialogues[(corpus, ext)] for ext in _json(row, "dialogues", [])),
             strata=_json(row, "strata", {}), note=_text(row, "note"),
-            created_at=_when(row, "created_at") or timezone.now())
+            created_at=_when(row, "created_at") or timezone.now(),
+            probabilities={str(out.dialogues[(corpus, ext)]): p for ext, p in _json(row, "probabilities", {}).items()},
+            rule=_json(row, "rule", {}))
 
     out.counts["random samples"] = _table(archive, "data/random_samples.csv", sample)
 
@@ -440,6 +442,7 @@ def _load_judges(archive: Archive, out: Loaded) -> None:
         unit = JudgeResult(run=r, dialogue_id=out.dialogues[(r.corpus.name, row["external_id"])],
                            item_id=out.items[(version, row["item"])], status=row["status"],
                            value=_num(row, "value"), p_yes=_float(row, "p_yes"), rationale=_text(row, "rationale"),
+                           uncertainty=_float(row, "uncertainty"),
                            from_cache=_bool(row, "from_cache"), attempts=_int(row, "attempts") or 0,
                            error=_text(row, "error"))
         results.append(unit)

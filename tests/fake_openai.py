@@ -318,6 +318,9 @@ def _logprobs(body: dict, content: str) -> dict:
     if first in {"Yes", "No"}:
         other = "No" if first == "Yes" else "Yes"
         top = [entry(first, chosen), entry(other, math.log(1.0 - confidence))]
+    elif re.fullmatch(r"-?\d+", first):  # a score: the rest of the mass on the neighbouring scores
+        rest = math.log((1.0 - confidence) / 2)
+        top = [entry(first, chosen), entry(str(int(first) - 1), rest), entry(str(int(first) + 1), rest)]
     else:
         top = [entry(first, chosen)]
     return {"content": [{**entry(first, chosen), "top_logprobs": top}], "refusal": None}

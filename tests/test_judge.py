@@ -90,7 +90,11 @@ def test_per_item_run_scores_every_unit_and_records_tokens_and_cost(make_config,
     binary = results.filter(item__code="1.1").first()
     assert binary.value in (0, 1) and binary.p_yes is not None and 0 <= binary.p_yes <= 1
     assert (binary.value == 1) == (binary.p_yes > 0.5)
+    # the judge's uncertainty from the same log-probabilities: sqrt(probability that the other answer is right)
+    assert binary.uncertainty == pytest.approx(min(binary.p_yes, 1 - binary.p_yes) ** 0.5, rel=1e-9)
     assert set(results.filter(item__code="4").values_list("value", flat=True)) <= {1, 2, 3}
+    # item 4 on levels 1-3: the fake weighs the neighbouring levels, so every answer has an uncertainty below 1
+    assert all(0 < u < 1 for u in results.filter(item__code="4").values_list("uncertainty", flat=True))
     progress = judging.progress(run)
     assert progress["calls"] == 9 and progress["prompt_tokens"] > 0 and progress["cost"] > 0
     call = LLMCall.objects.first()
@@ -272,3 +276,16 @@ def test_a_prompt_template_fills_its_slots_as_plain_text(make_config, corpus, se
     text = judging.render_dialogue(prompt_set, corpus.dialogues.first())
     assert "{turns:>5000000}" in text and '{"a": 1}' in text and len(text) < 2000
     assert text.startswith("Report: Headache for")
+
+
+def test_self_consistency_asks_k_answers_in_each_request(make_config, corpus, server):
+    """draws = 3: one request per unit as before (the spending guard counts requests and their tokens), each asking
+    for n = 3 answers at the draw temperature; the spread of the answers is the stored uncertainty (the test
+    server answers the same three times: spread 0)."""
+    run = start(make_config(draws=3, draw_temperature=0.7), corpus, item_codes=["1.1", "4"])
+    drain(run)
+    assert run.status == "succeeded" and len(server.chat_requests) == 6
+    assert run.snapshot["draws"] == 3 and run.snapshot["draw_temperature"] == 0.7
+    bodies = [r["json"] for r in server.requests if r["json"].get("messages")]
+    assert all(b["n"] == 3 and b["temperature"] == 0.7 for b in bodies)
+    assert set(JudgeResult.objects.filter(run=run).values_list("uncertainty", flat=True)) == {0.0}

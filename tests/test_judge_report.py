@@ -483,3 +483,34 @@ def test_campaign_without_labels_gives_undefined_figures(study):
     assert item["vs_majority"]["accuracy"]["value"] is None and item["vs_majority"]["accuracy"]["warnings"]
     assert item["krippendorff_alpha"]["physicians"]["value"] is None
     assert item["decision"]["verdict"] == NOT_ENOUGH and "Only 0 dialogue(s)" in item["decision"]["reasons"][0]
+
+
+def test_disagreement_by_uncertainty_decile(report, study):
+    """Without log-probabilities the report says there is nothing to show; with an uncertainty that is high where
+    the judge and the physicians' mean part, the deciles rise and Spearman's rho is positive."""
+    from scoring.judges import uncertainty
+    from scoring.reports.agreement import load_study
+
+    assert report["uncertainty"]["groups"] == [] and "no uncertainty" in report["uncertainty"]["warnings"][0]
+    campaign, run = study
+    labels_frame = load_study([campaign]).labels
+    physicians = labels_frame.groupby(["dialogue", "item"])["value"].mean()
+    results = list(JudgeResult.objects.filter(run=run, status=JudgeResult.Status.DONE).select_related("item"))
+    for r in results:
+        gap = abs(float(r.value) - float(physicians.get((r.dialogue_id, r.item.code), r.value)))
+        r.uncertainty = 0.05 + gap + 0.001 * (r.pk % 7)
+    JudgeResult.objects.bulk_update(results, ["uncertainty"])
+    section = uncertainty.deciles(run, labels_frame)
+    assert section["basis"] == uncertainty.LOGPROBS and len(section["groups"]) == 10
+    assert section["n"] == sum(g["n"] for g in section["groups"]) == len(results)
+    assert section["groups"][-1]["disagreement"] > section["groups"][0]["disagreement"] == 0.0
+    assert section["spearman"] > 0.5 and not section["warnings"]
+    rows = list(uncertainty.csv_rows(section))
+    assert rows[0][:3] == ["uncertainty", "decile 1", "observed disagreement"] and len(rows) == 11
+    # unrelated: the same values shuffled against the answers
+    rng = np.random.default_rng(3)
+    values = rng.permutation([r.uncertainty for r in results])
+    for r, u in zip(results, values, strict=True):
+        r.uncertainty = float(u)
+    JudgeResult.objects.bulk_update(results, ["uncertainty"])
+    assert abs(uncertainty.deciles(run, labels_frame)["spearman"]) < 0.3

@@ -121,6 +121,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     "redaction-revoke": {"pk": "redaction"},
     **{f"campaign-{what}": {"pk": "campaign"}
        for what in ("detail", "add-raters", "assign", "sample", "allow-names", "rater-kind")},
+    "campaign-active-sample": {"pk": "campaign"},
     "campaign-rater-toggle": {"pk": "campaign", "user_id": "rater"},
     # stored figures named by a query parameter: the judge selection (GET, and POST of its stored settings) and
     # the planner partial of a campaign

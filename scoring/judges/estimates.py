@@ -36,7 +36,7 @@ import pandas as pd
 from annotation import sampling
 from annotation.models import Campaign, RandomSample
 from scoring.reports.wording import Words
-from scoring.stats import formatting, ppi
+from scoring.stats import active, formatting, ppi
 from scoring.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
 
 ALPHA = 0.05
@@ -90,6 +90,11 @@ class Scores:
     sample: RandomSample | None
     warnings: list[str] = field(default_factory=list)
     words: dict = field(default_factory=dict)  # the report's words (scoring.reports.wording); empty: dialogues
+    pi: np.ndarray | None = None  # an active sample's inclusion probabilities (NaN outside its population)
+
+    @property
+    def is_active(self) -> bool:
+        return self.pi is not None
 
     @property
     def W(self) -> Words:
@@ -209,10 +214,13 @@ def load_scores(run, campaign: Campaign, *, study=None, judge: pd.DataFrame | No
     if outside:
         warnings.append(f"{outside} {W.rater}-labelled {W.unit}(s) are outside the population (left the campaign's "
                         "scope, or outside the sample's frame) and are left out of the model estimates.")
+    probabilities = sampling.inclusion_probabilities(sample)
+    pi = (None if probabilities is None else
+          np.array([probabilities.get(int(pk), np.nan) for pk in index], dtype=float))
     return Scores(dialogue_ids=index.to_numpy(), models=models, scopes=scopes,
                   physicians={s.key: _scope_score(physicians, s, items, n) for s in scopes},
                   judge={s.key: _scope_score(judge_items, s, items, n) for s in scopes},
-                  in_sample=in_sample, sample=sample, warnings=warnings, words=dict(study.words or {}))
+                  in_sample=in_sample, sample=sample, warnings=warnings, words=dict(study.words or {}), pi=pi)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -234,9 +242,13 @@ def _no_variation(figure: dict) -> dict:
 
 
 def no_ppi_reason(sample: RandomSample | None, words: dict | None = None) -> str | None:
+    W = Words(words or None)
+    if sample is not None and sample.kind == RandomSample.Kind.ACTIVE:
+        return (f"No PPI++ estimate: this campaign drew an active sample (each {W.unit} with its own probability, "
+                f"higher where the judge is unsure), and PPI++ assumes every {W.unit} had the same chance. The active "
+                "estimate is its counterpart for this sample.")
     if sample is not None:
         return None
-    W = Words(words or None)
     return (f"No PPI++ estimate: the {W.raters}' {W.units} of this campaign were assigned by hand (every {W.unit} "
             f"in scope, or a coordinator's choice), not drawn at random. PPI++ corrects the judge with its error on "
             f"the {W.rater}-labelled {W.units}, which is an unbiased measure of its error on all {W.units} only when "
@@ -303,12 +315,57 @@ def _worth(ppi_fig: dict, words: dict | None = None) -> str | None:
             f"{ppi_fig['effective_n']:.0f} from {ppi_fig['n']} labelled; {lam}).")
 
 
+NO_ACTIVE = "No active estimate: the {units} were not drawn by an active rule (each with its own probability)."
+
+
+def _active_estimate(scores: Scores, scope: Scope, m: dict[str, np.ndarray], alpha: float) -> dict:
+    """The active estimate (:func:`scoring.stats.active.active_mean`) of one model's score: every dialogue of the
+    model the judge scored, with its inclusion probability, labelled when drawn and labelled."""
+    W = scores.W
+    empty = {"value": None, "ci_low": None, "ci_high": None, "n": int(m["pairs"].sum()), "se": None,
+             "n_unlabeled": int(m["unlabelled"].sum()), "lam": None, "expected_n": None, "effective_n": None,
+             "gain": None, "available": False, "worth": None, "warnings": []}
+    if not scores.is_active:
+        return {**empty, "reason": NO_ACTIVE.format(units=W.units)}
+    units = m["judged"] & np.isfinite(scores.pi)
+    labelled = m["pairs"][units]
+    y = np.where(labelled, scores.physicians[scope.key][units], np.nan)
+    fig = active.active_mean(y, scores.judge[scope.key][units], scores.pi[units], labelled, alpha=alpha)
+    estimate = _public(fig, ("n_unlabeled", "lam", "expected_n", "effective_n", "gain"))
+    drawn_unlabelled = int((scores.in_sample & units & ~m["labelled"]).sum())
+    if drawn_unlabelled:
+        estimate["warnings"].append(
+            f"{drawn_unlabelled} drawn {W.unit}(s) have no finished {W.rater} label and count as not drawn: the "
+            f"estimate stays valid only if what is left undone is unrelated to the {W.units}' quality (skips are "
+            "not).")
+    estimate["available"] = fig["value"] is not None and fig["ci_low"] is not None
+    estimate["reason"] = None if estimate["available"] else (fig["warnings"] or ["Undefined."])[0]
+    estimate["worth"] = _worth(fig, scores.words) if fig.get("gain") is not None else None
+    return estimate
+
+
+def _weighted_physicians(scores: Scores, scope: Scope, m: dict[str, np.ndarray], alpha: float) -> dict:
+    """The physicians' own estimate on an active sample: their mean weighted by 1/pi (Hajek) and its interval."""
+    units = m["in_model"] & np.isfinite(scores.pi)
+    labelled = m["labelled"][units]
+    y = np.where(labelled, scores.physicians[scope.key][units], np.nan)
+    if labelled.sum() < 2:
+        return _public(ppi.classical_mean(y[labelled], alpha=alpha))
+    fig = active.active_mean(y, np.zeros(int(units.sum())), scores.pi[units], labelled, alpha=alpha,
+                             estimator="ratio", lam=0.0)
+    out = _public(fig)
+    out["warnings"] = [w for w in out["warnings"] if not w.startswith("The judge gave every")]
+    out["weighted"] = True
+    return out
+
+
 def _estimate(scores: Scores, scope: Scope, model: str, alpha: float) -> dict:
     m = _masks(scores, scope.key, model)
     y, yhat = scores.physicians[scope.key], scores.judge[scope.key]
     W = scores.W
     # the raters' and the judge's own intervals take the sample SD (ddof 1); PPI++ keeps ppi_py's conventions
-    physicians = _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha, ddof=1))
+    physicians = (_weighted_physicians(scores, scope, m, alpha) if scores.is_active
+                  else _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha, ddof=1)))
     if scores.sample is None and physicians["n"]:
         physicians["warnings"].insert(0, f"These {W.units} were not drawn at random: the interval describes them, not "
                                          "necessarily the model's corpus.")
@@ -329,7 +386,8 @@ def _estimate(scores: Scores, scope: Scope, model: str, alpha: float) -> dict:
         estimate = {"value": None, "ci_low": None, "ci_high": None, "n": int(m["pairs"].sum()), "se": None,
                     "n_unlabeled": int(m["unlabelled"].sum()), "lam": None, "effective_n": None, "gain": None,
                     "available": False, "reason": reason, "worth": None, "warnings": []}
-    return {"physicians": physicians, "judge": judge, "ppi": estimate}
+    return {"physicians": physicians, "judge": judge, "ppi": estimate,
+            "active": _active_estimate(scores, scope, m, alpha)}
 
 
 def _verdict(diff: dict, a: str, b: str) -> str:
@@ -349,17 +407,18 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
             entry: dict[str, Any] = {"scope": scope.key, "scope_name": scope.short, "unit": scope.unit,
                                      "difference_unit": DIFFERENCE_UNITS.get(scope.unit, scope.unit),
                                      "digits": _digits(scope), "a": a, "b": b}
-            for source in ("physicians", "judge", "ppi"):
+            for source in ("physicians", "judge", "ppi", "active"):
                 fa, fb = per_model[a][scope.key][source], per_model[b][scope.key][source]
-                if source == "ppi" and not (fa.get("available") and fb.get("available")):
+                if source in ("ppi", "active") and not (fa.get("available") and fb.get("available")):
                     diff = {"value": None, "ci_low": None, "ci_high": None, "se": None}
                 else:
                     diff = ppi.difference(fa, fb, alpha=alpha)
                 entry[source] = _no_variation({**diff, "n": [fa.get("n"), fb.get("n")],
                                                "verdict": _verdict(diff, a, b)})
-            if entry["ppi"]["value"] is None:
-                entry["ppi"]["reason"] = (per_model[a][scope.key]["ppi"].get("reason")
-                                          or per_model[b][scope.key]["ppi"].get("reason"))
+            for source in ("ppi", "active"):
+                if entry[source]["value"] is None:
+                    entry[source]["reason"] = (per_model[a][scope.key][source].get("reason")
+                                               or per_model[b][scope.key][source].get("reason"))
             entry["judge"]["note"] = NOT_VALIDATED
             out.append(entry)
     return out
@@ -374,17 +433,18 @@ def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]
     if scope is None or len(scores.model_names) < 2:
         return {"scope": None, "order": [], "text": f"A model ranking needs at least two {W.models} with scores."}
     digits = _digits(scope)
-    first = per_model[scores.model_names[0]][scope.key]["ppi"]
-    if not all(per_model[m][scope.key]["ppi"]["available"] for m in scores.model_names):
-        reason = first["reason"] or next(per_model[m][scope.key]["ppi"]["reason"] for m in scores.model_names
-                                         if not per_model[m][scope.key]["ppi"]["available"])
-        return {"scope": scope.key, "order": [], "text": f"No PPI++ ranking of the {W.models}. {reason}"}
-    order = sorted(scores.model_names, key=lambda m: -per_model[m][scope.key]["ppi"]["value"])
-    scores_text = ", ".join(f"{m} {_fmt(per_model[m][scope.key]['ppi'], scope.unit, digits)}" for m in order)
+    key, label = ("active", "Active") if scores.is_active else ("ppi", "PPI++")
+    first = per_model[scores.model_names[0]][scope.key][key]
+    if not all(per_model[m][scope.key][key]["available"] for m in scores.model_names):
+        reason = first["reason"] or next(per_model[m][scope.key][key]["reason"] for m in scores.model_names
+                                         if not per_model[m][scope.key][key]["available"])
+        return {"scope": scope.key, "order": [], "text": f"No {label} ranking of the {W.models}. {reason}"}
+    order = sorted(scores.model_names, key=lambda m: -per_model[m][scope.key][key]["value"])
+    scores_text = ", ".join(f"{m} {_fmt(per_model[m][scope.key][key], scope.unit, digits)}" for m in order)
     pairs = [d for d in differences if d["scope"] == scope.key]
     shown, unclear, judge_differs = [], [], 0
     for d in pairs:
-        fig, a, b = d["ppi"], d["a"], d["b"]
+        fig, a, b = d[key], d["a"], d["b"]
         if fig["verdict"] == f"{a} scores higher":
             shown.append(f"{a} above {b} by "
                          + _fmt_difference(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit, digits))
@@ -396,7 +456,7 @@ def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]
                            + _fmt_difference(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit, digits,
                                              sign=True) + ")")
         judge_differs += d["judge"]["verdict"] != fig["verdict"]
-    parts = [f"PPI++ scores over {scope.name[0].lower() + scope.name[1:]}: {scores_text}."]
+    parts = [f"{label} scores over {scope.name[0].lower() + scope.name[1:]}: {scores_text}."]
     if shown:
         parts.append("Differences the 95% intervals show (the interval excludes 0): " + "; ".join(shown) + ".")
     if unclear:
@@ -411,7 +471,8 @@ def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | Non
     """One sentence: what the judge's labels are worth per model on the ranking's score."""
     W = scores.W
     scope = next((s for s in scores.scopes if s.key == scope_key), None)
-    figures = [(m, per_model[m][scope.key]["ppi"]) for m in scores.model_names] if scope else []
+    key = "active" if scores.is_active else "ppi"
+    figures = [(m, per_model[m][scope.key][key]) for m in scores.model_names] if scope else []
     figures = [(m, f) for m, f in figures if f.get("gain") is not None]
     if not figures:
         return None
@@ -464,6 +525,18 @@ def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = T
         "n0)); a plan is only as good as the pilot's estimate of the correlation and of the spread.")
 
 
+def active_methods(words: dict | None = None) -> str:
+    """The active estimate's method, added when the campaign drew an active sample."""
+    W = Words(words or None)
+    return (f" Active estimate (Zrnic T, Candès EJ (2024). Active statistical inference. ICML): the {W.units} were "
+            f"drawn independently, each with its recorded probability pi (higher where the judge was unsure); the "
+            f"estimate is the mean over every {W.unit} the judge scored of g + (Y - g) xi / pi, with g the judge's "
+            f"score shrunk towards its mean by a weight lambda chosen from the data to make the interval narrowest "
+            f"and xi 1 for a drawn {W.unit} with {W.rater} labels, and a normal interval from the terms' spread; the "
+            f"{W.raters}' own estimate is their mean weighted by 1 / pi (Hajek). PPI++ is not given for such a "
+            "sample, which is not uniform.")
+
+
 def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Scores | None = None, study=None,
                     judge: pd.DataFrame | None = None) -> dict:
     """The JSON block of the three estimates per doctor model and scope, the model differences, the ranking
@@ -491,7 +564,8 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
     W = scores.W
     binary = any(s.unit == "%" for s in scores.scopes)
     return {
-        "available": reason is None and bool(scores.scopes),
+        "active": scores.is_active,
+        "available": (reason is None or scores.is_active) and bool(scores.scopes),
         "reason": reason if scores.scopes else "No scored item was judged: nothing to estimate.",
         "alpha": alpha, "confidence": 1 - alpha,
         "human_label": "mean",
@@ -501,14 +575,15 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
             "kind": sample.kind, "text": sampling.describe(sample, W.unit, W.model), "size": sample.size,
             "seed": sample.seed,
             "stratified": sample.stratified, "population": len(sample.population), "strata": sample.strata,
-            "labelled": labelled_in_sample},
+            "labelled": labelled_in_sample, "rule": sample.rule or None},
         "scopes": [s.as_dict() for s in scores.scopes],
         "models": models,
         "differences": differences,
         "ranking": ranking,
         "worth_text": _worth_text(scores, per_model, ranking["scope"]),
         "planner": plan(scores, alpha=alpha),
-        "methods": methods(alpha, scores.words, binary=binary),
+        "methods": methods(alpha, scores.words, binary=binary) + (active_methods(scores.words)
+                                                                   if scores.is_active else ""),
         "citation": CITATION,
         "warnings": list(scores.warnings),
     }

@@ -19,7 +19,8 @@ class JudgeConfigForm(forms.ModelForm):
     class Meta:
         model = JudgeConfig
         fields = ["name", "endpoint", "model", "mode", "temperature", "max_tokens", "seed", "structured_output",
-                  "request_logprobs", "max_attempts", "price_input_per_1k", "price_output_per_1k", "prompt_set"]
+                  "request_logprobs", "draws", "draw_temperature", "max_attempts", "price_input_per_1k",
+                  "price_output_per_1k", "prompt_set"]
         help_texts = {"price_input_per_1k": "Price per 1,000 prompt tokens, in the endpoint's currency (0 and 0: "
                                             "the cost is shown as unknown).",
                       "price_output_per_1k": "Price per 1,000 completion tokens, in the endpoint's currency."}
@@ -31,6 +32,15 @@ class JudgeConfigForm(forms.ModelForm):
         limit_to(self, project)
         self.fields["prompt_set"].queryset = (PromptSet.objects
                                               .select_related("scale_version__scale"))
+        for name in ("draws", "draw_temperature"):  # optional: left out, the model's default (one draw)
+            self.fields[name].required = False
+
+    def clean_draws(self):
+        return self.cleaned_data.get("draws") or JudgeConfig._meta.get_field("draws").default
+
+    def clean_draw_temperature(self):
+        value = self.cleaned_data.get("draw_temperature")
+        return JudgeConfig._meta.get_field("draw_temperature").default if value is None else value
 
     def _get_validation_exclusions(self):
         # the name is unique per project: check it with the project, which is not a field of the form

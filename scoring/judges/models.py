@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.signals import post_save
 from django.dispatch import receiver
@@ -80,6 +81,12 @@ class JudgeConfig(ProjectOwned):
     mode = models.CharField(max_length=14, choices=Mode.choices, default=Mode.PER_ITEM)
     structured_output = models.BooleanField(default=True, help_text="Ask for JSON-schema output (response_format).")
     request_logprobs = models.BooleanField(default=True, help_text="Ask for logprobs to store P(yes).")
+    draws = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(20)],
+        help_text="Per-item mode: answers asked for in each request (the API's n) at the draw temperature; more "
+                  "than 1 stores their spread as the judge's uncertainty (self-consistency). Each costs its tokens.")
+    draw_temperature = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
+                                         help_text="The temperature of the repeated draws (used when draws > 1).")
     concurrency = models.PositiveIntegerField(default=8, help_text="Most requests in flight at once, all workers.")
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
@@ -184,6 +191,8 @@ class JudgeResult(ProjectScoped, WorkUnit):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
     value = ScoreField(null=True, blank=True)
     p_yes = models.FloatField(null=True, blank=True)
+    uncertainty = models.FloatField(null=True, blank=True, help_text="The judge's expected error size on this "
+                                    "answer (from log-probabilities, or the spread of repeated draws).")
     rationale = models.TextField(blank=True)
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
     from_cache = models.BooleanField(default=False)

@@ -14,7 +14,7 @@ from typing import Any
 
 from annotation import sampling
 from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
-from scoring.judges import estimates
+from scoring.judges import active_samples, estimates
 from scoring.judges.models import JudgeRun
 from scoring.judges.report import run_scale_version_id
 
@@ -95,7 +95,8 @@ def plan_figures(run: JudgeRun, pilot: Campaign, totals: dict[str, int], *, scop
     chosen = scope or ("all" if "all" in keys else keys[0])
     result = estimates.plan(scores, scope=chosen, half_width=half_width, totals=totals)["scopes"][0]
     return {"ready": True, "reason": None, "scopes": [s.as_dict() for s in scores.scopes], "scope": chosen,
-            "half_width": result["half_width"], "plan": result}
+            "half_width": result["half_width"], "plan": result,
+            "active": active_samples.plan(run, pilot, scores, chosen, result["half_width"])}
 
 
 def planner(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = None, run_id: int | None = None,

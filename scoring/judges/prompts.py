@@ -220,6 +220,9 @@ def build_payload(config: dict, prompt_set: PromptSet, dialogue: Dialogue, items
         if config.get("request_logprobs"):
             payload["logprobs"] = True
             payload["top_logprobs"] = 5
+        if config.get("draws", 1) > 1:  # self-consistency: k answers in the one request, at the draw temperature
+            payload["n"] = int(config["draws"])
+            payload["temperature"] = config.get("draw_temperature", 1.0)
         return payload
     if dialogue.is_answer:  # HIVMedQA's shape: the criteria with their ranges and benchmarks
         listing = "\n\n".join(criterion(n, item) for n, item in enumerate(items, start=1))
@@ -254,6 +257,65 @@ def p_yes(response: dict | None) -> float | None:
         return None
     yes, no = yes or 0.0, no or 0.0
     return yes / (yes + no) if yes + no > 0 else None
+
+
+def first_token_distribution(response: dict | None) -> dict[str, float]:
+    """The first token's top alternatives as probabilities, normalised over those returned ({} without logprobs)."""
+    try:
+        first = response["choices"][0]["logprobs"]["content"][0]
+    except (TypeError, KeyError, IndexError):
+        return {}
+    out: dict[str, float] = {}
+    for alt in first.get("top_logprobs") or [first]:
+        token = str(alt.get("token", "")).strip().lower()
+        if token and token not in out and isinstance(alt.get("logprob"), int | float):
+            out[token] = math.exp(alt["logprob"])
+    total = sum(out.values())
+    return {token: p / total for token, p in out.items()} if total > 0 else {}
+
+
+def answer_uncertainty(response: dict | None, item: Item, value: float | None) -> float | None:
+    """The judge's expected error size on its answer, from the first token's log-probabilities: the root mean square
+    distance of the item's values the endpoint weighed from the value given (a binary answer: the square root of the
+    probability that the other answer is right). None when the endpoint returned no usable log-probabilities."""
+    if value is None:
+        return None
+    if item.response_type == Item.ResponseType.BINARY:
+        probability = p_yes(response)
+        if probability is None:
+            return None
+        return math.sqrt(1.0 - probability if value == 1 else probability)
+    allowed = {float(v) for v in item.allowed_values()}
+    weights: dict[float, float] = {}
+    for token, p in first_token_distribution(response).items():
+        number = _number(token)
+        if number is not None and float(number) in allowed:
+            weights[float(number)] = weights.get(float(number), 0.0) + p
+    total = sum(weights.values())
+    if total <= 0 or float(value) not in weights:
+        return None
+    return math.sqrt(sum(p * (v - float(value)) ** 2 for v, p in weights.items()) / total)
+
+
+def draws_snapshot(config: JudgeConfig) -> dict[str, Any]:
+    """What a run keeps of the configuration's repeated draws (self-consistency); one draw in per-dialogue mode."""
+    per_item = config.mode == JudgeConfig.Mode.PER_ITEM
+    return {"draws": int(config.draws) if per_item else 1, "draw_temperature": float(config.draw_temperature)}
+
+
+def draws_uncertainty(response: dict | None, item: Item, value: float | None) -> float | None:
+    """The spread of the repeated answers of one request (self-consistency): the root mean square distance of every
+    parsable choice's verdict from the value kept (the first choice's). None with fewer than two parsable choices."""
+    if value is None:
+        return None
+    try:
+        contents = [choice["message"]["content"] for choice in response["choices"]]
+    except (TypeError, KeyError):
+        return None
+    values = [v for v, _ in (parse_item(text or "", item) for text in contents) if v is not None]
+    if len(values) < 2:
+        return None
+    return math.sqrt(sum((float(v) - float(value)) ** 2 for v in values) / len(values))
 
 
 def parse_item(content: str, item: Item) -> tuple[int | float | None, str]:

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from scoring import stats
-from scoring.judges import sources
+from scoring.judges import sources, uncertainty
 from scoring.judges.estimates import model_estimates
 from scoring.judges.sources import judge_frame, judged_codes
 from scoring.judges.sources import scale_version_id as run_scale_version_id
@@ -1436,6 +1436,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
         "model_estimates": estimates,
+        "uncertainty": uncertainty.deciles(run, labels),
         **({"replicates": replicates} if replicates else {}),
         "warnings": _dedupe(warnings),
     }

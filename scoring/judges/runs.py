@@ -34,9 +34,12 @@ from scoring.judges.prompts import (  # noqa: F401 (re-exported: callers import 
     ROLE_NAMES,
     SYSTEM_PROMPT,
     YES,
+    answer_uncertainty,
     build_payload,
     default_prompt_set,
     dialogue_schema,
+    draws_snapshot,
+    draws_uncertainty,
     item_question,
     p_yes,
     parse_answer,
@@ -99,7 +102,8 @@ def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: li
     check_target(config.prompt_set.scale_version, corpus, RunError)
     run = JudgeRun.objects.create(project_id=corpus.project_id, config=config, corpus=corpus,
                                   item_codes=list(item_codes or []),
-                                  snapshot={**config_snapshot(config), "batch": bool(batch)}, created_by=user,
+                                  snapshot={**config_snapshot(config), **draws_snapshot(config),
+                                            "batch": bool(batch)}, created_by=user,
                                   filter_split=filter_split, filter_model=filter_model,
                                   filter_language=filter_language, batch=bool(batch), cost_cap=cost_cap,
                                   token_cap=token_cap)
@@ -339,7 +343,10 @@ class JudgeHandler(engine.Handler):
                 item = context.items[item_id]
                 value, rationale = parse_item(content, item)
                 probability = p_yes(r.call.response) if item.response_type == Item.ResponseType.BINARY else None
-                rows.append((pk, [value, probability, rationale, DONE if value is not None else UNSCORED,
+                spread = (draws_uncertainty(r.call.response, item, value) if context.config.get("draws", 1) > 1
+                          else answer_uncertainty(r.call.response, item, value))
+                rows.append((pk, [value, probability, spread, rationale,
+                                  DONE if value is not None else UNSCORED,
                                   "" if value is not None else "The answer could not be parsed as a verdict.",
                                   call_id, r.from_cache, now]))
                 continue
@@ -350,14 +357,15 @@ class JudgeHandler(engine.Handler):
                 value = None if parsed is None else parsed.get(code)
                 problem = ("" if value is not None else "The answer holds no JSON object." if parsed is None else
                            f"The answer gives no score on item {code}'s scale (missing, or not one of its values).")
-                rows.append((pk, [value, None, reason if value is not None else content, DONE if value is not None
+                rows.append((pk, [value, None, None, reason if value is not None else content, DONE if value is not None
                                   else UNSCORED, problem, call_id, r.from_cache, now]))
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None,
                                                             "not_before": None}, only_status=["pending"])
 
 
 DONE, UNSCORED = JudgeResult.Status.DONE, JudgeResult.Status.UNSCORED
-RESULT_FIELDS = ["value", "p_yes", "rationale", "status", "error", "call", "from_cache", "updated_at"]
+RESULT_FIELDS = ["value", "p_yes", "uncertainty", "rationale", "status", "error", "call", "from_cache",
+                 "updated_at"]
 HANDLER = engine.register(JudgeHandler())
 
 
@@ -400,7 +408,7 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     check_target(config.prompt_set.scale_version, corpus, RunError)
     run = JudgeRun(config=config, corpus=corpus, project_id=corpus.project_id, item_codes=list(item_codes or []),
                    filter_split=filter_split, filter_model=filter_model, filter_language=filter_language,
-                   snapshot={**config_snapshot(config), "batch": bool(batch)})
+                   snapshot={**config_snapshot(config), **draws_snapshot(config), "batch": bool(batch)})
     context = RunContext(config=run.snapshot, prompt_set=config.prompt_set,
                          items={i.pk: i for i in run_items(run)},
                          questions=dict(Prompt.objects.filter(prompt_set=config.prompt_set)
@@ -441,7 +449,7 @@ def estimate(config: JudgeConfig, corpus: Corpus, *, item_codes: list[str] | Non
     if cached_before is not None:
         past = past.filter(created_at__lt=cached_before)
     past = past.aggregate(n=Count("id"), mean=Avg("completion_tokens"))
-    per_call = float(past["mean"]) if past["n"] else float(config.max_tokens)
+    per_call = float(past["mean"]) if past["n"] else float(config.max_tokens) * draws_snapshot(config)["draws"]
     completion_tokens = round(per_call * calls)
     discount = BATCH_DISCOUNT if batch else Decimal(1)
     priced = bool(config.price_input_per_1k or config.price_output_per_1k)

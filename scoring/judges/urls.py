@@ -1,6 +1,6 @@
 from django.urls import path
 
-from scoring.judges import views, views_juries
+from scoring.judges import views, views_active, views_juries
 
 urlpatterns = [
     path("judges/", views.judge_list, name="judge-list"),
@@ -8,6 +8,8 @@ urlpatterns = [
     path("judges/fake-endpoint/", views.fake_endpoint_grant, name="judge-fake-endpoint"),
     path("judges/<int:pk>/edit/", views.judge_config_edit, name="judge-edit"),
     path("judges/runs/new/", views.judge_run_new, name="judge-run-new"),
+    path("judges/campaigns/<int:pk>/active-sample/", views_active.campaign_active_sample,
+         name="campaign-active-sample"),
     path("judges/planner/", views.judge_planner, name="judge-planner"),
     path("judges/runs/<int:pk>/", views.judge_run, name="judge-run"),
     path("judges/runs/<int:pk>/progress/", views.judge_run_progress, name="judge-run-progress"),

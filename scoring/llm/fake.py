@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import signal
 import sys
@@ -112,10 +113,10 @@ def judge_answer(question: str, seed: str) -> str | None:
     return None
 
 
-def chat_answer(body: dict) -> str:
-    """The synthetic content of a chat completion."""
+def chat_answer(body: dict, draw: int = 0) -> str:
+    """The synthetic content of a chat completion; ``draw`` > 0: another of the ``n`` answers asked for."""
     text = _text(body)
-    seed = f"{body.get('model', '')}|{text}"
+    seed = f"{body.get('model', '')}|{text}" + (f"|draw {draw}" if draw else "")
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema")
     if schema:
@@ -152,14 +153,37 @@ def chat_answer(body: dict) -> str:
     return "This is a synthetic answer of the built-in fake endpoint."
 
 
+def first_token_logprobs(body: dict, content: str) -> dict:
+    """``choices[0].logprobs`` for the content's first token, as an endpoint asked for ``logprobs`` returns them:
+    the token given with a probability from 0.55 to 0.99 and the rest on its alternatives (the other answer of a
+    Yes/No question, the neighbouring points of a score)."""
+    first = content.split()[0] if content.split() else content
+    confidence = 0.55 + 0.44 * unit(f"{body.get('model', '')}|{_text(body)}", "confidence")
+
+    def entry(token: str, p: float) -> dict:
+        return {"token": token, "logprob": round(math.log(p), 6), "bytes": list(token.encode())}
+
+    if first in ("Yes", "No"):
+        top = [entry(first, confidence), entry("No" if first == "Yes" else "Yes", 1.0 - confidence)]
+    elif re.fullmatch(r"-?\d+", first):
+        top = [entry(first, confidence), *(entry(str(int(first) + d), (1.0 - confidence) / 2) for d in (-1, 1))]
+    else:
+        top = [entry(first, confidence)]
+    return {"content": [{**top[0], "top_logprobs": top}], "refusal": None}
+
+
 def completion(body: dict) -> dict:
-    content = chat_answer(body)
+    draws = max(1, min(int(body.get("n") or 1), 20))
+    contents = [chat_answer(body, draw) for draw in range(draws)]
+    content = contents[0]
     prompt_tokens = max(1, len(_text(body)) // 4)
-    completion_tokens = max(1, len(content) // 4)
+    completion_tokens = sum(max(1, len(text) // 4) for text in contents)
     return {"id": f"chatcmpl-fake-{hashlib.sha1(content.encode()).hexdigest()[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": i, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text},
+                         **({"logprobs": first_token_logprobs(body, text)} if body.get("logprobs") else {})}
+                        for i, text in enumerate(contents)],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
             "system_fingerprint": "fp_minicex_fake"}

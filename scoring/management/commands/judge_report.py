@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
 from projects.services import ProjectCommand
+from scoring.judges import uncertainty
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
 from scoring.judges.names import judge_rater_name, jury_rater_name
@@ -147,6 +148,7 @@ def csv_rows(report: dict):
     for side in ("judge", "physicians"):
         yield from replicate_rows((report.get("replicates") or {}).get(side),
                                   f"replicates ({W.raters if side == 'physicians' else side})")
+    yield from uncertainty.csv_rows(report.get("uncertainty"))
 
 
 def score_rows(scores: dict):

@@ -157,7 +157,7 @@ def test_the_readme_is_a_door_with_the_two_commands_and_the_real_demo_logins():
     from annotation.demo import DEMO_USERS
 
     readme = (BASE / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) <= 175  # 170 before the Languages section
+    assert len(readme.splitlines()) <= 180  # 170 before the Languages section
     assert re.search(r"^make run\s+#", readme, re.M) and re.search(r"^make test\s+#", readme, re.M)
     makefile = (BASE / "Makefile").read_text()
     assert re.search(r"^run:", makefile, re.M) and re.search(r"^test:", makefile, re.M)

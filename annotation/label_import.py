@@ -1,7 +1,10 @@
 """Legacy label import: the CSV long format of DESIGN.md section 5.
 
 ``dialogue_id,rater,item,value`` plus the optional columns ``rater_kind`` (human | judge), ``judge_run``,
-``created`` (ISO 8601), ``comment`` and, for judge rows, ``judge_model``, ``prompt`` and ``raw_response``.
+``created`` (ISO 8601), ``comment``, ``status`` and, for judge rows, ``judge_model``, ``prompt`` and ``raw_response``.
+The label exports' files read back as they are: their ``status`` column (where the physician's dialogue stood) may be
+empty or ``submitted``; a row of an answer that was not submitted is refused (its line says so), since the imported
+labels count as submitted, and the reports count submitted answers only.
 Physicians' labels (``rater_kind`` human or empty) land in a campaign of phase "imported" on the corpus: one
 submitted assignment per (dialogue, rater), one Label per row and a LabelChange (source "import") per label.
 Raters are users by username; unknown names become external raters who cannot log in.
@@ -55,10 +58,12 @@ from projects.models import AuditEvent, Membership
 from projects.roles import PHYSICIAN
 
 REQUIRED_COLUMNS = ("dialogue_id", "rater", "item", "value")
-OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment", "judge_model", "prompt", "raw_response")
+OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment", "status", "judge_model", "prompt",
+                    "raw_response")
 JUDGE_COLUMNS = ("judge_model", "prompt", "raw_response")
 DEFAULT_SCALE = "llm-mini-cex"
 RATER_KINDS = ("human", "judge")
+IMPORTED_STATUS = "submitted"  # an imported label counts as submitted (the exports' status column)
 _IN_LOOKUP_MAX = 500
 
 
@@ -190,6 +195,18 @@ def _value_error(code: str, allowed: tuple[int | float, ...], raw: str) -> str:
     return f'item {code} takes {scores.describe(allowed)}; got "{raw}"'
 
 
+def _status_errors(status: str) -> list[str]:
+    """A row's ``status`` (the label exports' column): empty or submitted is imported; an answer that was not
+    submitted is refused rather than counted as submitted."""
+    if not status or status.lower() == IMPORTED_STATUS:
+        return []
+    if status.lower() in Assignment.Status.values:
+        return [f'status "{status}": only submitted answers are imported (imported labels count as submitted, and '
+                "the reports count submitted answers only); export the labels of submitted dialogues only "
+                "(export_labels --submitted-only) or remove these rows"]
+    return [f'status must be "{IMPORTED_STATUS}" or empty, not "{status}"']
+
+
 def row_text(fields: list[str], index: dict[str, int], name: str) -> str:
     """A long text cell as written (a judge's prompt or raw response): only the spreadsheet guard is undone."""
     return restore_cell(fields[index[name]]) if name in index else ""
@@ -264,6 +281,7 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
             given = ", ".join(name for name in JUDGE_COLUMNS if get(name))
             line_errors.append(f"{given} set on a physician's row (rater_kind human): these columns describe a "
                                "judge's rows (rater_kind judge)")
+        line_errors += _status_errors(get("status"))
         if kind == "judge" and len(get("judge_model")) > 200:
             line_errors.append("judge_model is at most 200 characters")
         if kind == "judge" and len(get("judge_run")) > 100:

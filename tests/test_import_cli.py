@@ -223,7 +223,7 @@ def test_refused_import_exits_with_status_1(tmp_path, transactional_db, capsys):
 # import_labels
 # ------------------------------------------------------------------------------------------------------------------
 
-HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment,status"
+HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment"  # a file written before the status column
 
 
 @pytest.fixture
@@ -369,6 +369,21 @@ def test_each_kind_of_bad_label_line_is_reported_and_nothing_is_written(tmp_path
     assert not Campaign.objects.exists() and not Assignment.objects.exists()
     assert not Label.objects.exists() and not LabelChange.objects.exists()
     assert User.objects.count() == users_before, "no external raters are created by a refused import"
+
+
+@pytest.mark.django_db
+def test_the_exports_status_column_imports_submitted_answers_and_refuses_the_others(tmp_path, corpus):
+    header = HEADER + ",status"  # the label exports' columns
+    rows = [header, "d1,dr_a,1.1,1,human,,,,submitted", "d2,dr_a,1.1,0,,,,,",
+            "d3,dr_a,1.1,1,human,,,,in_progress", "d3,dr_b,1.1,1,human,,,,maybe"]
+    errors = run_refused("import_labels", write(tmp_path, "export.csv", rows), "--corpus", "Study A")
+    assert errors[0].startswith('line 4: status "in_progress": only submitted answers are imported'), errors
+    assert "--submitted-only" in errors[0]
+    assert errors[1] == 'line 5: status must be "submitted" or empty, not "maybe"'
+    assert not Label.objects.exists()
+    out, _ = run("import_labels", write(tmp_path, "export.csv", rows[:3]), "--corpus", "Study A")
+    assert "Imported 2 labels" in out
+    assert set(Assignment.objects.values_list("status", flat=True)) == {Assignment.Status.SUBMITTED}
 
 
 @pytest.mark.django_db

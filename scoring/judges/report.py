@@ -1436,7 +1436,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "ranking": ranking,
         "models": model_scores(items, dialogue_ids, study.dialogue_model, settings),
         "model_estimates": estimates,
-        "uncertainty": uncertainty.deciles(run, labels),
+        "uncertainty": uncertainty.deciles(run, labels, words),
         **({"replicates": replicates} if replicates else {}),
         "warnings": _dedupe(warnings),
     }

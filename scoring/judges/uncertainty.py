@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scoring.judges import sources
+from scoring.reports.wording import Words
 from scoring.stats import active
 
 LOGPROBS = "token log-probabilities"
@@ -46,16 +47,19 @@ def uncertainty_frame(source) -> tuple[pd.DataFrame, str]:
     return spread.reset_index(), JURY_SPREAD
 
 
-def deciles(source, labels: pd.DataFrame) -> dict[str, Any]:
+def deciles(source, labels: pd.DataFrame, words: dict[str, str] | None = None) -> dict[str, Any]:
     """Observed disagreement with the physicians by uncertainty decile, over every (dialogue, item) that has both
     an uncertainty and physician labels. Disagreement: |judge - physicians' mean| as a share of the item's range
     (a binary item: the share of physicians who answered otherwise). ``labels``: the physicians' labels (columns
-    dialogue, rater, item, value)."""
+    dialogue, rater, item, value); ``words``: the report's words for the instrument (default: a dialogue
+    instrument's). ``binary`` says whether the instrument has binary items (the page explains them only then)."""
+    W = Words(words)
     grids = sources.item_grids(sources.scale_version_id(source))
     ranges = {code: (min(values), max(values)) for code, values in grids.items() if values}
     frame, basis = uncertainty_frame(source)
     judge, _ = sources.judge_frame(source)
-    out: dict[str, Any] = {"basis": basis, "groups": [], "n": 0, "spearman": None, "warnings": []}
+    out: dict[str, Any] = {"basis": basis, "groups": [], "n": 0, "spearman": None, "warnings": [],
+                           "binary": any(sorted(values) == [0.0, 1.0] for values in grids.values())}
     if frame.empty:
         out["warnings"].append("The judge recorded no uncertainty (no log-probabilities from the endpoint, and not "
                                "a jury): nothing to show.")
@@ -64,7 +68,7 @@ def deciles(source, labels: pd.DataFrame) -> dict[str, Any]:
                   .rename("physicians").reset_index())
     joined = frame.merge(judge, on=["dialogue", "item"]).merge(physicians, on=["dialogue", "item"])
     if joined.empty:
-        out["warnings"].append("No answer with an uncertainty has physician labels yet.")
+        out["warnings"].append(f"No judge answer with an uncertainty has {W.raters}' labels yet.")
         return out
     span = joined["item"].map(lambda code: (ranges.get(code, (0.0, 1.0))[1] - ranges.get(code, (0.0, 1.0))[0])
                               or 1.0)
@@ -73,7 +77,7 @@ def deciles(source, labels: pd.DataFrame) -> dict[str, Any]:
     out.update(figures)
     if figures["spearman"] is not None and figures["spearman"] <= 0:
         out["warnings"].append("Disagreement does not rise with the judge's uncertainty: it would not help choose "
-                               "what physicians label.")
+                               f"what {W.raters} label.")
     return out
 
 

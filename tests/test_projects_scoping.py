@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_PROJECT_DATA = {
     "projects.Project": "the projects themselves",
     "projects.Membership": "the access-control table, read by projects.roles with an explicit project",
+    "projects.AccountSettings": "a person's own settings (the language of their pages), the same in every project",
     "annotation.RaterProfile": "an account's instance-wide facts (external rater)",
     "scoring.LLMWorker": "a worker process's heartbeat",
     "scoring.LLMBatch": "a provider batch, reached through its job by the engine",

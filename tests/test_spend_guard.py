@@ -362,8 +362,9 @@ def test_answers_are_stored_in_one_statement_on_open_units_only(instrument, corp
     call = LLMCall.objects.create(key="k" * 64, project=run.project, endpoint="e", model="m", request={},
                                   response={}, content="{}")
     now = timezone.now()
-    values = [[3, 0.25, 'Says "why" \u2014 \u95ee\u8bca', "done", "", call.pk, True, now],
-              [2.5, None, "", "unscored", "The answer could not be parsed as a verdict.", None, False, now]]
+    values = [[3, 0.25, 0.125, 'Says "why" \u2014 \u95ee\u8bca', "done", "", call.pk, True, now],
+              [2.5, None, None, "", "unscored", "The answer could not be parsed as a verdict.", None, False, now]]
+    assert all(len(row) == len(RESULT_FIELDS) for row in values)
     rows = [(unit.pk, values[n % 2]) for n, unit in enumerate(units)]
     with django_assert_num_queries(1):
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, {"claimed_by": "", "claimed_until": None},
@@ -377,6 +378,8 @@ def test_answers_are_stored_in_one_statement_on_open_units_only(instrument, corp
         "failed", "gave up", None)
     with django_assert_num_queries(0):
         engine.bulk_set(JudgeResult, rows, RESULT_FIELDS, only_status=[])
+    with django_assert_num_queries(0), pytest.raises(ValueError, match="9 fields .* but rows of 8 values"):
+        engine.bulk_set(JudgeResult, [(units[0].pk, values[0][1:])], RESULT_FIELDS)  # misaligned: stores nothing
 
 
 def test_cost_without_prices_is_unknown_not_zero(instrument, corpus, monkeypatch, coordinator):

@@ -1,4 +1,4 @@
-"""Admin pages: judge configurations, prompt sets, runs and results."""
+"""Admin pages: judge configurations, prompt sets, runs and results, juries, judge selection settings."""
 
 from django.contrib import admin
 
@@ -12,6 +12,7 @@ from scoring.judges.models import (
     JuryMember,
     Prompt,
     PromptSet,
+    SelectionSettings,
 )
 
 
@@ -79,3 +80,14 @@ class ImportedPromptAdmin(ReadOnlyHistoryAdmin):
 
     list_display = ["result", "text"]
     raw_id_fields = ["result"]
+
+
+@admin.register(SelectionSettings)
+class SelectionSettingsAdmin(ReadOnlyHistoryAdmin):
+    """A campaign's judge selection settings: shown here, changed only on the selection page, where each change is
+    audited (before and after) and the worker recomputes the selection."""
+
+    list_display = ["campaign", "project", "held_out_share", "seed", "updated_by", "updated_at"]
+    list_filter = ["project"]
+    list_select_related = ["campaign", "project", "updated_by"]
+    ordering = ["-updated_at"]

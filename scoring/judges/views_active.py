@@ -1,5 +1,6 @@
 """The coordinator's page to draw a campaign's active sample from a judge run's uncertainty
-(:mod:`scoring.judges.active_samples`)."""
+(:mod:`scoring.judges.active_samples`). The URLconf imports this module: the statistics stack (pandas) is imported
+inside the form and the view."""
 
 from __future__ import annotations
 
@@ -13,15 +14,13 @@ from annotation.models import Campaign
 from annotation.sampling import MAX_SEED
 from projects.access import get_in_project_or_404, role_required
 from projects.roles import COORDINATOR
-from scoring.judges import active_samples
 from scoring.judges.models import JudgeResult, JudgeRun
-from scoring.stats import active
 
 
 class ActiveSampleForm(forms.Form):
     run = forms.ModelChoiceField(queryset=JudgeRun.objects.none(), label=_("Judge run whose uncertainty it follows"))
     budget = forms.FloatField(min_value=1, label=_("Budget: dialogues physicians label (expected number)"))
-    uniform_share = forms.FloatField(min_value=0, max_value=1, initial=active.UNIFORM_SHARE,
+    uniform_share = forms.FloatField(min_value=0, max_value=1,
                                      label=_("Uniform share"),
                                      help_text=_("The share of the budget spread evenly; it bounds the loss when the "
                                                  "uncertainty says nothing about the judge's errors."))
@@ -30,7 +29,10 @@ class ActiveSampleForm(forms.Form):
     seed = forms.IntegerField(required=False, min_value=0, max_value=MAX_SEED, label=_("Seed (optional)"))
 
     def __init__(self, *args, campaign: Campaign, **kwargs):
+        from scoring.stats import active  # the statistics stack: on this page's use, not when the URLconf loads
+
         super().__init__(*args, **kwargs)
+        self.fields["uniform_share"].initial = active.UNIFORM_SHARE
         with_uncertainty = JudgeResult.objects.filter(uncertainty__isnull=False).values("run_id")
         self.fields["run"].queryset = (JudgeRun.objects.filter(corpus=campaign.corpus,
                                                                status=JudgeRun.Status.SUCCEEDED,
@@ -43,6 +45,8 @@ def campaign_active_sample(request, pk: int):
     campaign = get_in_project_or_404(Campaign.objects.alive().select_related("corpus"), request, pk=pk)
     form = ActiveSampleForm(request.POST or None, campaign=campaign)
     if request.method == "POST" and form.is_valid():
+        from scoring.judges import active_samples  # pandas: loaded when a sample is drawn
+
         data = form.cleaned_data
         try:
             sample = active_samples.draw_for_campaign(campaign, data["run"], budget=data["budget"],

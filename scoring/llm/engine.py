@@ -675,6 +675,10 @@ def bulk_set(model: type[Model], rows: list[tuple[int, list]], fields: list[str]
     of Django's ``bulk_update`` (a CASE per field and row, built in Python: nine tenths of storing answers)."""
     if not rows:
         return
+    widths = {len(values) for _, values in rows}
+    if widths != {len(fields)}:  # a row that does not line up with the columns would store values in wrong ones
+        raise ValueError(f"bulk_set: {len(fields)} fields ({', '.join(fields)}) but rows of "
+                         f"{', '.join(map(str, sorted(widths)))} values")
     constants = constants or {}
     postgres = connection.vendor == "postgresql"
     if not postgres and not _sqlite_update_from():

@@ -14,7 +14,6 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Campaign, Corpus
 from annotation.spreadsheet import safe_row
 from projects.services import ProjectCommand
-from scoring.judges import uncertainty
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
 from scoring.judges.names import judge_rater_name, jury_rater_name
@@ -148,7 +147,10 @@ def csv_rows(report: dict):
     for side in ("judge", "physicians"):
         yield from replicate_rows((report.get("replicates") or {}).get(side),
                                   f"replicates ({W.raters if side == 'physicians' else side})")
-    yield from uncertainty.csv_rows(report.get("uncertainty"))
+    if report.get("uncertainty"):
+        from scoring.judges import uncertainty  # loads pandas: not when the command only starts
+
+        yield from uncertainty.csv_rows(report["uncertainty"])
 
 
 def score_rows(scores: dict):

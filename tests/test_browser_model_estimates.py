@@ -12,6 +12,7 @@ from annotation.models import Campaign, Corpus
 from scoring.judges.demo import demo_runs
 from tests.conftest import ARTIFACTS
 from tests.demo_world import load_full_demo
+from tests.test_report_pages import run_pending
 
 
 def login(page, username: str, password: str) -> None:
@@ -20,6 +21,13 @@ def login(page, username: str, password: str) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/")
+
+
+def plan_stored(where) -> None:
+    """A worker computes the plan the planner partial in ``where`` asked for ("Computing the plan…" meanwhile): the
+    queued jobs run as a worker runs them, and the partial, polling itself, shows the stored plan."""
+    where.get_by_test_id("planner-computing").wait_for()
+    run_pending()
 
 
 @pytest.mark.browser
@@ -45,8 +53,10 @@ def test_model_estimates_and_planner_in_the_browser(page, transactional_db, demo
     # the planner for another half-width, loaded when opened
     page.get_by_text("Plan another score or half-width").click()
     planner = page.get_by_test_id("model-estimates").get_by_test_id("sample-planner")
+    plan_stored(planner)
     planner.get_by_label("95% interval +/-").fill("15")
     planner.get_by_role("button", name="Plan").click()
+    plan_stored(planner)
     page.get_by_test_id("model-estimates").get_by_test_id("planner-models").get_by_text("+/-15 points").first.wait_for()
     assert "with this judge scoring 100 dialogue(s)" in page.get_by_test_id("model-estimates").get_by_test_id(
         "planner-models").inner_text()
@@ -58,6 +68,7 @@ def test_model_estimates_and_planner_in_the_browser(page, transactional_db, demo
     page.goto(f"/campaigns/{Campaign.objects.get(name=DEMO_FINISHED).pk}/")
     assert "A random sample of 48 of the 300 dialogues" in page.get_by_test_id("random-sample-text").inner_text()
     assert page.get_by_test_id("random-sample-strata").locator("tbody tr").count() == 3
+    plan_stored(page.get_by_test_id("random-sample"))
     page.get_by_test_id("random-sample").get_by_test_id("planner-models").wait_for()
     assert "alone" in page.get_by_test_id("random-sample").get_by_test_id("planner-models").inner_text()
     page.get_by_test_id("random-sample").screenshot(path=str(ARTIFACTS / "screenshots" / "random-sample.png"))
@@ -66,6 +77,7 @@ def test_model_estimates_and_planner_in_the_browser(page, transactional_db, demo
     # a new campaign: the planner follows the corpus chosen in the form
     page.goto("/campaigns/new/")
     page.get_by_label("Corpus").select_option(str(Corpus.objects.get(name=DEMO_STUDY_CORPUS).pk))
+    plan_stored(page.locator("#sample-size"))
     page.locator("#sample-size [data-testid=planner-models]").wait_for()
     assert "physician-labelled dialogue(s) alone" in page.locator("#sample-size").inner_text()
     page.get_by_label("Scale version").select_option(str(campaign.scale_version_id))

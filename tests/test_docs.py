@@ -114,6 +114,15 @@ def test_the_manual_has_a_page_per_audience_and_a_local_search_index(site):
     assert list((site / "assets" / "javascripts" / "workers").glob("search.*.js"))
 
 
+def test_the_manual_holds_no_inline_style(site):
+    """The app serves the manual under its Content-Security-Policy, whose style-src allows only the site's own files
+    (config/manual.py adds hashes for inline scripts, not styles): a column aligned in Markdown (``---:``) or HTML
+    with a style attribute would be refused by the browser."""
+    problems = [f"{path.relative_to(site)}: {match.group(0)}" for path in sorted(site.rglob("*.html"))
+                for match in re.finditer(r"<style\b|\sstyle=\"[^\"]*\"", path.read_text(encoding="utf-8"))]
+    assert problems == []
+
+
 def test_the_architecture_page_holds_projects_and_scoping(site):
     page = (site / "architecture" / "index.html").read_text()
     assert 'id="projects-and-scoping"' in page

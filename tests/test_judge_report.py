@@ -7,12 +7,14 @@ figure below is computed by hand or with the statistics engine on matrices built
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime
 
 import numpy as np
 import pandas as pd
 import pytest
+from django.template.loader import render_to_string
 
 from annotation import labels
 from annotation.campaigns import create_campaign
@@ -507,6 +509,12 @@ def test_disagreement_by_uncertainty_decile(report, study):
     assert section["spearman"] > 0.5 and not section["warnings"]
     rows = list(uncertainty.csv_rows(section))
     assert rows[0][:3] == ["uncertainty", "decile 1", "observed disagreement"] and len(rows) == 11
+    # the page: each decile's figure in the table, its bar an SVG width (the policy allows no inline style)
+    html = render_to_string("scoring/partials/judge_report_extra.html", {"report": {"uncertainty": section}})
+    bars = re.findall(r'<svg class="share-bar"[^>]*aria-hidden="true".*?<rect width="(\d+)" height="10" '
+                      r'fill="currentColor"></rect></svg>', html)
+    assert [int(b) for b in bars] == [round(100 * g["disagreement"]) for g in section["groups"]]
+    assert "style=" not in html
     # unrelated: the same values shuffled against the answers
     rng = np.random.default_rng(3)
     values = rng.permutation([r.uncertainty for r in results])

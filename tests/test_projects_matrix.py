@@ -429,7 +429,7 @@ def test_api_schema_operations_cover_the_api(schema):
                     if p["in"] == "query" and p["name"] not in API_QUERY_OBJECTS
                     and p["name"] not in {"limit", "offset", "status", "phase", "language", "model", "split",
                                           "privacy_status", "ci", "correlation", "plots", "floor", "margin",
-                                          "min_dialogues", "format", "resamples", "updated_after",
+                                          "min_dialogues", "format", "resamples", "updated_after", "submitted",
                                           # filters within the request's project, and the project itself
                                           "name", "scale", "project"}})
     assert not query, f"query parameters the matrix does not know (do they name an object?): {query}"

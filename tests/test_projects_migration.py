@@ -18,7 +18,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
-from projects.squashing import SQUASHED
+from projects.squashing import SQUASHED, missing_tables
 
 BEFORE = [("annotation", "0007_score_grid_replicates_judge_keys"), ("scoring", "0011_judge_report_job"),
           ("delphi", "0001_initial")]
@@ -134,6 +134,7 @@ def test_an_instance_with_todays_data_upgrades_into_default_and_behaves_as_befor
         _migrate(_latest())  # the rest of the history, as an upgrade runs it
     finally:
         _migrate(_latest())  # whatever happened, the next tests get today's schema
+    assert not missing_tables(connection)  # every app's tables, those of migrations made after the squash too
     _check_default(before)
     _check_behaviour(client, before)
 

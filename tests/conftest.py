@@ -418,6 +418,19 @@ def shared_live_world(django_db_blocker, build):
             connections.close_all()
 
 
+def ensure_mini_cex():
+    """The project "Default" and in it the published Mini-CEX v1, as the data migrations leave them (idempotent): a
+    transactional test that ran earlier in this process may have flushed them with the rest."""
+    from annotation import models
+    from annotation.scales import load_instrument, read_instrument
+    from projects.scoping import in_project
+    from tests.factories import default_project
+
+    project = default_project()
+    with in_project(project):
+        load_instrument(read_instrument(), models, publish=True, project=project)
+
+
 def module_world(django_db_blocker, build):
     """Generator for a module-scoped fixture: the world ``build()`` returns, built once inside a transaction that is
     rolled back at the end (each test still runs in its own savepoint through the ``db`` fixture).
@@ -427,9 +440,8 @@ def module_world(django_db_blocker, build):
     a savepoint again when the savepoint is rolled back: without this, every test re-checked every row of the world
     (9 ms a test in the cross-project matrix, a fifth of its time)."""
     from django.db import connection, transaction
-    from django_scopes import scopes_disabled
 
-    from annotation import labels, models, scales
+    from annotation import labels, scales
 
     with django_db_blocker.unblock():
         atomic = transaction.atomic()
@@ -437,10 +449,7 @@ def module_world(django_db_blocker, build):
         try:
             labels._allowed.cache_clear()
             scales.rating_sheet.cache_clear()
-            # the Mini-CEX as its data migration loads it: a transactional test that ran earlier in this process
-            # flushed it with the rest (idempotent, rolled back with the world)
-            with scopes_disabled():
-                scales.load_instrument(scales.read_instrument(), models)
+            ensure_mini_cex()
             world = build()
             connection.check_constraints()
             yield world

@@ -308,16 +308,8 @@ def shared_world(django_db_setup, django_db_blocker):
     from tests.conftest import module_world
 
     def build() -> World:
-        from annotation import models as annotation_models
-        from annotation.scales import load_instrument, read_instrument
-        from projects.models import Project
-        from projects.scoping import in_project, scopes_disabled
-        from projects.services import create_project
+        from projects.scoping import scopes_disabled
 
-        with scopes_disabled():
-            default = Project.objects.filter(name="Default").first() or create_project("Default")
-        with in_project(default):
-            load_instrument(read_instrument(), annotation_models)
         with scopes_disabled():
             return build_world()
 

@@ -18,17 +18,32 @@ Conventions (DESIGN.md sections 3 and 4):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from django.utils.translation import gettext, gettext_lazy, gettext_noop, ngettext, pgettext
 
 if TYPE_CHECKING:
     import pandas as pd
 
 LIKERT = (1, 2, 3, 4, 5)
+#: The warnings of these statistics with words of their own (stored in English, shown in the reader's language).
+WARNINGS = frozenset({
+    "No answers: every statistic is undefined.",
+    "SD and CV are undefined with a single answer.",
+    "No variation: every panelist gave the same rating.",
+    "Authority coefficient undefined: no complete self-assessment.",
+    "Positive coefficient undefined: nobody was invited.",
+    "Kendall's W undefined: no completed questionnaires.",
+    "Fewer than two items.",
+    "No items.",
+    "Alpha if item deleted needs at least three items.",
+})
 QUANTILE_METHOD = "linear"
-QUANTILE_METHOD_LABEL = "linear interpolation (Hyndman & Fan type 7; numpy/R default, Excel QUARTILE.INC)"
+QUANTILE_METHOD_LABEL = gettext_lazy("linear interpolation (Hyndman & Fan type 7; numpy/R default, Excel "
+                                     "QUARTILE.INC)")
 
 #: Familiarity coefficient Cs per self-rated level (5 very familiar ... 1 very unfamiliar).
 CS_FAMILIARITY: dict[int, float] = {5: 1.0, 4: 0.8, 3: 0.6, 2: 0.4, 1: 0.2}
@@ -61,32 +76,50 @@ def _clean(ratings: Iterable[Any]) -> np.ndarray:
 
 
 def consensus_met(row: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[bool | None, list[str]]:
-    """Whether an item's statistics meet the rule, and the condition checks in words."""
+    """Whether an item's statistics meet the rule, and the condition checks in words (in the active language: the
+    pages call it again on the stored statistics to show the checks in the reader's)."""
     if not row.get("n"):
-        return None, ["no answers"]
+        return None, [gettext("no answers")]
     checks: list[str] = []
     ok = True
     if rule.get("min_mean") is not None:
         good = row["mean"] is not None and row["mean"] >= rule["min_mean"]
         ok &= good
-        checks.append(f"mean {_fmt(row['mean'])} {'≥' if good else '<'} {rule['min_mean']:g}")
+        checks.append(gettext("mean %(mean)s %(sign)s %(limit)s") % {
+            "mean": _fmt(row["mean"]), "sign": "≥" if good else "<", "limit": f"{rule['min_mean']:g}"})
     if rule.get("max_cv") is not None:
         good = row["cv"] is not None and row["cv"] <= rule["max_cv"]
         ok &= good
-        checks.append(f"CV {_fmt(row['cv'])} {'≤' if good else '>'} {rule['max_cv']:g}"
-                      + ("" if row["cv"] is not None else " (undefined)"))
+        values = {"cv": _fmt(row["cv"]), "sign": "≤" if good else ">", "limit": f"{rule['max_cv']:g}"}
+        checks.append((gettext("CV %(cv)s %(sign)s %(limit)s") if row["cv"] is not None
+                       else gettext("CV %(cv)s %(sign)s %(limit)s (undefined)")) % values)
     if rule.get("min_agreement") is not None:
         good = row["agreement"] is not None and row["agreement"] >= rule["min_agreement"]
         ok &= good
-        checks.append(f"{_fmt(row['agreement'], 1)}% rate ≥{rule.get('agreement_level', 4)} "
-                      f"{'≥' if good else '<'} {rule['min_agreement']:g}%")
+        checks.append(gettext("%(agreement)s%% rate ≥%(level)s %(sign)s %(limit)s%%") % {
+            "agreement": _fmt(row["agreement"], 1), "level": rule.get("agreement_level", 4),
+            "sign": "≥" if good else "<", "limit": f"{rule['min_agreement']:g}"})
     if not checks:
-        return None, ["no consensus rule set"]
+        return None, [gettext("no consensus rule set")]
     return bool(ok), checks
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
-    return "undefined" if x is None else f"{x:.{digits}f}"
+    return pgettext("a statistic", "undefined") if x is None else f"{x:.{digits}f}"
+
+
+_SKIPPED = re.compile(r"^(\d+) panelist\(s\) without a complete self-assessment left out\.$")
+
+
+def warning_words(text: str) -> str:
+    """A stored warning of these statistics (written in English by the worker) in the active language; a warning
+    of another module's (``scoring.stats``) as it was stored."""
+    skipped = _SKIPPED.match(text)
+    if skipped:
+        n = int(skipped[1])
+        return ngettext("%(n)d panelist without a complete self-assessment left out.",
+                        "%(n)d panelists without a complete self-assessment left out.", n) % {"n": n}
+    return gettext(text) if text in WARNINGS else text
 
 
 def item_statistics(ratings: Iterable[Any], rule: Mapping[str, Any] | None = None) -> dict:
@@ -107,7 +140,7 @@ def item_statistics(ratings: Iterable[Any], rule: Mapping[str, Any] | None = Non
         "quantile_method": QUANTILE_METHOD,
     }
     if n == 0:
-        warns.append("No answers: every statistic is undefined.")
+        warns.append(gettext_noop("No answers: every statistic is undefined."))
         out["consensus"], out["consensus_checks"] = None, ["no answers"]
         return out
     mean = float(x.mean())
@@ -118,13 +151,13 @@ def item_statistics(ratings: Iterable[Any], rule: Mapping[str, Any] | None = Non
     q1, q3 = np.quantile(x, [0.25, 0.75], method=QUANTILE_METHOD)
     out["q1"], out["q3"], out["iqr"] = float(q1), float(q3), float(q3 - q1)
     if n < 2:
-        warns.append("SD and CV are undefined with a single answer.")
+        warns.append(gettext_noop("SD and CV are undefined with a single answer."))
     else:
         sd = float(x.std(ddof=1))
         out["sd"] = sd
         out["cv"] = sd / mean  # mean >= 1 on a 1-5 scale
         if sd == 0:
-            warns.append("No variation: every panelist gave the same rating.")
+            warns.append(gettext_noop("No variation: every panelist gave the same rating."))
     out["consensus"], out["consensus_checks"] = consensus_met(out, rule)
     return out
 
@@ -157,7 +190,7 @@ def authority(assessments: Iterable[Mapping[str, Any]]) -> dict:
         ca_values.append(sum(CA_BASIS[b][v] for b, v in zip(BASES, basis, strict=True)))
     warns = [f"{skipped} panelist(s) without a complete self-assessment left out."] if skipped else []
     if not ca_values:
-        warns.append("Authority coefficient undefined: no complete self-assessment.")
+        warns.append(gettext_noop("Authority coefficient undefined: no complete self-assessment."))
         return {"ca": None, "cs": None, "cr": None, "n": 0, "warnings": warns}
     ca = float(np.mean(ca_values))
     cs = float(np.mean(cs_values))
@@ -176,12 +209,12 @@ def round_statistics(*, invited: int, responded: int, completed: int, wide: pd.D
     warns: list[str] = []
     positive = completed / invited if invited else None
     if not invited:
-        warns.append("Positive coefficient undefined: nobody was invited.")
+        warns.append(gettext_noop("Positive coefficient undefined: nobody was invited."))
     auth = authority(assessments)
     w = stats.kendall_w(wide) if wide.shape[0] and wide.shape[1] else {
         "w": None, "w_uncorrected": None, "chi2": None, "dof": None, "p": None, "n_raters": int(wide.shape[0]),
         "n_objects": int(wide.shape[1]), "dropped": [],
-        "warnings": ["Kendall's W undefined: no completed questionnaires."]}
+        "warnings": [gettext_noop("Kendall's W undefined: no completed questionnaires.")]}
     # Kendall's W names raters by the row labels, which are panelists' pseudonyms here
     w_warnings = [text.replace("Rater ", "Panelist ", 1) if text.startswith("Rater ") else text
                   for text in w["warnings"]]
@@ -251,9 +284,9 @@ def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
         codes = [c for c in cols if dimensions.get(c, "") == dim]
         rows.append(_alpha_row(data[codes], dim, names.get(dim, dim)))
     total = _alpha_row(data, "total", "Total")
-    k = stats.kmo(data) if len(cols) >= 2 else {"overall": None, "warnings": ["Fewer than two items."]}
+    k = stats.kmo(data) if len(cols) >= 2 else {"overall": None, "warnings": [gettext_noop("Fewer than two items.")]}
     b = stats.bartlett_sphericity(data) if len(cols) >= 2 else {"chi2": None, "dof": None, "p": None,
-                                                               "warnings": ["Fewer than two items."]}
+                                                               "warnings": [gettext_noop("Fewer than two items.")]}
     return {
         "n_respondents": int(len(data)), "dimensions": rows, "total": total,
         "kmo": k["overall"], "kmo_items": k.get("items", {}), "kmo_warnings": k["warnings"],
@@ -265,13 +298,13 @@ def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
 def _alpha_row(frame: pd.DataFrame, code: str, name: str) -> dict:
     from scoring import stats
 
-    res = stats.cronbach_alpha(frame) if frame.shape[1] else {"alpha": None, "warnings": ["No items."]}
+    res = stats.cronbach_alpha(frame) if frame.shape[1] else {"alpha": None, "warnings": [gettext_noop("No items.")]}
     deleted = stats.alpha_if_deleted(frame) if frame.shape[1] > 2 else {c: None for c in frame.columns}
     defined = {c: v for c, v in deleted.items() if v is not None}
     highest = max(defined.items(), key=lambda kv: kv[1]) if defined else (None, None)
     warns = list(res.get("warnings", []))
     if frame.shape[1] <= 2:
-        warns.append("Alpha if item deleted needs at least three items.")
+        warns.append(gettext_noop("Alpha if item deleted needs at least three items."))
     alpha = res.get("alpha")
     return {
         "code": code, "name": name, "n_items": int(frame.shape[1]), "alpha": alpha,

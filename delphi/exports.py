@@ -7,7 +7,11 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from functools import wraps
 from typing import Any
+
+from django.utils import translation
+from django.utils.translation import gettext
 
 from annotation.spreadsheet import safe_cell, safe_dict
 from delphi import consensus, services
@@ -19,6 +23,18 @@ TABLE_COLUMNS = ["Number", "Item content", "Expert opinion", "Adoption", "Modify
 RESPONSE_COLUMNS = ["study", "round", "round_kind", "panelist", "item", "dimension", "importance", "comment",
                     "proposed_wording", "familiarity", "basis_practice", "basis_theory", "basis_literature",
                     "basis_intuition", "completed", "answered_at"]
+
+
+def _in_english(fn):
+    """Exports never depend on the reader's language: what they name (round labels, decisions, kinds, the rule) is
+    written in English, the language of the source strings."""
+
+    @wraps(fn)
+    def english(*args, **kwargs):
+        with translation.override("en"):
+            return fn(*args, **kwargs)
+
+    return english
 
 
 def _adoption_text(values: list[str]) -> str:
@@ -33,6 +49,7 @@ def _adoption_text(values: list[str]) -> str:
     return "Adopt suggestion " + ", ".join(map(str, adopted))
 
 
+@_in_english
 def round_table(rnd: Round) -> list[dict[str, str]]:
     """One row per dimension and item (and added item), as in the paper's appendix figures."""
     items = services.round_items(rnd)
@@ -171,6 +188,7 @@ REPORT_AUDIT_COLUMNS = ["Round", "Item", "Decision", "New wording", "Merged into
                         "Decided at"]
 
 
+@_in_english
 def reporting_sheets(study: DelphiStudy) -> list[tuple[str, list[str], list[dict[str, Any]]]]:
     """The facts CREDES / ACCORD ask for: consensus rule and when it was fixed, panel flow per round,
     items added / reworded / merged / dropped and why."""
@@ -185,7 +203,7 @@ def reporting_sheets(study: DelphiStudy) -> list[tuple[str, list[str], list[dict
         {"Fact": "Familiarity threshold to stay on the panel", "Value": services.familiarity_label(
             study.familiarity_threshold)},
         {"Fact": "Rating scale", "Value": "Importance, 5-point Likert (1 not important - 5 very important)"},
-        {"Fact": "IQR quantile method", "Value": consensus.QUANTILE_METHOD_LABEL},
+        {"Fact": "IQR quantile method", "Value": str(consensus.QUANTILE_METHOD_LABEL)},
         {"Fact": "Authority coefficient", "Value": "Cr = (Ca + Cs) / 2; Ca = sum of judgement-basis coefficients "
                                                    "(practice .5/.4/.3, theory .3/.2/.1, literature .1/.1/.05, "
                                                    "intuition .1/.1/.1); Cs: familiarity 1.0/.8/.6/.4/.2"},
@@ -246,14 +264,16 @@ def reporting_sheets(study: DelphiStudy) -> list[tuple[str, list[str], list[dict
 
 
 def rule_text(rule: dict) -> str:
+    """The consensus rule in words, in the active language (the exports' in English)."""
     parts = []
     if rule.get("min_mean") is not None:
-        parts.append(f"mean importance ≥ {rule['min_mean']:g}")
+        parts.append(gettext("mean importance ≥ %(value)s") % {"value": f"{rule['min_mean']:g}"})
     if rule.get("max_cv") is not None:
-        parts.append(f"CV ≤ {rule['max_cv']:g}")
+        parts.append(gettext("CV ≤ %(value)s") % {"value": f"{rule['max_cv']:g}"})
     if rule.get("min_agreement") is not None:
-        parts.append(f"≥ {rule['min_agreement']:g}% rating {rule.get('agreement_level', 4)}-5")
-    return " and ".join(parts) or "no rule set"
+        parts.append(gettext("≥ %(percent)s%% rating %(level)s-5") % {
+            "percent": f"{rule['min_agreement']:g}", "level": rule.get("agreement_level", 4)})
+    return gettext(" and ").join(parts) or gettext("no rule set")
 
 
 def _when(moment) -> str:

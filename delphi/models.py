@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 
@@ -16,53 +18,55 @@ from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 class Familiarity(models.IntegerChoices):
     """Self-rated familiarity with the topic; the value is also the level used by the threshold."""
 
-    VERY_FAMILIAR = 5, "Very familiar"
-    FAMILIAR = 4, "Familiar"
-    GENERALLY = 3, "Generally familiar"
-    LESS = 2, "Less familiar"
-    VERY_UNFAMILIAR = 1, "Very unfamiliar"
+    VERY_FAMILIAR = 5, _("Very familiar")
+    FAMILIAR = 4, _("Familiar")
+    GENERALLY = 3, _("Generally familiar")
+    LESS = 2, _("Less familiar")
+    VERY_UNFAMILIAR = 1, _("Very unfamiliar")
 
 
 class Influence(models.TextChoices):
-    HIGH = "high", "High"
-    MEDIUM = "medium", "Medium"
-    LOW = "low", "Low"
+    HIGH = "high", _("High")
+    MEDIUM = "medium", _("Medium")
+    LOW = "low", _("Low")
 
 
 class DelphiStudy(ProjectOwned, SoftDeletable):
     """A Delphi study over a scale: rounds, a panel, a consensus rule fixed before round 1."""
 
     class Status(models.TextChoices):
-        SETUP = "setup", "Setting up"
-        RUNNING = "running", "Delphi rounds"
-        VALIDATION = "validation", "Validation survey"
-        PUBLISHED = "published", "Agreed version published"
+        SETUP = "setup", _("Setting up")
+        RUNNING = "running", _("Delphi rounds")
+        VALIDATION = "validation", _("Validation survey")
+        PUBLISHED = "published", _("Agreed version published")
 
     title = models.CharField(max_length=200)
     scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies")
     base_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.SETUP)
-    invitation = models.TextField(blank=True, help_text="The e-mail text sent with each personal link.")
-    instructions = models.TextField(blank=True, help_text="Shown at the top of the questionnaire.")
+    invitation = models.TextField(blank=True, help_text=_("The e-mail text sent with each personal link."))
+    instructions = models.TextField(blank=True, help_text=_("Shown at the top of the questionnaire."))
     # Consensus rule: every condition that is set must hold.
     consensus_min_mean = models.DecimalField(max_digits=4, decimal_places=2, null=True, blank=True, default=3.5,
-                                             help_text="Mean importance at least this (empty: not used).")
+                                             help_text=_("Mean importance at least this (empty: not used)."))
     consensus_max_cv = models.DecimalField(max_digits=4, decimal_places=2, null=True, blank=True, default=0.25,
-                                           help_text="Coefficient of variation at most this (empty: not used).")
+                                           help_text=_("Coefficient of variation at most this (empty: not used)."))
     consensus_min_agreement = models.DecimalField(
         max_digits=5, decimal_places=1, null=True, blank=True,
-        help_text="At least this % of panelists rate the item at or above the agreement level (empty: not used).")
-    agreement_level = models.PositiveSmallIntegerField(default=4, help_text="Ratings at or above this agree (4 = 4-5).")
-    consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text="Last change of the rule.")
-    consensus_locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when round 1 opens.")
+        help_text=_("At least this percentage of panelists rate the item at or above the agreement level (empty: "
+                    "not used)."))
+    agreement_level = models.PositiveSmallIntegerField(default=4,
+                                                       help_text=_("Ratings at or above this agree (4 = 4-5)."))
+    consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text=_("Last change of the rule."))
+    consensus_locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when round 1 opens."))
     planned_rounds = models.PositiveSmallIntegerField(default=3)
     familiarity_threshold = models.PositiveSmallIntegerField(
         choices=Familiarity.choices, default=Familiarity.FAMILIAR,
-        help_text="Panelists who rate their familiarity below this are not invited to the next round.")
-    reminder_days = models.PositiveSmallIntegerField(default=7, help_text="Remind non-responders every N days "
-                                                                           "(0: no automatic reminders).")
-    link_valid_days = models.PositiveSmallIntegerField(default=60, help_text="Personal links expire after N days.")
-    site_url = models.CharField(max_length=300, blank=True, help_text="Base address used in e-mailed links.")
+        help_text=_("Panelists who rate their familiarity below this are not invited to the next round."))
+    reminder_days = models.PositiveSmallIntegerField(
+        default=7, help_text=_("Remind non-responders every N days (0: no automatic reminders)."))
+    link_valid_days = models.PositiveSmallIntegerField(default=60, help_text=_("Personal links expire after N days."))
+    site_url = models.CharField(max_length=300, blank=True, help_text=_("Base address used in e-mailed links."))
     agreed_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
                                        related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
@@ -71,8 +75,8 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name = "Delphi study"
-        verbose_name_plural = "Delphi studies"
+        verbose_name = _("Delphi study")
+        verbose_name_plural = _("Delphi studies")
         constraints = [models.UniqueConstraint(fields=["project", "title"], name="unique_delphi_title_per_project")]
 
     def __str__(self) -> str:
@@ -97,13 +101,13 @@ class Round(ProjectScoped):
     project_path = "study__project"
 
     class Kind(models.TextChoices):
-        DELPHI = "delphi", "Delphi round"
-        VALIDATION = "validation", "Validation survey"
+        DELPHI = "delphi", _("Delphi round")
+        VALIDATION = "validation", _("Validation survey")
 
     class Status(models.TextChoices):
-        DRAFT = "draft", "Not opened"
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        DRAFT = "draft", _("Not opened")
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="rounds")
     number = models.PositiveSmallIntegerField()
@@ -130,7 +134,10 @@ class Round(ProjectScoped):
 
     @property
     def label(self) -> str:
-        return "Validation survey" if self.kind == self.Kind.VALIDATION else f"Round {self.number}"
+        """The round's name in the active language ("Round 2", "第 2 轮"; exports write it in English)."""
+        if self.kind == self.Kind.VALIDATION:
+            return gettext("Validation survey")
+        return gettext("Round %(number)d") % {"number": self.number}
 
     @property
     def is_validation(self) -> bool:
@@ -213,9 +220,9 @@ class Response(ProjectScoped):
     project_path = "participation__round__study__project"
 
     class Adoption(models.TextChoices):
-        UNDECIDED = "", "Not decided"
-        ADOPT = "adopt", "Adopt"
-        NOT_ADOPT = "not_adopt", "Not adopt"
+        UNDECIDED = "", _("Not decided")
+        ADOPT = "adopt", _("Adopt")
+        NOT_ADOPT = "not_adopt", _("Not adopt")
 
     participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="responses")
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="delphi_responses")
@@ -293,19 +300,23 @@ class ItemDecision(ProjectScoped, SoftDeletable):
     project_path = "round__study__project"
 
     class Action(models.TextChoices):
-        RESERVE = "reserve", "Reserve"
-        REVISE = "revise", "Revise"
-        DELETE = "delete", "Delete"
-        MERGE = "merge", "Merge"
-        ADD = "add", "Add"
+        RESERVE = "reserve", _("Reserve")
+        REVISE = "revise", _("Revise")
+        DELETE = "delete", _("Delete")
+        MERGE = "merge", _("Merge")
+        ADD = "add", _("Add")
 
     #: How pages and exports name the actions: Shi et al. (LLM-Mini-CEX, appendix) write "Reserve" for keeping an
     #: item as it is, which readers took for "set aside"; the stored value stays "reserve".
-    NAMES = {"reserve": "Keep", "revise": "Revise", "delete": "Delete", "merge": "Merge", "add": "Add"}
+    NAMES = {"reserve": pgettext_lazy("a focus-group decision", "Keep"),
+             "revise": pgettext_lazy("a focus-group decision", "Revise"),
+             "delete": pgettext_lazy("a focus-group decision", "Delete"),
+             "merge": pgettext_lazy("a focus-group decision", "Merge"),
+             "add": pgettext_lazy("a focus-group decision", "Add")}
 
     @classmethod
     def action_name(cls, action: str) -> str:
-        return cls.NAMES.get(str(action), str(action))
+        return str(cls.NAMES.get(str(action), str(action)))
 
     @classmethod
     def action_choices(cls) -> list[tuple[str, str]]:

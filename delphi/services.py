@@ -20,8 +20,9 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.text import slugify
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from annotation import scales
 from annotation.instruments import slug_taken
@@ -90,12 +91,12 @@ def parse_item_lines(text: str) -> dict[str, Any]:
             continue
         m = ITEM_LINE.match(raw)
         if not m:
-            errors.append(f"line {n}: expected 'code text' (e.g. '1 Interviewing' or '1.1 Ask open questions'), "
-                          f"got {raw.strip()[:60]!r}")
+            errors.append(gettext("line %(n)d: expected 'code text' (e.g. '1 Interviewing' or '1.1 Ask open "
+                                  "questions'), got “%(line)s”") % {"n": n, "line": raw.strip()[:60]})
             continue
         code, body, guidance = m["code"], m["text"].strip(), (m["guidance"] or "").strip()
         if code in seen:
-            errors.append(f"line {n}: code {code} is used twice")
+            errors.append(gettext("line %(n)d: code %(code)s is used twice") % {"n": n, "code": code})
             continue
         seen.add(code)
         if "." not in code:
@@ -105,13 +106,15 @@ def parse_item_lines(text: str) -> dict[str, Any]:
         else:
             parent = by_code.get(code.split(".")[0])
             if parent is None:
-                errors.append(f"line {n}: item {code} needs its dimension line {code.split('.')[0]} above it")
+                errors.append(gettext("line %(n)d: item %(code)s needs its dimension line %(dimension)s above it")
+                              % {"n": n, "code": code, "dimension": code.split(".")[0]})
                 continue
             parent["items"].append({"code": code, "type": "binary", "text_en": body, "guidance_en": guidance})
     if not errors and not any(d["items"] for d in dims):
-        errors.append("No items: add at least one item line such as '1.1 Ask open questions'.")
+        errors.append(gettext("No items: add at least one item line such as '1.1 Ask open questions'."))
     if errors:
-        raise DelphiError("The item list has problems (nothing was saved): " + "; ".join(errors))
+        raise DelphiError(gettext("The item list has problems (nothing was saved): %(problems)s")
+                          % {"problems": "; ".join(errors)})
     return {"dimensions": dims}
 
 
@@ -139,11 +142,12 @@ def _create_study(*, title: str, user, version: ScaleVersion | None, scale_name:
                   project_id: int, **fields) -> DelphiStudy:
     title = title.strip()
     if not title:
-        raise DelphiError("Give the study a title.")
+        raise DelphiError(gettext("Give the study a title."))
     if version is not None and not ScaleVersion.objects.filter(pk=version.pk).exists():
-        raise DelphiError(f"{version} is a draft of another project; choose a published version or your own.")
+        raise DelphiError(gettext("%(version)s is a draft of another project; choose a published version or your own.")
+                          % {"version": version})
     if DelphiStudy.objects.filter(title=title, project=project_id).exists():
-        raise DelphiError(f"A study called {title!r} exists already.")
+        raise DelphiError(gettext("A study called “%(title)s” exists already.") % {"title": title})
     if version is None:
         from annotation import models as annotation_models
 
@@ -155,7 +159,7 @@ def _create_study(*, title: str, user, version: ScaleVersion | None, scale_name:
         version = scale.versions.get(number=1)
         ScaleVersion.objects.filter(pk=version.pk).update(created_by=user)
     if not version.secondary_items().exists():
-        raise DelphiError(f"{version} has no items to rate.")
+        raise DelphiError(gettext("%(version)s has no items to rate.") % {"version": version})
     study = DelphiStudy(title=title, scale=version.scale, base_version=version, created_by=user, project_id=project_id,
                         consensus_fixed_at=timezone.now())
     _apply_fields(study, fields)
@@ -172,11 +176,11 @@ def _apply_fields(study: DelphiStudy, fields: dict[str, Any]) -> list[str]:
             setattr(study, name, fields[name])
             changed.append(name)
     if study.planned_rounds < 1:
-        raise DelphiError("Plan at least one round.")
+        raise DelphiError(gettext("Plan at least one round."))
     if study.agreement_level not in consensus.LIKERT:
-        raise DelphiError("The agreement level is a rating from 1 to 5.")
+        raise DelphiError(gettext("The agreement level is a rating from 1 to 5."))
     if study.link_valid_days < 1:
-        raise DelphiError("Links must stay valid for at least one day.")
+        raise DelphiError(gettext("Links must stay valid for at least one day."))
     return changed
 
 
@@ -195,8 +199,8 @@ def update_settings(study: DelphiStudy, user, fields: dict[str, Any], reason: st
     study = DelphiStudy.objects.select_for_update().get(pk=study.pk)
     rule_changes = [f for f in RULE_FIELDS if f in fields and not _decimal_equal(fields[f], getattr(study, f))]
     if rule_changes and study.consensus_locked:
-        raise DelphiError(f"The consensus rule was locked when round 1 opened "
-                          f"({study.consensus_locked_at:%Y-%m-%d %H:%M} UTC) and cannot change.", status=409)
+        raise DelphiError(gettext("The consensus rule was locked when round 1 opened (%(when)s UTC) and cannot "
+                                  "change.") % {"when": f"{study.consensus_locked_at:%Y-%m-%d %H:%M}"}, status=409)
     before = {f: str(getattr(study, f)) for f in RULE_FIELDS + SETTING_FIELDS}
     changed = _apply_fields(study, {k: v for k, v in fields.items() if k not in RULE_FIELDS or k in rule_changes})
     if rule_changes:
@@ -252,17 +256,18 @@ def parse_contacts(text: str) -> list[tuple[str, str]]:
         email = (m and (m["email1"] or m["email2"]) or "").strip()
         name = (m and (m["name"] or m["name2"]) or "").strip()
         if not m or not EMAIL.match(email):
-            errors.append(f"line {n}: no valid e-mail address in {raw.strip()[:60]!r}")
+            errors.append(gettext("line %(n)d: no valid e-mail address in “%(line)s”")
+                          % {"n": n, "line": raw.strip()[:60]})
             continue
         if email.lower() in seen:
-            errors.append(f"line {n}: {email} is listed twice")
+            errors.append(gettext("line %(n)d: %(email)s is listed twice") % {"n": n, "email": email})
             continue
         seen.add(email.lower())
         contacts.append((name, email))
     if errors:
-        raise DelphiError("Nobody was invited: " + "; ".join(errors))
+        raise DelphiError(gettext("Nobody was invited: %(problems)s") % {"problems": "; ".join(errors)})
     if not contacts:
-        raise DelphiError("Give at least one e-mail address.")
+        raise DelphiError(gettext("Give at least one e-mail address."))
     return contacts
 
 
@@ -276,7 +281,8 @@ def _next_pseudonym(study: DelphiStudy) -> str:
 def _target_round(study: DelphiStudy) -> Round:
     target = current_round(study)
     if target is None:
-        raise DelphiError("No round is being prepared or open: start the next round or the validation survey first.",
+        raise DelphiError(gettext("No round is being prepared or open: start the next round or the validation survey "
+                                  "first."),
                           status=409)
     return target
 
@@ -289,7 +295,7 @@ def invite(study: DelphiStudy, user, *, text: str = "", users=()) -> list[Paneli
     contacts = parse_contacts(text) if text.strip() else []
     users = list(users)
     if not contacts and not users:
-        raise DelphiError("Give at least one e-mail address or user.")
+        raise DelphiError(gettext("Give at least one e-mail address or user."))
     existing_emails = {e.lower(): p for p, e in ((p, p.email) for p in study.panelists.alive()) if e}
     existing_users = {p.user_id: p for p in study.panelists.alive() if p.user_id}
     added: list[Panelist] = []
@@ -330,21 +336,23 @@ def resolve_token(token: str) -> Panelist:
     try:
         data = signing.loads(token, salt=TOKEN_SALT)
     except signing.BadSignature:
-        raise LinkError("This link is not valid: it may have been cut off or changed. Open the link from your "
-                        "e-mail again, or ask the study coordinator for a new one.", kind="invalid") from None
+        raise LinkError(gettext("This link is not valid: it may have been cut off or changed. Open the link from "
+                                "your e-mail again, or ask the study coordinator for a new one."),
+                        kind="invalid") from None
     if not isinstance(data, dict) or not {"p", "v", "e"} <= set(data):
-        raise LinkError("This link is not valid.", kind="invalid")
+        raise LinkError(gettext("This link is not valid."), kind="invalid")
     if time.time() > float(data["e"]):
-        raise LinkError("This link has expired. Ask the study coordinator to send you a new one; your answers "
-                        "so far are kept.", kind="expired")
+        raise LinkError(gettext("This link has expired. Ask the study coordinator to send you a new one; your "
+                                "answers so far are kept."), kind="expired")
     # The signed link is the panelist's credential, whichever project (if any) its bearer works in: looked up across
     # projects; the panel's views then work in the study's project (delphi.views._panelist).
     panelist = Panelist.unscoped.select_related("study").filter(pk=data["p"]).first()
     if panelist is None or panelist.is_deleted or panelist.study.is_deleted:
-        raise LinkError("This link no longer opens a questionnaire: you are not on this panel.", kind="revoked")
+        raise LinkError(gettext("This link no longer opens a questionnaire: you are not on this panel."),
+                        kind="revoked")
     if panelist.token_version != data["v"]:
-        raise LinkError("This link was replaced by a newer one. Use the most recent e-mail from the study "
-                        "coordinator.", kind="revoked")
+        raise LinkError(gettext("This link was replaced by a newer one. Use the most recent e-mail from the study "
+                                "coordinator."), kind="revoked")
     return panelist
 
 
@@ -356,16 +364,16 @@ def hand_over_links(study: DelphiStudy, user, how: str, panelists=None) -> list[
     panelists of the current round (``panelists``: some of them): (panelist, link) pairs. Each handing-over is
     audited with who, how and the pseudonyms, never the link itself; the links appear in no log."""
     if how not in HAND_OVER:
-        raise DelphiError(f"Links are handed over by {' or '.join(HAND_OVER)}.")
+        raise DelphiError(gettext("Links are handed over by copy or print."))
     target = current_round(study)
     if target is None:
-        raise DelphiError("The study has no round yet.", status=409)
+        raise DelphiError(gettext("The study has no round yet."), status=409)
     chosen = study.panelists.alive().filter(participations__round=target).order_by("pseudonym")
     if panelists is not None:
         chosen = chosen.filter(pk__in=[p.pk for p in panelists])
     links = [(panelist, panelist_url(panelist)) for panelist in chosen]
     if not links:
-        raise DelphiError("Nobody on the panel of the current round yet: invite the panel first.", status=409)
+        raise DelphiError(gettext("Nobody on the panel of the current round yet: invite the panel first."), status=409)
     AuditEvent.record(user, "delphi.panel.links_handed", target, how=how, panelists=[p.pseudonym for p, _ in links])
     return links
 
@@ -376,7 +384,9 @@ def panelist_url(panelist: Panelist) -> str:
     return base.rstrip("/") + path
 
 
-def _mail(participation: Participation, subject: str, lead: str) -> bool:
+def _mail(participation: Participation, kind: str) -> bool:
+    """E-mail a panelist their personal link (``kind``: "invitation" or "reminder"), in the language the coordinator
+    set for them (else the instance's)."""
     panelist = participation.panelist
     address = panelist.contact
     if not address:
@@ -384,19 +394,30 @@ def _mail(participation: Participation, subject: str, lead: str) -> bool:
         return False
     rnd = participation.round
     study = rnd.study
-    deadline = f"\nPlease answer by {rnd.deadline:%Y-%m-%d}." if rnd.deadline else ""
-    body = (f"{lead}\n\n{study.invitation.strip()}\n\nYour personal link (do not share it; no account is needed; "
-            f"you can stop and come back at any time):\n{panelist_url(panelist)}\n{deadline}\n\n"
-            f"The link is valid for {study.link_valid_days} days.\n")
+    with translation.override(panelist.language or settings.LANGUAGE_CODE):
+        values = {"title": study.title, "round": rnd.label, "round_lower": rnd.label.lower(),
+                  "name": panelist.name or gettext("expert")}
+        if kind == "reminder":
+            subject = gettext("Reminder: %(title)s, %(round)s") % values
+            lead = gettext("Dear %(name)s,\n\nthis is a reminder: your answers to %(round_lower)s of the Delphi study "
+                           "“%(title)s” are not complete yet.") % values
+        else:
+            subject = gettext("%(title)s: %(round)s") % values
+            lead = gettext("Dear %(name)s,\n\nyou are invited to %(round_lower)s of the Delphi study “%(title)s”.") \
+                % values
+        deadline = ("\n" + gettext("Please answer by %(date)s.") % {"date": f"{rnd.deadline:%Y-%m-%d}"}
+                    if rnd.deadline else "")
+        link = gettext("Your personal link (do not share it; no account is needed; you can stop and come back at any "
+                       "time):")
+        valid = ngettext("The link is valid for %(days)d day.", "The link is valid for %(days)d days.",
+                         study.link_valid_days) % {"days": study.link_valid_days}
+    body = f"{lead}\n\n{study.invitation.strip()}\n\n{link}\n{panelist_url(panelist)}\n{deadline}\n\n{valid}\n"
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address])
     return True
 
 
 def send_invitation(participation: Participation) -> bool:
-    rnd = participation.round
-    sent = _mail(participation, f"{rnd.study.title}: {rnd.label}",
-                 f"Dear {participation.panelist.name or 'expert'},\n\nyou are invited to {rnd.label.lower()} of the "
-                 f"Delphi study \"{rnd.study.title}\".")
+    sent = _mail(participation, "invitation")
     if sent:
         Participation.objects.filter(pk=participation.pk).update(invited_at=timezone.now())
     return sent
@@ -416,9 +437,7 @@ def send_reminders(rnd: Round, *, force: bool = False, now=None) -> int:
             last_reminded_at=now)
         if not claimed:
             continue
-        if _mail(part, f"Reminder: {rnd.study.title}, {rnd.label}",
-                 f"Dear {part.panelist.name or 'expert'},\n\nthis is a reminder: your answers to {rnd.label.lower()} "
-                 f"of the Delphi study \"{rnd.study.title}\" are not complete yet."):
+        if _mail(part, "reminder"):
             Participation.objects.filter(pk=part.pk).update(reminders_sent=part.reminders_sent + 1)
             sent += 1
         else:  # not sent: due again next time
@@ -466,11 +485,12 @@ def open_round(rnd: Round, user, *, deadline=None, notify: bool = True) -> Round
     (``notify=False``: no e-mail and no reminders, for demo data)."""
     rnd = Round.objects.select_for_update().select_related("study", "version").get(pk=rnd.pk)
     if rnd.status != Round.Status.DRAFT:
-        raise DelphiError(f"{rnd.label} is already {rnd.get_status_display().lower()}.", status=409)
+        raise DelphiError(gettext("%(round)s is already %(status)s.") % {
+            "round": rnd.label, "status": rnd.get_status_display().lower()}, status=409)
     if rnd.study.rounds.filter(status=Round.Status.OPEN).exists():
-        raise DelphiError("Another round is still open; close it first.", status=409)
+        raise DelphiError(gettext("Another round is still open; close it first."), status=409)
     if not rnd.participations.filter(panelist__deleted_at__isnull=True).exists():
-        raise DelphiError("Invite at least one panelist before opening the round.")
+        raise DelphiError(gettext("Invite at least one panelist before opening the round."))
     now = timezone.now()
     study = rnd.study
     if not study.consensus_locked:
@@ -500,12 +520,17 @@ def round_items(rnd: Round) -> list[Item]:
 def _open_participation(participation: Participation) -> Participation:
     part = Participation.objects.select_for_update().select_related("round").get(pk=participation.pk)
     if part.round.status != Round.Status.OPEN:
-        when = f" on {part.round.closed_at:%Y-%m-%d}" if part.round.closed_at else ""
-        state = "closed" + when if part.round.status == Round.Status.CLOSED else "not open yet"
-        raise DelphiError(f"{part.round.label} is {state}; answers are no longer accepted." if part.round.closed_at
-                          else f"{part.round.label} is {state}.", status=409)
+        label = part.round.label
+        if part.round.status == Round.Status.CLOSED and part.round.closed_at:
+            message = gettext("%(round)s is closed on %(date)s; answers are no longer accepted.") % {
+                "round": label, "date": f"{part.round.closed_at:%Y-%m-%d}"}
+        elif part.round.status == Round.Status.CLOSED:
+            message = gettext("%(round)s is closed.") % {"round": label}
+        else:
+            message = gettext("%(round)s is not open yet.") % {"round": label}
+        raise DelphiError(message, status=409)
     if part.withdrawn_at:
-        raise DelphiError("You were withdrawn from this round; answers are not accepted.", status=409)
+        raise DelphiError(gettext("You were withdrawn from this round; answers are not accepted."), status=409)
     return part
 
 
@@ -527,13 +552,13 @@ def save_answers(participation: Participation, answers: dict[int, dict[str, Any]
     try:
         ids = [int(item_id) for item_id in answers]
     except (TypeError, ValueError):
-        raise DelphiError("That item is not part of this round's questionnaire.") from None
+        raise DelphiError(gettext("That item is not part of this round's questionnaire.")) from None
     if len(set(part.round.version.secondary_items().filter(pk__in=ids).values_list("pk", flat=True))) != len(set(ids)):
-        raise DelphiError("That item is not part of this round's questionnaire.")
+        raise DelphiError(gettext("That item is not part of this round's questionnaire."))
     for answer in answers.values():
         importance = answer.get("importance")
         if importance is not None and importance not in consensus.LIKERT:
-            raise DelphiError("Importance is rated from 1 (not important) to 5 (very important).")
+            raise DelphiError(gettext("Importance is rated from 1 (not important) to 5 (very important)."))
     now = timezone.now()
     stored = {r.item_id: r for r in Response.objects.select_for_update().filter(participation=part, item_id__in=ids)}
     responses, created, updated, changes = [], [], [], []
@@ -569,6 +594,16 @@ def save_answers(participation: Participation, answers: dict[int, dict[str, Any]
 
 PROFILE_FIELDS = ("gender", "age", "education", "professional_title", "working_years")
 BASIS_FIELDS = ("basis_practice", "basis_theory", "basis_literature", "basis_intuition")
+#: The bases of judgement as the questionnaire names them.
+BASIS_NAMES = {"basis_practice": gettext_lazy("Practical experience"),
+               "basis_theory": gettext_lazy("Theoretical analysis"),
+               "basis_literature": gettext_lazy("Literature (domestic and foreign)"),
+               "basis_intuition": gettext_lazy("Intuition")}
+#: The profile's and the proposal form's fields as the questionnaire names them (in refusals).
+FIELD_NAMES = {"gender": gettext_lazy("Gender"), "age": gettext_lazy("Age"), "education": gettext_lazy("Education"),
+               "professional_title": gettext_lazy("Professional title"),
+               "working_years": gettext_lazy("Working years"), "familiarity": gettext_lazy("Familiarity"),
+               "dimension_code": gettext_lazy("Dimension")}
 
 
 @transaction.atomic
@@ -580,20 +615,20 @@ def save_profile(participation: Participation, data: dict[str, Any]) -> Particip
         if name in data:
             value = data[name]
             if name in ("age", "working_years"):
-                value = _int_or_none(value, name.replace("_", " "), 0, 100)
+                value = _int_or_none(value, FIELD_NAMES[name], 0, 100)
             else:
                 value = _fitting_text(Panelist, name, value)
             setattr(panelist, name, value if value is not None else ("" if name not in ("age", "working_years")
                                                                       else None))
     panelist.save()
     if "familiarity" in data:
-        fam = _int_or_none(data["familiarity"], "familiarity", 1, 5)
+        fam = _int_or_none(data["familiarity"], FIELD_NAMES["familiarity"], 1, 5)
         part.familiarity = fam
     for name in BASIS_FIELDS:
         if name in data:
             value = data[name] or ""
             if value and value not in Influence.values:
-                raise DelphiError(f"{name.replace('basis_', '').capitalize()}: choose high, medium or low.")
+                raise DelphiError(gettext("%(basis)s: choose high, medium or low.") % {"basis": BASIS_NAMES[name]})
             setattr(part, name, value)
     part.started_at = part.started_at or timezone.now()
     part.save()
@@ -605,8 +640,9 @@ def _fitting_text(model, name: str, value) -> str:
     value = "" if value is None else str(value).strip()
     limit = model._meta.get_field(name).max_length
     if limit is not None and len(value) > limit:
-        label = str(model._meta.get_field(name).verbose_name).capitalize()
-        raise DelphiError(f"{label}: at most {limit} characters (you gave {len(value)}).")
+        label = str(FIELD_NAMES.get(name) or model._meta.get_field(name).verbose_name).capitalize()
+        raise DelphiError(gettext("%(field)s: at most %(limit)d characters (you gave %(given)d).") % {
+            "field": label, "limit": limit, "given": len(value)})
     return value
 
 
@@ -616,9 +652,10 @@ def _int_or_none(value, label: str, low: int, high: int) -> int | None:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise DelphiError(f"{label.capitalize()} must be a whole number.") from None
+        raise DelphiError(gettext("%(field)s must be a whole number.") % {"field": str(label).capitalize()}) from None
     if not low <= number <= high:
-        raise DelphiError(f"{label.capitalize()} must be between {low} and {high}.")
+        raise DelphiError(gettext("%(field)s must be between %(low)d and %(high)d.") % {
+            "field": str(label).capitalize(), "low": low, "high": high})
     return number
 
 
@@ -626,9 +663,10 @@ def _int_or_none(value, label: str, low: int, high: int) -> int | None:
 def add_proposal(participation: Participation, *, text: str, dimension_code: str = "", reason: str = "") -> Proposal:
     part = _open_participation(participation)
     if part.round.is_validation:
-        raise DelphiError("The validation survey rates the agreed items; new items are proposed in Delphi rounds.")
+        raise DelphiError(gettext("The validation survey rates the agreed items; new items are proposed in Delphi "
+                                  "rounds."))
     if not text.strip():
-        raise DelphiError("Write the item you propose.")
+        raise DelphiError(gettext("Write the item you propose."))
     return Proposal.objects.create(participation=part, text=text.strip(),
                                    dimension_code=_fitting_text(Proposal, "dimension_code", dimension_code),
                                    reason=reason.strip())
@@ -639,7 +677,7 @@ def withdraw_proposal(participation: Participation, proposal_id: int) -> None:
     part = _open_participation(participation)
     proposal = Proposal.objects.alive().filter(pk=proposal_id, participation=part).first()
     if proposal is None:
-        raise DelphiError("No such proposal.", status=404)
+        raise DelphiError(gettext("No such proposal."), status=404)
     proposal.deleted_at = timezone.now()
     proposal.delete_reason = "withdrawn by the panelist"
     proposal.save(update_fields=["deleted_at", "delete_reason"])
@@ -651,12 +689,13 @@ def missing_answers(part: Participation) -> list[str]:
     answered = set(part.responses.filter(importance__isnull=False).values_list("item_id", flat=True))
     codes = [i.code for i in round_items(part.round) if i.pk not in answered]
     if codes:
-        missing.append(f"importance of item{'s' if len(codes) > 1 else ''} {', '.join(codes)}")
+        missing.append(ngettext("importance of item %(codes)s", "importance of items %(codes)s", len(codes))
+                       % {"codes": ", ".join(codes)})
     if not part.round.is_validation:
         if part.familiarity is None:
-            missing.append("your familiarity with the topic")
+            missing.append(gettext("your familiarity with the topic"))
         if any(not getattr(part, f) for f in BASIS_FIELDS):
-            missing.append("the basis of your judgement (all four)")
+            missing.append(gettext("the basis of your judgement (all four)"))
     return missing
 
 
@@ -665,7 +704,7 @@ def complete(participation: Participation) -> Participation:
     part = _open_participation(participation)
     missing = missing_answers(part)
     if missing:
-        raise DelphiError("Not complete yet: " + "; ".join(missing) + ".")
+        raise DelphiError(gettext("Not complete yet: %(missing)s.") % {"missing": "; ".join(missing)})
     part.completed_at = part.completed_at or timezone.now()
     part.save(update_fields=["completed_at"])
     delphi_figures.refresh_round(part.round)  # the round's statistics count completed questionnaires
@@ -688,9 +727,10 @@ def participation_for(panelist: Panelist) -> Participation | None:
 def _editable_round(rnd: Round) -> Round:
     rnd = Round.objects.select_for_update().select_related("study").get(pk=rnd.pk)
     if rnd.status == Round.Status.CLOSED:
-        raise DelphiError(f"{rnd.label} is closed; its decisions can no longer change.", status=409)
+        raise DelphiError(gettext("%(round)s is closed; its decisions can no longer change.") % {"round": rnd.label},
+                          status=409)
     if rnd.is_validation:
-        raise DelphiError("The validation survey has no focus-group decisions.", status=409)
+        raise DelphiError(gettext("The validation survey has no focus-group decisions."), status=409)
     return rnd
 
 
@@ -700,7 +740,7 @@ def set_adoption(obj: Response | Proposal, value: str, user, note: str = "") -> 
     rnd = obj.participation.round
     _editable_round(rnd)
     if value not in Response.Adoption.values:
-        raise DelphiError("Choose Adopt or Not adopt.")
+        raise DelphiError(gettext("Choose Adopt or Not adopt."))
     old = obj.adoption
     obj.adoption, obj.adoption_note = value, note.strip()
     obj.adoption_by, obj.adoption_at = user, timezone.now()
@@ -717,7 +757,7 @@ def decide(rnd: Round, user, *, item: Item | None, action: str, reason: str = ""
     """Record (or change) the focus group's decision on an item, or add a new item."""
     rnd = _editable_round(rnd)
     if action not in ItemDecision.Action.values:
-        raise DelphiError("Choose Keep, Revise, Delete, Merge or Add.")
+        raise DelphiError(gettext("Choose Keep, Revise, Delete, Merge or Add."))
     version_items = {i.pk: i for i in round_items(rnd)}
     new_text_en, reason = new_text_en.strip(), reason.strip()
     if action == ItemDecision.Action.ADD:
@@ -725,26 +765,29 @@ def decide(rnd: Round, user, *, item: Item | None, action: str, reason: str = ""
         codes = {i.code for i in rnd.version.items.all()}
         new_code = new_code.strip()
         if not new_text_en:
-            raise DelphiError("An added item needs its wording.")
+            raise DelphiError(gettext("An added item needs its wording."))
         if not new_code:
-            raise DelphiError("Give the added item a code, e.g. 1.9.")
+            raise DelphiError(gettext("Give the added item a code, e.g. 1.9."))
         taken = codes | set(rnd.decisions.alive().filter(action="add").exclude(new_code="")
                             .values_list("new_code", flat=True))
         if new_code in taken:
-            raise DelphiError(f"Code {new_code} is already used in this version.")
+            raise DelphiError(gettext("Code %(code)s is already used in this version.") % {"code": new_code})
         dimension_code = dimension_code.strip() or new_code.split(".")[0]
         if not rnd.version.dimensions.filter(code=dimension_code).exists():
-            raise DelphiError(f"There is no dimension {dimension_code} in {rnd.version}.")
+            raise DelphiError(gettext("There is no dimension %(code)s in %(version)s.") % {
+                "code": dimension_code, "version": rnd.version})
     else:
         if item is None or item.pk not in version_items:
-            raise DelphiError("That item is not in this round's version.")
+            raise DelphiError(gettext("That item is not in this round's version."))
         if action == ItemDecision.Action.REVISE and not new_text_en:
-            raise DelphiError(f"Revise {item.code}: give the new wording.")
+            raise DelphiError(gettext("Revise %(code)s: give the new wording.") % {"code": item.code})
         if action == ItemDecision.Action.MERGE and (
                 merge_into is None or merge_into.pk not in version_items or merge_into.pk == item.pk):
-            raise DelphiError(f"Merge {item.code}: choose another item of this version to merge it into.")
+            raise DelphiError(gettext("Merge %(code)s: choose another item of this version to merge it into.")
+                              % {"code": item.code})
         if action in (ItemDecision.Action.DELETE, ItemDecision.Action.MERGE) and not reason:
-            raise DelphiError(f"{action.capitalize()} {item.code}: give the reason.")
+            raise DelphiError(gettext("%(action)s %(code)s: give the reason.") % {
+                "action": ItemDecision.action_name(action), "code": item.code})
     decision = (rnd.decisions.alive().filter(item=item).first() if item is not None else None) or ItemDecision(
         round=rnd, item=item)
     old = {"action": decision.action, "text": decision.new_text_en} if decision.pk else None
@@ -767,7 +810,7 @@ def decide(rnd: Round, user, *, item: Item | None, action: str, reason: str = ""
 def withdraw_added_item(decision: ItemDecision, user, reason: str) -> None:
     _editable_round(decision.round)
     if decision.action != ItemDecision.Action.ADD:
-        raise DelphiError("Only added items are withdrawn; change other decisions to Keep instead.")
+        raise DelphiError(gettext("Only added items are withdrawn; change other decisions to Keep instead."))
     decision.soft_delete(user, reason)
 
 
@@ -786,7 +829,8 @@ def close_round(rnd: Round, user, note: str = "") -> CloseResult:
     planned the next round is created with the panel that stays (completed, familiar enough)."""
     rnd = Round.objects.select_for_update().select_related("study", "version__scale").get(pk=rnd.pk)
     if rnd.status != Round.Status.OPEN:
-        raise DelphiError(f"{rnd.label} is {rnd.get_status_display().lower()}, not open.", status=409)
+        raise DelphiError(gettext("%(round)s is %(status)s, not open.") % {
+            "round": rnd.label, "status": rnd.get_status_display().lower()}, status=409)
     study = rnd.study
     now = timezone.now()
     rnd.status, rnd.closed_at, rnd.closed_by, rnd.close_note = Round.Status.CLOSED, now, user, note.strip()
@@ -888,13 +932,13 @@ def start_validation(study: DelphiStudy, user, *, copy_panel: bool = False) -> R
     """Create the validation survey on the agreed version (the version the last Delphi round produced)."""
     study = DelphiStudy.objects.select_for_update().get(pk=study.pk)
     if study.rounds.exclude(status=Round.Status.CLOSED).exists():
-        raise DelphiError("Close or open the pending round first: a round is still in preparation or open.",
+        raise DelphiError(gettext("Close or open the pending round first: a round is still in preparation or open."),
                           status=409)
     if study.rounds.filter(kind=Round.Kind.VALIDATION).exists():
-        raise DelphiError("This study already has its validation survey.", status=409)
+        raise DelphiError(gettext("This study already has its validation survey."), status=409)
     last = last_closed_delphi_round(study)
     if last is None or study.agreed_version is None:
-        raise DelphiError("Run at least one Delphi round before the validation survey.", status=409)
+        raise DelphiError(gettext("Run at least one Delphi round before the validation survey."), status=409)
     number = (study.rounds.aggregate(m=Max("number"))["m"] or 0) + 1
     rnd = Round.objects.create(study=study, number=number, kind=Round.Kind.VALIDATION, version=study.agreed_version)
     if copy_panel:
@@ -910,13 +954,13 @@ def start_validation(study: DelphiStudy, user, *, copy_panel: bool = False) -> R
 def start_extra_round(study: DelphiStudy, user, reason: str) -> Round:
     """One more Delphi round than planned (e.g. consensus not reached), on the agreed version so far."""
     if not reason.strip():
-        raise DelphiError("Say why another round is needed.")
+        raise DelphiError(gettext("Say why another round is needed."))
     if study.rounds.exclude(status=Round.Status.CLOSED).exists() or study.rounds.filter(kind="validation").exists():
-        raise DelphiError("Another round can only follow a closed Delphi round (and no validation survey).",
+        raise DelphiError(gettext("Another round can only follow a closed Delphi round (and no validation survey)."),
                           status=409)
     last = last_closed_delphi_round(study)
     if last is None:
-        raise DelphiError("No closed round yet.", status=409)
+        raise DelphiError(gettext("No closed round yet."), status=409)
     study.planned_rounds = max(study.planned_rounds, last.number + 1)
     study.save(update_fields=["planned_rounds"])
     rnd = Round.objects.create(study=study, number=last.number + 1, version=last.next_version)
@@ -931,16 +975,17 @@ def publish_agreed(study: DelphiStudy, user) -> ScaleVersion:
     """Publish the agreed version so that annotation campaigns can use it."""
     study = DelphiStudy.objects.select_for_update().get(pk=study.pk)
     if study.agreed_version is None:
-        raise DelphiError("There is no agreed version yet: close a Delphi round first.", status=409)
+        raise DelphiError(gettext("There is no agreed version yet: close a Delphi round first."), status=409)
     if study.rounds.filter(status=Round.Status.OPEN).exists():
-        raise DelphiError("A round is still open; close it before publishing.", status=409)
+        raise DelphiError(gettext("A round is still open; close it before publishing."), status=409)
     version = study.agreed_version
     if version.status == ScaleVersion.Status.PUBLISHED:
-        raise DelphiError(f"{version} is already published.", status=409)
+        raise DelphiError(gettext("%(version)s is already published.") % {"version": version}, status=409)
     try:
         version = scales.publish(version, user)
     except ValueError as exc:
-        raise DelphiError(f"{version} cannot be published: {exc}") from exc
+        raise DelphiError(gettext("%(version)s cannot be published: %(reason)s") % {
+            "version": version, "reason": exc}) from exc
     study.status = DelphiStudy.Status.PUBLISHED
     study.save(update_fields=["status"])
     AuditEvent.record(user, "delphi.publish", study, version=version.number)
@@ -974,7 +1019,7 @@ def set_language(panelist: Panelist, user, code: str) -> Panelist:
 
     language = supported(code) if code else ""
     if language is None:
-        raise DelphiError(f"No language {code!r} on this site.")
+        raise DelphiError(gettext("No language “%(code)s” on this site.") % {"code": code})
     Panelist.objects.filter(pk=panelist.pk).update(language=language)
     AuditEvent.record(user, "delphi.panel.language", panelist, language=language)
     panelist.language = language
@@ -984,7 +1029,7 @@ def set_language(panelist: Panelist, user, code: str) -> Panelist:
 @transaction.atomic
 def delete_study(study: DelphiStudy, user, reason: str) -> None:
     if study.rounds.filter(status=Round.Status.OPEN).exists():
-        raise DelphiError("Close the open round before deleting the study.", status=409)
+        raise DelphiError(gettext("Close the open round before deleting the study."), status=409)
     study.soft_delete(user, reason)
 
 
@@ -1076,7 +1121,7 @@ def feedback_for(part: Participation, items: list[Item]) -> dict[int, dict]:
 
 
 def familiarity_label(value: int | None) -> str:
-    return Familiarity(value).label if value in Familiarity.values else ""
+    return str(Familiarity(value).label) if value in Familiarity.values else ""
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from django.utils import translation
 from django.utils.cache import patch_cache_control
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from annotation.models import Item
@@ -32,8 +33,6 @@ from projects.access import current, get_in_project_or_404, request_has_role, ro
 from projects.roles import ADMIN, ANALYST, COORDINATOR
 
 READERS = (COORDINATOR, ANALYST)
-BASIS_LABELS = [("basis_practice", "Practical experience"), ("basis_theory", "Theoretical analysis"),
-                ("basis_literature", "Literature (domestic and foreign)"), ("basis_intuition", "Intuition")]
 
 
 def _study(request, pk: int) -> DelphiStudy:
@@ -82,8 +81,8 @@ def study_new(request):
             form.add_error(None, str(exc))
         else:
             services.remember_site(study, request)
-            messages.success(request, f"Study {study.title!r} created with round 1 (not opened yet). "
-                                      "Invite the panel, then open round 1.")
+            messages.success(request, _("Study “%(title)s” created with round 1 (not opened yet). Invite the panel, "
+                                        "then open round 1.") % {"title": study.title})
             return redirect("delphi:study", study.pk)
     return render(request, "delphi/study_new.html", {"form": form})
 
@@ -130,19 +129,20 @@ def study_settings(request, pk: int):
         name in request.POST and not services._decimal_equal(request.POST.get(name) or None, getattr(study, name))
         for name in services.RULE_FIELDS)
     if attempted_rule_change:
-        messages.error(request, "The consensus rule was locked when round 1 opened and cannot change; "
-                                "other settings were not saved either.")
+        messages.error(request, _("The consensus rule was locked when round 1 opened and cannot change; other "
+                                  "settings were not saved either."))
         return redirect("delphi:study", pk)
     if not form.is_valid():
-        messages.error(request, "Settings not saved: " + "; ".join(
-            f"{form.fields[f].label if f in form.fields else f}: {' '.join(e)}" for f, e in form.errors.items()))
+        messages.error(request, _("Settings not saved: %(errors)s") % {"errors": "; ".join(
+            f"{form.fields[f].label if f in form.fields else f}: {' '.join(e)}" for f, e in form.errors.items())})
         return redirect("delphi:study", pk)
     fields = {k: form.cleaned_data[k] for k in SettingsForm.Meta.fields if not form.fields[k].disabled}
     try:
         changed = services.update_settings(study, request.user, fields, reason=form.cleaned_data.get("reason", ""))
     except DelphiError as exc:
         return _fail(request, exc, "delphi:study", pk)
-    messages.success(request, f"Saved ({', '.join(changed)})." if changed else "Nothing changed.")
+    labels = ", ".join(str(form.fields[f].label or f) if f in form.fields else f for f in changed)
+    messages.success(request, _("Saved (%(fields)s).") % {"fields": labels} if changed else _("Nothing changed."))
     return redirect("delphi:study", pk)
 
 
@@ -158,9 +158,15 @@ def study_invite(request, pk: int):
     except DelphiError as exc:
         return _fail(request, exc, "delphi:study", pk)
     current = services.current_round(study)
-    when = "They were e-mailed their personal link." if current.status == Round.Status.OPEN else \
-        "They get their personal link by e-mail when the round opens."
-    messages.success(request, f"{len(added)} panelist(s) on {current.label.lower()}. {when}")
+    values = {"n": len(added), "round": current.label.lower()}
+    if current.status == Round.Status.OPEN:
+        text = ngettext("%(n)d panelist on %(round)s. They were e-mailed their personal link.",
+                        "%(n)d panelists on %(round)s. They were e-mailed their personal link.", len(added))
+    else:
+        text = ngettext("%(n)d panelist on %(round)s. They get their personal link by e-mail when the round opens.",
+                        "%(n)d panelists on %(round)s. They get their personal link by e-mail when the round opens.",
+                        len(added))
+    messages.success(request, text % values)
     return redirect("delphi:study", pk)
 
 
@@ -173,7 +179,8 @@ def panelist_action(request, pk: int, action: str):
     try:
         if action == "remove":
             services.remove_panelist(panelist, request.user, request.POST.get("reason", ""))
-            messages.success(request, f"{panelist.pseudonym} removed from the panel; their link no longer works.")
+            messages.success(request, _("%(pseudonym)s removed from the panel; their link no longer works.")
+                             % {"pseudonym": panelist.pseudonym})
         elif action == "language":
             services.set_language(panelist, request.user, request.POST.get("language", ""))
             messages.success(request, _("%(pseudonym)s's link now opens in %(language)s.") % {
@@ -181,8 +188,8 @@ def panelist_action(request, pk: int, action: str):
                 "language": dict(settings.LANGUAGES).get(panelist.language) or _("the browser's language")})
         elif action == "new-link":
             services.new_link(panelist, request.user)
-            messages.success(request, f"Old links of {panelist.pseudonym} revoked; a new link was e-mailed if a "
-                                      "round is open.")
+            messages.success(request, _("Old links of %(pseudonym)s revoked; a new link was e-mailed if a round is "
+                                        "open.") % {"pseudonym": panelist.pseudonym})
         else:
             raise Http404("Unknown action.")
     except (DelphiError, ValueError) as exc:
@@ -199,9 +206,10 @@ def panelist_link(request, pk: int):
                                      study__deleted_at__isnull=True)
     services.remember_site(panelist.study, request)
     try:
-        (_, url), = services.hand_over_links(panelist.study, request.user, "copy", panelists=[panelist])
+        (_panelist, url), = services.hand_over_links(panelist.study, request.user, "copy", panelists=[panelist])
     except (DelphiError, ValueError):
-        return JsonResponse({"detail": f"{panelist.pseudonym} is not on the panel of the current round."}, status=409)
+        return JsonResponse({"detail": _("%(pseudonym)s is not on the panel of the current round.")
+                             % {"pseudonym": panelist.pseudonym}}, status=409)
     response = JsonResponse({"url": url, "pseudonym": panelist.pseudonym})
     patch_cache_control(response, no_store=True, private=True)
     return response
@@ -225,7 +233,8 @@ def study_links(request, pk: int):
         links = services.hand_over_links(study, request.user, "print")
     except DelphiError as exc:
         return _fail(request, exc, "delphi:study", study.pk)
-    rows = [(panelist, url, qr_svg(url, f"QR code of the link of {panelist.pseudonym}")) for panelist, url in links]
+    rows = [(panelist, url, qr_svg(url, _("QR code of the link of %(pseudonym)s") % {"pseudonym": panelist.pseudonym}))
+            for panelist, url in links]
     response = render(request, "delphi/panel_links.html", {"study": study, "round": services.current_round(study),
                                                             "rows": rows})
     patch_cache_control(response, no_store=True, private=True)
@@ -240,17 +249,19 @@ def study_action(request, pk: int, action: str):
     try:
         if action == "validation":
             rnd = services.start_validation(study, request.user, copy_panel=bool(request.POST.get("copy_panel")))
-            messages.success(request, f"Validation survey created on {rnd.version}. Invite the (larger) expert "
-                                      "sample, then open it.")
+            messages.success(request, _("Validation survey created on %(version)s. Invite the (larger) expert "
+                                        "sample, then open it.") % {"version": rnd.version})
         elif action == "extra-round":
             rnd = services.start_extra_round(study, request.user, request.POST.get("reason", ""))
-            messages.success(request, f"{rnd.label} created on {rnd.version}.")
+            messages.success(request, _("%(round)s created on %(version)s.") % {"round": rnd.label,
+                                                                                 "version": rnd.version})
         elif action == "publish":
             version = services.publish_agreed(study, request.user)
-            messages.success(request, f"{version} is published: annotation campaigns can use it now.")
+            messages.success(request, _("%(version)s is published: annotation campaigns can use it now.")
+                             % {"version": version})
         elif action == "delete":
             services.delete_study(study, request.user, request.POST.get("reason", ""))
-            messages.success(request, f"Study {study.title!r} deleted (kept in the history).")
+            messages.success(request, _("Study “%(title)s” deleted (kept in the history).") % {"title": study.title})
             return redirect("delphi:list")
         else:
             raise Http404("Unknown action.")
@@ -267,21 +278,27 @@ def round_action(request, pk: int, action: str):
     try:
         if action == "open":
             services.open_round(rnd, request.user, deadline=request.POST.get("deadline") or None)
-            messages.success(request, f"{rnd.label} is open; every panelist was e-mailed their personal link.")
+            messages.success(request, _("%(round)s is open; every panelist was e-mailed their personal link.")
+                             % {"round": rnd.label})
         elif action == "close":
             result = services.close_round(rnd, request.user, request.POST.get("note", ""))
-            text = f"{rnd.label} closed."
+            text = [_("%(round)s closed.") % {"round": rnd.label}]
             if result.next_version:
-                text += f" The decisions produced {result.next_version} (draft)."
+                text.append(_("The decisions produced %(version)s (draft).") % {"version": result.next_version})
             if result.next_round:
-                text += (f" {result.next_round.label} is prepared with {result.carried} panelist(s)"
-                         + (f"; excluded for low familiarity: {', '.join(result.excluded)}" if result.excluded else "")
-                         + ".")
-            messages.success(request, text)
+                values = {"round": result.next_round.label, "n": result.carried,
+                          "excluded": ", ".join(result.excluded)}
+                text.append((ngettext("%(round)s is prepared with %(n)d panelist; excluded for low familiarity: "
+                                      "%(excluded)s.",
+                                      "%(round)s is prepared with %(n)d panelists; excluded for low familiarity: "
+                                      "%(excluded)s.", result.carried) if result.excluded else
+                             ngettext("%(round)s is prepared with %(n)d panelist.",
+                                      "%(round)s is prepared with %(n)d panelists.", result.carried)) % values)
+            messages.success(request, " ".join(text))
             return redirect("delphi:study", rnd.study_id)
         elif action == "remind":
             sent = services.send_reminders(rnd, force=True)
-            messages.success(request, f"{sent} reminder(s) sent.")
+            messages.success(request, ngettext("%(n)d reminder sent.", "%(n)d reminders sent.", sent) % {"n": sent})
         else:
             raise Http404("Unknown action.")
     except DelphiError as exc:
@@ -290,7 +307,8 @@ def round_action(request, pk: int, action: str):
 
 
 # An item's row while the round's first statistics are being computed: consensus undefined, not "not met".
-COMPUTING = {"consensus": None, "consensus_checks": ["the statistics are being computed"]}
+def _computing() -> dict:
+    return {"consensus": None, "consensus_checks": [_("the statistics are being computed")]}
 
 
 def focus_group_context(rnd: Round, user=None) -> dict:
@@ -308,9 +326,13 @@ def focus_group_context(rnd: Round, user=None) -> dict:
               .values("pk", "item_id", "importance", "comment", "proposed_wording", "adoption",
                       "participation__panelist__pseudonym").order_by("participation__panelist__pseudonym")):
         opinions.setdefault(r["item_id"], []).append(r)
+    rule = rnd.study.consensus_rule()
     rows = []
     for item in items:
-        rows.append({"item": item, "s": stats.get(item.pk, COMPUTING), "decision": decisions.get(item.pk),
+        row = stats.get(item.pk)
+        # the rule's checks in the reader's language, from the stored statistics (a few comparisons per item)
+        checks = consensus.consensus_met(row, rule)[1] if row else _computing()["consensus_checks"]
+        rows.append({"item": item, "s": row or _computing(), "checks": checks, "decision": decisions.get(item.pk),
                      "opinions": opinions.get(item.pk, [])})
     proposals = list(Proposal.objects.alive().filter(participation__round=rnd)
                      .select_related("participation__panelist").order_by("created_at"))
@@ -319,7 +341,7 @@ def focus_group_context(rnd: Round, user=None) -> dict:
         "job": found.job, "poll_url": reverse("figures-status", args=[found.pending.pk]) if found.pending else "",
         "added": added, "proposals": proposals, "actions": ItemDecision.action_choices(),
         "adoptions": [c for c in Response.Adoption.choices if c[0]], "items": items,
-        "rule_text": exports.rule_text(rnd.study.consensus_rule()),
+        "rule_text": exports.rule_text(rule),
         "quantile_method": consensus.QUANTILE_METHOD_LABEL,
         "editable": rnd.status != Round.Status.CLOSED and not rnd.is_validation,
         "dimensions": list(rnd.version.dimensions.order_by("order")),
@@ -362,7 +384,7 @@ def round_add_item(request, pk: int):
         services.decide(rnd, request.user, item=None, action="add", reason=request.POST.get("reason", ""),
                         new_text_en=request.POST.get("new_text_en", ""), new_code=request.POST.get("new_code", ""),
                         dimension_code=request.POST.get("dimension_code", ""), proposal=proposal)
-        messages.success(request, "Item added to the next version.")
+        messages.success(request, _("Item added to the next version."))
     except DelphiError as exc:
         messages.error(request, str(exc))
     return redirect("delphi:round", pk)
@@ -375,7 +397,7 @@ def round_withdraw_added(request, pk: int, decision_id: int):
     decision = get_object_or_404(ItemDecision.objects.alive(), pk=decision_id, round=rnd)
     try:
         services.withdraw_added_item(decision, request.user, request.POST.get("reason", "") or "withdrawn")
-        messages.success(request, "Added item withdrawn.")
+        messages.success(request, _("Added item withdrawn."))
     except (DelphiError, ValueError) as exc:
         messages.error(request, str(exc))
     return redirect("delphi:round", pk)
@@ -394,7 +416,8 @@ def round_adopt(request, pk: int, kind: str, obj_id: int):
         services.set_adoption(obj, request.POST.get("adoption", ""), request.user, request.POST.get("note", ""))
     except DelphiError as exc:
         return _htmx_error(exc)
-    return HttpResponse(f"Saved: {obj.get_adoption_display()}", content_type="text/plain; charset=utf-8")
+    return HttpResponse(_("Saved: %(adoption)s") % {"adoption": obj.get_adoption_display()},
+                        content_type="text/plain; charset=utf-8")
 
 
 @role_required(*READERS)
@@ -417,7 +440,9 @@ def round_export(request, pk: int, fmt: str):
     if fmt == "csv":
         resp = HttpResponse(exports.to_csv(rows, exports.TABLE_COLUMNS), content_type="text/csv; charset=utf-8")
     elif fmt == "xlsx":
-        resp = HttpResponse(exports.to_xlsx([(rnd.label, exports.TABLE_COLUMNS, rows)]),
+        with translation.override("en"):  # the sheet's name, as every export: never in the reader's language
+            sheet = rnd.label
+        resp = HttpResponse(exports.to_xlsx([(sheet, exports.TABLE_COLUMNS, rows)]),
                             content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
     else:
         raise Http404("Export as csv or xlsx.")
@@ -506,7 +531,7 @@ def panel_home(request, token: str):
         "lang": lang, "editable": editable, "n_items": len(items),
         "n_answered": sum(1 for a in answers.values() if a.importance is not None),
         "familiarity": Familiarity.choices, "influence": Influence.choices,
-        "bases": [(name, label, getattr(part, name)) for name, label in BASIS_LABELS],
+        "bases": [(name, services.BASIS_NAMES[name], getattr(part, name)) for name in services.BASIS_FIELDS],
         "proposals": part.proposals.alive(), "likert": consensus.LIKERT,
         "missing": services.missing_answers(part) if editable else [],
         "dimensions": rnd.version.dimensions.order_by("order"),
@@ -540,7 +565,7 @@ def panel_answer(request, token: str, part_id: int, item_id: int):
         try:
             importance = int(raw) if raw not in ("", None) else None
         except ValueError:
-            raise DelphiError("Importance is rated from 1 to 5.") from None
+            raise DelphiError(_("Importance is rated from 1 to 5.")) from None
         resp = services.save_answer(part, item_id, importance=importance, comment=request.POST.get("comment"),
                                     wording=request.POST.get("wording"))
     except (LinkError, DelphiError) as exc:
@@ -552,7 +577,7 @@ def panel_profile(request, token: str, part_id: int):
     def save(part):
         fields = services.PROFILE_FIELDS + services.BASIS_FIELDS + ("familiarity",)
         services.save_profile(part, {k: request.POST.get(k, "") for k in fields if k in request.POST})
-        return HttpResponse("Saved", content_type="text/plain; charset=utf-8")
+        return HttpResponse(_("Saved"), content_type="text/plain; charset=utf-8")
 
     return _panel_post(request, token, part_id, save)
 
@@ -582,8 +607,8 @@ def panel_withdraw_proposal(request, token: str, part_id: int, proposal_id: int)
 def panel_complete(request, token: str, part_id: int):
     def save(part):
         services.complete(part)
-        messages.success(request, "Thank you: your answers are complete. You can still change them until the "
-                                  "round closes.")
+        messages.success(request, _("Thank you: your answers are complete. You can still change them until the "
+                                    "round closes."))
         return redirect("delphi:panel-home", token)
 
     resp = _panel_post(request, token, part_id, save)

@@ -27,14 +27,15 @@ CODE = "en-xa"
 class Page:
     """A page of the registry: ``name`` (URL name) as ``role`` ("anonymous", "coordinator", "analyst",
     "physician"), its URL's arguments as objects of Alpha (``project``, ``member`` or a kind of ``Side.objects``;
-    ``kind.attribute`` for another field than the id, e.g. ``scale.slug``), and the status it answers with."""
+    ``kind.attribute`` for another field than the id, e.g. ``scale.slug``; ``panel_token``: the personal link of
+    Alpha's panelist), and the status it answers with."""
 
     name: str
     role: str
     args: tuple[str, ...] = ()
     status: int = 200
     query: str = ""
-    #: a URL of its own, for pages no URL name reaches (an unknown address: the 404 page)
+    #: a URL of its own, for pages no URL name reaches (an unknown address: the 404 page; a broken panel link)
     path: str = ""
 
     @property
@@ -64,6 +65,17 @@ PAGES: list[Page] = [
     Page("scale-version", "physician", ("library_scale.slug", "library_version.number")),
     # label history
     Page("label-history", "coordinator", ("assignment",)),
+    # Delphi: the coordinator's and analyst's pages, the panelist's questionnaire (their personal link, no account)
+    *(Page(name, role) for role in ("coordinator", "analyst") for name in ("delphi:list",)),
+    Page("delphi:study-new", "coordinator"),
+    *(Page("delphi:study", role, ("delphi_study",)) for role in ("coordinator", "analyst")),
+    Page("delphi:study-links", "coordinator", ("delphi_study",)),
+    *(Page("delphi:round", role, ("round",)) for role in ("coordinator", "analyst")),
+    Page("delphi:round-validation", "analyst", ("round",)),
+    Page("delphi:mine", "physician"),
+    # (the items in English in both languages: the numbers check compares the page's own numbers, not the items')
+    Page("delphi:panel-home", "anonymous", ("panel_token",), query="?lang=en"),
+    Page("", "anonymous", path="/delphi/p/not-a-link/", status=403),
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]
@@ -182,7 +194,10 @@ _INNERMOST = re.compile(re.escape(OPEN) + "[^" + OPEN + CLOSE + "]*" + re.escape
 #: What may stand outside the markers besides data: digits, punctuation, symbols and space, the product's name
 #: and the names of standards and tools (written alike in every language).
 _NEUTRAL = re.compile(r"^(?:[\W\d_]|\bv\d+\b)*$")
-PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM")
+PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM", "XLSX", "CSV", "KMO")
+#: Statistical symbols written alike in every language (the Delphi authority coefficients, counts, quartiles),
+#: removed only as whole words.
+SYMBOLS = ("Ca", "Cs", "Cr", "n", "Q1", "Q3", "W", "df", "p")
 
 
 def outside_markers(text: str) -> tuple[str, bool]:
@@ -210,6 +225,8 @@ def untranslated(page_html: str, data: list[str]) -> list[str]:
                 rest = re.sub(r"(?<!\w)" + re.escape(value) + r"(?!\w)", "\n", rest)
         for name in PROPER_NAMES:
             rest = rest.replace(name, " ")
+        for symbol in SYMBOLS:
+            rest = re.sub(r"(?<!\w)" + symbol + r"(?!\w)", " ", rest)
         for line in rest.split("\n"):
             if line.strip() and not _NEUTRAL.match(line.strip()):
                 problems.append(line.strip())

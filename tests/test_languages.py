@@ -284,13 +284,32 @@ def _url(world, page: Page) -> str:
     side = world.alpha
     args = []
     for spec in page.args:
+        if spec == "panel_token":
+            from delphi.services import make_token
+
+            args.append(make_token(side.objects["panelist"]))
+            continue
         kind, _, attribute = spec.partition(".")
         obj = {"project": side.project, "member": side.physicians[0]}.get(kind) or side.objects[kind]
         args.append(getattr(obj, attribute or "pk"))
     return reverse(page.name, args=args) + page.query
 
 
+def _delphi_figures_fresh(world):
+    """The Delphi round's statistics computed now: its pages then show them, not the figures banners of
+    ``templates/scoring/partials/`` (shared with the report and judge pages, checked with those)."""
+    from projects.scoping import scopes_disabled
+    from scoring.jobs import figures
+    from scoring.jobs.models import Job
+
+    rnd = world.alpha.objects["round"]
+    with scopes_disabled():
+        figures.compute_now(Job.Kind.DELPHI_ROUND, {"round": rnd.pk}, project=rnd.study.project_id)
+
+
 def _get(client, world, page: Page, language: str):
+    if page.name.startswith("delphi:"):
+        _delphi_figures_fresh(world)
     if page.role != "anonymous":
         client.force_login(world.alpha.user(page.role))
     client.cookies[LANGUAGE_COOKIE] = language

@@ -24,31 +24,34 @@
 // An element #work-status with data-started and data-ready phrases follows the answers: "In progress" after the
 // first answer of a task not started, data-ready once every needed answer is saved.
 // A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
-// The words it shows come from the page's JSON block #ui-text (annotation/ui_text.py: English or 中文), English
-// when a page has none.
+// The words it shows come from the page's JSON block #ui-text (annotation/ui_text.py: English or 中文) where a page
+// has one, else from the site's catalogue (gettext, the page's language).
 (function () {
   "use strict";
-  const ENGLISH = {
-    saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…", waiting: "Waiting to send",
-    failed: "Not saved: {reason}",
-    refused: "refused", submit: "Submit", submit_left: "Submit ({n} left)",
-    n_waiting: "{n} waiting",
-    leave_unsubmitted: "Every item is answered but this is not submitted yet. Leave it unsubmitted?",
-    session_ended: "Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and " +
-      "will be sent automatically.",
-    pending: "{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers.",
-    waiting_offline: "{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when " +
-      "the connection is back.",
-    unreachable: "Could not reach the server; your answers are kept. Try again in a moment.",
-    server_refused: "The server refused that.",
-  };
+  // The engine's own words through the site's catalogue (gettext of /jsi18n/, in the page's language); a page's
+  // #ui-text block, where there is one, overrides them.
+  function ownWords() {
+    const gettext = window.gettext || ((text) => text);
+    return {
+      saved: gettext("Saved"), saving: gettext("Saving…"), retrying: gettext("Not saved yet, retrying…"),
+      waiting: gettext("Waiting to send"), failed: gettext("Not saved: {reason}"),
+      refused: gettext("refused"), submit: gettext("Submit"), submit_left: gettext("Submit ({n} left)"),
+      n_waiting: gettext("{n} waiting"),
+      leave_unsubmitted: gettext("Every item is answered but this is not submitted yet. Leave it unsubmitted?"),
+      session_ended: gettext("Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and will be sent automatically."),
+      pending: gettext("{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers."),
+      waiting_offline: gettext("{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when the connection is back."),
+      unreachable: gettext("Could not reach the server; your answers are kept. Try again in a moment."),
+      server_refused: gettext("The server refused that."),
+    };
+  }
   // The phrase `key` with its {placeholders} filled from `values`.
   window.uiText = function (key, values) {
     if (!window.uiText.table) {
       let own = {};
       const block = document.getElementById("ui-text");
       try { own = block ? JSON.parse(block.textContent) : {}; } catch (e) { own = {}; }
-      window.uiText.table = Object.assign({}, ENGLISH, own);
+      window.uiText.table = Object.assign({}, ownWords(), own);
     }
     const text = window.uiText.table[key] !== undefined ? window.uiText.table[key] : key;
     return text.replace(/\{(\w+)\}/g, (whole, name) => (values && name in values ? String(values[name]) : whole));

@@ -5,6 +5,8 @@
 // profile form still saves through htmx, with readable save states.
 (function () {
   "use strict";
+  const gettext = window.gettext || ((text) => text);
+  const interpolate = window.interpolate || ((text, values) => text.replace("%s", values[0]));
   // Refusals (round closed, bad input) come back as 4xx with a message: show it where "Saved" would appear.
   document.addEventListener("htmx:beforeSwap", (event) => {
     const status = event.detail.xhr.status;
@@ -19,12 +21,12 @@
     const target = event.detail.target;
     if (target && target.matches(".save-note")) {
       target.classList.remove("error");
-      target.textContent = "Saving…";
+      target.textContent = gettext("Saving…");
     }
   });
   document.addEventListener("htmx:sendError", (event) => {
     const target = event.detail.target;
-    if (target) { target.classList.add("error"); target.textContent = "Not saved: the server cannot be reached. Change the answer again to retry."; }
+    if (target) { target.classList.add("error"); target.textContent = gettext("Not saved: the server cannot be reached. Change the answer again to retry."); }
   });
   // Distribution bars: widths set here, as style attributes are not allowed by the Content-Security-Policy.
   function sizeBars(root) {
@@ -44,16 +46,16 @@
         const response = await fetch(button.dataset.copyLink, { method: "POST", credentials: "same-origin",
           headers: { "X-CSRFToken": token ? token.content : "", Accept: "application/json" } });
         data = await response.json();
-        if (!response.ok) throw new Error(data.detail || "refused");
+        if (!response.ok) throw new Error(data.detail || gettext("refused"));
       } catch (e) {
-        button.textContent = "Could not get the link: " + (data.detail || "try again");
+        button.textContent = interpolate(gettext("Could not get the link: %s"), [data.detail || gettext("try again")]);
         return;
       }
       field.value = data.url;
       field.hidden = false;
       field.select();
-      try { await navigator.clipboard.writeText(data.url); button.textContent = "Copied"; }
-      catch (e) { button.textContent = "Selected: copy it"; }
+      try { await navigator.clipboard.writeText(data.url); button.textContent = gettext("Copied"); }
+      catch (e) { button.textContent = gettext("Selected: copy it"); }
     });
   });
   document.querySelectorAll("[data-print]").forEach((button) => button.addEventListener("click", () => window.print()));
@@ -72,8 +74,7 @@
     if (!sheet.pending()) return;
     event.preventDefault();
     sheet.flush();
-    sheet.actionMsg.textContent = "Some answers are still waiting to be sent (see above). They are kept in this " +
-      "browser; finish once they are saved.";
+    sheet.actionMsg.textContent = gettext("Some answers are still waiting to be sent (see above). They are kept in this browser; finish once they are saved.");
   });
 
   document.addEventListener("keydown", (event) => {

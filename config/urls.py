@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path, re_path, reverse_lazy
+from django.utils import translation
 from django.views.decorators.cache import cache_control
 from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -13,6 +14,7 @@ from annotation.urls import rating_urlpatterns
 from config.manual import manual
 from config.views import healthz
 from projects import schema  # noqa: F401 - describes the project session authentication in /api/schema/
+from projects.language import supported
 from scoring.generation import api as api_generation
 from scoring.judges import api as api_judges
 from scoring.preference import api as api_preference
@@ -66,8 +68,18 @@ accounts = [
 
 # The JavaScript strings (static/js) of the page's language; base.html asks for it with the language in the query,
 # so a browser may keep each language's for an hour.
-javascript_catalog = cache_control(max_age=3600, private=True)(
-    JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"]))
+_catalog = JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"])
+
+
+@cache_control(max_age=3600, private=True)
+def javascript_catalog(request):
+    """The catalogue of the language in the query (``?l=``, the page's), not only the browser's: a Delphi panel
+    link's page is in the language the coordinator set for the panellist, whatever their browser asks for."""
+    language = supported(request.GET.get("l"))
+    if language:
+        translation.activate(language)
+        request.LANGUAGE_CODE = language
+    return _catalog(request)
 
 urlpatterns = [
     *rating_urlpatterns,

@@ -161,6 +161,9 @@ def test_the_javascript_catalogue_follows_the_page_language(client, db):
     zh = client.get(reverse("javascript-catalog") + "?l=zh-hans", headers={"accept-language": "zh-CN"})
     assert zh.status_code == 200 and chinese[1:-1] in zh.content.decode()
     assert "private" in zh["Cache-Control"] and "max-age=3600" in zh["Cache-Control"]
+    # the page's language in the query wins over the browser's (a panel link's page is in the panellist's language)
+    by_query = client.get(reverse("javascript-catalog") + "?l=zh-hans", headers={"accept-language": "en-US"})
+    assert chinese[1:-1] in by_query.content.decode()
     en = client.get(reverse("javascript-catalog") + "?l=en")
     assert chinese[1:-1] not in en.content.decode() and en.status_code == 200
     page = client.get(reverse("login"))

@@ -498,7 +498,9 @@ def open_round(rnd: Round, user, *, deadline=None, notify: bool = True) -> Round
         AuditEvent.record(user, "delphi.consensus.lock", study, rule=study.consensus_rule())
     if study.status == DelphiStudy.Status.SETUP:
         DelphiStudy.objects.filter(pk=study.pk).update(status=DelphiStudy.Status.RUNNING)
-    scales.lock(rnd.version, f"Delphi study {study.title}, {rnd.label}")
+    with translation.override("en"):  # a stored note, in one language whoever opens the round
+        reason = f"Delphi study {study.title}, {rnd.label}"
+    scales.lock(rnd.version, reason)
     rnd.status, rnd.opened_at = Round.Status.OPEN, now
     if deadline:
         rnd.deadline = deadline
@@ -872,10 +874,11 @@ def apply_decisions(rnd: Round, user) -> ScaleVersion:
     """Copy the round's version into a new draft and apply Revise / Delete / Merge / Add."""
     decisions = list(rnd.decisions.alive().select_related("item", "merge_into").order_by("id"))
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ItemDecision.Action.values}
-    summary = ", ".join(f"{n} {ItemDecision.action_name(a).lower()}" for a, n in counts.items()
-                        if n and a != "reserve") or "no changes"
-    draft = scales.new_version(rnd.version, user, project=rnd.study.project_id,
-                               note=f"Delphi study {rnd.study.title}, after {rnd.label.lower()}: {summary}.")
+    with translation.override("en"):  # a stored note: the same whoever closes the round, in whichever language
+        summary = ", ".join(f"{n} {ItemDecision.action_name(a).lower()}" for a, n in counts.items()
+                            if n and a != "reserve") or "no changes"
+        note = f"Delphi study {rnd.study.title}, after {rnd.label.lower()}: {summary}."
+    draft = scales.new_version(rnd.version, user, project=rnd.study.project_id, note=note)
     items = {i.code: i for i in draft.items.all()}
     dims = {d.code: d for d in draft.dimensions.all()}
     remove: list[str] = []

@@ -53,8 +53,8 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
                                            help_text=_("Coefficient of variation at most this (empty: not used)."))
     consensus_min_agreement = models.DecimalField(
         max_digits=5, decimal_places=1, null=True, blank=True,
-        help_text=_("At least this percentage of panelists rate the item at or above the agreement level (empty: "
-                    "not used)."))
+        help_text=_("At least this % of panelists rate the item at or above the agreement level (empty: not "
+                    "used)."))
     agreement_level = models.PositiveSmallIntegerField(default=4,
                                                        help_text=_("Ratings at or above this agree (4 = 4-5)."))
     consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text=_("Last change of the rule."))

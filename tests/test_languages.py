@@ -197,6 +197,27 @@ def test_a_panel_link_opens_in_the_language_the_coordinator_set(client, world, d
     assert panelist.language == ""
 
 
+def test_a_panellist_is_invited_in_the_language_set_for_them_whatever_the_coordinator_reads(world, db, settings):
+    from django.core import mail
+
+    from delphi import services
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    participation = world.alpha.objects["participation"]
+    panelist = participation.panelist
+    mail.outbox = []
+    with translation.override("en"):  # the coordinator's request
+        services.set_language(panelist, world.alpha.coordinator, "zh-hans")
+        assert services.send_invitation(participation)
+        assert translation.get_language() == "en"
+        services.set_language(panelist, world.alpha.coordinator, "en")
+        assert services.send_invitation(participation)
+    chinese, english = mail.outbox
+    assert chinese.subject.endswith("：第 1 轮") and "尊敬的" in chinese.body and "您的个人链接" in chinese.body
+    assert english.subject.endswith(": Round 1") and "you are invited to round 1" in english.body
+    assert "http://testserver/delphi/p/" in chinese.body
+
+
 # --- exports do not depend on the language ------------------------------------------------------------------------
 def _content(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
@@ -213,10 +234,14 @@ def _comparable(body: bytes, fmt: str):
 @pytest.mark.parametrize("name, kwargs, fmt", [
     ("campaign-export", {"fmt": "csv"}, "csv"), ("campaign-export", {"fmt": "json"}, "json"),
     ("campaign-export", {"fmt": "xlsx"}, "xlsx"), ("delphi:study-export", {"what": "responses", "fmt": "xlsx"}, "xlsx"),
+    # the Delphi workbooks that name rounds, decisions, kinds and the rule: written in English in every language
+    ("delphi:study-export", {"what": "reporting", "fmt": "xlsx"}, "xlsx"),
+    ("delphi:round-export", {"fmt": "xlsx"}, "xlsx"), ("delphi:round-export", {"fmt": "csv"}, "csv"),
 ])
 def test_an_export_is_byte_identical_whatever_the_language(client, world, db, name, kwargs, fmt):
     client.force_login(world.alpha.coordinator)
-    pk = world.alpha.pk("campaign" if name == "campaign-export" else "delphi_study")
+    kind = {"campaign-export": "campaign", "delphi:round-export": "round"}.get(name, "delphi_study")
+    pk = world.alpha.pk(kind)
     url = reverse(name, kwargs={"pk": pk, **kwargs})
     bodies = []
     for language in ("en", "zh-hans"):

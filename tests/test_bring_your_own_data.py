@@ -232,7 +232,7 @@ def test_judge_report_command_gives_the_apis_json_csv_and_html(judge_run, campai
     client.force_login(make_user("ana", "analyst"))
     api_url = f"/api/judge-runs/{judge_run.pk}/report/?campaign={campaign.pk}"
     assert client.get(api_url).status_code == 202  # the report is computed by a worker, then kept
-    run_pending()
+    run_pending("judge_report")
     from_api = client.get(api_url).json()
     assert from_cli == from_api  # the same JSON as the API (same defaults, same seed)
     scores_api = client.get(f"/api/judge-runs/{judge_run.pk}/scores/").json()

@@ -158,7 +158,7 @@ def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkey
     assert f"?campaign={campaign.pk}" in page
     url = reverse("judge-run-report", args=[run.pk])
     assert "Computing the report" in client.get(url, {"campaign": campaign.pk}).content.decode()
-    run_pending()
+    run_pending("judge_report")
     html = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-items"' in html and ("judge can replace physicians" in html or "keep physicians" in html)
     assert 'data-testid="judge-models"' in html
@@ -198,7 +198,7 @@ def test_runs_that_differ_only_in_mode_are_compared(client, coordinator, make_us
     assert pairs == {(runs[0].pk, runs[1].pk), (runs[1].pk, runs[0].pk)}
     html = client.get(compare_url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="figures-computing"' in html and 'data-testid="mode-compare"' not in html
-    run_pending()
+    run_pending("judge_report", "judge_compare")
     from scoring.judges import report
 
     def not_per_view(*args, **kwargs):

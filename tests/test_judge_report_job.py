@@ -53,7 +53,7 @@ def test_the_report_is_computed_once_and_cached_until_labels_answers_or_settings
     job = Job.objects.get(kind=Job.Kind.JUDGE_REPORT)
     status_url = reverse("judge-run-report-status", args=[run.pk, job.pk])
     assert "Computing the report" in client.get(status_url).content.decode()
-    run_pending()
+    run_pending("judge_report")
     assert client.get(status_url)["HX-Refresh"] == "true"
     html = client.get(url, query).content.decode()
     assert 'data-testid="judge-verdicts"' in html and judge_jobs() == 1
@@ -77,7 +77,7 @@ def test_the_report_is_computed_once_and_cached_until_labels_answers_or_settings
     assert viewed() == 2
     during = client.get(url, query).content.decode()
     assert viewed() == 2 and 'data-testid="figures-updating"' in during and 'data-testid="judge-verdicts"' in during
-    run_pending()
+    run_pending("judge_report")
     client.get(url, query)
     assert viewed() == 2
     # the reports they replaced no longer hold their figures; the new ones do
@@ -90,11 +90,11 @@ def test_the_report_is_computed_once_and_cached_until_labels_answers_or_settings
     JudgeResult.objects.filter(pk=result.pk).update(value=1 - result.value)
     client.get(url, query)
     assert viewed() == 3
-    run_pending()
+    run_pending("judge_report")
     JudgeResult.objects.filter(pk=result.pk).update(updated_at=timezone.now())
     client.get(url, query)
     assert viewed() == 4
-    run_pending()
+    run_pending("judge_report")
     # a new answer (a pending unit scored)
     JudgeResult.objects.filter(run=run, status=JudgeResult.Status.PENDING).update(status=JudgeResult.Status.DONE,
                                                                                value=1)
@@ -133,7 +133,7 @@ def test_a_failed_report_says_why_and_can_be_tried_again(client, analyst, judged
     url = reverse("judge-run-report", args=[run.pk])
     client.get(url, {"campaign": campaign.pk})
     with pytest.raises(RuntimeError):
-        run_pending()
+        run_pending("judge_report")
     html = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="report-failed"' in html and "the statistics stack fell over" in html and "Try again" in html
     api = APIClient()
@@ -146,7 +146,7 @@ def test_a_failed_report_says_why_and_can_be_tried_again(client, analyst, judged
     response = client.post(f"{url}?campaign={campaign.pk}")
     assert response.status_code == 302 and f"campaign={campaign.pk}" in response.url
     assert Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.QUEUED).count() == 1
-    run_pending()
+    run_pending("judge_report")
     assert 'data-testid="judge-verdicts"' in client.get(url, {"campaign": campaign.pk}).content.decode()
 
 

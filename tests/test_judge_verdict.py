@@ -257,7 +257,7 @@ def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo
     url = reverse("judge-run-report", args=[run.pk])
     pending = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-report-progress"' in pending and 'data-testid="verdict-settings"' in pending
-    run_pending()
+    run_pending("judge_report")
     html = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-summary"' in html and 'data-testid="verdict-settings"' in html
     assert html.index('data-testid="judge-summary"') < html.index('data-testid="verdict-settings"')
@@ -268,7 +268,7 @@ def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo
     # the coordinator lowers the minimum: the random physicians now make every item unreliable
     lowered = {"campaign": campaign.pk, "min_dialogues": 5, "floor": "0.4", "margin": "0.1", "ci": "bca"}
     client.get(url, lowered)
-    run_pending()
+    run_pending("judge_report")
     html = client.get(url, lowered).content.decode()
     assert html.count('data-outcome="not_enough"') == 0
     assert html.count('data-outcome="unreliable"') + html.count('data-outcome="keep"') == 24
@@ -294,7 +294,7 @@ def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo
     assert answer.json()["items"][0]["decision"]["verdict"] == NOT_ENOUGH
     pending = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk, "margin": "0.2"})
     assert pending.status_code == 202 and pending.json()["status"] == "queued"
-    run_pending()
+    run_pending("judge_report")
     ready = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk, "margin": "0.2"})
     assert ready.status_code == 200 and ready.json()["settings"]["margin"] == 0.2
     refused = api.get(f"/api/judge-runs/{run.pk}/report/", {"campaign": campaign.pk, "ci": "normal"})

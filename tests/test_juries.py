@@ -309,7 +309,7 @@ def test_the_jury_pages_api_and_report_job(world, client, coordinator):
     url = reverse("jury-report", args=[panel.pk])
     query = {"campaign": world["campaign"].pk, "margin": 0.15}
     assert 'data-testid="judge-report-progress"' in client.get(url, query).content.decode()
-    run_pending()
+    run_pending("judge_report")
     html = client.get(url, query).content.decode()
     assert 'data-testid="judge-verdicts"' in html and 'data-testid="jury-provenance"' in html
     download = client.get(reverse("jury-report-download", args=[panel.pk, "json"]), query)
@@ -342,7 +342,7 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     assert job.params["names"] is False and "seed" not in job.params
     client.get(url + "&seed=8")
     assert Job.objects.filter(kind="judge_selection").count() == 1  # the same job: nothing more to compute
-    run_pending()
+    run_pending(Job.Kind.JUDGE_SELECTION)
     html = client.get(url).content.decode()
     assert 'data-testid="selection-summary"' in html and 'data-testid="figures-updating"' not in html
     assert "seed 20240501" in html and "share 0.3" in html
@@ -365,7 +365,7 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     updating = client.get(url).content.decode()  # the table of the old settings, while the new one is computed
     assert 'data-testid="figures-updating"' in updating and 'data-testid="selection-summary"' in updating
     assert "seed 20240501" in updating
-    run_pending()
+    run_pending(Job.Kind.JUDGE_SELECTION)
     html = client.get(url).content.decode()
     assert "seed 11" in html and "share 0.25" in html and 'data-testid="figures-updating"' not in html
     client.force_login(coordinator)
@@ -381,7 +381,7 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     label = Label.objects.filter(campaign=campaign).first()
     Label.objects.filter(pk=label.pk).update(updated_at=timezone.now() + timedelta(seconds=5))
     assert 'data-testid="figures-updating"' in client.get(url).content.decode()
-    run_pending()
+    run_pending(Job.Kind.JUDGE_SELECTION)
     result = selection_jobs.selection_figures(campaign, coordinator, start=False)
     assert result.fresh and result.report["split"]["seed"] == 11
 
@@ -392,7 +392,7 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     lonely = Campaign.objects.get(name="Lonely physicians")
     lonely_url = reverse("judge-selection") + f"?campaign={lonely.pk}"
     client.get(lonely_url)
-    run_pending()
+    run_pending(Job.Kind.JUDGE_SELECTION)
     page = client.get(lonely_url).content.decode()
     assert 'data-testid="selection-error"' in page and "No finished judge run" in page
     client.get(lonely_url)

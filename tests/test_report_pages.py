@@ -24,10 +24,12 @@ def rated(make_user):
     return campaign
 
 
-def run_pending():
-    """What the workers do once the changes stopped: every queued job, a debounced one's quiet time taken as over
+def run_pending(*kinds: str):
+    """What the workers do once the changes stopped: every queued job (of ``kinds``, when given: a test that reads
+    one kind of figures need not compute the others), a debounced one's quiet time taken as over
     (scoring/jobs/figures.py)."""
-    for job in Job.objects.filter(status=Job.Status.QUEUED):
+    queued = Job.objects.filter(status=Job.Status.QUEUED)
+    for job in queued.filter(kind__in=kinds) if kinds else queued:
         if "not_before" in job.params:
             Job.objects.filter(pk=job.pk).update(params={k: v for k, v in job.params.items() if k != "not_before"})
         jobs.execute(job.pk)

@@ -381,7 +381,7 @@ def test_judge_vs_physicians_report_and_page_on_the_hivmedqa_rubric(hiv_campaign
 
     client.force_login(coordinator)
     client.get(reverse("judge-run-report", args=[run.pk]), {"campaign": hiv_campaign.pk, "min_dialogues": 10})
-    run_pending()
+    run_pending("judge_report")
     html = client.get(reverse("judge-run-report", args=[run.pk]),
                       {"campaign": hiv_campaign.pk, "min_dialogues": 10}).content.decode()
     for marker in ('data-testid="judge-scored-items"', "Weighted kappa vs each physician",

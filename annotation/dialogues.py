@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Dialogue, PrivacyStatus, Redaction
 from annotation.privacy import apply_redactions
@@ -114,8 +115,9 @@ def segments_html(pieces: list[dict]) -> str:
         for piece in pieces))
 
 
-ROLE_LABELS = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement", "question": "Question",
-               "answer": "Answer", "reference": "Reference answer"}
+#: The speakers of a dialogue and the parts of a question-answer item, as the pages name them.
+ROLE_LABELS = {"doctor": _("Doctor"), "patient": _("Patient"), "measurement": _("Measurement"),
+               "question": _("Question"), "answer": _("Answer"), "reference": _("Reference answer")}
 
 
 def view_model(dialogue: Dialogue) -> dict:

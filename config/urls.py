@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path, re_path, reverse_lazy
+from django.utils import translation
 from django.views.decorators.cache import cache_control
 from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -66,8 +67,20 @@ accounts = [
 
 # The JavaScript strings (static/js) of the page's language; base.html asks for it with the language in the query,
 # so a browser may keep each language's for an hour.
-javascript_catalog = cache_control(max_age=3600, private=True)(
-    JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"]))
+_javascript_catalog = JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"])
+
+
+@cache_control(max_age=3600, private=True)
+def javascript_catalog(request):
+    """The catalogue of the language in ``?l=`` when the site has it (a page in another language than the reader's
+    own, e.g. a rating page whose campaign fixes the language), else of the request's language."""
+    from projects.language import supported
+
+    language = supported(request.GET.get("l"))
+    if language is None:
+        return _javascript_catalog(request)
+    with translation.override(language):
+        return _javascript_catalog(request)
 
 urlpatterns = [
     *rating_urlpatterns,

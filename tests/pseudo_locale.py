@@ -74,6 +74,7 @@ PAGES: list[Page] = [
     # texts' numbers differ between their languages)
     Page("rate", "physician", ("open_assignment",), query="?lang=en"),
     Page("rate", "physician", ("assignment",), query="?lang=en"),  # submitted: closed to changes
+    Page("rate-next", "analyst"),  # nothing left to rate (no assignment)
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]

@@ -3,6 +3,8 @@ answers in the browser and retries until the server has them."""
 
 from __future__ import annotations
 
+import contextlib
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -161,9 +163,12 @@ def _next_url(request, after: Assignment) -> str:
 def _act(request, pk: int, action, *, field: str | None = None, move_on: bool = True) -> JsonResponse:
     """Run one assignment action (submit, skip, flag) and answer JSON: where to go next, or why not."""
     assignment = _own_assignment(request, pk, with_dialogue=False)
+    fixed = rating_language.fixed_page_language(assignment.campaign)
     try:
         args = (str(_payload(request).get(field, "")),) if field else ()
-        action(assignment, request.user, *args)
+        # refusals in the language of the page they are shown on
+        with translation.override(fixed) if fixed else contextlib.nullcontext():
+            action(assignment, request.user, *args)
     except labels.LabelError as exc:
         return _error(exc)
     body = {"ok": True}

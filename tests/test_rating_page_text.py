@@ -161,6 +161,9 @@ def test_a_campaign_with_a_fixed_language_shows_it_to_a_rater_whose_account_says
         assert ">提交<" in page and 'data-item-language="zh"' in page and 'data-item-language="en"' not in page
         assert 'data-testid="fixed-language"' in page and 'data-testid="item-language"' not in page
         assert f'src="{reverse("javascript-catalog")}?l=zh-hans"' in page
+    # the page's refusals too
+    refused = client.post(reverse("rate-submit", args=[assignment.pk]), headers=EN).json()["detail"]
+    assert refused.startswith("提交前请回答所有条目")
     # the script's catalogue is the one the page asks for, whatever the account says
     catalogue = client.get(reverse("javascript-catalog") + "?l=zh-hans", headers=EN).content.decode()
     assert json.dumps("提交（还剩 %(n)s 项）")[1:-1] in catalogue

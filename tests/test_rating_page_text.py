@@ -191,3 +191,31 @@ def test_the_physicians_home_the_rating_page_and_the_coordinators_table_count_al
     assert 'value="25" aria-label="25% submitted"' in table
     api = client.get(f"/api/campaigns/{campaign.pk}/progress/").json()
     assert [(r["submitted"], r["skipped"], r["total"], r["percent"]) for r in api] == [(1, 1, 4, 25)]
+
+
+def test_the_api_takes_and_shows_the_rating_language_and_the_item_language(rater, coordinator):
+    from rest_framework.test import APIClient
+
+    from annotation.models import Campaign, Label
+    from tests.factories import corpus_with, mini_cex
+
+    staff = APIClient()
+    staff.force_authenticate(coordinator)
+    corpus = corpus_with(2, name="corpus-api-language")
+    created = staff.post("/api/campaigns/", {"name": "API language", "corpus": corpus.pk,
+                                            "scale_version": mini_cex().pk, "rating_language": "zh"}, format="json")
+    assert created.status_code == 201 and created.json()["rating_language"] == "zh"
+    assert Campaign.objects.get(name="API language").rating_language == "zh"
+    refused = staff.post("/api/campaigns/", {"name": "API language 2", "corpus": corpus.pk,
+                                            "scale_version": mini_cex().pk, "rating_language": "fr"}, format="json")
+    assert refused.status_code == 400 and "rating_language" in refused.json()
+    campaign = campaign_with([rater], n=1, overlap=1, name="API labels")
+    assignment = Assignment.objects.get(campaign=campaign, rater=rater)
+    physician = APIClient()
+    physician.force_authenticate(rater)
+    saved = physician.post(f"/api/assignments/{assignment.pk}/labels/",
+                           {"item": "1.1", "value": 1, "item_language": "en"}, format="json")
+    assert saved.status_code == 200 and saved.json()["item_language"] == "en"
+    assert Label.objects.get(assignment=assignment).item_language == "en"
+    rows = staff.get("/api/labels/", {"campaign": campaign.pk}).json()["results"]
+    assert [row["item_language"] for row in rows] == ["en"]

@@ -57,6 +57,7 @@ from annotation.models import (
     Dimension,
     Item,
     Label,
+    Language,
     PrivacyStatus,
     RandomSample,
     Redaction,
@@ -450,7 +451,7 @@ class CampaignSerializer(serializers.ModelSerializer):
         model = Campaign
         fields = ["id", "name", "corpus", "corpus_name", "scale_version", "scale", "scale_version_number", "phase",
                   "status", "overlap", "filter_split", "filter_model", "filter_language", "instructions", "deadline",
-                  "seed", "created_at"]
+                  "seed", "rating_language", "created_at"]
         read_only_fields = ["status", "created_at"]
 
     def validate_name(self, name: str) -> str:
@@ -605,7 +606,7 @@ class OwnLabelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Label
-        fields = ["id", "item", "item_code", "value", "comment", "client_seq", "updated_at"]
+        fields = ["id", "item", "item_code", "value", "comment", "client_seq", "item_language", "updated_at"]
 
 
 class LabelInputSerializer(serializers.Serializer):
@@ -615,6 +616,10 @@ class LabelInputSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=label_service.MAX_TEXT)
     client_seq = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_ID,
                                           help_text="Increasing per click; an older click arriving late is ignored.")
+    item_language = serializers.ChoiceField(
+        choices=Language.choices, required=False,
+        help_text='The language of the item text the rater answered ("en", "zh"); left out: the stored one stays '
+                  "(empty: not recorded).")
 
 
 class AnswerInputSerializer(serializers.Serializer):
@@ -669,7 +674,7 @@ class LabelSerializer(serializers.ModelSerializer):
     class Meta:
         model = Label
         fields = ["id", "campaign", "dialogue", "dialogue_external_id", "assignment", "assignment_status", "rater",
-                  "item", "item_code", "value", "comment", "created_at", "updated_at"]
+                  "item", "item_code", "value", "comment", "item_language", "created_at", "updated_at"]
 
     def get_rater(self, label: Label) -> str:
         return _rater_name(label.rater, _viewer(self), label.campaign)
@@ -910,7 +915,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         item_id = _resolve_item(assignment, data.validated_data["item"])
         label = label_service.save_label(assignment, item_id, data.validated_data["value"], request.user,
                                          comment=data.validated_data.get("comment"),
-                                         client_seq=data.validated_data["client_seq"])
+                                         client_seq=data.validated_data["client_seq"],
+                                         item_language=data.validated_data.get("item_language"))
         label = Label.objects.select_related("item").get(pk=label.pk)
         return Response(OwnLabelSerializer(label).data)
 

@@ -6,6 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language, gettext
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Dialogue, PrivacyStatus, Redaction
 from annotation.privacy import apply_redactions
@@ -101,21 +103,26 @@ def segments(text: str, spans: list[tuple[int, int]]) -> list[dict]:
     return pieces
 
 
-REDACTED_HTML = '<mark class="redacted" title="Redacted">[REDACTED]</mark>'
+def redacted_html() -> str:
+    """The placeholder of a redacted piece, in the page's language (marked as such inside the dialogue's)."""
+    return format_html('<mark class="redacted" title="{}" lang="{}">{}</mark>', gettext("Redacted"),
+                       get_language() or "en", gettext("[REDACTED]"))
 
 
 def segments_html(pieces: list[dict]) -> str:
     """The pieces as pages show them: visible text in spans carrying their offset in the original (the redaction
     tool maps a selection back through it), redacted pieces as a marked placeholder. Built here rather than in a
     template: a 40-turn page renders it ~40 times and the template engine made it a large share of the page time."""
-    return mark_safe("".join(  # every piece is escaped by format_html, or is the constant above
-        REDACTED_HTML if piece["redacted"] else format_html('<span data-off="{}">{}</span>', piece["start"],
-                                                            piece["text"])
+    redacted = redacted_html()
+    return mark_safe("".join(  # every piece is escaped by format_html
+        redacted if piece["redacted"] else format_html('<span data-off="{}">{}</span>', piece["start"],
+                                                       piece["text"])
         for piece in pieces))
 
 
-ROLE_LABELS = {"doctor": "Doctor", "patient": "Patient", "measurement": "Measurement", "question": "Question",
-               "answer": "Answer", "reference": "Reference answer"}
+#: The speakers of a dialogue and the parts of a question-answer item, as the pages name them.
+ROLE_LABELS = {"doctor": _("Doctor"), "patient": _("Patient"), "measurement": _("Measurement"),
+               "question": _("Question"), "answer": _("Answer"), "reference": _("Reference answer")}
 
 
 def view_model(dialogue: Dialogue) -> dict:

@@ -140,28 +140,39 @@ class ItemForm(forms.Form):
 
 
 class CampaignForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    corpus = forms.ModelChoiceField(queryset=None)
-    scale_version = forms.ModelChoiceField(queryset=None, help_text="Only published versions can be rated.")
-    phase = forms.ChoiceField(choices=[("trial", "Trial (gold dialogues, team selection)"), ("formal", "Formal")])
-    overlap = forms.IntegerField(min_value=1, max_value=50, initial=3, help_text="Raters per dialogue (k).")
-    filter_split = forms.ChoiceField(required=False, label="Split",
-                                     choices=[("", "All"), ("train", "Train"), ("validation", "Validation"),
-                                              ("test", "Test")])
-    filter_model = forms.CharField(required=False, max_length=200, label="Doctor model",
-                                   help_text="Only dialogues of this model (empty = all).")
-    filter_language = forms.CharField(required=False, max_length=16, label="Language", help_text="e.g. en, zh")
-    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
-    deadline = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    name = forms.CharField(max_length=200, label=_("Name"))
+    corpus = forms.ModelChoiceField(queryset=None, label=_("Corpus"))
+    scale_version = forms.ModelChoiceField(queryset=None, label=_("Scale version"),
+                                           help_text=_("Only published versions can be rated."))
+    phase = forms.ChoiceField(label=_("Phase"), choices=[("trial", _("Trial (gold dialogues, team selection)")),
+                                                         ("formal", _("Formal"))])
+    overlap = forms.IntegerField(min_value=1, max_value=50, initial=3, label=_("Overlap"),
+                                 help_text=_("Raters per dialogue (k)."))
+    filter_split = forms.ChoiceField(required=False, label=_("Split"),
+                                     choices=[("", _("All")), ("train", _("Train")), ("validation", _("Validation")),
+                                              ("test", _("Test"))])
+    filter_model = forms.CharField(required=False, max_length=200, label=_("Doctor model"),
+                                   help_text=_("Only dialogues of this model (empty = all)."))
+    filter_language = forms.CharField(required=False, max_length=16, label=_("Language of the dialogues"),
+                                      help_text=_("Only dialogues in this language, e.g. en, zh (empty = all)."))
+    rating_language = forms.ChoiceField(
+        required=False, label=_("Rating language"),
+        choices=[("", _("Each rater's own language")), ("en", _("English")), ("zh", _("Chinese"))],
+        help_text=_("The language of the rating page and of the items for every rater of this campaign, as a study "
+                    "protocol fixes it. Each answer records the language of the item text the rater saw."))
+    instructions = forms.CharField(required=False, label=_("Instructions"),
+                                   widget=forms.Textarea(attrs={"rows": 4}))
+    deadline = forms.DateField(required=False, label=_("Deadline"), widget=forms.DateInput(attrs={"type": "date"}))
     sample_size = forms.IntegerField(
-        required=False, min_value=1, label="Random sample of",
-        help_text="Dialogues physicians rate, drawn at random from those in scope (empty = every dialogue in scope). "
-                  "Model scores that combine physicians and an LLM judge (PPI++) need a random sample; the planner "
-                  "below says how many.")
-    sample_stratified = forms.BooleanField(required=False, label="Draw within each doctor model",
-                                           help_text="The same number from each model (best for comparing models).")
-    sample_seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, label="Seed of the draw",
-                                     help_text="Empty: a fresh seed, recorded with the sample.")
+        required=False, min_value=1, label=_("Random sample of"),
+        help_text=_("Dialogues physicians rate, drawn at random from those in scope (empty = every dialogue in "
+                    "scope). Model scores that combine physicians and an LLM judge (PPI++) need a random sample; the "
+                    "planner below says how many."))
+    sample_stratified = forms.BooleanField(required=False, label=_("Draw within each doctor model"),
+                                           help_text=_("The same number from each model (best for comparing "
+                                                       "models)."))
+    sample_seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, label=_("Seed of the draw"),
+                                     help_text=_("Empty: a fresh seed, recorded with the sample."))
 
     def __init__(self, *args, project, **kwargs):
         from annotation.models import Campaign, Corpus, ScaleVersion
@@ -177,7 +188,7 @@ class CampaignForm(forms.Form):
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
         if self._campaign_model.objects.filter(name=name).exists():
-            raise forms.ValidationError("A campaign with this name exists already.")
+            raise forms.ValidationError(_("A campaign with this name exists already."))
         return name
 
 

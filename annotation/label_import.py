@@ -1,7 +1,8 @@
 """Legacy label import: the CSV long format of DESIGN.md section 5.
 
 ``dialogue_id,rater,item,value`` plus the optional columns ``rater_kind`` (human | judge), ``judge_run``,
-``created`` (ISO 8601), ``comment``, ``status`` and, for judge rows, ``judge_model``, ``prompt`` and ``raw_response``.
+``created`` (ISO 8601), ``comment``, ``status``, ``item_language`` (en, zh or empty: the language of the item text
+the physician saw, kept with the label) and, for judge rows, ``judge_model``, ``prompt`` and ``raw_response``.
 The label exports' files read back as they are: their ``status`` column (where the physician's dialogue stood) may be
 empty or ``submitted``; a row of an answer that was not submitted is refused (its line says so), since the imported
 labels count as submitted, and the reports count submitted answers only.
@@ -58,8 +59,8 @@ from projects.models import AuditEvent, Membership
 from projects.roles import PHYSICIAN
 
 REQUIRED_COLUMNS = ("dialogue_id", "rater", "item", "value")
-OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment", "status", "judge_model", "prompt",
-                    "raw_response")
+OPTIONAL_COLUMNS = ("rater_kind", "judge_run", "created", "comment", "status", "item_language", "judge_model",
+                    "prompt", "raw_response")
 JUDGE_COLUMNS = ("judge_model", "prompt", "raw_response")
 DEFAULT_SCALE = "llm-mini-cex"
 RATER_KINDS = ("human", "judge")
@@ -87,6 +88,7 @@ class LabelRow:
     prompt: str = ""
     raw_response: str = ""
     unscored: str = ""  # a judge's row whose raw response gives no score, imported unscored: why
+    item_language: str = ""  # the language of the item text the rater saw (the exports' column), "" not recorded
 
     @property
     def is_judge(self) -> bool:
@@ -297,6 +299,9 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
                 created = None
         value = None
         comment = get("comment")
+        item_language = get("item_language")
+        if item_language and (item_language not in ("en", "zh") or kind == "judge"):
+            line_errors.append(f'item_language "{item_language}": en, zh or empty (physicians\' rows only)')
         if code and code not in items:
             if code in levels:
                 parent, level_value = levels[code]
@@ -330,7 +335,7 @@ def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[l
                              item_code=code, value=value, comment=comment, created=created, kind=kind,
                              judge_run=get("judge_run") if kind == "judge" else "",
                              judge_model=get("judge_model"), prompt=row_text(fields, index, "prompt"),
-                             raw_response=row_text(fields, index, "raw_response")))
+                             raw_response=row_text(fields, index, "raw_response"), item_language=item_language))
     if not rows and not errors:
         errors.append(LineError(0, "the file contains no labels"))
     return rows, errors
@@ -528,7 +533,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         labels.append(Label(
             assignment_id=assignments[(dialogue_pk, row.rater)].pk, campaign=campaign, dialogue_id=dialogue_pk,
             rater_id=users[row.rater].pk, item_id=row.item_id, value=row.value, comment=row.comment,
-            created_at=stamp, updated_at=stamp))
+            item_language=row.item_language, created_at=stamp, updated_at=stamp))
     Label.objects.bulk_create(labels, batch_size=1000)
     reason = f"imported from {file_name}"
     LabelChange.objects.bulk_create([

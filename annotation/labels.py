@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 
 from annotation import scales, scores
 from annotation.models import Adjudication, Assignment, Campaign, GoldLabel, Item, Label, LabelChange
@@ -28,10 +29,15 @@ class LabelError(ValueError):
         self.status = status
 
 
+#: The names of the texts a rater writes, as the refusal of a too long one names them.
+_TEXTS = {"comment": gettext_lazy("comment"), "reason": gettext_lazy("reason"), "note": gettext_lazy("note")}
+
+
 def _bounded(text: str | None, what: str) -> str | None:
     """``text`` unless it is longer than :data:`MAX_TEXT` (a 400 saying so)."""
     if text is not None and len(text) > MAX_TEXT:
-        raise LabelError(f"The {what} is {len(text):,} characters long; at most {MAX_TEXT:,} are allowed.")
+        raise LabelError(gettext("The %(what)s is %(length)s characters long; at most %(max)s are allowed.")
+                         % {"what": _TEXTS.get(what, what), "length": f"{len(text):,}", "max": f"{MAX_TEXT:,}"})
     return text
 
 
@@ -67,14 +73,16 @@ def _sql(template: str) -> str:
 
 
 def save_label(assignment: Assignment | int, item_id: int, value: int | None, user, *, comment: str | None = None,
-               client_seq: int = 0, reason: str = "", member_only: bool = False) -> Label:
+               client_seq: int = 0, reason: str = "", member_only: bool = False,
+               item_language: str | None = None) -> Label:
     """Store one answer at once. Retries are harmless (same value = no new history) and a late retry of an
     older click never overwrites a newer one (``client_seq``).
 
     This is the busiest write of the app (every click of every rater), so it is a few plain statements rather
     than ORM queries: lock the assignment (which serialises every write to its labels and orders saves against
     submit), read the label, write it and its history row. Missing or deleted assignments are a 404; with
-    ``member_only`` (the rating page) so is an assignment in a project where the rater is no longer a physician."""
+    ``member_only`` (the rating page) so is an assignment in a project where the rater is no longer a physician.
+    ``item_language`` ("en", "zh") is the language of the item text the rater saw; None keeps what is stored."""
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     value = _number(value)
     _bounded(comment, "comment")
@@ -88,43 +96,46 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
                        ([PHYSICIAN] if member_only else []) + [assignment_id])
         row = cursor.fetchone()
         if row is None or row[5] is not None or not row[6]:
-            raise LabelError("No such assignment.", status=404)
+            raise LabelError(gettext("No such assignment."), status=404)
         rater_id, status, campaign_id, dialogue_id, version_id, _, _ = row
         if rater_id != user.pk:
-            raise LabelError("This dialogue is not assigned to you.", status=403)
+            raise LabelError(gettext("This dialogue is not assigned to you."), status=403)
         _check_value(_allowed(version_id), item_id, value)
         _check_open(status)
         now = timezone.now()
         db_now = connection.ops.adapt_datetimefield_value(now)
-        cursor.execute(_sql("SELECT id, value, comment, client_seq, created_at, updated_at FROM {label} "
+        cursor.execute(_sql("SELECT id, value, comment, client_seq, item_language, created_at, updated_at FROM {label} "
                             "WHERE assignment_id = %s AND item_id = %s"), [assignment_id, item_id])
         found = cursor.fetchone()
         label = Label(assignment_id=assignment_id, campaign_id=campaign_id, dialogue_id=dialogue_id,
                       rater_id=rater_id, item_id=item_id, value=value, comment=comment or "", client_seq=client_seq,
-                      created_at=now, updated_at=now)
+                      item_language=item_language or "", created_at=now, updated_at=now)
         old_value, old_comment = None, ""
         if found is None:
             returning = " RETURNING id" if connection.features.can_return_columns_from_insert else ""
             cursor.execute(_sql("INSERT INTO {label} (assignment_id, campaign_id, dialogue_id, rater_id, item_id, "
-                                "value, comment, client_seq, created_at, updated_at) "
-                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)") + returning,
+                                "value, comment, client_seq, item_language, created_at, updated_at) "
+                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)") + returning,
                            [assignment_id, campaign_id, dialogue_id, rater_id, item_id, value, label.comment,
-                            client_seq, db_now, db_now])
+                            client_seq, label.item_language, db_now, db_now])
             label.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
             changed = True
         else:
-            label.pk, old_value, old_comment, old_seq = found[:4]
+            label.pk, old_value, old_comment, old_seq, old_language = found[:5]
             if client_seq and client_seq < old_seq:
                 # An older click arriving late: the newer answer stands.
                 label.value, label.comment, label.client_seq = old_value, old_comment, old_seq
+                label.item_language = old_language
                 label.created_at = label.updated_at = None
                 label.refresh_from_db(fields=["created_at", "updated_at"])
                 return label
             label.comment = old_comment if comment is None else comment
             label.client_seq = max(old_seq, client_seq)
+            label.item_language = old_language if item_language is None else item_language
             changed = old_value != value or old_comment != label.comment
-            cursor.execute(_sql("UPDATE {label} SET value = %s, comment = %s, client_seq = %s, updated_at = %s "
-                                "WHERE id = %s"), [value, label.comment, label.client_seq, db_now, label.pk])
+            cursor.execute(_sql("UPDATE {label} SET value = %s, comment = %s, client_seq = %s, item_language = %s, "
+                                "updated_at = %s WHERE id = %s"),
+                           [value, label.comment, label.client_seq, label.item_language, db_now, label.pk])
         if changed:
             cursor.execute(_sql("INSERT INTO {change} (label_id, changed_by_id, changed_at, old_value, new_value, "
                                 "old_comment, new_comment, source, reason) "
@@ -142,13 +153,13 @@ def _number(value):
     try:
         return scores.normal(value)
     except (TypeError, ValueError):
-        raise LabelError(f"The value must be a number; got {value!r}.") from None
+        raise LabelError(gettext("The value must be a number; got %(value)s.") % {"value": repr(value)}) from None
 
 
 def _check_value(items: dict[int, tuple[str, tuple[int | float, ...]]], item_id: int, value) -> None:
     """A 400 unless ``item_id`` is rated on the scale (``items``: :func:`rating_items`) and ``value`` is allowed."""
     if item_id not in items:
-        raise LabelError("That item is not part of this campaign's scale.")
+        raise LabelError(gettext("That item is not part of this campaign's scale."))
     code, allowed = items[item_id]
     if value is not None and value not in allowed:
         raise LabelError(_refusal(code, allowed, value))
@@ -158,7 +169,8 @@ def _check_open(status: str) -> None:
     """A 409 unless an assignment of this status still takes answers."""
     if status not in Assignment.OPEN_STATUSES:
         label_status = Assignment.Status(status).label.lower()
-        raise LabelError(f"This dialogue is {label_status}; answers can no longer change.", status=409)
+        raise LabelError(gettext("This dialogue is %(status)s; answers can no longer change.")
+                         % {"status": label_status}, status=409)
 
 
 @transaction.atomic
@@ -172,9 +184,9 @@ def save_answers(assignment: Assignment, answers: dict[int, int | float | None],
                                                     else ()).select_related("campaign").filter(pk=assignment.pk)
               .first())
     if locked is None or locked.campaign.deleted_at is not None:
-        raise LabelError("No such assignment.", status=404)
+        raise LabelError(gettext("No such assignment."), status=404)
     if locked.rater_id != user.pk:
-        raise LabelError("This dialogue is not assigned to you.", status=403)
+        raise LabelError(gettext("This dialogue is not assigned to you."), status=403)
     items = _allowed(locked.campaign.scale_version_id)
     answers = {item_id: _number(value) for item_id, value in answers.items()}
     for item_id, value in answers.items():
@@ -225,9 +237,10 @@ def missing_items(assignment: Assignment) -> list[str]:
 def _open_for(assignment: Assignment, user) -> Assignment:
     locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
     if locked.rater_id != user.pk:
-        raise LabelError("This dialogue is not assigned to you.", status=403)
+        raise LabelError(gettext("This dialogue is not assigned to you."), status=403)
     if not locked.is_open:
-        raise LabelError(f"This dialogue is already {locked.get_status_display().lower()}.", status=409)
+        raise LabelError(gettext("This dialogue is already %(status)s.")
+                         % {"status": locked.get_status_display().lower()}, status=409)
     return locked
 
 
@@ -237,7 +250,8 @@ def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assig
     locked = _open_for(assignment, user)
     missing = missing_items(locked)
     if missing:
-        raise LabelError(f"Answer every item before submitting; missing: {', '.join(missing)}.")
+        raise LabelError(gettext("Answer every item before submitting; missing: %(items)s.")
+                         % {"items": ", ".join(missing)})
     if comment is not None:
         locked.comment = comment
     locked.status = Assignment.Status.SUBMITTED
@@ -251,7 +265,7 @@ def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assig
 @transaction.atomic
 def skip(assignment: Assignment, user, reason: str) -> Assignment:
     if not reason.strip():
-        raise LabelError("Say why you skip this dialogue.")
+        raise LabelError(gettext("Say why you skip this dialogue."))
     _bounded(reason, "reason")
     locked = _open_for(assignment, user)
     locked.status = Assignment.Status.SKIPPED
@@ -264,11 +278,11 @@ def skip(assignment: Assignment, user, reason: str) -> Assignment:
 @transaction.atomic
 def flag(assignment: Assignment, user, note: str) -> Assignment:
     if not note.strip():
-        raise LabelError("Describe the problem you are flagging.")
+        raise LabelError(gettext("Describe the problem you are flagging."))
     _bounded(note, "note")
     locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
     if locked.rater_id != user.pk:
-        raise LabelError("This dialogue is not assigned to you.", status=403)
+        raise LabelError(gettext("This dialogue is not assigned to you."), status=403)
     locked.flagged = True
     locked.flag_note = note.strip()
     locked.save(update_fields=["flagged", "flag_note", "updated_at"])
@@ -291,10 +305,10 @@ def save_comment(assignment: Assignment, user, comment: str) -> Assignment:
 def return_for_reannotation(assignment: Assignment, by, note: str) -> Assignment:
     """Send submitted (or skipped) work back to its rater with a note; labels stay and can be changed."""
     if not note.strip():
-        raise LabelError("Tell the rater why the dialogue comes back.")
+        raise LabelError(gettext("Tell the rater why the dialogue comes back."))
     locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
     if locked.status not in (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED):
-        raise LabelError("Only submitted or skipped work can be returned.", status=409)
+        raise LabelError(gettext("Only submitted or skipped work can be returned."), status=409)
     locked.status = Assignment.Status.RETURNED
     locked.return_note = note.strip()
     locked.save(update_fields=["status", "return_note", "updated_at"])
@@ -306,7 +320,7 @@ def return_for_reannotation(assignment: Assignment, by, note: str) -> Assignment
 @transaction.atomic
 def adjudicate(campaign, dialogue, item: Item, value: int, by, reason: str) -> Adjudication:
     if not reason.strip():
-        raise LabelError("Give the reason for the final label.")
+        raise LabelError(gettext("Give the reason for the final label."))
     if item.version_id != campaign.scale_version_id or value not in item.allowed_values():
         raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
     existing = (Adjudication.objects.select_for_update(of=("self",))

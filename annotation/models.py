@@ -18,6 +18,8 @@ from projects.scoping import path_q
 
 
 class Language(models.TextChoices):
+    """The languages an instrument's texts are written in (its ``_en`` and ``_zh`` fields); each named in its own
+    language, as a menu of languages shows them."""
     EN = "en", "English"
     ZH = "zh", "中文"
 
@@ -340,10 +342,10 @@ class Dialogue(ProjectScoped, SoftDeletable):
     project_path = "corpus__project"
 
     class Split(models.TextChoices):
-        TRAIN = "train", "Train"
-        VALIDATION = "validation", "Validation"
-        TEST = "test", "Test"
-        NONE = "", "None"
+        TRAIN = "train", _("Train")
+        VALIDATION = "validation", _("Validation")
+        TEST = "test", _("Test")
+        NONE = "", _("None")
 
     ROLES = ("doctor", "patient", "measurement")
     QA_ROLES = ("question", "answer", "reference")
@@ -402,9 +404,9 @@ class Redaction(ProjectScoped):
     project_path = "dialogue__corpus__project"
 
     class Source(models.TextChoices):
-        FILTER = "filter", "Privacy filter, confirmed by a coordinator"
-        COORDINATOR = "coordinator", "Coordinator"
-        ANNOTATOR = "annotator", "Annotator while rating"
+        FILTER = "filter", _("Privacy filter, confirmed by a coordinator")
+        COORDINATOR = "coordinator", _("Coordinator")
+        ANNOTATOR = "annotator", _("Annotator while rating")
 
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="redactions")
     field = models.CharField(max_length=12, choices=[("self_report", "Self-report"), ("turn", "Turn")])
@@ -447,21 +449,21 @@ class Campaign(ProjectOwned, SoftDeletable):
     """Physicians rate (part of) a corpus on one scale version, each dialogue by ``overlap`` raters."""
 
     class Phase(models.TextChoices):
-        TRIAL = "trial", "Trial"
-        FORMAL = "formal", "Formal"
-        IMPORTED = "imported", "Imported labels"
+        TRIAL = "trial", _("Trial")
+        FORMAL = "formal", _("Formal")
+        IMPORTED = "imported", _("Imported labels")
 
     class Status(models.TextChoices):
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     class RaterKind(models.TextChoices):
         """Who gave an imported campaign's labels, as the coordinator states it on importing them (the methods text
         says so); empty: not recorded. Campaigns rated in the app are rated by the project's physicians."""
-        NOT_RECORDED = "", "Not recorded"
-        PHYSICIANS = "physicians", "Physicians"
-        EXPERTS = "experts", "Other human experts"
-        LLM = "llm", "LLM scoring iterations"
+        NOT_RECORDED = "", _("Not recorded")
+        PHYSICIANS = "physicians", _("Physicians")
+        EXPERTS = "experts", _("Other human experts")
+        LLM = "llm", _("LLM scoring iterations")
 
     name = models.CharField(max_length=200)
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="campaigns")
@@ -480,6 +482,12 @@ class Campaign(ProjectOwned, SoftDeletable):
                                             "scoring iterations); empty: not recorded.")
     allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names instead of "
                                                                "pseudonyms in reports and exports.")
+    #: The language every rater of the campaign rates in (the rating page's words and the instrument's texts), as a
+    #: study protocol fixes it; empty: each rater's own language (account, browser, instance).
+    rating_language = models.CharField(
+        _("rating language"), max_length=8, choices=Language.choices, blank=True, default="",
+        help_text=_("The language every rater sees the rating page and the items in; empty: each rater's own "
+                    "language."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -585,12 +593,12 @@ class Assignment(ProjectScoped):
     project_path = "campaign__project"
 
     class Status(models.TextChoices):
-        ASSIGNED = "assigned", "Not started"
-        IN_PROGRESS = "in_progress", "In progress"
-        SUBMITTED = "submitted", "Submitted"
-        SKIPPED = "skipped", "Skipped"
-        RETURNED = "returned", "Returned for re-annotation"
-        WITHDRAWN = "withdrawn", "Withdrawn (reassigned)"
+        ASSIGNED = "assigned", _("Not started")
+        IN_PROGRESS = "in_progress", _("In progress")
+        SUBMITTED = "submitted", _("Submitted")
+        SKIPPED = "skipped", _("Skipped")
+        RETURNED = "returned", _("Returned for re-annotation")
+        WITHDRAWN = "withdrawn", _("Withdrawn (reassigned)")
 
     OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED)
     COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED, Status.SUBMITTED)
@@ -640,6 +648,9 @@ class Label(ProjectScoped):
     value = ScoreField(null=True, blank=True)
     comment = models.TextField(blank=True)
     client_seq = models.BigIntegerField(default=0, help_text="Last applied client sequence: older saves lose.")
+    #: The language of the item's text the rater answered (what the rating page showed at the last save; "en" or
+    #: "zh"); empty: not recorded (imported labels, saves through the API that do not say).
+    item_language = models.CharField(max_length=8, choices=Language.choices, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -196,12 +196,14 @@ def lock(version, reason: str) -> None:
 @lru_cache(maxsize=32)
 def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
     """The items a rater answers (binary, levels, scale and free-text items) grouped by dimension, each with
-    ``level_list`` (levels in order) and ``points`` (scale items: ``(value, anchor en, anchor zh)`` per point),
+    ``level_list`` (levels in order) and ``points`` (scale items: ``(value, anchor en, anchor zh)`` per point, each
+    anchor empty where the version has none in that language),
     for the rating page. Cached per process: only locked versions are rated, and a locked version never changes.
     Callers must not modify the returned items."""
     from django.db.models import Prefetch
 
     from annotation.models import Item
+    from annotation.rating_language import anchor_texts
 
     # Unscoped: the sheet is cached per process for whoever reaches the version (its campaign's raters, in the
     # label save, which has no project scope); the caller has already checked that they may.
@@ -211,7 +213,7 @@ def rating_sheet(version_id: int) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
     sheet: list[tuple[Any, list[Any]]] = []
     for item in items:
         item.level_list = sorted(item.levels.all(), key=lambda level: level.order)
-        item.points = tuple((scores.text(value), item.anchor_label(value, "en"), item.anchor_label(value, "zh"))
+        item.points = tuple((scores.text(value), *anchor_texts(item, scores.text(value)))
                             for value in item.allowed_values()) if item.response_type == "scale" else ()
         if not sheet or sheet[-1][0].pk != item.dimension_id:
             sheet.append((item.dimension, []))

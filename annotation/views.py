@@ -11,12 +11,11 @@ from django.db.models import Count, Q
 from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import translation
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from annotation import demo, instruments, scales
+from annotation import demo, instruments, rating_language, scales
 from annotation.campaigns import progress_counts, rating_projects
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
@@ -29,13 +28,9 @@ STAFF_ROLES = (COORDINATOR, ANALYST)
 
 
 def scale_language(request) -> str:
-    """The language the scale is shown in: ?lang= switches it and the choice is remembered; until then, the page's
-    own language (Chinese pages show the items in Chinese)."""
-    lang = request.GET.get("lang")
-    if lang in {"en", "zh"}:
-        request.session["scale_lang"] = lang
-        return lang
-    return request.session.get("scale_lang") or ("zh" if (translation.get_language() or "").startswith("zh") else "en")
+    """The language the scale's texts are shown in: the page's own (Chinese pages show the items in Chinese) until
+    ?lang= switches to the other one, which is then remembered (``annotation.rating_language.chosen``)."""
+    return rating_language.chosen(request)
 
 
 @login_required

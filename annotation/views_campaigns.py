@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
@@ -116,16 +117,20 @@ def campaign_new(request):
                     overlap=data["overlap"], phase=data["phase"], user=request.user,
                     filter_split=data["filter_split"], filter_model=data["filter_model"].strip(),
                     filter_language=data["filter_language"].strip(), instructions=data["instructions"],
-                    deadline=data["deadline"])
+                    deadline=data["deadline"], rating_language=data["rating_language"])
                 if data.get("sample_size"):
                     sampling.draw_sample(campaign, size=data["sample_size"], stratified=data["sample_stratified"],
                                          seed=data["sample_seed"], user=request.user)
         except campaign_service.CampaignError as exc:
             form.add_error(None, str(exc))
         else:
-            sampled = " (a random sample)" if data.get("sample_size") else ""
-            messages.success(request, f"Campaign {campaign.name} created with "
-                                      f"{campaign.dialogues().count()} dialogues in scope{sampled}. Add raters next.")
+            values = {"name": campaign.name, "n": campaign.dialogues().count()}
+            if data.get("sample_size"):
+                text = gettext("Campaign %(name)s created with %(n)s dialogues in scope (a random sample). Add raters "
+                               "next.") % values
+            else:
+                text = gettext("Campaign %(name)s created with %(n)s dialogues in scope. Add raters next.") % values
+            messages.success(request, text)
             return redirect("campaign-detail", pk=campaign.pk)
     return render(request, "annotation/campaign_new.html", {"form": form})
 
@@ -313,23 +318,29 @@ def campaign_dialogue_action(request, pk: int, dialogue_id: int):
             assignment = get_object_or_404(Assignment, pk=whole_number(request.POST, "assignment"), campaign=campaign,
                                            dialogue=dialogue)
             labels.return_for_reannotation(assignment, request.user, request.POST.get("note", ""))
-            messages.success(request, f"Returned to {assignment.rater.username} for re-annotation.")
+            messages.success(request, gettext("Returned to %(rater)s for re-annotation.")
+                             % {"rater": assignment.rater.username})
         elif action in ("adjudicate", "gold"):
             item = get_object_or_404(Item, pk=whole_number(request.POST, "item"), version=campaign.scale_version_id)
             raw = request.POST.get("value", "")
             value = scores.parse(raw)  # a point of the item's grid (4.5 on a half-point scale); checked below
             if action == "adjudicate":
                 if value is None:
-                    raise labels.LabelError("Choose the final value.")
+                    raise labels.LabelError(gettext("Choose the final value."))
                 labels.adjudicate(campaign, dialogue, item, value, request.user, request.POST.get("reason", ""))
-                messages.success(request, f"Item {item.code}: final label {value}.")
+                messages.success(request, gettext("Item %(code)s: final label %(value)s.")
+                                 % {"code": item.code, "value": value})
             else:
                 if campaign.phase != Campaign.Phase.TRIAL:
-                    raise labels.LabelError("Gold labels belong to trial campaigns.")
+                    raise labels.LabelError(gettext("Gold labels belong to trial campaigns."))
                 labels.set_gold(campaign, dialogue, item, value, request.user)
-                messages.success(request, f"Item {item.code}: gold label {'cleared' if value is None else value}.")
+                if value is None:
+                    messages.success(request, gettext("Item %(code)s: gold label cleared.") % {"code": item.code})
+                else:
+                    messages.success(request, gettext("Item %(code)s: gold label %(value)s.")
+                                     % {"code": item.code, "value": value})
         else:
-            raise labels.LabelError("Unknown action.")
+            raise labels.LabelError(gettext("Unknown action."))
     except (labels.LabelError, ValueError) as exc:
         messages.error(request, str(exc))
     return redirect("campaign-dialogue", pk=pk, dialogue_id=dialogue_id)

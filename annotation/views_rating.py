@@ -3,14 +3,18 @@ answers in the browser and retries until the server has them."""
 
 from __future__ import annotations
 
+import contextlib
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation import dialogues as dialogue_views
-from annotation import labels, scales, scores
+from annotation import labels, rating_language, scales, scores
 from annotation.campaigns import blind_id, next_assignment, queue_place, rating_projects
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
@@ -55,7 +59,7 @@ def _payload(request) -> dict:
     else:
         data = request.POST.dict()
     if any(isinstance(value, str) and "\x00" in value for value in data.values()):
-        raise labels.LabelError("The text contains a NUL character (\\x00), which cannot be stored; remove it.")
+        raise labels.LabelError(_("The text contains a NUL character (\\x00), which cannot be stored; remove it."))
     return data
 
 
@@ -70,16 +74,33 @@ def rate_next(request):
 
 @login_required
 def rate(request, pk: int):
+    """The rating page, in the rater's language, or in the one the campaign fixes for all its raters
+    (``annotation.rating_language``)."""
     assignment = _own_assignment(request, pk)
+    fixed = rating_language.fixed_page_language(assignment.campaign)
+    if fixed is None:
+        return _rating_page(request, assignment, scale_language(request), fixed=False)
+    with translation.override(fixed):
+        response = _rating_page(request, assignment, assignment.campaign.rating_language, fixed=True)
+    response.headers["Content-Language"] = fixed  # LocaleMiddleware would name the rater's own
+    return response
+
+
+def _rating_page(request, assignment: Assignment, lang: str, *, fixed: bool):
     campaign = assignment.campaign
-    lang = scale_language(request)
     answers = {lab.item_id: lab for lab in Label.objects.filter(assignment=assignment)}
-    dimensions = [(dimension, [(item, answers.get(item.pk)) for item in items])
-                  for dimension, items in scales.rating_sheet(campaign.scale_version_id)]
+    sheet = scales.rating_sheet(campaign.scale_version_id)
+    dimensions = [(dimension, [(item, answers.get(item.pk)) for item in items]) for dimension, items in sheet]
     view = dialogue_views.view_model(assignment.dialogue)
+    page_lang = rating_language.of_page()
+    # The switch to the instrument's other language: not where the campaign fixes it, nor for a version written
+    # in one language only.
+    other = rating_language.other(lang)
     context = {
         "assignment": assignment, "campaign": campaign, "lang": lang, "dimensions": dimensions,
-        "dialogue": view, "language": assignment.dialogue.language,
+        "dialogue": view, "language": assignment.dialogue.language, "page_lang": page_lang,
+        "other_lang": other if not fixed and other in rating_language.languages_of(sheet) else "",
+        "fixed_language": fixed,
         "n_items": sum(1 for _, items in dimensions for item, _ in items if item.response_type != "text"),
         "n_answered": sum(1 for a in answers.values() if a.value is not None),
         "queue": queue_place(assignment), "max_text": labels.MAX_TEXT, "editable": assignment.is_open,
@@ -103,23 +124,24 @@ def rate_label(request, pk: int):
         value = None if raw in (None, "", "null") else scores.parse(raw)
         seq = int(data.get("seq") or 0)
     except (TypeError, ValueError):
-        return JsonResponse({"detail": "Send item (id), value (number or empty) and seq."}, status=400)
+        return JsonResponse({"detail": _("Send item (id), value (number or empty) and seq.")}, status=400)
     if not (0 <= item_id <= MAX_ID and 0 <= seq <= MAX_ID and (value is None or abs(value) < 2**15)):
-        return JsonResponse({"detail": f"item and seq are whole numbers from 0 to {MAX_ID}; value is a small "
-                                       "number."},
-                            status=400)
+        return JsonResponse({"detail": _("item and seq are whole numbers from 0 to %(max)s; value is a small "
+                                         "number.") % {"max": MAX_ID}}, status=400)
     comment = data.get("comment")
     comment = None if comment is None else str(comment)
     try:
         # save_label checks ownership inside its transaction; someone else's assignment is a 404 as everywhere.
         label = labels.save_label(pk, item_id, value, request.user, comment=comment, client_seq=seq,
-                                  member_only=True)
+                                  member_only=True,
+                                  item_language=rating_language.recorded(data.get("item_language")) or None)
     except labels.LabelError as exc:
         if exc.status in (403, 404):
             raise Http404("No such assignment.") from None
         return _error(exc)
     return JsonResponse({"item": item_id, "value": label.value, "comment": label.comment,
-                         "saved_at": label.updated_at.isoformat(), "seq": label.client_seq})
+                         "item_language": label.item_language, "saved_at": label.updated_at.isoformat(),
+                         "seq": label.client_seq})
 
 
 @require_POST
@@ -141,9 +163,12 @@ def _next_url(request, after: Assignment) -> str:
 def _act(request, pk: int, action, *, field: str | None = None, move_on: bool = True) -> JsonResponse:
     """Run one assignment action (submit, skip, flag) and answer JSON: where to go next, or why not."""
     assignment = _own_assignment(request, pk, with_dialogue=False)
+    fixed = rating_language.fixed_page_language(assignment.campaign)
     try:
         args = (str(_payload(request).get(field, "")),) if field else ()
-        action(assignment, request.user, *args)
+        # refusals in the language of the page they are shown on
+        with translation.override(fixed) if fixed else contextlib.nullcontext():
+            action(assignment, request.user, *args)
     except labels.LabelError as exc:
         return _error(exc)
     body = {"ok": True}
@@ -176,7 +201,7 @@ def rate_redact(request, pk: int):
     """Fine-grained privacy removal while rating: hide a span of a turn or of the self-report."""
     assignment = _own_assignment(request, pk)
     if not assignment.is_open:
-        return JsonResponse({"detail": "This dialogue is closed."}, status=409)
+        return JsonResponse({"detail": _("This dialogue is closed.")}, status=409)
     try:
         data = _payload(request)
     except labels.LabelError as exc:
@@ -188,7 +213,7 @@ def rate_redact(request, pk: int):
         dialogue_views.redact(assignment.dialogue, field=field, turn=turn, start=start, end=end, user=request.user,
                               source=Redaction.Source.ANNOTATOR, reason=str(data.get("reason", ""))[:300])
     except (TypeError, ValueError, KeyError) as exc:
-        return JsonResponse({"detail": f"Cannot redact that selection: {exc}"}, status=400)
+        return JsonResponse({"detail": _("Cannot redact that selection: %(error)s") % {"error": exc}}, status=400)
     return JsonResponse({"ok": True})
 
 

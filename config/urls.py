@@ -68,18 +68,18 @@ accounts = [
 
 # The JavaScript strings (static/js) of the page's language; base.html asks for it with the language in the query,
 # so a browser may keep each language's for an hour.
-_catalog = JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"])
+_javascript_catalog = JavaScriptCatalog.as_view(packages=["projects", "annotation", "scoring", "delphi", "studies"])
 
 
 @cache_control(max_age=3600, private=True)
 def javascript_catalog(request):
-    """The catalogue of the language in the query (``?l=``, the page's), not only the browser's: a Delphi panel
-    link's page is in the language the coordinator set for the panellist, whatever their browser asks for."""
+    """The catalogue of the language in ``?l=`` when the site has it (a page in another language than the reader's
+    own, e.g. a rating page whose campaign fixes the language), else of the request's language."""
     language = supported(request.GET.get("l"))
-    if language:
-        translation.activate(language)
-        request.LANGUAGE_CODE = language
-    return _catalog(request)
+    if language is None:
+        return _javascript_catalog(request)
+    with translation.override(language):
+        return _javascript_catalog(request)
 
 urlpatterns = [
     *rating_urlpatterns,

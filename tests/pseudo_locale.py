@@ -76,23 +76,20 @@ PAGES: list[Page] = [
     # (the items in English in both languages: the numbers check compares the page's own numbers, not the items')
     Page("delphi:panel-home", "anonymous", ("panel_token",), query="?lang=en"),
     Page("", "anonymous", path="/delphi/p/not-a-link/", status=403),
+    # campaigns and the rating path
+    *(Page("campaign-list", role) for role in ("coordinator", "analyst")),
+    Page("campaign-new", "coordinator"),
+    Page("campaign-dialogue", "coordinator", ("campaign", "dialogue")),
+    *(Page("dialogue-detail", role, ("dialogue",)) for role in ("coordinator", "analyst")),
+    Page("dialogue-detail", "coordinator", ("redaction.dialogue_id",)),
+    # (the items in English in every language: the numbers test compares the page's own numbers, and the item
+    # texts' numbers differ between their languages)
+    Page("rate", "physician", ("open_assignment",), query="?lang=en"),
+    Page("rate", "physician", ("assignment",), query="?lang=en"),  # submitted: closed to changes
+    Page("rate-next", "analyst"),  # nothing left to rate (no assignment)
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]
-
-
-def phrase_table() -> list[str]:
-    """The words of the home-made phrase table (``annotation.ui_text``: the scale and rating pages' words in the
-    scale language the reader picks there), which ``tests/test_rating_page_text.py`` checks in both languages: they
-    count as translated until the table is folded into the catalogues. Placeholders split a phrase into its parts."""
-    from annotation import ui_text
-
-    parts = set()
-    for table in (ui_text.PHRASES, ui_text.SCRIPT_PHRASES):
-        for pair in table.values():
-            for text in pair:
-                parts.update(p.strip() for p in re.split(r"\{\w+\}", text) if len(p.strip()) > 1)
-    return sorted(parts, key=len, reverse=True)
 
 
 def pseudo(text: str) -> str:

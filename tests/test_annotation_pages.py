@@ -39,7 +39,7 @@ def test_rating_page_shows_items_and_dialogue_but_no_model_or_other_labels(clien
     assert "turn-doctor" in html and "turn-patient" in html
     assert "model-A" not in html and "model-B" not in html
     assert "OTHER-RATER-COMMENT" not in html
-    assert 'data-code="4"' in html and "4.3 Excellent" in html
+    assert 'data-code="4"' in html and '4.3 <span lang="en">Excellent</span>' in html
 
 
 def test_rater_cannot_open_or_write_someone_elses_assignment(client, campaign, two_raters):

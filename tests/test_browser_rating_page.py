@@ -1,6 +1,7 @@
 """Issue 26 items 7 and 9 in the browser (Debian's chromium), at 1366 and 1024 px: the rating page says where a
-dialogue stands in the rater's queue, never past the total and the same before and after submitting; the 中文
-switch translates its buttons, labels and the words its script writes."""
+dialogue stands in the rater's queue, never past the total and the same before and after submitting; a physician
+whose browser asks for Chinese rates a whole dialogue in Chinese on a phone (390 px): buttons, labels, items and the
+words its script writes, and the language of the item texts stored with her answers."""
 
 import re
 
@@ -82,47 +83,50 @@ def test_the_place_stays_when_a_dialogue_is_submitted(page, make_user):
 
 
 @pytest.mark.browser
-def test_the_chinese_switch_translates_the_rating_page(page, make_user):
+def test_a_physician_rates_a_whole_dialogue_in_chinese_on_a_phone(page, make_user):
+    """Her browser asks for Chinese: at 390 px the page is in Chinese (its words, the script's, the items), nothing
+    overflows, and every stored answer records that the item texts were Chinese."""
     rater = make_user("zh-rater", "physician", password="a-long-password-1")
     campaign = campaign_with([rater], n=2, overlap=1, name="中文 campaign", instructions="Rate every item.")
-    assignments = Assignment.objects.filter(campaign=campaign).order_by("position", "id")
+    assignment = Assignment.objects.filter(campaign=campaign).order_by("position", "id").first()
     login(page, "zh-rater", "a-long-password-1")
-    for n, (width, assignment) in enumerate(zip(WIDTHS, assignments, strict=True), start=1):  # a fresh one each
-        page.set_viewport_size({"width": width, "height": 900})
-        page.goto(f"/rate/{assignment.pk}/?lang=en")
-        assert page.locator("#submit-btn").inner_text().startswith("Submit")
-        assert page.locator("details.instructions summary").inner_text() == "Instructions"
-        page.get_by_role("link", name="中文").click()
-        page.wait_for_load_state()
-        buttons = {name: page.locator(selector).inner_text() for name, selector in (
-            ("submit", "#submit-btn"), ("skip", "#skip-btn"), ("flag", "#flag-btn"), ("next", "#next-link"),
-            ("redact", "#redact-btn"))}
-        assert buttons["submit"].startswith("提交（还剩 24 项）"), buttons  # written by the script
-        assert buttons["skip"] == "跳过…" and buttons["flag"] == "报告问题…", buttons
-        assert buttons["next"].startswith("下一个对话") and buttons["redact"] == "隐去所选文字", buttons
-        assert page.locator("details.instructions summary").inner_text() == "评分须知"
-        assert page.locator("fieldset.item details.item-comment summary").first.inner_text() == "评论"
-        speakers = set(page.locator(".turn .speaker").all_inner_texts())
-        assert {s.strip().lower() for s in speakers} == {"医生", "患者"}, speakers
-        assert page.locator(".self-report h2").inner_text() == "患者自述"
-        assert page.locator("label[for=dialogue-comment]").inner_text() == "对整个对话的评论（可选）"
-        head = page.locator(".rate-head").inner_text()
-        assert f"第 {n} 个对话，共 2 个" in head and "未开始" in head and "items answered" not in head, head
-        assert page.locator("fieldset.item").first.locator("label.choice.yes").inner_text().startswith("是")
-        page.keyboard.press("1")  # the first item: "是"; the script says it is saved, in Chinese
-        wait_js(page, "() => document.querySelector('fieldset.item .save-state').dataset.state === 'saved'")
-        assert page.locator("fieldset.item .save-state").first.inner_text() == "已保存"
-        assert page.locator("#submit-btn").inner_text().startswith("提交（还剩 23 项）")
-        page.locator("#skip-btn").click()
-        dialog = page.locator("#skip-dialog")
-        assert dialog.locator("h2").inner_text() == "跳过此对话" and "取消" in dialog.inner_text()
-        dialog.get_by_role("button", name="取消").click()
-        selector = ".rate button, .rate summary, .rate label, .rate .speaker, .rate h2, .rate-head p"
-        english = " | ".join(page.locator(selector).all_inner_texts())
-        for words in ("Submit", "Skip", "Flag", "Comment", "Instructions", "Doctor", "Patient", "Keyboard",
-                      "Saved", "Redact", "Cancel", "Not started"):
-            assert words not in english, (words, width)
-        assert fits(page), width
-        page.screenshot(path=str(ARTIFACTS / f"rating-page-zh-{width}.png"), full_page=False)
-        page.goto(f"/rate/{assignment.pk}/?lang=en")  # back to English: the switch is remembered either way
-        assert page.locator("#skip-btn").inner_text() == "Skip…"
+    page.context.set_extra_http_headers({"Accept-Language": "zh-CN,zh;q=0.9"})
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/rate/{assignment.pk}/")
+    assert page.locator("html").get_attribute("lang") == "zh-hans"
+    assert place(page) == (1, 2)
+    buttons = {name: page.locator(selector).inner_text() for name, selector in (
+        ("submit", "#submit-btn"), ("skip", "#skip-btn"), ("flag", "#flag-btn"), ("next", "#next-link"),
+        ("redact", "#redact-btn"))}
+    assert buttons["submit"].startswith("提交（还剩 24 项）"), buttons  # written by the script
+    assert buttons["skip"] == "跳过…" and buttons["flag"] == "报告问题…", buttons
+    assert buttons["next"].startswith("下一个对话") and buttons["redact"] == "隐去所选文字", buttons
+    assert page.locator("details.instructions summary").inner_text() == "评分须知"
+    assert {s.strip() for s in page.locator(".turn .speaker").all_inner_texts()} == {"医生", "患者"}
+    first = page.locator("fieldset.item").first
+    assert first.locator("legend span[lang=zh]").inner_text() == "围绕患者主诉询问现病史"
+    assert first.locator("label.choice.yes").inner_text().startswith("是")
+    page.locator("#skip-btn").click()
+    dialog = page.locator("#skip-dialog")
+    assert dialog.locator("h2").inner_text() == "跳过此对话"
+    dialog.get_by_role("button", name="取消").click()
+    page.keyboard.press("1")  # the first item: "是"; the script says it is saved, in Chinese
+    wait_js(page, "() => document.querySelector('fieldset.item .save-state').dataset.state === 'saved'")
+    assert first.locator(".save-state").inner_text() == "已保存"
+    for key in ["1"] * 22 + ["2"]:
+        page.keyboard.press(key)
+    wait_js(page, "() => !document.getElementById('submit-btn').disabled")
+    assert page.locator("#submit-btn").inner_text() == "提交"
+    selector = ".rate button, .rate summary, .rate label, .rate .speaker, .rate h2, .rate-head p"
+    words = " | ".join(page.locator(selector).all_inner_texts())
+    for english in ("Submit", "Skip", "Flag", "Comment", "Instructions", "Doctor", "Patient", "Keyboard", "Saved",
+                    "Redact", "Cancel", "Not started", "In progress"):
+        assert english not in words, english
+    assert fits(page)
+    page.screenshot(path=str(ARTIFACTS / "rating-page-zh-390.png"), full_page=False)
+    page.locator("#submit-btn").click()
+    page.wait_for_url(re.compile(rf".*/rate/(?!{assignment.pk}/)\d+/$"))
+    assert page.locator("html").get_attribute("lang") == "zh-hans" and place(page) == (2, 2) and fits(page)
+    stored = list(assignment.labels.values_list("item_language", flat=True))
+    assert len(stored) == 24 and set(stored) == {"zh"}
+    assert Assignment.objects.get(pk=assignment.pk).status == "submitted"

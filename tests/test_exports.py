@@ -35,7 +35,7 @@ from tests.lazy import lazy
 
 pyreadstat = lazy("pyreadstat")
 
-HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment,status"
+HEADER = "dialogue_id,rater,item,value,rater_kind,judge_run,created,comment,status,item_language"
 RATERS = ("dr_alice", "dr_bob", "dr_carol")
 
 
@@ -485,7 +485,8 @@ def test_registered_label_sources_follow_the_human_labels(study, tmp_path):
         assert {r["rater_kind"] for r in rows[:-2]} == {"human"}
         assert rows[-2]["judge_run"] == "run-7" and rows[-2]["rater"] == "gpt-judge"
         assert rows[-1] == {"dialogue_id": "d001", "rater": "gpt-judge", "item": "4", "value": 2,
-                            "rater_kind": "judge", "judge_run": "", "created": "", "comment": "", "status": ""}
+                            "rater_kind": "judge", "judge_run": "", "created": "", "comment": "", "status": "",
+                            "item_language": ""}
         assert calls == [(study.corpus.pk, None, False)]
 
         _, err = run("--corpus", "corpus-C1", "--format", "sav", "--out", str(tmp_path / "all.sav"))

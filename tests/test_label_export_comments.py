@@ -72,7 +72,7 @@ def export(*args) -> str:
 
 def test_every_format_has_the_comment_column_with_comments_and_free_text_answers(commented, tmp_path):
     rows = list(csv.DictReader(io.StringIO(export("--corpus", "notes", "--out", "-"))))
-    assert list(rows[0]) == list(exports.COLUMNS) and exports.COLUMNS[-2:] == ("comment", "status")
+    assert list(rows[0]) == list(exports.COLUMNS) and exports.COLUMNS[-3:] == ("comment", "status", "item_language")
     assert len(rows) == 2 * 2 + 1  # four binary labels and one free-text answer
     commented_row = next(r for r in rows if r["item"] == "safe" and r["comment"])
     assert commented_row["comment"] == COMMENT and commented_row["value"] == "1"

@@ -296,13 +296,21 @@ def data(world, django_db_blocker) -> list[str]:
                 for row in model._base_manager.values_list(*fields):
                     for value in row:
                         walk(value)
+        # the visible parts of redacted dialogues (the placeholder between them is the page's word)
+        from annotation.dialogues import view_model
+        from annotation.models import Dialogue, Redaction
+
+        for dialogue in Dialogue._base_manager.filter(pk__in=Redaction._base_manager.values("dialogue_id")):
+            shown = view_model(dialogue)
+            for piece in [*shown["self_report"], *(p for turn in shown["turns"] for p in turn["segments"])]:
+                if not piece["redacted"]:
+                    values.add(piece["text"].strip())
         # the ready instruments' names and sources (their files, not the database)
         for ready in instruments.shipped_available():
             values.update([ready["name"], ready["source"]])
     for value in list(values):
         for length in (80, 110, 120, 140, 160):
             values.add(Truncator(value).chars(length))
-    values.update(pseudo_locale.phrase_table())
     return sorted((v for v in values if v.strip()), key=len, reverse=True)
 
 

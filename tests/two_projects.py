@@ -164,6 +164,9 @@ def _fill(side: Side, extra_raters: list) -> None:  # noqa: PLR0915 - one of eve
                rating_item=items[0])
     if extra_raters:
         obj["extra_assignment"] = campaign.assignments.filter(rater=extra_raters[0]).first()
+    # an assignment still open (the rating page as a rater meets it, not the closed one above)
+    obj["open_assignment"] = (campaign.assignments.filter(rater=side.physicians[0]).exclude(pk=first.pk)
+                              .order_by("dialogue__external_id").first())
 
     # judges: prompt set, config, a finished run and an imported run
     prompt_set = PromptSet.objects.create(

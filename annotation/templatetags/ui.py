@@ -1,27 +1,21 @@
-"""``{% ui "key" name=value %}``: a phrase of ``annotation.ui_text`` in the page's language (the context's ``lang``);
-``{% ui_script %}``: the script's phrases as a JSON block (``<script type="application/json" id="ui-text">``);
-``{{ text|text_lang }}``: the ``lang`` attribute for a text whose language is not recorded."""
+"""Language marks for texts that are not the page's words: ``{{ text|text_lang }}``, the ``lang`` attribute of a text
+whose language is not recorded, and ``{% shown en zh as t %}``, an instrument text in the language the page shows the
+instrument in (the context's ``lang``), else the other language (``annotation.rating_language.shown``)."""
 
 from django import template
-from django.utils.html import json_script
 
-from annotation import ui_text
+from annotation import rating_language
 
 register = template.Library()
-
-
-@register.simple_tag(takes_context=True)
-def ui(context, key: str, **values) -> str:
-    return ui_text.phrase(key, context.get("lang"), **values)
-
-
-@register.simple_tag(takes_context=True)
-def ui_script(context):
-    return json_script(ui_text.script_phrases(context.get("lang")), "ui-text")
 
 
 @register.filter
 def text_lang(text) -> str:
     """"zh" for a text written in Chinese (any Han character), "en" otherwise: the lang attribute of user-provided
     text (names, questions, answers) whose language is not stored."""
-    return ui_text.text_language(str(text or ""))
+    return rating_language.text_language(str(text or ""))
+
+
+@register.simple_tag(takes_context=True)
+def shown(context, english, chinese) -> rating_language.Shown:
+    return rating_language.shown(english, chinese, context.get("lang") or rating_language.of_page())

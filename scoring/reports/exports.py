@@ -2,7 +2,7 @@
 
 One row per label, columns exactly :data:`COLUMNS`::
 
-    dialogue_id, rater, item, value, rater_kind, judge_run, created, comment, status
+    dialogue_id, rater, item, value, rater_kind, judge_run, created, comment, status, item_language
 
 * ``dialogue_id`` is the dialogue's (or question-answer item's) external id, ``item`` the item code (Mini-CEX:
   ``1.1`` ... ``3.7``, ``4``; other instruments: their codes), ``value`` an integer (scale items: the point, as
@@ -11,7 +11,9 @@ One row per label, columns exactly :data:`COLUMNS`::
   SPSS), ``comment`` the rater's comment on the item, or the answer to a free-text item (empty for judges),
   ``status`` where the physician's dialogue stands (:data:`STATUS_LABELS`: ``submitted`` is what the reports count;
   ``in_progress``, ``assigned`` (answers saved before the rater opened it again), ``returned`` and ``skipped`` are
-  answers the reports leave out; empty for judges, whose stored answers are final).
+  answers the reports leave out; empty for judges, whose stored answers are final), ``item_language`` the language
+  of the item text the physician saw when last saving the answer (``en`` or ``zh``, a code whatever the reader's
+  language; empty when not recorded: imported labels, API saves that do not say, judges).
 * ``submitted_only=True`` (the default of analysts' downloads, ``export_labels --submitted-only``) keeps only the
   physicians' rows of submitted dialogues: the labels the agreement report and the judge reports count.
 * Physician labels come first (``rater_kind`` "human", ``judge_run`` empty): every label with a value, and every
@@ -54,7 +56,8 @@ from annotation.spreadsheet import TooManyRows, safe_row, write_xlsx_file
 from annotation.spreadsheet import xlsx_stream as _xlsx_stream
 from projects.pseudonyms import pseudonyms
 
-COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment", "status")
+COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment", "status",
+           "item_language")
 HUMAN = "human"
 JUDGE = "judge"
 XLSX_MAX_ROWS = SHEET_ROWS  # rows in an Excel sheet, the header line included
@@ -71,6 +74,7 @@ COLUMN_LABELS = {
     "created": "Time the label was last saved (UTC)",
     "comment": "The rater's comment on the item, or the answer to a free-text item",
     "status": "Status of the physician's dialogue (submitted: counted by the reports; empty for judges)",
+    "item_language": "Language of the item text the physician saw (en, zh; empty: not recorded)",
 }
 STATUS_LABELS = {"submitted": "Submitted (counted by the reports)", "in_progress": "In progress, not submitted",
                  "assigned": "Not submitted", "returned": "Returned for revision, not submitted",
@@ -202,16 +206,18 @@ def human_label_rows(corpus, campaign=None, *, names: bool = False, submitted_on
     if created is not None:  # PostgreSQL formats the time: parsing 643,000 timestamps in Python costs seconds
         qs = qs.annotate(created_text=created).values_list(
             "dialogue__external_id", rater_column, "item__code", "value", "created_text", "comment",
-            "assignment__status")
-        for dialogue_id, rater, code, value, stamp, comment, status in qs.iterator(chunk_size=CHUNK_SIZE):
+            "assignment__status", "item_language")
+        for dialogue_id, rater, code, value, stamp, comment, status, language in qs.iterator(chunk_size=CHUNK_SIZE):
             yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
-                   "judge_run": "", "created": stamp, "comment": comment, "status": status}
+                   "judge_run": "", "created": stamp, "comment": comment, "status": status,
+                   "item_language": language}
         return
     qs = qs.values_list("dialogue__external_id", rater_column, "item__code", "value", "updated_at", "comment",
-                        "assignment__status")
-    for dialogue_id, rater, code, value, updated, comment, status in qs.iterator(chunk_size=CHUNK_SIZE):
+                        "assignment__status", "item_language")
+    for dialogue_id, rater, code, value, updated, comment, status, language in qs.iterator(chunk_size=CHUNK_SIZE):
         yield {"dialogue_id": dialogue_id, "rater": rater, "item": code, "value": value, "rater_kind": HUMAN,
-               "judge_run": "", "created": iso_utc(updated), "comment": comment, "status": status}
+               "judge_run": "", "created": iso_utc(updated), "comment": comment, "status": status,
+               "item_language": language}
 
 
 def iso_utc(moment) -> str:

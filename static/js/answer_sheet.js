@@ -24,39 +24,48 @@
 // An element #work-status with data-started and data-ready phrases follows the answers: "In progress" after the
 // first answer of a task not started, data-ready once every needed answer is saved.
 // A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
-// The words it shows come from the page's JSON block #ui-text (annotation/ui_text.py: English or 中文) where a page
-// has one, else from the site's catalogue (gettext, the page's language).
+// The words it shows are in the page's language: gettext() from Django's JavaScript catalogue (base.html loads
+// /jsi18n/ first; English when a page has none). A fieldset's data-item-language (the language of the item text the
+// page shows) is sent with its answer as item_language.
 (function () {
   "use strict";
-  // The engine's own words through the site's catalogue (gettext of /jsi18n/, in the page's language); a page's
-  // #ui-text block, where there is one, overrides them.
-  function ownWords() {
-    const gettext = window.gettext || ((text) => text);
-    return {
-      saved: gettext("Saved"), saving: gettext("Saving…"), retrying: gettext("Not saved yet, retrying…"),
-      waiting: gettext("Waiting to send"), failed: gettext("Not saved: {reason}"),
-      refused: gettext("refused"), submit: gettext("Submit"), submit_left: gettext("Submit ({n} left)"),
-      n_waiting: gettext("{n} waiting"),
-      leave_unsubmitted: gettext("Every item is answered but this is not submitted yet. Leave it unsubmitted?"),
-      session_ended: gettext("Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and will be sent automatically."),
-      pending: gettext("{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers."),
-      waiting_offline: gettext("{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when the connection is back."),
-      unreachable: gettext("Could not reach the server; your answers are kept. Try again in a moment."),
-      server_refused: gettext("The server refused that."),
-    };
-  }
-  // The phrase `key` with its {placeholders} filled from `values`.
-  window.uiText = function (key, values) {
-    if (!window.uiText.table) {
-      let own = {};
-      const block = document.getElementById("ui-text");
-      try { own = block ? JSON.parse(block.textContent) : {}; } catch (e) { own = {}; }
-      window.uiText.table = Object.assign({}, ownWords(), own);
-    }
-    const text = window.uiText.table[key] !== undefined ? window.uiText.table[key] : key;
-    return text.replace(/\{(\w+)\}/g, (whole, name) => (values && name in values ? String(values[name]) : whole));
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const fill = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, name) =>
+    (values && name in values ? String(values[name]) : whole));
+  // Each phrase written out in a gettext call, so that extraction finds it.
+  const PHRASES = {
+    saved: () => gettext("Saved"),
+    saving: () => gettext("Saving…"),
+    retrying: () => gettext("Not saved yet, retrying…"),
+    waiting: () => gettext("Waiting to send"),
+    failed: (v) => fill(gettext("Not saved: %(reason)s"), v),
+    refused: () => gettext("refused"),
+    submit: () => gettext("Submit"),
+    submit_left: (v) => fill(gettext("Submit (%(n)s left)"), v),
+    n_waiting: (v) => fill(gettext("%(n)s waiting"), v),
+    leave_unsubmitted: () => gettext("Every item is answered but this is not submitted yet. Leave it unsubmitted?"),
+    session_ended: (v) => fill(ngettext(
+      "Your session has ended. Log in again in another tab: %(n)s answer is kept in this browser and will be sent " +
+      "automatically.",
+      "Your session has ended. Log in again in another tab: %(n)s answers are kept in this browser and will be " +
+      "sent automatically.", v.n), v),
+    pending: (v) => fill(ngettext(
+      "%(n)s answer not saved yet. It is kept in this browser and sent as soon as the server answers.",
+      "%(n)s answers not saved yet. They are kept in this browser and sent as soon as the server answers.", v.n), v),
+    waiting_offline: (v) => fill(ngettext(
+      "%(n)s answer waiting to send: you are offline. It is kept in this browser and sent when the connection is " +
+      "back.",
+      "%(n)s answers waiting to send: you are offline. They are kept in this browser and sent when the connection " +
+      "is back.", v.n), v),
+    unreachable: () => gettext("Could not reach the server; your answers are kept. Try again in a moment."),
+    server_refused: () => gettext("The server refused that."),
   };
-  const t = window.uiText;
+  // The phrase `key` with its placeholders filled from `values`.
+  window.sheetText = function (key, values) {
+    return PHRASES[key] ? PHRASES[key](values || {}) : key;
+  };
+  const t = window.sheetText;
   // True when a key belongs to what the user is typing: in a text field (an on-screen keyboard types there) or while
   // an input method composes a character (Chinese). Page shortcuts must leave such keys alone.
   window.typingInField = function (event) {
@@ -175,7 +184,8 @@
         response = key === "comment"
           ? await post(root.dataset.commentUrl, { comment: entry.comment })
           : await post(saveUrl(entry), Object.assign({}, entry.texts || { comment: entry.comment },
-            { [idKey]: entry[idKey], [valueKey]: entry[valueKey], seq: entry.seq }));
+            { [idKey]: entry[idKey], [valueKey]: entry[valueKey], seq: entry.seq },
+            entry.item_language ? { item_language: entry.item_language } : {}));
       } catch (e) {
         inFlight.delete(key);
         setState(key, navigator.onLine ? "retrying" : "waiting");
@@ -219,6 +229,7 @@
       const id = fieldset.dataset[idKey];
       const texts = Object.fromEntries(textFields(fieldset).map(([name, area]) => [name, area.value]));
       outbox[id] = { [idKey]: id, [valueKey]: currentValue(fieldset), texts: texts, seq: nextSeq() };
+      if (fieldset.dataset.itemLanguage) outbox[id].item_language = fieldset.dataset.itemLanguage;
       persist();
       send(id);
       refresh();

@@ -3,6 +3,7 @@
 // submit, skip and flag actions and the fine-grained privacy redaction.
 (function () {
   "use strict";
+  const gettext = window.gettext || ((text) => text);
   const root = document.querySelector("[data-rating]");
   if (!root) return;
   const sheet = window.AnswerSheet(root, {
@@ -127,22 +128,22 @@
   if (redactBtn) redactBtn.addEventListener("click", async () => {
     const msg = document.getElementById("redact-msg");
     const sel = window.getSelection();
-    if (!sel || sel.isCollapsed) { msg.textContent = window.uiText("redact_select"); return; }
+    if (!sel || sel.isCollapsed) { msg.textContent = gettext("Select the words to hide in one turn first."); return; }
     const range = sel.getRangeAt(0);
     const startSpan = range.startContainer.parentElement && range.startContainer.parentElement.closest("span[data-off]");
     const endSpan = range.endContainer.parentElement && range.endContainer.parentElement.closest("span[data-off]");
     const place = startSpan && startSpan.closest("[data-field]");
     if (!startSpan || !endSpan || place !== endSpan.closest("[data-field]")) {
-      msg.textContent = window.uiText("redact_one_turn");
+      msg.textContent = gettext("Select text inside a single turn (not across turns or redacted parts).");
       return;
     }
     const start = Number(startSpan.dataset.off) + range.startOffset;
     const end = Number(endSpan.dataset.off) + range.endOffset;
-    if (end <= start) { msg.textContent = window.uiText("redact_one_char"); return; }
+    if (end <= start) { msg.textContent = gettext("Select at least one character."); return; }
     const response = await post(root.dataset.redactUrl, { field: place.dataset.field, turn: place.dataset.turn || "",
       start: start, end: end }).catch(() => null);
     if (response && response.ok) { window.location.reload(); return; }
     const data = response ? await response.json().catch(() => ({})) : {};
-    msg.textContent = data.detail || window.uiText("redact_failed");
+    msg.textContent = data.detail || gettext("Could not redact; try again.");
   });
 })();

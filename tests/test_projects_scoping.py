@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_PROJECT_DATA = {
     "projects.Project": "the projects themselves",
     "projects.Membership": "the access-control table, read by projects.roles with an explicit project",
+    "projects.Invitation": "an access-control record like a membership, found by its link's token before its holder "
+                           "is a member",
     "projects.AccountSettings": "a person's own settings (the language of their pages), the same in every project",
     "annotation.RaterProfile": "an account's instance-wide facts (external rater)",
     "scoring.LLMWorker": "a worker process's heartbeat",

@@ -167,9 +167,8 @@ def refresh(kind: str, subject: dict[str, Any], *, project, extra: dict[str, Any
                              params={**subject, **(extra or {}), "not_before": not_before.isoformat(),
                                      "first_change": now.isoformat()})
     if held is not None:
-        held.append(job.pk)  # no message: released (or computed here) at the end; the reconciler's waits
-    else:
-        transaction.on_commit(lambda: jobs.send(job.pk, countdown=delay.total_seconds()))
+        held.append(job.pk)
+    transaction.on_commit(lambda: jobs.send(job.pk, countdown=delay.total_seconds()))
     return job
 
 

@@ -35,7 +35,7 @@ class InvitationError(ValueError):
 
 
 def lifetime() -> timedelta:
-    return timedelta(days=getattr(settings, "INVITATION_DAYS", 14))
+    return timedelta(days=settings.INVITATION_DAYS)
 
 
 def _hash(token: str) -> str:

@@ -158,3 +158,18 @@ def test_a_link_is_accepted_once_even_by_two_sessions(alpha, make_user):
         invitations.accept(invitation, second)
     assert invitations.find(token) is None
     assert not roles_in(second, project)
+
+
+def test_the_invitation_pages_are_in_chinese_for_a_chinese_reader(client, alpha, settings):
+    project, coordinator, _, _ = alpha
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    client.force_login(coordinator)
+    response = _invite(client, project, "zh@example.org")
+    html = response.content.decode()
+    assert "邀请一位成员" in html and "待处理的邀请" in html and "邀请链接" in html
+    link = _link(response)
+    client.logout()
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    page = client.get(link, follow=True).content.decode()
+    assert "邀请您以" in page and "您是新用户" in page and "创建我的账户并加入" in page
+    assert "invites you" not in page and "You are new here" not in page

@@ -6,6 +6,8 @@ list and get 403 on the forms' actions (as role-restricted pages do)."""
 
 from __future__ import annotations
 
+import smtplib
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -146,14 +148,18 @@ def _invite(request, project: Project, form: InviteForm):
     link = request.build_absolute_uri(path)
     values = {"email": invitation.email, "role": ROLE_LABELS[invitation.role], "project": project.name}
     if accounts.mail_configured():
-        send_mail(str(_("Invitation to the project %(project)s on the Mini-CEX Workbench")) % values,
-                  str(_("%(coordinator)s invites you to join the project %(project)s as %(role)s.\n\nOpen this "
-                        "link to accept (it works once, until %(expires)s): %(link)s\nWith an account on the "
-                        "Workbench you sign in and accept; otherwise you choose a username and password.\n"))
-                  % {**values, "coordinator": request.user.get_username(), "link": link,
-                     "expires": f"{invitation.expires_at:%Y-%m-%d}"}, None, [invitation.email])
-        messages.success(request, _("Invitation sent to %(email)s (%(role)s).") % values)
-        return None
+        try:
+            send_mail(str(_("Invitation to the project %(project)s on the Mini-CEX Workbench")) % values,
+                      str(_("%(coordinator)s invites you to join the project %(project)s as %(role)s.\n\nOpen "
+                            "this link to accept (it works once, until %(expires)s): %(link)s\nWith an account on "
+                            "the Workbench you sign in and accept; otherwise you choose a username and password.\n"))
+                      % {**values, "coordinator": request.user.get_username(), "link": link,
+                         "expires": f"{invitation.expires_at:%Y-%m-%d}"}, None, [invitation.email])
+        except (OSError, smtplib.SMTPException):  # the mail server refused or is down: hand the link over instead
+            messages.warning(request, _("The invitation could not be e-mailed; hand its link over yourself."))
+        else:
+            messages.success(request, _("Invitation sent to %(email)s (%(role)s).") % values)
+            return None
     return {"invitation": invitation, "link": link}
 
 

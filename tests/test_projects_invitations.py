@@ -146,6 +146,10 @@ def test_with_a_mail_server_the_link_is_mailed_not_shown(client, alpha, settings
     assert not mail.outbox
     page = client.get(reverse("project-detail", args=[project.pk])).content.decode()
     assert "Invitation sent to mailed@example.org" in page and 'id="invitation-link"' not in page
+    with mock.patch("projects.views.send_mail", side_effect=OSError("connection refused")):
+        response = _invite(client, project, "unmailed@example.org")
+    assert response.status_code == 200 and "could not be e-mailed" in response.content.decode()
+    assert "/accounts/invitation/" in _link(response)  # nothing lost: the link is shown instead
 
 
 def test_a_link_is_accepted_once_even_by_two_sessions(alpha, make_user):

@@ -1,5 +1,6 @@
 """Keep the personal Delphi panel links (``/delphi/p/<signed token>/...``) and the one-time set-password links of
-new accounts (``/accounts/set-password/<user>/<token>/``) out of the logs.
+new accounts (``/accounts/set-password/<user>/<token>/``) and of invitations to a project
+(``/accounts/invitation/<token>/``) out of the logs.
 
 Anyone holding such a link answers as that panelist, so the token must not land in an access log, where more
 people can read it than should. The e-mailed links stay as they are; what is logged is rewritten:
@@ -16,14 +17,15 @@ from __future__ import annotations
 import logging
 import re
 
-PANEL_LINK = re.compile(r"(/delphi/p/)[^/\s?#\"']+|(/accounts/set-password/)[^/\s?#\"']+/[^/\s?#\"']+")
-MARKERS = ("/delphi/p/", "/accounts/set-password/")
+PANEL_LINK = re.compile(r"(/delphi/p/)[^/\s?#\"']+|(/accounts/set-password/)[^/\s?#\"']+/[^/\s?#\"']+"
+                        r"|(/accounts/invitation/)[^/\s?#\"']+")
+MARKERS = ("/delphi/p/", "/accounts/set-password/", "/accounts/invitation/")
 
 
 def redact(text: str) -> str:
     if not any(marker in text for marker in MARKERS):
         return text
-    return PANEL_LINK.sub(lambda m: (m.group(1) or m.group(2)) + "[token]", text)
+    return PANEL_LINK.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "[token]", text)
 
 
 class RedactTokens(logging.Filter):

@@ -31,12 +31,51 @@ from pathlib import Path
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
+class Console:
+    """The launcher's one writer: its own lines (phases, the banner) and its children's, each line whole and in the
+    order it comes. The children write into pipes this process reads (:meth:`follow`), so a worker's start-up
+    banner never splits a phase line, and a child's buffered output does not come minutes after the line that
+    followed it."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def line(self, text: str) -> None:
+        """``text`` (one line, or several such as the banner: nothing comes between them)."""
+        with self.lock:
+            stream = self.stream or sys.stdout
+            stream.write(text + "\n")
+            stream.flush()
+
+    def start(self, command: list[str], **kwargs) -> subprocess.Popen:
+        """A child process whose output (stdout and stderr) goes through this writer, unbuffered."""
+        env = {**(kwargs.pop("env", None) or os.environ), "PYTHONUNBUFFERED": "1"}
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 errors="replace", bufsize=1, env=env, **kwargs)
+        self.follow(child)
+        return child
+
+    def follow(self, child: subprocess.Popen) -> threading.Thread:
+        def copy() -> None:
+            with contextlib.suppress(ValueError, OSError):  # the pipe closed under us at exit
+                for text in child.stdout:
+                    self.line(text.rstrip("\n"))
+
+        thread = threading.Thread(target=copy, daemon=True)
+        thread.start()
+        return thread
+
+
+console = Console()
+
+
 def phase(name: str, action):
     """Run ``action()`` between "==> name" and "==> name: N.N s" lines; returns its result."""
-    print(f"==> {name}", flush=True)
+    console.line(f"==> {name}")
     start = time.perf_counter()
     result = action()
-    print(f"==> {name}: {time.perf_counter() - start:.1f} s", flush=True)
+    console.line(f"==> {name}: {time.perf_counter() - start:.1f} s")
     return result
 
 
@@ -210,78 +249,102 @@ def write_bytecode() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+def web_command(host: str, port: int, checked: bool) -> list[str]:
+    """Django's server; the system checks ran with ``migrate`` a moment ago (``checked``): no need to repeat them."""
+    return [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload",
+            *(["--skip-checks"] if checked else [])]
+
+
+#: The workers start this long after the web server at the latest, should its login page not answer.
+WORKERS_AFTER = 60.0
+#: With the demo loading, the banner waits this long at most for the demo accounts (the loader makes them first).
+LOGINS_WAIT = 60.0
+
+
 def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, fake_llm: int | None = None,
             checked: bool = False) -> int:
-    """Web server and worker as child processes; stop both when either stops or on Ctrl-C.
+    """Web server and workers as child processes; stop all when one stops or on Ctrl-C.
 
-    The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes), and the
-    workers start once the web server answers (or after a minute), while the demo may still be loading: three
+    The web server starts first; ``demo`` data loads in this process meanwhile (two cores, two processes). Once the
+    login page answers (logging in works then) the banner with the demo logins is printed (as soon as the loader
+    has made the demo accounts, its first step), then the workers start, while the demo may still be loading: three
     processes importing the app at once would delay the first page by several seconds, and nothing needs a worker
-    before then."""
+    before then. Every line goes through :data:`console`, the children's too."""
     default_queue, llm_queue = default_queues()
     start = time.perf_counter()
-    print("==> web server", flush=True)
-    # the system checks ran with `migrate` a moment ago: the web server need not repeat them
-    children = [subprocess.Popen([sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload",
-                                  *(["--skip-checks"] if checked else [])])]
+    console.line("==> web server")
+    children = [console.start(web_command(host, port, checked))]
     if fake_llm:
         if answers("127.0.0.1", fake_llm):
-            print(f"==> fake LLM endpoint: port {fake_llm} is taken; the demo's fake endpoint uses what answers "
-                  "there (set FAKE_LLM_PORT to move it)", flush=True)
+            console.line(f"==> fake LLM endpoint: port {fake_llm} is taken; the demo's fake endpoint uses what "
+                         "answers there (set FAKE_LLM_PORT to move it)")
         else:
-            children.append(subprocess.Popen(fake_llm_command(fake_llm)))
-    web_up = threading.Event()
+            children.append(console.start(fake_llm_command(fake_llm)))
+    web_up = threading.Event()  # the login page answered (or WORKERS_AFTER passed): the workers may start
+    bannered = threading.Event()  # the first banner is out (or will not come): the workers start after it
     demo_loaded = threading.Event()
-    shown: list[list] = []  # the demo logins the banner showed, once it is printed
+    banner_lock = threading.Lock()
+    shown: list[list] = []  # the demo logins each banner showed
+    received: list[int] = []
+    stopping = threading.Event()
+    started_workers = threading.Lock()
 
-    def show_banner() -> None:
-        """The banner as soon as the login page answers (logging in works then, the demo's accounts come first),
-        and once more when the demo brought logins the first one could not show."""
+    def show_banner(final: bool = False) -> None:
+        """The banner; again at the end (``final``) only when the demo brought logins the first one lacked."""
         from annotation.demo import demo_logins
 
         with banner_lock:
             logins = demo_logins()
-            if shown and (shown[-1] == logins or not demo_loaded.is_set()):
+            if shown and (not final or shown[-1] == logins):
                 return
             loading = bool(demo) and not demo_loaded.is_set()
-            print(banner(f"http://{host}:{port}", logins, loading=loading), flush=True)
+            console.line(banner(f"http://{host}:{port}", logins, loading=loading))
             shown.append(logins)
 
-    banner_lock = threading.Lock()
+    def logins_ready() -> bool:
+        from annotation.demo import demo_logins
+
+        return bool(demo_logins())
 
     def watch_web() -> None:
         # Up is the login page served, not the port open: the first request imports the URLconf, the views and
         # the templates (seconds on a fresh clone), and workers starting meanwhile would slow it on two cores.
         up = False
-        while children[0].poll() is None and time.perf_counter() - start < 60:
-            if answers(host, port) and serves_login_page(host, port):
-                print(f"==> web server: {time.perf_counter() - start:.1f} s", flush=True)
-                up = True
-                break
-            time.sleep(0.1)
-        web_up.set()
-        if up and not received:
-            try:
-                show_banner()
-            finally:
-                from django.db import connections
+        try:
+            while children[0].poll() is None and not received:
+                if answers(host, port) and serves_login_page(host, port):
+                    up = True
+                    break
+                if time.perf_counter() - start >= WORKERS_AFTER:
+                    web_up.set()
+                time.sleep(0.1)
+            if up:
+                console.line(f"==> web server: {time.perf_counter() - start:.1f} s")
+            web_up.set()
+            if up and not received:
+                waited = time.perf_counter()
+                while (demo and not demo_loaded.is_set() and not received and not logins_ready()
+                       and time.perf_counter() - waited < LOGINS_WAIT):
+                    time.sleep(0.5)  # the demo loader's first step makes the accounts
+                if not received:
+                    show_banner()
+        finally:
+            bannered.set()
+            from django.db import connections
 
-                connections.close_all()  # this thread's database connection
-
-    received: list[int] = []
-    stopping = threading.Event()
-    started_workers = threading.Lock()
+            connections.close_all()  # this thread's database connection
 
     def start_workers() -> None:
         web_up.wait()
+        bannered.wait(LOGINS_WAIT + 5)
         with started_workers:
             if received or stopping.is_set() or children[0].poll() is not None:
                 return
-            print("Starting the workers.", flush=True)
+            console.line("Starting the workers.")
             children.extend([
-                subprocess.Popen(worker_command(concurrency, default_queue, name="default@%h")),
-                subprocess.Popen(worker_command(LLM_WORKER_CONCURRENCY, llm_queue, pool=LLM_WORKER_POOL,
-                                                name="llm@%h")),
+                console.start(worker_command(concurrency, default_queue, name="default@%h")),
+                console.start(worker_command(LLM_WORKER_CONCURRENCY, llm_queue, pool=LLM_WORKER_POOL,
+                                             name="llm@%h")),
             ])
 
     threading.Thread(target=watch_web, daemon=True).start()
@@ -302,11 +365,12 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         demo_loaded.set()
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        while not received and not web_up.wait(0.2):
-            pass
-        if not received and children[0].poll() is None:
-            show_banner()  # not shown yet (the web server came up late), or the demo brought new logins
+        final_banner = True
         while not received:
+            if final_banner and bannered.is_set():
+                final_banner = False
+                if shown and children[0].poll() is None:
+                    show_banner(final=True)  # the demo brought logins the first banner could not show
             exited = [child for child in children if child.poll() is not None]
             if exited:
                 code = exited[0].returncode or 0
@@ -326,7 +390,7 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
         for child in children:
             if child.poll() is None:
                 child.kill()
-        print("Stopped the web server and the workers.", flush=True)
+        console.line("Stopped the web server and the workers.")
     return code
 
 

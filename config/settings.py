@@ -345,6 +345,8 @@ EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=False)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "minicex@localhost")
+# How long an invitation to a project (projects/invitations.py) can be accepted.
+INVITATION_DAYS = env_int("INVITATION_DAYS", 14)
 
 # LLM endpoint used when a judge configuration names none (OpenAI, Azure, vLLM, Ollama...).
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "").strip()

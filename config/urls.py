@@ -14,6 +14,7 @@ from annotation.urls import rating_urlpatterns
 from config.manual import manual
 from config.views import healthz
 from projects import schema  # noqa: F401 - describes the project session authentication in /api/schema/
+from projects import views as project_views
 from projects.language import supported
 from scoring.generation import api as api_generation
 from scoring.judges import api as api_judges
@@ -64,6 +65,10 @@ accounts = [
         template_name="registration/set_password.html", success_url=reverse_lazy("login"), post_reset_login=False),
         name="account-set-password"),
     path("token/", annotation_views.api_token, name="api-token-page"),
+    # An invitation to a project (projects/invitations.py): the one-time link keeps its token in the session and
+    # goes on to the tokenless page; the token is kept out of logs.
+    path("invitation/<str:token>/", project_views.invitation_open, name="invitation-open"),
+    path("invitation/", project_views.invitation, name="invitation"),
 ]
 
 # The JavaScript strings (static/js) of the page's language; base.html asks for it with the language in the query,

@@ -263,3 +263,36 @@ class AccountSettings(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.language or 'browser language'})"
+
+
+class Invitation(models.Model):
+    """An invitation to join a project in a role, sent (or handed) to an e-mail address as a one-time link.
+
+    Made without looking any account up, so inviting tells the coordinator nothing about who has an account on the
+    instance; whoever holds the link accepts it, by signing in or by making an account. Only the token's hash is
+    stored: the link is shown (or mailed) once. Read by token before its holder is a member, so not scoped."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Membership.Role.choices)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["project", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role}) to {self.project}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()

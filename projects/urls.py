@@ -8,4 +8,6 @@ urlpatterns = [
     path("language/", views.language_switch, name="language-switch"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/members/<int:user_id>/remove/", views.member_remove, name="project-member-remove"),
+    path("projects/<int:pk>/invitations/<int:invitation_id>/revoke/", views.invitation_revoke,
+         name="project-invitation-revoke"),
 ]

@@ -6,11 +6,15 @@ list and get 403 on the forms' actions (as role-restricted pages do)."""
 
 from __future__ import annotations
 
+import smtplib
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
 from django.core.mail import send_mail
 from django.http import Http404, HttpResponseBadRequest
@@ -21,8 +25,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from projects import access, accounts, language, services
-from projects.models import Membership, Project
+from projects import access, accounts, invitations, language, services
+from projects.models import Invitation, Membership, Project
 from projects.roles import PHYSICIAN, PROJECT_ROLES, ROLE_LABELS, is_admin
 
 
@@ -56,6 +60,20 @@ class NewAccountForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "account_%s")
+        super().__init__(*args, **kwargs)
+
+
+class InviteForm(forms.Form):
+    """An invitation by e-mail: the same answer whether or not the address has an account here."""
+
+    email = forms.EmailField(label=gettext_lazy("E-mail address"), help_text=gettext_lazy(
+        "The person gets a one-time link to join this project: with an account here they sign in and accept, "
+        "otherwise they choose a username and password. You are not told whether they have an account."))
+    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=[(r, ROLE_LABELS[r]) for r in PROJECT_ROLES],
+                             initial=PHYSICIAN)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "invite_%s")
         super().__init__(*args, **kwargs)
 
 
@@ -118,51 +136,161 @@ def _create_account(request, project: Project, form: NewAccountForm):
     return {"user": user, "link": link}
 
 
+def _invite(request, project: Project, form: InviteForm):
+    """Makes the invitation; returns what the page shows once: the link when it is not e-mailed. The answer does
+    not depend on whether the address has an account (no account is looked up)."""
+    data = form.cleaned_data
+    try:
+        invitation, path = invitations.invite(project, email=data["email"], role=data["role"], by=request.user)
+    except invitations.InvitationError as exc:
+        form.add_error(None, str(exc))
+        return None
+    link = request.build_absolute_uri(path)
+    values = {"email": invitation.email, "role": ROLE_LABELS[invitation.role], "project": project.name}
+    if accounts.mail_configured():
+        try:
+            send_mail(str(_("Invitation to the project %(project)s on the Mini-CEX Workbench")) % values,
+                      str(_("%(coordinator)s invites you to join the project %(project)s as %(role)s.\n\nOpen "
+                            "this link to accept (it works once, until %(expires)s): %(link)s\nWith an account on "
+                            "the Workbench you sign in and accept; otherwise you choose a username and password.\n"))
+                      % {**values, "coordinator": request.user.get_username(), "link": link,
+                         "expires": f"{invitation.expires_at:%Y-%m-%d}"}, None, [invitation.email])
+        except (OSError, smtplib.SMTPException):  # the mail server refused or is down: hand the link over instead
+            messages.warning(request, _("The invitation could not be e-mailed; hand its link over yourself."))
+        else:
+            messages.success(request, _("Invitation sent to %(email)s (%(role)s).") % values)
+            return None
+    return {"invitation": invitation, "link": link}
+
+
 @login_required
 def project_detail(request, pk: int):
     project = _project(request, pk)
     manage = services.may_manage_members(request.user, project)
-    creating = request.method == "POST" and "last_name" in request.POST
-    form = AddMemberForm(None if creating else request.POST or None) if manage else None
-    account_form = NewAccountForm(request.POST if creating else None) if manage else None
-    new_account = None
-    if request.method == "POST" and creating:
-        if account_form is None:
-            raise PermissionDenied("Only the project's coordinators and administrators create accounts.")
-        if account_form.is_valid():
-            new_account = _create_account(request, project, account_form)
-            if new_account is None and not account_form.errors:
-                return redirect("project-detail", pk=project.pk)
-            account_form = NewAccountForm() if new_account else account_form
-    elif request.method == "POST":
-        if form is None:
-            raise PermissionDenied(_("Only the project's coordinators and administrators add members."))
-        if form.is_valid():
-            user = accounts.visible_account(request.user, form.cleaned_data["username"])
-            if user is None:  # missing, deactivated and unknown-to-you accounts answer alike
-                form.add_error("username", _(
-                    "%(name)s is not someone you work with in your projects (or no such account is active). Create "
-                    "an account for a new person below; an administrator adds anyone else.")
-                    % {"name": repr(form.cleaned_data["username"].strip())})
+    posted = request.POST if request.method == "POST" else {}
+    which = "invite" if "invite" in posted else "account" if "last_name" in posted else "member" if posted else None
+    form = AddMemberForm(posted if which == "member" else None) if manage else None
+    account_form = NewAccountForm(posted if which == "account" else None) if manage else None
+    invite_form = InviteForm(posted if which == "invite" else None) if manage else None
+    new_account = new_invitation = None
+    if which and not manage:
+        raise PermissionDenied(_("Only the project's coordinators and administrators add members."))
+    if which == "invite" and invite_form.is_valid():
+        new_invitation = _invite(request, project, invite_form)
+        if new_invitation is None and not invite_form.errors:
+            return redirect("project-detail", pk=project.pk)
+        invite_form = InviteForm() if new_invitation else invite_form
+    elif which == "account" and account_form.is_valid():
+        new_account = _create_account(request, project, account_form)
+        if new_account is None and not account_form.errors:
+            return redirect("project-detail", pk=project.pk)
+        account_form = NewAccountForm() if new_account else account_form
+    elif which == "member" and form.is_valid():
+        user = accounts.visible_account(request.user, form.cleaned_data["username"])
+        if user is None:  # missing, deactivated and unknown-to-you accounts answer alike
+            form.add_error("username", _(
+                "%(name)s is not someone you work with in your projects (or no such account is active). Invite "
+                "a new person by e-mail above; an administrator adds anyone else.")
+                % {"name": repr(form.cleaned_data["username"].strip())})
+        else:
+            try:
+                added = services.add_member(project, user, form.cleaned_data["role"], by=request.user)
+            except services.ProjectError as exc:
+                form.add_error(None, str(exc))
             else:
-                try:
-                    added = services.add_member(project, user, form.cleaned_data["role"], by=request.user)
-                except services.ProjectError as exc:
-                    form.add_error(None, str(exc))
-                else:
-                    role = ROLE_LABELS[form.cleaned_data["role"]]
-                    values = {"user": user.username, "role": role, "project": project.name}
-                    messages.success(request, _("%(user)s is now a member of %(project)s: %(role)s.") % values
-                                     if added else _("%(user)s was a member of %(project)s already: %(role)s.")
-                                     % values)
-                    return redirect("project-detail", pk=project.pk)
+                role = ROLE_LABELS[form.cleaned_data["role"]]
+                values = {"user": user.username, "role": role, "project": project.name}
+                messages.success(request, _("%(user)s is now a member of %(project)s: %(role)s.") % values
+                                 if added else _("%(user)s was a member of %(project)s already: %(role)s.")
+                                 % values)
+                return redirect("project-detail", pk=project.pk)
+    failed = any(f is not None and f.errors for f in (form, account_form, invite_form))
     response = render(request, "projects/project_detail.html",
                       {"the_project": project, "members": services.members(project), "manage": manage, "form": form,
-                       "account_form": account_form, "new_account": new_account},
-                      status=400 if (form is not None and form.errors) or (account_form is not None and
-                                                                          account_form.errors) else 200)
-    if new_account:
+                       "account_form": account_form, "new_account": new_account, "invite_form": invite_form,
+                       "new_invitation": new_invitation,
+                       "invitations": _pending(project) if manage else []},
+                      status=400 if failed else 200)
+    if new_account or new_invitation:
         patch_cache_control(response, no_store=True, private=True)  # the one-time link: never cached
+    return response
+
+
+def _pending(project: Project) -> list[Invitation]:
+    rows = list(invitations.pending(project))
+    for row in rows:
+        row.role_label = ROLE_LABELS[row.role]
+    return rows
+
+
+@require_POST
+@login_required
+def invitation_revoke(request, pk: int, invitation_id: int):
+    """The invitation's link stops working (audited)."""
+    project = _manageable(request, pk)
+    invitation = get_object_or_404(Invitation, pk=invitation_id, project=project)
+    if invitations.revoke(invitation, by=request.user):
+        messages.success(request, _("Invitation of %(email)s revoked: its link no longer works.")
+                         % {"email": invitation.email})
+    else:
+        messages.info(request, _("That invitation was no longer pending."))
+    return redirect("project-detail", pk=project.pk)
+
+
+def invitation_open(request, token: str):
+    """The one-time link: keeps the token in the session and goes on to the tokenless page, so the token is not
+    sent on as a Referer from there (as Django's password-reset link does)."""
+    request.session[invitations.SESSION_KEY] = token
+    response = redirect("invitation")
+    patch_cache_control(response, no_store=True, private=True)
+    return response
+
+
+class JoinForm(UserCreationForm):
+    """A new person's account, made by accepting an invitation."""
+
+    first_name = forms.CharField(max_length=150, required=False, label=gettext_lazy("First name"))
+    last_name = forms.CharField(max_length=150, required=False, label=gettext_lazy("Last name"))
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "first_name", "last_name")
+
+
+def invitation(request):
+    """The invitation's page: signed in, accept it as yourself; otherwise sign in first, or make an account."""
+    found = invitations.find(request.session.get(invitations.SESSION_KEY))
+    join_form = None
+    if found is not None and not request.user.is_authenticated:
+        join_form = JoinForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and found is not None:
+        try:
+            if request.user.is_authenticated:
+                invitations.accept(found, request.user)
+                user = request.user
+            elif join_form.is_valid():
+                user = invitations.accept_as_new(found, username=join_form.cleaned_data["username"],
+                                                 password=join_form.cleaned_data["password1"],
+                                                 first_name=join_form.cleaned_data["first_name"],
+                                                 last_name=join_form.cleaned_data["last_name"])
+                auth_login(request, user, backend=settings.AUTHENTICATION_BACKENDS[-1])
+            else:
+                user = None
+        except invitations.InvitationError as exc:
+            messages.error(request, str(exc))
+            return redirect("invitation")
+        if user is not None:
+            request.session.pop(invitations.SESSION_KEY, None)
+            request.session[access.SESSION_KEY] = found.project_id
+            access.remember(user, found.project)
+            messages.success(request, _("Welcome to %(project)s: you are a member now (%(role)s).")
+                             % {"project": found.project.name, "role": ROLE_LABELS[found.role]})
+            return redirect("home")
+    response = render(request, "projects/invitation.html",
+                      {"invitation": found, "join_form": join_form,
+                       "role": ROLE_LABELS[found.role] if found else ""},
+                      status=400 if join_form is not None and join_form.errors else 200)
+    patch_cache_control(response, no_store=True, private=True)
     return response
 
 

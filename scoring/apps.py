@@ -16,6 +16,9 @@ class ScoringConfig(AppConfig):
     }
     # Run by annotation's ``load_demo`` (after the demo users it creates), by name.
     demo_commands = ["load_preference_demo", "load_generation_demo", "load_study_demo"]
+    # Entered by ``load_demo`` around the whole load: the figures it queues are computed by the loader
+    # (load_study_demo), not by a worker at the same time as well.
+    demo_contexts = ["scoring.jobs.figures.computed_here"]
 
     def start_here(self, user, held: set[str], project) -> list[dict[str, str]]:
         """Home-page links to the finished demo study's judge and preference results (see annotation.demo), shown

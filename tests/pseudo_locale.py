@@ -53,6 +53,8 @@ PAGES: list[Page] = [
     *(Page("project-detail", role, ("project",)) for role in ("coordinator", "analyst", "physician")),
     Page("project-member-remove", "coordinator", ("project", "member")),
     Page("project-member-remove", "physician", ("project", "member"), status=403),
+    Page("invitation", "anonymous"),  # no link opened: the page that says the link no longer works
+    Page("invitation", "coordinator"),
     # corpora
     *(Page(name, role) for role in ("coordinator", "analyst") for name in ("corpus-list",)),
     Page("corpus-upload", "coordinator"),

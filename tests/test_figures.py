@@ -108,6 +108,37 @@ def test_one_computation_per_burst_of_changes(rated, settings, monkeypatch):
     assert len(computed) == 2  # one computation per reader variant for the whole burst
 
 
+def test_figures_queued_while_a_loader_computes_them_are_computed_once(make_user, monkeypatch,
+                                                                       django_capture_on_commit_callbacks):
+    """``load_demo`` (inside ``figures.computed_here``): the reports its labels queue wait for the loader, which
+    takes them over, instead of a worker computing the same figures meanwhile; the reconciler leaves them alone;
+    those the loader did not compute go to the workers at its end."""
+    from scoring.reports.service import compute_now
+
+    sent = []
+    monkeypatch.setattr(jobs, "send", lambda job_id, countdown=None: sent.append((job_id, countdown)) or True)
+    raters = [make_user(f"held{i}", "physician") for i in range(3)]
+    computed = []
+    real = figures.stamp
+    monkeypatch.setattr(figures, "stamp", lambda job, **params: computed.append(job.pk) or real(job, **params))
+    with django_capture_on_commit_callbacks(execute=True), figures.computed_here():
+        campaign = campaign_with(raters, n=6, overlap=3, name="Held")
+        rate_everything(campaign, random.Random(4))
+        queued = {job.params["names"]: job for job in Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT,
+                                                                         status=Job.Status.QUEUED)}
+        assert sorted(queued) == [False, True]
+        assert all(job.params["not_before"] > (timezone.now() + timedelta(minutes=9)).isoformat()
+                   for job in queued.values())
+        assert jobs.reconcile()["resent"] == []  # their messages are due only after the hold
+        done = compute_now(campaign, None, names=True)
+        assert done.pk == queued[True].pk and done.status == Job.Status.SUCCEEDED
+    assert computed == [queued[True].pk]  # computed once, by the loader
+    released = Job.objects.get(pk=queued[False].pk)
+    assert released.status == Job.Status.QUEUED and "not_before" not in released.params
+    assert sent[-1] == (released.pk, None)  # to the workers at once
+    assert {countdown for _, countdown in sent[:-1]} == {figures.HOLD.total_seconds()}  # due after the hold
+
+
 def test_a_steady_stream_of_changes_still_gets_figures_after_the_longest_wait(rated, settings):
     settings.FIGURES_DEBOUNCE_SECONDS = 20
     job = Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, status=Job.Status.QUEUED).first()

@@ -132,6 +132,7 @@ OBJECT_URLS: dict[str, dict[str, str]] = {
     # the project pages: a project the user is not a member of answers 404 like a missing one
     "project-detail": {"pk": "project"},
     "project-member-remove": {"pk": "project", "user_id": "member"},
+    "project-invitation-revoke": {"pk": "project", "invitation_id": "invitation"},
 }
 
 # Pages without an object: lists, forms, queues. Alpha's users must see no Bravo row on them.
@@ -154,11 +155,13 @@ LIST_URLS: dict[str, dict[str, str]] = {
 # test_api_schema_operations_cover_the_api), the token endpoint, the worker check (instance-wide, admin job), the
 # Django admin (administrators only), the panel link's landing page (its only argument is the bearer token,
 # checked in tests/test_delphi.py), a new account's one-time set-password link (its arguments are the account and
-# its token; tests/test_projects_annotation.py), the manual behind the Help link (the same files for everyone,
-# tests/test_help.py), and the language menu and the JavaScript strings (tests/test_languages.py).
+# its token; tests/test_projects_annotation.py), an invitation's one-time link and its tokenless page (the token is
+# the only argument, kept in the session; tests/test_projects_invitations.py), the manual behind the Help link (the
+# same files for everyone, tests/test_help.py), and the language menu and the JavaScript strings
+# (tests/test_languages.py).
 OTHER_URLS = {"login", "logout", "password_change", "password_change_done", "healthz", "schema", "swagger-ui",
               "api-token", "worker-check", "delphi:panel-home", "project-switch", "help", "help-page",
-              "account-set-password", "language-switch", "javascript-catalog"}
+              "account-set-password", "invitation-open", "invitation", "language-switch", "javascript-catalog"}
 
 # API resource -> object kind (path parameter), and the query parameters that name an object
 API_RESOURCES = {"assignments": "assignment", "campaigns": "campaign", "corpora": "corpus", "dialogues": "dialogue",

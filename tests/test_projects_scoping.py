@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_PROJECT_DATA = {
     "projects.Project": "the projects themselves",
     "projects.Membership": "the access-control table, read by projects.roles with an explicit project",
+    "projects.Invitation": "an access-control record like a membership, found by its link's token before its holder "
+                           "is a member",
     "projects.AccountSettings": "a person's own settings (the language of their pages), the same in every project",
     "annotation.RaterProfile": "an account's instance-wide facts (external rater)",
     "scoring.LLMWorker": "a worker process's heartbeat",
@@ -42,6 +44,7 @@ UNSCOPED_ALLOWED = {
     "projects/models.py": "the audit trail is written from every project",
     "projects/pseudonyms.py": "pseudonyms are looked up by an explicit project",
     "scoring/judges/runs.py": "the cost estimate reads the cache by key, as the engine (the key holds the project)",
+    "scoring/jobs/figures.py": "the jobs held for the demo loader, by id, sent to the workers when it ends",
     "scoring/jobs/services.py": "background jobs by id (send, run, heartbeat, reconcile); the worker check",
     "scoring/jobs/views.py": "the instance-wide worker check, administrators only",
     "scoring/llm/batch.py": "provider batches: the engine's bookkeeping by job id",

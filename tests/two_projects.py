@@ -254,6 +254,10 @@ def _fill(side: Side, extra_raters: list) -> None:  # noqa: PLR0915 - one of eve
     obj.update(delphi_study=dstudy, round=rnd, panelist=participation.panelist, participation=participation,
                response=response,
                proposal=proposal, decision=decision, delphi_item=ditems[0])
+    # a pending invitation to the project (its address names the project, as every other name does)
+    from projects import invitations
+    obj["invitation"], _path = invitations.invite(project, email=f"{low}.invitee@example.org", role="physician",
+                                                  by=coord)
     AuditEvent.record(coord, "world.built", project)
 
 

@@ -99,8 +99,9 @@ def forget_superseded(job: Job, *, same: tuple[str, ...], version: str) -> int:
 
 def send(job_id: int, countdown: float | None = None) -> bool:
     """Queue a job's task (to start in ``countdown`` seconds); False when the broker cannot be reached (the
-    reconciler tries again)."""
-    Job.unscoped.filter(pk=job_id).update(enqueued_at=timezone.now())
+    reconciler tries again). ``enqueued_at`` is when the message is due: the reconciler sends it again only if it
+    has not started a worker :data:`RESEND_AFTER` after that (not every few seconds while a countdown runs)."""
+    Job.unscoped.filter(pk=job_id).update(enqueued_at=timezone.now() + timedelta(seconds=countdown or 0))
     try:
         current_app.send_task("scoring.run_job", (job_id,), countdown=countdown or None)
     except Exception as exc:

@@ -1,8 +1,10 @@
+import contextlib
 import time
 
 from django.apps import apps
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.utils.module_loading import import_string
 
 from annotation.demo import demo_logins, load_demo, load_finished_demo, load_instrument_demo
 
@@ -16,6 +18,13 @@ def other_demo_commands() -> list[str]:
             for name in getattr(config, "demo_commands", ())]
 
 
+def demo_contexts() -> list[str]:
+    """Context managers the other apps declare (``demo_contexts``, dotted paths) for the whole load: scoring's
+    leaves the figures the demo queues to the loader, which computes them, rather than to a worker at the same
+    time."""
+    return [path for config in apps.get_app_configs() for path in getattr(config, "demo_contexts", ())]
+
+
 class Command(BaseCommand):
     help = ("Load all demo data in one process: the demo users, corpus and campaign, the ready instruments (HIVMedQA, "
             "AgentClinic) with a demo corpus of question-answer items, then every app's demo (Delphi study, "
@@ -26,7 +35,13 @@ class Command(BaseCommand):
                             help="only the users, the demo corpus and its campaign")
         parser.add_argument("--no-logins", action="store_true", help="do not print the demo logins")
 
-    def handle(self, *args, only_annotation: bool = False, no_logins: bool = False, **options):
+    def handle(self, *args, **options):
+        with contextlib.ExitStack() as stack:
+            for path in demo_contexts():
+                stack.enter_context(import_string(path)())
+            self._load(**options)
+
+    def _load(self, only_annotation: bool = False, no_logins: bool = False, **options):
         start = time.perf_counter()
         counts = load_demo()
         more = load_instrument_demo()

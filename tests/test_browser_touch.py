@@ -323,7 +323,7 @@ def test_ten_answers_given_offline_survive_a_reload_and_are_stored_once(world, b
         wait_js(page, "document.querySelectorAll('fieldset.item .save-state[data-state=waiting]').length === 10")
         assert items.first.locator(".save-state").inner_text() == "Waiting to send"
         banner = page.locator("#sync-banner")
-        assert banner.is_visible() and banner.inner_text().startswith("10 answer(s) waiting to send: you are offline")
+        assert banner.is_visible() and banner.inner_text().startswith("10 answers waiting to send: you are offline")
         with pytest.raises(PlaywrightError, match="ERR_INTERNET_DISCONNECTED"):
             page.reload()
         # What the phone keeps (the session cookie, and the outbox in localStorage); the browser is then closed, and
@@ -400,7 +400,7 @@ def test_a_delphi_round_answered_offline_is_stored_once_after_a_reload(world, br
         wait_js(page, "document.querySelectorAll('form.q-item .save-state[data-state=waiting]').length === 5")
         assert page.locator("#answered-count").inner_text() == "0"
         assert page.locator("#waiting-count").inner_text() == "5 waiting"
-        assert page.locator("#sync-banner").inner_text().startswith("5 answer(s) waiting to send: you are offline")
+        assert page.locator("#sync-banner").inner_text().startswith("5 answers waiting to send: you are offline")
         # the waiting state has a line of its own: it does not lie over the item's title
         title, state = (forms.first.locator(sel).bounding_box() for sel in ("legend", ".save-state"))
         assert state["y"] >= title["y"] + title["height"] or state["x"] >= title["x"] + title["width"]

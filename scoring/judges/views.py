@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
@@ -103,7 +104,7 @@ def judge_config_edit(request, pk: int | None = None):
             saved.created_by = request.user
             saved.project = project
         saved.save()
-        messages.success(request, f"Judge {saved.name} saved.")
+        messages.success(request, _("Judge %(name)s saved.") % {"name": saved.name})
         return redirect("judge-list")
     return render(request, "scoring/judge_form.html", {"form": form, "config": config,
                                                         "endpoint_help": endpoint_help(project)})
@@ -136,7 +137,9 @@ def judge_run_new(request):
         else:
             if data["confirmed"]:
                 units = judging.start(run, request.user)
-                messages.success(request, f"Run #{run.pk} started: {units} unit(s) to judge.")
+                messages.success(request, ngettext("Run #%(pk)d started: %(n)d unit to judge.",
+                                                  "Run #%(pk)d started: %(n)d units to judge.", units)
+                                 % {"pk": run.pk, "n": units})
                 return redirect("judge-run", pk=run.pk)
     return render(request, "scoring/judge_run_new.html", {"form": form, "estimate": estimate,
                                                            "endpoint_help": endpoint_help(project)})
@@ -191,16 +194,18 @@ def judge_run_action(request, pk: int):
             judging.start(run, request.user)
         elif action == "retry":
             count = judging.retry_failed(run, request.user)
-            messages.success(request, f"{count} failed or unscored answer(s) will be asked again.")
+            messages.success(request, ngettext("%(n)d failed or unscored answer will be asked again.",
+                                              "%(n)d failed or unscored answers will be asked again.", count)
+                             % {"n": count})
         elif action == "caps":
             caps = SpendCapsForm(request.POST)
             if not caps.is_valid():
                 raise judging.RunError(caps.problem())
             engine.set_caps(judging.HANDLER, run, **caps.caps(), user=request.user, action="judge_run")
-            messages.success(request, "Spending caps saved." + (" Resume the run to go on." if run.status ==
-                                                                 JudgeRun.Status.PAUSED else ""))
+            messages.success(request, _("Spending caps saved. Resume the run to go on.") if run.status ==
+                             JudgeRun.Status.PAUSED else _("Spending caps saved."))
         else:
-            raise judging.RunError("Unknown action.")
+            raise judging.RunError(_("Unknown action."))
     except judging.RunError as exc:
         messages.error(request, str(exc))
     return redirect("judge-run", pk=pk)

@@ -64,6 +64,24 @@ PAGES: list[Page] = [
     Page("scale-version", "physician", ("library_scale.slug", "library_version.number")),
     # label history
     Page("label-history", "coordinator", ("assignment",)),
+    # LLM judges: the list, a judge's form, starting a run, a run (finished; imported), its report against the
+    # campaign (computing: the world's report job is queued), the mode comparison, a jury, its report and
+    # comparison, the judge selection, the system page
+    *(Page(name, role) for role in ("coordinator", "analyst") for name in ("judge-list",)),
+    Page("judge-new", "coordinator"),
+    Page("judge-edit", "coordinator", ("judge_config",)),
+    Page("judge-run-new", "coordinator"),
+    *(Page("judge-run", role, (kind,)) for role in ("coordinator", "analyst")
+      for kind in ("judge_run", "imported_run")),
+    *(Page("judge-run-report", role, ("judge_run",), query="?campaign={campaign}")
+      for role in ("coordinator", "analyst")),
+    Page("judge-run-compare", "analyst", ("judge_run", "imported_run"), query="?campaign={campaign}"),
+    *(Page("jury-detail", role, ("jury",)) for role in ("coordinator", "analyst")),
+    Page("jury-report", "analyst", ("jury",), query="?campaign={campaign}"),
+    Page("jury-compare", "coordinator", ("jury", "judge_run"), query="?campaign={campaign}"),
+    *(Page("judge-selection", role, query=query) for role in ("coordinator", "analyst")
+      for query in ("", "?campaign={campaign}")),
+    Page("system", "coordinator"),
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]
@@ -182,7 +200,7 @@ _INNERMOST = re.compile(re.escape(OPEN) + "[^" + OPEN + CLOSE + "]*" + re.escape
 #: What may stand outside the markers besides data: digits, punctuation, symbols and space, the product's name
 #: and the names of standards and tools (written alike in every language).
 _NEUTRAL = re.compile(r"^(?:[\W\d_]|\bv\d+\b)*$")
-PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM")
+PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM", "SHA-256")
 
 
 def outside_markers(text: str) -> tuple[str, bool]:

@@ -59,7 +59,8 @@ def report_urls(source, campaign_pk: int | None = None, query: str = "") -> dict
     prefix = "jury" if is_jury(source) else "judge-run"
     tail = f"?campaign={campaign_pk}&{query}" if campaign_pk else ""
     return {"back": reverse("jury-detail" if is_jury(source) else "judge-run", args=[source.pk]),
-            "back_text": f"Jury {source.name}" if is_jury(source) else f"Run #{source.pk}",
+            "back_text": (_("Jury %(name)s") % {"name": source.name} if is_jury(source)
+                          else _("Run #%(pk)s") % {"pk": source.pk}),
             "html": reverse(f"{prefix}-report-download", args=[source.pk, "html"]) + tail,
             "json": reverse(f"{prefix}-report-download", args=[source.pk, "json"]) + tail,
             "report": reverse(f"{prefix}-report", args=[source.pk]),

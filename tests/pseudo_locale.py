@@ -82,6 +82,9 @@ PAGES: list[Page] = [
     *(Page("judge-selection", role, query=query) for role in ("coordinator", "analyst")
       for query in ("", "?campaign={campaign}")),
     Page("system", "coordinator"),
+    # dialogue generation: its home page (the others show the generation forms' and prompts' Python strings, not
+    # translated yet)
+    Page("generation-home", "coordinator"),
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]

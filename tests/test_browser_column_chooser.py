@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.conftest import ARTIFACTS
 from tests.test_browser_first_look import fits, login
 from tests.test_browser_report_tables import demo_report_url, desktop_page, table_layout  # noqa: F401
 
@@ -65,6 +66,8 @@ def test_key_columns_in_view_at_1366_and_the_chooser_shows_a_hidden_column(deskt
         first = page.get_by_test_id(testid).locator("tbody th").first.inner_text()
         assert first.startswith("1.1") and len(first) > 12, first
     assert "Precision" not in visible_heads(page, "judge-items")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_test_id("details-items").screenshot(path=str(ARTIFACTS / "judge-items-key-columns-1366.png"))
 
     # the chooser, from the keyboard: open it, tick the first hidden column (Precision), and it shows
     chooser = page.locator('details[data-columns-for="judge-items-table"]')

@@ -89,6 +89,27 @@ PAGES: list[Page] = [
     Page("rate", "physician", ("open_assignment",), query="?lang=en"),
     Page("rate", "physician", ("assignment",), query="?lang=en"),  # submitted: closed to changes
     Page("rate-next", "analyst"),  # nothing left to rate (no assignment)
+    # LLM judges: the list, a judge's form, starting a run, a run (finished; imported), its report against the
+    # campaign (computing: the world's report job is queued), the mode comparison, a jury, its report and
+    # comparison, the judge selection, the system page
+    *(Page(name, role) for role in ("coordinator", "analyst") for name in ("judge-list",)),
+    Page("judge-new", "coordinator"),
+    Page("judge-edit", "coordinator", ("judge_config",)),
+    Page("judge-run-new", "coordinator"),
+    *(Page("judge-run", role, (kind,)) for role in ("coordinator", "analyst")
+      for kind in ("judge_run", "imported_run")),
+    *(Page("judge-run-report", role, ("judge_run",), query="?campaign={campaign}")
+      for role in ("coordinator", "analyst")),
+    Page("judge-run-compare", "analyst", ("judge_run", "imported_run"), query="?campaign={campaign}"),
+    *(Page("jury-detail", role, ("jury",)) for role in ("coordinator", "analyst")),
+    Page("jury-report", "analyst", ("jury",), query="?campaign={campaign}"),
+    Page("jury-compare", "coordinator", ("jury", "judge_run"), query="?campaign={campaign}"),
+    *(Page("judge-selection", role, query=query) for role in ("coordinator", "analyst")
+      for query in ("", "?campaign={campaign}")),
+    Page("system", "coordinator"),
+    # dialogue generation: its home page (the others show the generation forms' and prompts' Python strings, not
+    # translated yet)
+    Page("generation-home", "coordinator"),
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]
@@ -193,7 +214,7 @@ _INNERMOST = re.compile(re.escape(OPEN) + "[^" + OPEN + CLOSE + "]*" + re.escape
 #: What may stand outside the markers besides data: digits, punctuation, symbols and space, the product's name
 #: and the names of standards and tools (written alike in every language).
 _NEUTRAL = re.compile(r"^(?:[\W\d_]|\bv\d+\b)*$")
-PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM", "XLSX", "CSV", "KMO")
+PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM", "XLSX", "CSV", "KMO", "SHA-256")
 #: Statistical symbols written alike in every language (the Delphi authority coefficients, counts, quartiles),
 #: removed only as whole words.
 SYMBOLS = ("Ca", "Cs", "Cr", "n", "Q1", "Q3", "W", "df", "p")

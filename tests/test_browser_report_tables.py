@@ -113,7 +113,10 @@ def test_verdicts_and_estimates_in_view_details_on_demand(desktop_page):
         check(page, "judge-report-details-closed", width, problems, moderate)
         # opened, a table that must scroll does so inside its own box, with a drawn scrollbar, in view with it
         for n in range(closed.count()):
-            page.locator("details.card").nth(n).locator("summary").click()
+            page.locator("details.card").nth(n).locator(":scope > summary").click()
+        # every column shown (ticked in the tables' column choosers, kept in this browser): the widest tables
+        page.evaluate("""() => document.querySelectorAll('details[data-columns-for] input[type=checkbox]')
+            .forEach((box) => { if (!box.checked) box.click(); })""")
         assert page.get_by_test_id("judge-items").is_visible()
         assert fits(page), f"the opened details are wider than {width} px"
         boxes = page.evaluate("""() => Array.from(document.querySelectorAll('.table-scroll')).map(box => ({

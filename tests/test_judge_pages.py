@@ -1,5 +1,7 @@
 """Coordinator pages for LLM judges."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -162,6 +164,13 @@ def test_judge_vs_physicians_page(client, coordinator, make_user, server, monkey
     html = client.get(url, {"campaign": campaign.pk}).content.decode()
     assert 'data-testid="judge-items"' in html and ("judge can replace physicians" in html or "keep physicians" in html)
     assert 'data-testid="judge-models"' in html
+    # in Chinese: the page's own words, and the report's words and verdicts (stored in English) translated
+    zh = client.get(url, {"campaign": campaign.pk}, headers={"accept-language": "zh-CN"}).content.decode()
+    assert '<html lang="zh-hans">' in zh and "逐条目判定" in zh and "医师间一致性" in zh
+    assert "评审模型可替代医师" in zh or "保留医师" in zh
+    # no English verdict badge (the stored sentences, e.g. the rule behind the verdicts, are English still)
+    assert not re.search(r">\s*(judge can replace physicians|keep physicians)\s*<", zh)
+    assert "更多列" in zh and 'data-optional data-col="precision"' in zh  # the column chooser, a hidden column
     from scoring.reports.exports import label_rows
 
     rows = list(label_rows(campaign.corpus, campaign))

@@ -308,6 +308,12 @@ def data(world, django_db_blocker) -> list[str]:
         # the ready instruments' names and sources (their files, not the database)
         for ready in instruments.shipped_available():
             values.update([ready["name"], ready["source"]])
+        # the default judge prompt sets (one per published instrument), made when the New judge page is opened
+        from annotation.models import ScaleVersion
+        from scoring.judges import prompts
+
+        values.update(prompts.default_prompt_set_name(version) for version in
+                      ScaleVersion.objects.filter(status="published").select_related("scale"))
     for value in list(values):
         for length in (80, 110, 120, 140, 160):
             values.add(Truncator(value).chars(length))
@@ -328,7 +334,7 @@ def _url(world, page: Page) -> str:
         kind, _, attribute = spec.partition(".")
         obj = {"project": side.project, "member": side.physicians[0]}.get(kind) or side.objects[kind]
         args.append(getattr(obj, attribute or "pk"))
-    return reverse(page.name, args=args) + page.query
+    return reverse(page.name, args=args) + page.query.format(**{kind: obj.pk for kind, obj in side.objects.items()})
 
 
 def _delphi_figures_fresh(world):

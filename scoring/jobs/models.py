@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectScoped
 
@@ -17,21 +18,21 @@ class Job(ProjectScoped):
     """
 
     class Kind(models.TextChoices):
-        WORKER_CHECK = "worker_check", "End-to-end worker check"
-        CAMPAIGN_REPORT = "campaign_report", "Campaign agreement report"
-        JUDGE_REPORT = "judge_report", "Judge vs physicians report"
-        STUDY_EXPORT = "study_export", "Study archive export"
-        PREFERENCE_RESULTS = "preference_results", "Preference study results"
-        DELPHI_ROUND = "delphi_round", "Delphi round statistics"
-        JUDGE_COMPARE = "judge_compare", "Two judge runs compared against physicians"
-        JUDGE_SELECTION = "judge_selection", "Judge selection of a campaign"
-        JUDGE_PLANNER = "judge_planner", "Sample-size plan from a pilot"
+        WORKER_CHECK = "worker_check", _("End-to-end worker check")
+        CAMPAIGN_REPORT = "campaign_report", _("Campaign agreement report")
+        JUDGE_REPORT = "judge_report", _("Judge vs physicians report")
+        STUDY_EXPORT = "study_export", _("Study archive export")
+        PREFERENCE_RESULTS = "preference_results", _("Preference study results")
+        DELPHI_ROUND = "delphi_round", _("Delphi round statistics")
+        JUDGE_COMPARE = "judge_compare", _("Two judge runs compared against physicians")
+        JUDGE_SELECTION = "judge_selection", _("Judge selection of a campaign")
+        JUDGE_PLANNER = "judge_planner", _("Sample-size plan from a pilot")
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
 
     kind = models.CharField(max_length=40, choices=Kind.choices)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
@@ -39,9 +40,9 @@ class Job(ProjectScoped):
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     progress = models.FloatField(default=0.0)
-    message = models.CharField(max_length=200, blank=True, help_text="What the job is doing now.")
+    message = models.CharField(max_length=200, blank=True, help_text=_("What the job is doing now."))
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text="Empty for instance-wide jobs (the worker check).")
+                                related_name="+", help_text=_("Empty for instance-wide jobs (the worker check)."))
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -49,8 +50,9 @@ class Job(ProjectScoped):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
-    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last message sent to the workers.")
-    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the worker running it.")
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text=_("Last message sent to the workers."))
+    heartbeat_at = models.DateTimeField(null=True, blank=True,
+                                        help_text=_("Last sign of life of the worker running it."))
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Corpus
@@ -14,16 +15,22 @@ class JudgeConfigForm(forms.ModelForm):
     """A coordinator's judge: an administrator's endpoint (URL, key variable, limits) and a model; the endpoint's
     settings are copied into the configuration when it is saved."""
 
-    endpoint = EndpointChoiceField(label="Endpoint")
+    endpoint = EndpointChoiceField(label=_("Endpoint"))
 
     class Meta:
         model = JudgeConfig
         fields = ["name", "endpoint", "model", "mode", "temperature", "max_tokens", "seed", "structured_output",
                   "request_logprobs", "draws", "draw_temperature", "max_attempts", "price_input_per_1k",
                   "price_output_per_1k", "prompt_set"]
-        help_texts = {"price_input_per_1k": "Price per 1,000 prompt tokens, in the endpoint's currency (0 and 0: "
-                                            "the cost is shown as unknown).",
-                      "price_output_per_1k": "Price per 1,000 completion tokens, in the endpoint's currency."}
+        help_texts = {"price_input_per_1k": _("Price per 1,000 prompt tokens, in the endpoint's currency (0 and 0: "
+                                              "the cost is shown as unknown)."),
+                      "price_output_per_1k": _("Price per 1,000 completion tokens, in the endpoint's currency.")}
+        labels = {"name": _("Name"), "model": _("Model"), "mode": _("Mode"), "temperature": _("Temperature"),
+                  "max_tokens": _("Max tokens"), "seed": _("Seed"), "structured_output": _("Structured output"),
+                  "request_logprobs": _("Request logprobs"), "draws": _("Draws"),
+                  "draw_temperature": _("Draw temperature"), "max_attempts": _("Max attempts"),
+                  "price_input_per_1k": _("Price input per 1k"), "price_output_per_1k": _("Price output per 1k"),
+                  "prompt_set": _("Prompt set")}
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -52,16 +59,17 @@ class JudgeConfigForm(forms.ModelForm):
 class JudgeRunForm(forms.Form):
     """A run of one of the project's judges on one of its corpora."""
 
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge")
-    corpus = forms.ModelChoiceField(queryset=Corpus.objects.none())
-    filter_split = forms.ChoiceField(required=False, label="Split", choices=[
-        ("", "All"), ("train", "Train"), ("validation", "Validation"), ("test", "Test")])
-    filter_model = forms.CharField(required=False, max_length=200, label="Doctor model")
-    filter_language = forms.CharField(required=False, max_length=16, label="Language")
-    items = forms.CharField(required=False, help_text="Comma-separated item codes, e.g. 1.1,2.1 (empty: all items).")
-    batch = forms.BooleanField(required=False, label="Use the Batch API",
-                               help_text="Send the requests as one provider batch (/v1/batches): half the price, "
-                                         "results within 24 hours. Needs an endpoint that offers the Batch API.")
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label=_("Judge"))
+    corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), label=_("Corpus"))
+    filter_split = forms.ChoiceField(required=False, label=_("Split"), choices=[
+        ("", _("All")), ("train", _("Train")), ("validation", _("Validation")), ("test", _("Test"))])
+    filter_model = forms.CharField(required=False, max_length=200, label=_("Doctor model"))
+    filter_language = forms.CharField(required=False, max_length=16, label=_("Language"))
+    items = forms.CharField(required=False, label=_("Items"),
+                            help_text=_("Comma-separated item codes, e.g. 1.1,2.1 (empty: all items)."))
+    batch = forms.BooleanField(required=False, label=_("Use the Batch API"),
+                               help_text=_("Send the requests as one provider batch (/v1/batches): half the price, "
+                                           "results within 24 hours. Needs an endpoint that offers the Batch API."))
     cost_cap = SpendCapsForm.base_fields["cost_cap"]
     token_cap = SpendCapsForm.base_fields["token_cap"]
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
@@ -79,10 +87,11 @@ class JudgeRunForm(forms.Form):
         self.problems = {
             config.pk: (gateway.endpoint_problem(config.base_url, config.api_key_env)
                         if config.endpoint_id is None or config.endpoint_id in granted
-                        else "its endpoint is not granted to this project (or was deactivated)")
+                        else gettext("its endpoint is not granted to this project (or was deactivated)"))
             for config in configs.only("pk", "base_url", "api_key_env", "endpoint_id")}
         self.fields["config"].label_from_instance = (
-            lambda config: f"{config.name} (cannot be used: {self.problems[config.pk]})"
+            lambda config: gettext("%(judge)s (cannot be used: %(problem)s)")
+            % {"judge": config.name, "problem": self.problems[config.pk]}
             if self.problems.get(config.pk) else config.name)
         chosen = configs.filter(pk=self.data.get("config")) if str(self.data.get("config", "")).isdigit() else None
         name_cost_cap_currency(self, (chosen if chosen else configs).values_list("currency", flat=True))
@@ -101,7 +110,8 @@ class JudgeRunForm(forms.Form):
         config = self.cleaned_data["config"]
         problem = self.problems.get(config.pk) or gateway.endpoint_problem(config.base_url, config.api_key_env)
         if problem:
-            raise forms.ValidationError(f"Judge {config.name} cannot be used now: {problem}")
+            raise forms.ValidationError(gettext("Judge %(judge)s cannot be used now: %(problem)s")
+                                        % {"judge": config.name, "problem": problem})
         return config
 
     def item_codes(self) -> list[str]:
@@ -111,31 +121,34 @@ class JudgeRunForm(forms.Form):
 class VerdictSettingsForm(forms.Form):
     """The judge report's verdict settings, set per report by the coordinator (GET parameters; printed with it)."""
 
-    floor = forms.FloatField(min_value=-1, max_value=1, initial=0.40, label="Reliability floor",
-                             help_text="Physicians' own agreement (kappa, or AC1 at extreme prevalence; weighted "
-                                       "kappa on levels and scale items, AC2 at extreme prevalence) below this: item "
-                                       "unreliable. 0.40 is where 'moderate' starts on Landis & Koch's bands.")
-    min_dialogues = forms.IntegerField(min_value=2, max_value=1_000_000, initial=30, label="Minimum dialogues",
-                                       help_text="Fewer dialogues with judge and physician labels: not enough data.")
-    margin = forms.FloatField(min_value=0, max_value=1, initial=0.10, label="Non-inferiority margin",
-                              help_text="The judge may replace physicians when the lower 95% limit of (judge minus "
-                                        "physician agreement) is above minus this margin.")
-    ci = forms.ChoiceField(choices=[("percentile", "Percentile bootstrap"), ("bca", "BCa bootstrap")],
-                           initial="percentile", label="Intervals")
+    floor = forms.FloatField(min_value=-1, max_value=1, initial=0.40, label=_("Reliability floor"),
+                             help_text=_("Physicians' own agreement (kappa, or AC1 at extreme prevalence; weighted "
+                                         "kappa on levels and scale items, AC2 at extreme prevalence) below this: "
+                                         "item unreliable. 0.40 is where 'moderate' starts on Landis & Koch's "
+                                         "bands."))
+    min_dialogues = forms.IntegerField(min_value=2, max_value=1_000_000, initial=30, label=_("Minimum dialogues"),
+                                       help_text=_("Fewer dialogues with judge and physician labels: not enough "
+                                                   "data."))
+    margin = forms.FloatField(min_value=0, max_value=1, initial=0.10, label=_("Non-inferiority margin"),
+                              help_text=_("The judge may replace physicians when the lower 95% limit of (judge minus "
+                                          "physician agreement) is above minus this margin."))
+    ci = forms.ChoiceField(choices=[("percentile", _("Percentile bootstrap")), ("bca", _("BCa bootstrap"))],
+                           initial="percentile", label=_("Intervals"))
 
     def in_words(self, words) -> VerdictSettingsForm:
         """Labels and help in the report's words (answers and raters on an answer instrument); returns the form."""
-        from scoring.reports.wording import Words
+        from scoring.reports.wording import shown
 
-        W = Words(words)
+        w = shown(words)
         texts = {
-            "floor": (None, f"{W.Raters}' own agreement (kappa, or AC1 at extreme prevalence; weighted kappa on levels "
-                            "and scale items, AC2 at extreme prevalence) below this: item unreliable. 0.40 is where "
-                            "'moderate' starts on Landis & Koch's bands."),
-            "min_dialogues": (f"Minimum {W.units}", f"Fewer {W.units} with judge and {W.rater} labels: not enough "
-                                                    "data."),
-            "margin": (None, f"The judge may replace {W.raters} when the lower 95% limit of (judge minus {W.rater} "
-                             "agreement) is above minus this margin."),
+            "floor": (None, gettext("%(raters)s' own agreement (kappa, or AC1 at extreme prevalence; weighted kappa on "
+                                    "levels and scale items, AC2 at extreme prevalence) below this: item unreliable. "
+                                    "0.40 is where 'moderate' starts on Landis & Koch's bands.")
+                      % {"raters": w["raters"][:1].upper() + w["raters"][1:]}),
+            "min_dialogues": (gettext("Minimum %(units)s") % w,
+                              gettext("Fewer %(units)s with judge and %(rater)s labels: not enough data.") % w),
+            "margin": (None, gettext("The judge may replace %(raters)s when the lower 95%% limit of (judge minus "
+                                     "%(rater)s agreement) is above minus this margin.") % w),
         }
         for name, (label, help_text) in texts.items():
             bound = self[name]  # the form's bound field (validation made it already: set it too)
@@ -193,16 +206,16 @@ class SelectionSettingsForm(VerdictSettingsForm):
 class JuryForm(forms.Form):
     """A jury of two or more finished runs on one corpus (the judges page)."""
 
-    name = forms.CharField(max_length=120, label="Jury name")
-    corpus = forms.ModelChoiceField(queryset=Corpus.objects.none())
-    runs = forms.ModelMultipleChoiceField(queryset=None, label="Member runs",
-                                          help_text="Two or more finished runs on the corpus, on one instrument.")
-    rule = forms.ChoiceField(label="Rule", help_text="Majority vote for binary items; the median or mean for levels "
-                                                      "and scales.")
-    tie_rule = forms.ChoiceField(label="Ties", help_text="A tied vote, or a median or mean half-way between two "
-                                                         "allowed values.")
-    round_to_grid = forms.BooleanField(required=False, initial=True, label="Round to the item's allowed values",
-                                       help_text="Median and mean only; the report's agreement figures need them.")
+    name = forms.CharField(max_length=120, label=_("Jury name"))
+    corpus = forms.ModelChoiceField(queryset=Corpus.objects.none(), label=_("Corpus"))
+    runs = forms.ModelMultipleChoiceField(queryset=None, label=_("Member runs"),
+                                          help_text=_("Two or more finished runs on the corpus, on one instrument."))
+    rule = forms.ChoiceField(label=_("Rule"), help_text=_("Majority vote for binary items; the median or mean for "
+                                                          "levels and scales."))
+    tie_rule = forms.ChoiceField(label=_("Ties"), help_text=_("A tied vote, or a median or mean half-way between two "
+                                                              "allowed values."))
+    round_to_grid = forms.BooleanField(required=False, initial=True, label=_("Round to the item's allowed values"),
+                                       help_text=_("Median and mean only; the report's agreement figures need them."))
 
     def __init__(self, *args, **kwargs):
         from scoring.judges.models import JudgeRun, Jury

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext, ngettext
 
 from projects.models import AuditEvent
 from scoring.judges import sources
@@ -106,18 +107,23 @@ def agreement_among(frames: Sequence[Any], grids: dict[str, list[float]], kinds:
         items.append({"code": code, **entry})
     identical = bool(items) and all(e["identical"] for e in items)
     alphas = [e["alpha"] for e in items if e["alpha"] is not None]
-    text = ("The jurors gave the same answer on every unit they share: the jury is effectively one judge (one "
-            "model asked several times adds nothing)." if identical else
-            (f"Krippendorff's alpha among the jurors: {_span(alphas)} over {len(alphas)} item(s)." if alphas
-             else "The jurors' agreement is undefined on every item."))
+    text = (gettext("The jurors gave the same answer on every unit they share: the jury is effectively one judge "
+                    "(one model asked several times adds nothing).") if identical else
+            (ngettext("Krippendorff's alpha among the jurors: %(span)s over %(n)d item.",
+                      "Krippendorff's alpha among the jurors: %(span)s over %(n)d items.", len(alphas))
+             % {"span": _span(alphas), "n": len(alphas)} if alphas
+             else gettext("The jurors' agreement is undefined on every item.")))
     return {"items": items, "identical": identical, "text": text,
-            "method": "Krippendorff's alpha (krippendorff package) across the jurors on the units two or more of "
-                      "them scored: nominal for binary items, ordinal for levels, interval for scales."}
+            "method": gettext("Krippendorff's alpha (krippendorff package) across the jurors on the units two or "
+                              "more of them scored: nominal for binary items, ordinal for levels, interval for "
+                              "scales.")}
 
 
 def _span(values: Sequence[float]) -> str:
     low, high = min(values), max(values)
-    return f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
+    if f"{low:.2f}" == f"{high:.2f}":
+        return f"{low:.2f}"
+    return gettext("%(low)s to %(high)s") % {"low": f"{low:.2f}", "high": f"{high:.2f}"}
 
 
 def jurors_agreement(jury: Jury) -> dict[str, Any]:

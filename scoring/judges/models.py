@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from annotation.scores import ScoreField
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
@@ -22,14 +23,15 @@ class PromptSet(ProjectOwned):
     version = models.PositiveIntegerField(default=1)
     scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
     system_prompt = models.TextField()
-    dialogue_template = models.TextField(help_text="How the dialogue is shown; {self_report} and {turns} are filled.")
-    per_dialogue_instruction = models.TextField(help_text="Question for the one-call-per-dialogue mode.")
+    dialogue_template = models.TextField(
+        help_text=_("How the dialogue is shown; {self_report} and {turns} are filled."))
+    per_dialogue_instruction = models.TextField(help_text=_("Question for the one-call-per-dialogue mode."))
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when a run first uses it.")
+    locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when a run first uses it."))
 
     class Meta:
         ordering = ["name", "-version"]
@@ -65,37 +67,37 @@ class JudgeConfig(ProjectOwned):
     """
 
     class Mode(models.TextChoices):
-        PER_ITEM = "per-item", "One call per dialogue and item (the paper's method)"
-        PER_DIALOGUE = "per-dialogue", "One structured call per dialogue returning every item"
+        PER_ITEM = "per-item", _("One call per dialogue and item (the paper's method)")
+        PER_DIALOGUE = "per-dialogue", _("One structured call per dialogue returning every item")
 
     name = models.CharField(max_length=120)
     endpoint = models.ForeignKey(LLMEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="judges",
-                                 help_text="Defined by an administrator; empty for judges made by run_judge.")
-    base_url = models.CharField(max_length=300, blank=True, help_text="Empty: OPENAI_BASE_URL from the environment.")
+                                 help_text=_("Defined by an administrator; empty for judges made by run_judge."))
+    base_url = models.CharField(max_length=300, blank=True, help_text=_("Empty: OPENAI_BASE_URL from the environment."))
     api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable],
-                                   help_text="Name of the environment variable holding the key.")
+                                   help_text=_("Name of the environment variable holding the key."))
     model = models.CharField(max_length=200)
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=256)
     seed = models.BigIntegerField(null=True, blank=True)
     mode = models.CharField(max_length=14, choices=Mode.choices, default=Mode.PER_ITEM)
-    structured_output = models.BooleanField(default=True, help_text="Ask for JSON-schema output (response_format).")
-    request_logprobs = models.BooleanField(default=True, help_text="Ask for logprobs to store P(yes).")
+    structured_output = models.BooleanField(default=True, help_text=_("Ask for JSON-schema output (response_format)."))
+    request_logprobs = models.BooleanField(default=True, help_text=_("Ask for logprobs to store P(yes)."))
     draws = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(20)],
-        help_text="Per-item mode: answers asked for in each request (the API's n) at the draw temperature; more "
-                  "than 1 stores their spread as the judge's uncertainty (self-consistency). Each costs its tokens.")
+        help_text=_("Per-item mode: answers asked for in each request (the API's n) at the draw temperature; more "
+                  "than 1 stores their spread as the judge's uncertainty (self-consistency). Each costs its tokens."))
     draw_temperature = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
-                                         help_text="The temperature of the repeated draws (used when draws > 1).")
-    concurrency = models.PositiveIntegerField(default=8, help_text="Most requests in flight at once, all workers.")
+                                         help_text=_("The temperature of the repeated draws (used when draws > 1)."))
+    concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once, all workers."))
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=60.0)
     max_attempts = models.PositiveIntegerField(default=6)
     price_input_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
     price_output_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
-    currency = models.CharField(max_length=8, default="USD", help_text="Currency of the prices (and of the costs "
-                                                                       "shown); from the endpoint when it has one.")
+    currency = models.CharField(max_length=8, default="USD", help_text=_("Currency of the prices (and of the costs "
+                                                                       "shown); from the endpoint when it has one."))
     prompt_set = models.ForeignKey(PromptSet, on_delete=models.PROTECT, related_name="configs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -131,26 +133,26 @@ class JudgeRun(ProjectOwned, EngineJob):
     ``source_sha256`` / ``created_at`` / ``created_by`` say where it came from, when and who imported it."""
 
     class Source(models.TextChoices):
-        LIVE = "live", "Run by the app"
-        IMPORTED = "imported", "Imported scores"
+        LIVE = "live", _("Run by the app")
+        IMPORTED = "imported", _("Imported scores")
 
     config = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="runs",
-                               help_text="Empty for imported runs.")
+                               help_text=_("Empty for imported runs."))
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.LIVE)
     scale_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
-                                      related_name="+", help_text="Imported runs: the version their items belong to "
-                                                                  "(live runs: their prompt set's).")
-    source_file = models.CharField(max_length=255, blank=True, help_text="Imported runs: the file's name.")
+                                      related_name="+", help_text=_("Imported runs: the version their items belong to "
+                                                                  "(live runs: their prompt set's)."))
+    source_file = models.CharField(max_length=255, blank=True, help_text=_("Imported runs: the file's name."))
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True,
-                                     help_text="Imported runs: the SHA-256 of the file.")
+                                     help_text=_("Imported runs: the SHA-256 of the file."))
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs")
     filter_split = models.CharField(max_length=12, blank=True)
     filter_model = models.CharField(max_length=200, blank=True)
     filter_language = models.CharField(max_length=16, blank=True)
-    item_codes = models.JSONField(default=list, blank=True, help_text="Empty = every rating item.")
-    batch = models.BooleanField(default=False, help_text="Send the requests through the provider's Batch API "
-                                "(half the price, results within 24 hours) instead of one by one.")
-    snapshot = models.JSONField(default=dict, help_text="The configuration and prompts as they were at the start.")
+    item_codes = models.JSONField(default=list, blank=True, help_text=_("Empty = every rating item."))
+    batch = models.BooleanField(default=False, help_text=_("Send the requests through the provider's Batch API "
+                                "(half the price, results within 24 hours) instead of one by one."))
+    snapshot = models.JSONField(default=dict, help_text=_("The configuration and prompts as they were at the start."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -180,10 +182,10 @@ class JudgeResult(ProjectScoped, WorkUnit):
     project_path = "run__project"
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        DONE = "done", "Scored"
-        UNSCORED = "unscored", "Unscored (unparseable answer)"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Pending")
+        DONE = "done", _("Scored")
+        UNSCORED = "unscored", _("Unscored (unparseable answer)")
+        FAILED = "failed", _("Failed")
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results")
     dialogue = models.ForeignKey("annotation.Dialogue", on_delete=models.PROTECT, related_name="judge_results")
@@ -191,13 +193,13 @@ class JudgeResult(ProjectScoped, WorkUnit):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
     value = ScoreField(null=True, blank=True)
     p_yes = models.FloatField(null=True, blank=True)
-    uncertainty = models.FloatField(null=True, blank=True, help_text="The judge's expected error size on this "
-                                    "answer (from log-probabilities, or the spread of repeated draws).")
+    uncertainty = models.FloatField(null=True, blank=True, help_text=_("The judge's expected error size on this "
+                                    "answer (from log-probabilities, or the spread of repeated draws)."))
     rationale = models.TextField(blank=True)
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
     from_cache = models.BooleanField(default=False)
-    retry_round = models.PositiveIntegerField(default=0, help_text="Bumped by 'retry': asks the endpoint again "
-                                                                     "instead of reusing the cached answer.")
+    retry_round = models.PositiveIntegerField(default=0, help_text=_("Bumped by 'retry': asks the endpoint again "
+                                                                     "instead of reusing the cached answer."))
 
     class Meta:
         ordering = ["run", "dialogue", "item__order"]
@@ -231,14 +233,14 @@ class Jury(ProjectOwned, SoftDeletable):
     :mod:`scoring.judges.juries` gives its combined answers. Members are fixed when it is made; deleting is soft."""
 
     class Rule(models.TextChoices):
-        MAJORITY = "majority", "Majority vote (the most frequent answer)"
-        MEDIAN = "median", "Median of the answers"
-        MEAN = "mean", "Mean of the answers"
+        MAJORITY = "majority", _("Majority vote (the most frequent answer)")
+        MEDIAN = "median", _("Median of the answers")
+        MEAN = "mean", _("Mean of the answers")
 
     class TieRule(models.TextChoices):
-        LOWER = "lower", "The lower value (binary items: not done)"
-        HIGHER = "higher", "The higher value"
-        UNSCORED = "unscored", "Leave the answer unscored"
+        LOWER = "lower", _("The lower value (binary items: not done)")
+        HIGHER = "higher", _("The higher value")
+        UNSCORED = "unscored", _("Leave the answer unscored")
 
     is_jury = True
     source = "jury"
@@ -252,10 +254,10 @@ class Jury(ProjectOwned, SoftDeletable):
     scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
     rule = models.CharField(max_length=10, choices=Rule.choices, default=Rule.MAJORITY)
     tie_rule = models.CharField(max_length=10, choices=TieRule.choices, default=TieRule.LOWER,
-                                help_text="How a tied vote, or a median or mean exactly half-way between two "
-                                          "allowed values, is settled.")
-    round_to_grid = models.BooleanField(default=True, help_text="Median and mean: round to the item's allowed "
-                                                                "values (the report's agreement figures need them).")
+                                help_text=_("How a tied vote, or a median or mean exactly half-way between two "
+                                          "allowed values, is settled."))
+    round_to_grid = models.BooleanField(default=True, help_text=_("Median and mean: round to the item's allowed "
+                                                                "values (the report's agreement figures need them)."))
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -315,8 +317,8 @@ class SelectionSettings(ProjectOwned):
     campaign = models.OneToOneField("annotation.Campaign", on_delete=models.PROTECT, related_name="+")
     held_out_share = models.FloatField(default=0.3)
     seed = models.PositiveBigIntegerField(default=20240501)
-    verdict = models.JSONField(default=dict, blank=True, help_text="The verdict settings (floor, minimum dialogues, "
-                                                                   "margin, interval method).")
+    verdict = models.JSONField(default=dict, blank=True, help_text=_("The verdict settings (floor, minimum dialogues, "
+                                                                   "margin, interval method)."))
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)

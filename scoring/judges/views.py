@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
@@ -58,7 +59,8 @@ def report_urls(source, campaign_pk: int | None = None, query: str = "") -> dict
     prefix = "jury" if is_jury(source) else "judge-run"
     tail = f"?campaign={campaign_pk}&{query}" if campaign_pk else ""
     return {"back": reverse("jury-detail" if is_jury(source) else "judge-run", args=[source.pk]),
-            "back_text": f"Jury {source.name}" if is_jury(source) else f"Run #{source.pk}",
+            "back_text": (_("Jury %(name)s") % {"name": source.name} if is_jury(source)
+                          else _("Run #%(pk)s") % {"pk": source.pk}),
             "html": reverse(f"{prefix}-report-download", args=[source.pk, "html"]) + tail,
             "json": reverse(f"{prefix}-report-download", args=[source.pk, "json"]) + tail,
             "report": reverse(f"{prefix}-report", args=[source.pk]),
@@ -103,7 +105,7 @@ def judge_config_edit(request, pk: int | None = None):
             saved.created_by = request.user
             saved.project = project
         saved.save()
-        messages.success(request, f"Judge {saved.name} saved.")
+        messages.success(request, _("Judge %(name)s saved.") % {"name": saved.name})
         return redirect("judge-list")
     return render(request, "scoring/judge_form.html", {"form": form, "config": config,
                                                         "endpoint_help": endpoint_help(project)})
@@ -136,7 +138,9 @@ def judge_run_new(request):
         else:
             if data["confirmed"]:
                 units = judging.start(run, request.user)
-                messages.success(request, f"Run #{run.pk} started: {units} unit(s) to judge.")
+                messages.success(request, ngettext("Run #%(pk)d started: %(n)d unit to judge.",
+                                                  "Run #%(pk)d started: %(n)d units to judge.", units)
+                                 % {"pk": run.pk, "n": units})
                 return redirect("judge-run", pk=run.pk)
     return render(request, "scoring/judge_run_new.html", {"form": form, "estimate": estimate,
                                                            "endpoint_help": endpoint_help(project)})
@@ -191,16 +195,18 @@ def judge_run_action(request, pk: int):
             judging.start(run, request.user)
         elif action == "retry":
             count = judging.retry_failed(run, request.user)
-            messages.success(request, f"{count} failed or unscored answer(s) will be asked again.")
+            messages.success(request, ngettext("%(n)d failed or unscored answer will be asked again.",
+                                              "%(n)d failed or unscored answers will be asked again.", count)
+                             % {"n": count})
         elif action == "caps":
             caps = SpendCapsForm(request.POST)
             if not caps.is_valid():
                 raise judging.RunError(caps.problem())
             engine.set_caps(judging.HANDLER, run, **caps.caps(), user=request.user, action="judge_run")
-            messages.success(request, "Spending caps saved." + (" Resume the run to go on." if run.status ==
-                                                                 JudgeRun.Status.PAUSED else ""))
+            messages.success(request, _("Spending caps saved. Resume the run to go on.") if run.status ==
+                             JudgeRun.Status.PAUSED else _("Spending caps saved."))
         else:
-            raise judging.RunError("Unknown action.")
+            raise judging.RunError(_("Unknown action."))
     except judging.RunError as exc:
         messages.error(request, str(exc))
     return redirect("judge-run", pk=pk)

@@ -39,7 +39,8 @@ def jury_new(request):
         except juries.JuryError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Jury {jury.name} made of {len(data['runs'])} runs.")
+            messages.success(request, _("Jury %(name)s made of %(n)d runs.") % {"name": jury.name,
+                                                                                 "n": len(data["runs"])})
             return redirect("jury-detail", pk=jury.pk)
     return judge_list(request, jury_form=form, status=400)
 
@@ -66,7 +67,7 @@ def jury_delete(request, pk: int):
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("jury-detail", pk=pk)
-    messages.success(request, f"Jury {jury.name} deleted (its members and their reports stay).")
+    messages.success(request, _("Jury %(name)s deleted (its members and their reports stay).") % {"name": jury.name})
     return redirect("judge-list")
 
 

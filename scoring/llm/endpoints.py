@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from scoring.llm import gateway
 from scoring.llm.models import LLMEndpoint
 
-NO_ENDPOINT = ("No LLM endpoint is defined yet. An administrator adds one under Admin → LLM endpoints: the base "
+NO_ENDPOINT = _("No LLM endpoint is defined yet. An administrator adds one under Admin → LLM endpoints: the base "
                "URL (OpenAI, Azure OpenAI, vLLM at http://localhost:8000/v1, Ollama at http://localhost:11434/v1), "
                "the NAME of the environment variable holding its key (OPENAI_API_KEY or a name starting with "
                "LLM_KEY_) and its limits.")
-NO_URL = ("The endpoints use the server's default URL, and OPENAI_BASE_URL is not set. Set OPENAI_BASE_URL "
+NO_URL = _("The endpoints use the server's default URL, and OPENAI_BASE_URL is not set. Set OPENAI_BASE_URL "
           "(e.g. https://api.openai.com/v1, http://localhost:8000/v1 for vLLM or http://localhost:11434/v1 for "
           "Ollama) and the key in OPENAI_API_KEY, then restart the app; or have an administrator give an endpoint "
           "its own base URL under Admin → LLM endpoints.")
 
 
-NOT_GRANTED = ("No LLM endpoint is granted to this project. An administrator grants one under Admin → LLM endpoints "
+NOT_GRANTED = _("No LLM endpoint is granted to this project. An administrator grants one under Admin → LLM endpoints "
                "(its Projects field); until then no judge run, preference judging or generation job can start here.")
 
 
@@ -48,20 +50,22 @@ class EndpointChoiceField(forms.ModelChoiceField):
     listening on a local server) says why beside its name and is refused."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("help_text", "Defined by an administrator (URL, key variable and limits).")
+        kwargs.setdefault("help_text", _("Defined by an administrator (URL, key variable and limits)."))
         super().__init__(queryset=LLMEndpoint.objects.none(), **kwargs)  # fails closed until limit_to
 
     def label_from_instance(self, obj: LLMEndpoint) -> str:
         label = f"{obj.name} — {obj.note}" if obj.note else obj.name
         problem = gateway.endpoint_problem(obj.base_url, obj.api_key_env)
-        return f"{label} (cannot be used now: {problem})" if problem else label
+        return gettext("%(endpoint)s (cannot be used now: %(problem)s)") % {"endpoint": label, "problem": problem} \
+            if problem else label
 
     def clean(self, value):
         endpoint = super().clean(value)
         if endpoint is not None:
             problem = gateway.endpoint_problem(endpoint.base_url, endpoint.api_key_env)
             if problem:
-                raise forms.ValidationError(f"{endpoint.name} cannot be used now: {problem}")
+                raise forms.ValidationError(gettext("%(endpoint)s cannot be used now: %(problem)s")
+                                            % {"endpoint": endpoint.name, "problem": problem})
         return endpoint
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 
 class SpendCapsForm(forms.Form):
@@ -13,12 +14,12 @@ class SpendCapsForm(forms.Form):
     still finish and are stored)."""
 
     cost_cap = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=4,
-                                  label="Spending cap",
-                                  help_text="Pause the job once its answers cost this much (in the endpoint's "
-                                            "currency). Empty: no cap.")
-    token_cap = forms.IntegerField(required=False, min_value=0, max_value=10**15, label="Token cap",
-                                   help_text="Pause the job once its answers used this many tokens (prompt + "
-                                             "completion). Empty: no cap.")
+                                  label=_("Spending cap"),
+                                  help_text=_("Pause the job once its answers cost this much (in the endpoint's "
+                                              "currency). Empty: no cap."))
+    token_cap = forms.IntegerField(required=False, min_value=0, max_value=10**15, label=_("Token cap"),
+                                   help_text=_("Pause the job once its answers used this many tokens (prompt + "
+                                               "completion). Empty: no cap."))
 
     def caps(self) -> dict:
         return {"cost_cap": self.cleaned_data.get("cost_cap"), "token_cap": self.cleaned_data.get("token_cap")}
@@ -33,7 +34,8 @@ def name_cost_cap_currency(form: forms.BaseForm, currencies: Iterable[str]) -> N
     ("Spending cap (USD)") -- or say that it follows the endpoint when the choices differ in currency."""
     found = sorted({str(c or "USD") for c in currencies})
     if len(found) == 1:
-        label = f"Spending cap ({found[0]})"
+        label = _("Spending cap (%(currency)s)") % {"currency": found[0]}
     else:
-        label = "Spending cap (in the endpoint's currency" + (f": {', '.join(found)})" if found else ")")
+        label = (_("Spending cap (in the endpoint's currency: %(currencies)s)") % {"currencies": ", ".join(found)}
+                 if found else _("Spending cap (in the endpoint's currency)"))
     form.fields["cost_cap"].label = label

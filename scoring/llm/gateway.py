@@ -139,8 +139,10 @@ def _local_problem(parts) -> str:
         with socket.create_connection((parts.hostname, port), timeout=0.5):
             return ""
     except OSError:
-        return (f"nothing answers at {parts.scheme}://{parts.hostname}:{port} (start the server, e.g. "
-                "python -m config.run fake-llm for the built-in fake endpoint)")
+        from django.utils.translation import gettext
+
+        return gettext("nothing answers at %(address)s (start the server, e.g. python -m config.run fake-llm for "
+                       "the built-in fake endpoint)") % {"address": f"{parts.scheme}://{parts.hostname}:{port}"}
 
 
 def endpoint_problem(base_url: str, api_key_env: str) -> str:

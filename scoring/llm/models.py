@@ -23,7 +23,7 @@ class LLMCall(ProjectScoped):
 
     key = models.CharField(max_length=64, unique=True)
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text="The project that sent (and paid for) the request.")
+                                related_name="+", help_text=_("The project that sent (and paid for) the request."))
     endpoint = models.CharField(max_length=300)
     model = models.CharField(max_length=200)
     request = models.JSONField()
@@ -50,9 +50,9 @@ class WorkUnit(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     claimed_by = models.CharField(max_length=100, blank=True, default="",
-                                  help_text="The engine (or provider batch) that holds the unit now.")
+                                  help_text=_("The engine (or provider batch) that holds the unit now."))
     claimed_until = models.DateTimeField(null=True, blank=True)
-    not_before = models.DateTimeField(null=True, blank=True, help_text="Retry no earlier than this (backoff).")
+    not_before = models.DateTimeField(null=True, blank=True, help_text=_("Retry no earlier than this (backoff)."))
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -70,13 +70,13 @@ class EngineJob(models.Model):
     ``spent_tokens`` add up the paid answers; reaching an optional cap pauses the job."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        PAUSED = "paused", "Paused"
-        CANCELLED = "cancelled", "Cancelled"
-        SUCCEEDED = "succeeded", "Finished"
-        PROBLEMS = "problems", "Finished with problems"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        PAUSED = "paused", _("Paused")
+        CANCELLED = "cancelled", _("Cancelled")
+        SUCCEEDED = "succeeded", _("Finished")
+        PROBLEMS = "problems", _("Finished with problems")
+        FAILED = "failed", _("Failed")
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
     # Ended with answers stored (the reports use them); "problems" says how many units failed or were unscored.
@@ -84,24 +84,24 @@ class EngineJob(models.Model):
     ENDED = (Status.SUCCEEDED, Status.PROBLEMS, Status.FAILED, Status.CANCELLED)
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    error = models.TextField(blank=True, help_text="Why the job failed, paused or finished with problems.")
+    error = models.TextField(blank=True, help_text=_("Why the job failed, paused or finished with problems."))
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    activity_at = models.DateTimeField(null=True, blank=True, help_text="Last stored answer.")
-    woken_at = models.DateTimeField(null=True, blank=True, help_text="Last wake-up message sent to the workers.")
+    activity_at = models.DateTimeField(null=True, blank=True, help_text=_("Last stored answer."))
+    woken_at = models.DateTimeField(null=True, blank=True, help_text=_("Last wake-up message sent to the workers."))
     requests_sent = models.PositiveBigIntegerField(
-        default=0, help_text="Requests sent or handed to a provider batch, counted before they go out.")
+        default=0, help_text=_("Requests sent or handed to a provider batch, counted before they go out."))
     request_limit = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="Most requests the job may send: its request units x attempts per unit "
-                                         "(set when it starts; a retry adds the units it asks again).")
+        null=True, blank=True, help_text=_("Most requests the job may send: its request units x attempts per unit "
+                                         "(set when it starts; a retry adds the units it asks again)."))
     spent_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0,
-                                     help_text="Cost of the paid answers, in the endpoint's currency.")
-    spent_tokens = models.PositiveBigIntegerField(default=0, help_text="Prompt + completion tokens of paid answers.")
+                                     help_text=_("Cost of the paid answers, in the endpoint's currency."))
+    spent_tokens = models.PositiveBigIntegerField(default=0, help_text=_("Prompt + completion tokens of paid answers."))
     cost_cap = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True,
-                                   help_text="Optional: pause the job when its cost reaches this (endpoint's "
-                                             "currency).")
+                                   help_text=_("Optional: pause the job when its cost reaches this (endpoint's "
+                                             "currency)."))
     token_cap = models.PositiveBigIntegerField(null=True, blank=True,
-                                               help_text="Optional: pause the job when its tokens reach this.")
+                                               help_text=_("Optional: pause the job when its tokens reach this."))
 
     class Meta:
         abstract = True
@@ -140,10 +140,10 @@ class LLMBatch(models.Model):
     Its units are claimed by ``batch:<id>`` until the results are in."""
 
     class Status(models.TextChoices):
-        SUBMITTED = "submitted", "Submitted"
-        COMPLETED = "completed", "Results stored"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
+        SUBMITTED = "submitted", _("Submitted")
+        COMPLETED = "completed", _("Results stored")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
 
     OPEN = (Status.SUBMITTED,)
 
@@ -153,13 +153,13 @@ class LLMBatch(models.Model):
     api_key_env = models.CharField(max_length=100)
     timeout_seconds = models.FloatField(default=60.0)
     provider_id = models.CharField(max_length=200, blank=True)
-    provider_status = models.CharField(max_length=40, blank=True, help_text="As the provider reports it.")
+    provider_status = models.CharField(max_length=40, blank=True, help_text=_("As the provider reports it."))
     input_file_id = models.CharField(max_length=200, blank=True)
     output_file_id = models.CharField(max_length=200, blank=True)
     error_file_id = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.SUBMITTED, db_index=True)
-    requests = models.JSONField(default=dict, help_text="custom_id -> request key and unit ids.")
-    counts = models.JSONField(default=dict, blank=True, help_text="The provider's request counts.")
+    requests = models.JSONField(default=dict, help_text=_("custom_id -> request key and unit ids."))
+    counts = models.JSONField(default=dict, blank=True, help_text=_("The provider's request counts."))
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     polled_at = models.DateTimeField(null=True, blank=True)
@@ -186,23 +186,24 @@ class LLMEndpoint(models.Model):
 
     name = models.CharField(max_length=120, unique=True)
     base_url = models.CharField(max_length=300, blank=True, validators=[validate_base_url],
-                                help_text="Empty: OPENAI_BASE_URL from the environment.")
+                                help_text=_("Empty: OPENAI_BASE_URL from the environment."))
     api_key_env = models.CharField(
         max_length=100, default=DEFAULT_KEY_VARIABLE, validators=[validate_key_variable],
-        help_text="Name of the environment variable holding the key (never the key): OPENAI_API_KEY, a name "
-                  "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES.")
-    concurrency = models.PositiveIntegerField(default=8, help_text="Most requests in flight at once to this endpoint "
-                                                                   "and key, all workers and all jobs together.")
+        help_text=_("Name of the environment variable holding the key (never the key): OPENAI_API_KEY, a name "
+                  "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES."))
+    concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once to this endpoint "
+                                                                   "and key, all workers and all jobs together."))
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=60.0)
     currency = models.CharField(max_length=8, default="USD",
-                                help_text="Currency of the judges' prices and of every cost shown for this endpoint.")
-    note = models.TextField(blank=True, help_text="Shown to coordinators when they choose the endpoint.")
-    is_active = models.BooleanField(default=True, help_text="Inactive endpoints cannot be chosen for new judges "
-                                                            "or jobs; existing ones keep their settings.")
+                                help_text=_("Currency of the judges' prices and of every cost shown for this "
+                                            "endpoint."))
+    note = models.TextField(blank=True, help_text=_("Shown to coordinators when they choose the endpoint."))
+    is_active = models.BooleanField(default=True, help_text=_("Inactive endpoints cannot be chosen for new judges "
+                                                            "or jobs; existing ones keep their settings."))
     projects = models.ManyToManyField("projects.Project", blank=True, related_name="endpoints",
-                                      help_text="The projects whose coordinators may choose this endpoint.")
+                                      help_text=_("The projects whose coordinators may choose this endpoint."))
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -250,7 +251,7 @@ class MonthlySpend(ProjectOwned):
     they are sent (and given back when released unsent), answers, their cost and tokens. The engine keeps these
     counters as it charges jobs; the budget is checked against their sums."""
 
-    month = models.DateField(help_text="The first day of the month (UTC).")
+    month = models.DateField(help_text=_("The first day of the month (UTC)."))
     endpoint = models.CharField(max_length=300)
     currency = models.CharField(max_length=3, default="USD")
     requests = models.PositiveBigIntegerField(default=0)

@@ -64,3 +64,33 @@ class Words:
 
     def as_dict(self) -> dict[str, str]:
         return dict(self._words)
+
+
+def _word_names() -> dict[str, str]:
+    from django.utils.translation import pgettext_lazy
+
+    return {
+        "dialogue": pgettext_lazy("a report's word for what is rated and who rates it", "dialogue"),
+        "dialogues": pgettext_lazy("a report's word for what is rated and who rates it", "dialogues"),
+        "patient case": pgettext_lazy("a report's word for what is rated and who rates it", "patient case"),
+        "patient cases": pgettext_lazy("a report's word for what is rated and who rates it", "patient cases"),
+        "doctor model": pgettext_lazy("a report's word for what is rated and who rates it", "doctor model"),
+        "doctor models": pgettext_lazy("a report's word for what is rated and who rates it", "doctor models"),
+        "physician": pgettext_lazy("a report's word for what is rated and who rates it", "physician"),
+        "physicians": pgettext_lazy("a report's word for what is rated and who rates it", "physicians"),
+        "answer": pgettext_lazy("a report's word for what is rated and who rates it", "answer"),
+        "answers": pgettext_lazy("a report's word for what is rated and who rates it", "answers"),
+        "question": pgettext_lazy("a report's word for what is rated and who rates it", "question"),
+        "questions": pgettext_lazy("a report's word for what is rated and who rates it", "questions"),
+        "model": pgettext_lazy("a report's word for what is rated and who rates it", "model"),
+        "models": pgettext_lazy("a report's word for what is rated and who rates it", "models"),
+        "rater": pgettext_lazy("a report's word for what is rated and who rates it", "rater"),
+        "raters": pgettext_lazy("a report's word for what is rated and who rates it", "raters"),
+    }
+
+
+def shown(words: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The words in the page's language (a stored report keeps the English ones, which are its keys): the pages'
+    sentences put them into their translated text (``{% blocktranslate with raters=w.raters %}``)."""
+    names = _word_names()
+    return {key: str(names.get(word, word)) for key, word in dict(words or DIALOGUE_WORDS).items()}

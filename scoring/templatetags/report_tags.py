@@ -4,6 +4,7 @@ width needs (:mod:`scoring.stats.formatting`), zero never as "-0.00"."""
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 
 from scoring.stats import formatting
 
@@ -13,7 +14,7 @@ register = template.Library()
 @register.filter
 def num(value, digits=3):
     if value is None:
-        return "undefined"
+        return gettext("undefined")
     try:
         float(value)
     except (TypeError, ValueError):
@@ -25,7 +26,7 @@ def num(value, digits=3):
 def pct(value, digits=1):
     """A share (0-1) as a percentage, "33.3%", on the same scale as its interval (:func:`pct_ci`)."""
     if value is None:
-        return "undefined"
+        return gettext("undefined")
     return formatting.number(100.0 * float(value), int(digits)) + "%"
 
 
@@ -53,13 +54,13 @@ def ci(figure, digits=3):
     """'[low, high]' from a dict with ci_low / ci_high; "[CI not estimable (no variation)]" when every bootstrap
     resample gave the same value (never [x, x]); '' when there is no interval."""
     if isinstance(figure, dict) and figure.get("ci_note"):
-        return f"[CI {figure['ci_note']}]"
+        return f"[{_ci_note(figure['ci_note'])}]"
     if not isinstance(figure, dict) or figure.get("ci_low") is None or figure.get("ci_high") is None:
         return ""
     value = figure.get("value", figure.get("mean"))
     low, high = formatting.clipped(figure["ci_low"], figure["ci_high"], _scale(figure))
     if low == high:
-        return f"[{formatting.NOT_ESTIMABLE}]"
+        return "[" + gettext("CI not estimable") + "]"
     d = formatting.decimals(value, low, high, int(digits))
     return formatting.interval(low, high, d)
 
@@ -72,8 +73,8 @@ def fig(figure, digits=3):
         return ""
     value = figure["value"] if "value" in figure else figure.get("mean")
     if value is None:
-        reason = " ".join(figure.get("warnings", [])) or "undefined for these data"
-        return format_html('<span class="undefined" title="{}">undefined</span>', reason)
+        reason = " ".join(figure.get("warnings", [])) or gettext("undefined for these data")
+        return format_html('<span class="undefined" title="{}">{}</span>', reason, gettext("undefined"))
     from scoring.stats.interpretation import band_bounds
 
     bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
@@ -84,8 +85,16 @@ def fig(figure, digits=3):
     label = (figure.get("interpretation") or {}).get("label")
     band = format_html(' <span class="band">{}</span>', label) if label else ""
     if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell
-        return format_html('{} <small class="muted ci-note">[CI {}]</small>{}', text, figure["ci_note"], band)
+        return format_html('{} <small class="muted ci-note">[{}]</small>{}', text, _ci_note(figure["ci_note"]), band)
     return format_html('{} <small class="muted">{}</small>{}', text, interval, band)
+
+
+def _ci_note(note: str) -> str:
+    """Why a figure has no interval, in the page's language ("CI not estimable (no variation)"); a note not known
+    here as written."""
+    from scoring.stats.bootstrap import NO_VARIATION
+
+    return gettext("CI not estimable (no variation)") if note == NO_VARIATION else f"CI {note}"
 
 
 def _scale(figure: dict) -> tuple | None:
@@ -156,7 +165,7 @@ def box_numbers(values) -> dict:
 def _ba_part(result: dict, key: str, digits: int, sign: bool = False) -> str:
     value = result.get(key)
     if value is None:
-        return "undefined"
+        return gettext("undefined")
     low, high = result.get(f"{key}_ci_low"), result.get(f"{key}_ci_high")
     d = formatting.decimals(value, low, high, digits)
     limits = formatting.interval(low, high, d)
@@ -170,10 +179,14 @@ def bland_altman(result, parts="bias"):
     if not isinstance(result, dict):
         return ""
     if result.get("bias") is None:
-        return format_html('<span class="undefined" title="{}">undefined</span>',
-                           " ".join(result.get("warnings", [])) or "undefined for these data")
-    limits = format_html("limits of agreement {} to {} <small class=\"muted\">(n = {})</small>",
-                         _ba_part(result, "loa_low", 2), _ba_part(result, "loa_high", 2), result.get("n"))
+        return format_html('<span class="undefined" title="{}">{}</span>',
+                           " ".join(result.get("warnings", [])) or gettext("undefined for these data"),
+                           gettext("undefined"))
+    limits = format_html('{} <small class="muted">(n = {})</small>',
+                         gettext("limits of agreement %(low)s to %(high)s")
+                         % {"low": _ba_part(result, "loa_low", 2), "high": _ba_part(result, "loa_high", 2)},
+                         result.get("n"))
     if parts == "limits":
         return limits
-    return format_html("bias {}<br>{}", _ba_part(result, "bias", 2, sign=True), limits)
+    return format_html("{}<br>{}", gettext("bias %(bias)s") % {"bias": _ba_part(result, "bias", 2, sign=True)},
+                       limits)

@@ -84,6 +84,8 @@ def test_verdicts_and_estimates_in_view_details_on_demand(desktop_page):
     url = demo_report_url()
     login(page, "analyst")
     ARTIFACTS.mkdir(exist_ok=True)
+    # first, as a new reader finds them: the key columns at 1366 px, the rest behind the column chooser
+    check_key_columns_and_chooser(page, url)
     problems: dict = {}
     moderate: dict = {}
     for width in WIDTHS:
@@ -198,3 +200,103 @@ def test_an_answer_instruments_report_fits_too(desktop_page, make_user):
         text = page.locator("main").inner_text().lower()
         for word in ("dialogue", "doctor model", "physician", "table 5", "table 6", "binary", "item 4"):
             assert word not in text, (width, word)
+
+
+# Wide tables at 1366 x 768: the judge report's detail tables and the judge selection's per-item tables show their key
+# columns (the item with its text, the figures with their intervals, the verdict) inside the viewport without sideways
+# scrolling; the other columns wait behind a column chooser (a disclosure of checkboxes, used here from the keyboard)
+# that shows a hidden column and remembers the choice per table across a reload. Checked inside the judge report
+# test above, which has the demo's report computed already.
+CHOOSER_WIDTH, HEIGHT = 1366, 768
+# (details, table, key column headings): the columns a reader needs, in view without scrolling
+REPORT_TABLES = (("details-checks", "judge-checks", ("Item", "κ vs each", "Beats a constant answer", "Non-inferior")),
+                 ("details-items", "judge-items", ("Item", "Accuracy", "κ vs each", "κ ceiling")))
+SELECTION_KEYS = ("Candidate", "Verdict", "Agreement with the", "Minus")
+
+
+def selection_url() -> str:
+    """The demo campaign's judge selection, computed ahead for the demo analyst."""
+    from projects.scoping import in_project
+    from projects.services import demo_project
+    from scoring.judges import selection_jobs
+    from scoring.judges.demo import demo_runs
+
+    project = demo_project()
+    campaign, _runs = demo_runs(project=project)
+    with in_project(project):
+        job = selection_jobs.compute_now(campaign, get_user_model().objects.get(username="analyst"))
+    assert job.status == "succeeded", job.error
+    return f"/judges/selection/?campaign={campaign.pk}"
+
+
+def key_columns_in_view(page, testid: str, keys: tuple[str, ...]) -> dict:
+    layout = table_layout(page, testid)
+    assert layout["scroll"] <= layout["client"] + 1, (testid, "scrolls sideways", layout["scroll"], layout["client"])
+    assert layout["left"] >= 0 and layout["right"] <= CHOOSER_WIDTH, (testid, layout["right"])
+    for key in keys:
+        head = next((h for h in layout["heads"] if key in h["text"]), None)
+        assert head is not None, (testid, key, [h["text"] for h in layout["heads"]])
+        assert head["left"] >= 0 and head["right"] <= CHOOSER_WIDTH, (testid, key, head)
+    return layout
+
+
+def visible_heads(page, testid: str) -> list[str]:
+    return page.eval_on_selector_all(
+        f"[data-testid={testid}] thead th",
+        "els => els.filter(el => el.offsetParent !== null).map(el => el.textContent.trim())")
+
+
+def check_key_columns_and_chooser(page, report: str) -> None:
+    """Key columns in view at 1366 x 768 and the column chooser (from the keyboard) showing a hidden column, on the
+    judge report and the judge selection (the analyst logged in, nothing chosen yet in this browser)."""
+    selection = selection_url()
+    page.set_viewport_size({"width": CHOOSER_WIDTH, "height": HEIGHT})
+    page.goto(report)
+    assert fits(page)
+    for details, testid, keys in REPORT_TABLES:
+        page.get_by_test_id(details).locator("summary").first.click()
+        key_columns_in_view(page, testid, keys)
+        # the item's words beside its code, not the code alone
+        first = page.get_by_test_id(testid).locator("tbody th").first.inner_text()
+        assert first.startswith("1.1") and len(first) > 12, first
+    assert "Precision" not in visible_heads(page, "judge-items")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_test_id("details-items").screenshot(path=str(ARTIFACTS / "judge-items-key-columns-1366.png"))
+
+    # the chooser, from the keyboard: open it, tick the first hidden column (Precision), and it shows
+    chooser = page.locator('details[data-columns-for="judge-items-table"]')
+    summary = chooser.locator("summary")
+    assert summary.inner_text().startswith("More columns") and "hidden" in summary.inner_text()
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert chooser.evaluate("el => el.open")
+    page.keyboard.press("Tab")
+    focused = page.evaluate("document.activeElement.value")
+    assert focused == "precision", focused
+    page.keyboard.press("Space")
+    assert "Precision" in visible_heads(page, "judge-items")
+    assert page.get_by_test_id("judge-items").locator("tbody tr").first.locator("td").nth(2).is_visible()
+    # remembered for this table in this browser, and only for it
+    page.reload()
+    page.get_by_test_id("details-items").locator("summary").first.click()
+    assert "Precision" in visible_heads(page, "judge-items")
+    assert chooser.locator("input[value=precision]").is_checked()
+    stored = page.evaluate("localStorage.getItem('columns:judge-items-table')")
+    assert stored and '"precision":true' in stored
+
+    # the judge selection: each item's table shows its key columns, the rest behind the chooser
+    page.goto(selection)
+    assert fits(page)
+    tables = page.get_by_test_id("selection-item-table")
+    assert tables.count() >= 1
+    heading = page.get_by_test_id("selection-item").first.locator("h2").inner_text()
+    assert heading.startswith("Item 1.1") and len(heading) > 12, heading  # the item's words, not only its code
+    testid = "selection-item-table"
+    layout = key_columns_in_view(page, testid, SELECTION_KEYS)
+    assert not any(h["text"] == "Unscored" and h["right"] > 0 for h in layout["heads"] if h["right"] - h["left"] > 0)
+    first_chooser = page.locator("details[data-columns-for^=selection-item-]").first
+    first_chooser.locator("summary").click()
+    first_chooser.get_by_label("Unscored").check()
+    shown = page.eval_on_selector_all("[data-testid=selection-item-table] thead th[data-col=unscored]",
+                                      "els => els.map(el => el.offsetParent !== null)")
+    assert shown and all(shown), shown  # the item tables share the choice

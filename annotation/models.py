@@ -447,9 +447,9 @@ class Campaign(ProjectOwned, SoftDeletable):
     """Physicians rate (part of) a corpus on one scale version, each dialogue by ``overlap`` raters."""
 
     class Phase(models.TextChoices):
-        TRIAL = "trial", "Trial"
-        FORMAL = "formal", "Formal"
-        IMPORTED = "imported", "Imported labels"
+        TRIAL = "trial", _("Trial")
+        FORMAL = "formal", _("Formal")
+        IMPORTED = "imported", _("Imported labels")
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"

@@ -31,7 +31,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import SuspiciousFileOperation
 from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import translation
 from django.utils._os import safe_join
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django.views.static import serve
 
@@ -41,11 +44,31 @@ CONFIG = Path(settings.BASE_DIR) / "mkdocs.yml"
 SOURCES = Path(settings.BASE_DIR) / "docs"
 HASHES = "csp-script-hashes.json"  # written last: a site folder holding it is complete
 BUILD_SECONDS = 300
+#: The page languages whose manual pages exist in translation (``page.zh.md`` beside ``page.md``, built by
+#: mkdocs-static-i18n under ``zh/``), by the folder of the built site.
+MANUAL_FOLDERS = {"zh-hans": "zh"}
 INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S | re.I)
 
 
 class ManualUnavailable(RuntimeError):
     """The manual could not be built (the message says why)."""
+
+
+def manual_url(page: str = "", language: str | None = None) -> str:
+    """The address of a manual page (``""`` the home, ``"users/physicians/"``) in ``language`` (the page's language
+    when not given) where the manual has that page in it, else in English."""
+    base = reverse("help")
+    folder = MANUAL_FOLDERS.get(language or translation.get_language() or "")
+    if folder:
+        stem = page.strip("/") or "index"
+        if (SOURCES / f"{stem}.{folder}.md").is_file() or (SOURCES / stem / f"index.{folder}.md").is_file():
+            return f"{base}{folder}/{page}"
+    return base + page
+
+
+def help_link(request) -> dict:
+    """Context processor: the Help link of every page opens the manual in the reader's language (one stat call)."""
+    return {"help_url": manual_url()}
 
 
 @functools.cache
@@ -132,8 +155,8 @@ def manual(request, path: str = ""):
         site = built_site()
     except (ManualUnavailable, OSError) as exc:
         logger.error("The manual could not be built: %s", exc)
-        return HttpResponse("The manual could not be built on this server; the administrators will find why in "
-                            "the server log. Its pages are the Markdown files in the docs/ folder of the source.",
+        return HttpResponse(_("The manual could not be built on this server; the administrators will find why in "
+                              "the server log. Its pages are the Markdown files in the docs/ folder of the source."),
                             status=503, content_type="text/plain; charset=utf-8")
     try:
         target = Path(safe_join(site, path))

@@ -24,23 +24,24 @@
 // An element #work-status with data-started and data-ready phrases follows the answers: "In progress" after the
 // first answer of a task not started, data-ready once every needed answer is saved.
 // A fieldset with data-optional (a free-text item) is saved like the others but never needed for submitting.
-// The words it shows come from the page's JSON block #ui-text (annotation/ui_text.py: English or 中文), English
-// when a page has none.
+// The words it shows are the page language's (gettext, the JavaScript catalogue base.html loads); a page's JSON block
+// #ui-text (annotation/ui_text.py: the rating pages' own language switch) overrides them.
 (function () {
   "use strict";
-  const ENGLISH = {
-    saved: "Saved", saving: "Saving…", retrying: "Not saved yet, retrying…", waiting: "Waiting to send",
-    failed: "Not saved: {reason}",
-    refused: "refused", submit: "Submit", submit_left: "Submit ({n} left)",
-    n_waiting: "{n} waiting",
-    leave_unsubmitted: "Every item is answered but this is not submitted yet. Leave it unsubmitted?",
-    session_ended: "Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and " +
-      "will be sent automatically.",
-    pending: "{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers.",
-    waiting_offline: "{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when " +
-      "the connection is back.",
-    unreachable: "Could not reach the server; your answers are kept. Try again in a moment.",
-    server_refused: "The server refused that.",
+  const _ = window.gettext || ((text) => text);
+  const WORDS = {
+    saved: _("Saved"), saving: _("Saving…"), retrying: _("Not saved yet, retrying…"), waiting: _("Waiting to send"),
+    failed: _("Not saved: {reason}"),
+    refused: _("refused"), submit: _("Submit"), submit_left: _("Submit ({n} left)"),
+    n_waiting: _("{n} waiting"),
+    leave_unsubmitted: _("Every item is answered but this is not submitted yet. Leave it unsubmitted?"),
+    session_ended:
+      _("Your session has ended. Log in again in another tab: {n} answer(s) are kept in this browser and will be sent automatically."),
+    pending: _("{n} answer(s) not saved yet. They are kept in this browser and sent as soon as the server answers."),
+    waiting_offline:
+      _("{n} answer(s) waiting to send: you are offline. They are kept in this browser and sent when the connection is back."),
+    unreachable: _("Could not reach the server; your answers are kept. Try again in a moment."),
+    server_refused: _("The server refused that."),
   };
   // The phrase `key` with its {placeholders} filled from `values`.
   window.uiText = function (key, values) {
@@ -48,7 +49,7 @@
       let own = {};
       const block = document.getElementById("ui-text");
       try { own = block ? JSON.parse(block.textContent) : {}; } catch (e) { own = {}; }
-      window.uiText.table = Object.assign({}, ENGLISH, own);
+      window.uiText.table = Object.assign({}, WORDS, own);
     }
     const text = window.uiText.table[key] !== undefined ? window.uiText.table[key] : key;
     return text.replace(/\{(\w+)\}/g, (whole, name) => (values && name in values ? String(values[name]) : whole));

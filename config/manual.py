@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 CONFIG = Path(settings.BASE_DIR) / "mkdocs.yml"
 SOURCES = Path(settings.BASE_DIR) / "docs"
+THEME = "mkdocs_overrides"  # the theme's own templates (custom_dir), beside mkdocs.yml
 HASHES = "csp-script-hashes.json"  # written last: a site folder holding it is complete
 BUILD_SECONDS = 300
 #: The page languages whose manual pages exist in translation (``page.zh.md`` beside ``page.md``, built by
@@ -74,16 +75,18 @@ def help_link(request) -> dict:
 @functools.cache
 def _builder_versions() -> str:
     try:
-        return f"mkdocs {version('mkdocs')}, mkdocs-material {version('mkdocs-material')}"
+        return (f"mkdocs {version('mkdocs')}, mkdocs-material {version('mkdocs-material')}, "
+                f"mkdocs-static-i18n {version('mkdocs-static-i18n')}")
     except PackageNotFoundError:
         return "mkdocs missing"
 
 
 def fingerprint() -> str:
-    """Names the sources' state: every file of docs/ and mkdocs.yml by path, size and modification time, and the
-    builder's versions. A few dozen stat calls, so it is taken on every request."""
+    """Names the sources' state: every file of docs/, mkdocs_overrides/ and mkdocs.yml by path, size and modification
+    time, and the builder's versions. A few dozen stat calls, so it is taken on every request."""
     digest = hashlib.sha256(_builder_versions().encode())
-    for path in [CONFIG, *sorted(p for p in SOURCES.rglob("*") if p.is_file())]:
+    files = sorted(p for folder in (SOURCES, CONFIG.parent / THEME) for p in folder.rglob("*") if p.is_file())
+    for path in [CONFIG, *files]:
         stat = path.stat()
         digest.update(f"{path.relative_to(CONFIG.parent)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]

@@ -62,10 +62,13 @@ PAGES: list[Page] = [
     # scales
     *(Page("scale-list", role) for role in ("coordinator", "analyst", "physician")),
     Page("scale-new", "coordinator"),
-    *(Page("scale-detail", role, ("scale.slug",)) for role in ("coordinator", "analyst")),
+    *(Page("scale-detail", role, ("scale.slug",)) for role in ("coordinator", "analyst", "physician")),
+    *(Page("scale-version", role, ("scale.slug", "=1")) for role in ("coordinator", "analyst")),
     Page("scale-version", "physician", ("library_scale.slug", "library_version.number")),
     # label history
     Page("label-history", "coordinator", ("assignment",)),
+    # the services' state
+    Page("system", "coordinator"),
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]

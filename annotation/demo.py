@@ -307,6 +307,7 @@ def start_here(user, held: set[str], project=None) -> list[dict[str, str]]:
     neither), asked only in the demo project."""
     from django.apps import apps
     from django.urls import reverse
+    from django.utils.translation import gettext as _
 
     from annotation.models import Assignment, Campaign
 
@@ -321,30 +322,31 @@ def start_here(user, held: set[str], project=None) -> list[dict[str, str]]:
         demo = projects_of(user).filter(is_demo=True).first()
         if demo is not None:
             links.append({"kind": "switch", "url": reverse("project-switch"), "project": demo.pk,
-                          "text": f"Switch to the project {demo.name!r}",
-                          "note": "the demo study: a finished campaign, reports, judges, a Delphi study"})
+                          "text": _("Switch to the project “%(name)s”") % {"name": demo.name},
+                          "note": _("the demo study: a finished campaign, reports, judges, a Delphi study")})
     if PHYSICIAN in held and in_demo:
         done = (Assignment.objects.filter(rater=user, campaign=finished, status=Assignment.Status.SUBMITTED)
                 .order_by("position").first() if finished else None)
         if done is not None:
             links.append({"kind": "demo", "url": reverse("rate", args=[done.pk]),
-                          "text": "A dialogue you rated in the finished demo study",
-                          "note": "your submitted answers, item by item"})
-        links.append({"kind": "step", "url": reverse("rate-next"), "text": "Rate a demo dialogue yourself",
-                      "note": "every click is saved at once"})
+                          "text": _("A dialogue you rated in the finished demo study"),
+                          "note": _("your submitted answers, item by item")})
+        links.append({"kind": "step", "url": reverse("rate-next"), "text": _("Rate a demo dialogue yourself"),
+                      "note": _("every click is saved at once")})
     if finished is not None and held & {COORDINATOR, ANALYST}:
         links.append({"kind": "demo", "url": reverse("campaign-report", args=[finished.pk]),
-                      "text": "Agreement report of the finished demo study",
-                      "note": "kappas, Gwet's AC1, Krippendorff's alpha, ICC, plots, Table 6 by model"})
+                      "text": _("Agreement report of the finished demo study"),
+                      "note": _("kappas, Gwet's AC1, Krippendorff's alpha, ICC, plots, Table 6 by model")})
     if finished is not None and COORDINATOR in held:
         links.append({"kind": "demo", "url": reverse("campaign-detail", args=[finished.pk]),
-                      "text": "Progress of the finished demo campaign", "note": "per rater and per dialogue"})
+                      "text": _("Progress of the finished demo campaign"),
+                      "note": _("per rater and per dialogue")})
     for config in apps.get_app_configs():
         if in_demo and config.name != "annotation" and hasattr(config, "start_here"):
             links.extend(config.start_here(user, held, project))
     if COORDINATOR in held:
-        links.append({"kind": "step", "url": reverse("corpus-upload"), "text": "Import your own dialogues",
-                      "note": "JSON Lines; the first real step"})
-        links.append({"kind": "step", "url": reverse("campaign-new"), "text": "Create a campaign",
-                      "note": "send a corpus to physicians on one scale version"})
+        links.append({"kind": "step", "url": reverse("corpus-upload"), "text": _("Import your own dialogues"),
+                      "note": _("JSON Lines; the first real step")})
+        links.append({"kind": "step", "url": reverse("campaign-new"), "text": _("Create a campaign"),
+                      "note": _("send a corpus to physicians on one scale version")})
     return links

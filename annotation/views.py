@@ -22,7 +22,7 @@ from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, Priv
 from annotation.paging import paginate
 from projects import scoping, tokens
 from projects.access import current, get_in_project_or_404, request_has_role, role_required
-from projects.roles import ADMIN, ANALYST, COORDINATOR, ROLES, effective_roles
+from projects.roles import ADMIN, ANALYST, COORDINATOR, ROLE_LABELS, ROLES, effective_roles
 
 STAFF_ROLES = (COORDINATOR, ANALYST)
 
@@ -55,7 +55,7 @@ def home(request):
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [
-            (role, User.objects.filter(groups__name=role, is_active=True).count() if role == ADMIN
+            (ROLE_LABELS[role], User.objects.filter(groups__name=role, is_active=True).count() if role == ADMIN
              else User.objects.filter(memberships__role=role, memberships__project=project, is_active=True)
              .distinct().count()) for role in ROLES
         ]

@@ -28,7 +28,11 @@ What it does:
   6. Times ``manage.py judge_report`` and ``manage.py agreement`` on the large study as processes (Django's start
      included), with their figures stored by the workers (``--commands-runs`` each, 0 to skip).
 
+``--language zh-hans`` crawls with a browser asking for that language (``Accept-Language`` and the language cookie;
+the accounts hold no choice of their own) and counts the pages that answered in another language.
+
 Run:  .venv/bin/python bench/bench_pages.py [--postgres] [--per-pattern 3] [--rebuild] [--commands-runs 3]
+      [--language en|zh-hans]
 Exit status 0 when the benchmark ran (targets met or not), 1 when it could not run.
 """
 
@@ -371,18 +375,20 @@ def stored_judge_figures(users) -> None:
 # --------------------------------------------------------------------------------------------------------------
 # the crawl (a fresh process)
 # --------------------------------------------------------------------------------------------------------------
-def crawl(per_pattern: int, max_pages: int) -> dict:
+def crawl(per_pattern: int, max_pages: int, language: str = "en") -> dict:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
     from django.urls import Resolver404, resolve
 
     User = get_user_model()
+    browser = {"HTTP_ACCEPT_LANGUAGE": language}
     # A new server's first request loads the URLconf, the middleware and the templates' machinery; timed apart.
     t0 = time.perf_counter()
-    Client().get("/accounts/login/")
+    Client(**browser).get("/accounts/login/")
     warmup = time.perf_counter() - t0
     print(f"  the server's first request (login page: URLconf, middleware, templates): {warmup * 1000:.0f} ms",
           flush=True)
@@ -397,7 +403,8 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
         if user is None:
             print(f"  no user {username}; skipped")
             continue
-        client = Client()
+        client = Client(**browser)
+        client.cookies[settings.LANGUAGE_COOKIE_NAME] = language
         client.force_login(user)
         if username == "bench-admin":  # the Django admin's lists (the crawl of the app's pages skips /admin/)
             queue = extra["admin"]
@@ -429,6 +436,7 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
                 repeats.append(time.perf_counter() - t0)
             text = body.decode("utf-8", "replace") if "html" in response.get("Content-Type", "") else ""
             rows.append({"role": label, "url": url, "pattern": pattern, "status": response.status_code,
+                         "language": response.get("Content-Language", ""),
                          "first": first, "repeat": repeats,
                          "computing": 'data-testid="figures-computing"' in text or "Computing the report" in text,
                          "updating": 'data-testid="figures-updating"' in text})
@@ -446,7 +454,7 @@ def crawl(per_pattern: int, max_pages: int) -> dict:
                     queue.append(local)
         print(f"  {label}: {len([r for r in rows if r['role'] == label])} pages in "
               f"{time.monotonic() - started:.1f} s", flush=True)
-    return {"rows": rows, "warmup": warmup, "patterns": view_patterns()}
+    return {"rows": rows, "warmup": warmup, "patterns": view_patterns(), "language": language}
 
 
 def unlinked_urls() -> dict[str, list[str]]:
@@ -525,6 +533,10 @@ def report(result: dict) -> None:
     print(f"pages that were computing figures on first view: {len(computing)}"
           + "".join(f"\n  {r['role']}: {r['url']}" for r in computing))
     print(f"pages showing stored figures marked updating: {sum(r['updating'] for r in rows)}")
+    language = result.get("language", "en")
+    other = [r for r in rows if r.get("language") and r["language"] != language]
+    print(f"language asked for: {language}; pages answered in another: {len(other)}"
+          + "".join(f"\n  {r['role']}: {r['url']} ({r['language']})" for r in other[:10]))
     ok_first = not slow
     ok_p95 = percentile(first, 95) <= TARGET_P95
     print(f"TARGET every page <= {TARGET_FIRST:.0f} s on first view: {'PASS' if ok_first else 'FAIL'}; "
@@ -542,6 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="a small study (a smoke test of the script)")
     parser.add_argument("--commands-runs", type=int, default=3,
                         help="processes of judge_report and agreement timed (0: none)")
+    parser.add_argument("--language", default="en", help="the language the browser asks for (en, zh-hans)")
     parser.add_argument("--crawl", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
     if args.small:
@@ -549,16 +562,17 @@ def main(argv: list[str] | None = None) -> int:
         N_DIALOGUES, N_COMPARISONS = 40, 20
     configure(args)
     if args.crawl:
-        print(json.dumps(crawl(args.per_pattern, args.max_pages)))
+        print(json.dumps(crawl(args.per_pattern, args.max_pages, args.language)))
         return 0
     from machine import calibration_line
 
     print(calibration_line())
-    print(f"mode: {mode_name()}")
+    print(f"mode: {mode_name()}; language: {args.language}")
     prepare(args.rebuild)
     print("crawling in a fresh process (cold imports, as a newly started server)...", flush=True)
     child = subprocess.run([sys.executable, __file__, "--crawl", "--per-pattern", str(args.per_pattern),
-                            "--max-pages", str(args.max_pages), *(["--postgres"] if args.postgres else []),
+                            "--max-pages", str(args.max_pages), "--language", args.language,
+                            *(["--postgres"] if args.postgres else []),
                             "--var", args.var], capture_output=True, text=True, env=os.environ.copy())
     lines = child.stdout.strip().splitlines()
     for line in lines[:-1]:

@@ -22,6 +22,7 @@ from django.core.exceptions import BadRequest
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views import defaults
 
 from annotation import failures, storable
@@ -91,7 +92,8 @@ def handler400(request, exception=None, *args, **kwargs):
     return error_response(request, 400, _("Bad request"), message)
 
 
-NUL_MESSAGE = "The request contains a NUL character (\\x00), which cannot be stored; remove it and try again."
+NUL_MESSAGE = gettext_lazy("The request contains a NUL character (\\x00), which cannot be stored; remove it and try "
+                           "again.")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 API_PREFIX = "/api/"
 
@@ -112,7 +114,8 @@ def json_body_problem(request) -> str | None:
     if not storable.might_be_unstorable(request.body.decode("utf-8")):
         return None
     problem = storable.json_problem(data)
-    return f"The request cannot be saved: {problem}; remove it and try again." if problem else None
+    return _("The request cannot be saved: %(problem)s; remove it and try again.") % {"problem": problem} \
+        if problem else None
 
 
 class RejectUnstorableText:
@@ -131,11 +134,11 @@ class RejectUnstorableText:
         if not has_nul and request.method == "POST" and request.content_type in FORM_TYPES:
             has_nul = _has_nul(request.POST)
         if has_nul:
-            return error_response(request, 400, "Bad request", NUL_MESSAGE)
+            return error_response(request, 400, _("Bad request"), str(NUL_MESSAGE))
         if request.method in ("POST", "PUT", "PATCH"):
             problem = json_body_problem(request)
             if problem:
-                return error_response(request, 400, "Bad request", problem)
+                return error_response(request, 400, _("Bad request"), problem)
         return self.get_response(request)
 
     def process_exception(self, request, exc):

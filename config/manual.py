@@ -31,7 +31,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import SuspiciousFileOperation
 from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import translation
 from django.utils._os import safe_join
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django.views.static import serve
 
@@ -39,8 +42,12 @@ logger = logging.getLogger(__name__)
 
 CONFIG = Path(settings.BASE_DIR) / "mkdocs.yml"
 SOURCES = Path(settings.BASE_DIR) / "docs"
+THEME = "mkdocs_overrides"  # the theme's own templates (custom_dir), beside mkdocs.yml
 HASHES = "csp-script-hashes.json"  # written last: a site folder holding it is complete
 BUILD_SECONDS = 300
+#: The page languages whose manual pages exist in translation (``page.zh.md`` beside ``page.md``, built by
+#: mkdocs-static-i18n under ``zh/``), by the folder of the built site.
+MANUAL_FOLDERS = {"zh-hans": "zh"}
 INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S | re.I)
 
 
@@ -48,19 +55,38 @@ class ManualUnavailable(RuntimeError):
     """The manual could not be built (the message says why)."""
 
 
+def manual_url(page: str = "", language: str | None = None) -> str:
+    """The address of a manual page (``""`` the home, ``"users/physicians/"``) in ``language`` (the page's language
+    when not given) where the manual has that page in it, else in English."""
+    base = reverse("help")
+    folder = MANUAL_FOLDERS.get(language or translation.get_language() or "")
+    if folder:
+        stem = page.strip("/") or "index"
+        if (SOURCES / f"{stem}.{folder}.md").is_file() or (SOURCES / stem / f"index.{folder}.md").is_file():
+            return f"{base}{folder}/{page}"
+    return base + page
+
+
+def help_link(request) -> dict:
+    """Context processor: the Help link of every page opens the manual in the reader's language (one stat call)."""
+    return {"help_url": manual_url()}
+
+
 @functools.cache
 def _builder_versions() -> str:
     try:
-        return f"mkdocs {version('mkdocs')}, mkdocs-material {version('mkdocs-material')}"
+        return (f"mkdocs {version('mkdocs')}, mkdocs-material {version('mkdocs-material')}, "
+                f"mkdocs-static-i18n {version('mkdocs-static-i18n')}")
     except PackageNotFoundError:
         return "mkdocs missing"
 
 
 def fingerprint() -> str:
-    """Names the sources' state: every file of docs/ and mkdocs.yml by path, size and modification time, and the
-    builder's versions. A few dozen stat calls, so it is taken on every request."""
+    """Names the sources' state: every file of docs/, mkdocs_overrides/ and mkdocs.yml by path, size and modification
+    time, and the builder's versions. A few dozen stat calls, so it is taken on every request."""
     digest = hashlib.sha256(_builder_versions().encode())
-    for path in [CONFIG, *sorted(p for p in SOURCES.rglob("*") if p.is_file())]:
+    files = sorted(p for folder in (SOURCES, CONFIG.parent / THEME) for p in folder.rglob("*") if p.is_file())
+    for path in [CONFIG, *files]:
         stat = path.stat()
         digest.update(f"{path.relative_to(CONFIG.parent)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
@@ -132,8 +158,8 @@ def manual(request, path: str = ""):
         site = built_site()
     except (ManualUnavailable, OSError) as exc:
         logger.error("The manual could not be built: %s", exc)
-        return HttpResponse("The manual could not be built on this server; the administrators will find why in "
-                            "the server log. Its pages are the Markdown files in the docs/ folder of the source.",
+        return HttpResponse(_("The manual could not be built on this server; the administrators will find why in "
+                              "the server log. Its pages are the Markdown files in the docs/ folder of the source."),
                             status=503, content_type="text/plain; charset=utf-8")
     try:
         target = Path(safe_join(site, path))

@@ -135,6 +135,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "projects.context_processors.roles",
+                "config.manual.help_link",
             ],
         },
     },

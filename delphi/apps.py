@@ -25,6 +25,7 @@ class DelphiConfig(AppConfig):
         if not held & {"coordinator", "analyst"} or project is None or not project.is_demo:
             return []
         from django.urls import reverse
+        from django.utils.translation import gettext as _
 
         from delphi.demo import TITLE
         from delphi.models import Round
@@ -34,8 +35,8 @@ class DelphiConfig(AppConfig):
         if rnd is None:
             return []
         return [{"kind": "demo", "url": reverse("delphi:round", args=[rnd.pk]),
-                 "text": f"Delphi statistics, round {rnd.number}",
-                 "note": "mean, CV, agreement, Kendall's W and chi-square per round"}]
+                 "text": _("Delphi statistics, round %(number)d") % {"number": rnd.number},
+                 "note": _("mean, CV, agreement, Kendall's W and chi-square per round")}]
 
     def ready(self) -> None:
         from config import reconcile

@@ -19,12 +19,13 @@ from django.db import models
 from django.db.models import F, Max, Min, QuerySet
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound
 
 from projects import scoping
 from projects.models import Membership, Project, project_id_of
-from projects.roles import forget_roles, has_role, is_admin
+from projects.roles import ROLE_LABELS, forget_roles, has_role, is_admin
 from projects.tokens import ExpiringTokenAuthentication
 
 SESSION_KEY = "minicex_project"
@@ -263,7 +264,8 @@ def role_required(*roles: str):
         @login_required
         def wrapper(request, *args, **kwargs):
             if not has_role(request.user, *roles, project=request.project):
-                message = f"This page is for: {', '.join(roles)}."
+                message = _("This page is for: %(roles)s.") % {
+                    "roles": ", ".join(str(ROLE_LABELS.get(role, role)) for role in roles)}
                 held = (Project.objects.filter(memberships__user=request.user, memberships__role__in=roles)
                         .exclude(pk=getattr(request.project, "pk", None)).distinct().order_by("name"))
                 if held:
@@ -271,6 +273,7 @@ def role_required(*roles: str):
                 raise PermissionDenied(message)
             return view(request, *args, **kwargs)
 
+        wrapper.required_roles = roles  # for the tests that skip what a role is refused
         return wrapper
 
     return decorator

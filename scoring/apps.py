@@ -26,6 +26,7 @@ class ScoringConfig(AppConfig):
         if not held & {"coordinator", "analyst"} or project is None or not project.is_demo:
             return []
         from django.urls import reverse
+        from django.utils.translation import gettext as _
 
         from scoring.judges.demo import demo_runs
         from scoring.preference.demo import FINISHED_STUDY
@@ -36,17 +37,17 @@ class ScoringConfig(AppConfig):
         if campaign is not None and runs:
             query = f"?campaign={campaign.pk}"
             links.append({"kind": "demo", "url": reverse("judge-run-report", args=[runs[0].pk]) + query,
-                          "text": "Synthetic LLM judge vs physicians",
-                          "note": "Table 5 per item: kappa, accuracy, verdicts; judges' scores by model"})
+                          "text": _("Synthetic LLM judge vs physicians"),
+                          "note": _("Table 5 per item: kappa, accuracy, verdicts; judges' scores by model")})
             if len(runs) > 1:
                 links.append({"kind": "demo", "url": reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
-                              + query, "text": "Per-item vs per-dialogue judging", "note": "the two modes side "
-                                                                                          "by side"})
+                              + query, "text": _("Per-item vs per-dialogue judging"),
+                          "note": _("the two modes side by side")})
         study = (PreferenceStudy.objects.alive().filter(name=FINISHED_STUDY, status="unblinded")
                  .first())
         if study is not None:
             links.append({"kind": "demo", "url": reverse("preference-results", args=[study.pk]),
-                          "text": "Preference study result", "note": "win/tie/loss, Bradley-Terry ranking"})
+                          "text": _("Preference study result"), "note": _("win/tie/loss, Bradley-Terry ranking")})
         return links
 
     def physician_work(self, user) -> list[dict]:

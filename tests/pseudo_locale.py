@@ -47,6 +47,8 @@ class Page:
 PAGES: list[Page] = [
     # signing in and the account
     Page("login", "anonymous"),
+    # the home page (with the top bar, menus, account menu and footer every page shares)
+    *(Page("home", role) for role in ("coordinator", "analyst", "physician")),
     *(Page(name, role) for role in ("coordinator", "analyst", "physician")
       for name in ("project-list", "api-token-page", "password_change", "password_change_done")),
     # projects
@@ -63,7 +65,8 @@ PAGES: list[Page] = [
     # scales
     *(Page("scale-list", role) for role in ("coordinator", "analyst", "physician")),
     Page("scale-new", "coordinator"),
-    *(Page("scale-detail", role, ("scale.slug",)) for role in ("coordinator", "analyst")),
+    *(Page("scale-detail", role, ("scale.slug",)) for role in ("coordinator", "analyst", "physician")),
+    *(Page("scale-version", role, ("scale.slug", "=1")) for role in ("coordinator", "analyst")),
     Page("scale-version", "physician", ("library_scale.slug", "library_version.number")),
     # label history
     Page("label-history", "coordinator", ("assignment",)),
@@ -164,20 +167,25 @@ ATTRIBUTES = ("aria-label", "placeholder", "title", "alt")
 
 
 class _Text(HTMLParser):
-    """The visible text of ``<main>`` in document order, and the translatable attributes' values."""
+    """The visible text of the page (its ``<body>``: the top bar, menus and footer too, and the ``<title>``) in
+    document order, and the translatable attributes' values."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.depth_main = 0
+        self.depth_body = 0
+        self.in_title = False
         self.skipping = 0
         self.parts: list[str] = []
         self.attributes: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        if tag == "main":
-            self.depth_main += 1
-        if not self.depth_main:
+        if tag == "body":
+            self.depth_body += 1
+        if tag == "title":
+            self.in_title = True
+            self.parts.append("\n")
+        if not self.depth_body:
             return
         if tag not in VOID and (self.skipping or tag in SKIP or attrs.get("translate") == "no"):
             self.skipping += 1
@@ -188,20 +196,28 @@ class _Text(HTMLParser):
                 self.attributes.append(attrs[name])
         if tag == "input" and attrs.get("type") in {"submit", "button"} and attrs.get("value"):
             self.attributes.append(attrs["value"])
-        if tag in {"br", "p", "li", "td", "th", "div", "section", "h1", "h2", "h3", "dt", "dd", "option", "tr"}:
+        if tag in BLOCKS:
             self.parts.append("\n")
 
     def handle_endtag(self, tag):
-        if not self.depth_main:
+        if tag == "title":
+            self.in_title = False
+            self.parts.append("\n")
+        if not self.depth_body:
             return
         if self.skipping:
             self.skipping -= 1
-        if tag == "main":
-            self.depth_main -= 1
+        if tag == "body":
+            self.depth_body -= 1
 
     def handle_data(self, data):
-        if self.depth_main and not self.skipping:
+        if self.in_title or (self.depth_body and not self.skipping):
             self.parts.append(data)
+
+
+#: Elements whose text stands apart from its neighbours' (a line of its own in the visible text).
+BLOCKS = {"br", "p", "li", "td", "th", "div", "section", "h1", "h2", "h3", "dt", "dd", "option", "tr", "header", "nav",
+          "footer", "main", "summary", "label", "button", "form", "details"}
 
 
 def visible_text(page_html: str) -> tuple[str, list[str]]:
@@ -214,7 +230,8 @@ _INNERMOST = re.compile(re.escape(OPEN) + "[^" + OPEN + CLOSE + "]*" + re.escape
 #: What may stand outside the markers besides data: digits, punctuation, symbols and space, the product's name
 #: and the names of standards and tools (written alike in every language).
 _NEUTRAL = re.compile(r"^(?:[\W\d_]|\bv\d+\b)*$")
-PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM", "XLSX", "CSV", "KMO", "SHA-256")
+PROPER_NAMES = ("Mini-CEX Workbench", "Mini-CEX", "UTC", "HTTP", "JSON", "LLM", "XLSX", "CSV", "SPSS", "KMO",
+                "SHA-256")
 #: Statistical symbols written alike in every language (the Delphi authority coefficients, counts, quartiles),
 #: removed only as whole words.
 SYMBOLS = ("Ca", "Cs", "Cr", "n", "Q1", "Q3", "W", "df", "p")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -114,6 +115,21 @@ def test_the_manual_has_a_page_per_audience_and_a_local_search_index(site):
     assert list((site / "assets" / "javascripts" / "workers").glob("search.*.js"))
 
 
+def test_the_manual_has_chinese_pages_for_physicians_and_delphi_panels(site):
+    """getting-started, the physicians' and the Delphi page in Simplified Chinese under zh/ (mkdocs-static-i18n),
+    with the theme's words in Chinese and a switch back to the English page; any other page shows its English
+    under zh/, marked lang="en" below a note in Chinese."""
+    for page in ("", "getting-started/", "users/physicians/", "users/delphi/"):
+        text = (site / "zh" / page / "index.html").read_text(encoding="utf-8")
+        assert '<html lang="zh"' in text and "本页尚无中文版" not in text, page
+        assert 'hreflang="en"' in text, page
+    assert "为对话评分" in (site / "zh" / "users" / "physicians" / "index.html").read_text(encoding="utf-8")
+    assert "权威系数" in (site / "zh" / "users" / "delphi" / "index.html").read_text(encoding="utf-8")
+    english = (site / "zh" / "statistics" / "index.html").read_text(encoding="utf-8")
+    assert "本页尚无中文版" in english and '<div lang="en">' in english
+    assert 'hreflang="zh"' in (site / "users" / "physicians" / "index.html").read_text(encoding="utf-8")
+
+
 def test_the_manual_holds_no_inline_style(site):
     """The app serves the manual under its Content-Security-Policy, whose style-src allows only the site's own files
     (config/manual.py adds hashes for inline scripts, not styles): a column aligned in Markdown (``---:``) or HTML
@@ -151,6 +167,7 @@ def test_a_broken_relative_link_fails_the_strict_build(tmp_path):
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nSee [nowhere](nowhere.md) and [here](#gone).\n")
     config = tmp_path / "mkdocs.yml"
     config.write_text((BASE / "mkdocs.yml").read_text().split("\nnav:")[0] + "\n")
+    shutil.copytree(BASE / "mkdocs_overrides", tmp_path / "mkdocs_overrides")  # the theme's custom_dir
     done = build(tmp_path / "site", config)
     assert done.returncode != 0
     assert "nowhere.md" in done.stdout + done.stderr
@@ -174,7 +191,12 @@ def test_the_readme_is_a_door_with_the_two_commands_and_the_real_demo_logins():
     for page in (readme, (BASE / "docs" / "getting-started.md").read_text(encoding="utf-8")):
         rows = set(re.findall(r"^\| (\w+) \| `([^`]+)` \| `([^`]+)` \|$", page, re.M))
         assert rows == demo
-    # every page of the manual is linked from the README's map
+    # the Chinese page's table names the roles in Chinese, with the same logins
+    chinese = (BASE / "docs" / "getting-started.zh.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^\| \w+ \| `([^`]+)` \| `([^`]+)` \|$", chinese, re.M)) == {row[1:] for row in demo}
+    # every page of the manual is linked from the README's map (a translation, page.zh.md, through its page)
     for page in (BASE / "docs").rglob("*.md"):
-        if page.name != "index.md" or page.parent.name == "operations":
+        if page.suffixes[-2:] == [".zh", ".md"]:
+            assert page.with_name(page.name.replace(".zh.md", ".md")).exists(), page
+        elif page.name != "index.md" or page.parent.name == "operations":
             assert f"docs/{page.relative_to(BASE / 'docs')}" in readme, page

@@ -143,3 +143,33 @@ def test_the_manual_and_its_search_work_in_a_browser(page, live_server, make_use
     outside = [url for url in requests if url.startswith(("http:", "https:", "ws:", "wss:"))
                and not url.startswith(live_server.url)]
     assert outside == [], "the manual loaded something from another site"
+
+
+def test_the_help_link_opens_the_manual_in_the_readers_language(client, physician, settings):
+    """Help opens the Chinese manual for a reader whose page is in Chinese (the manual has those pages:
+    docs/index.zh.md, getting-started, physicians, Delphi), the English one otherwise; a page not translated yet
+    opens in English."""
+    client.force_login(physician)
+    assert 'href="/help/">' in client.get("/", headers={"accept-language": "en"}).content.decode()
+    home = client.get("/", headers={"accept-language": "zh-CN,zh;q=0.9"}).content.decode()
+    assert 'href="/help/zh/">帮助</a>' in home
+    assert manual.manual_url("users/physicians/", "zh-hans") == "/help/zh/users/physicians/"
+    assert manual.manual_url("users/delphi/", "zh-hans") == "/help/zh/users/delphi/"
+    assert manual.manual_url("getting-started/", "zh-hans") == "/help/zh/getting-started/"
+    assert manual.manual_url("users/physicians/", "en") == "/help/users/physicians/"
+    untranslated = next(p for p in sorted((BASE / "docs").rglob("*.md"))
+                        if ".zh." not in p.name and not p.with_suffix(".zh.md").exists())
+    page = str(untranslated.relative_to(BASE / "docs").with_suffix("")) + "/"
+    assert manual.manual_url(page, "zh-hans") == f"/help/{page}"
+
+
+def test_the_chinese_manual_is_in_chinese_and_marks_what_is_not_translated_yet(client, physician):
+    client.force_login(physician)
+    response = client.get("/help/zh/users/physicians/")
+    assert response.status_code == 200
+    page = b"".join(response.streaming_content).decode()
+    assert '<html lang="zh"' in page and "为对话评分" in page
+    assert 'hreflang="en"' in page  # the manual's own language switch, back to the English page
+    # a page with no Chinese text yet: its English, marked as such, under a note in Chinese
+    statistics = b"".join(client.get("/help/zh/statistics/").streaming_content).decode()
+    assert "本页尚无中文版" in statistics and '<div lang="en">' in statistics

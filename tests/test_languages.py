@@ -186,8 +186,7 @@ def test_a_panel_link_opens_in_the_language_the_coordinator_set(client, world, d
     assert panelist.language == "zh-hans"
     assert AuditEvent.unscoped.filter(action="delphi.panel.language", target_id=str(panelist.pk)).exists()
     response = client.get(link, headers=english)
-    # the questionnaire's template is not translated yet: its html lang stays English, the language is in force
-    assert response["Content-Language"] == "zh-hans"
+    assert response["Content-Language"] == "zh-hans" and _lang(response) == "zh-hans"
     # unknown codes change nothing
     coordinator.post(url, {"language": "tlh"})
     panelist.refresh_from_db()
@@ -331,6 +330,9 @@ def _url(world, page: Page) -> str:
 
             args.append(make_token(side.objects["panelist"]))
             continue
+        if spec.startswith("="):
+            args.append(spec[1:])
+            continue
         kind, _, attribute = spec.partition(".")
         obj = {"project": side.project, "member": side.physicians[0]}.get(kind) or side.objects[kind]
         args.append(getattr(obj, attribute or "pk"))
@@ -371,12 +373,16 @@ def test_page_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(cl
 
 
 def test_the_check_finds_an_english_literal_and_a_broken_marker():
-    page = "<html><body><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \
-           "<input type=submit value='Send'><p>⟦broken</p></main><footer>Not checked</footer></body></html>"
+    page = "<html><head><title>Untitled · Mini-CEX Workbench</title></head><body><header><a>⟦Home⟧</a><a>Help</a>" \
+           "</header><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \
+           "<input type=submit value='Send'><p>⟦broken</p></main><footer>Mini-CEX Workbench · ⟦health⟧</footer>" \
+           "<script>const word = 'Not checked';</script></body></html>"
     problems = pseudo_locale.untranslated(page, ["Alpha corpus"])
+    # the whole page: the title, the top bar and the footer as well as the main part
+    assert "Untitled ·" in problems and "Help" in problems
     assert "Add a member" in problems and "Send" in problems
     assert any(p.startswith("unbalanced markers") for p in problems)
-    assert not any("Alpha corpus" in p or "Not checked" in p or p == "12" for p in problems
+    assert not any("Alpha corpus" in p or "Not checked" in p or "health" in p or p == "12" for p in problems
                    if not p.startswith("unbalanced"))
 
 
@@ -392,3 +398,67 @@ def test_numbers_and_dates_are_written_alike_in_english_and_chinese(client, worl
         text, _ = pseudo_locale.visible_text(_get(client, world, page, language))
         found[language] = sorted(NUMBER.findall(text))
     assert found["en"] == found["zh-hans"]
+
+
+# --- which pages the pseudo-locale covers ----------------------------------------------------------------------------
+#: Pages not converted yet (URL names): the matrix reaches them with a full HTML page, but they are not in the
+#: pseudo-locale registry (tests/pseudo_locale.py). Remove a name once its template is converted and its pages are
+#: registered; the test below says which names may go.
+NOT_CONVERTED: set[str] = {
+    # the rating, comparison and campaign pages (annotation)
+    "rate", "rate-next", "compare-next", "compare-task", "dialogue-detail",
+    "campaign-list", "campaign-new", "campaign-detail", "campaign-dialogue", "campaign-active-sample",
+    # Delphi
+    "delphi:list", "delphi:mine", "delphi:study", "delphi:study-new", "delphi:study-links", "delphi:round",
+    "delphi:round-validation",
+    # the judge pages
+    "judge-list", "judge-new", "judge-edit", "judge-run", "judge-run-new", "judge-run-report", "judge-run-compare",
+    "judge-selection", "jury-detail", "jury-report", "jury-compare",
+    # reports, preference studies, the study archive
+    "campaign-report", "campaign-trial-report", "preference-list", "preference-new", "preference-detail",
+    "study-archive", "study-archive-methods",
+    # dialogue generation: converted, but its pages include the LLM run partials (templates/scoring/partials/) that
+    # the judge pages share
+    "generation-home", "generation-case-import", "generation-case-set", "generation-job", "generation-job-new",
+    "generation-dialogue",
+}
+
+
+def _matrix_pages(world, client) -> dict[str, set[str]]:
+    """URL name -> the roles of Alpha the cross-project matrix (tests/test_projects_matrix.py: every page of Alpha's own
+    objects and every list, as each role) gets a whole HTML page (200) from; htmx partials, downloads and the API's
+    JSON are not pages."""
+    from django.urls import resolve
+
+    from projects.roles import has_role
+    from tests import test_projects_matrix as matrix
+
+    reached: dict[str, set[str]] = {}
+    for role in matrix.ROLES:
+        user = world.alpha.user(role)
+        client.force_login(user)
+        for name in matrix.SEEN:
+            if name.startswith("api-"):
+                continue
+            url = matrix._own_url(world, name)
+            # what a role is refused (projects.access.role_required) answers 403 without asking
+            roles = getattr(resolve(url.split("?")[0]).func, "required_roles", None)
+            if roles and not has_role(user, *roles, project=world.alpha.project):
+                continue
+            response = client.get(url)
+            if (response.status_code == 200 and response.get("Content-Type", "").startswith("text/html")
+                    and not response.streaming and b"<html" in response.content[:400]):
+                reached.setdefault(name, set()).add(role)
+    return reached
+
+
+def test_every_page_the_matrix_reaches_is_checked_in_the_pseudo_locale_or_listed_as_not_converted(client, world, db):
+    reached = _matrix_pages(world, client)
+    registered = {(page.name, page.role) for page in PAGES}
+    missing = sorted(f"{name} as {role}" for name, roles in reached.items() if name not in NOT_CONVERTED
+                     for role in roles if (name, role) not in registered)
+    assert not missing, ("pages outside the pseudo-locale registry (tests/pseudo_locale.py PAGES) and not in "
+                         "NOT_CONVERTED:\n" + "\n".join(missing))
+    converted = sorted(name for name in NOT_CONVERTED
+                       if name in reached and all((name, role) in registered for role in reached[name]))
+    assert not converted, f"registered for every role that reaches them: remove from NOT_CONVERTED: {converted}"

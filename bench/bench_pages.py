@@ -542,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="a small study (a smoke test of the script)")
     parser.add_argument("--commands-runs", type=int, default=3,
                         help="processes of judge_report and agreement timed (0: none)")
+    parser.add_argument("--commands-only", action="store_true",
+                        help="only build the study (if missing) and time the commands, no crawl")
     parser.add_argument("--crawl", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
     if args.small:
@@ -556,6 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     print(calibration_line())
     print(f"mode: {mode_name()}")
     prepare(args.rebuild)
+    if args.commands_only:
+        time_commands(args.commands_runs or 3)
+        return 0
     print("crawling in a fresh process (cold imports, as a newly started server)...", flush=True)
     child = subprocess.run([sys.executable, __file__, "--crawl", "--per-pattern", str(args.per_pattern),
                             "--max-pages", str(args.max_pages), *(["--postgres"] if args.postgres else []),

@@ -387,8 +387,11 @@ def database_restart(args) -> dict:
 
 
 def fresh_database(name: str) -> str:
-    """Drop and create a database on the local PostgreSQL; returns its URL."""
+    """Drop and create a database on the local PostgreSQL; returns its URL. ``FAULTS_DATABASE_SUFFIX`` is appended to
+    the name, so that people sharing a PostgreSQL can run the faults at once."""
     import psycopg
+
+    name += os.environ.get("FAULTS_DATABASE_SUFFIX", "")
 
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -451,6 +451,7 @@ def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 HOSTNAME = socket.gethostname()
 _live_cache: tuple[float, frozenset[str]] = (0.0, frozenset())
+reaped_total = 0  # engines this process has reaped: a live engine looks at its units again when it grows
 BATCH_OWNER = "batch:"  # units handed to a provider batch; held until the batch gives them back (claimed_until)
 
 
@@ -464,15 +465,22 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def heartbeat_seconds() -> float:
+    return _setting("LLM_HEARTBEAT_SECONDS", 1.0)
+
+
 def dead_after() -> float:
-    return _setting("LLM_WORKER_DEAD_AFTER", 10.0)
+    """The silence after which an engine counts as dead: a few heartbeats missed in a row."""
+    return _setting("LLM_WORKER_DEAD_AFTER", heartbeat_seconds() * _setting("LLM_WORKER_MISSED_BEATS", 5))
 
 
 def live_owners(*, fresh: bool = False) -> frozenset[str]:
     """Engines whose heartbeat is recent (on this host: whose process exists). Engines found dead are reaped at
     once (:func:`reap`): their unstored answers recovered, their slots and reservations freed, so that whoever
-    claims their units next can send at once and need not ask what was answered already."""
-    global _live_cache
+    claims their units next can send at once and need not ask what was answered already. Every live engine looks
+    on each of its heartbeats (and whoever claims, at most once a second), so a dead one is found within a beat
+    of going silent."""
+    global _live_cache, reaped_total
     now = time.monotonic()
     stamp, engines = _live_cache
     if fresh or now - stamp > 1.0:
@@ -486,7 +494,7 @@ def live_owners(*, fresh: bool = False) -> frozenset[str]:
         engines = frozenset(live)
         _live_cache = (now, engines)
         if dead:
-            reap(dead)
+            reaped_total += len(reap(dead))
     return engines
 
 

@@ -603,7 +603,10 @@ def worker_kill(args) -> dict:
             hashes[record["body_hash"]] = hashes.get(record["body_hash"], 0) + 1
         resumed = {body_hash(request) for request in JudgeResult.objects.filter(pk__in=held, call__isnull=False)
                    .values_list("call__request", flat=True)}
-        after = [r["received"] for r in records if r["received"] > killed and r["body_hash"] in resumed]
+        # Requests of the dead worker's units received after the kill but before the new worker was started are the
+        # dead worker's own (in flight at the kill, logged late by a loaded endpoint): not a resumption. No other
+        # LLM worker runs here, so the resumed requests are those received after the new worker's start.
+        after = [r["received"] for r in records if r["received"] > restarted and r["body_hash"] in resumed]
         done = JudgeResult.objects.filter(run=run, status="done").count()
         return {
             "fault": f"LLM worker killed ({units} prompts, {args.kill_concurrency} in flight, "

@@ -26,6 +26,8 @@ class Job(ProjectScoped):
         JUDGE_COMPARE = "judge_compare", "Two judge runs compared against physicians"
         JUDGE_SELECTION = "judge_selection", "Judge selection of a campaign"
         JUDGE_PLANNER = "judge_planner", "Sample-size plan from a pilot"
+        STUDY_METHODS = "study_methods", "Methods page of a study"
+        PREFERENCE_BLINDED = "preference_blinded", "Preference study figures before unblinding"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

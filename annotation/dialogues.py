@@ -8,7 +8,6 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from annotation.models import Dialogue, PrivacyStatus, Redaction
-from annotation.privacy import apply_redactions
 from projects.models import AuditEvent
 
 
@@ -21,6 +20,8 @@ def redacted(dialogue: Dialogue) -> tuple[str, list[dict]]:
     spans = active_redactions(dialogue)
     if not spans:
         return dialogue.self_report, dialogue.turns
+    from annotation.privacy import apply_redactions  # its patterns compile at import: not at start-up
+
     return apply_redactions(dialogue.self_report, dialogue.turns, spans)
 
 

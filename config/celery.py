@@ -5,8 +5,14 @@ import os
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 from celery.utils import timer2
+from kombu.transport import TRANSPORT_ALIASES
 
-from config import broker  # noqa: F401  registers the embedded mode's broker scheme
+# The app's transports (config/broker.py: the embedded mode's scheme, and Redis with a worker that survives losing
+# it), named here and imported by kombu when a connection is first made: a process that sends nothing (a
+# management command printing stored figures) does not import the Redis client and kombu's transports.
+TRANSPORT_ALIASES.setdefault("minicexfs", "config.broker:Transport")
+for _scheme in ("redis", "rediss"):
+    TRANSPORT_ALIASES[_scheme] = "config.broker:RedisTransport"
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # A worker skips Django's system checks at its start (Celery's Django fixup runs them unless this is set): they load

@@ -122,3 +122,20 @@ def test_a_journal_segment_goes_once_its_answers_are_stored(settings, tmp_path, 
     assert segment.exists() and [e["key"] for e in journal.read(segment)] == ["k1", "k2"]
     book.stored([second])
     assert not segment.exists()
+
+
+def test_every_live_engine_reaps_a_silent_one_on_its_beat_and_looks_at_its_jobs_again(db, settings):
+    """Silence of a few beats is death (LLM_WORKER_MISSED_BEATS), and a live engine finds it on its own beat, not on
+    the reconciler's round: the dead engine's row goes and the live one's driver is told to look again."""
+    from scoring.llm import worker
+
+    assert engine.dead_after() == settings.LLM_HEARTBEAT_SECONDS * settings.LLM_WORKER_MISSED_BEATS
+    owner, child = engine_process(host="another-machine")
+    kill(child)
+    LLMWorker.objects.filter(owner=owner).update(seen_at=timezone.now() - timedelta(seconds=engine.dead_after() + 1))
+    live = worker.Engine()  # not started: one beat of its heartbeat, here
+    live.beat_once()
+    assert live._others_died.is_set()
+    assert not LLMWorker.objects.filter(owner=owner).exists()
+    assert LLMWorker.objects.filter(owner=live.owner).exists()  # its own beat went in first
+    LLMWorker.objects.filter(owner=live.owner).delete()

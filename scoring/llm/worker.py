@@ -182,28 +182,32 @@ class Engine:
     def _beat(self) -> None:
         interval = steps.heartbeat_seconds()
         while not self._stop.wait(interval):
-            try:
-                with self._lock:
-                    jobs = sorted(self.jobs)
-                if not ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs):
-                    self._reaped.set()  # taken for dead meanwhile: its claims may be another engine's now
-                self.beat_at = time.monotonic()
-                # On every beat, every live engine looks for dead ones (and reaps them): a dead engine's units are
-                # taken up within a beat of its silence counting as death, by whichever engine finds it, without
-                # waiting for the reconciler's round or for this engine's idle jobs' next look.
-                before = steps.reaped_total
-                steps.live_owners(fresh=True)
-                if steps.reaped_total != before:
-                    self._others_died.set()
-                    self.finished.put(None)  # interrupts the driver's wait
-            except Exception as exc:  # the database is down: keep beating when it is back
-                log.warning("engine heartbeat failed: %s", exc)
-                close_old_connections()
-            held: dict[str, list[str]] = defaultdict(list)
-            for token, name in list(self.slots.items()):
-                held[name].append(token)
-            with _quiet_limiter():
-                limiter.renew(held, SLOT_LEASE)
+            self.beat_once()
+
+    def beat_once(self) -> None:
+        """One heartbeat: this engine's row refreshed, dead engines looked for (and reaped), held slots renewed."""
+        try:
+            with self._lock:
+                jobs = sorted(self.jobs)
+            if not ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs):
+                self._reaped.set()  # taken for dead meanwhile: its claims may be another engine's now
+            self.beat_at = time.monotonic()
+            # On every beat, every live engine looks for dead ones (and reaps them): a dead engine's units are
+            # taken up within a beat of its silence counting as death, by whichever engine finds it, without
+            # waiting for the reconciler's round or for this engine's idle jobs' next look.
+            before = steps.reaped_total
+            steps.live_owners(fresh=True)
+            if steps.reaped_total != before:
+                self._others_died.set()
+                self.finished.put(None)  # interrupts the driver's wait
+        except Exception as exc:  # the database is down: keep beating when it is back
+            log.warning("engine heartbeat failed: %s", exc)
+            close_old_connections()
+        held: dict[str, list[str]] = defaultdict(list)
+        for token, name in list(self.slots.items()):
+            held[name].append(token)
+        with _quiet_limiter():
+            limiter.renew(held, SLOT_LEASE)
 
     # -- the driver -----------------------------------------------------------------------------------------
     def _drive(self) -> None:

@@ -5,6 +5,7 @@ class StudiesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "studies"
     verbose_name = "Study archive"
+    demo_commands = ["load_methods_demo"]  # after every other app's demo (INSTALLED_APPS order)
 
     def ready(self) -> None:
         from scoring.jobs import services as scoring_jobs

@@ -102,6 +102,17 @@ def study_methods(job) -> dict:
     return figures.plain(view)
 
 
+def compute_now(project):
+    """The methods page's data computed in this process (the demo loader), unless stored for the study as it is."""
+    from scoring.jobs import figures
+    from scoring.jobs.models import Job
+
+    found = methods_figures(project, start=False)
+    if found.fresh:
+        return found.stored
+    return figures.compute_now(Job.Kind.STUDY_METHODS, {"page": "methods"}, project=project)
+
+
 def refresh_methods(project_id: int) -> None:
     """The study's reports changed: its methods page is computed again (debounced), if anyone has opened it."""
     from scoring.jobs import figures

@@ -40,22 +40,9 @@ class Command(BaseCommand):
         if not only_annotation:
             for name in other_demo_commands():
                 call_command(name, stdout=self.stdout, stderr=self.stderr)
-            _methods_now()
         if not no_logins:
             for role, username, password in demo_logins():
                 self.stdout.write(f"  {role:<12} {username} / {password}")
         if options["verbosity"] > 1:
             self.stdout.write(f"Demo data loaded in {time.perf_counter() - start:.1f} s.")
 
-
-def _methods_now() -> None:
-    """The demo study's methods page, computed now as its worker would (the studies app registers the job's body),
-    once every demo is in: no demo page computes on first view."""
-    from projects import scoping
-    from projects.services import demo_project
-    from scoring.jobs import figures
-    from scoring.jobs.models import Job
-
-    project = demo_project()
-    with scoping.in_project(project):
-        figures.compute_now(Job.Kind.STUDY_METHODS, {"page": "methods"}, project=project)

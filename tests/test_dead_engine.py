@@ -139,3 +139,18 @@ def test_every_live_engine_reaps_a_silent_one_on_its_beat_and_looks_at_its_jobs_
     assert not LLMWorker.objects.filter(owner=owner).exists()
     assert LLMWorker.objects.filter(owner=live.owner).exists()  # its own beat went in first
     LLMWorker.objects.filter(owner=live.owner).delete()
+
+
+def test_an_engine_of_this_machine_whose_process_is_there_is_slow_not_dead(db):
+    """A sibling engine late with its heartbeat on a loaded machine keeps its claims for a longer silence (its
+    requests would otherwise be sent again while it works); gone, it is dead at once."""
+    owner, child = engine_process()
+    try:
+        late = timezone.now() - timedelta(seconds=engine.dead_after() + 1)
+        LLMWorker.objects.filter(owner=owner).update(seen_at=late)
+        assert owner in engine.live_owners(fresh=True)
+        silent = timezone.now() - timedelta(seconds=engine.dead_after() * engine.LIVE_PROCESS_GRACE + 1)
+        LLMWorker.objects.filter(owner=owner).update(seen_at=silent)
+        assert owner not in engine.live_owners(fresh=True)
+    finally:
+        kill(child)

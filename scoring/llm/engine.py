@@ -451,6 +451,7 @@ def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 HOSTNAME = socket.gethostname()
 _live_cache: tuple[float, frozenset[str]] = (0.0, frozenset())
+LIVE_PROCESS_GRACE = 3  # x dead_after(): the silence after which an engine whose process is still here counts as dead
 reaped_total = 0  # engines this process has reaped: a live engine looks at its units again when it grows
 BATCH_OWNER = "batch:"  # units handed to a provider batch; held until the batch gives them back (claimed_until)
 
@@ -485,9 +486,13 @@ def live_owners(*, fresh: bool = False) -> frozenset[str]:
     stamp, engines = _live_cache
     if fresh or now - stamp > 1.0:
         cutoff = timezone.now() - timedelta(seconds=dead_after())
+        # An engine of this machine whose process is there is slowed (a loaded machine, a slow database), not dead:
+        # it counts as dead only after a longer silence, so that a busy sibling's claims are not taken (and its
+        # requests sent again) while it is still working. Its process gone, it is dead at once.
+        slow_cutoff = timezone.now() - timedelta(seconds=dead_after() * LIVE_PROCESS_GRACE)
         live, dead = set(), []
         for owner, host, pid, seen in LLMWorker.objects.values_list("owner", "hostname", "pid", "seen_at"):
-            if seen >= cutoff and (host != HOSTNAME or _pid_alive(pid)):
+            if seen >= cutoff if host != HOSTNAME else (seen >= slow_cutoff and _pid_alive(pid)):
                 live.add(owner)
             elif owner != _owner:  # never itself (a heartbeat held up by the database is not a death)
                 dead.append(owner)

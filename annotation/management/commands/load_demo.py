@@ -45,4 +45,3 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {role:<12} {username} / {password}")
         if options["verbosity"] > 1:
             self.stdout.write(f"Demo data loaded in {time.perf_counter() - start:.1f} s.")
-

@@ -21,7 +21,6 @@ NOT_PER_PROJECT = {
     "load_generation_demo": "the demo's own project (or --project)",
     "load_preference_demo": "the demo's own project (or --project)",
     "load_study_demo": "the demo's own project (or --project)",
-    "load_methods_demo": "the demo's own project (or --project)",
     "catalogues": "the translation catalogues of the source code, no data",
 }
 

@@ -600,9 +600,10 @@ def due(now) -> Q:
     return Q(not_before__isnull=True) | Q(not_before__lte=now)
 
 
-def claimable(handler: Handler, job_id: int, now=None) -> QuerySet:
+def claimable(handler: Handler, job_id: int, now=None, *, live: Iterable[str] | None = None) -> QuerySet:
     now = now or timezone.now()
-    return handler.open_units(job_id).filter(free_claim(now, live_owners())).filter(due(now))
+    live = live_owners() if live is None else live
+    return handler.open_units(job_id).filter(free_claim(now, live)).filter(due(now))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -627,14 +628,17 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     now = timezone.now()
     until = now + timedelta(seconds=lease_seconds(handler.config(job)))
     columns = handler.claim_columns_for(job)
+    # The live engines read now, not from the second-old cache: an engine started since (a replacement worker's
+    # sibling) may hold units already, and a claim that took it for dead would send its requests again.
+    live = live_owners(fresh=True)
     if columns and ids is None and connection.vendor == "postgresql":
-        return _claim_returning(handler, job, columns, n, owner, now, until)
+        return _claim_returning(handler, job, columns, n, owner, now, until, live)
     with transaction.atomic():
         running = list(handler.job_model.unscoped.select_for_update().filter(
             pk=job.pk, status=handler.running_status).values_list("pk", flat=True))
         if not running:
             return []
-        qs = claimable(handler, job.pk, now)
+        qs = claimable(handler, job.pk, now, live=live)
         picked = list(qs.filter(pk__in=ids).values_list("pk", flat=True)) if ids is not None else \
             handler.pick(job, qs, n)
         if not picked:
@@ -643,7 +647,8 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     return handler.load(picked)
 
 
-def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, until) -> list:
+def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, until,
+                     live: Iterable[str]) -> list:
     """One statement: claim the next ``n`` due units of a running job (skipping rows another claim has locked)
     and return the columns the handler needs."""
     unit, parent = handler.unit_model._meta, handler.job_model._meta
@@ -660,7 +665,7 @@ def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owne
            f"AND EXISTS (SELECT 1 FROM {quote(parent.db_table)} j WHERE j.id = %s AND j.status = %s) "
            f"ORDER BY u.id LIMIT %s FOR UPDATE SKIP LOCKED) "
            f"RETURNING {', '.join(quote(c.column) for c in columns)}")
-    params = [owner, until, job.pk, *handler.open_statuses, now, list(live_owners()), now, job.pk,
+    params = [owner, until, job.pk, *handler.open_statuses, now, list(live), now, job.pk,
               handler.running_status, n]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -10,7 +10,6 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Dialogue, PrivacyStatus, Redaction
-from annotation.privacy import apply_redactions
 from projects.models import AuditEvent
 
 
@@ -23,6 +22,8 @@ def redacted(dialogue: Dialogue) -> tuple[str, list[dict]]:
     spans = active_redactions(dialogue)
     if not spans:
         return dialogue.self_report, dialogue.turns
+    from annotation.privacy import apply_redactions  # its patterns compile at import: not at start-up
+
     return apply_redactions(dialogue.self_report, dialogue.turns, spans)
 
 

@@ -387,8 +387,11 @@ def database_restart(args) -> dict:
 
 
 def fresh_database(name: str) -> str:
-    """Drop and create a database on the local PostgreSQL; returns its URL."""
+    """Drop and create a database on the local PostgreSQL; returns its URL. ``FAULTS_DATABASE_SUFFIX`` is appended to
+    the name, so that people sharing a PostgreSQL can run the faults at once."""
     import psycopg
+
+    name += os.environ.get("FAULTS_DATABASE_SUFFIX", "")
 
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -600,7 +603,10 @@ def worker_kill(args) -> dict:
             hashes[record["body_hash"]] = hashes.get(record["body_hash"], 0) + 1
         resumed = {body_hash(request) for request in JudgeResult.objects.filter(pk__in=held, call__isnull=False)
                    .values_list("call__request", flat=True)}
-        after = [r["received"] for r in records if r["received"] > killed and r["body_hash"] in resumed]
+        # Requests of the dead worker's units received after the kill but before the new worker was started are the
+        # dead worker's own (in flight at the kill, logged late by a loaded endpoint): not a resumption. No other
+        # LLM worker runs here, so the resumed requests are those received after the new worker's start.
+        after = [r["received"] for r in records if r["received"] > restarted and r["body_hash"] in resumed]
         done = JudgeResult.objects.filter(run=run, status="done").count()
         return {
             "fault": f"LLM worker killed ({units} prompts, {args.kill_concurrency} in flight, "

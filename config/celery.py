@@ -5,10 +5,21 @@ import os
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 from celery.utils import timer2
+from kombu.transport import TRANSPORT_ALIASES
 
-from config import broker  # noqa: F401  registers the embedded mode's broker scheme
+# The app's transports (config/broker.py: the embedded mode's scheme, and Redis with a worker that survives losing
+# it), named here and imported by kombu when a connection is first made: a process that sends nothing (a
+# management command printing stored figures) does not import the Redis client and kombu's transports.
+TRANSPORT_ALIASES.setdefault("minicexfs", "config.broker:Transport")
+for _scheme in ("redis", "rediss"):
+    TRANSPORT_ALIASES[_scheme] = "config.broker:RedisTransport"
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# A worker skips Django's system checks at its start (Celery's Django fixup runs them unless this is set): they load
+# the URLconf and the API schema's modules, seconds of a loaded machine before the worker takes its first task, and
+# a replacement worker's start is the time its dead predecessor's work waits. The web server, ``migrate`` and
+# ``manage.py check`` run them.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("minicex")
 app.config_from_object("django.conf:settings", namespace="CELERY")

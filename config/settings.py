@@ -438,8 +438,11 @@ CELERY_TASK_ROUTES = {name: {"queue": CELERY_LLM_QUEUE} for name in ("scoring.ll
 # provider batches are polled, and how often the reconciler in every worker looks for work nobody does.
 LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 1024)
 LLM_CLAIM_BATCH = env_int("LLM_CLAIM_BATCH", 256)
-LLM_HEARTBEAT_SECONDS = env_int("LLM_HEARTBEAT_SECONDS", 2)
-LLM_WORKER_DEAD_AFTER = env_int("LLM_WORKER_DEAD_AFTER", 10)
+LLM_HEARTBEAT_SECONDS = env_int("LLM_HEARTBEAT_SECONDS", 1)
+# Dead after this many heartbeats missed in a row (its claims free, its units taken up by any live engine within
+# seconds); LLM_WORKER_DEAD_AFTER sets the silence in seconds directly.
+LLM_WORKER_MISSED_BEATS = env_int("LLM_WORKER_MISSED_BEATS", 5)
+LLM_WORKER_DEAD_AFTER = env_int("LLM_WORKER_DEAD_AFTER", LLM_HEARTBEAT_SECONDS * LLM_WORKER_MISSED_BEATS)
 LLM_ANSWER_JOURNAL = env_bool("LLM_ANSWER_JOURNAL", True)  # answers journaled until stored (var/llm-journal)
 LLM_BATCH_POLL_SECONDS = env_int("LLM_BATCH_POLL_SECONDS", 60)
 # The LLM request cache is per project: another project's identical request is sent (and paid) again, so no project

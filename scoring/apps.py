@@ -83,6 +83,7 @@ class ScoringConfig(AppConfig):
         jobs.LAZY_HANDLERS["judge_selection"] = "scoring.judges.selection_jobs.judge_selection"
         jobs.LAZY_HANDLERS["judge_planner"] = "scoring.judges.planner_jobs.judge_planner"
         jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.results_job.preference_results"
+        jobs.LAZY_HANDLERS["preference_blinded"] = "scoring.preference.blinded.preference_blinded"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)
         reconcile.register("provider batches", batch.reconcile)

@@ -24,6 +24,14 @@ PACKAGES = ("config", "projects", "annotation", "scoring", "delphi", "studies")
 # What production mode (PostgreSQL, Redis) adds to the embedded mode this process imports in.
 PRODUCTION = ("psycopg", "django.db.backends.postgresql.base", "redis", "kombu.transport.redis",
               "django.core.cache.backends.redis")
+# Libraries the app imports inside functions (so that a process imports them only when it computes or sends): the
+# app's own modules do not import them, so they are named here. openai alone is seconds of compiling: a worker
+# started where PYTHONDONTWRITEBYTECODE is set compiled it before its first request (a replacement LLM worker's
+# start, while its dead predecessor's units wait).
+LAZY = ("openai", "aiohttp", "httpx2", "pandas", "numpy", "scipy.stats", "scipy.special", "scipy.sparse",
+        "statsmodels.stats.inter_rater", "statsmodels.stats.proportion", "pingouin", "krippendorff",
+        "factor_analyzer.factor_analyzer", "matplotlib.pyplot", "openpyxl", "docx", "rocrate.rocrate", "pyreadstat",
+        "segno", "polib")
 TEST_TOOLS = ("pytest", "pytest_django", "xdist", "playwright.sync_api", "django.test", "django.test.runner")
 
 
@@ -50,7 +58,7 @@ def main(mode: str) -> int:
 
     django.setup()
     failed: list[str] = []
-    names = [name for package in PACKAGES for name in modules_of(package)] + list(PRODUCTION)
+    names = [name for package in PACKAGES for name in modules_of(package)] + list(PRODUCTION) + list(LAZY)
     if mode == "dev":
         names += list(TEST_TOOLS)
     for name in names:

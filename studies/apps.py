@@ -5,6 +5,7 @@ class StudiesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "studies"
     verbose_name = "Study archive"
+    demo_commands = ["load_methods_demo"]  # after every other app's demo (INSTALLED_APPS order)
 
     def ready(self) -> None:
         from scoring.jobs import services as scoring_jobs
@@ -17,3 +18,13 @@ class StudiesConfig(AppConfig):
         # the data digests the methods page shows, kept ahead by the workers that read the data anyway
         for kind in (Job.Kind.CAMPAIGN_REPORT, Job.Kind.JUDGE_REPORT):
             scoring_jobs.follow_up(kind)(figures.keep_digests)
+            scoring_jobs.follow_up(kind)(_refresh_methods)
+        # the methods page's data, computed by a worker (studies.methods_data)
+        scoring_jobs.LAZY_HANDLERS["study_methods"] = "studies.methods_data.study_methods"
+
+
+def _refresh_methods(job) -> None:
+    """After a report job: the methods page that reads the reports is computed again (if anyone opened it)."""
+    from studies.methods_data import refresh_methods
+
+    refresh_methods(job.project_id)

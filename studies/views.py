@@ -72,13 +72,20 @@ def export_download(request, pk: int):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_page(request):
-    from studies.methods import TRIPOD_SOURCE, applicability, checklist, sections
-    from studies.methods_data import methods_view
+    """The methods and results as a worker last wrote them (stored figures: "updating" while newer ones are
+    computed, "computing" before the first)."""
+    from django.urls import reverse
 
-    view = methods_view(request.project)
-    return render(request, "studies/methods.html", {"sections": sections(view), "checklist": checklist(view),
-                                                    "tripod_source": TRIPOD_SOURCE,
-                                                    "tripod_applicability": applicability(view)})
+    from studies.methods import TRIPOD_SOURCE, applicability, checklist, sections
+    from studies.methods_data import methods_figures
+
+    found = methods_figures(request.project, request.user)
+    context = {"figures": found, "job": found.job, "tripod_source": TRIPOD_SOURCE,
+               "poll_url": reverse("figures-status", args=[found.pending.pk]) if found.pending else ""}
+    view = found.report
+    if view:
+        context.update(sections=sections(view), checklist=checklist(view), tripod_applicability=applicability(view))
+    return render(request, "studies/methods.html", context)
 
 
 @role_required(COORDINATOR, ANALYST)

@@ -122,3 +122,35 @@ def test_a_journal_segment_goes_once_its_answers_are_stored(settings, tmp_path, 
     assert segment.exists() and [e["key"] for e in journal.read(segment)] == ["k1", "k2"]
     book.stored([second])
     assert not segment.exists()
+
+
+def test_every_live_engine_reaps_a_silent_one_on_its_beat_and_looks_at_its_jobs_again(db, settings):
+    """Silence of a few beats is death (LLM_WORKER_MISSED_BEATS), and a live engine finds it on its own beat, not on
+    the reconciler's round: the dead engine's row goes and the live one's driver is told to look again."""
+    from scoring.llm import worker
+
+    assert engine.dead_after() == settings.LLM_HEARTBEAT_SECONDS * settings.LLM_WORKER_MISSED_BEATS
+    owner, child = engine_process(host="another-machine")
+    kill(child)
+    LLMWorker.objects.filter(owner=owner).update(seen_at=timezone.now() - timedelta(seconds=engine.dead_after() + 1))
+    live = worker.Engine()  # not started: one beat of its heartbeat, here
+    live.beat_once()
+    assert live._others_died.is_set()
+    assert not LLMWorker.objects.filter(owner=owner).exists()
+    assert LLMWorker.objects.filter(owner=live.owner).exists()  # its own beat went in first
+    LLMWorker.objects.filter(owner=live.owner).delete()
+
+
+def test_an_engine_of_this_machine_whose_process_is_there_is_slow_not_dead(db):
+    """A sibling engine late with its heartbeat on a loaded machine keeps its claims for a longer silence (its
+    requests would otherwise be sent again while it works); gone, it is dead at once."""
+    owner, child = engine_process()
+    try:
+        late = timezone.now() - timedelta(seconds=engine.dead_after() + 1)
+        LLMWorker.objects.filter(owner=owner).update(seen_at=late)
+        assert owner in engine.live_owners(fresh=True)
+        silent = timezone.now() - timedelta(seconds=engine.dead_after() * engine.LIVE_PROCESS_GRACE + 1)
+        LLMWorker.objects.filter(owner=owner).update(seen_at=silent)
+        assert owner not in engine.live_owners(fresh=True)
+    finally:
+        kill(child)

@@ -69,17 +69,29 @@ def test_the_labels_change_mark_is_read_from_indexes_not_counted(rated):
 
 
 def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated, monkeypatch):
-    from studies import export, figures
+    from scoring.jobs.models import Job
+    from studies import export, figures, methods_data
 
     run_due()  # the workers computed the reports, and kept the labels' digest beside them
     client.force_login(coordinator)
+
+    def computed_in_request(*args, **kwargs):
+        raise AssertionError("the page computed its data in the request")
+
+    with monkeypatch.context() as patched:  # the first view queues the page's job, and shows it computing
+        patched.setattr(methods_data, "compute_view", computed_in_request)
+        waiting = _methods_page(client)
+    assert 'data-testid="figures-computing"' in waiting and 'data-testid="tripod"' not in waiting
+    assert Job.objects.filter(kind=Job.Kind.STUDY_METHODS, status=Job.Status.QUEUED).count() == 1
+    run_due()  # a worker wrote the page's data (from the digests the report workers kept)
 
     def streamed(rows):
         raise AssertionError("the page streamed every label to digest them")
 
     monkeypatch.setattr(figures, "_multiset_digest", streamed)
+    monkeypatch.setattr(methods_data, "compute_view", computed_in_request)
     first = _methods_page(client)
-    assert 'data-testid="tripod"' in first
+    assert 'data-testid="tripod"' in first and "figures-updating" not in first
     assert f"{Label.objects.filter(campaign=rated).count():,} labels by 3 " in first
 
     def counted(*args, **kwargs):
@@ -92,12 +104,15 @@ def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated
     assert not [q for q in ctx.captured_queries if "COUNT(" in q["sql"].upper() and "annotation_label" in q["sql"]]
     for what in ("methods.md", "tripod-llm.md", "methods.docx"):
         assert client.get(reverse("study-archive-document", args=[what])).status_code == 200
-    # a change of the data is a new page: the new label is counted
-    monkeypatch.undo()
+    # a change of the data: the stored page is shown, marked updating, until a worker wrote the new one
     assignment = Assignment.objects.filter(campaign=rated).order_by("pk").first()
     labels.return_for_reannotation(assignment, coordinator, "check")
+    updating = _methods_page(client)
+    assert 'data-testid="figures-updating"' in updating and 'data-testid="tripod"' in updating
+    monkeypatch.undo()
     run_due()
-    assert _methods_page(client) != first
+    fresh = _methods_page(client)
+    assert fresh != first and "figures-updating" not in fresh and 'data-testid="tripod"' in fresh
 
 
 def test_a_dialogue_review_reads_its_labels_by_their_assignments(client, coordinator, rated):
@@ -148,6 +163,9 @@ def test_methods_docx_is_read_from_the_cache_until_a_label_changes(client, coord
 
 def test_a_locked_preference_study_computes_its_blinded_figures_once_per_change(client, coordinator, make_user,
                                                                                 monkeypatch):
+    """The figures before unblinding are a worker's: queued when the study is locked, shown "computing" until then
+    and "updating" (the stored ones) while newer ones are computed; a view computes nothing."""
+    from scoring.jobs.models import Job
     from scoring.preference import analysis
     from scoring.preference import services as preference
     from tests.test_preference import answer_all, answers_jsonl, open_with
@@ -157,20 +175,29 @@ def test_a_locked_preference_study_computes_its_blinded_figures_once_per_change(
     preference.import_answers(study, answers_jsonl(), coordinator)
     open_with(study, [make_user(f"lock{n}", "physician") for n in range(2)], coordinator)
     answer_all(study, lambda task, criterion, a, b: "A")
-    preference.lock(study, coordinator)
     computed = []
     real = analysis.blinded_summary
     monkeypatch.setattr(analysis, "blinded_summary", lambda s: computed.append(s.pk) or real(s))
+    preference.lock(study, coordinator)
+    assert Job.objects.filter(kind=Job.Kind.PREFERENCE_BLINDED, status=Job.Status.QUEUED).count() == 1
     client.force_login(coordinator)
     url = reverse("preference-detail", args=[study.pk])
+    waiting = client.get(url).content.decode()
+    assert 'data-testid="figures-computing"' in waiting and "Before unblinding: figures" not in waiting
+    assert computed == []  # nothing computed in the request
+    run_due()
     first = client.get(url).content.decode()
     second = client.get(url).content.decode()
     assert "Before unblinding: figures that name no source" in first and "Before unblinding" in second
-    assert computed == [study.pk]  # the second view: from the cache
-    preference.unblind(study, coordinator, "done")  # the study changed: its figures are written anew ...
+    assert "figures-updating" not in first
+    assert computed == [study.pk]  # by the worker, once
+    preference.unblind(study, coordinator, "done")  # the study changed: the stored figures are shown, updating
+    updating = client.get(url).content.decode()
+    assert 'data-testid="figures-updating"' in updating and "Before unblinding: figures" in updating
+    assert len(computed) == 1
     run_due()
-    assert len(computed) == 2  # ... by the results' worker, beside the results
-    assert client.get(url).status_code == 200
+    assert len(computed) == 2  # by the worker
+    assert "figures-updating" not in client.get(url).content.decode()
     assert len(computed) == 2  # so the page reads them
 
 

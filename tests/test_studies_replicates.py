@@ -187,6 +187,8 @@ def test_the_methods_page_and_download_of_an_imported_copy_show_the_table(db, re
     from django.urls import reverse
 
     from projects.services import add_member
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
     from studies.load import import_study
 
     project = import_study(replicate_archive, "Review copy").project
@@ -194,6 +196,9 @@ def test_the_methods_page_and_download_of_an_imported_copy_show_the_table(db, re
     add_member(project, analyst, "analyst")
     client.force_login(analyst)
     client.post(reverse("project-switch"), {"project": project.pk})
+    assert "figures-computing" in client.get(reverse("study-archive-methods")).content.decode()
+    for job in Job.unscoped.filter(kind=Job.Kind.STUDY_METHODS, status=Job.Status.QUEUED):
+        jobs.execute(job.pk)  # a worker writes the page's data (a job of the imported copy's project)
     page = client.get(reverse("study-archive-methods"))
     assert page.status_code == 200
     body = page.content.decode()

@@ -27,6 +27,8 @@ class Job(ProjectScoped):
         JUDGE_COMPARE = "judge_compare", _("Two judge runs compared against physicians")
         JUDGE_SELECTION = "judge_selection", _("Judge selection of a campaign")
         JUDGE_PLANNER = "judge_planner", _("Sample-size plan from a pilot")
+        STUDY_METHODS = "study_methods", _("Methods page of a study")
+        PREFERENCE_BLINDED = "preference_blinded", _("Preference study figures before unblinding")
 
     class Status(models.TextChoices):
         QUEUED = "queued", _("Queued")

@@ -20,7 +20,7 @@ from scoring.llm.models import LLMBatch, LLMWorker
 # How long a page keeps saying "resumed" after the broker came back.
 RESUMED_FOR = 60.0
 # How long a running job may wait for an engine before the page says none works on it: engines look for running jobs
-# and note which they work on every 2 s (LLM_HEARTBEAT_SECONDS), so a live one takes a new job up within seconds.
+# and note which they work on every second (LLM_HEARTBEAT_SECONDS), so a live one takes a new job up within seconds.
 NO_WORKER_AFTER = 20.0
 _PING_EVERY = 3.0
 

@@ -451,6 +451,8 @@ def send_wake(kind: str, job_id: int, copies: int | None = None) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 HOSTNAME = socket.gethostname()
 _live_cache: tuple[float, frozenset[str]] = (0.0, frozenset())
+LIVE_PROCESS_GRACE = 3  # x dead_after(): the silence after which an engine whose process is still here counts as dead
+reaped_total = 0  # engines this process has reaped: a live engine looks at its units again when it grows
 BATCH_OWNER = "batch:"  # units handed to a provider batch; held until the batch gives them back (claimed_until)
 
 
@@ -464,29 +466,40 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def heartbeat_seconds() -> float:
+    return _setting("LLM_HEARTBEAT_SECONDS", 1.0)
+
+
 def dead_after() -> float:
-    return _setting("LLM_WORKER_DEAD_AFTER", 10.0)
+    """The silence after which an engine counts as dead: a few heartbeats missed in a row."""
+    return _setting("LLM_WORKER_DEAD_AFTER", heartbeat_seconds() * _setting("LLM_WORKER_MISSED_BEATS", 5))
 
 
 def live_owners(*, fresh: bool = False) -> frozenset[str]:
     """Engines whose heartbeat is recent (on this host: whose process exists). Engines found dead are reaped at
     once (:func:`reap`): their unstored answers recovered, their slots and reservations freed, so that whoever
-    claims their units next can send at once and need not ask what was answered already."""
-    global _live_cache
+    claims their units next can send at once and need not ask what was answered already. Every live engine looks
+    on each of its heartbeats (and whoever claims, at most once a second), so a dead one is found within a beat
+    of going silent."""
+    global _live_cache, reaped_total
     now = time.monotonic()
     stamp, engines = _live_cache
     if fresh or now - stamp > 1.0:
         cutoff = timezone.now() - timedelta(seconds=dead_after())
+        # An engine of this machine whose process is there is slowed (a loaded machine, a slow database), not dead:
+        # it counts as dead only after a longer silence, so that a busy sibling's claims are not taken (and its
+        # requests sent again) while it is still working. Its process gone, it is dead at once.
+        slow_cutoff = timezone.now() - timedelta(seconds=dead_after() * LIVE_PROCESS_GRACE)
         live, dead = set(), []
         for owner, host, pid, seen in LLMWorker.objects.values_list("owner", "hostname", "pid", "seen_at"):
-            if seen >= cutoff and (host != HOSTNAME or _pid_alive(pid)):
+            if seen >= cutoff if host != HOSTNAME else (seen >= slow_cutoff and _pid_alive(pid)):
                 live.add(owner)
             elif owner != _owner:  # never itself (a heartbeat held up by the database is not a death)
                 dead.append(owner)
         engines = frozenset(live)
         _live_cache = (now, engines)
         if dead:
-            reap(dead)
+            reaped_total += len(reap(dead))
     return engines
 
 
@@ -587,9 +600,10 @@ def due(now) -> Q:
     return Q(not_before__isnull=True) | Q(not_before__lte=now)
 
 
-def claimable(handler: Handler, job_id: int, now=None) -> QuerySet:
+def claimable(handler: Handler, job_id: int, now=None, *, live: Iterable[str] | None = None) -> QuerySet:
     now = now or timezone.now()
-    return handler.open_units(job_id).filter(free_claim(now, live_owners())).filter(due(now))
+    live = live_owners() if live is None else live
+    return handler.open_units(job_id).filter(free_claim(now, live)).filter(due(now))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -614,14 +628,17 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     now = timezone.now()
     until = now + timedelta(seconds=lease_seconds(handler.config(job)))
     columns = handler.claim_columns_for(job)
+    # The live engines read now, not from the second-old cache: an engine started since (a replacement worker's
+    # sibling) may hold units already, and a claim that took it for dead would send its requests again.
+    live = live_owners(fresh=True)
     if columns and ids is None and connection.vendor == "postgresql":
-        return _claim_returning(handler, job, columns, n, owner, now, until)
+        return _claim_returning(handler, job, columns, n, owner, now, until, live)
     with transaction.atomic():
         running = list(handler.job_model.unscoped.select_for_update().filter(
             pk=job.pk, status=handler.running_status).values_list("pk", flat=True))
         if not running:
             return []
-        qs = claimable(handler, job.pk, now)
+        qs = claimable(handler, job.pk, now, live=live)
         picked = list(qs.filter(pk__in=ids).values_list("pk", flat=True)) if ids is not None else \
             handler.pick(job, qs, n)
         if not picked:
@@ -630,7 +647,8 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     return handler.load(picked)
 
 
-def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, until) -> list:
+def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, until,
+                     live: Iterable[str]) -> list:
     """One statement: claim the next ``n`` due units of a running job (skipping rows another claim has locked)
     and return the columns the handler needs."""
     unit, parent = handler.unit_model._meta, handler.job_model._meta
@@ -647,7 +665,7 @@ def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owne
            f"AND EXISTS (SELECT 1 FROM {quote(parent.db_table)} j WHERE j.id = %s AND j.status = %s) "
            f"ORDER BY u.id LIMIT %s FOR UPDATE SKIP LOCKED) "
            f"RETURNING {', '.join(quote(c.column) for c in columns)}")
-    params = [owner, until, job.pk, *handler.open_statuses, now, list(live_owners()), now, job.pk,
+    params = [owner, until, job.pk, *handler.open_statuses, now, list(live), now, job.pk,
               handler.running_status, n]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -120,6 +120,7 @@ class Engine:
         self.beat_at = time.monotonic()
         self.fence_after = steps.dead_after() / 2
         self._reaped = threading.Event()
+        self._others_died = threading.Event()  # another engine was found dead: its units are claimable now
 
     def start(self) -> Engine:
         # The event loop's thread shares the GIL with the driver and the store thread; a shorter switch interval
@@ -179,22 +180,34 @@ class Engine:
 
     # -- heartbeat ------------------------------------------------------------------------------------------
     def _beat(self) -> None:
-        interval = _setting("LLM_HEARTBEAT_SECONDS", 2.0)
+        interval = steps.heartbeat_seconds()
         while not self._stop.wait(interval):
-            try:
-                with self._lock:
-                    jobs = sorted(self.jobs)
-                if not ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs):
-                    self._reaped.set()  # taken for dead meanwhile: its claims may be another engine's now
-                self.beat_at = time.monotonic()
-            except Exception as exc:  # the database is down: keep beating when it is back
-                log.warning("engine heartbeat failed: %s", exc)
-                close_old_connections()
-            held: dict[str, list[str]] = defaultdict(list)
-            for token, name in list(self.slots.items()):
-                held[name].append(token)
-            with _quiet_limiter():
-                limiter.renew(held, SLOT_LEASE)
+            self.beat_once()
+
+    def beat_once(self) -> None:
+        """One heartbeat: this engine's row refreshed, dead engines looked for (and reaped), held slots renewed."""
+        try:
+            with self._lock:
+                jobs = sorted(self.jobs)
+            if not ensure_registered(self.owner, in_flight=self.in_flight, jobs=jobs):
+                self._reaped.set()  # taken for dead meanwhile: its claims may be another engine's now
+            self.beat_at = time.monotonic()
+            # On every beat, every live engine looks for dead ones (and reaps them): a dead engine's units are
+            # taken up within a beat of its silence counting as death, by whichever engine finds it, without
+            # waiting for the reconciler's round or for this engine's idle jobs' next look.
+            before = steps.reaped_total
+            steps.live_owners(fresh=True)
+            if steps.reaped_total != before:
+                self._others_died.set()
+                self.finished.put(None)  # interrupts the driver's wait
+        except Exception as exc:  # the database is down: keep beating when it is back
+            log.warning("engine heartbeat failed: %s", exc)
+            close_old_connections()
+        held: dict[str, list[str]] = defaultdict(list)
+        for token, name in list(self.slots.items()):
+            held[name].append(token)
+        with _quiet_limiter():
+            limiter.renew(held, SLOT_LEASE)
 
     # -- the driver -----------------------------------------------------------------------------------------
     def _drive(self) -> None:
@@ -234,6 +247,11 @@ class Engine:
             self._reaped.clear()
             for state in self.jobs.values():
                 self._unsend(state)  # prepared for claims that may have lapsed: given back (those still held)
+        if self._others_died.is_set():
+            self._others_died.clear()
+            self._discovered_at = 0.0  # jobs this engine does not work on yet: looked at now
+            for state in self.jobs.values():
+                state.next_at, state.idle_rounds = 0.0, 0
         self._discover()
         self._take_wakes()
         self._refresh(time.monotonic())

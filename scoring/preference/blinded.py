@@ -1,31 +1,52 @@
 """The figures a locked preference study's page shows before unblinding (position bias and agreement, naming no
-source), kept in the cache under the study's inputs' fingerprint
-(:func:`scoring.preference.results.inputs_fingerprint`): computed once per change of the votes, not on each view.
-``scoring.preference.analysis`` (pandas, scipy) is imported only when they are computed (a module of its own:
-``results`` is imported by the study services, which analysis imports)."""
+source), as stored figures (:mod:`scoring.jobs.figures`): a worker computes them when the study is locked or its
+votes change, versioned by the study's inputs' fingerprint (:func:`scoring.preference.results.inputs_fingerprint`),
+and the page shows the latest stored ones at once, marked "updating" while newer ones are computed.
+``scoring.preference.analysis`` (pandas, scipy) is imported only by the job (a module of its own: ``results`` is
+imported by the study services, which analysis imports)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from scoring.jobs import figures
+from scoring.jobs import services as jobs
+from scoring.jobs.models import Job
 from scoring.preference.models import PreferenceStudy
 from scoring.preference.results import inputs_fingerprint
 
-#: The figures a locked study shows before unblinding are kept this long under its inputs' fingerprint.
-SUMMARY_SECONDS = 7 * 24 * 3600
+
+def subject(study: PreferenceStudy) -> dict[str, Any]:
+    return {"study": study.pk, "blinded": True}
 
 
-def blinded_summary(study: PreferenceStudy) -> dict[str, Any]:
-    """What the study page shows once it is locked (``analysis.blinded_summary``: position bias and agreement,
-    naming no source), kept in the cache under the inputs' fingerprint: computed once per change of the votes (the
-    results job computes it beside the results), not on each view."""
-    from django.core.cache import cache
+def blinded_figures(study: PreferenceStudy, user=None, *, start: bool = True) -> figures.Figures:
+    """The stored figures before unblinding and the job computing newer ones (queued when they are older than the
+    study's inputs and none is on the way)."""
+    return figures.look(Job.Kind.PREFERENCE_BLINDED, subject(study), version_key="fingerprint",
+                        version=inputs_fingerprint(study), project=study.project_id, user=user, start=start)
 
-    def compute() -> dict[str, Any]:
-        from scoring.preference import analysis  # pandas, scipy: on use
 
-        return figures.plain(analysis.blinded_summary(study))
+def refresh_blinded(study: PreferenceStudy) -> Job:
+    """The study was locked or its votes changed: its figures before unblinding are computed again (debounced)."""
+    return figures.refresh(Job.Kind.PREFERENCE_BLINDED, subject(study), project=study.project_id)
 
-    return cache.get_or_set(f"preference:blinded-summary:{study.pk}:{inputs_fingerprint(study)}", compute,
-                            SUMMARY_SECONDS)
+
+def compute_now(study: PreferenceStudy) -> Job:
+    """The figures computed in this process (the demo loader), unless stored for the current inputs."""
+    found = blinded_figures(study, start=False)
+    if found.fresh:
+        return found.stored
+    return figures.compute_now(Job.Kind.PREFERENCE_BLINDED, subject(study), project=study.project_id)
+
+
+def preference_blinded(job: Job) -> dict[str, Any]:
+    """The job's body (registered lazily in scoring/apps.py): ``analysis.blinded_summary`` of the study."""
+    from scoring.preference import analysis  # pandas, scipy: on use
+
+    study = PreferenceStudy.objects.get(pk=job.params["study"])
+    figures.stamp(job, fingerprint=inputs_fingerprint(study))
+    jobs.set_progress(job, 0.1, "reading the votes")
+    result = figures.plain(analysis.blinded_summary(study))
+    jobs.forget_superseded(job, same=("study", "blinded"), version="fingerprint")
+    return result

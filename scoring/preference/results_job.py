@@ -8,17 +8,16 @@ from typing import Any
 from scoring.jobs import figures
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
-from scoring.preference import analysis
-from scoring.preference.blinded import blinded_summary
+from scoring.preference import analysis, blinded
 from scoring.preference.models import PreferenceStudy
 from scoring.preference.results import DEFAULT_RESAMPLES, inputs_fingerprint, results_figures, subject
 
 
 def compute_now(study: PreferenceStudy, n_resamples: int = DEFAULT_RESAMPLES) -> Job:
     """The results computed in this process (the demo loader), unless stored for the current inputs."""
+    blinded.compute_now(study)  # the study page's figures too
     found = results_figures(study, n_resamples=n_resamples, start=False)
     if found.fresh:
-        blinded_summary(study)  # the study page's figures too, if the cache lost them
         return found.stored
     return figures.compute_now(Job.Kind.PREFERENCE_RESULTS, subject(study, n_resamples), project=study.project_id)
 
@@ -30,5 +29,4 @@ def preference_results(job: Job) -> dict[str, Any]:
     jobs.set_progress(job, 0.05, "reading the votes")
     result = analysis.analysis(study, n_resamples=int(job.params.get("n_resamples") or DEFAULT_RESAMPLES))
     jobs.forget_superseded(job, same=("study", "n_resamples"), version="fingerprint")
-    blinded_summary(study)  # the study page's figures, kept for the same inputs
     return figures.plain(result)

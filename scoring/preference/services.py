@@ -870,6 +870,9 @@ def lock(study: PreferenceStudy, user, reason: str = "") -> PreferenceStudy:
     study.save(update_fields=["status", "locked_at", "locked_by"])
     open_count = PreferenceTask.objects.filter(study=study, status__in=PreferenceTask.OPEN_STATUSES).count()
     AuditEvent.record(user, "preference.lock", study, reason=reason, open_tasks=open_count)
+    from scoring.preference.blinded import refresh_blinded
+
+    refresh_blinded(study)  # the page's figures before unblinding, computed by a worker now
     return study
 
 

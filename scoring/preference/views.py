@@ -94,9 +94,13 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status != PreferenceStudy.Status.DRAFT:
         context["judge_form"] = JudgeForm(study=study)
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
-        from scoring.preference.blinded import blinded_summary
+        from django.urls import reverse
 
-        context["blinded_summary"] = blinded_summary(study)
+        from scoring.preference.blinded import blinded_figures
+
+        found = blinded_figures(study, request.user)  # stored by a worker: "updating" while newer ones are computed
+        context.update(blinded=found, blinded_summary=found.report,
+                       blinded_poll_url=reverse("figures-status", args=[found.pending.pk]) if found.pending else "")
     return context
 
 

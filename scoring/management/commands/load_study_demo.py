@@ -32,12 +32,15 @@ class Command(BaseCommand):
         preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS],
                                                    project=project)
         reports = self._reports(runs)
+        from scoring.preference.blinded import compute_now as compute_blinded
         from scoring.preference.models import PreferenceStudy
         from scoring.preference.results_job import compute_now as compute_results
 
         for study in PreferenceStudy.objects.alive().filter(status=PreferenceStudy.Status.UNBLINDED):
             if compute_results(study).status == "succeeded":
                 reports.add(f"preference {study.pk}")
+        for study in PreferenceStudy.objects.alive().filter(status=PreferenceStudy.Status.LOCKED):
+            compute_blinded(study)  # the page's figures before unblinding
         self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
                           f"#{preference['study']} unblinded, {len(reports)} report(s) ready.")
 

@@ -87,6 +87,18 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(autouse=True)
+def _instance_language():
+    """Each test starts in the instance's language: a request activates its reader's language in the thread and
+    leaves it there (as Django's LocaleMiddleware does), so without this a test after a Chinese page would read
+    gettext's Chinese outside any request."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _project_scope(request):
     """Tests of project data run in the project "Default" (the one the migrations create for the library scales),
     as a request runs in its project: queries in the test body see its rows, and rows created without a project

@@ -261,6 +261,12 @@ def data(world, django_db_blocker) -> list[str]:
                 walk(item)
 
     with django_db_blocker.unblock(), scopes_disabled():
+        # every member's pseudonym in Alpha (a report page gives one to a rater it names for the first time)
+        from projects.models import Membership
+        from projects.pseudonyms import pseudonyms
+
+        pseudonyms(world.alpha.project, Membership.objects.filter(project=world.alpha.project)
+                   .values_list("user_id", flat=True))
         for model in apps.get_models():
             fields = [f.attname for f in model._meta.concrete_fields
                       if isinstance(f, models.CharField | models.TextField | models.JSONField)]

@@ -200,7 +200,7 @@ def _content(response) -> bytes:
 
 
 def _comparable(body: bytes, fmt: str):
-    """XLSX: every part of the workbook but its creation time (docProps/core.xml)."""
+    """XLSX and DOCX: every part of the file but its creation time (docProps/core.xml)."""
     if fmt != "xlsx":
         return body
     with zipfile.ZipFile(io.BytesIO(body)) as book:
@@ -221,6 +221,44 @@ def test_an_export_is_byte_identical_whatever_the_language(client, world, db, na
         assert response.status_code == 200, (language, response.status_code)
         bodies.append(_comparable(_content(response), fmt))
     assert bodies[0] == bodies[1]
+
+
+@pytest.mark.parametrize("what", ["methods.md", "tripod-llm.md", "methods.docx"])
+def test_the_study_archive_documents_are_byte_identical_whatever_the_language(client, world, db, what):
+    """The archive's methods and checklist (the same files as in the zip) are English in every language."""
+    client.force_login(world.alpha.analyst)
+    url = reverse("study-archive-document", args=[what])
+    bodies = []
+    for language in ("en", "zh-hans"):
+        response = client.get(url, headers={"accept-language": language})
+        assert response.status_code == 200 and response["Content-Language"] == language
+        bodies.append(_comparable(response.content, "xlsx" if what.endswith("docx") else "md"))
+    assert bodies[0] == bodies[1]
+
+
+def test_a_job_run_during_a_chinese_request_writes_english(db, world):
+    """Stored figures and archives do not take the language of the request that ran their job (the embedded
+    mode runs jobs in the request's thread)."""
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+
+    seen = {}
+
+    def handler(job):
+        seen["language"] = translation.get_language()
+        return {}
+
+    kind = Job.Kind.WORKER_CHECK
+    before = jobs.HANDLERS.get(kind)
+    jobs.HANDLERS[kind] = handler
+    try:
+        job = Job.objects.create(kind=kind, project=None)
+        with translation.override("zh-hans"):
+            jobs.execute(job.pk)
+    finally:
+        if before is not None:
+            jobs.HANDLERS[kind] = before
+    assert seen["language"] == "en"
 
 
 # --- the pseudo-locale crawl ---------------------------------------------------------------------------------------

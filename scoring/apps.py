@@ -47,16 +47,20 @@ class ScoringConfig(AppConfig):
         return links
 
     def physician_work(self, user) -> list[dict]:
-        """The physician's home page: their preference studies with comparisons still waiting, and where to
-        answer them."""
+        """The physician's home page: their preference studies with comparisons still waiting (rows of the same
+        work table as their campaigns, with the same counts), and where to answer them."""
         if not getattr(user, "is_authenticated", False):
             return []
         from django.urls import reverse
 
         from scoring.preference.services import my_studies
 
+        rows = [row for row in my_studies(user) if row["open"]]
+        several = len({row["study__project__name"] for row in rows}) > 1
         return [{"kind": "comparisons", "name": row["study__name"], "open": row["open"], "total": row["total"],
-                 "url": reverse("compare-next")} for row in my_studies(user) if row["open"]]
+                 "done": row["done"], "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0,
+                 "project": row["study__project__name"], "several_projects": several, "url": reverse("compare-next")}
+                for row in rows]
 
     def ready(self) -> None:
         from annotation.signals import labels_changed

@@ -493,7 +493,7 @@ def test_demo_study_loads_once(instrument):
 
 
 @pytest.mark.django_db
-def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator, make_user):
+def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator, make_user, instrument):
     """A physician with comparisons to answer (and no campaign) finds them on the home page, with where to go."""
     doctor = make_user("comparing-doc", "physician")
     study = preference.create_study(name="Which answer", kind="answer", criteria="evaluation", overlap=1, seed=3,
@@ -503,8 +503,20 @@ def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator
     preference.open_study(study, coordinator)
     client.force_login(doctor)
     html = client.get(reverse("home")).content.decode()
-    assert 'data-testid="pending-comparisons"' in html and "Which answer: 3 of 3 comparisons to answer" in html
-    assert f'href="{reverse("compare-next")}"' in html
+    # one work table: the comparisons are a row of it, as a campaign's dialogues are, with the same counts
+    work = html.split('data-testid="physician-work"')[1].split("</section>")[0]
+    row = work.split('data-testid="pending-comparisons"')[1].split("</tr>")[0]
+    assert "Which answer" in row and "3 of 3 comparisons to answer" in row
+    assert '<td data-label="Submitted">0 / 3</td><td data-label="Open">3</td>' in row
+    assert f'href="{reverse("compare-next")}"' in work and "No dialogues are assigned to you yet" not in work
+    # beside a campaign's pending ratings, in the same table
+    from tests.factories import campaign_with
+
+    campaign_with([doctor], n=2, overlap=1, name="Home campaign")
+    work = client.get(reverse("home")).content.decode().split('data-testid="physician-work"')[1].split("</section>")[0]
+    table = work.split("<table")[1].split("</table>")[0]
+    assert "Home campaign" in table and "Which answer" in table
+    assert f'href="{reverse("rate-next")}"' in work and f'href="{reverse("compare-next")}"' in work
 
 
 def test_a_dialogue_study_says_how_many_of_its_corpus_dialogues_it_uses_and_why(client, coordinator):
@@ -575,6 +587,7 @@ def test_results_name_the_models_and_keep_a_and_b_for_the_sides_shown(client, an
     pair = next(p for p in ("ZephyrMed-7B vs OrcaDoc-13B", "OrcaDoc-13B vs ZephyrMed-7B") if p in table)
     row = table.split(pair)[1].split("</tr>")[0]
     # ZephyrMed won every decisive answer, whichever side it was shown on; each share names its model
-    assert '<span class="source">ZephyrMed-7B</span> 0.' in row and '<span class="source">OrcaDoc-13B</span> 0.000' in row
+    assert '<span class="source">ZephyrMed-7B</span> 0.' in row
+    assert '<span class="source">OrcaDoc-13B</span> 0.000' in row
     bias = html.split('data-testid="position-bias"')[1].split("</p>")[0]
     assert "whichever model was shown there" in bias and 'shown on the left, as "A"' in bias

@@ -856,7 +856,7 @@ def my_studies(user) -> list[dict]:
     where they rate."""
     with scoping.in_project(rater_projects(user)):
         rows = list(my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
-                    .values("study_id", "study__name", "study__status")
+                    .values("study_id", "study__name", "study__status", "study__project__name")
                     .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
                     .order_by("study__name"))
     return [{**r, "open": r["total"] - r["done"] if r["study__status"] == "open" else 0} for r in rows]

@@ -353,6 +353,30 @@ def test_page_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(cl
     assert not problems, "text outside gettext:\n" + "\n".join(problems)
 
 
+@pytest.mark.parametrize("role", ["analyst", "coordinator"])
+def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, role):
+    """The report page with its figures (the registry's world has the report still being computed): every word of
+    the page's own is translated; what the computation wrote in English is marked so."""
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+
+    campaign = world.alpha.objects["campaign"]
+    client.force_login(world.alpha.user(role))
+    url = reverse("campaign-report", args=[campaign.pk])
+    client.get(url)  # asks for the report with the page's options
+    for job in Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+                                  status=Job.Status.QUEUED):
+        jobs.execute(job.pk)
+    client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
+    body = client.get(url).content.decode()
+    assert 'id="agreement"' in body and 'id="methods"' in body  # the figures, not the progress bar
+    problems = pseudo_locale.untranslated(body, data)
+    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+    client.cookies[LANGUAGE_COOKIE] = "zh-hans"
+    chinese = client.get(url).content.decode()
+    assert "一致性报告" in chinese and 'data-testid="methods-language"' in chinese
+
+
 def test_the_check_finds_an_english_literal_and_a_broken_marker():
     page = "<html><body><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \
            "<input type=submit value='Send'><p>⟦broken</p></main><footer>Not checked</footer></body></html>"

@@ -55,12 +55,10 @@ class ScoringConfig(AppConfig):
 
         from scoring.preference.services import my_studies
 
-        rows = [row for row in my_studies(user) if row["open"]]
-        several = len({row["study__project__name"] for row in rows}) > 1
         return [{"kind": "comparisons", "name": row["study__name"], "open": row["open"], "total": row["total"],
                  "done": row["done"], "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0,
-                 "project": row["study__project__name"], "several_projects": several, "url": reverse("compare-next")}
-                for row in rows]
+                 "project": row["study__project__name"], "url": reverse("compare-next")}
+                for row in my_studies(user) if row["open"]]
 
     def ready(self) -> None:
         from annotation.signals import labels_changed

@@ -140,7 +140,10 @@ def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
 #: English from the computation, not from the templates -- the methods and checklist that must equal the study
 #: archive's files word for word, and the sentences a statistic writes about itself (why a kappa is undefined, a
 #: report's notes); the element carries ``lang="en"`` where its text is shown.
-SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template"}
+SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template",
+        # a plot's own text (titles, axes, legend) is drawn by the computation, in English; the translated caption
+        # names the plot and says where its values are
+        "svg"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 ATTRIBUTES = ("aria-label", "placeholder", "title", "alt")
 

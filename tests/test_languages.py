@@ -364,12 +364,16 @@ def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, dat
     client.force_login(world.alpha.user(role))
     url = reverse("campaign-report", args=[campaign.pk])
     client.get(url)  # asks for the report with the page's options
-    for job in Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+    for job in Job.unscoped.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
                                   status=Job.Status.QUEUED):
+        # as a worker once the labels stopped changing (a debounced job's quiet time taken as over)
+        Job.unscoped.filter(pk=job.pk).update(params={k: v for k, v in job.params.items() if k != "not_before"})
         jobs.execute(job.pk)
     client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
     body = client.get(url).content.decode()
-    assert 'id="agreement"' in body and 'id="methods"' in body  # the figures, not the progress bar
+    failed = list(Job.unscoped.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk)
+                  .values_list("status", "error"))
+    assert 'id="agreement"' in body and 'id="methods"' in body, failed  # the figures, not the progress bar
     problems = pseudo_locale.untranslated(body, data)
     assert not problems, "text outside gettext:\n" + "\n".join(problems)
     client.cookies[LANGUAGE_COOKIE] = "zh-hans"

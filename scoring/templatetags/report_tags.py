@@ -53,13 +53,13 @@ def word(value):
 
 @register.filter
 def num(value, digits=3):
-    if value is None:
-        return gettext("undefined")
     try:
         float(value)
     except (TypeError, ValueError):
-        return str(value)
-    return formatting.number(value, int(digits))
+        # None, or "undefined" as a stored figure may spell it
+        return gettext("undefined") if value is None or value == formatting.number(None) else str(value)
+    text = formatting.number(value, int(digits))
+    return gettext("undefined") if text == formatting.number(None) else text  # None or NaN
 
 
 @register.filter
@@ -86,7 +86,8 @@ def pvalue(value, style="p"):
     ("0.0123" / "< 0.0001"). The one rule is :func:`scoring.stats.format_p`."""
     from scoring.stats.interpretation import format_p
 
-    return format_p(value, prefix=style != "bare")
+    text = format_p(value, prefix=style != "bare")
+    return gettext("undefined") if text == format_p(None) else text
 
 
 @register.filter
@@ -114,7 +115,9 @@ def fig(figure, digits=3):
     value = figure["value"] if "value" in figure else figure.get("mean")
     if value is None:
         reason = " ".join(figure.get("warnings", [])) or gettext("undefined for these data")
-        return format_html('<span class="undefined" title="{}">{}</span>', reason, gettext("undefined"))
+        # the reason is the statistics' own English sentence
+        return format_html('<span class="undefined" title="{}" data-source-language="en">{}</span>', reason,
+                           gettext("undefined"))
     from scoring.stats.interpretation import band_bounds
 
     bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
@@ -124,8 +127,9 @@ def fig(figure, digits=3):
     interval = formatting.interval(low, high, d)
     label = (figure.get("interpretation") or {}).get("label")
     words = format_html(' <span class="band">{}</span>', band(label)) if label else ""
-    if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell
-        return format_html('{} <small class="muted ci-note">[CI {}]</small>{}', text, figure["ci_note"], words)
+    if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell (the statistics' English)
+        return format_html('{} <small class="muted ci-note" lang="en" data-source-language="en">[CI {}]</small>{}',
+                           text, figure["ci_note"], words)
     return format_html('{} <small class="muted">{}</small>{}', text, interval, words)
 
 
@@ -196,7 +200,7 @@ def box_numbers(values) -> dict:
 
 def _ba_part(result: dict, key: str, digits: int, sign: bool = False) -> str:
     value = result.get(key)
-    if value is None:
+    if formatting.number(value) == formatting.number(None):  # None or NaN
         return gettext("undefined")
     low, high = result.get(f"{key}_ci_low"), result.get(f"{key}_ci_high")
     d = formatting.decimals(value, low, high, digits)
@@ -211,7 +215,7 @@ def bland_altman(result, parts="bias"):
     if not isinstance(result, dict):
         return ""
     if result.get("bias") is None:
-        return format_html('<span class="undefined" title="{}">{}</span>',
+        return format_html('<span class="undefined" title="{}" data-source-language="en">{}</span>',
                            " ".join(result.get("warnings", [])) or gettext("undefined for these data"),
                            gettext("undefined"))
     limits = format_html(gettext("limits of agreement {low} to {high}") + ' <small class="muted">(n = {n})</small>',

@@ -52,6 +52,9 @@ def home(request):
     # Work of other kinds waiting for this physician (pending comparisons): each app says, as with start_here.
     context["other_work"] = [row for config in django_apps.get_app_configs()
                              for row in getattr(config, "physician_work", lambda user: [])(request.user)]
+    # one work table: its Project column when the campaigns and the other work span several projects
+    context["several_projects"] = len({row["campaign__project__name"] for row in context.get("my_campaigns", [])}
+                                      | {row["project"] for row in context["other_work"] if "project" in row}) > 1
     if ADMIN in held:
         User = get_user_model()
         context["role_counts"] = [

@@ -51,8 +51,8 @@ class ScoringConfig(AppConfig):
         return links
 
     def physician_work(self, user) -> list[dict]:
-        """The physician's home page: their preference studies with comparisons still waiting, and where to
-        answer them."""
+        """The physician's home page: their preference studies with comparisons still waiting (rows of the same
+        work table as their campaigns, with the same counts), and where to answer them."""
         if not getattr(user, "is_authenticated", False):
             return []
         from django.urls import reverse
@@ -60,7 +60,9 @@ class ScoringConfig(AppConfig):
         from scoring.preference.services import my_studies
 
         return [{"kind": "comparisons", "name": row["study__name"], "open": row["open"], "total": row["total"],
-                 "url": reverse("compare-next")} for row in my_studies(user) if row["open"]]
+                 "done": row["done"], "percent": round(100 * row["done"] / row["total"]) if row["total"] else 0,
+                 "project": row["study__project__name"], "url": reverse("compare-next")}
+                for row in my_studies(user) if row["open"]]
 
     def ready(self) -> None:
         from annotation.signals import labels_changed

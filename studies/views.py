@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from projects.access import role_required
@@ -37,8 +38,8 @@ def archive_export(request):
     if pending_review(request.project):
         return render(request, "studies/archive.html", {
             "pending": True, "exports": recent_exports(request.project),
-            "error": "Dialogues await privacy review: review them (Corpora -> Privacy review) before exporting the "
-                     "study."}, status=409)
+            "error": _("Dialogues await privacy review: review them (Corpora → Privacy review) before exporting "
+                       "the study.")}, status=409)
     start_export(request.project, request.user)
     return redirect("study-archive")
 

@@ -113,6 +113,17 @@ PAGES: list[Page] = [
     # dialogue generation: its home page (the others show the generation forms' and prompts' Python strings, not
     # translated yet)
     Page("generation-home", "coordinator"),
+    # agreement reports (the world's report is still being computed: the progress page)
+    *(Page(name, role, ("campaign",)) for role in ("coordinator", "analyst")
+      for name in ("campaign-report", "campaign-trial-report")),
+    # preference studies (the world's is open: its results are sealed, 409)
+    *(Page("preference-list", role) for role in ("coordinator", "analyst")),
+    Page("preference-new", "coordinator"),
+    # (the study page, "preference-detail", once the LLM run partials it shows -- causes, caps, spend -- are converted)
+    *(Page("preference-results", role, ("preference_study",), status=409) for role in ("coordinator", "analyst")),
+    Page("compare-task", "physician", ("preference_task",)),
+    # the study archive
+    *(Page(name, role) for role in ("coordinator", "analyst") for name in ("study-archive", "study-archive-methods")),
     # not found
     Page("", "coordinator", path="/no-such-page/", status=404),
 ]
@@ -159,9 +170,15 @@ def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
     return target
 
 
-#: Elements whose text is not prose to translate: code samples, the scripts' data, and whatever says
-#: ``translate="no"`` (names of languages in their own language, product names).
-SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template"}
+#: Elements whose text is not prose to translate: code samples, the scripts' data, whatever says ``translate="no"``
+#: (names of languages in their own language, product names), and what says ``data-source-language``: text in
+#: English from the computation, not from the templates -- the methods and checklist that must equal the study
+#: archive's files word for word, and the sentences a statistic writes about itself (why a kappa is undefined, a
+#: report's notes); the element carries ``lang="en"`` where its text is shown.
+SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template",
+        # a plot's own text (titles, axes, legend) is drawn by the computation, in English; the translated caption
+        # names the plot and says where its values are
+        "svg"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 ATTRIBUTES = ("aria-label", "placeholder", "title", "alt")
 
@@ -187,7 +204,8 @@ class _Text(HTMLParser):
             self.parts.append("\n")
         if not self.depth_body:
             return
-        if tag not in VOID and (self.skipping or tag in SKIP or attrs.get("translate") == "no"):
+        if tag not in VOID and (self.skipping or tag in SKIP or attrs.get("translate") == "no"
+                                or "data-source-language" in attrs):
             self.skipping += 1
         if self.skipping:
             return

@@ -223,7 +223,7 @@ def _content(response) -> bytes:
 
 
 def _comparable(body: bytes, fmt: str):
-    """XLSX: every part of the workbook but its creation time (docProps/core.xml)."""
+    """XLSX and DOCX: every part of the file but its creation time (docProps/core.xml)."""
     if fmt != "xlsx":
         return body
     with zipfile.ZipFile(io.BytesIO(body)) as book:
@@ -248,6 +248,44 @@ def test_an_export_is_byte_identical_whatever_the_language(client, world, db, na
         assert response.status_code == 200, (language, response.status_code)
         bodies.append(_comparable(_content(response), fmt))
     assert bodies[0] == bodies[1]
+
+
+@pytest.mark.parametrize("what", ["methods.md", "tripod-llm.md", "methods.docx"])
+def test_the_study_archive_documents_are_byte_identical_whatever_the_language(client, world, db, what):
+    """The archive's methods and checklist (the same files as in the zip) are English in every language."""
+    client.force_login(world.alpha.analyst)
+    url = reverse("study-archive-document", args=[what])
+    bodies = []
+    for language in ("en", "zh-hans"):
+        response = client.get(url, headers={"accept-language": language})
+        assert response.status_code == 200 and response["Content-Language"] == language
+        bodies.append(_comparable(response.content, "xlsx" if what.endswith("docx") else "md"))
+    assert bodies[0] == bodies[1]
+
+
+def test_a_job_run_during_a_chinese_request_writes_english(db, world):
+    """Stored figures and archives do not take the language of the request that ran their job (the embedded
+    mode runs jobs in the request's thread)."""
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+
+    seen = {}
+
+    def handler(job):
+        seen["language"] = translation.get_language()
+        return {}
+
+    kind = Job.Kind.WORKER_CHECK
+    before = jobs.HANDLERS.get(kind)
+    jobs.HANDLERS[kind] = handler
+    try:
+        job = Job.objects.create(kind=kind, project=None)
+        with translation.override("zh-hans"):
+            jobs.execute(job.pk)
+    finally:
+        if before is not None:
+            jobs.HANDLERS[kind] = before
+    assert seen["language"] == "en"
 
 
 # --- the pseudo-locale crawl ---------------------------------------------------------------------------------------
@@ -288,6 +326,12 @@ def data(world, django_db_blocker) -> list[str]:
                 walk(item)
 
     with django_db_blocker.unblock(), scopes_disabled():
+        # every member's pseudonym in Alpha (a report page gives one to a rater it names for the first time)
+        from projects.models import Membership
+        from projects.pseudonyms import pseudonyms
+
+        pseudonyms(world.alpha.project, Membership.objects.filter(project=world.alpha.project)
+                   .values_list("user_id", flat=True))
         for model in apps.get_models():
             fields = [f.attname for f in model._meta.concrete_fields
                       if isinstance(f, models.CharField | models.TextField | models.JSONField)]
@@ -372,6 +416,34 @@ def test_page_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(cl
     assert not problems, "text outside gettext:\n" + "\n".join(problems)
 
 
+@pytest.mark.parametrize("role", ["analyst", "coordinator"])
+def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, role):
+    """The report page with its figures (the registry's world has the report still being computed): every word of
+    the page's own is translated; what the computation wrote in English is marked so."""
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+
+    campaign = world.alpha.objects["campaign"]
+    client.force_login(world.alpha.user(role))
+    url = reverse("campaign-report", args=[campaign.pk])
+    client.get(url)  # asks for the report with the page's options
+    for job in Job.unscoped.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk,
+                                  status=Job.Status.QUEUED):
+        # as a worker once the labels stopped changing (a debounced job's quiet time taken as over)
+        Job.unscoped.filter(pk=job.pk).update(params={k: v for k, v in job.params.items() if k != "not_before"})
+        jobs.execute(job.pk)
+    client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
+    body = client.get(url).content.decode()
+    failed = list(Job.unscoped.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk)
+                  .values_list("status", "error"))
+    assert 'id="agreement"' in body and 'id="methods"' in body, failed  # the figures, not the progress bar
+    problems = pseudo_locale.untranslated(body, data)
+    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+    client.cookies[LANGUAGE_COOKIE] = "zh-hans"
+    chinese = client.get(url).content.decode()
+    assert "一致性报告" in chinese and 'data-testid="methods-language"' in chinese
+
+
 def test_the_check_finds_an_english_literal_and_a_broken_marker():
     page = "<html><head><title>Untitled · Mini-CEX Workbench</title></head><body><header><a>⟦Home⟧</a><a>Help</a>" \
            "</header><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \
@@ -406,14 +478,13 @@ def test_numbers_and_dates_are_written_alike_in_english_and_chinese(client, worl
 #: registered; the test below says which names may go.
 NOT_CONVERTED: set[str] = {
     # the rating, comparison and campaign pages (annotation)
-    "rate-next", "compare-next", "compare-task", "campaign-detail", "campaign-active-sample",
+    "rate-next", "compare-next", "campaign-detail", "campaign-active-sample",
     # Delphi
     "delphi:mine", "delphi:round-validation",
     # the judge pages
     "judge-run-compare", "jury-report", "jury-compare",
-    # reports, preference studies, the study archive
-    "campaign-report", "campaign-trial-report", "preference-list", "preference-new", "preference-detail",
-    "study-archive", "study-archive-methods",
+    # the preference study's own page (it shows its judge runs' causes, spending caps and cost)
+    "preference-detail",
     # dialogue generation: converted, but its pages include the LLM run partials (templates/scoring/partials/) that
     # the judge pages share
     "generation-home", "generation-case-import", "generation-case-set", "generation-job", "generation-job-new",

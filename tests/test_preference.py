@@ -493,7 +493,7 @@ def test_demo_study_loads_once(instrument):
 
 
 @pytest.mark.django_db
-def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator, make_user):
+def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator, make_user, instrument):
     """A physician with comparisons to answer (and no campaign) finds them on the home page, with where to go."""
     doctor = make_user("comparing-doc", "physician")
     study = preference.create_study(name="Which answer", kind="answer", criteria="evaluation", overlap=1, seed=3,
@@ -503,5 +503,91 @@ def test_pending_comparisons_are_on_the_physicians_home_page(client, coordinator
     preference.open_study(study, coordinator)
     client.force_login(doctor)
     html = client.get(reverse("home")).content.decode()
-    assert 'data-testid="pending-comparisons"' in html and "Which answer: 3 of 3 comparisons to answer" in html
-    assert f'href="{reverse("compare-next")}"' in html
+    # one work table: the comparisons are a row of it, as a campaign's dialogues are, with the same counts
+    work = html.split('data-testid="physician-work"')[1].split("</section>")[0]
+    row = work.split('data-testid="pending-comparisons"')[1].split("</tr>")[0]
+    assert "Which answer" in row and "3 of 3 comparisons to answer" in row
+    assert '<td data-label="Submitted">0 / 3</td><td data-label="Open">3</td>' in row
+    assert f'href="{reverse("compare-next")}"' in work and "No dialogues are assigned to you yet" not in work
+    # beside a campaign's pending ratings, in the same table
+    from tests.factories import campaign_with
+
+    campaign_with([doctor], n=2, overlap=1, name="Home campaign")
+    work = client.get(reverse("home")).content.decode().split('data-testid="physician-work"')[1].split("</section>")[0]
+    table = work.split("<table")[1].split("</table>")[0]
+    assert "Home campaign" in table and "Which answer" in table
+    assert f'href="{reverse("rate-next")}"' in work and f'href="{reverse("compare-next")}"' in work
+
+
+def test_a_dialogue_study_says_how_many_of_its_corpus_dialogues_it_uses_and_why(client, coordinator):
+    """20 dialogues, 10 used: the study page says so and why the other 10 are left out (before, it used 10 of 20
+    without a word)."""
+    from annotation.models import PrivacyStatus
+
+    corpus = Corpus.objects.create(name="twenty")
+
+    def add(external_id, model, **meta):
+        return Dialogue.objects.create(corpus=corpus, external_id=external_id, self_report="Cough", source_model=model,
+                                       meta=meta, turns=[{"role": "doctor", "text": "Hello."}])
+
+    for case in range(5):  # 5 cases x 2 chosen models: the 10 used
+        for model in ("ModelA", "ModelB"):
+            add(f"c{case}-{model}", model, case_id=f"c{case}")
+    for case in range(5, 8):  # 3 cases with one chosen model only
+        add(f"c{case}-ModelA", "ModelA", case_id=f"c{case}")
+    for n in range(4):  # 4 without the case key
+        add(f"nokey-{n}", "ModelA")
+    add("c0-ModelC", "ModelC", case_id="c0")  # a model not chosen
+    add("c0-ModelA-2", "ModelA", case_id="c0")  # a second dialogue of ModelA on c0
+    add("flagged", "ModelB", case_id="c1").__class__.objects.filter(external_id="flagged").update(
+        privacy_status=PrivacyStatus.EXCLUDED)
+    assert corpus.dialogues.count() == 20
+    study = preference.create_study(name="Dialogues used", kind="dialogue", criteria="overall", user=coordinator)
+    client.force_login(coordinator)
+    response = client.post(reverse("preference-sources", args=[study.pk]),
+                           {"corpus": corpus.pk, "group_key": "case_id", "models": "ModelA, ModelB"}, follow=True)
+    html = response.content.decode()
+    assert "the study uses 10 of the corpus&#x27;s 20 dialogues" in html  # the message after adding
+    use = preference.corpus_use(study)
+    assert use["used"] == 10 and use["total"] == 20
+    assert use["left_out"] == {"privacy": 1, "no_case": 4, "no_model": 0, "other_model": 1, "duplicate": 1,
+                               "single_model": 3, "withdrawn": 0}
+    assert sum(use["left_out"].values()) + use["used"] == use["total"]
+    page = client.get(reverse("preference-detail", args=[study.pk])).content.decode()
+    assert "This study uses 10 of the 20 dialogues of the corpus twenty." in page
+    for sentence in ("3 dialogues are the only model's on their case", '4 dialogues have no "case_id"',
+                     "1 dialogue is of a model not chosen (chosen: ModelA, ModelB)",
+                     "1 dialogue is a second dialogue of the same model", "1 dialogue is excluded by the privacy"):
+        assert sentence in page, sentence
+    # an item left out by the coordinator counts too, live
+    item = study.items.alive().order_by("external_id").first()
+    client.post(reverse("preference-item-delete", args=[study.pk, item.pk]), {"reason": "off topic"})
+    use = preference.corpus_use(study)
+    assert use["used"] == 8 and use["left_out"]["withdrawn"] == 2
+    # other kinds of study say nothing of a corpus
+    other = preference.create_study(name="Answers only", kind="answer", criteria="overall", user=coordinator)
+    assert preference.corpus_use(other) is None
+
+
+def test_results_name_the_models_and_keep_a_and_b_for_the_sides_shown(client, answer_study, raters, coordinator,
+                                                                     analyst):
+    """"A" on the results page is the side shown to the physicians, never the first model: each win / tie / loss
+    row names its two models, and the position bias speaks of sides."""
+    from tests.test_report_pages import run_pending
+
+    open_with(answer_study, raters, coordinator)
+    answer_all(answer_study, lambda task, criterion, a, b: "A" if a == "ZephyrMed-7B" else "tie")
+    preference.lock(answer_study, coordinator)
+    preference.unblind(answer_study, coordinator, "analysis")
+    run_pending()
+    client.force_login(analyst)
+    html = client.get(reverse("preference-results", args=[answer_study.pk])).content.decode()
+    assert "Source 1" not in html and "Source 2" not in html
+    table = html.split('data-testid="win-tie-loss"')[1].split("</table>")[0]
+    pair = next(p for p in ("ZephyrMed-7B vs OrcaDoc-13B", "OrcaDoc-13B vs ZephyrMed-7B") if p in table)
+    row = table.split(pair)[1].split("</tr>")[0]
+    # ZephyrMed won every decisive answer, whichever side it was shown on; each share names its model
+    assert '<span class="source">ZephyrMed-7B</span> 0.' in row
+    assert '<span class="source">OrcaDoc-13B</span> 0.000' in row
+    bias = html.split('data-testid="position-bias"')[1].split("</p>")[0]
+    assert "whichever model was shown there" in bias and 'shown on the left, as "A"' in bias

@@ -13,7 +13,7 @@ from typing import Any
 from celery import current_app
 from django.db import connection, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.module_loading import import_string
 
 from projects import scoping
@@ -134,7 +134,9 @@ def execute(job_id: int) -> Job:
     heart = threading.Thread(target=_beat, args=(job.pk, beating), name=f"job-{job.pk}-heartbeat", daemon=True)
     heart.start()
     try:
-        with scoping.in_project(job.project_id):  # the job's project (none: the instance-wide worker check)
+        # the job's project (none: the instance-wide worker check); stored figures and archives are written in
+        # English whatever the language of the request that ran the job in the embedded mode
+        with scoping.in_project(job.project_id), translation.override("en"):
             result = handler_for(job.kind)(job)
     except Exception as exc:
         job.status = Job.Status.FAILED

@@ -14,6 +14,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext_noop
 
 from annotation.spreadsheet import restore_cell, safe_dict
 from projects.pseudonyms import pseudonyms
@@ -29,8 +30,9 @@ from scoring.preference.models import (
 from scoring.preference.services import PreferenceError
 
 OUTCOME_SCORE = {"first": 1.0, "tie": 0.5, "second": 0.0}
-NOTE_VOTES = ("Each rater's vote counts once; votes on the same comparison are not independent, so the Wilson "
-              "intervals are somewhat narrow when several raters answer each comparison.")
+#: stored in English (the archive keeps it); the results page shows it in the page's language
+NOTE_VOTES = gettext_noop("Each rater's vote counts once; votes on the same comparison are not independent, so the "
+                          "Wilson intervals are somewhat narrow when several raters answer each comparison.")
 
 
 def rater_names(study: PreferenceStudy, user_ids, *, pseudonymous: bool = False) -> dict[int, str]:

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from projects.models import AuditEvent
 from scoring.judges.models import JudgeConfig
@@ -130,16 +131,16 @@ def create_run(study: PreferenceStudy, config: JudgeConfig, user=None, *, cost_c
     """One pending verdict per pair and order."""
     study.refresh_from_db(fields=["status", "deleted_at"])
     if study.is_deleted or study.status == PreferenceStudy.Status.DRAFT:
-        raise PreferenceError("Open the study first: a judge answers the same comparisons as the raters.",
+        raise PreferenceError(_("Open the study first: a judge answers the same comparisons as the raters."),
                               status=409)
     if config.project_id != study.project_id:
-        raise PreferenceError("Choose a judge of the study's project.")
+        raise PreferenceError(_("Choose a judge of the study's project."))
     if study.sources.filter(judge_run__config=config).exists():
-        raise PreferenceError("This judge configuration is one of the sources compared; choose another judge.")
+        raise PreferenceError(_("This judge configuration is one of the sources compared; choose another judge."))
     gateway.usable_endpoint(config.base_url, config.api_key_env)
     pairs = list(study.pairs.filter(item__deleted_at__isnull=True).values_list("id", flat=True))
     if not pairs:
-        raise PreferenceError("The study has no comparisons.")
+        raise PreferenceError(_("The study has no comparisons."))
     run = PreferenceJudgeRun.objects.create(project_id=study.project_id, study=study, config=config,
                                             snapshot=config_snapshot(config), created_by=user, cost_cap=cost_cap,
                                             token_cap=token_cap)
@@ -169,7 +170,7 @@ def cancel(run: PreferenceJudgeRun, user=None) -> PreferenceJudgeRun:
 def retry_failed(run: PreferenceJudgeRun, user=None) -> int:
     """Ask failed and unscored comparisons again (a fresh allowance of requests for them) and resume the run."""
     if run.status == PreferenceJudgeRun.Status.CANCELLED:
-        raise PreferenceError("A cancelled judge run cannot be retried.", status=409)
+        raise PreferenceError(_("A cancelled judge run cannot be retried."), status=409)
     problems = PreferenceVerdict.objects.filter(run=run, status__in=[PreferenceVerdict.Status.FAILED,
                                                                       PreferenceVerdict.Status.UNSCORED])
     count = problems.update(status=PreferenceVerdict.Status.PENDING, attempts=0, error="", claimed_by="",

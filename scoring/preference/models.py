@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.models import EngineJob, WorkUnit
@@ -21,15 +22,15 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
     """A double-blind side-by-side comparison study."""
 
     class Kind(models.TextChoices):
-        EVALUATION = "evaluation", "Judges' evaluations of the same dialogue"
-        DIALOGUE = "dialogue", "Doctor models' dialogues on the same case"
-        ANSWER = "answer", "Free-text answers to the same question"
+        EVALUATION = "evaluation", _("Judges' evaluations of the same dialogue")
+        DIALOGUE = "dialogue", _("Doctor models' dialogues on the same case")
+        ANSWER = "answer", _("Free-text answers to the same question")
 
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft (setting up)"
-        OPEN = "open", "Open (raters answering)"
-        LOCKED = "locked", "Locked (answers final, identities sealed)"
-        UNBLINDED = "unblinded", "Unblinded"
+        DRAFT = "draft", _("Draft (setting up)")
+        OPEN = "open", _("Open (raters answering)")
+        LOCKED = "locked", _("Locked (answers final, identities sealed)")
+        UNBLINDED = "unblinded", _("Unblinded")
 
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=12, choices=Kind.choices)
@@ -58,7 +59,7 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "preference studies"
+        verbose_name_plural = _("preference studies")
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_preference_name_per_project")]
 
     def __str__(self) -> str:
@@ -87,7 +88,7 @@ class PreferenceCriterion(ProjectScoped):
     class Meta:
         ordering = ["study", "order", "id"]
         constraints = [models.UniqueConstraint(fields=["study", "code"], name="unique_preference_criterion")]
-        verbose_name_plural = "preference criteria"
+        verbose_name_plural = _("preference criteria")
 
     def __str__(self) -> str:
         return f"{self.study}: {self.name}"
@@ -204,11 +205,11 @@ class PreferenceTask(ProjectScoped):
     project_path = "study__project"
 
     class Status(models.TextChoices):
-        ASSIGNED = "assigned", "Not started"
-        IN_PROGRESS = "in_progress", "In progress"
-        SUBMITTED = "submitted", "Submitted"
-        SKIPPED = "skipped", "Skipped"
-        WITHDRAWN = "withdrawn", "Withdrawn"
+        ASSIGNED = "assigned", _("Not started")
+        IN_PROGRESS = "in_progress", _("In progress")
+        SUBMITTED = "submitted", _("Submitted")
+        SKIPPED = "skipped", _("Skipped")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
 
     OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS)
     COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.SUBMITTED)
@@ -245,9 +246,9 @@ class PreferenceAnswer(ProjectScoped):
     project_path = "task__study__project"
 
     class Choice(models.TextChoices):
-        A = "A", "A is better"
-        TIE = "tie", "Tie"
-        B = "B", "B is better"
+        A = "A", _("A is better")
+        TIE = "tie", _("Tie")
+        B = "B", _("B is better")
 
     task = models.ForeignKey(PreferenceTask, on_delete=models.PROTECT, related_name="answers")
     criterion = models.ForeignKey(PreferenceCriterion, on_delete=models.PROTECT, related_name="+")
@@ -311,14 +312,14 @@ class PreferenceVerdict(ProjectScoped, WorkUnit):
     project_path = "run__project"
 
     class Order(models.TextChoices):
-        FORWARD = "forward", "First candidate as A"
-        REVERSE = "reverse", "Second candidate as A"
+        FORWARD = "forward", _("First candidate as A")
+        REVERSE = "reverse", _("Second candidate as A")
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        DONE = "done", "Answered"
-        UNSCORED = "unscored", "Unscored (unparseable answer)"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Pending")
+        DONE = "done", _("Answered")
+        UNSCORED = "unscored", _("Unscored (unparseable answer)")
+        FAILED = "failed", _("Failed")
 
     run = models.ForeignKey(PreferenceJudgeRun, on_delete=models.CASCADE, related_name="verdicts")
     pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="+")

@@ -21,6 +21,7 @@ from itertools import combinations
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.dialogues import redacted
 from annotation.importers import LineError, json_objects
@@ -180,11 +181,11 @@ def parse_criteria(text: str) -> list[tuple[str, str, str]]:
     for raw in (text or "").splitlines():
         if not raw.strip():
             continue
-        name, _, description = raw.partition(":")
+        name, _sep, description = raw.partition(":")
         name = name.strip()
         code = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or f"c{len(result) + 1}"
         if code in seen:
-            raise PreferenceError(f'The criterion "{name}" appears twice.')
+            raise PreferenceError(_('The criterion "%(name)s" appears twice.') % {"name": name})
         seen.add(code)
         result.append((code, name[:200], description.strip()))
     return result
@@ -201,21 +202,21 @@ def create_study(*, name: str, kind: str, criteria: str | list[tuple[str, str, s
     project_id = project
     name = (name or "").strip()
     if not name:
-        raise PreferenceError("Give the study a name.")
+        raise PreferenceError(_("Give the study a name."))
     if corpus is not None and corpus.project_id != project_id:
-        raise PreferenceError("The corpus belongs to another project.")
+        raise PreferenceError(_("The corpus belongs to another project."))
     if PreferenceStudy.objects.filter(name=name).exists():
-        raise PreferenceError(f'A study called "{name}" already exists.')
+        raise PreferenceError(_('A study called "%(name)s" already exists.') % {"name": name})
     if kind not in PreferenceStudy.Kind.values:
         raise PreferenceError(f"Unknown study kind {kind!r}; use {', '.join(PreferenceStudy.Kind.values)}.")
     if overlap < 1:
-        raise PreferenceError("Overlap must be at least 1 rater per comparison.")
+        raise PreferenceError(_("Overlap must be at least 1 rater per comparison."))
     if isinstance(criteria, str):
         if criteria not in CRITERIA_PRESETS:
             raise PreferenceError(f"Unknown criteria preset {criteria!r}; use {', '.join(CRITERIA_PRESETS)}.")
         criteria = CRITERIA_PRESETS[criteria]
     if not criteria:
-        raise PreferenceError("A study needs at least one criterion.")
+        raise PreferenceError(_("A study needs at least one criterion."))
     study = PreferenceStudy.objects.create(
         project_id=project_id, name=name, kind=kind, overlap=overlap,
         seed=random.SystemRandom().randrange(1, 2**31) if seed is None else seed, instructions=instructions,
@@ -231,16 +232,16 @@ def create_study(*, name: str, kind: str, criteria: str | list[tuple[str, str, s
 def _ensure_draft(study: PreferenceStudy) -> None:
     study.refresh_from_db(fields=["status", "deleted_at"])  # never trust a stale copy
     if study.is_deleted:
-        raise PreferenceError("This study was deleted.", status=404)
+        raise PreferenceError(_("This study was deleted."), status=404)
     if study.status != PreferenceStudy.Status.DRAFT:
-        raise PreferenceError("The study is open: sources, items and criteria can no longer change.", status=409)
+        raise PreferenceError(_("The study is open: sources, items and criteria can no longer change."), status=409)
 
 
 def _add_source(study: PreferenceStudy, label: str, *, judge_run: JudgeRun | None = None,
                 tells: list[str] | None = None) -> PreferenceSource:
     label = label.strip()
     if not label:
-        raise PreferenceError("A source needs a name.")
+        raise PreferenceError(_("A source needs a name."))
     existing = PreferenceSource.objects.filter(study=study, label=label).first()
     if existing:
         return existing
@@ -250,7 +251,8 @@ def _add_source(study: PreferenceStudy, label: str, *, judge_run: JudgeRun | Non
 
 
 def _item(study: PreferenceStudy, external_id: str, **fields) -> PreferenceItem:
-    item, _ = PreferenceItem.objects.get_or_create(study=study, external_id=str(external_id)[:200], defaults=fields)
+    item, _created = PreferenceItem.objects.get_or_create(study=study, external_id=str(external_id)[:200],
+                                                          defaults=fields)
     return item
 
 
@@ -270,12 +272,12 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
     configuration are told apart by run id (which raters never see)."""
     _ensure_draft(study)
     if study.kind != PreferenceStudy.Kind.EVALUATION:
-        raise PreferenceError("Judge runs are sources of evaluation studies only.")
+        raise PreferenceError(_("Judge runs are sources of evaluation studies only."))
     runs = list(runs)
     if len({r.pk for r in runs}) < 2 and not study.sources.exists():
-        raise PreferenceError("Choose at least two judge runs to compare.")
+        raise PreferenceError(_("Choose at least two judge runs to compare."))
     if any(r.project_id != study.project_id for r in runs):
-        raise PreferenceError("Only judge runs of the study's project can be compared.")
+        raise PreferenceError(_("Only judge runs of the study's project can be compared."))
     unfinished = [r for r in runs if not r.is_finished]
     if unfinished:
         raise PreferenceError("Only finished judge runs can be compared; unfinished: "
@@ -296,7 +298,7 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
     if existing_dialogues:
         common &= existing_dialogues
     if not common:
-        raise PreferenceError("These judge runs have no judged dialogue in common.")
+        raise PreferenceError(_("These judge runs have no judged dialogue in common."))
     labels = Counter(r.name for r in runs)
     sources = {}
     for run in runs:
@@ -322,7 +324,7 @@ def add_judge_runs(study: PreferenceStudy, runs: list[JudgeRun], user=None) -> d
                     for r in per_run[run.pk][dialogue_id]]
             original = [{"code": r.item.code, "value": r.value, "rationale": r.rationale, "status": r.status,
                          "result": r.pk} for r in per_run[run.pk][dialogue_id]]
-            _, made = PreferenceCandidate.objects.update_or_create(
+            _candidate, made = PreferenceCandidate.objects.update_or_create(
                 item=item, source=source, defaults={"content": {"type": "evaluation", "rows": rows},
                                                     "original": {"results": original, "run": run.pk}})
             created += made
@@ -343,29 +345,38 @@ def add_dialogues(study: PreferenceStudy, corpus: Corpus, *, models: list[str] |
     (and counted); a model with several dialogues on one case contributes its first (by external id)."""
     _ensure_draft(study)
     if study.kind != PreferenceStudy.Kind.DIALOGUE:
-        raise PreferenceError("Dialogues are candidates of dialogue studies only.")
+        raise PreferenceError(_("Dialogues are candidates of dialogue studies only."))
     if corpus.project_id != study.project_id:
-        raise PreferenceError("Only corpora of the study's project can be compared.")
+        raise PreferenceError(_("Only corpora of the study's project can be compared."))
     key = (group_key if group_key is not None else study.group_key or "case_id").strip()
     if not key:
-        raise PreferenceError("Name the metadata key that groups dialogues of the same case (e.g. case_id).")
+        raise PreferenceError(_("Name the metadata key that groups dialogues of the same case (e.g. case_id)."))
     wanted = {m.strip() for m in models or [] if m.strip()}
     groups: dict[str, dict[str, Dialogue]] = defaultdict(dict)
     duplicates = 0
+    # why each of the corpus's dialogues is or is not used (the study page says it)
+    left_out = {"privacy": corpus.dialogues.alive().filter(privacy_status=PrivacyStatus.EXCLUDED).count(),
+                "no_case": 0, "no_model": 0, "other_model": 0, "duplicate": 0, "single_model": 0}
     qs = (corpus.dialogues.alive().exclude(privacy_status=PrivacyStatus.EXCLUDED)
           .prefetch_related("redactions").order_by("external_id"))
     for dialogue in qs:
         case = (dialogue.meta or {}).get(key)
         model = dialogue_source(dialogue)
-        if case in (None, "") or not model or (wanted and model not in wanted):
+        reason = ("no_case" if case in (None, "") else "no_model" if not model
+                  else "other_model" if wanted and model not in wanted else "")
+        if reason:
+            left_out[reason] += 1
             continue
         if model in groups[str(case)]:
             duplicates += 1
+            left_out["duplicate"] += 1
             continue
         groups[str(case)][model] = dialogue
     usable = {case: by_model for case, by_model in groups.items() if len(by_model) >= 2}
+    left_out["single_model"] = sum(len(by_model) for by_model in groups.values() if len(by_model) < 2)
     if not usable:
-        raise PreferenceError(f'No case has dialogues of two or more models (grouped by metadata "{key}").')
+        raise PreferenceError(_('No case has dialogues of two or more models (grouped by metadata "%(key)s").')
+                              % {"key": key})
     all_models = sorted({m for g in usable.values() for m in g})
     study.corpus, study.group_key = corpus, key
     study.save(update_fields=["corpus", "group_key"])
@@ -386,14 +397,39 @@ def add_dialogues(study: PreferenceStudy, corpus: Corpus, *, models: list[str] |
             turns = [{"role": t["role"], "text": blind_text(t["text"], tells,
                                                             boiler[source.pk] if t["role"] == "doctor" else None)}
                      for t in redacted(dialogue)[1]]
-            _, made = PreferenceCandidate.objects.update_or_create(
+            _candidate, made = PreferenceCandidate.objects.update_or_create(
                 item=item, source=source, dialogue=dialogue,
                 defaults={"content": {"type": "dialogue", "turns": turns}, "original": {"dialogue": dialogue.pk}})
             created += made
     AuditEvent.record(user, "preference.add_dialogues", study, corpus=corpus.pk, key=key, items=len(usable),
-                      candidates=created, skipped_cases=len(groups) - len(usable), duplicates=duplicates)
+                      candidates=created, skipped_cases=len(groups) - len(usable), duplicates=duplicates,
+                      corpus_dialogues=corpus.dialogues.alive().count(),
+                      used=sum(len(by_model) for by_model in usable.values()), left_out=left_out,
+                      models=sorted(wanted))
     return {"items": len(usable), "candidates": created, "sources": len(all_models),
             "skipped_cases": len(groups) - len(usable), "duplicates": duplicates}
+
+
+def corpus_use(study: PreferenceStudy) -> dict | None:
+    """A dialogue study's use of its corpus, as recorded when its dialogues were added: how many of the corpus's
+    dialogues it uses, how many the corpus held, and why the others are left out (``left_out``: privacy, no_case,
+    no_model, other_model, duplicate, single_model); the items the coordinator left out since, counted live. None
+    before dialogues are added (or for another kind of study)."""
+    from django.contrib.contenttypes.models import ContentType
+
+    if study.kind != PreferenceStudy.Kind.DIALOGUE:
+        return None
+    event = (AuditEvent.objects.filter(action="preference.add_dialogues", target_id=str(study.pk),
+                                       target_type=ContentType.objects.get_for_model(PreferenceStudy))
+             .order_by("-at", "-pk").first())
+    if event is None or "left_out" not in event.data:
+        return None
+    data = event.data
+    withdrawn = (PreferenceCandidate.objects.filter(item__study=study, item__deleted_at__isnull=False)
+                 .exclude(dialogue=None).values("dialogue").distinct().count())
+    return {"used": data["used"] - withdrawn, "total": data["corpus_dialogues"], "key": data["key"],
+            "models": data.get("models") or [], "left_out": {**data["left_out"], "withdrawn": withdrawn},
+            "corpus": study.corpus.name if study.corpus_id else ""}
 
 
 class ImportRejected(PreferenceError):
@@ -463,7 +499,7 @@ def import_answers(study: PreferenceStudy, lines: Iterable[str | bytes], user=No
     """All-or-nothing import of free-text answers into a draft answer study."""
     _ensure_draft(study)
     if study.kind != PreferenceStudy.Kind.ANSWER:
-        raise PreferenceError("Free-text answers are candidates of answer studies only.")
+        raise PreferenceError(_("Free-text answers are candidates of answer studies only."))
     records, errors = parse_answers(lines)
     existing = set(PreferenceCandidate.objects.filter(item__study=study).values_list(
         "item__external_id", "source__label"))
@@ -519,7 +555,7 @@ def delete_item(item: PreferenceItem, user, reason: str) -> None:
 @transaction.atomic
 def delete_study(study: PreferenceStudy, user, reason: str) -> None:
     if study.status == PreferenceStudy.Status.OPEN:
-        raise PreferenceError("Lock the study before deleting it; raters are answering.", status=409)
+        raise PreferenceError(_("Lock the study before deleting it; raters are answering."), status=409)
     study.soft_delete(user, reason)
 
 
@@ -530,9 +566,9 @@ def delete_study(study: PreferenceStudy, user, reason: str) -> None:
 def add_rater(study: PreferenceStudy, user, *, capacity: int | None = None, added_by=None) -> PreferenceRater:
     study.refresh_from_db(fields=["status", "deleted_at"])
     if study.is_deleted or study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
-        raise PreferenceError("Raters can be added to draft or open studies only.", status=409)
+        raise PreferenceError(_("Raters can be added to draft or open studies only."), status=409)
     if study.project_id not in rater_projects(user):
-        raise PreferenceError(f"{user.username} is not a physician in the study's project.")
+        raise PreferenceError(_("%(user)s is not a physician in the study's project.") % {"user": user.username})
     rater, created = PreferenceRater.objects.get_or_create(study=study, user=user, defaults={
         "capacity": capacity, "added_by": added_by})
     if not created and (not rater.active or rater.capacity != capacity):
@@ -622,13 +658,14 @@ def withdraw_rater(study: PreferenceStudy, user, *, by, reason: str) -> tuple[in
     and the top-up."""
     reason = (reason or "").strip()
     if not reason:
-        raise PreferenceError("Say why the rater is withdrawn (kept in the audit trail).")
+        raise PreferenceError(_("Say why the rater is withdrawn (kept in the audit trail)."))
     study = PreferenceStudy.objects.select_for_update().get(pk=study.pk)
     if study.is_deleted or study.status not in (PreferenceStudy.Status.DRAFT, PreferenceStudy.Status.OPEN):
-        raise PreferenceError("Raters can be withdrawn from draft or open studies only.", status=409)
+        raise PreferenceError(_("Raters can be withdrawn from draft or open studies only."), status=409)
     rater = PreferenceRater.objects.filter(study=study, user=user, active=True).first()
     if rater is None:
-        raise PreferenceError(f"{user.username} is not an active rater of this study.", status=404)
+        raise PreferenceError(_("%(user)s is not an active rater of this study.") % {"user": user.username},
+                              status=404)
     rater.active = False
     rater.save(update_fields=["active"])
     withdrawn = PreferenceTask.objects.filter(study=study, rater=user, status__in=PreferenceTask.OPEN_STATUSES
@@ -664,12 +701,12 @@ def open_study(study: PreferenceStudy, user=None) -> AssignResult:
     study = PreferenceStudy.objects.select_for_update().get(pk=study.pk)
     _ensure_draft(study)
     if study.sources.count() < 2:
-        raise PreferenceError("A study compares at least two sources; add candidates first.")
+        raise PreferenceError(_("A study compares at least two sources; add candidates first."))
     if not study.criteria.exists():
-        raise PreferenceError("A study needs at least one criterion.")
+        raise PreferenceError(_("A study needs at least one criterion."))
     reblind(study)
     if build_pairs(study) == 0 and not study.pairs.exists():
-        raise PreferenceError("No item has candidates of two sources.")
+        raise PreferenceError(_("No item has candidates of two sources."))
     study.status = PreferenceStudy.Status.OPEN
     study.opened_at = timezone.now()
     study.save(update_fields=["status", "opened_at"])
@@ -697,19 +734,19 @@ def own_task(user, pk: int) -> PreferenceTask:
         task = (PreferenceTask.objects.select_related("study", "pair__item", "pair__first", "pair__second")
                 .filter(pk=pk, rater=user, study__deleted_at__isnull=True).first())
     if task is None:
-        raise PreferenceError("No such task.", status=404)
+        raise PreferenceError(_("No such task."), status=404)
     return task
 
 
 def _open_task(task: PreferenceTask, user) -> PreferenceTask:
     locked = PreferenceTask.objects.select_for_update(of=("self",)).select_related("study").get(pk=task.pk)
     if locked.rater_id != user.pk:
-        raise PreferenceError("This comparison is not assigned to you.", status=403)
+        raise PreferenceError(_("This comparison is not assigned to you."), status=403)
     if locked.study.status != PreferenceStudy.Status.OPEN:
-        raise PreferenceError("The study is locked; answers can no longer change.", status=409)
+        raise PreferenceError(_("The study is locked; answers can no longer change."), status=409)
     if not locked.is_open:
-        raise PreferenceError(f"This comparison is {locked.get_status_display().lower()}; answers can no "
-                              "longer change.", status=409)
+        raise PreferenceError(_("This comparison is %(status)s; answers can no longer change.")
+                              % {"status": locked.get_status_display().lower()}, status=409)
     return locked
 
 
@@ -718,9 +755,9 @@ def save_answer(task: PreferenceTask, criterion_id: int, choice: str, user, *, c
     """Store one click at once; same-value retries add no history and an older click arriving late never
     overwrites a newer one (``client_seq``)."""
     if choice not in (*CHOICES, ""):
-        raise PreferenceError(f"Choose A, tie or B (got {choice!r}).")
+        raise PreferenceError(_("Choose A, tie or B (got %(choice)s).") % {"choice": repr(choice)})
     if not PreferenceCriterion.objects.filter(pk=criterion_id, study_id=task.study_id).exists():
-        raise PreferenceError("That criterion is not part of this study.")
+        raise PreferenceError(_("That criterion is not part of this study."))
     with transaction.atomic():
         locked = _open_task(task, user)
         now = timezone.now()
@@ -762,7 +799,8 @@ def submit_task(task: PreferenceTask, user, *, comment: str | None = None) -> Pr
     locked = _open_task(task, user)
     missing = missing_criteria(locked)
     if missing:
-        raise PreferenceError(f"Answer every criterion before submitting; missing: {', '.join(missing)}.")
+        raise PreferenceError(_("Answer every criterion before submitting; missing: %(missing)s.")
+                              % {"missing": ", ".join(missing)})
     if comment is not None:
         locked.comment = comment
     locked.status = PreferenceTask.Status.SUBMITTED
@@ -775,7 +813,7 @@ def submit_task(task: PreferenceTask, user, *, comment: str | None = None) -> Pr
 @transaction.atomic
 def skip_task(task: PreferenceTask, user, reason: str) -> PreferenceTask:
     if not (reason or "").strip():
-        raise PreferenceError("Say why you skip this comparison.")
+        raise PreferenceError(_("Say why you skip this comparison."))
     locked = _open_task(task, user)
     locked.status = PreferenceTask.Status.SKIPPED
     locked.skip_reason = reason.strip()
@@ -818,7 +856,7 @@ def my_studies(user) -> list[dict]:
     where they rate."""
     with scoping.in_project(rater_projects(user)):
         rows = list(my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
-                    .values("study_id", "study__name", "study__status")
+                    .values("study_id", "study__name", "study__status", "study__project__name")
                     .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
                     .order_by("study__name"))
     return [{**r, "open": r["total"] - r["done"] if r["study__status"] == "open" else 0} for r in rows]
@@ -863,8 +901,8 @@ def lock(study: PreferenceStudy, user, reason: str = "") -> PreferenceStudy:
     """Close the study to answers. Identities stay sealed."""
     study = PreferenceStudy.objects.select_for_update().get(pk=study.pk)
     if study.status != PreferenceStudy.Status.OPEN:
-        raise PreferenceError(f"Only an open study can be locked (this one is {study.get_status_display()}).",
-                              status=409)
+        raise PreferenceError(_("Only an open study can be locked (this one is %(status)s).")
+                              % {"status": study.get_status_display()}, status=409)
     study.status = PreferenceStudy.Status.LOCKED
     study.locked_at, study.locked_by = timezone.now(), user
     study.save(update_fields=["status", "locked_at", "locked_by"])
@@ -880,11 +918,11 @@ def lock(study: PreferenceStudy, user, reason: str = "") -> PreferenceStudy:
 def unblind(study: PreferenceStudy, user, reason: str) -> PreferenceStudy:
     """Reveal which source was on which side: only after lock, with a reason, recorded in the audit trail."""
     if not (reason or "").strip():
-        raise PreferenceError("Give the reason for unblinding (it is recorded).")
+        raise PreferenceError(_("Give the reason for unblinding (it is recorded)."))
     study = PreferenceStudy.objects.select_for_update().get(pk=study.pk)
     if study.status != PreferenceStudy.Status.LOCKED:
-        raise PreferenceError("Lock the study before unblinding it." if study.status != "unblinded"
-                              else "The study is already unblinded.", status=409)
+        raise PreferenceError(_("Lock the study before unblinding it.") if study.status != "unblinded"
+                              else _("The study is already unblinded."), status=409)
     study.status = PreferenceStudy.Status.UNBLINDED
     study.unblinded_at, study.unblinded_by, study.unblind_reason = timezone.now(), user, reason.strip()
     study.save(update_fields=["status", "unblinded_at", "unblinded_by", "unblind_reason"])

@@ -11,6 +11,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation.params import whole_number
@@ -62,7 +63,7 @@ def study_new(request):
         except PreferenceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Study {study.name} created. Add its candidates next.")
+            messages.success(request, _("Study %(name)s created. Add its candidates next.") % {"name": study.name})
             return redirect("preference-detail", pk=study.pk)
     return render(request, "scoring/preference_new.html", {"form": form})
 
@@ -78,6 +79,7 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
         "sources": sources, "sealed": sealed, "events": events,
         "judge_runs": [(run, preference_judging.progress(run)) for run in study.judge_runs.select_related("config")],
         "is_coordinator": request_has_role(request, COORDINATOR), "reason_form": ReasonForm(),
+        "corpus_use": preference.corpus_use(study),
     }
     if study.status == PreferenceStudy.Status.DRAFT:
         context["items"] = study.items.alive().annotate(n=Count("candidates"))[:200]
@@ -119,27 +121,31 @@ def study_sources(request, pk: int):
         if study.kind == PreferenceStudy.Kind.EVALUATION:
             form = JudgeRunsForm(request.POST, project=study.project_id)
             if not form.is_valid():
-                raise PreferenceError("Choose at least two finished judge runs.")
+                raise PreferenceError(_("Choose at least two finished judge runs."))
             result = preference.add_judge_runs(study, list(form.cleaned_data["runs"]), request.user)
-            messages.success(request, f"{result['items']} dialogue(s) judged by every run added, "
-                                      f"{result['candidates']} evaluation(s).")
+            messages.success(request, _("%(items)d dialogue(s) judged by every run added, %(candidates)d "
+                                        "evaluation(s).") % result)
         elif study.kind == PreferenceStudy.Kind.DIALOGUE:
             form = DialoguesForm(request.POST, project=study.project_id)
             if not form.is_valid():
-                raise PreferenceError("Choose a corpus and the metadata key of the case.")
+                raise PreferenceError(_("Choose a corpus and the metadata key of the case."))
             data = form.cleaned_data
             result = preference.add_dialogues(study, data["corpus"], group_key=data["group_key"],
                                               models=data["models"].split(","), user=request.user)
-            messages.success(request, f"{result['items']} case(s) with {result['candidates']} dialogue(s) added; "
-                                      f"{result['skipped_cases']} case(s) with a single model left out.")
+            use = preference.corpus_use(study)
+            messages.success(request, _("%(items)d case(s) with %(candidates)d dialogue(s) added: the study uses "
+                                        "%(used)d of the corpus's %(total)d dialogues (the study page says why "
+                                        "the others are left out).") % {**result, "used": use["used"],
+                                                                         "total": use["total"]})
         else:
             form = AnswersForm(request.POST, request.FILES)
             if not form.is_valid():
-                raise PreferenceError("Choose a JSON Lines file of answers.")
+                raise PreferenceError(_("Choose a JSON Lines file of answers."))
             result = preference.import_answers(study, form.cleaned_data["file"].read().splitlines(), request.user)
-            messages.success(request, f"{result['answers']} answer(s) to {result['items']} item(s) imported.")
+            messages.success(request, _("%(answers)d answer(s) to %(items)d item(s) imported.") % result)
     except preference.ImportRejected as exc:
-        messages.error(request, "Nothing was imported: " + "; ".join(str(e) for e in exc.errors[:30]))
+        messages.error(request, _("Nothing was imported: %(errors)s")
+                       % {"errors": "; ".join(str(e) for e in exc.errors[:30])})
     except PreferenceError as exc:
         messages.error(request, str(exc))
     return redirect("preference-detail", pk=pk)
@@ -151,16 +157,16 @@ def study_raters(request, pk: int):
     study = _study(request, pk)
     form = RatersForm(request.POST, project=study.project_id)
     if not form.is_valid():
-        messages.error(request, "Choose one or more physicians.")
+        messages.error(request, _("Choose one or more physicians."))
         return redirect("preference-detail", pk=pk)
     try:
         for user in form.cleaned_data["users"]:
             preference.add_rater(study, user, capacity=form.cleaned_data.get("capacity"), added_by=request.user)
         if study.status == PreferenceStudy.Status.OPEN:
             result = preference.assign(study, user=request.user)
-            messages.success(request, f"Raters added; {result.created} comparison(s) assigned.")
+            messages.success(request, _("Raters added; %(n)d comparison(s) assigned.") % {"n": result.created})
         else:
-            messages.success(request, "Raters added; comparisons are assigned when the study opens.")
+            messages.success(request, _("Raters added; comparisons are assigned when the study opens."))
     except PreferenceError as exc:
         messages.error(request, str(exc))
     return redirect("preference-detail", pk=pk)
@@ -176,60 +182,66 @@ def study_action(request, pk: int):
     try:
         if action == "open":
             result = preference.open_study(study, request.user)
-            note = f" {len(result.short)} comparison(s) lack raters: add raters." if result.short else ""
-            messages.success(request, f"Study open: {result.created} comparison(s) assigned.{note}")
+            note = (" " + _("%(n)d comparison(s) lack raters: add raters.") % {"n": len(result.short)}
+                    if result.short else "")
+            messages.success(request, _("Study open: %(n)d comparison(s) assigned.") % {"n": result.created} + note)
         elif action == "assign":
             result = preference.assign(study, user=request.user)
-            messages.success(request, f"{result.created} comparison(s) assigned.")
+            messages.success(request, _("%(n)d comparison(s) assigned.") % {"n": result.created})
         elif action == "withdraw-rater":
             rater = get_object_or_404(study.raters.select_related("user"), user_id=whole_number(request.POST, "rater"))
             withdrawn, topped_up = preference.withdraw_rater(study, rater.user, by=request.user, reason=reason)
-            note = f" {len(topped_up.short)} comparison(s) lack raters: add raters." if topped_up.short else ""
-            messages.success(request, f"{rater.user.username} withdrawn: {withdrawn} open comparison(s) withdrawn, "
-                                      f"{topped_up.created} given to other raters.{note}")
+            note = (" " + _("%(n)d comparison(s) lack raters: add raters.") % {"n": len(topped_up.short)}
+                    if topped_up.short else "")
+            messages.success(request, _("%(user)s withdrawn: %(withdrawn)d open comparison(s) withdrawn, %(given)d "
+                                        "given to other raters.") % {"user": rater.user.username,
+                                                                     "withdrawn": withdrawn,
+                                                                     "given": topped_up.created} + note)
         elif action == "lock":
             preference.lock(study, request.user, reason)
-            messages.success(request, "Study locked. Identities stay sealed until you unblind it.")
+            messages.success(request, _("Study locked. Identities stay sealed until you unblind it."))
         elif action == "unblind":
             preference.unblind(study, request.user, reason)
-            messages.success(request, "Study unblinded; the action is recorded.")
+            messages.success(request, _("Study unblinded; the action is recorded."))
         elif action == "delete":
             preference.delete_study(study, request.user, reason)
-            messages.success(request, f"Study {study.name} deleted (kept in the audit trail).")
+            messages.success(request, _("Study %(name)s deleted (kept in the audit trail).") % {"name": study.name})
             return redirect("preference-list")
         elif action == "judge":
             form = JudgeForm(request.POST, study=study)
             if not form.is_valid():
                 raise PreferenceError(" ".join(" ".join(e) for e in form.errors.values())
-                                      or "Choose a judge configuration.")
+                                      or _("Choose a judge configuration."))
             run = preference_judging.create_run(study, form.cleaned_data["config"], request.user,
                                                 cost_cap=form.cleaned_data["cost_cap"],
                                                 token_cap=form.cleaned_data["token_cap"])
             units = preference_judging.start(run, request.user)
-            messages.success(request, f"LLM judge started: {units} request(s) queued (each pair in both orders).")
+            messages.success(request, _("LLM judge started: %(n)d request(s) queued (each pair in both orders).")
+                             % {"n": units})
         elif action in ("cancel-judge", "pause-judge", "resume-judge", "retry-judge", "caps-judge"):
             run = get_object_or_404(study.judge_runs, pk=whole_number(request.POST, "run"))
             if action == "cancel-judge":
                 preference_judging.cancel(run, request.user)
-                messages.success(request, "Judge run cancelled.")
+                messages.success(request, _("Judge run cancelled."))
             elif action == "pause-judge":
                 preference_judging.set_status(run, PreferenceJudgeRun.Status.PAUSED, request.user)
-                messages.success(request, "Judge run paused: requests in flight are stored, nothing more is sent.")
+                messages.success(request, _("Judge run paused: requests in flight are stored, nothing more is sent."))
             elif action == "resume-judge":
                 units = preference_judging.start(run, request.user)
-                messages.success(request, f"Judge run resumed: {units} request(s) to go.")
+                messages.success(request, _("Judge run resumed: %(n)d request(s) to go.") % {"n": units})
             elif action == "retry-judge":
                 count = preference_judging.retry_failed(run, request.user)
-                messages.success(request, f"{count} failed or unscored comparison(s) will be asked again.")
+                messages.success(request, _("%(n)d failed or unscored comparison(s) will be asked again.")
+                                 % {"n": count})
             else:
                 caps = SpendCapsForm(request.POST)
                 if not caps.is_valid():
                     raise PreferenceError(caps.problem())
                 engine.set_caps(preference_judging.HANDLER, run, **caps.caps(), user=request.user,
                                 action="preference.judge")
-                messages.success(request, "Spending caps saved.")
+                messages.success(request, _("Spending caps saved."))
         else:
-            raise PreferenceError("Unknown action.")
+            raise PreferenceError(_("Unknown action."))
     except (PreferenceError, gateway.NotConfigured) as exc:
         messages.error(request, str(exc))
     return redirect("preference-detail", pk=pk)
@@ -242,7 +254,7 @@ def item_delete(request, pk: int, item_id: int):
     item = get_object_or_404(study.items.alive(), pk=item_id)
     try:
         preference.delete_item(item, request.user, request.POST.get("reason", ""))
-        messages.success(request, f"Item {item.external_id} left out.")
+        messages.success(request, _("Item %(item)s left out.") % {"item": item.external_id})
     except PreferenceError as exc:
         messages.error(request, str(exc))
     except ValidationError as exc:
@@ -313,8 +325,10 @@ def _error(exc: PreferenceError) -> JsonResponse:
 def compare_next(request):
     task = preference.next_task(request.user)
     if task is None:
+        studies = [{**row, "status_display": PreferenceStudy.Status(row["study__status"]).label}
+                   for row in preference.my_studies(request.user)]
         return render(request, "scoring/preference_done.html", {
-            "studies": preference.my_studies(request.user), "is_physician": request_has_role(request, PHYSICIAN)})
+            "studies": studies, "is_physician": request_has_role(request, PHYSICIAN)})
     return redirect("compare-task", pk=task.pk)
 
 
@@ -337,7 +351,7 @@ def compare_answer(request, pk: int):
         criterion = int(data.get("criterion"))
         seq = int(data.get("seq") or 0)
     except (TypeError, ValueError):
-        return JsonResponse({"detail": "Send criterion (id), choice (A, tie or B) and seq."}, status=400)
+        return JsonResponse({"detail": _("Send criterion (id), choice (A, tie or B) and seq.")}, status=400)
     try:
         answer = preference.save_answer(task, criterion, str(data.get("choice", "")), request.user,
                                         comment=data.get("comment"), client_seq=seq)

@@ -4,22 +4,62 @@ width needs (:mod:`scoring.stats.formatting`), zero never as "-0.00"."""
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from scoring.stats import formatting
 
 register = template.Library()
 
+#: The interpretation bands' words (scoring.stats.interpretation, stored in English in the reports) as the page's
+#: language writes them.
+BAND_WORDS = {
+    "almost perfect": _("almost perfect"), "substantial": _("substantial"), "moderate": _("moderate"),
+    "fair": _("fair"), "slight": _("slight"), "poor": _("poor"), "excellent": _("excellent"), "good": _("good"),
+    "reliable": _("reliable"), "tentative": _("tentative"), "unreliable": _("unreliable"),
+    "acceptable": _("acceptable"), "questionable": _("questionable"), "unacceptable": _("unacceptable"),
+    "marvelous": _("marvelous"), "meritorious": _("meritorious"), "middling": _("middling"),
+    "mediocre": _("mediocre"), "miserable": _("miserable"), "undefined": _("undefined"),
+}
+#: What an instrument rates and who rates it (scoring.reports.wording), in the page's language.
+REPORT_WORDS = {
+    "dialogue": pgettext_lazy("what is rated", "dialogue"), "dialogues": pgettext_lazy("what is rated", "dialogues"),
+    "answer": pgettext_lazy("what is rated", "answer"), "answers": pgettext_lazy("what is rated", "answers"),
+    "patient case": _("patient case"), "patient cases": _("patient cases"), "question": _("question"),
+    "questions": _("questions"), "doctor model": _("doctor model"), "doctor models": _("doctor models"),
+    "model": _("model"), "models": _("models"), "physician": _("physician"), "physicians": _("physicians"),
+    "rater": _("rater"), "raters": _("raters"),
+}
+
+
+@register.filter
+def band(label):
+    """An interpretation band's label ("moderate", "moderate to good") in the page's language."""
+    if not isinstance(label, str) or not label:
+        return label
+    parts = label.split(" to ")
+    if all(part in BAND_WORDS for part in parts):
+        return gettext("%(low)s to %(high)s") % {"low": BAND_WORDS[parts[0]], "high": BAND_WORDS[parts[1]]} \
+            if len(parts) == 2 else str(BAND_WORDS[parts[0]])
+    return label
+
+
+@register.filter
+def word(value):
+    """One of a report's words for what is rated and who rates ("dialogues", "physicians") in the page's
+    language."""
+    return str(REPORT_WORDS.get(value, value)) if isinstance(value, str) else value
+
 
 @register.filter
 def num(value, digits=3):
-    if value is None:
-        return gettext("undefined")
     try:
         float(value)
     except (TypeError, ValueError):
-        return str(value)
-    return formatting.number(value, int(digits))
+        # None, or "undefined" as a stored figure may spell it
+        return gettext("undefined") if value is None or value == formatting.number(None) else str(value)
+    text = formatting.number(value, int(digits))
+    return gettext("undefined") if text == formatting.number(None) else text  # None or NaN
 
 
 @register.filter
@@ -46,7 +86,8 @@ def pvalue(value, style="p"):
     ("0.0123" / "< 0.0001"). The one rule is :func:`scoring.stats.format_p`."""
     from scoring.stats.interpretation import format_p
 
-    return format_p(value, prefix=style != "bare")
+    text = format_p(value, prefix=style != "bare")
+    return gettext("undefined") if text == format_p(None) else text
 
 
 @register.filter
@@ -74,7 +115,9 @@ def fig(figure, digits=3):
     value = figure["value"] if "value" in figure else figure.get("mean")
     if value is None:
         reason = " ".join(figure.get("warnings", [])) or gettext("undefined for these data")
-        return format_html('<span class="undefined" title="{}">{}</span>', reason, gettext("undefined"))
+        # the reason is the statistics' own English sentence
+        return format_html('<span class="undefined" title="{}" data-source-language="en">{}</span>', reason,
+                           gettext("undefined"))
     from scoring.stats.interpretation import band_bounds
 
     bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
@@ -83,10 +126,10 @@ def fig(figure, digits=3):
     text = formatting.number(value, d)
     interval = formatting.interval(low, high, d)
     label = (figure.get("interpretation") or {}).get("label")
-    band = format_html(' <span class="band">{}</span>', label) if label else ""
+    words = format_html(' <span class="band">{}</span>', band(label)) if label else ""
     if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell
-        return format_html('{} <small class="muted ci-note">[{}]</small>{}', text, _ci_note(figure["ci_note"]), band)
-    return format_html('{} <small class="muted">{}</small>{}', text, interval, band)
+        return format_html('{} <small class="muted ci-note">[{}]</small>{}', text, _ci_note(figure["ci_note"]), words)
+    return format_html('{} <small class="muted">{}</small>{}', text, interval, words)
 
 
 def _ci_note(note: str) -> str:
@@ -164,7 +207,7 @@ def box_numbers(values) -> dict:
 
 def _ba_part(result: dict, key: str, digits: int, sign: bool = False) -> str:
     value = result.get(key)
-    if value is None:
+    if formatting.number(value) == formatting.number(None):  # None or NaN
         return gettext("undefined")
     low, high = result.get(f"{key}_ci_low"), result.get(f"{key}_ci_high")
     d = formatting.decimals(value, low, high, digits)
@@ -179,14 +222,12 @@ def bland_altman(result, parts="bias"):
     if not isinstance(result, dict):
         return ""
     if result.get("bias") is None:
-        return format_html('<span class="undefined" title="{}">{}</span>',
+        return format_html('<span class="undefined" title="{}" data-source-language="en">{}</span>',
                            " ".join(result.get("warnings", [])) or gettext("undefined for these data"),
                            gettext("undefined"))
-    limits = format_html('{} <small class="muted">(n = {})</small>',
-                         gettext("limits of agreement %(low)s to %(high)s")
-                         % {"low": _ba_part(result, "loa_low", 2), "high": _ba_part(result, "loa_high", 2)},
-                         result.get("n"))
+    limits = format_html(gettext("limits of agreement {low} to {high}") + ' <small class="muted">(n = {n})</small>',
+                         low=_ba_part(result, "loa_low", 2), high=_ba_part(result, "loa_high", 2), n=result.get("n"))
     if parts == "limits":
         return limits
-    return format_html("{}<br>{}", gettext("bias %(bias)s") % {"bias": _ba_part(result, "bias", 2, sign=True)},
-                       limits)
+    return format_html(gettext("bias {bias}") + "<br>{limits}", bias=_ba_part(result, "bias", 2, sign=True),
+                       limits=limits)

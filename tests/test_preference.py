@@ -17,8 +17,9 @@ from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.preference import analysis as preference_analysis
 from scoring.preference import services as preference
+from scoring.preference.errors import PreferenceError
 from scoring.preference.models import PreferenceAnswer, PreferenceAnswerChange, PreferenceStudy, PreferenceTask
-from scoring.preference.services import PreferenceError, side_for
+from scoring.preference.services import side_for
 
 SOURCES = ["ZephyrMed-7B", "OrcaDoc-13B", "PelicanCare"]
 

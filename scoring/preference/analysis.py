@@ -20,6 +20,7 @@ from annotation.spreadsheet import restore_cell, safe_dict
 from projects.pseudonyms import pseudonyms
 from scoring import stats
 from scoring.preference import judging as preference_judging
+from scoring.preference.errors import PreferenceError
 from scoring.preference.models import (
     PreferenceAnswer,
     PreferencePair,
@@ -27,7 +28,6 @@ from scoring.preference.models import (
     PreferenceTask,
     PreferenceVerdict,
 )
-from scoring.preference.services import PreferenceError
 
 OUTCOME_SCORE = {"first": 1.0, "tie": 0.5, "second": 0.0}
 #: stored in English (the archive keeps it); the results page shows it in the page's language

@@ -18,8 +18,8 @@ from projects.roles import ANALYST, COORDINATOR
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.preference import judging
 from scoring.preference import services as preference
+from scoring.preference.errors import PreferenceError
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
-from scoring.preference.services import PreferenceError
 from scoring.reports.api import object_body
 
 

@@ -26,8 +26,8 @@ from scoring.judges.models import JudgeConfig
 from scoring.llm import delivery, engine, gateway
 from scoring.llm.engine import UnitOutcome, config_snapshot, outcome_of
 from scoring.llm.models import LLMCall
+from scoring.preference.errors import PreferenceError
 from scoring.preference.models import PreferenceJudgeRun, PreferencePair, PreferenceStudy, PreferenceVerdict
-from scoring.preference.services import PreferenceError
 
 SYSTEM_PROMPT = (
     "You are an experienced physician acting as an impartial judge. You compare two candidates (A and B) for the "

@@ -31,6 +31,7 @@ from projects.models import AuditEvent
 from projects.pseudonyms import pseudonyms
 from projects.scoping import runs_in_project
 from scoring.judges.models import JudgeResult, JudgeRun
+from scoring.preference.errors import PreferenceError
 from scoring.preference.models import (
     PreferenceAnswer,
     PreferenceAnswerChange,
@@ -43,15 +44,6 @@ from scoring.preference.models import (
     PreferenceStudy,
     PreferenceTask,
 )
-
-
-class PreferenceError(ValueError):
-    """A request the study rules refuse; the message says why (``status`` is the HTTP status to answer)."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
-
 
 # Zhang et al., AutoMedEval: section 4.4.1 (responses) and appendix E (the double-blind study of evaluations).
 CRITERIA_PRESETS: dict[str, list[tuple[str, str, str]]] = {

@@ -24,6 +24,7 @@ from scoring.llm import engine, gateway
 from scoring.llm.forms import SpendCapsForm
 from scoring.preference import judging as preference_judging
 from scoring.preference import services as preference
+from scoring.preference.errors import PreferenceError
 from scoring.preference.forms import (
     AnswersForm,
     DialoguesForm,
@@ -34,7 +35,6 @@ from scoring.preference.forms import (
     StudyForm,
 )
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
-from scoring.preference.services import PreferenceError
 
 
 def _study(request, pk: int) -> PreferenceStudy:

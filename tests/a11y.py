@@ -112,13 +112,13 @@ def links(page) -> list[str]:
 
 def crawl(page, role: str, origin: str, seeds: list[str], *, width: str, limit: int = 400, check=None,
           within: str = "/", distinct: frozenset[str] = frozenset(), contrast: bool = True,
-          checked_elsewhere: str | None = None) -> Crawl:
+          checked_elsewhere: str | None = None, skip=None) -> Crawl:
     """Visit every page pattern reachable from ``seeds`` by links (only paths starting with ``within``; every page
     of the URL patterns named in ``distinct``, whose pages differ in more than their rows); run axe (without its
     colour contrast rule if not ``contrast``), ``content_problems`` and ``check(page)`` (more problems, as strings)
     on each. A page that answers with an error is a problem too. Pages whose path starts with ``checked_elsewhere``
     (the manual, which a test of its own checks page by page at both widths) are visited for their answer and their
-    links only."""
+    links only. ``skip(path)`` true: a page not visited at all."""
     result = Crawl(role=role)
 
     def key(url: str) -> tuple:
@@ -128,7 +128,9 @@ def crawl(page, role: str, origin: str, seeds: list[str], *, width: str, limit: 
     queue = [origin + s if s.startswith("/") else s for s in seeds]
     while queue and len(result.visited) < limit:
         url = urldefrag(queue.pop(0)).url
-        if key(url) in result.visited or not in_app(url, origin) or not urlsplit(url).path.startswith(within):
+        path = urlsplit(url).path
+        if (key(url) in result.visited or not in_app(url, origin) or not path.startswith(within)
+                or (skip is not None and skip(path))):
             continue
         result.visited[key(url)] = url
         try:

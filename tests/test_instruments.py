@@ -276,8 +276,8 @@ def test_the_rating_page_shows_question_answer_and_reference_and_saves_scale_poi
     assignment = Assignment.objects.get(campaign=campaign, dialogue__external_id="q1")
     client.force_login(physician)
     page = client.get(f"/rate/{assignment.pk}/").content.decode()
-    for text in ('<h2 lang="en">Question</h2>', "How often is ART taken?", '<h2 lang="en">Answer</h2>', "Every day.",
-                 '<h2 lang="en">Reference answer</h2>', "Daily.", 'data-type="scale" data-min="0" data-max="5"',
+    for text in ('<h2>Question</h2>', "How often is ART taken?", '<h2>Answer</h2>', "Every day.",
+                 '<h2>Reference answer</h2>', "Daily.", 'data-type="scale" data-min="0" data-max="5"',
                  "complete and precise understanding"):
         assert text in page, text
     assert re.search(r"Answer [123] of 3<", page)  # its place in the rater's queue

@@ -112,13 +112,14 @@ def links(page) -> list[str]:
 
 def crawl(page, role: str, origin: str, seeds: list[str], *, width: str, limit: int = 400, check=None,
           within: str = "/", distinct: frozenset[str] = frozenset(), contrast: bool = True,
-          checked_elsewhere: str | None = None, skip=None) -> Crawl:
+          checked_elsewhere: str | None = None, skip=None, checked: set | None = None) -> Crawl:
     """Visit every page pattern reachable from ``seeds`` by links (only paths starting with ``within``; every page
     of the URL patterns named in ``distinct``, whose pages differ in more than their rows); run axe (without its
     colour contrast rule if not ``contrast``), ``content_problems`` and ``check(page)`` (more problems, as strings)
     on each. A page that answers with an error is a problem too. Pages whose path starts with ``checked_elsewhere``
     (the manual, which a test of its own checks page by page at both widths) are visited for their answer and their
-    links only. ``skip(path)`` true: a page not visited at all."""
+    links only. ``skip(path)`` true: a page not visited at all. ``checked``: the page patterns an earlier crawl at
+    this width checked (as another role), visited for their answer and their links only; this crawl's are added."""
     result = Crawl(role=role)
 
     def key(url: str) -> tuple:
@@ -140,7 +141,10 @@ def crawl(page, role: str, origin: str, seeds: list[str], *, width: str, limit: 
                 continue
             raise
         page.wait_for_load_state("load")
-        elsewhere = checked_elsewhere is not None and urlsplit(url).path.startswith(checked_elsewhere)
+        elsewhere = ((checked_elsewhere is not None and urlsplit(url).path.startswith(checked_elsewhere))
+                     or (checked is not None and key(url) in checked))
+        if checked is not None:
+            checked.add(key(url))
         found = [] if elsewhere else axe(page, contrast=contrast)
         status = response.status if response else 0
         if status >= 400:

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.demo import DEMO_FINISHED
 from tests.conftest import ARTIFACTS, CHROMIUM, browser_page
+from tests.demo_world import load_full_demo
 from tests.test_browser_accessibility import check, report
 from tests.test_browser_first_look import PASSWORDS, fits, login
 
@@ -39,17 +40,15 @@ def desktop_page(browser, live_server, transactional_db, instrument):
 
 
 def demo_report_url() -> str:
-    """The demo study's judge report, computed ahead for the demo analyst (as make run does)."""
-    from annotation.demo import load_demo, load_finished_demo
+    """The demo study's judge report, computed ahead for the demo analyst (as make run does). The demo is the one
+    this test process keeps (tests.demo_world), with the reports its loader computed: those are read, not redone."""
     from projects.scoping import in_project
     from projects.services import demo_project
     from scoring.judges import service
-    from scoring.judges.demo import demo_runs, load_judge_demo
+    from scoring.judges.demo import demo_runs
 
-    load_demo()
-    load_finished_demo()
+    load_full_demo()
     project = demo_project()
-    load_judge_demo(project=project)
     campaign, runs = demo_runs(project=project)
     with in_project(project):
         job = service.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))

@@ -501,14 +501,17 @@ def view_patterns() -> list[str]:
     """Every URL pattern of the URLconf (as the crawl names them), to list the views no crawl reached."""
     from django.urls import URLPattern, URLResolver, get_resolver
 
+    def part(pattern) -> str:
+        return str(pattern.pattern).removeprefix("^")  # as a resolved URL's route names a regular expression's part
+
     def walk(patterns, prefix=""):
         for pattern in patterns:
             if isinstance(pattern, URLResolver):
                 if str(pattern.pattern).startswith("admin/"):
                     continue  # the admin's own views: its change lists are opened above
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+                yield from walk(pattern.url_patterns, prefix + part(pattern))
             elif isinstance(pattern, URLPattern):
-                yield "/" + prefix + str(pattern.pattern)
+                yield "/" + prefix + part(pattern)
 
     return sorted(set(walk(get_resolver().url_patterns)))
 

@@ -129,6 +129,13 @@ def prepare(rebuild: bool) -> None:
             cursor.execute("ANALYZE")
     with scoping.in_project(project):
         idle_workers(project)
+    from studies.methods_data import compute_now as methods_now
+
+    started = time.monotonic()
+    for each in Project.objects.all():  # each project's methods page, as a worker writes it after a first view
+        with scoping.in_project(each):
+            methods_now(each)
+    print(f"methods pages stored: {time.monotonic() - started:.1f} s")
 
 
 def build(project) -> None:
@@ -440,7 +447,8 @@ def crawl(per_pattern: int, max_pages: int, language: str = "en") -> dict:
             rows.append({"role": label, "url": url, "pattern": pattern, "status": response.status_code,
                          "language": response.get("Content-Language", ""),
                          "first": first, "repeat": repeats,
-                         "computing": 'data-testid="figures-computing"' in text or "Computing the report" in text,
+                         "computing": 'data-testid="figures-computing"' in text or "Computing the report" in text
+                         or response.status_code == 202,  # a download or API call whose figures were not stored
                          "updating": 'data-testid="figures-updating"' in text})
             links = re.findall(r'href="([^"#]+)', text)
             if response.status_code in (301, 302) and response.get("Location"):
@@ -461,14 +469,28 @@ def crawl(per_pattern: int, max_pages: int, language: str = "en") -> dict:
 
 def unlinked_urls() -> dict[str, list[str]]:
     """Pages of the large study no link reaches: the planner (loaded by htmx), the judge selection of the
-    campaign, and the admin's change lists of labels and judge answers (the first page, then filtered by the
-    campaign and ordered by a column)."""
+    campaign, the admin's change lists of labels and judge answers (the first page, then filtered by the
+    campaign and ordered by a column), and the downloads and API calls that serve stored figures (the reports, the
+    methods documents, the preference results) or the preference answers' CSV. The label exports (every one of
+    the 643,200 labels, streamed) are left out: their time is the export's (bench_export.py)."""
     from annotation.models import Campaign
+    from scoring.judges.models import JudgeRun
+    from scoring.preference.models import PreferenceStudy
 
     campaign = Campaign.unscoped.filter(name="bench-pages").first()
     if campaign is None:
         return {"pages": [], "admin": [], "always": set()}
-    pages = [f"/judges/planner/?target={campaign.pk}", f"/judges/selection/?campaign={campaign.pk}"]
+    c = campaign.pk
+    pages = [f"/judges/planner/?target={c}", f"/judges/selection/?campaign={c}",
+             f"/api/campaigns/{c}/report/", f"/campaigns/{c}/report/download/", f"/campaigns/{c}/report/agreement.csv",
+             "/archive/methods/methods.md", "/archive/methods/methods.docx", "/archive/methods/tripod-llm.md"]
+    run = JudgeRun.unscoped.filter(config__name=JUDGE).first()
+    if run is not None:
+        pages += [f"/api/judge-runs/{run.pk}/report/?campaign={c}", f"/judges/runs/{run.pk}/report.json?campaign={c}"]
+    study = PreferenceStudy.unscoped.filter(name="bench-pages preference").first()
+    if study is not None:
+        pages += [f"/api/preference-studies/{study.pk}/results/", f"/preference/{study.pk}/export.csv",
+                  f"/api/preference-studies/{study.pk}/export/"]
     admin = ["/admin/annotation/label/", f"/admin/annotation/label/?campaign__id__exact={campaign.pk}",
              "/admin/scoring/judgeresult/", "/admin/scoring/judgeresult/?status__exact=done",
              "/admin/"]
@@ -479,14 +501,17 @@ def view_patterns() -> list[str]:
     """Every URL pattern of the URLconf (as the crawl names them), to list the views no crawl reached."""
     from django.urls import URLPattern, URLResolver, get_resolver
 
+    def part(pattern) -> str:
+        return str(pattern.pattern).removeprefix("^")  # as a resolved URL's route names a regular expression's part
+
     def walk(patterns, prefix=""):
         for pattern in patterns:
             if isinstance(pattern, URLResolver):
                 if str(pattern.pattern).startswith("admin/"):
                     continue  # the admin's own views: its change lists are opened above
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+                yield from walk(pattern.url_patterns, prefix + part(pattern))
             elif isinstance(pattern, URLPattern):
-                yield "/" + prefix + str(pattern.pattern)
+                yield "/" + prefix + part(pattern)
 
     return sorted(set(walk(get_resolver().url_patterns)))
 
@@ -532,7 +557,7 @@ def report(result: dict) -> None:
     for pattern in unreached:
         print(f"  {pattern}")
     computing = [r for r in rows if r["computing"]]
-    print(f"pages that were computing figures on first view: {len(computing)}"
+    print(f"pages that were computing figures on first view (downloads and API: 202): {len(computing)}"
           + "".join(f"\n  {r['role']}: {r['url']}" for r in computing))
     print(f"pages showing stored figures marked updating: {sum(r['updating'] for r in rows)}")
     language = result.get("language", "en")

@@ -3,7 +3,7 @@ the page costs a few index lookups instead of counting the labels). The texts ar
 
 from __future__ import annotations
 
-#: The methods page's data are kept this long under the study's change marks (:func:`methods_view`).
+#: The methods page's data and documents are kept in the cache this long under the study's change marks.
 VIEW_SECONDS = 24 * 3600
 
 
@@ -53,9 +53,10 @@ def compute_view(project, settings: dict, key: str) -> dict:
 
 
 def methods_view(project) -> dict:
-    """What the methods page, its downloads and the checklist are written from (:func:`compute_view`), kept in the
-    cache under the study's change mark (:func:`methods_mark`), so that a download costs a few index lookups
-    instead of counting the labels and their authors (0.5 s on a large study)."""
+    """What the methods page, its downloads and the checklist are written from (:func:`compute_view`), read in this
+    process where no worker is waited for (the demo's checks): the stored figures when current, else computed now,
+    and kept in the cache under the study's change mark (:func:`methods_mark`). Requests never call it: they read
+    the stored figures (:func:`methods_figures`) and wait for a worker when they are not current."""
     from django.core.cache import cache
 
     settings, key = methods_mark(project)
@@ -123,16 +124,15 @@ def refresh_methods(project_id: int) -> None:
         figures.refresh(Job.Kind.STUDY_METHODS, {"page": "methods"}, project=project_id)
 
 
-def methods_document(project, what: str) -> bytes:
-    """A download of the methods page (``methods.md``, ``methods.docx``, ``tripod-llm.md``), kept in the cache under
-    the same change marks as the page's data (:func:`methods_view`): a second download is read from the cache, a
-    changed study (a label, a run, a report setting) writes it anew."""
+def methods_document(view: dict, what: str) -> bytes:
+    """A download of the methods page (``methods.md``, ``methods.docx``, ``tripod-llm.md``) written from the page's
+    stored data ``view`` (:func:`methods_figures`), kept in the cache under their change mark: a second download is
+    read from the cache, a changed study (a label, a run, a report setting) writes it anew."""
     from django.core.cache import cache
 
     from studies.methods import methods_docx, methods_markdown, tripod_markdown
 
     build = {"methods.md": lambda v: methods_markdown(v).encode("utf-8"), "methods.docx": methods_docx,
              "tripod-llm.md": lambda v: tripod_markdown(v).encode("utf-8")}[what]
-    view = methods_view(project)
     key = f"studies:methods-document:{what}:{view['mark'].removeprefix('studies:methods:')}"
     return cache.get_or_set(key, lambda: build(view), VIEW_SECONDS)

@@ -123,8 +123,9 @@ def exports(project) -> tuple[list[ArchiveFile], list[dict]]:
     from delphi import services
     from delphi.exports import reporting_sheets, response_rows, to_csv
     from delphi.models import DelphiStudy
-    from scoring.preference.analysis import analysis, export_rows, human_votes, sealed_results
+    from scoring.preference.analysis import analysis, sealed_results
     from scoring.preference.models import PreferenceStudy
+    from scoring.preference.rows import export_rows, human_votes
 
     files: list[ArchiveFile] = []
     figure_rows: list[dict] = []

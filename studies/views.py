@@ -91,11 +91,19 @@ def methods_page(request):
 
 @role_required(COORDINATOR, ANALYST)
 def methods_download(request, what: str):
-    from studies.methods_data import methods_document
+    """A document written from the methods page's stored figures when they are of the study as it is; else the
+    page saying it is being prepared while a worker computes them (nothing is computed in the request)."""
+    from django.urls import reverse
+
+    from scoring.reports.pending import download_answer
+    from studies.methods_data import methods_document, methods_figures
 
     if what not in DOCUMENTS:
         raise Http404("No such document.")
-    body = methods_document(request.project, what)
+    found = methods_figures(request.project, request.user)
+    if not found.fresh:
+        return download_answer(request, found.current_job, page_url=reverse("study-archive-methods"))
+    body = methods_document(found.report, what)
     response = HttpResponse(body, content_type=DOCUMENTS[what])
     response["Content-Disposition"] = f'attachment; filename="{what}"'
     return response

@@ -154,3 +154,35 @@ def test_an_engine_of_this_machine_whose_process_is_there_is_slow_not_dead(db):
         assert owner not in engine.live_owners(fresh=True)
     finally:
         kill(child)
+
+
+@pytest.mark.parametrize("skew", [timedelta(minutes=10), -timedelta(minutes=10)], ids=["ahead", "behind"])
+def test_silence_is_measured_on_the_databases_clock_whatever_this_machines_clock_says(db, monkeypatch, skew):
+    """Machines' clocks disagree; the database's is the one clock every engine shares. A machine whose clock is
+    ahead must not take an engine that beat a moment ago for dead, one whose clock is behind must not keep a silent
+    one alive, and the beats it writes itself must read as recent to everyone."""
+    from django.db.models import DurationField, ExpressionWrapper, F
+    from django.db.models.functions import Now
+
+    beating, beating_child = engine_process(host="another-machine")
+    silent, silent_child = engine_process(host="another-machine")
+    try:
+        LLMWorker.objects.filter(owner=beating).update(seen_at=Now() - timedelta(seconds=1))
+        LLMWorker.objects.filter(owner=silent).update(seen_at=Now() - timedelta(seconds=engine.dead_after() + 2))
+        real_now = timezone.now
+        monkeypatch.setattr(timezone, "now", lambda: real_now() + skew)  # this machine's clock is off
+        live = engine.live_owners(fresh=True)
+        assert beating in live
+        assert silent not in live and not LLMWorker.objects.filter(owner=silent).exists()  # reaped
+        here = engine.engine_owner()
+        engine.ensure_registered(here)  # this machine's own beat
+        monkeypatch.undo()
+        silence = (LLMWorker.objects.filter(owner=here)
+                   .annotate(silence=ExpressionWrapper(Now() - F("seen_at"), output_field=DurationField()))
+                   .values_list("silence", flat=True).get())
+        assert abs(silence) < timedelta(seconds=5)
+        assert here in engine.live_owners(fresh=True)
+    finally:
+        kill(beating_child)
+        kill(silent_child)
+        LLMWorker.objects.all().delete()

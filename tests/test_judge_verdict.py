@@ -275,9 +275,9 @@ def test_demo_report_page_downloads_and_api(client, coordinator, physician, demo
     assert "minimum 5 dialogues" in html and "BCa" in html
     bad = client.get(url, {"campaign": campaign.pk, "floor": "2"}).content.decode()
     assert "Fix the settings" in bad and 'role="alert"' in bad
-    # downloads carry the settings (the cached report of those settings; 409 while one is not computed yet)
+    # downloads carry the settings (the stored report of those settings; 202, being prepared, while it is computed)
     download = reverse("judge-run-report-download", args=[run.pk, "json"])
-    assert client.get(download, {"campaign": campaign.pk, "min_dialogues": 7}).status_code == 409
+    assert client.get(download, {"campaign": campaign.pk, "min_dialogues": 7}).status_code == 202
     data = json.loads(client.get(download, {**lowered}).content)
     assert data["settings"]["min_dialogues"] == 5 and data["summary"]["n_not_enough"] == 0
     standalone = client.get(reverse("judge-run-report-download", args=[run.pk, "html"]), {"campaign": campaign.pk})

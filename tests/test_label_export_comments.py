@@ -134,7 +134,7 @@ def test_the_report_page_offers_the_agreement_csv_of_its_options(client, analyst
     rate_everything(campaign, random.Random(3))
     client.force_login(analyst)
     url = reverse("campaign-report-csv", args=[campaign.pk])
-    assert client.get(url).status_code == 409  # still being computed (queued when the labels were submitted)
+    assert client.get(url).status_code == 202  # being prepared (queued when the labels were submitted)
     run_due()
     page = client.get(reverse("campaign-report", args=[campaign.pk])).content.decode()
     assert f'href="{url}?ci=percentile&amp;correlation=pearson"' in page

@@ -16,6 +16,7 @@ from projects.models import AuditEvent
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.preference import analysis as preference_analysis
+from scoring.preference import rows as preference_rows
 from scoring.preference import services as preference
 from scoring.preference.errors import PreferenceError
 from scoring.preference.models import PreferenceAnswer, PreferenceAnswerChange, PreferenceStudy, PreferenceTask
@@ -402,14 +403,14 @@ def test_analysis_after_unblinding(answer_study, raters, coordinator):
 def test_export_long_format_hides_sources_until_unblinding(answer_study, raters, coordinator):
     open_with(answer_study, raters, coordinator)
     answer_all(answer_study, lambda task, c, a, b: "A")
-    rows = list(csv.DictReader(io.StringIO(preference_analysis.export_csv(answer_study))))
+    rows = list(csv.DictReader(io.StringIO(preference_rows.export_csv(answer_study))))
     assert len(rows) == PreferenceTask.objects.filter(study=answer_study).count() * 3
-    assert set(rows[0]) == set(preference_analysis.EXPORT_COLUMNS)
+    assert set(rows[0]) == set(preference_rows.EXPORT_COLUMNS)
     assert {r["choice"] for r in rows} == {"A"}
     assert all(r["rater"].startswith("R") for r in rows)  # pseudonyms
     preference.lock(answer_study, coordinator)
     preference.unblind(answer_study, coordinator, "done")
-    rows = list(csv.DictReader(io.StringIO(preference_analysis.export_csv(answer_study))))
+    rows = list(csv.DictReader(io.StringIO(preference_rows.export_csv(answer_study))))
     assert all(r["preferred_source"] == r["source_a"] for r in rows)
     assert {r["source_a"] for r in rows} | {r["source_b"] for r in rows} == set(SOURCES)
 
@@ -424,7 +425,7 @@ def test_export_neutralises_a_comment_that_a_spreadsheet_would_run(answer_study,
     preference.submit_task(task, task.rater)
     client.force_login(coordinator)
     body = client.get(reverse("preference-export", args=[answer_study.pk])).content.decode()
-    for text in (preference_analysis.export_csv(answer_study), body):
+    for text in (preference_rows.export_csv(answer_study), body):
         comments = {r["comment"] for r in csv.DictReader(io.StringIO(text))}
         assert comments == {"'=HYPERLINK(\"http://x\",\"click\")", "-1", "'\t@cmd"}
 

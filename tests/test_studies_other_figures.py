@@ -10,6 +10,7 @@ import pytest
 
 from scoring.preference import analysis as preference_analysis
 from scoring.preference import judging as preference_judging
+from scoring.preference import rows as preference_rows
 from scoring.preference import services as preference
 from studies.figures import flatten, printed
 from tests.fake_openai import FakeOpenAI
@@ -96,7 +97,7 @@ def test_raters_leave_by_pseudonym_even_where_the_study_shows_names(instrument, 
     study.allow_names = True
     study.save(update_fields=["allow_names"])
     usernames = {r.username for r in raters}
-    assert {row["rater"] for row in preference_analysis.export_rows(study)} == usernames  # the app's own CSV
+    assert {row["rater"] for row in preference_rows.export_rows(study)} == usernames  # the app's own CSV
     path = tmp_path / "named.zip"
     export_study(default_project(), path)
     with zipfile.ZipFile(path) as zf:

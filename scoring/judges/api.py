@@ -18,7 +18,8 @@ from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
-from scoring.reports.api import FORMAT, CanReadReports, CSVOrJSON, ReportPendingSerializer, not_modified, object_body
+from scoring.reports.api import FORMAT, CanReadReports, CSVOrJSON, not_modified, object_body
+from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
 
 RUN_INFO = {"type": "object", "additionalProperties": True,
             "description": "The run (or jury): id, name, model, mode and provenance."}
@@ -98,12 +99,11 @@ class JudgeReportView(CSVOrJSON, APIView):
                     OpenApiParameter("floor", float, description="reliability floor (default 0.40)"),
                     OpenApiParameter("min_dialogues", int, description="minimum dialogues (default 30)"),
                     OpenApiParameter("margin", float, description="non-inferiority margin (default 0.10)"),
-                    OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method"), FORMAT],
+                    OpenApiParameter("ci", str, enum=["percentile", "bca"], description="interval method"), FORMAT,
+                    RETRY_AFTER_HEADER],
         responses={(200, "application/json"): OpenApiResponse(JUDGE_REPORT, description="the report"),
-                   (200, "text/csv"): CSV_TEXT, 304: NOT_MODIFIED,
-                   202: ReportPendingSerializer,
-                   400: OpenApiResponse(description="invalid settings, or run and campaign not comparable"),
-                   409: OpenApiResponse(description="the report could not be computed (the error says why)")},
+                   (200, "text/csv"): CSV_TEXT, 304: NOT_MODIFIED, **API_RESPONSES,
+                   400: OpenApiResponse(description="invalid settings, or run and campaign not comparable")},
     )
     def get(self, request, pk: int):
         from scoring.judges.report import check_comparable
@@ -125,12 +125,8 @@ class JudgeReportView(CSVOrJSON, APIView):
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         job = current_report_job(run, campaign, request.user, form.settings())
-        if job.status == Job.Status.FAILED:
-            return Response({"detail": f"The report could not be computed: {job.error}", "job": job.pk},
-                            status=status.HTTP_409_CONFLICT)
         if job.status != Job.Status.SUCCEEDED:
-            return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
-                            status=status.HTTP_202_ACCEPTED)
+            return api_answer(job)
         csv = self.wants_csv(request)
         etag = f'"judge-report-{job.pk}-{"csv" if csv else "json"}"'
         response = not_modified(request, etag)

@@ -279,8 +279,8 @@ def judge_run_report_status(request, pk: int, job_id: int, jury: bool = False):
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
-    """The judge report as JSON or as one self-contained HTML file, with the same settings as the page (the cached
-    report; 409 while it is being computed)."""
+    """The judge report as JSON or as one self-contained HTML file, with the same settings as the page (the stored
+    report; the page saying it is being prepared while a worker computes it)."""
     import json
 
     from django.http import Http404, HttpResponse
@@ -300,12 +300,11 @@ def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
         errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
         return HttpResponse(f"Invalid settings: {errors}", status=400, content_type="text/plain; charset=utf-8")
     job = current_report_job(run, campaign, request.user, form.settings())
-    if job.status == Job.Status.FAILED:
-        return HttpResponse(f"The report could not be computed: {job.error}", status=409,
-                            content_type="text/plain; charset=utf-8")
     if job.status != Job.Status.SUCCEEDED:
-        return HttpResponse("The report is still being computed; try again when the report page shows it.",
-                            status=409, content_type="text/plain; charset=utf-8")
+        from scoring.reports.pending import download_answer
+
+        page = reverse("jury-report" if jury else "judge-run-report", args=[pk])
+        return download_answer(request, job, page_url=f"{page}?{request.GET.urlencode()}")
     report = job.result
     filename = f"judge-report-{'jury' if jury else 'run'}{run.pk}-campaign{campaign.pk}.{fmt}"
     if fmt == "json":

@@ -33,9 +33,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Max, Model, Q, QuerySet, Value
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Max, Model, Q, QuerySet, Value
 from django.db.models.expressions import Col
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from projects import scoping
@@ -485,14 +485,18 @@ def live_owners(*, fresh: bool = False) -> frozenset[str]:
     now = time.monotonic()
     stamp, engines = _live_cache
     if fresh or now - stamp > 1.0:
-        cutoff = timezone.now() - timedelta(seconds=dead_after())
+        limit = timedelta(seconds=dead_after())
         # An engine of this machine whose process is there is slowed (a loaded machine, a slow database), not dead:
         # it counts as dead only after a longer silence, so that a busy sibling's claims are not taken (and its
         # requests sent again) while it is still working. Its process gone, it is dead at once.
-        slow_cutoff = timezone.now() - timedelta(seconds=dead_after() * LIVE_PROCESS_GRACE)
+        slow_limit = limit * LIVE_PROCESS_GRACE
         live, dead = set(), []
-        for owner, host, pid, seen in LLMWorker.objects.values_list("owner", "hostname", "pid", "seen_at"):
-            if seen >= cutoff if host != HOSTNAME else (seen >= slow_cutoff and _pid_alive(pid)):
+        # Silence is measured on the database's clock, which stamped every beat (:func:`ensure_registered`): a
+        # machine whose clock is ahead would otherwise take live engines for dead, one behind keep dead ones.
+        silences = LLMWorker.objects.annotate(silence=ExpressionWrapper(Now() - F("seen_at"),
+                                                                        output_field=DurationField()))
+        for owner, host, pid, silence in silences.values_list("owner", "hostname", "pid", "silence"):
+            if silence <= limit if host != HOSTNAME else (silence <= slow_limit and _pid_alive(pid)):
                 live.add(owner)
             elif owner != _owner:  # never itself (a heartbeat held up by the database is not a death)
                 dead.append(owner)
@@ -1200,14 +1204,13 @@ def engine_owner() -> str:
 def ensure_registered(owner: str, *, in_flight: int = 0, jobs: list[str] | None = None) -> bool:
     """Create or refresh this engine's heartbeat row; False when it had to be created (new, or reaped as dead:
     then its claims may be another engine's by now)."""
-    now = timezone.now()
-    updated = LLMWorker.objects.filter(owner=owner).update(seen_at=now, in_flight=in_flight,
+    updated = LLMWorker.objects.filter(owner=owner).update(seen_at=Now(), in_flight=in_flight,
                                                            **({"jobs": jobs} if jobs is not None else {}))
     if not updated:
         try:
             with transaction.atomic():
-                LLMWorker.objects.create(owner=owner, hostname=HOSTNAME, pid=os.getpid(), seen_at=now,
-                                         in_flight=in_flight, jobs=jobs or [])
+                LLMWorker.objects.create(owner=owner, hostname=HOSTNAME, pid=os.getpid(), seen_at=Now(),
+                                         started_at=Now(), in_flight=in_flight, jobs=jobs or [])
         except IntegrityError:
             pass
     global _live_cache

@@ -6,8 +6,6 @@ judges' position consistency. Per-source figures exist only after unblinding; th
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from itertools import combinations
@@ -16,57 +14,19 @@ import numpy as np
 import pandas as pd
 from django.utils.translation import gettext_noop
 
-from annotation.spreadsheet import restore_cell, safe_dict
-from projects.pseudonyms import pseudonyms
+from annotation.spreadsheet import restore_cell
 from scoring import stats
 from scoring.preference import judging as preference_judging
-from scoring.preference.errors import PreferenceError
+from scoring.preference.errors import SEALED, PreferenceError
 from scoring.preference.models import (
-    PreferenceAnswer,
-    PreferencePair,
     PreferenceStudy,
-    PreferenceTask,
-    PreferenceVerdict,
 )
+from scoring.preference.rows import human_votes, pair_sources
 
 OUTCOME_SCORE = {"first": 1.0, "tie": 0.5, "second": 0.0}
 #: stored in English (the archive keeps it); the results page shows it in the page's language
 NOTE_VOTES = gettext_noop("Each rater's vote counts once; votes on the same comparison are not independent, so the "
                           "Wilson intervals are somewhat narrow when several raters answer each comparison.")
-
-
-def rater_names(study: PreferenceStudy, user_ids, *, pseudonymous: bool = False) -> dict[int, str]:
-    """The project's pseudonyms unless the study allows names (and ``pseudonymous`` does not ask for them
-    anyway)."""
-    from django.contrib.auth import get_user_model
-
-    ids = list(set(user_ids))
-    if study.allow_names and not pseudonymous:
-        return {u.pk: u.get_full_name() or u.username for u in get_user_model().objects.filter(pk__in=ids)}
-    return pseudonyms(study.project_id, ids)
-
-
-def human_votes(study: PreferenceStudy) -> list[dict]:
-    """Submitted human answers: pair, item, rater, criterion, side choice, and the outcome for the pair."""
-    answers = (PreferenceAnswer.objects.filter(task__study=study, task__status=PreferenceTask.Status.SUBMITTED,
-                                               task__pair__item__deleted_at__isnull=True)
-               .exclude(choice="")
-               .select_related("task", "criterion")
-               .order_by("task__pair_id", "task__rater_id", "criterion__order"))
-    rows = []
-    for ans in answers:
-        task = ans.task
-        rows.append({"pair": task.pair_id, "rater": task.rater_id, "criterion": ans.criterion.code,
-                     "choice": ans.choice, "swapped": task.swapped, "comment": ans.comment,
-                     "outcome": preference_judging.to_outcome(ans.choice, not task.swapped),
-                     "task": task.pk, "at": ans.updated_at})
-    return rows
-
-
-def _pair_sources(study: PreferenceStudy) -> dict[int, dict]:
-    return {p.pk: {"item": p.item.external_id, "first": p.first.source.label, "second": p.second.source.label}
-            for p in PreferencePair.objects.filter(study=study).select_related("item", "first__source",
-                                                                              "second__source")}
 
 
 def _wtl_table(rows: list[dict], pairs: dict[int, dict], sources: list[str], code: str) -> list[dict]:
@@ -157,14 +117,13 @@ def analysis(study: PreferenceStudy, *, n_resamples: int = 1000, seed: int | Non
     """The full analysis; refuses before unblinding (per-source results would break the blinding)."""
     study = PreferenceStudy.objects.get(pk=study.pk)  # the current state, never a stale copy
     if not study.is_unblinded:
-        raise PreferenceError("Results per source are sealed until the coordinator locks and unblinds the study.",
-                              status=409)
+        raise PreferenceError(SEALED, status=409)
     judges = [{"run": run.pk, "judge": run.snapshot.get("name", ""), "model": run.snapshot.get("model", ""),
                "status": run.status, "verdicts": preference_judging.verdict_choices(run)}
               for run in study.judge_runs.order_by("created_at")]
     return results(study=study.name, sources=list(study.sources.order_by("position").values_list("label", flat=True)),
                    criteria=[tuple(c) for c in study.criteria.values_list("code", "name")],
-                   votes=human_votes(study), pairs=_pair_sources(study), judges=judges,
+                   votes=human_votes(study), pairs=pair_sources(study), judges=judges,
                    seed=study.seed if seed is None else seed, n_resamples=n_resamples)
 
 
@@ -227,58 +186,6 @@ def from_export_rows(rows: Iterable[Mapping[str, str]], *, sources: list[str], j
         votes.append({"pair": pair, "rater": row["rater"], "criterion": row["criterion"], "choice": row["choice"],
                       "outcome": preference_judging.to_outcome(row["choice"], a == first)})
     return votes, pairs, [{**j, "verdicts": verdicts.get(j["run"], {})} for j in judges]
-
-
-def export_rows(study: PreferenceStudy, *, pseudonymous: bool = False) -> list[dict]:
-    """The long format: one row per rater (or judge and order), comparison and criterion. Source columns are
-    filled only after unblinding; before it they are absent. Raters are named as :func:`rater_names` says
-    (``pseudonymous``: always by pseudonym, as the study archive has them)."""
-    study = PreferenceStudy.objects.get(pk=study.pk)
-    reveal = study.is_unblinded
-    pairs = _pair_sources(study) if reveal else {}
-    rows = human_votes(study)
-    names = rater_names(study, [r["rater"] for r in rows], pseudonymous=pseudonymous)
-    items = dict(PreferencePair.objects.filter(study=study).values_list("pk", "item__external_id"))
-    out = []
-    for r in rows:
-        row = {"study": study.name, "item": items.get(r["pair"], ""), "comparison": r["pair"],
-               "rater": names[r["rater"]], "rater_kind": "human", "order": "", "criterion": r["criterion"],
-               "choice": r["choice"], "comment": r["comment"], "answered_at": r["at"].isoformat()}
-        if reveal:
-            first, second = pairs[r["pair"]]["first"], pairs[r["pair"]]["second"]
-            a, b = (second, first) if r["swapped"] else (first, second)
-            row.update({"source_a": a, "source_b": b,
-                        "preferred_source": {"A": a, "B": b, "tie": "tie"}[r["choice"]]})
-        out.append(row)
-    verdicts = (PreferenceVerdict.objects.filter(run__study=study, status=PreferenceVerdict.Status.DONE)
-                .select_related("run").order_by("run_id", "pair_id", "order"))
-    for v in verdicts:
-        for code, choice in sorted(v.choices.items()):
-            row = {"study": study.name, "item": items.get(v.pair_id, ""), "comparison": v.pair_id,
-                   "rater": f"judge-run-{v.run_id}", "rater_kind": "judge", "order": v.order, "criterion": code,
-                   "choice": choice, "comment": "", "answered_at": v.updated_at.isoformat()}
-            if reveal:
-                first, second = pairs[v.pair_id]["first"], pairs[v.pair_id]["second"]
-                a, b = (first, second) if v.order == "forward" else (second, first)
-                row.update({"source_a": a, "source_b": b,
-                            "preferred_source": {"A": a, "B": b, "tie": "tie"}[choice]})
-            out.append(row)
-    return out
-
-
-EXPORT_COLUMNS = ["study", "item", "comparison", "rater", "rater_kind", "order", "criterion", "choice", "comment",
-                  "answered_at"]
-SOURCE_COLUMNS = ["source_a", "source_b", "preferred_source"]
-
-
-def export_csv(study: PreferenceStudy) -> str:
-    study = PreferenceStudy.objects.get(pk=study.pk)
-    columns = EXPORT_COLUMNS + (SOURCE_COLUMNS if study.is_unblinded else [])
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(safe_dict(row) for row in export_rows(study))  # a comment may start with "="
-    return buffer.getvalue()
 
 
 def blinded_summary(study: PreferenceStudy) -> dict:

@@ -15,12 +15,14 @@ from rest_framework.response import Response
 
 from projects.access import request_has_role, widen
 from projects.roles import ANALYST, COORDINATOR
+from scoring.jobs.models import Job
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.preference import judging
 from scoring.preference import services as preference
-from scoring.preference.errors import PreferenceError
+from scoring.preference.errors import SEALED, PreferenceError
 from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, PreferenceTask
 from scoring.reports.api import object_body
+from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
 
 
 class _Refusals:
@@ -120,32 +122,38 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
         return Response(StudySerializer(study).data)
 
     @extend_schema(parameters=[OpenApiParameter("resamples", int, description="Bootstrap resamples (cut to 100 to "
-                                                                          "5,000; default 1,000).")],
+                                                                          "5,000; default 1,000)."),
+                               RETRY_AFTER_HEADER],
                    responses={200: OpenApiResponse(object_body(
                        "The study's results per source and criterion (scoring.preference.analysis.analysis)."),
                        description="the results"),
-                              409: OpenApiResponse(description="the study is not unblinded")})
+                              202: API_RESPONSES[202],
+                              409: OpenApiResponse(description="the study is not unblinded, or its results could "
+                                                               "not be computed (the detail says which)")})
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None, format=None):
+        """The results page's figures: computed by a worker when the votes change and stored; 202 with progress
+        and Retry-After while a worker computes them for the current votes."""
         try:
             n = min(5000, max(100, int(request.query_params.get("resamples", 1000))))
         except ValueError:
             raise PreferenceError('"resamples" must be a whole number.') from None
-        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
         from scoring.preference.results import results_figures
 
         study = self.get_object()
-        stored = results_figures(study, request.user, n_resamples=n, start=False) if study.is_unblinded else None
-        if stored is not None and stored.fresh:  # the results page's figures, when they are of the current votes
-            return Response(stored.report)
-        return Response(preference_analysis.analysis(study, n_resamples=n))
+        if not study.is_unblinded:
+            raise PreferenceError(SEALED, status=409)
+        job = results_figures(study, request.user, n_resamples=n).current_job
+        if job.status != Job.Status.SUCCEEDED:
+            return api_answer(job)
+        return Response(job.result)
 
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV long format")})
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None, format=None):
-        from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+        from scoring.preference.rows import export_csv
 
-        return HttpResponse(preference_analysis.export_csv(self.get_object()), content_type="text/csv; charset=utf-8")
+        return HttpResponse(export_csv(self.get_object()), content_type="text/csv; charset=utf-8")
 
 
 class AnswerSerializer(serializers.Serializer):

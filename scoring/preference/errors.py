@@ -9,3 +9,7 @@ class PreferenceError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+#: Why per-source results are refused before unblinding (they would break the blinding).
+SEALED = "Results per source are sealed until the coordinator locks and unblinds the study."

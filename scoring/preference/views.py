@@ -288,9 +288,9 @@ def study_results(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def study_export(request, pk: int):
     study = _study(request, pk)
-    from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
+    from scoring.preference.rows import export_csv
 
-    response = HttpResponse(preference_analysis.export_csv(study), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(export_csv(study), content_type="text/csv; charset=utf-8")
     suffix = "unblinded" if study.is_unblinded else "blinded"
     response["Content-Disposition"] = f'attachment; filename="preference-{study.pk}-{suffix}.csv"'
     return response

@@ -10,7 +10,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import permissions, serializers, status
+from rest_framework import permissions, serializers
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,6 +19,7 @@ from annotation.models import Campaign
 from projects.access import request_has_role
 from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
+from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
 from scoring.reports.service import current_report_job, report_options
 
 
@@ -75,13 +76,6 @@ class CanReadReports(permissions.BasePermission):
         return bool(request.user and request.user.is_authenticated and request_has_role(request, COORDINATOR, ANALYST))
 
 
-class ReportPendingSerializer(serializers.Serializer):
-    status = serializers.CharField()
-    progress = serializers.FloatField()
-    message = serializers.CharField()
-    job = serializers.IntegerField()
-
-
 CAMPAIGN_REPORT = object_body(
     "The campaign's agreement report (scoring.reports.compute): per item and dimension the agreement figures with "
     "confidence intervals, reliability, validity, the design and the methods.",
@@ -91,8 +85,8 @@ CAMPAIGN_REPORT = object_body(
 
 class CampaignReportView(CSVOrJSON, APIView):
     """The campaign's agreement report. 200 with the report when it is ready for the current labels;
-    202 with progress while a worker computes it (poll again). As CSV (``Accept: text/csv`` or ``?format=csv``):
-    the figures as flat rows, as the report page's agreement CSV."""
+    202 with progress and Retry-After while a worker computes it (ask again then); 409 when it failed. As CSV
+    (``Accept: text/csv`` or ``?format=csv``): the figures as flat rows, as the report page's agreement CSV."""
 
     permission_classes = [CanReadReports]
 
@@ -102,18 +96,17 @@ class CampaignReportView(CSVOrJSON, APIView):
                                      description="bootstrap interval method (default percentile)"),
                     OpenApiParameter("correlation", str, enum=["pearson", "tetrachoric"],
                                      description="correlations for reliability and validity (default pearson)"),
-                    FORMAT],
+                    FORMAT, RETRY_AFTER_HEADER],
         responses={(200, "application/json"): OpenApiResponse(CAMPAIGN_REPORT, description="the report"),
                    (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the figures as CSV rows"),
-                   202: ReportPendingSerializer,
+                   **API_RESPONSES,
                    304: OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")},
     )
     def get(self, request, pk: int):
         campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
         job = current_report_job(campaign, request.user, options=report_options(request.query_params))
         if job.status != Job.Status.SUCCEEDED:
-            return Response({"status": job.status, "progress": job.progress, "message": job.message, "job": job.pk},
-                            status=status.HTTP_202_ACCEPTED)
+            return api_answer(job)
         plots = request.query_params.get("plots") in ("1", "true")
         csv = self.wants_csv(request)
         etag = f'"report-{job.pk}-{"csv" if csv else "json"}{"-plots" if plots and not csv else ""}"'

@@ -75,18 +75,19 @@ def campaign_report_status(request, pk: int, job_id: int):
 
 def _attachment(request, pk: int, render):
     """A download made from the campaign's finished report for the query's options: ``render(campaign, result)``
-    gives (content, content type, file name); a report still computing or failed is a 409 saying so."""
+    gives (content, content type, file name); a report still computing or failed is the page saying so
+    (:func:`scoring.reports.pending.download_answer`)."""
     from django.http import HttpResponse
 
+    from scoring.reports.pending import download_answer
     from scoring.reports.service import current_report_job, report_options
 
     campaign = _campaign(request, pk)
-    job = current_report_job(campaign, request.user, options=report_options(request.GET))
-    if job.status == Job.Status.FAILED:
-        return HttpResponse(f"The report could not be computed: {job.error}", status=409, content_type="text/plain")
+    options = report_options(request.GET)
+    job = current_report_job(campaign, request.user, options=options)
     if job.status != Job.Status.SUCCEEDED:
-        return HttpResponse("The report is still being computed; try again when the report page shows it.",
-                            status=409, content_type="text/plain")
+        query = f"ci={options['ci_method']}&correlation={options['correlation']}"
+        return download_answer(request, job, page_url=f"{reverse('campaign-report', args=[pk])}?{query}")
     content, content_type, filename = render(campaign, job.result)
     response = HttpResponse(content, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -144,11 +144,6 @@ def jury_summary(jury: Jury) -> dict[str, Any]:
             "agreement": jurors_agreement(jury)}
 
 
-def delete_jury(jury: Jury, user, reason: str) -> None:
-    """Soft-delete (the jury's reports stay reproducible from its members)."""
-    jury.soft_delete(user, reason)
-
-
 def jury_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:
     """Each live jury's combined answers on ``corpus`` (optionally only ``campaign``'s dialogues) in the export row
     format, after the runs' rows: ``rater`` :func:`jury_rater_name`, ``rater_kind`` judge, ``judge_run``

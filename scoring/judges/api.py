@@ -17,6 +17,7 @@ from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
+from scoring.judges.report_csv import csv_rows, csv_text, score_rows
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.reports.api import FORMAT, CanReadReports, CSVOrJSON, ReportPendingSerializer, not_modified, object_body
 
@@ -67,13 +68,6 @@ class JudgeRunViewSet(EngineJobViewSet):
 def _runs(request):
     """The request's project's runs: another project's run is a 404, as a missing one."""
     return JudgeRun.objects.select_related("config", "corpus")
-
-
-def _csv_text(rows) -> str:
-    """Rows as the judge_report command writes them (its CSV is the API's)."""
-    from scoring.management.commands.judge_report import Command
-
-    return Command._csv(rows)
 
 
 NOT_MODIFIED = OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")
@@ -135,12 +129,7 @@ class JudgeReportView(CSVOrJSON, APIView):
         etag = f'"judge-report-{job.pk}-{"csv" if csv else "json"}"'
         response = not_modified(request, etag)
         if response is None:
-            if csv:
-                from scoring.management.commands.judge_report import csv_rows
-
-                response = Response(_csv_text(csv_rows(job.result)))
-            else:
-                response = Response(job.result)
+            response = Response(csv_text(csv_rows(job.result))) if csv else Response(job.result)
         response["ETag"] = etag
         return response
 
@@ -171,12 +160,7 @@ class JudgeScoresView(CSVOrJSON, APIView):
         etag = f'"scores-{digest}-{"csv" if csv else "json"}"'
         response = not_modified(request, etag)
         if response is None:
-            if csv:
-                from scoring.management.commands.judge_report import score_rows
-
-                response = Response(_csv_text(score_rows(scores)))
-            else:
-                response = Response(scores)
+            response = Response(csv_text(score_rows(scores))) if csv else Response(scores)
         response["ETag"] = etag
         return response
 

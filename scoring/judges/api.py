@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -13,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
+from projects.access import get_in_project_or_404
 from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
@@ -103,12 +103,12 @@ class JudgeReportView(CSVOrJSON, APIView):
         from scoring.judges.report import check_comparable
         from scoring.judges.service import current_report_job
 
-        run = get_object_or_404(self.sources(request), pk=pk)
+        run = get_in_project_or_404(self.sources(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
         if not campaign_id:  # a malformed one was refused by the request checks (config.api_checks)
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
-        campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
+        campaign = get_in_project_or_404(Campaign.objects.alive(), pk=int(campaign_id))
         form = VerdictSettingsForm.from_query(request.query_params)
         if not form.is_valid():
             errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
@@ -153,7 +153,7 @@ class JudgeScoresView(CSVOrJSON, APIView):
     def get(self, request, pk: int):
         from scoring.judges.service import stored_judge_scores
 
-        run = get_object_or_404(self.sources(request), pk=pk)
+        run = get_in_project_or_404(self.sources(request), pk=pk)
         scores = stored_judge_scores(run)
         csv = self.wants_csv(request)
         digest = hashlib.sha256(json.dumps(scores, sort_keys=True, default=str).encode()).hexdigest()[:24]

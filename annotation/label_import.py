@@ -214,128 +214,208 @@ def row_text(fields: list[str], index: dict[str, int], name: str) -> str:
     return restore_cell(fields[index[name]]) if name in index else ""
 
 
+_HEADER_HINT = f"(the header needs {','.join(REQUIRED_COLUMNS)}; optional: {','.join(OPTIONAL_COLUMNS)})"
+_JUDGE_VALUE_HINT = " (a judge's row may leave it empty when raw_response holds the judge's answer)"
+
+
+@dataclass
+class _Cells:
+    """One data line's cells by column name."""
+
+    fields: list[str]
+    index: dict[str, int]
+
+    def get(self, name: str) -> str:
+        """A short cell, stripped ("" for a column the file does not have). restore_cell: a cell our exports guarded
+        against formula injection ('=x) reads back as it was (=x)."""
+        return restore_cell(self.fields[self.index[name]]).strip() if name in self.index else ""
+
+    def text(self, name: str) -> str:
+        return row_text(self.fields, self.index, name)
+
+
+def _read_header(reader: Iterator[list[str]], errors: list[LineError]) -> list[str] | None:
+    """The header's column names, lower case; None when the file cannot be read further (``errors`` says why: a
+    header that is not CSV at all is then the file's only error)."""
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        errors[:] = [LineError(1, f"not readable as CSV ({exc})")]
+        return None
+    if header is None:
+        errors.append(LineError(0, "the file is empty; expected a header line " + ",".join(REQUIRED_COLUMNS)))
+        return None
+    columns = [name.strip().lower() for name in header]
+    problems = [f'missing column "{name}"' for name in REQUIRED_COLUMNS if name not in columns]
+    twice = sorted({c for c in columns if c and columns.count(c) > 1})
+    problems += [f'column "{name}" appears twice' for name in twice]
+    if problems:
+        errors.extend(LineError(1, f"{problem} {_HEADER_HINT}") for problem in problems)
+        return None
+    return columns
+
+
+def _data_lines(reader, errors: list[LineError]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each record after the header. A line number counts the file's lines, so a quoted cell
+    spanning lines moves the next record's number on; a record the CSV reader cannot read ends the file."""
+    last_line = reader.line_num
+    while True:
+        try:
+            fields = next(reader, None)
+        except csv.Error as exc:
+            errors.append(LineError(last_line + 1, f"not readable as CSV ({exc})"))
+            return
+        if fields is None:
+            return
+        number, last_line = last_line + 1, reader.line_num
+        yield number, fields
+
+
+def _shape_error(fields: list[str], width: int) -> str | None:
+    """Why a record cannot be read as a row of the header's columns."""
+    if len(fields) != width:
+        return f"{len(fields)} fields, but the header has {width}"
+    if any("\x00" in f for f in fields):
+        return "contains a NUL character, which cannot be stored"
+    return None
+
+
+def _created(raw: str, now: datetime) -> tuple[datetime | None, list[str]]:
+    """The ``created`` cell as a moment (None when empty or wrong), and what is wrong with it."""
+    if not raw:
+        return None, []
+    created = _parse_created(raw)
+    if created is None:
+        return None, [f'created "{raw}" is not an ISO 8601 date-time (e.g. 2024-03-01T14:30:00+08:00)']
+    if created > now + timedelta(days=1):
+        return None, [f'created "{raw}" is in the future']
+    return created, []
+
+
+def _rater_errors(cells: _Cells, kind: str) -> list[str]:
+    """The rater's name and kind, and the columns that only a judge's rows (or only a physician's) may fill."""
+    errors = []
+    if len(cells.get("rater")) > 150:
+        errors.append("rater names are at most 150 characters")
+    if kind not in RATER_KINDS:
+        errors.append(f'rater_kind must be human or judge, not "{cells.get("rater_kind")}"')
+    elif kind == "human" and cells.get("judge_run"):
+        errors.append("judge_run is set on a physician's row (rater_kind human): it names the run of a judge's rows "
+                      "(rater_kind judge)")
+    elif kind == "human" and any(cells.get(name) for name in JUDGE_COLUMNS):
+        given = ", ".join(name for name in JUDGE_COLUMNS if cells.get(name))
+        errors.append(f"{given} set on a physician's row (rater_kind human): these columns describe a judge's rows "
+                      "(rater_kind judge)")
+    errors += _status_errors(cells.get("status"))
+    if kind == "judge" and len(cells.get("judge_model")) > 200:
+        errors.append("judge_model is at most 200 characters")
+    if kind == "judge" and len(cells.get("judge_run")) > 100:
+        errors.append("judge_run is at most 100 characters")
+    return errors
+
+
+class _LineChecker:
+    """Checks data lines against a scale version's rating items, remembering each label's first line to refuse a
+    second one."""
+
+    def __init__(self, version: ScaleVersion, items: dict[str, tuple[int, tuple[int | float, ...]]],
+                 levels: dict[str, tuple[str, int]], index: dict[str, int]):
+        self.version, self.items, self.levels, self.index = version, items, levels, index
+        self.seen: dict[tuple[str, str, str, str, str], int] = {}
+        self.now = timezone.now()
+
+    def check(self, number: int, fields: list[str]) -> tuple[LabelRow | None, list[str]]:
+        """The line's label, or None and what is wrong with the line."""
+        cells = _Cells(fields, self.index)
+        kind = cells.get("rater_kind").lower() or "human"
+        dialogue_id, rater, code, raw_value = (cells.get(name) for name in REQUIRED_COLUMNS)
+        errors = self._empty_cells(cells, kind) + _rater_errors(cells, kind)
+        created, created_errors = _created(cells.get("created"), self.now)
+        errors += created_errors
+        item_language = cells.get("item_language")
+        if item_language and (item_language not in ("en", "zh") or kind == "judge"):
+            errors.append(f'item_language "{item_language}": en, zh or empty (physicians\' rows only)')
+        value, comment, value_errors = self._answer(code, kind, raw_value, cells.get("comment"))
+        errors += value_errors
+        judge_run = cells.get("judge_run") if kind == "judge" else ""
+        errors += self._duplicate(number, (dialogue_id, rater, code, kind, judge_run))
+        if errors:
+            return None, errors
+        return LabelRow(line=number, dialogue_id=dialogue_id, rater=rater, item_id=self.items[code][0],
+                        item_code=code, value=value, comment=comment, created=created, kind=kind,
+                        judge_run=judge_run, judge_model=cells.get("judge_model"), prompt=cells.text("prompt"),
+                        raw_response=cells.text("raw_response"), item_language=item_language), []
+
+    def _empty_cells(self, cells: _Cells, kind: str) -> list[str]:
+        code, raw_value = cells.get("item"), cells.get("value")
+        # A judge's row may leave its value to its raw response (the score is read from the judge's answer).
+        from_response = kind == "judge" and not raw_value and bool(cells.text("raw_response"))
+        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
+        text_answer = code in self.items and not self.items[code][1] and bool(cells.get("comment"))
+        return [f"{name} is empty" + (_JUDGE_VALUE_HINT if name == "value" and kind == "judge" else "")
+                for name in REQUIRED_COLUMNS
+                if not cells.get(name) and not (name == "value" and (from_response or text_answer))]
+
+    def _answer(self, code: str, kind: str, raw_value: str,
+                comment: str) -> tuple[int | float | None, str, list[str]]:
+        """(value, comment, errors) of the line's item: a score on the item's grid, or a free-text item's answer
+        (which is the label's comment)."""
+        if not code:
+            return None, comment, []
+        if code not in self.items:
+            if code in self.levels:
+                parent, level_value = self.levels[code]
+                return None, comment, [f'item "{code}" is a level of item {parent}: use item "{parent}" with value '
+                                       f"{level_value}"]
+            return None, comment, [f'unknown item "{code}" (rating items of {self.version}: {", ".join(self.items)})']
+        allowed = self.items[code][1]
+        if kind == "judge" and not allowed:
+            return None, comment, [f"item {code} is a free-text item: judges score rated items only"]
+        if not raw_value:
+            return None, comment, []
+        if not allowed:  # a free-text item: the value is the comment
+            errors = [f"item {code} is a free-text item: its value is the comment; leave the comment column "
+                      "empty"] if comment else []
+            return None, raw_value, errors
+        value = _parse_value(raw_value)
+        if value not in allowed:
+            return None, comment, [_value_error(code, allowed, raw_value)]
+        return value, comment, []
+
+    def _duplicate(self, number: int, key: tuple[str, str, str, str, str]) -> list[str]:
+        """A second label of the same dialogue, rater and item (and judge run) is refused."""
+        if not all(key[:3]):
+            return []
+        if key in self.seen:
+            dialogue_id, rater, code = key[:3]
+            return [f'duplicate label: dialogue "{dialogue_id}", rater "{rater}", item {code} is already on line '
+                    f"{self.seen[key]}"]
+        self.seen[key] = number
+        return []
+
+
 def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[list[LabelRow], list[LineError]]:
     """Read and check the CSV against the scale version (everything but the corpus and campaign)."""
     errors: list[LineError] = []
     rows: list[LabelRow] = []
     items, levels = _rating_items(version)
     reader = csv.reader(_text_lines(lines, errors))
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        return rows, [LineError(1, f"not readable as CSV ({exc})")]
-    if header is None:
-        return rows, errors + [LineError(0, "the file is empty; expected a header line "
-                                            + ",".join(REQUIRED_COLUMNS))]
-    columns = [name.strip().lower() for name in header]
-    problems = [f'missing column "{name}"' for name in REQUIRED_COLUMNS if name not in columns]
-    twice = sorted({c for c in columns if c and columns.count(c) > 1})
-    problems += [f'column "{name}" appears twice' for name in twice]
-    if problems:
-        return rows, errors + [LineError(1, f"{p} (the header needs {','.join(REQUIRED_COLUMNS)}; optional: "
-                                            f"{','.join(OPTIONAL_COLUMNS)})") for p in problems]
+    columns = _read_header(reader, errors)
+    if columns is None:
+        return rows, errors
     index = {name: columns.index(name) for name in REQUIRED_COLUMNS + OPTIONAL_COLUMNS if name in columns}
-    seen: dict[tuple[str, str, str], int] = {}
-    last_line = reader.line_num
-    now = timezone.now()
-    while True:
-        try:
-            fields = next(reader, None)
-        except csv.Error as exc:
-            errors.append(LineError(last_line + 1, f"not readable as CSV ({exc})"))
-            break
-        if fields is None:
-            break
-        number, last_line = last_line + 1, reader.line_num
-        if not fields or not any(f.strip() for f in fields):
+    checker = _LineChecker(version, items, levels, index)
+    for number, fields in _data_lines(reader, errors):
+        if not any(f.strip() for f in fields):
             continue
-        if len(fields) != len(columns):
-            errors.append(LineError(number, f"{len(fields)} fields, but the header has {len(columns)}"))
+        problem = _shape_error(fields, len(columns))
+        if problem:
+            errors.append(LineError(number, problem))
             continue
-        if any("\x00" in f for f in fields):
-            errors.append(LineError(number, "contains a NUL character, which cannot be stored"))
-            continue
-
-        def get(name: str, row: list[str] = fields) -> str:
-            # restore_cell: a cell our exports guarded against formula injection ('=x) reads back as it was (=x).
-            return restore_cell(row[index[name]]).strip() if name in index else ""
-
-        line_errors = []
-        dialogue_id, rater, code, raw_value = get("dialogue_id"), get("rater"), get("item"), get("value")
-        kind = get("rater_kind").lower() or "human"
-        # A judge's row may leave its value to its raw response (the score is read from the judge's answer).
-        from_response = kind == "judge" and not raw_value and bool(row_text(fields, index, "raw_response"))
-        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
-        text_answer = code in items and not items[code][1] and bool(get("comment"))
-        for name, text in (("dialogue_id", dialogue_id), ("rater", rater), ("item", code), ("value", raw_value)):
-            if not text and not (name == "value" and (from_response or text_answer)):
-                line_errors.append(f"{name} is empty" + (" (a judge's row may leave it empty when raw_response "
-                                                         "holds the judge's answer)" if name == "value"
-                                                         and kind == "judge" else ""))
-        if len(rater) > 150:
-            line_errors.append("rater names are at most 150 characters")
-        if kind not in RATER_KINDS:
-            line_errors.append(f'rater_kind must be human or judge, not "{get("rater_kind")}"')
-        elif kind == "human" and get("judge_run"):
-            line_errors.append("judge_run is set on a physician's row (rater_kind human): it names the run of a "
-                               "judge's rows (rater_kind judge)")
-        elif kind == "human" and any(get(name) for name in JUDGE_COLUMNS):
-            given = ", ".join(name for name in JUDGE_COLUMNS if get(name))
-            line_errors.append(f"{given} set on a physician's row (rater_kind human): these columns describe a "
-                               "judge's rows (rater_kind judge)")
-        line_errors += _status_errors(get("status"))
-        if kind == "judge" and len(get("judge_model")) > 200:
-            line_errors.append("judge_model is at most 200 characters")
-        if kind == "judge" and len(get("judge_run")) > 100:
-            line_errors.append("judge_run is at most 100 characters")
-        created = None
-        if get("created"):
-            created = _parse_created(get("created"))
-            if created is None:
-                line_errors.append(f'created "{get("created")}" is not an ISO 8601 date-time '
-                                   "(e.g. 2024-03-01T14:30:00+08:00)")
-            elif created > now + timedelta(days=1):
-                line_errors.append(f'created "{get("created")}" is in the future')
-                created = None
-        value = None
-        comment = get("comment")
-        item_language = get("item_language")
-        if item_language and (item_language not in ("en", "zh") or kind == "judge"):
-            line_errors.append(f'item_language "{item_language}": en, zh or empty (physicians\' rows only)')
-        if code and code not in items:
-            if code in levels:
-                parent, level_value = levels[code]
-                line_errors.append(f'item "{code}" is a level of item {parent}: use item "{parent}" '
-                                   f"with value {level_value}")
-            else:
-                line_errors.append(f'unknown item "{code}" (rating items of {version}: {", ".join(items)})')
-        elif code and kind == "judge" and not items[code][1]:
-            line_errors.append(f"item {code} is a free-text item: judges score rated items only")
-        elif code and raw_value and not items[code][1]:  # a free-text item: the value is the comment
-            if comment:
-                line_errors.append(f"item {code} is a free-text item: its value is the comment; leave the comment "
-                                   "column empty")
-            comment = raw_value
-        elif code and raw_value:
-            value = _parse_value(raw_value)
-            allowed = items[code][1]
-            if value not in allowed:
-                line_errors.append(_value_error(code, allowed, raw_value))
-                value = None
-        key = (dialogue_id, rater, code, kind, get("judge_run") if kind == "judge" else "")
-        if all(key[:3]) and key in seen:
-            line_errors.append(f'duplicate label: dialogue "{dialogue_id}", rater "{rater}", item {code} '
-                               f"is already on line {seen[key]}")
-        elif all(key[:3]):
-            seen[key] = number
-        if line_errors:
-            errors.extend(LineError(number, message) for message in line_errors)
-            continue
-        rows.append(LabelRow(line=number, dialogue_id=dialogue_id, rater=rater, item_id=items[code][0],
-                             item_code=code, value=value, comment=comment, created=created, kind=kind,
-                             judge_run=get("judge_run") if kind == "judge" else "",
-                             judge_model=get("judge_model"), prompt=row_text(fields, index, "prompt"),
-                             raw_response=row_text(fields, index, "raw_response"), item_language=item_language))
+        row, line_errors = checker.check(number, fields)
+        errors.extend(LineError(number, message) for message in line_errors)
+        if row is not None:
+            rows.append(row)
     if not rows and not errors:
         errors.append(LineError(0, "the file contains no labels"))
     return rows, errors

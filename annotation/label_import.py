@@ -471,6 +471,181 @@ def _external_rater(username: str):
     return user
 
 
+def _check_rater_kind(rater_kind: str | None) -> None:
+    if rater_kind is not None and rater_kind not in Campaign.RaterKind.values:
+        raise LabelImportError(f'rater kind "{rater_kind}" is not one of '
+                               f'{", ".join(v for v in Campaign.RaterKind.values if v)}.')
+
+
+def _target_campaign(corpus: Corpus, file_name: str, campaign_name: str | None, scale_version: ScaleVersion | None,
+                     rater_kind: str | None) -> tuple[str, Campaign | None]:
+    """The name of the campaign the labels go to, and the campaign when it exists: the one named, else the file's
+    default campaign on this corpus, else one an earlier import of this file made under the name used before."""
+    name = (campaign_name or default_campaign_name(file_name, corpus)).strip()[:200]
+    campaign = _find_campaign(name, corpus, scale_version)
+    if campaign is None and not campaign_name:
+        legacy = Campaign.objects.filter(name=legacy_campaign_name(file_name), corpus=corpus,
+                                         phase=Campaign.Phase.IMPORTED, deleted_at__isnull=True).first()
+        if legacy is not None:
+            name = legacy.name
+            campaign = _find_campaign(name, corpus, scale_version)
+    if campaign is not None and rater_kind and campaign.rater_kind and campaign.rater_kind != rater_kind:
+        raise LabelImportError(f'Campaign "{name}" holds labels of {campaign.get_rater_kind_display().lower()}, not '
+                               f'{Campaign.RaterKind(rater_kind).label.lower()}: import these into another campaign '
+                               "(--campaign).")
+    return name, campaign
+
+
+def _import_version(corpus: Corpus, campaign: Campaign | None, scale_version: ScaleVersion | None) -> ScaleVersion:
+    """The scale version the labels are read on: the campaign's, else the one given, else the newest Mini-CEX."""
+    version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
+    if version.status != ScaleVersion.Status.PUBLISHED:
+        raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
+    check_target(version, corpus, LabelImportError)
+    return version
+
+
+def _existing_work(campaign: Campaign | None, rows: list[LabelRow]) -> tuple[dict[tuple[int, str], Assignment],
+                                                                             set[tuple[int, str, int]]]:
+    """A reused campaign's assignments by (dialogue, rater name), and its labels as (dialogue, rater name, item)."""
+    assignments: dict[tuple[int, str], Assignment] = {}
+    labels: set[tuple[int, str, int]] = set()
+    if campaign is not None and rows:
+        for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
+            assignments[(assignment.dialogue_id, assignment.rater.username)] = assignment
+        labels = set(Label.objects.filter(campaign=campaign).values_list("dialogue_id", "rater__username", "item_id"))
+    return assignments, labels
+
+
+def _dialogue_errors(rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]], existing_labels: set,
+                     corpus: Corpus, campaign_name: str) -> list[LineError]:
+    """Rows whose dialogue is not in the corpus (or was deleted), and labels the campaign already holds."""
+    errors = []
+    for row in rows:
+        found = dialogues.get(row.dialogue_id)
+        if found is None:
+            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" is not in corpus "{corpus.name}"'))
+        elif found[1]:
+            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" was deleted from corpus "{corpus.name}"'))
+        elif not row.is_judge and (found[0], row.rater, row.item_id) in existing_labels:
+            errors.append(LineError(row.line, f'campaign "{campaign_name}" already has rater "{row.rater}"\'s label '
+                                              f'on item {row.item_code} of dialogue "{row.dialogue_id}"'))
+    return errors
+
+
+def _judge_errors(corpus: Corpus, version: ScaleVersion, judge_rows: list[LabelRow], dialogues: dict[str, int],
+                  sha256: str, skip_unscored: bool) -> list[LineError]:
+    if judge_rows and not _judge_importer:
+        return [LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed")]
+    if judge_rows:
+        return _judge_importer[0].check(corpus, version, judge_rows, dialogues, sha256, skip_unscored)
+    return []
+
+
+def _campaign_to_write(campaign: Campaign | None, name: str, corpus: Corpus, version: ScaleVersion, overlap: int, *,
+                       file_name: str, user, rater_kind: str | None) -> Campaign:
+    """The campaign the labels are written to, created when new; its overlap grows to the most raters a dialogue
+    has, and a stated rater kind is recorded on it."""
+    if campaign is None:
+        try:
+            campaign = create_campaign(name=name, corpus=corpus, scale_version=version, overlap=overlap,
+                                       phase=Campaign.Phase.IMPORTED, user=user,
+                                       instructions=f"Labels imported from {file_name}.")
+        except CampaignError as exc:
+            raise LabelImportError(str(exc)) from exc
+    if rater_kind and campaign.rater_kind != rater_kind:
+        campaign.rater_kind = rater_kind
+        campaign.save(update_fields=["rater_kind"])
+    elif overlap > campaign.overlap:
+        campaign.overlap = overlap
+        campaign.save(update_fields=["overlap"])
+    return campaign
+
+
+def _overlap(rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]],
+             existing: dict[tuple[int, str], Assignment]) -> int:
+    """The most raters any dialogue has, counting the campaign's earlier assignments."""
+    raters_per_dialogue: dict[int, set[str]] = defaultdict(set)
+    for dialogue_id, rater in existing:
+        raters_per_dialogue[dialogue_id].add(rater)
+    for row in rows:
+        raters_per_dialogue[dialogues[row.dialogue_id][0]].add(row.rater)
+    return max(len(r) for r in raters_per_dialogue.values())
+
+
+def _raters(campaign: Campaign, names: list[str], user) -> tuple[dict[str, Any], list[str]]:
+    """The raters' accounts by name (an unknown name becomes an external rater) and the names created; every one
+    of them is a rater of the campaign."""
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+    created = [n for n in names if n not in users]
+    for username in created:
+        users[username] = _external_rater(username)
+    on_campaign = set(CampaignRater.objects.filter(campaign=campaign).values_list("user__username", flat=True))
+    for username in names:
+        if username not in on_campaign:
+            add_rater(campaign, users[username], added_by=user)
+    return users, created
+
+
+def _write_assignments(campaign: Campaign, rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]],
+                       users: dict[str, Any], existing: dict[tuple[int, str], Assignment],
+                       now: datetime) -> tuple[dict[tuple[int, str], Assignment], list[Assignment]]:
+    """One submitted assignment per (dialogue, rater), timed by its labels' created stamps, after each rater's
+    earlier ones in the campaign. Returns every assignment by (dialogue, rater name), and the new ones."""
+    groups: dict[tuple[int, str], list[LabelRow]] = defaultdict(list)
+    for row in rows:
+        groups[(dialogues[row.dialogue_id][0], row.rater)].append(row)
+    position: dict[int, int] = defaultdict(int)
+    for assignment in existing.values():
+        position[assignment.rater_id] = max(position[assignment.rater_id], assignment.position)
+    assignments = dict(existing)
+    new_assignments = []
+    for key, group in groups.items():
+        if key in assignments:
+            continue
+        dialogue_pk, rater = key
+        stamps = [r.created for r in group if r.created is not None]
+        rater_id = users[rater].pk
+        position[rater_id] += 1
+        assignments[key] = Assignment(
+            campaign=campaign, dialogue_id=dialogue_pk, rater_id=rater_id, status=Assignment.Status.SUBMITTED,
+            position=position[rater_id], created_at=min(stamps, default=now), started_at=min(stamps, default=now),
+            submitted_at=max(stamps, default=now))
+        new_assignments.append(assignments[key])
+    Assignment.objects.bulk_create(new_assignments, batch_size=1000)
+    return assignments, new_assignments
+
+
+def _write_labels(campaign: Campaign, rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]],
+                  users: dict[str, Any], assignments: dict[tuple[int, str], Assignment], now: datetime, *,
+                  reason: str, user) -> list[Label]:
+    """One label per row, and its history's first entry (source "import")."""
+    labels = []
+    for row in rows:
+        dialogue_pk = dialogues[row.dialogue_id][0]
+        stamp = row.created or now
+        labels.append(Label(
+            assignment_id=assignments[(dialogue_pk, row.rater)].pk, campaign=campaign, dialogue_id=dialogue_pk,
+            rater_id=users[row.rater].pk, item_id=row.item_id, value=row.value, comment=row.comment,
+            item_language=row.item_language, created_at=stamp, updated_at=stamp))
+    Label.objects.bulk_create(labels, batch_size=1000)
+    LabelChange.objects.bulk_create([
+        LabelChange(label_id=label.pk, changed_by=user, changed_at=label.created_at, old_value=None,
+                    new_value=label.value, new_comment=label.comment, source=LabelChange.Source.IMPORT,
+                    reason=reason)
+        for label in labels], batch_size=1000)
+    return labels
+
+
+def _declare_random_sample(campaign: Campaign, dialogue_ids: set[int], file_name: str, user) -> None:
+    from annotation.sampling import declare_sample
+
+    try:
+        declare_sample(campaign, dialogue_ids, user=user, note=f"declared a random sample on importing {file_name}")
+    except CampaignError as exc:
+        raise LabelImportError(str(exc)) from exc
+
+
 @transaction.atomic
 def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: str, campaign_name: str | None = None,
                   scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False,
@@ -490,25 +665,9 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     recorded on the campaign for the methods text; ``None`` leaves a reused campaign's statement as it is (a new
     campaign: not recorded), and a statement that contradicts the campaign's is refused.
     """
-    if rater_kind is not None and rater_kind not in Campaign.RaterKind.values:
-        raise LabelImportError(f'rater kind "{rater_kind}" is not one of '
-                               f'{", ".join(v for v in Campaign.RaterKind.values if v)}.')
-    name = (campaign_name or default_campaign_name(file_name, corpus)).strip()[:200]
-    campaign = _find_campaign(name, corpus, scale_version)
-    if campaign is None and not campaign_name:  # an earlier import of this file into this corpus, named before
-        legacy = Campaign.objects.filter(name=legacy_campaign_name(file_name), corpus=corpus,
-                                         phase=Campaign.Phase.IMPORTED, deleted_at__isnull=True).first()
-        if legacy is not None:
-            name = legacy.name
-            campaign = _find_campaign(name, corpus, scale_version)
-    if campaign is not None and rater_kind and campaign.rater_kind and campaign.rater_kind != rater_kind:
-        raise LabelImportError(f'Campaign "{name}" holds labels of {campaign.get_rater_kind_display().lower()}, not '
-                               f'{Campaign.RaterKind(rater_kind).label.lower()}: import these into another campaign '
-                               "(--campaign).")
-    version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
-    if version.status != ScaleVersion.Status.PUBLISHED:
-        raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
-    check_target(version, corpus, LabelImportError)
+    _check_rater_kind(rater_kind)
+    name, campaign = _target_campaign(corpus, file_name, campaign_name, scale_version, rater_kind)
+    version = _import_version(corpus, campaign, scale_version)
     digest = hashlib.sha256()
     rows, errors = parse_labels(_hashed(lines, digest), version)
     sha256 = digest.hexdigest()
@@ -516,27 +675,10 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     rows = [row for row in rows if not row.is_judge]
 
     dialogues = _dialogues(corpus, {r.dialogue_id for r in rows + judge_rows})
-    existing_labels: dict[tuple[int, str, int], int] = {}
-    existing_assignments: dict[tuple[int, str], Assignment] = {}
-    if campaign is not None and rows:
-        for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
-            existing_assignments[(assignment.dialogue_id, assignment.rater.username)] = assignment
-        for d, r, i in Label.objects.filter(campaign=campaign).values_list("dialogue_id", "rater__username", "item_id"):
-            existing_labels[(d, r, i)] = 1
-    for row in rows + judge_rows:
-        found = dialogues.get(row.dialogue_id)
-        if found is None:
-            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" is not in corpus "{corpus.name}"'))
-        elif found[1]:
-            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" was deleted from corpus "{corpus.name}"'))
-        elif not row.is_judge and (found[0], row.rater, row.item_id) in existing_labels:
-            errors.append(LineError(row.line, f'campaign "{name}" already has rater "{row.rater}"\'s label on '
-                                              f'item {row.item_code} of dialogue "{row.dialogue_id}"'))
+    existing_assignments, existing_labels = _existing_work(campaign, rows)
+    errors += _dialogue_errors(rows + judge_rows, dialogues, existing_labels, corpus, name)
     judge_dialogues = {ext: pk for ext, (pk, deleted) in dialogues.items() if not deleted}
-    if judge_rows and not _judge_importer:
-        errors.append(LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed"))
-    elif judge_rows:
-        errors += _judge_importer[0].check(corpus, version, judge_rows, judge_dialogues, sha256, skip_unscored)
+    errors += _judge_errors(corpus, version, judge_rows, judge_dialogues, sha256, skip_unscored)
     errors += _raters_outside_project(rows, corpus.project)
     if errors:
         raise ImportRejected(sorted(errors, key=lambda e: e.line))
@@ -551,76 +693,14 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
 
     # Everything is valid: write.
     now = timezone.now()
-    raters_per_dialogue: dict[int, set[str]] = defaultdict(set)
-    for dialogue_id, rater in existing_assignments:
-        raters_per_dialogue[dialogue_id].add(rater)
-    for row in rows:
-        raters_per_dialogue[dialogues[row.dialogue_id][0]].add(row.rater)
-    overlap = max(len(r) for r in raters_per_dialogue.values())
     campaign_created = campaign is None
-    if campaign is None:
-        try:
-            campaign = create_campaign(name=name, corpus=corpus, scale_version=version, overlap=overlap,
-                                       phase=Campaign.Phase.IMPORTED, user=user,
-                                       instructions=f"Labels imported from {file_name}.")
-        except CampaignError as exc:
-            raise LabelImportError(str(exc)) from exc
-    if rater_kind and campaign.rater_kind != rater_kind:
-        campaign.rater_kind = rater_kind
-        campaign.save(update_fields=["rater_kind"])
-    elif overlap > campaign.overlap:
-        campaign.overlap = overlap
-        campaign.save(update_fields=["overlap"])
-
-    User = get_user_model()
+    campaign = _campaign_to_write(campaign, name, corpus, version, _overlap(rows, dialogues, existing_assignments),
+                                  file_name=file_name, user=user, rater_kind=rater_kind)
     names = sorted({row.rater for row in rows})
-    users = {u.username: u for u in User.objects.filter(username__in=names)}
-    created_raters = [n for n in names if n not in users]
-    for username in created_raters:
-        users[username] = _external_rater(username)
-    on_campaign = set(CampaignRater.objects.filter(campaign=campaign).values_list("user__username", flat=True))
-    for username in names:
-        if username not in on_campaign:
-            add_rater(campaign, users[username], added_by=user)
-
-    # One submitted assignment per (dialogue, rater), timed by its labels' created stamps.
-    groups: dict[tuple[int, str], list[LabelRow]] = defaultdict(list)
-    for row in rows:
-        groups[(dialogues[row.dialogue_id][0], row.rater)].append(row)
-    position: dict[int, int] = defaultdict(int)
-    for assignment in existing_assignments.values():
-        position[assignment.rater_id] = max(position[assignment.rater_id], assignment.position)
-    assignments = dict(existing_assignments)
-    new_assignments = []
-    for key, group in groups.items():
-        if key in assignments:
-            continue
-        dialogue_pk, rater = key
-        stamps = [r.created for r in group if r.created is not None]
-        rater_id = users[rater].pk
-        position[rater_id] += 1
-        assignments[key] = Assignment(
-            campaign=campaign, dialogue_id=dialogue_pk, rater_id=rater_id, status=Assignment.Status.SUBMITTED,
-            position=position[rater_id], created_at=min(stamps, default=now), started_at=min(stamps, default=now),
-            submitted_at=max(stamps, default=now))
-        new_assignments.append(assignments[key])
-    Assignment.objects.bulk_create(new_assignments, batch_size=1000)
-
-    labels = []
-    for row in rows:
-        dialogue_pk = dialogues[row.dialogue_id][0]
-        stamp = row.created or now
-        labels.append(Label(
-            assignment_id=assignments[(dialogue_pk, row.rater)].pk, campaign=campaign, dialogue_id=dialogue_pk,
-            rater_id=users[row.rater].pk, item_id=row.item_id, value=row.value, comment=row.comment,
-            item_language=row.item_language, created_at=stamp, updated_at=stamp))
-    Label.objects.bulk_create(labels, batch_size=1000)
+    users, created_raters = _raters(campaign, names, user)
+    assignments, new_assignments = _write_assignments(campaign, rows, dialogues, users, existing_assignments, now)
     reason = f"imported from {file_name}"
-    LabelChange.objects.bulk_create([
-        LabelChange(label_id=label.pk, changed_by=user, changed_at=label.created_at, old_value=None,
-                    new_value=label.value, new_comment=label.comment, source=LabelChange.Source.IMPORT,
-                    reason=reason)
-        for label in labels], batch_size=1000)
+    labels = _write_labels(campaign, rows, dialogues, users, assignments, now, reason=reason, user=user)
     counts = {
         "labels": len(labels), "assignments": len(new_assignments), "dialogues": len({r.dialogue_id for r in rows}),
         "raters": len(names), "raters_created": len(created_raters), "campaign": campaign.name,
@@ -628,13 +708,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         "rater_kind": campaign.rater_kind, "target": version.scale.target,
     }
     if random_sample:
-        from annotation.sampling import declare_sample
-
-        try:
-            declare_sample(campaign, {dialogues[r.dialogue_id][0] for r in rows}, user=user,
-                           note=f"declared a random sample on importing {file_name}")
-        except CampaignError as exc:
-            raise LabelImportError(str(exc)) from exc
+        _declare_random_sample(campaign, {dialogues[r.dialogue_id][0] for r in rows}, file_name, user)
     counts["random_sample"] = random_sample
     AuditEvent.record(user, "labels.import", campaign, reason=reason, file=file_name,
                       **{k: v for k, v in counts.items() if k not in ("campaign", "target")})

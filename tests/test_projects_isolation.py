@@ -1,4 +1,5 @@
-"""Issue 33's findings, each as a regression test, on the two-project world (tests/two_projects.py):
+"""What a review of project isolation found, each as a regression test, on the two-project world
+(tests/two_projects.py):
 
 1. a project that owns a library scale never sees, edits, publishes or copies another project's draft of it;
 2. roles are read in the object's project (users with different roles in two projects, in both orders);

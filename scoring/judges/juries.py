@@ -1,4 +1,4 @@
-"""Juries of judges (issue 37): making one, and how much its jurors agree.
+"""Juries of judges: making one, and how much its jurors agree.
 
 A jury is two or more finished judge runs (the app's own or imported) on one corpus and scale version, combined per
 unit by a declared rule (:mod:`scoring.stats.juries`); :mod:`scoring.judges.sources` reads its combined answers

@@ -27,10 +27,6 @@ def redacted(dialogue: Dialogue) -> tuple[str, list[dict]]:
     return apply_redactions(dialogue.self_report, dialogue.turns, spans)
 
 
-def display_turns(dialogue: Dialogue) -> list[dict]:
-    return redacted(dialogue)[1]
-
-
 def _text_of(dialogue: Dialogue, field: str, turn: int | None) -> str:
     if field == "self_report":
         return dialogue.self_report

@@ -214,128 +214,208 @@ def row_text(fields: list[str], index: dict[str, int], name: str) -> str:
     return restore_cell(fields[index[name]]) if name in index else ""
 
 
+_HEADER_HINT = f"(the header needs {','.join(REQUIRED_COLUMNS)}; optional: {','.join(OPTIONAL_COLUMNS)})"
+_JUDGE_VALUE_HINT = " (a judge's row may leave it empty when raw_response holds the judge's answer)"
+
+
+@dataclass
+class _Cells:
+    """One data line's cells by column name."""
+
+    fields: list[str]
+    index: dict[str, int]
+
+    def get(self, name: str) -> str:
+        """A short cell, stripped ("" for a column the file does not have). restore_cell: a cell our exports guarded
+        against formula injection ('=x) reads back as it was (=x)."""
+        return restore_cell(self.fields[self.index[name]]).strip() if name in self.index else ""
+
+    def text(self, name: str) -> str:
+        return row_text(self.fields, self.index, name)
+
+
+def _read_header(reader: Iterator[list[str]], errors: list[LineError]) -> list[str] | None:
+    """The header's column names, lower case; None when the file cannot be read further (``errors`` says why: a
+    header that is not CSV at all is then the file's only error)."""
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        errors[:] = [LineError(1, f"not readable as CSV ({exc})")]
+        return None
+    if header is None:
+        errors.append(LineError(0, "the file is empty; expected a header line " + ",".join(REQUIRED_COLUMNS)))
+        return None
+    columns = [name.strip().lower() for name in header]
+    problems = [f'missing column "{name}"' for name in REQUIRED_COLUMNS if name not in columns]
+    twice = sorted({c for c in columns if c and columns.count(c) > 1})
+    problems += [f'column "{name}" appears twice' for name in twice]
+    if problems:
+        errors.extend(LineError(1, f"{problem} {_HEADER_HINT}") for problem in problems)
+        return None
+    return columns
+
+
+def _data_lines(reader, errors: list[LineError]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each record after the header. A line number counts the file's lines, so a quoted cell
+    spanning lines moves the next record's number on; a record the CSV reader cannot read ends the file."""
+    last_line = reader.line_num
+    while True:
+        try:
+            fields = next(reader, None)
+        except csv.Error as exc:
+            errors.append(LineError(last_line + 1, f"not readable as CSV ({exc})"))
+            return
+        if fields is None:
+            return
+        number, last_line = last_line + 1, reader.line_num
+        yield number, fields
+
+
+def _shape_error(fields: list[str], width: int) -> str | None:
+    """Why a record cannot be read as a row of the header's columns."""
+    if len(fields) != width:
+        return f"{len(fields)} fields, but the header has {width}"
+    if any("\x00" in f for f in fields):
+        return "contains a NUL character, which cannot be stored"
+    return None
+
+
+def _created(raw: str, now: datetime) -> tuple[datetime | None, list[str]]:
+    """The ``created`` cell as a moment (None when empty or wrong), and what is wrong with it."""
+    if not raw:
+        return None, []
+    created = _parse_created(raw)
+    if created is None:
+        return None, [f'created "{raw}" is not an ISO 8601 date-time (e.g. 2024-03-01T14:30:00+08:00)']
+    if created > now + timedelta(days=1):
+        return None, [f'created "{raw}" is in the future']
+    return created, []
+
+
+def _rater_errors(cells: _Cells, kind: str) -> list[str]:
+    """The rater's name and kind, and the columns that only a judge's rows (or only a physician's) may fill."""
+    errors = []
+    if len(cells.get("rater")) > 150:
+        errors.append("rater names are at most 150 characters")
+    if kind not in RATER_KINDS:
+        errors.append(f'rater_kind must be human or judge, not "{cells.get("rater_kind")}"')
+    elif kind == "human" and cells.get("judge_run"):
+        errors.append("judge_run is set on a physician's row (rater_kind human): it names the run of a judge's rows "
+                      "(rater_kind judge)")
+    elif kind == "human" and any(cells.get(name) for name in JUDGE_COLUMNS):
+        given = ", ".join(name for name in JUDGE_COLUMNS if cells.get(name))
+        errors.append(f"{given} set on a physician's row (rater_kind human): these columns describe a judge's rows "
+                      "(rater_kind judge)")
+    errors += _status_errors(cells.get("status"))
+    if kind == "judge" and len(cells.get("judge_model")) > 200:
+        errors.append("judge_model is at most 200 characters")
+    if kind == "judge" and len(cells.get("judge_run")) > 100:
+        errors.append("judge_run is at most 100 characters")
+    return errors
+
+
+class _LineChecker:
+    """Checks data lines against a scale version's rating items, remembering each label's first line to refuse a
+    second one."""
+
+    def __init__(self, version: ScaleVersion, items: dict[str, tuple[int, tuple[int | float, ...]]],
+                 levels: dict[str, tuple[str, int]], index: dict[str, int]):
+        self.version, self.items, self.levels, self.index = version, items, levels, index
+        self.seen: dict[tuple[str, str, str, str, str], int] = {}
+        self.now = timezone.now()
+
+    def check(self, number: int, fields: list[str]) -> tuple[LabelRow | None, list[str]]:
+        """The line's label, or None and what is wrong with the line."""
+        cells = _Cells(fields, self.index)
+        kind = cells.get("rater_kind").lower() or "human"
+        dialogue_id, rater, code, raw_value = (cells.get(name) for name in REQUIRED_COLUMNS)
+        errors = self._empty_cells(cells, kind) + _rater_errors(cells, kind)
+        created, created_errors = _created(cells.get("created"), self.now)
+        errors += created_errors
+        item_language = cells.get("item_language")
+        if item_language and (item_language not in ("en", "zh") or kind == "judge"):
+            errors.append(f'item_language "{item_language}": en, zh or empty (physicians\' rows only)')
+        value, comment, value_errors = self._answer(code, kind, raw_value, cells.get("comment"))
+        errors += value_errors
+        judge_run = cells.get("judge_run") if kind == "judge" else ""
+        errors += self._duplicate(number, (dialogue_id, rater, code, kind, judge_run))
+        if errors:
+            return None, errors
+        return LabelRow(line=number, dialogue_id=dialogue_id, rater=rater, item_id=self.items[code][0],
+                        item_code=code, value=value, comment=comment, created=created, kind=kind,
+                        judge_run=judge_run, judge_model=cells.get("judge_model"), prompt=cells.text("prompt"),
+                        raw_response=cells.text("raw_response"), item_language=item_language), []
+
+    def _empty_cells(self, cells: _Cells, kind: str) -> list[str]:
+        code, raw_value = cells.get("item"), cells.get("value")
+        # A judge's row may leave its value to its raw response (the score is read from the judge's answer).
+        from_response = kind == "judge" and not raw_value and bool(cells.text("raw_response"))
+        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
+        text_answer = code in self.items and not self.items[code][1] and bool(cells.get("comment"))
+        return [f"{name} is empty" + (_JUDGE_VALUE_HINT if name == "value" and kind == "judge" else "")
+                for name in REQUIRED_COLUMNS
+                if not cells.get(name) and not (name == "value" and (from_response or text_answer))]
+
+    def _answer(self, code: str, kind: str, raw_value: str,
+                comment: str) -> tuple[int | float | None, str, list[str]]:
+        """(value, comment, errors) of the line's item: a score on the item's grid, or a free-text item's answer
+        (which is the label's comment)."""
+        if not code:
+            return None, comment, []
+        if code not in self.items:
+            if code in self.levels:
+                parent, level_value = self.levels[code]
+                return None, comment, [f'item "{code}" is a level of item {parent}: use item "{parent}" with value '
+                                       f"{level_value}"]
+            return None, comment, [f'unknown item "{code}" (rating items of {self.version}: {", ".join(self.items)})']
+        allowed = self.items[code][1]
+        if kind == "judge" and not allowed:
+            return None, comment, [f"item {code} is a free-text item: judges score rated items only"]
+        if not raw_value:
+            return None, comment, []
+        if not allowed:  # a free-text item: the value is the comment
+            errors = [f"item {code} is a free-text item: its value is the comment; leave the comment column "
+                      "empty"] if comment else []
+            return None, raw_value, errors
+        value = _parse_value(raw_value)
+        if value not in allowed:
+            return None, comment, [_value_error(code, allowed, raw_value)]
+        return value, comment, []
+
+    def _duplicate(self, number: int, key: tuple[str, str, str, str, str]) -> list[str]:
+        """A second label of the same dialogue, rater and item (and judge run) is refused."""
+        if not all(key[:3]):
+            return []
+        if key in self.seen:
+            dialogue_id, rater, code = key[:3]
+            return [f'duplicate label: dialogue "{dialogue_id}", rater "{rater}", item {code} is already on line '
+                    f"{self.seen[key]}"]
+        self.seen[key] = number
+        return []
+
+
 def parse_labels(lines: Iterable[str | bytes], version: ScaleVersion) -> tuple[list[LabelRow], list[LineError]]:
     """Read and check the CSV against the scale version (everything but the corpus and campaign)."""
     errors: list[LineError] = []
     rows: list[LabelRow] = []
     items, levels = _rating_items(version)
     reader = csv.reader(_text_lines(lines, errors))
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        return rows, [LineError(1, f"not readable as CSV ({exc})")]
-    if header is None:
-        return rows, errors + [LineError(0, "the file is empty; expected a header line "
-                                            + ",".join(REQUIRED_COLUMNS))]
-    columns = [name.strip().lower() for name in header]
-    problems = [f'missing column "{name}"' for name in REQUIRED_COLUMNS if name not in columns]
-    twice = sorted({c for c in columns if c and columns.count(c) > 1})
-    problems += [f'column "{name}" appears twice' for name in twice]
-    if problems:
-        return rows, errors + [LineError(1, f"{p} (the header needs {','.join(REQUIRED_COLUMNS)}; optional: "
-                                            f"{','.join(OPTIONAL_COLUMNS)})") for p in problems]
+    columns = _read_header(reader, errors)
+    if columns is None:
+        return rows, errors
     index = {name: columns.index(name) for name in REQUIRED_COLUMNS + OPTIONAL_COLUMNS if name in columns}
-    seen: dict[tuple[str, str, str], int] = {}
-    last_line = reader.line_num
-    now = timezone.now()
-    while True:
-        try:
-            fields = next(reader, None)
-        except csv.Error as exc:
-            errors.append(LineError(last_line + 1, f"not readable as CSV ({exc})"))
-            break
-        if fields is None:
-            break
-        number, last_line = last_line + 1, reader.line_num
-        if not fields or not any(f.strip() for f in fields):
+    checker = _LineChecker(version, items, levels, index)
+    for number, fields in _data_lines(reader, errors):
+        if not any(f.strip() for f in fields):
             continue
-        if len(fields) != len(columns):
-            errors.append(LineError(number, f"{len(fields)} fields, but the header has {len(columns)}"))
+        problem = _shape_error(fields, len(columns))
+        if problem:
+            errors.append(LineError(number, problem))
             continue
-        if any("\x00" in f for f in fields):
-            errors.append(LineError(number, "contains a NUL character, which cannot be stored"))
-            continue
-
-        def get(name: str, row: list[str] = fields) -> str:
-            # restore_cell: a cell our exports guarded against formula injection ('=x) reads back as it was (=x).
-            return restore_cell(row[index[name]]).strip() if name in index else ""
-
-        line_errors = []
-        dialogue_id, rater, code, raw_value = get("dialogue_id"), get("rater"), get("item"), get("value")
-        kind = get("rater_kind").lower() or "human"
-        # A judge's row may leave its value to its raw response (the score is read from the judge's answer).
-        from_response = kind == "judge" and not raw_value and bool(row_text(fields, index, "raw_response"))
-        # A free-text item's answer may stand in the value or (as the label exports write it) in the comment.
-        text_answer = code in items and not items[code][1] and bool(get("comment"))
-        for name, text in (("dialogue_id", dialogue_id), ("rater", rater), ("item", code), ("value", raw_value)):
-            if not text and not (name == "value" and (from_response or text_answer)):
-                line_errors.append(f"{name} is empty" + (" (a judge's row may leave it empty when raw_response "
-                                                         "holds the judge's answer)" if name == "value"
-                                                         and kind == "judge" else ""))
-        if len(rater) > 150:
-            line_errors.append("rater names are at most 150 characters")
-        if kind not in RATER_KINDS:
-            line_errors.append(f'rater_kind must be human or judge, not "{get("rater_kind")}"')
-        elif kind == "human" and get("judge_run"):
-            line_errors.append("judge_run is set on a physician's row (rater_kind human): it names the run of a "
-                               "judge's rows (rater_kind judge)")
-        elif kind == "human" and any(get(name) for name in JUDGE_COLUMNS):
-            given = ", ".join(name for name in JUDGE_COLUMNS if get(name))
-            line_errors.append(f"{given} set on a physician's row (rater_kind human): these columns describe a "
-                               "judge's rows (rater_kind judge)")
-        line_errors += _status_errors(get("status"))
-        if kind == "judge" and len(get("judge_model")) > 200:
-            line_errors.append("judge_model is at most 200 characters")
-        if kind == "judge" and len(get("judge_run")) > 100:
-            line_errors.append("judge_run is at most 100 characters")
-        created = None
-        if get("created"):
-            created = _parse_created(get("created"))
-            if created is None:
-                line_errors.append(f'created "{get("created")}" is not an ISO 8601 date-time '
-                                   "(e.g. 2024-03-01T14:30:00+08:00)")
-            elif created > now + timedelta(days=1):
-                line_errors.append(f'created "{get("created")}" is in the future')
-                created = None
-        value = None
-        comment = get("comment")
-        item_language = get("item_language")
-        if item_language and (item_language not in ("en", "zh") or kind == "judge"):
-            line_errors.append(f'item_language "{item_language}": en, zh or empty (physicians\' rows only)')
-        if code and code not in items:
-            if code in levels:
-                parent, level_value = levels[code]
-                line_errors.append(f'item "{code}" is a level of item {parent}: use item "{parent}" '
-                                   f"with value {level_value}")
-            else:
-                line_errors.append(f'unknown item "{code}" (rating items of {version}: {", ".join(items)})')
-        elif code and kind == "judge" and not items[code][1]:
-            line_errors.append(f"item {code} is a free-text item: judges score rated items only")
-        elif code and raw_value and not items[code][1]:  # a free-text item: the value is the comment
-            if comment:
-                line_errors.append(f"item {code} is a free-text item: its value is the comment; leave the comment "
-                                   "column empty")
-            comment = raw_value
-        elif code and raw_value:
-            value = _parse_value(raw_value)
-            allowed = items[code][1]
-            if value not in allowed:
-                line_errors.append(_value_error(code, allowed, raw_value))
-                value = None
-        key = (dialogue_id, rater, code, kind, get("judge_run") if kind == "judge" else "")
-        if all(key[:3]) and key in seen:
-            line_errors.append(f'duplicate label: dialogue "{dialogue_id}", rater "{rater}", item {code} '
-                               f"is already on line {seen[key]}")
-        elif all(key[:3]):
-            seen[key] = number
-        if line_errors:
-            errors.extend(LineError(number, message) for message in line_errors)
-            continue
-        rows.append(LabelRow(line=number, dialogue_id=dialogue_id, rater=rater, item_id=items[code][0],
-                             item_code=code, value=value, comment=comment, created=created, kind=kind,
-                             judge_run=get("judge_run") if kind == "judge" else "",
-                             judge_model=get("judge_model"), prompt=row_text(fields, index, "prompt"),
-                             raw_response=row_text(fields, index, "raw_response"), item_language=item_language))
+        row, line_errors = checker.check(number, fields)
+        errors.extend(LineError(number, message) for message in line_errors)
+        if row is not None:
+            rows.append(row)
     if not rows and not errors:
         errors.append(LineError(0, "the file contains no labels"))
     return rows, errors
@@ -391,6 +471,181 @@ def _external_rater(username: str):
     return user
 
 
+def _check_rater_kind(rater_kind: str | None) -> None:
+    if rater_kind is not None and rater_kind not in Campaign.RaterKind.values:
+        raise LabelImportError(f'rater kind "{rater_kind}" is not one of '
+                               f'{", ".join(v for v in Campaign.RaterKind.values if v)}.')
+
+
+def _target_campaign(corpus: Corpus, file_name: str, campaign_name: str | None, scale_version: ScaleVersion | None,
+                     rater_kind: str | None) -> tuple[str, Campaign | None]:
+    """The name of the campaign the labels go to, and the campaign when it exists: the one named, else the file's
+    default campaign on this corpus, else one an earlier import of this file made under the name used before."""
+    name = (campaign_name or default_campaign_name(file_name, corpus)).strip()[:200]
+    campaign = _find_campaign(name, corpus, scale_version)
+    if campaign is None and not campaign_name:
+        legacy = Campaign.objects.filter(name=legacy_campaign_name(file_name), corpus=corpus,
+                                         phase=Campaign.Phase.IMPORTED, deleted_at__isnull=True).first()
+        if legacy is not None:
+            name = legacy.name
+            campaign = _find_campaign(name, corpus, scale_version)
+    if campaign is not None and rater_kind and campaign.rater_kind and campaign.rater_kind != rater_kind:
+        raise LabelImportError(f'Campaign "{name}" holds labels of {campaign.get_rater_kind_display().lower()}, not '
+                               f'{Campaign.RaterKind(rater_kind).label.lower()}: import these into another campaign '
+                               "(--campaign).")
+    return name, campaign
+
+
+def _import_version(corpus: Corpus, campaign: Campaign | None, scale_version: ScaleVersion | None) -> ScaleVersion:
+    """The scale version the labels are read on: the campaign's, else the one given, else the newest Mini-CEX."""
+    version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
+    if version.status != ScaleVersion.Status.PUBLISHED:
+        raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
+    check_target(version, corpus, LabelImportError)
+    return version
+
+
+def _existing_work(campaign: Campaign | None, rows: list[LabelRow]) -> tuple[dict[tuple[int, str], Assignment],
+                                                                             set[tuple[int, str, int]]]:
+    """A reused campaign's assignments by (dialogue, rater name), and its labels as (dialogue, rater name, item)."""
+    assignments: dict[tuple[int, str], Assignment] = {}
+    labels: set[tuple[int, str, int]] = set()
+    if campaign is not None and rows:
+        for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
+            assignments[(assignment.dialogue_id, assignment.rater.username)] = assignment
+        labels = set(Label.objects.filter(campaign=campaign).values_list("dialogue_id", "rater__username", "item_id"))
+    return assignments, labels
+
+
+def _dialogue_errors(rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]], existing_labels: set,
+                     corpus: Corpus, campaign_name: str) -> list[LineError]:
+    """Rows whose dialogue is not in the corpus (or was deleted), and labels the campaign already holds."""
+    errors = []
+    for row in rows:
+        found = dialogues.get(row.dialogue_id)
+        if found is None:
+            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" is not in corpus "{corpus.name}"'))
+        elif found[1]:
+            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" was deleted from corpus "{corpus.name}"'))
+        elif not row.is_judge and (found[0], row.rater, row.item_id) in existing_labels:
+            errors.append(LineError(row.line, f'campaign "{campaign_name}" already has rater "{row.rater}"\'s label '
+                                              f'on item {row.item_code} of dialogue "{row.dialogue_id}"'))
+    return errors
+
+
+def _judge_errors(corpus: Corpus, version: ScaleVersion, judge_rows: list[LabelRow], dialogues: dict[str, int],
+                  sha256: str, skip_unscored: bool) -> list[LineError]:
+    if judge_rows and not _judge_importer:
+        return [LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed")]
+    if judge_rows:
+        return _judge_importer[0].check(corpus, version, judge_rows, dialogues, sha256, skip_unscored)
+    return []
+
+
+def _campaign_to_write(campaign: Campaign | None, name: str, corpus: Corpus, version: ScaleVersion, overlap: int, *,
+                       file_name: str, user, rater_kind: str | None) -> Campaign:
+    """The campaign the labels are written to, created when new; its overlap grows to the most raters a dialogue
+    has, and a stated rater kind is recorded on it."""
+    if campaign is None:
+        try:
+            campaign = create_campaign(name=name, corpus=corpus, scale_version=version, overlap=overlap,
+                                       phase=Campaign.Phase.IMPORTED, user=user,
+                                       instructions=f"Labels imported from {file_name}.")
+        except CampaignError as exc:
+            raise LabelImportError(str(exc)) from exc
+    if rater_kind and campaign.rater_kind != rater_kind:
+        campaign.rater_kind = rater_kind
+        campaign.save(update_fields=["rater_kind"])
+    elif overlap > campaign.overlap:
+        campaign.overlap = overlap
+        campaign.save(update_fields=["overlap"])
+    return campaign
+
+
+def _overlap(rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]],
+             existing: dict[tuple[int, str], Assignment]) -> int:
+    """The most raters any dialogue has, counting the campaign's earlier assignments."""
+    raters_per_dialogue: dict[int, set[str]] = defaultdict(set)
+    for dialogue_id, rater in existing:
+        raters_per_dialogue[dialogue_id].add(rater)
+    for row in rows:
+        raters_per_dialogue[dialogues[row.dialogue_id][0]].add(row.rater)
+    return max(len(r) for r in raters_per_dialogue.values())
+
+
+def _raters(campaign: Campaign, names: list[str], user) -> tuple[dict[str, Any], list[str]]:
+    """The raters' accounts by name (an unknown name becomes an external rater) and the names created; every one
+    of them is a rater of the campaign."""
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+    created = [n for n in names if n not in users]
+    for username in created:
+        users[username] = _external_rater(username)
+    on_campaign = set(CampaignRater.objects.filter(campaign=campaign).values_list("user__username", flat=True))
+    for username in names:
+        if username not in on_campaign:
+            add_rater(campaign, users[username], added_by=user)
+    return users, created
+
+
+def _write_assignments(campaign: Campaign, rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]],
+                       users: dict[str, Any], existing: dict[tuple[int, str], Assignment],
+                       now: datetime) -> tuple[dict[tuple[int, str], Assignment], list[Assignment]]:
+    """One submitted assignment per (dialogue, rater), timed by its labels' created stamps, after each rater's
+    earlier ones in the campaign. Returns every assignment by (dialogue, rater name), and the new ones."""
+    groups: dict[tuple[int, str], list[LabelRow]] = defaultdict(list)
+    for row in rows:
+        groups[(dialogues[row.dialogue_id][0], row.rater)].append(row)
+    position: dict[int, int] = defaultdict(int)
+    for assignment in existing.values():
+        position[assignment.rater_id] = max(position[assignment.rater_id], assignment.position)
+    assignments = dict(existing)
+    new_assignments = []
+    for key, group in groups.items():
+        if key in assignments:
+            continue
+        dialogue_pk, rater = key
+        stamps = [r.created for r in group if r.created is not None]
+        rater_id = users[rater].pk
+        position[rater_id] += 1
+        assignments[key] = Assignment(
+            campaign=campaign, dialogue_id=dialogue_pk, rater_id=rater_id, status=Assignment.Status.SUBMITTED,
+            position=position[rater_id], created_at=min(stamps, default=now), started_at=min(stamps, default=now),
+            submitted_at=max(stamps, default=now))
+        new_assignments.append(assignments[key])
+    Assignment.objects.bulk_create(new_assignments, batch_size=1000)
+    return assignments, new_assignments
+
+
+def _write_labels(campaign: Campaign, rows: list[LabelRow], dialogues: dict[str, tuple[int, bool]],
+                  users: dict[str, Any], assignments: dict[tuple[int, str], Assignment], now: datetime, *,
+                  reason: str, user) -> list[Label]:
+    """One label per row, and its history's first entry (source "import")."""
+    labels = []
+    for row in rows:
+        dialogue_pk = dialogues[row.dialogue_id][0]
+        stamp = row.created or now
+        labels.append(Label(
+            assignment_id=assignments[(dialogue_pk, row.rater)].pk, campaign=campaign, dialogue_id=dialogue_pk,
+            rater_id=users[row.rater].pk, item_id=row.item_id, value=row.value, comment=row.comment,
+            item_language=row.item_language, created_at=stamp, updated_at=stamp))
+    Label.objects.bulk_create(labels, batch_size=1000)
+    LabelChange.objects.bulk_create([
+        LabelChange(label_id=label.pk, changed_by=user, changed_at=label.created_at, old_value=None,
+                    new_value=label.value, new_comment=label.comment, source=LabelChange.Source.IMPORT,
+                    reason=reason)
+        for label in labels], batch_size=1000)
+    return labels
+
+
+def _declare_random_sample(campaign: Campaign, dialogue_ids: set[int], file_name: str, user) -> None:
+    from annotation.sampling import declare_sample
+
+    try:
+        declare_sample(campaign, dialogue_ids, user=user, note=f"declared a random sample on importing {file_name}")
+    except CampaignError as exc:
+        raise LabelImportError(str(exc)) from exc
+
+
 @transaction.atomic
 def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: str, campaign_name: str | None = None,
                   scale_version: ScaleVersion | None = None, user=None, random_sample: bool = False,
@@ -410,25 +665,9 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     recorded on the campaign for the methods text; ``None`` leaves a reused campaign's statement as it is (a new
     campaign: not recorded), and a statement that contradicts the campaign's is refused.
     """
-    if rater_kind is not None and rater_kind not in Campaign.RaterKind.values:
-        raise LabelImportError(f'rater kind "{rater_kind}" is not one of '
-                               f'{", ".join(v for v in Campaign.RaterKind.values if v)}.')
-    name = (campaign_name or default_campaign_name(file_name, corpus)).strip()[:200]
-    campaign = _find_campaign(name, corpus, scale_version)
-    if campaign is None and not campaign_name:  # an earlier import of this file into this corpus, named before
-        legacy = Campaign.objects.filter(name=legacy_campaign_name(file_name), corpus=corpus,
-                                         phase=Campaign.Phase.IMPORTED, deleted_at__isnull=True).first()
-        if legacy is not None:
-            name = legacy.name
-            campaign = _find_campaign(name, corpus, scale_version)
-    if campaign is not None and rater_kind and campaign.rater_kind and campaign.rater_kind != rater_kind:
-        raise LabelImportError(f'Campaign "{name}" holds labels of {campaign.get_rater_kind_display().lower()}, not '
-                               f'{Campaign.RaterKind(rater_kind).label.lower()}: import these into another campaign '
-                               "(--campaign).")
-    version = campaign.scale_version if campaign else (scale_version or resolve_scale_version())
-    if version.status != ScaleVersion.Status.PUBLISHED:
-        raise LabelImportError(f"{version} is {version.status}; labels can only be imported on a published version.")
-    check_target(version, corpus, LabelImportError)
+    _check_rater_kind(rater_kind)
+    name, campaign = _target_campaign(corpus, file_name, campaign_name, scale_version, rater_kind)
+    version = _import_version(corpus, campaign, scale_version)
     digest = hashlib.sha256()
     rows, errors = parse_labels(_hashed(lines, digest), version)
     sha256 = digest.hexdigest()
@@ -436,27 +675,10 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
     rows = [row for row in rows if not row.is_judge]
 
     dialogues = _dialogues(corpus, {r.dialogue_id for r in rows + judge_rows})
-    existing_labels: dict[tuple[int, str, int], int] = {}
-    existing_assignments: dict[tuple[int, str], Assignment] = {}
-    if campaign is not None and rows:
-        for assignment in Assignment.objects.filter(campaign=campaign).select_related("rater"):
-            existing_assignments[(assignment.dialogue_id, assignment.rater.username)] = assignment
-        for d, r, i in Label.objects.filter(campaign=campaign).values_list("dialogue_id", "rater__username", "item_id"):
-            existing_labels[(d, r, i)] = 1
-    for row in rows + judge_rows:
-        found = dialogues.get(row.dialogue_id)
-        if found is None:
-            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" is not in corpus "{corpus.name}"'))
-        elif found[1]:
-            errors.append(LineError(row.line, f'dialogue "{row.dialogue_id}" was deleted from corpus "{corpus.name}"'))
-        elif not row.is_judge and (found[0], row.rater, row.item_id) in existing_labels:
-            errors.append(LineError(row.line, f'campaign "{name}" already has rater "{row.rater}"\'s label on '
-                                              f'item {row.item_code} of dialogue "{row.dialogue_id}"'))
+    existing_assignments, existing_labels = _existing_work(campaign, rows)
+    errors += _dialogue_errors(rows + judge_rows, dialogues, existing_labels, corpus, name)
     judge_dialogues = {ext: pk for ext, (pk, deleted) in dialogues.items() if not deleted}
-    if judge_rows and not _judge_importer:
-        errors.append(LineError(0, "judge rows (rater_kind judge) need the scoring app, which is not installed"))
-    elif judge_rows:
-        errors += _judge_importer[0].check(corpus, version, judge_rows, judge_dialogues, sha256, skip_unscored)
+    errors += _judge_errors(corpus, version, judge_rows, judge_dialogues, sha256, skip_unscored)
     errors += _raters_outside_project(rows, corpus.project)
     if errors:
         raise ImportRejected(sorted(errors, key=lambda e: e.line))
@@ -471,76 +693,14 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
 
     # Everything is valid: write.
     now = timezone.now()
-    raters_per_dialogue: dict[int, set[str]] = defaultdict(set)
-    for dialogue_id, rater in existing_assignments:
-        raters_per_dialogue[dialogue_id].add(rater)
-    for row in rows:
-        raters_per_dialogue[dialogues[row.dialogue_id][0]].add(row.rater)
-    overlap = max(len(r) for r in raters_per_dialogue.values())
     campaign_created = campaign is None
-    if campaign is None:
-        try:
-            campaign = create_campaign(name=name, corpus=corpus, scale_version=version, overlap=overlap,
-                                       phase=Campaign.Phase.IMPORTED, user=user,
-                                       instructions=f"Labels imported from {file_name}.")
-        except CampaignError as exc:
-            raise LabelImportError(str(exc)) from exc
-    if rater_kind and campaign.rater_kind != rater_kind:
-        campaign.rater_kind = rater_kind
-        campaign.save(update_fields=["rater_kind"])
-    elif overlap > campaign.overlap:
-        campaign.overlap = overlap
-        campaign.save(update_fields=["overlap"])
-
-    User = get_user_model()
+    campaign = _campaign_to_write(campaign, name, corpus, version, _overlap(rows, dialogues, existing_assignments),
+                                  file_name=file_name, user=user, rater_kind=rater_kind)
     names = sorted({row.rater for row in rows})
-    users = {u.username: u for u in User.objects.filter(username__in=names)}
-    created_raters = [n for n in names if n not in users]
-    for username in created_raters:
-        users[username] = _external_rater(username)
-    on_campaign = set(CampaignRater.objects.filter(campaign=campaign).values_list("user__username", flat=True))
-    for username in names:
-        if username not in on_campaign:
-            add_rater(campaign, users[username], added_by=user)
-
-    # One submitted assignment per (dialogue, rater), timed by its labels' created stamps.
-    groups: dict[tuple[int, str], list[LabelRow]] = defaultdict(list)
-    for row in rows:
-        groups[(dialogues[row.dialogue_id][0], row.rater)].append(row)
-    position: dict[int, int] = defaultdict(int)
-    for assignment in existing_assignments.values():
-        position[assignment.rater_id] = max(position[assignment.rater_id], assignment.position)
-    assignments = dict(existing_assignments)
-    new_assignments = []
-    for key, group in groups.items():
-        if key in assignments:
-            continue
-        dialogue_pk, rater = key
-        stamps = [r.created for r in group if r.created is not None]
-        rater_id = users[rater].pk
-        position[rater_id] += 1
-        assignments[key] = Assignment(
-            campaign=campaign, dialogue_id=dialogue_pk, rater_id=rater_id, status=Assignment.Status.SUBMITTED,
-            position=position[rater_id], created_at=min(stamps, default=now), started_at=min(stamps, default=now),
-            submitted_at=max(stamps, default=now))
-        new_assignments.append(assignments[key])
-    Assignment.objects.bulk_create(new_assignments, batch_size=1000)
-
-    labels = []
-    for row in rows:
-        dialogue_pk = dialogues[row.dialogue_id][0]
-        stamp = row.created or now
-        labels.append(Label(
-            assignment_id=assignments[(dialogue_pk, row.rater)].pk, campaign=campaign, dialogue_id=dialogue_pk,
-            rater_id=users[row.rater].pk, item_id=row.item_id, value=row.value, comment=row.comment,
-            item_language=row.item_language, created_at=stamp, updated_at=stamp))
-    Label.objects.bulk_create(labels, batch_size=1000)
+    users, created_raters = _raters(campaign, names, user)
+    assignments, new_assignments = _write_assignments(campaign, rows, dialogues, users, existing_assignments, now)
     reason = f"imported from {file_name}"
-    LabelChange.objects.bulk_create([
-        LabelChange(label_id=label.pk, changed_by=user, changed_at=label.created_at, old_value=None,
-                    new_value=label.value, new_comment=label.comment, source=LabelChange.Source.IMPORT,
-                    reason=reason)
-        for label in labels], batch_size=1000)
+    labels = _write_labels(campaign, rows, dialogues, users, assignments, now, reason=reason, user=user)
     counts = {
         "labels": len(labels), "assignments": len(new_assignments), "dialogues": len({r.dialogue_id for r in rows}),
         "raters": len(names), "raters_created": len(created_raters), "campaign": campaign.name,
@@ -548,13 +708,7 @@ def import_labels(corpus: Corpus, lines: Iterable[str | bytes], *, file_name: st
         "rater_kind": campaign.rater_kind, "target": version.scale.target,
     }
     if random_sample:
-        from annotation.sampling import declare_sample
-
-        try:
-            declare_sample(campaign, {dialogues[r.dialogue_id][0] for r in rows}, user=user,
-                           note=f"declared a random sample on importing {file_name}")
-        except CampaignError as exc:
-            raise LabelImportError(str(exc)) from exc
+        _declare_random_sample(campaign, {dialogues[r.dialogue_id][0] for r in rows}, file_name, user)
     counts["random_sample"] = random_sample
     AuditEvent.record(user, "labels.import", campaign, reason=reason, file=file_name,
                       **{k: v for k, v in counts.items() if k not in ("campaign", "target")})

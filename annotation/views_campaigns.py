@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
@@ -74,7 +74,7 @@ def corpus_upload(request):
 def privacy_review(request, pk: int):
     corpus = get_in_project_or_404(Corpus.objects.alive(), request, pk=pk)
     if request.method == "POST":
-        dialogue = get_object_or_404(Dialogue, pk=whole_number(request.POST, "dialogue"), corpus=corpus)
+        dialogue = get_in_project_or_404(Dialogue, request, pk=whole_number(request.POST, "dialogue"), corpus=corpus)
         try:
             dialogue_views.review_privacy(dialogue, request.POST.get("action", ""), request.user,
                                           request.POST.get("reason", ""))
@@ -242,7 +242,7 @@ def campaign_add_raters(request, pk: int):
 @role_required(COORDINATOR)
 def campaign_rater_toggle(request, pk: int, user_id: int):
     campaign = _campaign(request, pk)
-    rater = get_object_or_404(campaign.raters, user_id=user_id)
+    rater = get_in_project_or_404(campaign.raters, request, user_id=user_id)
     rater.active = not rater.active
     rater.save(update_fields=["active"])
     AuditEvent.record(request.user, "campaign.rater_available" if rater.active else "campaign.rater_unavailable",
@@ -273,8 +273,8 @@ def campaign_assign(request, pk: int):
 def assignment_reassign(request, pk: int):
     assignment = get_in_project_or_404(Assignment, request, pk=pk, campaign__deleted_at__isnull=True)
     # Only the project's own physicians: any other account answers as a missing one.
-    to_user = get_object_or_404(member_users(assignment.campaign.project_id, role=PHYSICIAN),
-                                pk=whole_number(request.POST, "to_user"))
+    to_user = get_in_project_or_404(member_users(assignment.campaign.project_id, role=PHYSICIAN), request,
+                                    pk=whole_number(request.POST, "to_user"))
     try:
         campaign_service.reassign(assignment, to_user, by=request.user, reason=request.POST.get("reason", ""))
     except campaign_service.CampaignError as exc:
@@ -288,7 +288,7 @@ def assignment_reassign(request, pk: int):
 def campaign_dialogue(request, pk: int, dialogue_id: int):
     """Review one dialogue: every rater's answers side by side, gold labels, adjudication and returns."""
     campaign = _campaign(request, pk, "scale_version")
-    dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
+    dialogue = get_in_project_or_404(Dialogue, request, pk=dialogue_id, corpus=campaign.corpus)
     assignments = list(Assignment.objects.filter(campaign=campaign, dialogue=dialogue)
                        .exclude(status=Assignment.Status.WITHDRAWN).select_related("rater").order_by("rater__username"))
     values = labels.answers_of(assignments)
@@ -311,17 +311,18 @@ def campaign_dialogue(request, pk: int, dialogue_id: int):
 @role_required(COORDINATOR)
 def campaign_dialogue_action(request, pk: int, dialogue_id: int):
     campaign = _campaign(request, pk)
-    dialogue = get_object_or_404(Dialogue, pk=dialogue_id, corpus=campaign.corpus)
+    dialogue = get_in_project_or_404(Dialogue, request, pk=dialogue_id, corpus=campaign.corpus)
     action = request.POST.get("action")
     try:
         if action == "return":
-            assignment = get_object_or_404(Assignment, pk=whole_number(request.POST, "assignment"), campaign=campaign,
-                                           dialogue=dialogue)
+            assignment = get_in_project_or_404(Assignment, request, pk=whole_number(request.POST, "assignment"),
+                                               campaign=campaign, dialogue=dialogue)
             labels.return_for_reannotation(assignment, request.user, request.POST.get("note", ""))
             messages.success(request, gettext("Returned to %(rater)s for re-annotation.")
                              % {"rater": assignment.rater.username})
         elif action in ("adjudicate", "gold"):
-            item = get_object_or_404(Item, pk=whole_number(request.POST, "item"), version=campaign.scale_version_id)
+            item = get_in_project_or_404(Item, request, pk=whole_number(request.POST, "item"),
+                                         version=campaign.scale_version_id)
             raw = request.POST.get("value", "")
             value = scores.parse(raw)  # a point of the item's grid (4.5 on a half-point scale); checked below
             if action == "adjudicate":

@@ -1,4 +1,4 @@
-"""Benchmark: the study archive of a MedEval-sized study (issue 36).
+"""Benchmark: the study archive of a MedEval-sized study.
 
 Targets: ``export_study`` of 2,680 dialogues x 24 items x 10 raters (643,200 labels) within 60 s and 200 MB;
 ``verify_study`` of its archive within 5 minutes.

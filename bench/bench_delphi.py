@@ -1,4 +1,4 @@
-"""Benchmark: the Delphi between-rounds (focus-group) view for 210 panelists x 30 items (issue 6, Performance).
+"""Benchmark: the Delphi between-rounds (focus-group) view for 210 panelists x 30 items.
 
 Target: GET /delphi/rounds/<id>/ (per-item statistics, round statistics with Kendall's W, every opinion with its
 Adopt / Not adopt control and every item's decision form) renders in at most 1 s.

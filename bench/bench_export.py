@@ -1,4 +1,4 @@
-"""Benchmark: streaming CSV and XLSX export of every label of a MedEval-sized study (issues 4 and 20).
+"""Benchmark: streaming CSV and XLSX export of every label of a MedEval-sized study.
 
 Target: 2,680 dialogues x 24 rating items x 10 raters = 643,200 labels in PostgreSQL exported as CSV and as XLSX
 (scoring.reports.exports.write_csv / write_xlsx of label_rows(...), the code behind ``manage.py export_labels``; the web

@@ -1,7 +1,7 @@
-"""Benchmark: `make run` on a fresh clone, to the first page and to the workers (issues 20 and 34).
+"""Benchmark: `make run` on a fresh clone, to the first page and to the workers.
 
-Targets: the login page answers 200 within 10 s of `make run` on a fresh clone when the package cache is warm (issue
-34; within 60 s when it is cold, issue 20), and the workers answer (/healthz 200) within 20 s.
+Targets: the login page answers 200 within 10 s of `make run` on a fresh clone when the package cache is warm
+(within 60 s when it is cold), and the workers answer (/healthz 200) within 20 s.
 
 What it does, for each cache state asked for (warm by default; --cold adds a run with empty caches):
   1. Clones this repository at its current commit (``git clone`` + ``git checkout --detach HEAD``; uncommitted

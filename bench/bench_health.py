@@ -1,4 +1,4 @@
-"""Benchmark: GET /healthz with a worker running (issue 26 item 11: it took 3.0 s per call).
+"""Benchmark: GET /healthz with a worker running (it once took 3.0 s per call).
 
 Target: after the first call of a process, every call answers in under 0.1 s (the worker ping is reused from the
 cache while fresh and refreshed in the background), and the answer stays 200 throughout.

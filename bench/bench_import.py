@@ -1,6 +1,6 @@
 """Benchmark: import 10,000 dialogues (10 turns each, English and Chinese) from JSON Lines.
 
-Target (issue 3): 10,000 dialogues import in under 30 s on PostgreSQL on the 2-core machine. The dialogues go
+Target: 10,000 dialogues import in under 30 s on PostgreSQL on the 2-core machine. The dialogues go
 through the same function as ``manage.py import_dialogues`` (annotation.importers.import_dialogue_file: size
 check, parse and validate every line, privacy scan, one query for existing ids, bulk insert), into a fresh
 corpus "bench-import-<timestamp>". A second pass re-imports the file with --update (bulk update + re-scan).

@@ -1,4 +1,4 @@
-"""Benchmark: judge runs against the fake OpenAI-compatible endpoint, on the README's standard workers (issues 5, 14).
+"""Benchmark: judge runs against the fake OpenAI-compatible endpoint, on the README's standard workers.
 
 Cases (each figure is printed beside its target):
 

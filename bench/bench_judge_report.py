@@ -1,4 +1,4 @@
-"""Benchmark: the judge-vs-physicians report on a MedEval-sized study (issue 26 item 5).
+"""Benchmark: the judge-vs-physicians report on a MedEval-sized study.
 
 Targets at 2,680 dialogues x 24 items x 10 physicians (643,200 labels) and one judge run (64,320 answers) in
 PostgreSQL:

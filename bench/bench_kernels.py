@@ -1,4 +1,4 @@
-"""Benchmark: reports computed fresh with the vectorised statistics kernels (issue 34 item 2).
+"""Benchmark: reports computed fresh with the vectorised statistics kernels.
 
 Targets, each computed from scratch (nothing cached), 1,000 bootstrap resamples:
 

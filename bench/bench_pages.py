@@ -1,4 +1,4 @@
-"""Benchmark: every page each role reaches from its home page, first view and repeat (issue 34 item 6).
+"""Benchmark: every page each role reaches from its home page, first view and repeat.
 
 Targets: every page within 1 s on its first view once the workers are idle, and p95 within 300 ms.
 

@@ -1,6 +1,6 @@
-"""Benchmark: 50 physicians rating at once against gunicorn on PostgreSQL (issue 3, Performance).
+"""Benchmark: 50 physicians rating at once against gunicorn on PostgreSQL.
 
-Targets (issue 3), on the 2-core machine with 50 concurrent simulated raters clicking through items:
+Targets, on the 2-core machine with 50 concurrent simulated raters clicking through items:
   * saving one label: p95 <= 100 ms and >= 200 saves/s;
   * opening the rating page of a 40-turn dialogue: p95 <= 150 ms server time.
 
@@ -793,7 +793,7 @@ def main() -> int:
     saturation = next((v[1] for k, v in results.items() if k.startswith("saturation")), None)
     unloaded = results["unloaded"][1]
     errors = sum(phase.errors for phase, _ in results.values())
-    print("\n== targets (issue 3)")
+    print("\n== targets")
     target_line(f"save p95 <= {TARGET_SAVE_P95_MS:.0f} ms (paced load)", paced["save_p95"], "ms",
                 paced["save_p95"] <= TARGET_SAVE_P95_MS)
     target_line(f">= {TARGET_SAVES_PER_S:.0f} saves/s (paced load, achieved)", paced["rate"], "/s",

@@ -1,4 +1,4 @@
-"""Benchmark: the full agreement report on a MedEval-sized study (issues 4 and 20).
+"""Benchmark: the full agreement report on a MedEval-sized study.
 
 Target: 2,680 dialogues x 24 items x 10 raters (643,200 labels) in PostgreSQL -> the full report
 (scoring.reports.load_study + compute, with 1,000 bootstrap resamples for every per-item CI and the plots) in at

@@ -1,4 +1,4 @@
-"""Fault benchmarks (issue 21): what users see while part of the system fails, and how fast it recovers.
+"""Fault benchmarks: what users see while part of the system fails, and how fast it recovers.
 
 Each fault is one function returning a row of figures; ``main`` runs the chosen faults and prints a table.
 Faults so far:

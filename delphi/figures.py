@@ -1,6 +1,6 @@
-"""A Delphi round's statistics as stored figures (issue 34 item 1): computed by a worker when a panelist completes
-the questionnaire, a round closes, a panelist leaves or the consensus rule changes, and shown at once by the study,
-round and validation pages (:mod:`scoring.jobs.figures`)."""
+"""A Delphi round's statistics as stored figures, so that no page computes them: computed by a worker when a panelist
+completes the questionnaire, a round closes, a panelist leaves or the consensus rule changes, and shown at once by the
+study, round and validation pages (:mod:`scoring.jobs.figures`)."""
 
 from __future__ import annotations
 

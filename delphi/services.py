@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.text import slugify
@@ -1055,15 +1055,6 @@ def item_stats(rnd: Round, items: list[Item] | None = None, frame: pd.DataFrame 
     items = items if items is not None else round_items(rnd)
     frame = answers_frame(rnd) if frame is None else frame
     return consensus.items_table(frame, [i.pk for i in items], rnd.study.consensus_rule())
-
-
-def panel_flow(rnd: Round) -> dict[str, int]:
-    agg = rnd.participations.filter(panelist__deleted_at__isnull=True).aggregate(
-        invited=Count("id"),
-        responded=Count("id", filter=Q(started_at__isnull=False)),
-        completed=Count("id", filter=Q(completed_at__isnull=False)),
-    )
-    return {k: int(v or 0) for k, v in agg.items()}
 
 
 def round_summary(rnd: Round, frame: pd.DataFrame | None = None) -> dict:

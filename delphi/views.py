@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
@@ -362,7 +362,7 @@ def round_detail(request, pk: int):
 @role_required(COORDINATOR)
 def round_decide(request, pk: int, item_id: int):
     rnd = _round(request, pk)
-    item = get_object_or_404(Item, pk=item_id, version=rnd.version)
+    item = get_in_project_or_404(Item, request, pk=item_id, version=rnd.version)
     merge_into = Item.objects.filter(pk=whole_number(request.POST, "merge_into") or 0, version=rnd.version).first()
     try:
         decision = services.decide(rnd, request.user, item=item, action=request.POST.get("action", ""),
@@ -394,7 +394,7 @@ def round_add_item(request, pk: int):
 @role_required(COORDINATOR)
 def round_withdraw_added(request, pk: int, decision_id: int):
     rnd = _round(request, pk)
-    decision = get_object_or_404(ItemDecision.objects.alive(), pk=decision_id, round=rnd)
+    decision = get_in_project_or_404(ItemDecision.objects.alive(), request, pk=decision_id, round=rnd)
     try:
         services.withdraw_added_item(decision, request.user, request.POST.get("reason", "") or "withdrawn")
         messages.success(request, _("Added item withdrawn."))
@@ -410,8 +410,8 @@ def round_adopt(request, pk: int, kind: str, obj_id: int):
     model = Response if kind == "response" else Proposal if kind == "proposal" else None
     if model is None:
         raise Http404("Unknown opinion kind.")
-    obj = get_object_or_404(model.objects.select_related("participation__round"), pk=obj_id,
-                            participation__round=rnd)
+    obj = get_in_project_or_404(model.objects.select_related("participation__round"), request, pk=obj_id,
+                                participation__round=rnd)
     try:
         services.set_adoption(obj, request.POST.get("adoption", ""), request.user, request.POST.get("note", ""))
     except DelphiError as exc:

@@ -87,11 +87,6 @@ def roles_in(user, project) -> set[str]:
     return held
 
 
-def is_member(user, project) -> bool:
-    """True when the user holds any role in the project (administrators are not members by that alone)."""
-    return bool(roles_in(user, project) - {ADMIN})
-
-
 def has_role(user, *roles: str, project) -> bool:
     """True when the user holds one of ``roles`` in ``project`` (a Project or its id; the object's project, see
     the module docstring); administrators hold every role."""

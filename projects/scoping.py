@@ -9,7 +9,8 @@ reading across projects. A scope is entered:
 * per task and command, with :func:`in_project` (a job carries its project; a command takes ``--project``);
 * across projects only where that is the point, through the model's ``unscoped`` manager or
   :func:`scopes_disabled` (the admin, migrations, instance-wide jobs such as the reconciler and the LLM engine's
-  bookkeeping by job id). Both are greppable; ``tests/test_projects_scoping.py`` lists where they are allowed.
+  bookkeeping by job id). Both are greppable; ``tests/test_projects_scoping.py`` lists each use (file, function, count)
+  with its reason.
 
 Library scales are shared: a project sees its own scales and versions (drafts included) and every other project's
 published or retired versions, never another project's drafts (:meth:`ProjectScoped.visible_q`).

@@ -1,4 +1,4 @@
-"""What the squashed migrations of November 2026 share (issue 34 item 3: a fresh database in seconds).
+"""What the squashed migrations of November 2026 share (so that a fresh database is built in seconds).
 
 The four apps' history (36 migrations, with a model moved between apps on the way) is replaced by one migration per
 app, ``projects`` -> ``annotation`` -> ``delphi`` -> ``scoring``, each creating its app's models as they are now.

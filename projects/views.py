@@ -18,7 +18,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import PermissionDenied
 from django.core.mail import send_mail
 from django.http import Http404, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -79,7 +79,7 @@ class InviteForm(forms.Form):
 
 def _project(request, pk: int) -> Project:
     """A project the user may enter (member, or administrator); any other is a 404."""
-    return get_object_or_404(access.projects_of(request.user), pk=pk)
+    return access.get_in_project_or_404(access.projects_of(request.user), request, pk=pk)
 
 
 def _manageable(request, pk: int) -> Project:
@@ -228,7 +228,7 @@ def _pending(project: Project) -> list[Invitation]:
 def invitation_revoke(request, pk: int, invitation_id: int):
     """The invitation's link stops working (audited)."""
     project = _manageable(request, pk)
-    invitation = get_object_or_404(Invitation, pk=invitation_id, project=project)
+    invitation = access.get_in_project_or_404(Invitation, request, pk=invitation_id, project=project)
     if invitations.revoke(invitation, by=request.user):
         messages.success(request, _("Invitation of %(email)s revoked: its link no longer works.")
                          % {"email": invitation.email})
@@ -298,7 +298,7 @@ def invitation(request):
 def member_remove(request, pk: int, user_id: int):
     """Confirm, then take a member's roles (or one role) in the project away; their work stays."""
     project = _manageable(request, pk)
-    member = get_object_or_404(get_user_model(), pk=user_id, memberships__project=project)
+    member = access.get_in_project_or_404(get_user_model(), request, pk=user_id, memberships__project=project)
     roles = list(Membership.objects.filter(project=project, user=member).values_list("role", flat=True))
     if request.method == "POST":
         role = request.POST.get("role") or None

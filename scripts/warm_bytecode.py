@@ -1,4 +1,4 @@
-"""Write the bytecode of every module the app imports, once, at install (issue 34 item 3).
+"""Write the bytecode of every module the app imports, once, at install.
 
 Where ``PYTHONDONTWRITEBYTECODE`` is set (many container images set it) and the installer did not compile
 (uv does not by default), every process compiled each module it imported from source: about 7 s of CPU for the

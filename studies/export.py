@@ -5,7 +5,10 @@ Privacy by construction: raters, panellists and whoever changed a label appear o
 dialogues only as they are shown (every active redaction applied; excluded dialogues without text) with the SHA-256
 of the original text, the privacy filter's findings without the text they matched, judges without keys or URL
 secrets. The export is refused while a dialogue awaits privacy review, and an audit entry records who exported
-what."""
+what.
+
+The public functions run in their project's scope (:func:`projects.access.in_project_of`), whatever scope their
+caller is in: every query below reads that project's rows and no filter repeats it."""
 
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation.dialogues import redacted
@@ -42,6 +44,7 @@ from annotation.models import (
     Redaction,
     ScaleVersion,
 )
+from projects.access import in_project_of
 from projects.models import AuditEvent, Project
 from projects.pseudonyms import pseudonyms
 from studies import figures as study_figures
@@ -170,8 +173,10 @@ def archive_name(project: Project) -> str:
     return f"study-{slug}-{timezone.localdate():%Y%m%d}.zip"
 
 
+@in_project_of("project")
 def pending_review(project: Project) -> list[str]:
-    return list(Dialogue.objects.alive().filter(corpus__project=project, corpus__deleted_at__isnull=True,
+    """The first dialogues that await privacy review (the export is refused while any does)."""
+    return list(Dialogue.objects.alive().filter(corpus__deleted_at__isnull=True,
                                                 privacy_status=PrivacyStatus.FLAGGED)
                 .order_by("corpus__name", "external_id").values_list("corpus__name", "external_id")[:5])
 
@@ -257,20 +262,21 @@ SCHEMAS: dict[str, tuple[str, list[tuple[str, str]]]] = {
 }
 
 
+@in_project_of("project")
 def export_counts(project: Project, schemas: dict) -> dict[str, int]:
     """Rows per table as the export would write them (for the methods page without an export)."""
     from scoring.judges.models import JudgeResult, JudgeRun
 
     counts = {
-        "data/corpora.csv": Corpus.objects.filter(project=project).count(),
-        "data/dialogues.csv": Dialogue.objects.filter(corpus__project=project).count(),
-        "data/campaigns.csv": Campaign.objects.filter(project=project).count(),
-        "data/labels.csv": Label.objects.filter(campaign__project=project).count(),
+        "data/corpora.csv": Corpus.objects.count(),
+        "data/dialogues.csv": Dialogue.objects.count(),
+        "data/campaigns.csv": Campaign.objects.count(),
+        "data/labels.csv": Label.objects.count(),
         "data/raters.csv": len(_people(project)),
-        "data/scale_versions.csv": Campaign.objects.filter(project=project).values("scale_version").distinct().count(),
-        "data/random_samples.csv": RandomSample.objects.filter(campaign__project=project).count(),
-        "data/judge_runs.csv": JudgeRun.objects.filter(project=project).count(),
-        "data/judge_results.csv": JudgeResult.objects.filter(run__project=project).count(),
+        "data/scale_versions.csv": Campaign.objects.values("scale_version").distinct().count(),
+        "data/random_samples.csv": RandomSample.objects.count(),
+        "data/judge_runs.csv": JudgeRun.objects.count(),
+        "data/judge_results.csv": JudgeResult.objects.count(),
     }
     return {path: counts.get(path, 0) for path in schemas}
 
@@ -278,12 +284,12 @@ def export_counts(project: Project, schemas: dict) -> dict[str, int]:
 def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, str]]) -> Iterator[tuple[str, Any]]:
     """(path, rows) of every data table."""
     importers = Importers(project)
-    campaigns = Campaign.objects.filter(project=project).select_related("corpus", "scale_version__scale")
+    campaigns = Campaign.objects.select_related("corpus", "scale_version__scale")
     versions = {c.scale_version for c in campaigns}
     from scoring.judges.models import JudgeResult, JudgeRun, Prompt, PromptSet
 
     runs = study_figures.run_keys(project)
-    prompt_sets = list(PromptSet.objects.filter(project=project).select_related("scale_version__scale")
+    prompt_sets = list(PromptSet.objects.select_related("scale_version__scale")
                        .order_by("pk"))
     versions |= {p.scale_version for p in prompt_sets}
     versions |= {r.scale_version for r in runs.values() if r.scale_version_id}
@@ -307,13 +313,13 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         for v in versions for i in Item.objects.filter(version=v).select_related("dimension", "parent").order_by("pk"))
     yield "data/corpora.csv", ({"corpus": c.name, "kind": c.kind, "description": c.description,
                                 "is_demo": c.is_demo, "deleted": c.is_deleted}
-                               for c in Corpus.objects.filter(project=project).order_by("pk"))
+                               for c in Corpus.objects.order_by("pk"))
     yield "data/dialogues.csv", _dialogue_rows(project)
     yield "data/redactions.csv", ({
         "corpus": r.dialogue.corpus.name, "external_id": r.dialogue.external_id, "field": r.field, "turn": r.turn,
         "start": r.start, "end": r.end, "source": r.source, "reason": r.reason, "created_at": r.created_at,
         "revoked_at": r.revoked_at}
-        for r in Redaction.objects.filter(dialogue__corpus__project=project).select_related("dialogue__corpus")
+        for r in Redaction.objects.select_related("dialogue__corpus")
         .order_by("pk"))
     yield "data/campaigns.csv", ({
         "campaign": c.name, "corpus": c.corpus.name, "scale_version": version_key(c.scale_version),
@@ -332,21 +338,21 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
                                "physician": raters_are_physicians([pk])} for pk in sorted(names))
     yield "data/campaign_raters.csv", ({
         "campaign": r.campaign.name, "rater": names[r.user_id], "team": r.team, "capacity": r.capacity,
-        "active": r.active} for r in CampaignRater.objects.filter(campaign__project=project)
+        "active": r.active} for r in CampaignRater.objects.all()
         .select_related("campaign").order_by("pk"))
     yield "data/assignments.csv", ({
         "campaign": a["campaign__name"], "external_id": ext[a["dialogue_id"]][1], "rater": names[a["rater_id"]],
         "status": a["status"], "position": a["position"], "comment": a["comment"], "skip_reason": a["skip_reason"],
         "flagged": a["flagged"], "flag_note": a["flag_note"], "return_note": a["return_note"],
         "created_at": a["created_at"], "started_at": a["started_at"], "submitted_at": a["submitted_at"]}
-        for a in Assignment.objects.filter(campaign__project=project).order_by("pk").values(
+        for a in Assignment.objects.order_by("pk").values(
             "campaign__name", "dialogue_id", "rater_id", "status", "position", "comment", "skip_reason", "flagged",
             "flag_note", "return_note", "created_at", "started_at", "submitted_at").iterator(chunk_size=5000))
     yield "data/labels.csv", ({
         "campaign": campaign, "external_id": ext[d][1], "rater": names[r], "item": code,
         "value": value, "comment": comment, "created_at": created, "updated_at": updated}
         for campaign, d, r, code, value, comment, created, updated in
-        Label.objects.filter(campaign__project=project).order_by("pk").values_list(
+        Label.objects.order_by("pk").values_list(
             "campaign__name", "dialogue_id", "rater_id", "item__code", "value", "comment", "created_at",
             "updated_at").iterator(chunk_size=5000))
     yield "data/label_changes.csv", ({
@@ -355,23 +361,23 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "changed_by": names.get(c.changed_by_id, "") if c.changed_by_id else "", "changed_at": c.changed_at,
         "old_value": c.old_value, "new_value": c.new_value, "old_comment": c.old_comment,
         "new_comment": c.new_comment, "source": c.source, "reason": c.reason}
-        for c in LabelChange.objects.filter(label__campaign__project=project)
+        for c in LabelChange.objects.all()
         .select_related("label__campaign", "label__item").order_by("pk").iterator(chunk_size=5000))
     yield "data/gold_labels.csv", ({"campaign": g.campaign.name, "external_id": ext[g.dialogue_id][1],
                                     "item": g.item.code, "value": g.value}
-                                   for g in GoldLabel.objects.filter(campaign__project=project)
+                                   for g in GoldLabel.objects.all()
                                    .select_related("campaign", "item").order_by("pk"))
     yield "data/adjudications.csv", ({"campaign": a.campaign.name, "external_id": ext[a.dialogue_id][1],
                                       "item": a.item.code, "value": a.value, "reason": a.reason,
                                       "decided_at": a.decided_at}
-                                     for a in Adjudication.objects.filter(campaign__project=project)
+                                     for a in Adjudication.objects.all()
                                      .select_related("campaign", "item").order_by("pk"))
     yield "data/random_samples.csv", ({
         "campaign": s.campaign.name, "kind": s.kind, "size": s.size, "seed": s.seed, "stratified": s.stratified,
         "population": [[ext[pk][1], model] for pk, model in s.population if pk in ext],
         "dialogues": [ext[pk][1] for pk in s.dialogues if pk in ext], "strata": s.strata, "note": s.note,
         "created_at": s.created_at, **_active_sample_columns(s, ext)}
-        for s in RandomSample.objects.filter(campaign__project=project).select_related("campaign").order_by("pk"))
+        for s in RandomSample.objects.select_related("campaign").order_by("pk"))
     set_key = {p.pk: f"{p.name}@v{p.version}" for p in prompt_sets}
     yield "data/prompt_sets.csv", ({
         "prompt_set": set_key[p.pk], "name": p.name, "version": p.version,
@@ -379,7 +385,7 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "dialogue_template": p.dialogue_template, "per_dialogue_instruction": p.per_dialogue_instruction,
         "note": p.note} for p in prompt_sets)
     yield "data/prompts.csv", ({"prompt_set": set_key[p.prompt_set_id], "item": p.item.code, "question": p.question}
-                               for p in Prompt.objects.filter(prompt_set__project=project).select_related("item")
+                               for p in Prompt.objects.select_related("item")
                                .order_by("pk"))
     from scoring.judges.models import JudgeConfig
 
@@ -390,7 +396,7 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "timeout_seconds": j.timeout_seconds, "max_attempts": j.max_attempts,
         "price_input_per_1k": j.price_input_per_1k, "price_output_per_1k": j.price_output_per_1k,
         "currency": j.currency, "prompt_set": set_key.get(j.prompt_set_id, "")}
-        for j in JudgeConfig.objects.filter(project=project).select_related("endpoint").order_by("pk"))
+        for j in JudgeConfig.objects.select_related("endpoint").order_by("pk"))
     yield "data/judge_runs.csv", ({
         "run": key, "judge": run.name, "source": run.source,
         "scale_version": version_key(run.scale_version) if run.scale_version_id else "",
@@ -408,7 +414,7 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "from_cache": r["from_cache"], "attempts": r["attempts"], "error": r["error"],
         "call": r["call__key"] or "", "imported_prompt": r["imported_prompt__text"] or "",
         "uncertainty": r["uncertainty"]}
-        for r in JudgeResult.objects.filter(run__project=project).order_by("pk").values(
+        for r in JudgeResult.objects.order_by("pk").values(
             "run_id", "dialogue_id", "item__code", "status", "value", "p_yes", "rationale", "from_cache",
             "attempts", "error", "call__key", "imported_prompt__text", "uncertainty").iterator(chunk_size=5000))
     from scoring.llm.models import LLMCall
@@ -418,13 +424,13 @@ def _tables(project: Project, names: dict[int, str], ext: dict[int, tuple[str, s
         "request": c.request, "response": c.response, "content": c.content, "prompt_tokens": c.prompt_tokens,
         "completion_tokens": c.completion_tokens, "cost": c.cost, "latency_ms": c.latency_ms,
         "created_at": c.created_at}
-        for c in LLMCall.objects.filter(Q(project=project) | Q(results__run__project=project)).distinct()
+        for c in LLMCall.objects.all()
         .order_by("pk").iterator(chunk_size=2000))
     del JudgeRun
 
 
 def _dialogue_rows(project: Project) -> Iterator[dict[str, Any]]:
-    qs = (Dialogue.objects.filter(corpus__project=project).select_related("corpus")
+    qs = (Dialogue.objects.select_related("corpus")
           .prefetch_related("redactions").order_by("pk"))
     for d in qs.iterator(chunk_size=2000):
         excluded = d.privacy_status == PrivacyStatus.EXCLUDED
@@ -439,9 +445,9 @@ def _dialogue_rows(project: Project) -> Iterator[dict[str, Any]]:
 
 def _people(project: Project) -> dict[int, str]:
     """Everyone the tables name (raters, whoever changed a label) -> their pseudonym in the project."""
-    ids = set(Assignment.objects.filter(campaign__project=project).values_list("rater_id", flat=True).distinct())
-    ids |= set(CampaignRater.objects.filter(campaign__project=project).values_list("user_id", flat=True))
-    ids |= set(LabelChange.objects.filter(label__campaign__project=project, changed_by__isnull=False)
+    ids = set(Assignment.objects.values_list("rater_id", flat=True).distinct())
+    ids |= set(CampaignRater.objects.values_list("user_id", flat=True))
+    ids |= set(LabelChange.objects.filter(changed_by__isnull=False)
                .order_by().values_list("changed_by_id", flat=True).distinct())  # unordered: 0.04 s, not 0.6 s
     return pseudonyms(project, ids)
 
@@ -456,6 +462,7 @@ def _other_exports(writer: Writer, files: list[other_figures.ArchiveFile]) -> No
             writer.write_json(file.path, file.content, file.description)
 
 
+@in_project_of("project")
 def export_study(project: Project, out_path: str | Path, actor=None, license_url: str = "") -> dict[str, Any]:
     """Write the project's study to ``out_path`` (a zip); returns a summary (files, rows, figures). ``license_url``:
     the data's licence as the exporter names it (the crate says "not recorded" without it). Raises
@@ -468,7 +475,7 @@ def export_study(project: Project, out_path: str | Path, actor=None, license_url
     out_path = Path(out_path)
     names = _people(project)
     ext = dict((pk, (corpus, e)) for pk, corpus, e in
-               Dialogue.objects.filter(corpus__project=project).values_list("pk", "corpus__name", "external_id"))
+               Dialogue.objects.values_list("pk", "corpus__name", "external_id"))
     settings = study_figures.default_settings(project)
     reports = study_figures.cached_reports(project, settings)
     other_files, other_rows = other_figures.exports(project)

@@ -1,5 +1,6 @@
-"""What the methods page and its downloads are written from, kept in the cache until the study changes (issue 34:
-the page costs a few index lookups instead of counting the labels). The texts are written by :mod:`studies.methods`."""
+"""What the methods page and its downloads are written from, kept in the cache until the study changes (so
+that the page costs a few index lookups instead of counting the labels). The texts are written by
+:mod:`studies.methods`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Accessibility and touch checks shared by the browser tests (issue 38): axe-core's WCAG 2.1 A/AA rules, a crawl of
+"""Accessibility and touch checks shared by the browser tests: axe-core's WCAG 2.1 A/AA rules, a crawl of
 every page a role can reach, and the geometry of touch targets (size, overlap, horizontal overflow).
 
 The crawl starts from a role's home and follows same-origin links (``a[href]``) inside the app, leaving out logging

@@ -1,4 +1,4 @@
-"""Issue 12 item 8: API tokens expire (API_TOKEN_DAYS, default 30) and are replaced when the password changes;
+"""API tokens expire (API_TOKEN_DAYS, default 30) and are replaced when the password changes;
 the API token page says so."""
 
 import io

@@ -1,4 +1,4 @@
-"""Bring your own data (issue 27): an existing judge's scores, repeated answers, half points, and reports that fit
+"""Bring your own data: an existing judge's scores, repeated answers, half points, and reports that fit
 the instrument, on synthetic data in the shape of a published HIVMedQA set (tests/hivmedqa_data.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Accessibility (issue 26 item 18, issue 38): every page each role reaches meets WCAG 2.1 A and AA as far as axe-core
+"""Accessibility: every page each role reaches meets WCAG 2.1 A and AA as far as axe-core
 checks it, at 1366 px and at a phone's width, and the pages physicians and analysts work in show no violation of
 any axe rule in the states a user brings them to.
 

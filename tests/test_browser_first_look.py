@@ -1,4 +1,4 @@
-"""First look (issue 17): after `make run`'s demo load, every demo role finds on its home page a "start here" link
+"""First look: after `make run`'s demo load, every demo role finds on its home page a "start here" link
 that opens a non-empty result in one click; wide pages scroll inside their boxes at 1366 and 1024 px; the README's
 screenshots (docs/screenshots/) are taken here, on the demo data."""
 

@@ -1,5 +1,5 @@
-"""The judge report read at a glance and the report plots and figures that a review found wrong (issue 26 items 1,
-2, 6 and 8), in a real browser at 1366 and 1024 px on the demo data (``load_demo`` precomputes both reports)."""
+"""The judge report read at a glance and the report plots and figures that a review found wrong, in a real
+browser at 1366 and 1024 px on the demo data (``load_demo`` precomputes both reports)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""In the browser, on the demo study (issue 28): the judge report's three model estimates and its planner, the
+"""In the browser, on the demo study: the judge report's three model estimates and its planner, the
 finished campaign's random sample with the planner, and the planner on the new-campaign page (htmx partials)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Browser test of issue 27: the agreement report of a scale-only instrument rating answers (HIVMedQA's rubric on
-repeated answers of three models) speaks of answers, models and raters, has no empty section and no all-zero plot;
-an imported judge's run page shows its provenance and the judge's Table 2."""
+"""Browser test of bring-your-own-data: the agreement report of a scale-only instrument rating answers (HIVMedQA's
+rubric on repeated answers of three models) speaks of answers, models and raters, has no empty section and no all-zero
+plot; an imported judge's run page shows its provenance and the judge's Table 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The navigation's project switch (issue 29): a user in two projects sees the current project's name, switches, and
+"""The navigation's project switch: a user in two projects sees the current project's name, switches, and
 sees the other project's campaigns (and no longer the first one's)."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def busy_member(make_user):
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1024, 1366])
 def test_the_top_bar_stays_compact_with_two_projects(page, busy_member, width):
-    """Issue 35.2: with two projects the bar grew to 150 px (a 313 px select). The bar is one line at 1366 px and
+    """With two projects the bar grew to 150 px (a 313 px select). The bar is one line at 1366 px and
     at most two at 1024 px; the select is capped and names the project; the account's links open from the name."""
     page.set_viewport_size({"width": width, "height": 768})
     login(page, busy_member.username)

@@ -1,4 +1,4 @@
-"""Issue 26 items 7 and 9 in the browser (Debian's chromium), at 1366 and 1024 px: the rating page says where a
+"""In the browser (Debian's chromium), at 1366 and 1024 px: the rating page says where a
 dialogue stands in the rater's queue, never past the total and the same before and after submitting; a physician
 whose browser asks for Chinese rates a whole dialogue in Chinese on a phone (390 px): buttons, labels, items and the
 words its script writes, and the language of the item texts stored with her answers."""

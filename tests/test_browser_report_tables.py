@@ -1,4 +1,4 @@
-"""The judge report's tables at 1366 and 1024 px in Chromium (issue 35 item 7): the verdicts and the three model
+"""The judge report's tables at 1366 and 1024 px in Chromium: the verdicts and the three model
 estimates in view with no key column off-screen and no sideways scrolling inside them, whole dimension names, the
 detailed figures on demand, and every table that must scroll doing so inside its own box with a scrollbar that is
 drawn (Chromium is started here without headless mode's --hide-scrollbars, so scrollbars take space as on a

@@ -1,4 +1,4 @@
-"""The physician's pages on phones and tablets (issue 38; issue 35 items 13 and 14), in Chromium with touch emulation
+"""The physician's pages on phones and tablets, in Chromium with touch emulation
 (``has_touch``, ``is_mobile``) at 390 x 844 and 768 x 1024 in both orientations: a dialogue rated, a comparison made
 and a Delphi round answered by taps only; every control at least 44 x 44 CSS px, nothing wider than the screen,
 nothing covered by another control or by the sticky bar; the offline outbox across a page reload (every answer stored

@@ -1,4 +1,4 @@
-"""A PostgreSQL restart in the middle of label saves (issue 21 item 4), with real processes: our own cluster
+"""A PostgreSQL restart in the middle of label saves, with real processes: our own cluster
 (initdb and pg_ctl on a spare port), gunicorn in production mode, simulated raters posting clicks the way the
 rating page does (retrying what was not acknowledged). Saves get 503 with Retry-After, never another 5xx; the
 server log has no traceback; after recovery every acknowledged save is stored."""

@@ -1,4 +1,4 @@
-"""Issue 35 item 15: the manual (docs/, MkDocs) builds with ``--strict`` on a fresh clone with nothing set; every
+"""The manual (docs/, MkDocs) builds with ``--strict`` on a fresh clone with nothing set; every
 internal link, anchor, script, stylesheet and image of the built HTML resolves; nothing is loaded from another site
 (the manual works offline: system fonts, a local search index); the Markdown keeps to 120 characters a line; and
 the README's two commands and demo logins are the real ones."""

@@ -1,4 +1,4 @@
-"""Figures computed when their inputs change, not when someone looks (issue 34 item 1; scoring/jobs/figures.py):
+"""Figures computed when their inputs change, not when someone looks (scoring/jobs/figures.py):
 a page shows the latest stored figures at once, marked "updating" while a newer job runs and "computing" only when
 none exist yet; a burst of changes is one computation; the preference results page no longer computes per view."""
 

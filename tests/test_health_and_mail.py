@@ -1,4 +1,4 @@
-"""Issue 26 items 11 and 14: /healthz answers from a recent worker ping (and logs a 503 as one line, never an
+"""/healthz answers from a recent worker ping (and logs a 503 as one line, never an
 error); printed e-mail never shows a Delphi panel link, and production mode will not start without an e-mail
 backend chosen."""
 

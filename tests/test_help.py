@@ -1,4 +1,4 @@
-"""Issue 35 item 15: the Help link of every page opens the manual, built from docs/ by the app on first use and
+"""The Help link of every page opens the manual, built from docs/ by the app on first use and
 served to signed-in users under the app's Content-Security-Policy (its inline scripts allowed by hash only); the
 search index answers, and in Chromium the search finds pages with nothing loaded from another site."""
 

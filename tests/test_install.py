@@ -49,7 +49,7 @@ def test_the_makefile_installs_through_the_script_with_a_pinned_uv():
 
 
 def test_the_bytecode_warm_up_writes_what_the_app_imports_whatever_the_environment_says(tmp_path):
-    """Issue 34: with PYTHONDONTWRITEBYTECODE set (as on many machines), nothing was ever written and every process
+    """With PYTHONDONTWRITEBYTECODE set (as on many machines), nothing was ever written and every process
     compiled the app and its libraries again; scripts/warm_bytecode.py writes them once, at install."""
     import importlib.util
 

@@ -172,7 +172,7 @@ def test_the_judge_report_on_a_rubric_without_binary_items_does_not_crash(hivmed
     run = start(configure(hivmedqa), qa_corpus)
     drain(run)
     report = judge_vs_physicians(run, campaign, n_resamples=20)
-    # the 0-5 criteria are compared too (issue 15); one physician and three answers: no verdict, no ceiling
+    # the 0-5 criteria are compared too; one physician and three answers: no verdict, no ceiling
     assert [i["code"] for i in report["items"]] == CRITERIA and report["counts"]["dialogues_judged"] == 3
     assert {i["decision"]["verdict"] for i in report["items"]} == {"not enough data"}
     assert all(i["ceiling"]["weighted_kappa"]["value"] is None for i in report["items"])

@@ -384,7 +384,7 @@ def test_exports_carry_scale_items_unchanged_in_the_long_format(rated_rubric):
 def test_the_agreement_report_does_not_crash_on_an_instrument_without_binary_items(rated_rubric):
     study = agreement.load_study([rated_rubric])
     criteria = ["comprehension", "reasoning", "knowledge", "bias", "harm"]
-    assert [m.code for m in study.items] == criteria and len(study.labels) == 3 * 3 * 5  # scale items: issue 15
+    assert [m.code for m in study.items] == criteria and len(study.labels) == 3 * 3 * 5  # scale items are rated too
     report = agreement.compute(study, n_resamples=20, plots=True)
     json.dumps(report, allow_nan=False)
     assert not report.get("empty") and report["has_ordered"]

@@ -201,7 +201,7 @@ def test_runs_that_differ_only_in_mode_are_compared(client, coordinator, make_us
     page = client.get(reverse("judge-run", args=[runs[0].pk])).content.decode()
     compare_url = reverse("judge-run-compare", args=[runs[0].pk, runs[1].pk])
     assert compare_url in page
-    # The runs' end queued their comparison, both ways (issue 34): computed by a worker, not when someone looks.
+    # The runs' end queued their comparison, both ways: computed by a worker, not when someone looks.
     queued = Job.objects.filter(kind=Job.Kind.JUDGE_COMPARE, status=Job.Status.QUEUED)
     pairs = {(job.params["run"], job.params["other"]) for job in queued}
     assert pairs == {(runs[0].pk, runs[1].pk), (runs[1].pk, runs[0].pk)}

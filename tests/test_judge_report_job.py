@@ -1,4 +1,4 @@
-"""The judge report as a cached background job (issue 26 items 4 and 5): one computation per labels, answers,
+"""The judge report as a cached background job: one computation per labels, answers,
 settings and name rule; the page shows progress, then the report; downloads and the API serve the same cached
 report; names follow the README's one rule as in the agreement report and the exports; ``judged_codes`` does not
 sort every answer."""

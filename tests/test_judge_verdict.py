@@ -1,4 +1,4 @@
-"""Judge verdicts that hold up (issue 19): the four outcomes on synthetic raters, the paper's rule beside them, the
+"""Judge verdicts that hold up: the four outcomes on synthetic raters, the paper's rule beside them, the
 model ranking, and the settings a coordinator changes per report (page, downloads, API)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Juries of judges and judge selection (issue 37).
+"""Juries of judges and judge selection.
 
 One world, built once per module and rolled back: 600 dialogues whose item 1.1 three physicians label (each wrong on
 10 % at random, so they agree well: kappa about 0.64); three live judges each wrong on exactly 20 % of the dialogues

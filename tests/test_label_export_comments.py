@@ -1,4 +1,4 @@
-"""Issue 26 items 10 and 16: label exports carry comments and free-text answers (CSV, XLSX, JSON, SPSS) and read
+"""Label exports carry comments and free-text answers (CSV, XLSX, JSON, SPSS) and read
 back through import_labels; XLSX writes `created` as a date-time cell; the report page offers the agreement CSV."""
 
 import csv

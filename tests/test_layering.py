@@ -1,4 +1,4 @@
-"""The layering rules of the code (issue 33), read from every import statement (module level and inside functions):
+"""The layering rules of the code, read from every import statement (module level and inside functions):
 
 * ``projects`` (the ground floor) imports no other app, and not ``config``;
 * ``annotation`` imports neither ``scoring`` nor ``delphi``;
@@ -76,7 +76,7 @@ def test_statistics_import_neither_django_nor_the_app():
 
 
 def test_nothing_but_the_configuration_imports_the_study_archive():
-    """``studies`` (the study archive, issue 36) sits on top: it reads every app, and no app depends on it."""
+    """``studies`` (the study archive) sits on top: it reads every app, and no app depends on it."""
     assert [v for package in ("projects", "annotation", "scoring", "delphi")
             for v in violations(package, ("studies",))] == []
 

@@ -1,4 +1,4 @@
-"""Issue 12 item 1: no server secret leaves through a judge or a generation job.
+"""No server secret leaves through a judge or a generation job.
 
 Keys come only from OPENAI_API_KEY, LLM_KEY_* or names an administrator lists in LLM_KEY_VARIABLES (forms,
 commands, admin and again at call time); endpoints are defined by administrators; provider error text is

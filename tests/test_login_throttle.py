@@ -1,4 +1,4 @@
-"""Issue 12 item 3: failed logins pause one username at one address, not everyone behind a proxy or a NAT.
+"""Failed logins pause one username at one address, not everyone behind a proxy or a NAT.
 
 Policy (annotation/throttle.py): LOGIN_MAX_FAILURES per (username, address), LOGIN_MAX_FAILURES_PER_USERNAME per
 username from any address, LOGIN_MAX_FAILURES_PER_ADDRESS per address; X-Forwarded-For only with

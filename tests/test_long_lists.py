@@ -1,4 +1,4 @@
-"""Long lists come a page at a time (issue 34 item 6: a campaign of 2,680 dialogues rendered every row on each view):
+"""Long lists come a page at a time (a campaign of 2,680 dialogues rendered every row on each view):
 the campaign's dialogues and a corpus's, with page links that keep the query string, "showing X-Y of N", counts
 over the whole set, and a number of queries that does not grow with the rows. The preference studies' list counts
 items and comparisons without joining them. Run in both modes (embedded, and with DATABASE_URL for PostgreSQL)."""

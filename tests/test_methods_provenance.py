@@ -356,7 +356,7 @@ def test_the_archive_carries_who_the_raters_are(db, hiv_archive):
 
 def test_the_hivmedqa_report_files_use_its_words(db, hiv_archive):
     """The judge report's CSV sections and figure names, and its JSON's paper rule: no Mini-CEX word."""
-    from scoring.management.commands.judge_report import csv_rows
+    from scoring.judges.report_csv import csv_rows
 
     view = hiv_archive[1]["view"]
     report = next(e["report"] for e in view["reports"] if e["kind"] == "judge")

@@ -1,4 +1,4 @@
-"""The squashed migrations (issue 34 item 3, projects.squashing): a fresh database equals one built by the whole
+"""The squashed migrations (projects.squashing): a fresh database equals one built by the whole
 history, schema and seeded rows alike, and a database at any released state upgrades to the same.
 
 Each database is built by the commands a user runs (``manage.py migrate`` in a subprocess) in the suite's mode:

@@ -1,4 +1,4 @@
-"""Prediction-powered model scores in the judge report (issue 28): random samples of a campaign's dialogues, the
+"""Prediction-powered model scores in the judge report: random samples of a campaign's dialogues, the
 three estimates per doctor model and score, model differences, the planner, and where they are shown.
 
 Three doctor models of 30 dialogues each; two physicians label a stratified random sample (or, for the

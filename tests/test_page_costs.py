@@ -1,4 +1,4 @@
-"""Pages cost a few index lookups per view, not work that grows with the study (issue 34 item 6, the slow pages
+"""Pages cost a few index lookups per view, not work that grows with the study (the slow pages
 ``bench/bench_pages.py`` found): the labels' change mark is read from indexes, the methods page is written from
 digests and reports the workers kept, and a dialogue's review reads its labels by their assignments. Run in both
 modes (embedded, and with DATABASE_URL for PostgreSQL)."""

@@ -1,4 +1,4 @@
-"""The faster ways ``stats.pairwise_tables`` counts resampled confusion tables (issue 26 item 5: the judge report in
+"""The faster ways ``stats.pairwise_tables`` counts resampled confusion tables (the judge report in
 under 3 s) give exactly the tables of the general sparse path."""
 
 from __future__ import annotations

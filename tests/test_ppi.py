@@ -1,7 +1,7 @@
 """Prediction-powered inference (scoring.stats.ppi) against the authors' package ppi_py, and by simulation.
 
 ppi_py (Angelopoulos et al.; a test dependency) is called on the same arrays: point estimates, intervals, the
-tuned lambda and the sample sizes of its power analysis must be equal. The simulations follow issue 28: 500
+tuned lambda and the sample sizes of its power analysis must be equal. The simulations: 500
 synthetic studies of 600 dialogues, 60 labelled at random, on a 0-5 criterion (fixed seeds, one vectorised call).
 """
 
@@ -243,7 +243,7 @@ def test_difference_sample_size():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# coverage by simulation (issue 28)
+# coverage by simulation
 # ---------------------------------------------------------------------------------------------------------------
 def simulate(seed: int, *, studies: int = 500, dialogues: int = 600, labelled: int = 60, bias: float = 0.5,
              noise: float = 1.0) -> dict[str, dict[str, np.ndarray]]:

@@ -1,4 +1,4 @@
-"""``make test`` says what it does from its first seconds (issue 34 item 4): the Makefile announces each step, and
+"""``make test`` says what it does from its first seconds: the Makefile announces each step, and
 pytest's collection prints its progress (tests/progress.py) instead of nothing."""
 
 from __future__ import annotations

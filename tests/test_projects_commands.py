@@ -1,4 +1,4 @@
-"""Every management command that touches project data works in one named project (issue 33): ``--project NAME``,
+"""Every management command that touches project data works in one named project: ``--project NAME``,
 or the only project; on an instance with several it stops and names them. Nothing lands in a project by default."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Issue 33's findings, each as a regression test, on the two-project world (tests/two_projects.py):
+"""What a review of project isolation found, each as a regression test, on the two-project world
+(tests/two_projects.py):
 
 1. a project that owns a library scale never sees, edits, publishes or copies another project's draft of it;
 2. roles are read in the object's project (users with different roles in two projects, in both orders);
@@ -330,3 +331,33 @@ def test_the_project_form_refuses_a_look_alike_name(world, db):
     client = _login(world.admin)
     response = client.post(reverse("project-list"), {"name": "\u0412ravo", "description": ""})  # Cyrillic В
     assert response.status_code == 400 and "cannot be told apart" in response.content.decode()
+
+
+def _archive_tables(path) -> dict[str, bytes]:
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist() if name.startswith("data/")}
+
+
+def test_a_study_export_reads_its_project_whatever_scope_it_is_called_in(world, db, tmp_path):
+    """The archive's queries rely on the project scope the export enters itself: called with the scope off, in both
+    projects' scope or in its own, Alpha's archive holds the same tables, and none of Bravo's rows."""
+    from annotation.models import Dialogue, PrivacyStatus
+    from studies.export import SCHEMAS, export_counts, export_study
+
+    alpha = world.alpha.project
+    with scoping.in_project(alpha):
+        Dialogue.objects.filter(privacy_status=PrivacyStatus.FLAGGED).update(privacy_status=PrivacyStatus.ACCEPTED)
+    tables, counts = [], []
+    for n, scope in enumerate((scoping.scopes_disabled, lambda: scoping.in_project([alpha, world.bravo.project]),
+                               lambda: scoping.in_project(alpha))):
+        with scope():
+            export_study(alpha, tmp_path / f"{n}.zip")
+            counts.append(export_counts(alpha, SCHEMAS))
+        tables.append(_archive_tables(tmp_path / f"{n}.zip"))
+    assert tables[0] == tables[1] == tables[2]
+    assert counts[0] == counts[1] == counts[2]
+    assert int(counts[0]["data/labels.csv"]) > 0
+    text = b"\n".join(tables[0].values()).decode("utf-8")
+    assert "alpha" in text.lower() and not world.bravo.leaks(text)

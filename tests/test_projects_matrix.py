@@ -1,4 +1,4 @@
-"""The cross-project matrix (issue 29): no page, htmx partial, export, report, API operation or list reads or writes
+"""The cross-project matrix: no page, htmx partial, export, report, API operation or list reads or writes
 across projects.
 
 The world (tests/two_projects.py) has projects Alpha and Bravo with one of every kind of object. For every URL pattern

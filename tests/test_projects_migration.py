@@ -1,4 +1,4 @@
-"""The upgrade to projects (issue 29): an instance with today's data - role groups, a corpus, a campaign with
+"""The upgrade to projects: an instance with today's data - role groups, a corpus, a campaign with
 assignments and labels, a judge and its run, a preference study, a Delphi study, an endpoint, audit events, report
 jobs - migrates into one project, "Default", and behaves as before.
 

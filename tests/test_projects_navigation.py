@@ -1,4 +1,4 @@
-"""Working in several projects (issue 35, item 1): joining another project does not move anybody, a page of another
+"""Working in several projects: joining another project does not move anybody, a page of another
 of the user's projects offers the switch, and a missing page is the app's own 404, also with DEBUG on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Roles per project (issue 29): a user who is a coordinator in one project and a physician in another holds each
+"""Roles per project: a user who is a coordinator in one project and a physician in another holds each
 role in its project only (pages and API, through the navigation's switch, ``?project=`` and ``X-Project``);
 ``manage.py project`` manages projects and members; the commands that create or read project data work in the
 project ``--project`` names (default: the only project; with several the command stops and names them)."""

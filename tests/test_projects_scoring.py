@@ -1,4 +1,4 @@
-"""Issue 29, scoring side: two projects, each with its own coordinator, analyst and two physicians and an object of
+"""Projects, scoring side: two projects, each with its own coordinator, analyst and two physicians and an object of
 every scoring kind (judge configuration, prompt set, run with results, preference study with tasks and a judge run,
 case set, generation job with a dialogue, campaign and judge report jobs). Every scoring page, htmx partial, export,
 report download and API operation answers another project's object with 404, exactly as a missing one; lists and

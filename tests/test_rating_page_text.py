@@ -1,4 +1,4 @@
-"""Issue 26 items 7 and 9 on the server side: the rating page's place in the queue; its words in the rater's language
+"""On the server side: the rating page's place in the queue; its words in the rater's language
 (or the one the campaign fixes), the instrument's texts in it where the version has them, and the language each
 answer records (the browser tests are in tests/test_browser_rating_page.py)."""
 

@@ -1,4 +1,4 @@
-"""The campaign report's faster paths (issue 34 item 2) against what they replace and against the reference
+"""The campaign report's faster paths against what they replace and against the reference
 libraries: every item's bootstrap agreement from one matrix product (``stats.agreement_many``) equals the per-item
 kernels and, on the full data, statsmodels' Fleiss kappa and the krippendorff package; the numeric fast paths of label
 encoding, zero-variance raters and numeric frames equal the general paths. Random raters, a constant rater, a

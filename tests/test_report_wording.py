@@ -1,4 +1,4 @@
-"""What the reports say (issue 26 items 2, 3, 6 and 8): verdict reasons that follow the interval and never the
+"""What the reports say: verdict reasons that follow the interval and never the
 opposite of the point estimate; one band boundary for kappa everywhere (0.40 is "moderate", the band the floor
 names); p-values that never print as 0.0000; heatmaps whose names never cover the other panel; a key for the box
 plot's markers."""

@@ -130,7 +130,7 @@ def test_fingerprint_changes_when_a_label_changes(rated):
 
 def test_plots_render_as_svg(rated):
     report = reports.compute(reports.load_study([rated]), n_resamples=50)
-    # item 4 (levels) also gets the models' mean level with CIs (issue 27: criterion means per model)
+    # item 4 (levels) also gets the models' mean level with CIs (criterion means per model)
     assert set(report["plots"]) == {"item_agreement", "rater_heatmap", "model_scores", "criterion_means"}
     assert all(svg.startswith("<svg") for svg in report["plots"].values())
 
@@ -155,7 +155,7 @@ def test_krippendorff_counts_kernel_matches_the_package():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# issue 16: honest units and intervals
+# Honest units and intervals
 # ---------------------------------------------------------------------------------------------------------------
 def test_reliability_counts_dialogues_not_ratings(rated):
     study = reports.load_study([rated])
@@ -277,7 +277,7 @@ def test_alpha_if_deleted_is_not_shown_when_alpha_is_undefined(make_user):
 
 
 def test_an_items_dialogue_by_rater_table_is_pivot_tables():
-    """The report's wide table of one item (issue 34: without pandas' group-by) equals
+    """The report's wide table of one item (without pandas' group-by) equals
     ``pivot_table(aggfunc="first")``: sorted dialogues and raters, the first value of a repeated pair, missing cells
     and unrated dialogues or raters as pivot_table leaves them."""
     rng = np.random.default_rng(2)

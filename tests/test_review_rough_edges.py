@@ -1,4 +1,4 @@
-"""Issue 26 items 10, 15 and 17: closed campaigns, the analyst's home links, admin names, 403s in the log, and the
+"""Closed campaigns, the analyst's home links, admin names, 403s in the log, and the
 API's edges (root links, lockout Retry-After, 401 for bad tokens, comment length, turn roles, paging parameters)."""
 
 import logging

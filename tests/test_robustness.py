@@ -1,6 +1,6 @@
 """Bad input and failures get a clear 4xx/503 (JSON for the API, a page for the UI, a line-numbered CLI error),
-never a 500 or a traceback (issue 12 item 7, issue 21 item 4); analysts see pseudonyms on every page (item 4);
-raters see opaque per-campaign dialogue ids (item 5)."""
+never a 500 or a traceback; analysts see pseudonyms on every page; raters see opaque per-campaign
+dialogue ids."""
 
 from __future__ import annotations
 

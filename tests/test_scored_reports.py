@@ -1,4 +1,4 @@
-"""Reports on levels and scale items (issue 15): weighted kappa, Krippendorff's alpha (ordinal and interval), ICC of
+"""Reports on levels and scale items: weighted kappa, Krippendorff's alpha (ordinal and interval), ICC of
 item scores, Bland-Altman and mean scores per criterion, on a HIVMedQA 0-5 rubric; Bland-Altman against the
 published example."""
 
@@ -238,7 +238,7 @@ def test_report_page_shows_the_scale_item_figures(hiv_campaign, client, analyst)
                     'data-testid="criteria"'):
         assert heading in html, heading
     # no binary items: no dimension percentages, dimension ICC or KR-20 tables, and no words about their absence
-    # (issue 27: a report fits its instrument)
+    # (a report fits its instrument)
     assert 'data-testid="models"' not in html and 'data-testid="reliability"' not in html
     assert 'data-testid="icc-none"' not in html and "binary" not in html.lower()
 

@@ -1,4 +1,4 @@
-"""Runs and jobs as a newcomer meets them (issue 35 items 3-6 and 12): an ended run has no ETA and nothing "to do";
+"""Runs and jobs as a newcomer meets them: an ended run has no ETA and nothing "to do";
 no "no worker" alarm before an engine could have taken a new run up, and the command it suggests is the one
 ``make run`` uses; a refused ``run_judge`` leaves no judge behind; wording of estimates, caps, generation jobs and
 the report's fingerprint; ``import_labels``' default campaign per corpus and ``--skip-unscored``."""

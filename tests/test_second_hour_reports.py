@@ -1,4 +1,4 @@
-"""Reading the figures (issue 35 items 8-11): numbers with units and the decimals their intervals need, near-degenerate
+"""Reading the figures: numbers with units and the decimals their intervals need, near-degenerate
 and undefined figures, warnings and shares in the report's own names, a judge report that fits an answer instrument
 (HIVMedQA's rubric, tests/hivmedqa_data.py) with a random rater, a constant rater and a near-constant item, and the
 judge's Table 2 from ``judge_report``."""

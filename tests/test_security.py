@@ -1,4 +1,4 @@
-"""Issue 12 items 9-11: what /healthz tells strangers, deployment headers (TLS behind a proxy, HSTS, CSP,
+"""What /healthz tells strangers, deployment headers (TLS behind a proxy, HSTS, CSP,
 no-store on exports), panel-link tokens kept out of the logs, and the demo study's seed."""
 
 import csv

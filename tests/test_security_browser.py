@@ -1,4 +1,4 @@
-"""Issue 12 item 10 in a real browser: the pages the other browser tests do not visit (the report with its plots,
+"""In a real browser: the pages the other browser tests do not visit (the report with its plots,
 the judge and generation forms, the admin, the API documentation) work under the Content-Security-Policy and
 report no violation (the ``page`` fixture fails the test on any)."""
 

@@ -245,7 +245,7 @@ def test_a_ctrl_c_python_drops_in_a_garbage_collector_callback_still_stops_the_s
 
 def test_the_web_process_starts_without_the_statistics_stack(tmp_path):
     """Django's set-up and every URL module import without pandas, scipy, pingouin or matplotlib: they cost seconds
-    of a new user's first page and load when a report, an analysis or a table is first computed (issue 20)."""
+    of a new user's first page and load when a report, an analysis or a table is first computed."""
     code = ("import sys, django; django.setup(); from django.urls import resolve; resolve('/'); "
             "print(' '.join(m for m in ('pandas', 'scipy', 'pingouin', 'matplotlib') if m in sys.modules))")
     result = run(["-c", code], tmp_path, SECRET_KEY="k", DJANGO_SETTINGS_MODULE="config.settings")

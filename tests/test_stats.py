@@ -811,7 +811,7 @@ def test_bootstrap_dataframe_rows_stay_paired():
 @pytest.mark.parametrize("scale, value, label", [
     # Landis & Koch (1977): <0 poor, .00-.20 slight, .21-.40 fair, .41-.60 moderate,
     # .61-.80 substantial, .81-1.00 almost perfect; the bounds of a continuous coefficient start the
-    # band above them (issue 26: 0.40 is "moderate", the band a reliability floor of 0.40 names)
+    # band above them (0.40 is "moderate", the band a reliability floor of 0.40 names)
     ("landis_koch", -0.1, "poor"), ("landis_koch", 0.0, "slight"), ("landis_koch", 0.19, "slight"),
     ("landis_koch", 0.20, "fair"), ("landis_koch", 0.21, "fair"), ("landis_koch", 0.399, "fair"),
     ("landis_koch", 0.40, "moderate"), ("landis_koch", 0.1 + 0.3 - 1e-12, "moderate"),
@@ -884,7 +884,7 @@ def test_all_dict_outputs_are_strict_json():
 
 
 # --------------------------------------------------------------------------------------
-# issue 16: BCa intervals, tetrachoric correlations, KMO / Bartlett from a correlation
+# BCa intervals, tetrachoric correlations, KMO / Bartlett from a correlation
 # matrix, clustered alpha, CI bands, label order, Kendall's W without the tie correction
 # --------------------------------------------------------------------------------------
 def test_bca_matches_scipy_on_the_same_resamples():

@@ -1,4 +1,4 @@
-"""The vectorised ICC kernel (issue 34 item 2) against pingouin, which stays the reference: every Shrout & Fleiss
+"""The vectorised ICC kernel against pingouin, which stays the reference: every Shrout & Fleiss
 form with its F test and F-distribution CI, to 1e-9, on random, constant-rater, near-constant and missing-cell data,
 over a stack of items and over bootstrap resamples (each resample checked against pingouin on the resampled data)."""
 

@@ -1,4 +1,4 @@
-"""The study archive (issue 36): export_study, verify_study, import_study, the methods and checklist, the page.
+"""The study archive: export_study, verify_study, import_study, the methods and checklist, the page.
 
 The demo study is built once for the module and exported inside a transaction that is rolled back; the tests then
 work on the archive file. Run this file in both modes (embedded, and with DATABASE_URL etc. for PostgreSQL)."""

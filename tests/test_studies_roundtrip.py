@@ -1,4 +1,4 @@
-"""The study archive's round trip (issue 36): a HIVMedQA-shaped study (answers with their case and replicate, an
+"""The study archive's round trip: a HIVMedQA-shaped study (answers with their case and replicate, an
 imported judge run with its provenance, a live run whose judge was renamed and given a new prompt set after it ran,
 physicians' submitted labels on a random sample drawn with a seed) exported, verified, and imported into a new
 project that gives back the same rows and the same figures; and an archive made in one mode (embedded SQLite, or

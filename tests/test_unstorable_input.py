@@ -1,4 +1,4 @@
-"""Issue 26 items 12 and 13: text no database can store (lone surrogates, NUL, NaN) is refused with a 400 or a
+"""Text no database can store (lone surrogates, NUL, NaN) is refused with a 400 or a
 line-numbered error at every way in, never a 500 or a traceback; generation case templates take plain slots only
 and expand within bounds."""
 

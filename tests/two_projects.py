@@ -1,4 +1,4 @@
-"""A world of two projects for the cross-project tests (issue 29).
+"""A world of two projects for the cross-project tests.
 
 Projects "Alpha" and "Bravo" each have a coordinator, an analyst and two physicians, and one of every kind of study
 object: a corpus with dialogues and a redaction, a scale of their own with a draft version (beside the shared,

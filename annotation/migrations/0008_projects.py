@@ -1,4 +1,4 @@
-"""Projects (issue 29): existing data moves into one project, "Default", and every holder of a physician,
+"""Projects: existing data moves into one project, "Default", and every holder of a physician,
 coordinator or analyst role becomes its member with the same role, so an upgraded instance behaves as before."""
 
 import django.db.models.deletion

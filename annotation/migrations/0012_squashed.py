@@ -1,6 +1,6 @@
 """Scales, corpora, campaigns, assignments and labels; the LLM-specific Mini-CEX v1 as published.
 
-Squashed (issue 34): every migration of the four apps up to November 2026 in one migration per app, the models
+Squashed so that a fresh database is built in seconds: every migration of the four apps up to November 2026 in one migration per app, the models
 created as they are now in a single :class:`projects.squashing.CreateModels` operation. It replaces the whole
 history of the four apps (see :mod:`projects.squashing`), so a fresh database runs this and an existing one
 carries on with the history.

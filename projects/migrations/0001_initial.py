@@ -1,4 +1,4 @@
-"""Project, Membership and AuditEvent move from the annotation app to projects (issue 33). Their tables keep their
+"""Project, Membership and AuditEvent move from the annotation app to projects, the app of access control. Their tables keep their
 names (annotation_project, annotation_membership, annotation_auditevent): only Django's state moves here; the
 database is not touched. The old app's state lets go of them in annotation 0010."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.importers import ImportRejected, LineError, size_error
@@ -88,7 +88,7 @@ def case_import(request):
 
 @role_required(COORDINATOR, ANALYST)
 def case_set_detail(request, pk: int):
-    case_set = get_object_or_404(CaseSet.objects.alive(), pk=pk)
+    case_set = get_in_project_or_404(CaseSet.objects.alive(), request, pk=pk)
     return render(request, "scoring/generation_case_set.html", {
         "case_set": case_set, "cases": case_set.cases.alive()[:500], "count": case_set.cases.alive().count(),
         "jobs": case_set.jobs.select_related("corpus")})
@@ -122,7 +122,7 @@ def _job_context(job: GenerationJob) -> dict:
 
 @role_required(COORDINATOR, ANALYST)
 def job_detail(request, pk: int):
-    job = get_object_or_404(_jobs(request), pk=pk)
+    job = get_in_project_or_404(_jobs(request), request, pk=pk)
     context = _job_context(job)
     context.update({
         "campaigns": Campaign.objects.alive().filter(corpus=job.corpus),
@@ -134,14 +134,14 @@ def job_detail(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def job_progress(request, pk: int):
     """htmx partial, polled while the job is active."""
-    job = get_object_or_404(_jobs(request), pk=pk)
+    job = get_in_project_or_404(_jobs(request), request, pk=pk)
     return render(request, "scoring/generation_progress.html", _job_context(job))
 
 
 @require_POST
 @role_required(COORDINATOR)
 def job_action(request, pk: int):
-    job = get_object_or_404(_jobs(request), pk=pk)
+    job = get_in_project_or_404(_jobs(request), request, pk=pk)
     action = request.POST.get("action")
     try:
         if action == "pause":

@@ -1,5 +1,5 @@
-"""Stored figures (issue 34 item 1): reports are computed by a worker when their inputs change, and a page shows the
-latest stored figures at once instead of computing them when someone looks.
+"""Stored figures, so that no page computes them: reports are computed by a worker when their inputs change, and a page
+shows the latest stored figures at once instead of computing them when someone looks.
 
 A *subject* names one report (e.g. ``{"campaign": 7, "names": False, "ci_method": "percentile", ...}``); a
 *version* param of its jobs says what the inputs looked like (a fingerprint of the labels, answers or votes). Then:

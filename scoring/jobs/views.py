@@ -1,10 +1,10 @@
 """System status page: service checks and an end-to-end worker check run as a background job."""
 
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from config.health import health
-from projects.access import current, role_required
+from projects.access import current, get_in_project_or_404, role_required
 from projects.roles import ADMIN, ANALYST, COORDINATOR, is_admin
 from scoring.jobs import services as jobs
 from scoring.jobs.models import Job
@@ -56,7 +56,7 @@ def job_status(request, pk: int):
     qs = Job.objects.all()
     if is_admin(request.user):  # instance-wide jobs (the worker check) have no project: listed unscoped use
         qs = Job.unscoped.filter(Q(project=current(request)) | Q(project__isnull=True))
-    job = get_object_or_404(qs, pk=pk)
+    job = get_in_project_or_404(qs, request, pk=pk)
     return render(request, "scoring/partials/job.html", {"job": job})
 
 
@@ -68,7 +68,7 @@ def figures_status(request, pk: int):
     from django.http import HttpResponse
     from django.urls import reverse
 
-    job = get_object_or_404(Job.objects.exclude(kind=Job.Kind.WORKER_CHECK), pk=pk)
+    job = get_in_project_or_404(Job.objects.exclude(kind=Job.Kind.WORKER_CHECK), request, pk=pk)
     if job.is_finished:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -13,10 +12,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
+from projects.access import get_in_project_or_404
 from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
+from scoring.judges.report_csv import csv_rows, csv_text, score_rows
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.reports.api import FORMAT, CanReadReports, CSVOrJSON, not_modified, object_body
 from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
@@ -70,13 +71,6 @@ def _runs(request):
     return JudgeRun.objects.select_related("config", "corpus")
 
 
-def _csv_text(rows) -> str:
-    """Rows as the judge_report command writes them (its CSV is the API's)."""
-    from scoring.management.commands.judge_report import Command
-
-    return Command._csv(rows)
-
-
 NOT_MODIFIED = OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")
 CSV_TEXT = OpenApiResponse(OpenApiTypes.STR, description="the figures as CSV rows (as manage.py judge_report)")
 
@@ -109,12 +103,12 @@ class JudgeReportView(CSVOrJSON, APIView):
         from scoring.judges.report import check_comparable
         from scoring.judges.service import current_report_job
 
-        run = get_object_or_404(self.sources(request), pk=pk)
+        run = get_in_project_or_404(self.sources(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
         if not campaign_id:  # a malformed one was refused by the request checks (config.api_checks)
             return Response({"detail": "Give the campaign to compare with: ?campaign=<id>."},
                             status=status.HTTP_400_BAD_REQUEST)
-        campaign = get_object_or_404(Campaign.objects.alive(), pk=int(campaign_id))
+        campaign = get_in_project_or_404(Campaign.objects.alive(), pk=int(campaign_id))
         form = VerdictSettingsForm.from_query(request.query_params)
         if not form.is_valid():
             errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
@@ -131,12 +125,7 @@ class JudgeReportView(CSVOrJSON, APIView):
         etag = f'"judge-report-{job.pk}-{"csv" if csv else "json"}"'
         response = not_modified(request, etag)
         if response is None:
-            if csv:
-                from scoring.management.commands.judge_report import csv_rows
-
-                response = Response(_csv_text(csv_rows(job.result)))
-            else:
-                response = Response(job.result)
+            response = Response(csv_text(csv_rows(job.result))) if csv else Response(job.result)
         response["ETag"] = etag
         return response
 
@@ -160,19 +149,14 @@ class JudgeScoresView(CSVOrJSON, APIView):
     def get(self, request, pk: int):
         from scoring.judges.service import stored_judge_scores
 
-        run = get_object_or_404(self.sources(request), pk=pk)
+        run = get_in_project_or_404(self.sources(request), pk=pk)
         scores = stored_judge_scores(run)
         csv = self.wants_csv(request)
         digest = hashlib.sha256(json.dumps(scores, sort_keys=True, default=str).encode()).hexdigest()[:24]
         etag = f'"scores-{digest}-{"csv" if csv else "json"}"'
         response = not_modified(request, etag)
         if response is None:
-            if csv:
-                from scoring.management.commands.judge_report import score_rows
-
-                response = Response(_csv_text(score_rows(scores)))
-            else:
-                response = Response(scores)
+            response = Response(csv_text(score_rows(scores))) if csv else Response(scores)
         response["ETag"] = etag
         return response
 

@@ -1,4 +1,4 @@
-"""Doctor models' scores three ways: physicians only, judge only, and prediction-powered (PPI++) (issue 28).
+"""Doctor models' scores three ways: physicians only, judge only, and prediction-powered (PPI++).
 
 For each doctor model and each dimension (the LLM-Mini-CEX paper's Table 6, Shi et al.), the overall score and each
 criterion scored on levels or a scale, :func:`model_estimates` gives

@@ -1,4 +1,4 @@
-"""Juries of judges (issue 37): making one, and how much its jurors agree.
+"""Juries of judges: making one, and how much its jurors agree.
 
 A jury is two or more finished judge runs (the app's own or imported) on one corpus and scale version, combined per
 unit by a declared rule (:mod:`scoring.stats.juries`); :mod:`scoring.judges.sources` reads its combined answers
@@ -142,11 +142,6 @@ def jury_summary(jury: Jury) -> dict[str, Any]:
     spend = sources.cost(jury)
     return {"jury": jury, "info": sources.info(jury), "cost": spend, "seconds": sources.seconds(jury),
             "agreement": jurors_agreement(jury)}
-
-
-def delete_jury(jury: Jury, user, reason: str) -> None:
-    """Soft-delete (the jury's reports stay reproducible from its members)."""
-    jury.soft_delete(user, reason)
 
 
 def jury_label_rows(corpus, campaign=None, *, names: bool = False) -> Iterator[dict[str, Any]]:

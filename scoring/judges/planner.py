@@ -1,4 +1,4 @@
-"""The sample-size planner where a coordinator sizes a campaign (issue 28 item 4).
+"""The sample-size planner where a coordinator sizes a campaign.
 
 From a pilot -- a judge run and a campaign with physician labels on the same corpus and scale version, the labels
 so far -- :func:`planner` says how many physician-labelled dialogues a chosen interval half-width needs, per doctor

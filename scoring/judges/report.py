@@ -639,12 +639,6 @@ def _fmt_ci(fig: dict, digits: int = 2) -> str:
     return formatting.number(fig["value"], d) + (f" {limits}" if limits else "")
 
 
-def physician_prevalence(item: ItemData, mask: np.ndarray) -> tuple[float | None, Any]:
-    """Share of the most frequent answer among the physicians' labels on the compared dialogues, and that answer."""
-    share, answer, _, _ = physician_counts(item, mask)
-    return share, answer
-
-
 def physician_counts(item: ItemData, mask: np.ndarray) -> tuple[float | None, Any, int, int]:
     """(share, answer, count, total) of the most frequent answer among the physicians' labels on the compared
     dialogues."""

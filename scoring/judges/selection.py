@@ -1,4 +1,4 @@
-"""Judge selection (issue 37): which judge, or which jury of judges, may replace the physicians on which item, and
+"""Judge selection: which judge, or which jury of judges, may replace the physicians on which item, and
 at what cost.
 
 :func:`judge_selection` puts every candidate side by side against one campaign's physicians: every finished run on

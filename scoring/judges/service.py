@@ -1,4 +1,4 @@
-"""The judge-vs-physicians report as a background job (issue 26 item 5), cached like the campaign agreement report.
+"""The judge-vs-physicians report as a background job, cached like the campaign agreement report.
 
 A report is one :class:`~scoring.jobs.models.Job` of kind ``judge_report`` whose ``params["key"]`` hashes
 everything the report depends on:

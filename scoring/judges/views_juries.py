@@ -1,4 +1,4 @@
-"""Coordinator pages for juries of judges and the judge selection table (issue 37). The jury's report pages are
+"""Coordinator pages for juries of judges and the judge selection table. The jury's report pages are
 the run's report views (:mod:`scoring.judges.views`) reached through the jury's URLs."""
 
 from __future__ import annotations

@@ -1335,15 +1335,6 @@ def _prices(config: dict) -> list:
     return [config.get("price_input_per_1k") or 0, config.get("price_output_per_1k") or 0]
 
 
-def connection_count() -> int:
-    """Open database connections of this database (benchmarks)."""
-    if connection.vendor != "postgresql":
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
-        return int(cursor.fetchone()[0])
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # what the jobs share: a judge configuration's snapshot, and the outcome of a synchronous step
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The LLM cache is per project (issue 33): each call records the project that sent it, and its key includes that
+"""The LLM cache is per project, so that no project learns what another has judged: each call records the project that sent it, and its key includes that
 project (scoring.llm.gateway.request_key), so another project's identical request is not answered from it. Existing
 calls take the project of the first unit that used them and are re-keyed the same way; a call no unit used keeps
 its key (reachable only when an administrator shares the cache)."""

@@ -1,6 +1,7 @@
-"""A preference study's results as stored figures (issue 34 item 1): computed by a worker when the study is unblinded,
-an item is left out or a judge run finishes, and shown at once by the results page (:mod:`scoring.jobs.figures`).
-``scoring.preference.analysis`` (pandas, scipy) is imported inside the functions: the URLconf imports this module."""
+"""A preference study's results as stored figures, so that no page computes them: computed by a worker when the study is
+unblinded, an item is left out or a judge run finishes, and shown at once by the results page
+(:mod:`scoring.jobs.figures`). ``scoring.preference.analysis`` (pandas, scipy) is imported inside the functions: the
+URLconf imports this module."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from annotation.params import whole_number
 from config import jsonbody
 from projects import access
-from projects.access import current, request_has_role, role_required
+from projects.access import current, get_in_project_or_404, request_has_role, role_required
 from projects.models import AuditEvent
 from projects.roles import ANALYST, COORDINATOR, PHYSICIAN
 from scoring.llm import engine, gateway
@@ -39,7 +39,7 @@ from scoring.preference.models import PreferenceJudgeRun, PreferenceStudy, Prefe
 
 def _study(request, pk: int) -> PreferenceStudy:
     """A study of the request's project: another project's answers 404, as a missing one."""
-    return get_object_or_404(PreferenceStudy.objects.alive(), pk=pk)
+    return get_in_project_or_404(PreferenceStudy.objects.alive(), request, pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -189,7 +189,8 @@ def study_action(request, pk: int):
             result = preference.assign(study, user=request.user)
             messages.success(request, _("%(n)d comparison(s) assigned.") % {"n": result.created})
         elif action == "withdraw-rater":
-            rater = get_object_or_404(study.raters.select_related("user"), user_id=whole_number(request.POST, "rater"))
+            rater = get_in_project_or_404(study.raters.select_related("user"), request,
+                                          user_id=whole_number(request.POST, "rater"))
             withdrawn, topped_up = preference.withdraw_rater(study, rater.user, by=request.user, reason=reason)
             note = (" " + _("%(n)d comparison(s) lack raters: add raters.") % {"n": len(topped_up.short)}
                     if topped_up.short else "")
@@ -219,7 +220,7 @@ def study_action(request, pk: int):
             messages.success(request, _("LLM judge started: %(n)d request(s) queued (each pair in both orders).")
                              % {"n": units})
         elif action in ("cancel-judge", "pause-judge", "resume-judge", "retry-judge", "caps-judge"):
-            run = get_object_or_404(study.judge_runs, pk=whole_number(request.POST, "run"))
+            run = get_in_project_or_404(study.judge_runs, request, pk=whole_number(request.POST, "run"))
             if action == "cancel-judge":
                 preference_judging.cancel(run, request.user)
                 messages.success(request, _("Judge run cancelled."))
@@ -251,7 +252,7 @@ def study_action(request, pk: int):
 @role_required(COORDINATOR)
 def item_delete(request, pk: int, item_id: int):
     study = _study(request, pk)
-    item = get_object_or_404(study.items.alive(), pk=item_id)
+    item = get_in_project_or_404(study.items.alive(), request, pk=item_id)
     try:
         preference.delete_item(item, request.user, request.POST.get("reason", ""))
         messages.success(request, _("Item %(item)s left out.") % {"item": item.external_id})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 from django.http import HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers
@@ -16,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
-from projects.access import request_has_role
+from projects.access import get_in_project_or_404, request_has_role
 from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
@@ -103,7 +102,7 @@ class CampaignReportView(CSVOrJSON, APIView):
                    304: OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")},
     )
     def get(self, request, pk: int):
-        campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+        campaign = get_in_project_or_404(Campaign.objects.alive(), pk=pk)
         job = current_report_job(campaign, request.user, options=report_options(request.query_params))
         if job.status != Job.Status.SUCCEEDED:
             return api_answer(job)
@@ -166,7 +165,7 @@ class CampaignLabelsView(CSVOrJSON, APIView):
         from scoring.reports import exports
         from scoring.reports.service import names_allowed
 
-        campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+        campaign = get_in_project_or_404(Campaign.objects.alive(), pk=pk)
         names = names_allowed(request.user, campaign)
         fmt = "csv" if self.wants_csv(request) else "json"
         submitted_only = exports.submitted_only_default(request.query_params.get("submitted"),

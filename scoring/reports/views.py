@@ -1,9 +1,9 @@
 """Report pages: the trial report, the campaign agreement report (computed by a worker) and label exports."""
 
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 
-from projects.access import request_has_role, role_required
+from projects.access import get_in_project_or_404, request_has_role, role_required
 from projects.roles import ANALYST, COORDINATOR
 from scoring.jobs.models import Job
 
@@ -14,7 +14,7 @@ def campaign_trial_report(request, pk: int):
     from scoring.reports.service import names_allowed
     from scoring.reports.trial import trial_report
 
-    campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
+    campaign = get_in_project_or_404(Campaign.objects.alive(), request, pk=pk)
     report = trial_report(campaign, names=names_allowed(request.user, campaign))
     return render(request, "scoring/trial_report.html", {"campaign": campaign, "report": report})
 
@@ -23,8 +23,8 @@ def _campaign(request, pk: int):
     """A campaign of the request's project: another project's answers 404, as a missing one."""
     from annotation.models import Campaign
 
-    return get_object_or_404(Campaign.objects.alive()
-                             .select_related("corpus", "scale_version__scale"), pk=pk)
+    return get_in_project_or_404(Campaign.objects.alive().select_related("corpus", "scale_version__scale"), request,
+                                 pk=pk)
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -61,8 +61,8 @@ def campaign_report_status(request, pk: int, job_id: int):
     from django.http import HttpResponse
 
     campaign = _campaign(request, pk)
-    job = get_object_or_404(Job.objects.filter(project=campaign.project_id), pk=job_id,
-                            kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk)
+    job = get_in_project_or_404(Job.objects.filter(project=campaign.project_id), request, pk=job_id,
+                                kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk)
     if job.is_finished:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"

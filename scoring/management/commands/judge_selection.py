@@ -19,6 +19,7 @@ from projects.services import ProjectCommand
 from scoring.judges import selection_jobs
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import Jury
+from scoring.judges.report_csv import csv_text
 from scoring.judges.selection import DEFAULT_HELD_OUT, DEFAULT_SEED, SelectionError, judge_selection, selection_rows
 from scoring.management.commands.judge_report import Command as ReportCommand
 from scoring.reports.exports import may_see_names
@@ -94,7 +95,7 @@ class Command(ProjectCommand, BaseCommand):
         if options["format"] == "json":
             text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
         elif options["format"] == "csv":
-            text = ReportCommand._csv(selection_rows(result))
+            text = csv_text(selection_rows(result))
         else:
             from django.template.loader import render_to_string
             from django.utils import timezone

@@ -5,8 +5,9 @@ any axe rule in the states a user brings them to.
 - The crawl (``tests/a11y.py``): each role (physician, coordinator, analyst, administrator) logs in on the demo data
   and follows every same-origin link from its home (the physician also opens a Delphi panel link, as from its
   e-mail), leaving out logging out, downloads and POST-only actions, one page per URL pattern (a pattern another
-  office role's crawl checked at the same width is visited, not checked again); on each page axe-core runs with the WCAG 2.1 A/AA rules (tags wcag2a, wcag2aa, wcag21a, wcag21aa), Chinese text must sit inside
-  ``lang="zh"``, charts must have a text alternative, and the page must answer without an error. At the phone's
+  office role's crawl checked at the same width is visited, not checked again); on each page axe-core runs with
+  the WCAG 2.1 A/AA rules (tags wcag2a, wcag2aa, wcag21a, wcag21aa), Chinese text must sit inside ``lang="zh"``,
+  charts must have a text alternative, and the page must answer without an error. At the phone's
   width the context emulates a touch screen, and the physician's pages of the app are also checked for touch (every
   control at least 44 x 44 CSS px, nothing wider than the screen, nothing covered).
 - Every page of the manual behind the Help link, at both widths.

@@ -4,6 +4,7 @@ rubric) of answers, questions, models and raters -- physicians when every rater 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 DIALOGUE_WORDS = {"unit": "dialogue", "units": "dialogues", "case": "patient case", "cases": "patient cases",
@@ -66,6 +67,7 @@ class Words:
         return dict(self._words)
 
 
+@functools.cache
 def _word_names() -> dict[str, str]:
     from django.utils.translation import pgettext_lazy
 
@@ -89,8 +91,13 @@ def _word_names() -> dict[str, str]:
     }
 
 
+def translated(word: str) -> str:
+    """One of the report's English words ("dialogues", "physicians") in the page's language; any other text as is.
+    The one table of these words for every page (the agreement and judge reports, the judge selection)."""
+    return str(_word_names().get(word, word))
+
+
 def shown(words: Mapping[str, str] | None = None) -> dict[str, str]:
     """The words in the page's language (a stored report keeps the English ones, which are its keys): the pages'
     sentences put them into their translated text (``{% blocktranslate with raters=w.raters %}``)."""
-    names = _word_names()
-    return {key: str(names.get(word, word)) for key, word in dict(words or DIALOGUE_WORDS).items()}
+    return {key: translated(word) for key, word in dict(words or DIALOGUE_WORDS).items()}

@@ -4,9 +4,10 @@ width needs (:mod:`scoring.stats.formatting`), zero never as "-0.00"."""
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from scoring.reports import wording
 from scoring.stats import formatting
 
 register = template.Library()
@@ -21,17 +22,6 @@ BAND_WORDS = {
     "marvelous": _("marvelous"), "meritorious": _("meritorious"), "middling": _("middling"),
     "mediocre": _("mediocre"), "miserable": _("miserable"), "undefined": _("undefined"),
 }
-#: What an instrument rates and who rates it (scoring.reports.wording), in the page's language.
-REPORT_WORDS = {
-    "dialogue": pgettext_lazy("what is rated", "dialogue"), "dialogues": pgettext_lazy("what is rated", "dialogues"),
-    "answer": pgettext_lazy("what is rated", "answer"), "answers": pgettext_lazy("what is rated", "answers"),
-    "patient case": _("patient case"), "patient cases": _("patient cases"), "question": _("question"),
-    "questions": _("questions"), "doctor model": _("doctor model"), "doctor models": _("doctor models"),
-    "model": _("model"), "models": _("models"), "physician": _("physician"), "physicians": _("physicians"),
-    "rater": _("rater"), "raters": _("raters"),
-}
-
-
 @register.filter
 def band(label):
     """An interpretation band's label ("moderate", "moderate to good") in the page's language."""
@@ -48,7 +38,7 @@ def band(label):
 def word(value):
     """One of a report's words for what is rated and who rates ("dialogues", "physicians") in the page's
     language."""
-    return str(REPORT_WORDS.get(value, value)) if isinstance(value, str) else value
+    return wording.translated(value) if isinstance(value, str) else value
 
 
 @register.filter

@@ -21,6 +21,7 @@ from scoring.judges.report.figures import (
 from scoring.judges.report.levels import _ordered_figures
 from scoring.judges.report.verdicts import _coefficient, decide, paper_rule
 from scoring.judges.sources import scale_version_id as run_scale_version_id
+from scoring.reports.sentences import KEY
 from scoring.reports.wording import Words
 from scoring.stats import formatting
 
@@ -42,10 +43,11 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     key, name, why = _coefficient(prevalence, answer, item.ordered, settings.words, count, total)
     ceiling = entry["ceiling"][key]
     entry["physicians_agreement"] = {**ceiling, "interpretation": stats.interpret(ceiling["value"], "landis_koch"),
-                                     "coefficient": key, "name": name, "why": why, "prevalence": prevalence,
+                                     "coefficient": key, "name": name, "why": why.text, "prevalence": prevalence,
                                      "most_frequent_answer": answer, "most_frequent_count": count,
                                      "n_labels": total,
-                                     "most_frequent_text": formatting.share(count, total) if total else None}
+                                     "most_frequent_text": formatting.share(count, total) if total else None,
+                                     KEY: {"why": why.stored()}}
     if item.ordered:  # beside the coefficient: how often physicians give exactly the same score, or one point apart
         entry["physicians_agreement"]["exact"] = entry["ceiling"]["accuracy"]
         entry["physicians_agreement"]["within_one"] = entry["ceiling"]["within_one"]

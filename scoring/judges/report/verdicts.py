@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from scoring.judges.report.common import (
     _TOL,
     GWET_AC2,
@@ -23,6 +25,7 @@ from scoring.judges.report.common import (
 )
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.agreement import EXTREME_PREVALENCE
+from scoring.reports.sentences import KEY, Said, _Tagged, band, figure, joined, said, stored, term, texts, warning, word
 from scoring.reports.wording import Words
 from scoring.stats import formatting
 
@@ -65,35 +68,38 @@ def acceptance_rule_text(settings: VerdictSettings, words: Any = None, *, binary
 
 
 def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False, words: Any = None,
-                 count: int | None = None, total: int | None = None) -> tuple[str, str, str]:
+                 count: int | None = None, total: int | None = None) -> tuple[str, str, Said]:
     """(key, name, why) of the agreement coefficient the verdict uses; ``count`` of ``total`` labels are the most
     frequent ``answer`` (said with their counts: "1,102 of 1,104 (99.8%)", never "100%" for fewer than all)."""
     W = Words(words)
     extreme = prevalence is not None and prevalence >= EXTREME_PREVALENCE - _TOL
     share = (formatting.share(count, total) if count is not None and total else
              None if prevalence is None else f"{prevalence:.1%}")
+    at_least = f"{EXTREME_PREVALENCE:.0%}"
     if ordered and extreme:
-        return ("gwet_ac2", GWET_AC2,
-                f"{share} of the {W.raters}' scores are {_answer(answer)} (at least {EXTREME_PREVALENCE:.0%}): with "
-                f"such extreme prevalence weighted kappa is low even when {W.raters} nearly always agree (the "
-                "prevalence paradox; Feinstein & Cicchetti 1990), so agreement is measured with Gwet's AC2 with "
-                "quadratic weights (Gwet 2014; the weighted AC1, as irrCAC computes it), the mean over pairs; exact "
-                "and within-one agreement are shown beside it")
+        return ("gwet_ac2", GWET_AC2, said(gettext_noop(
+            "%(share)s of the %(raters)s' scores are %(answer)s (at least %(at_least)s): with such extreme prevalence "
+            "weighted kappa is low even when %(raters)s nearly always agree (the prevalence paradox; Feinstein & "
+            "Cicchetti 1990), so agreement is measured with Gwet's AC2 with quadratic weights (Gwet 2014; the "
+            "weighted AC1, as irrCAC computes it), the mean over pairs; exact and within-one agreement are shown "
+            "beside it"), share=share, raters=word(W.raters), answer=_answer(answer), at_least=at_least))
     if ordered:
-        return ("weighted_kappa", WEIGHTED_KAPPA,
-                "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
-                "one: agreement is measured with Cohen's kappa with quadratic weights (Cohen 1968; equivalent to an "
-                "ICC of the two raters' scores, Fleiss & Cohen 1973), the mean over pairs")
+        return ("weighted_kappa", WEIGHTED_KAPPA, said(gettext_noop(
+            "the item is answered with ordered levels or scores, so a near miss should count as closer than a far "
+            "one: agreement is measured with Cohen's kappa with quadratic weights (Cohen 1968; equivalent to an ICC "
+            "of the two raters' scores, Fleiss & Cohen 1973), the mean over pairs")))
     if extreme:
-        return ("gwet_ac1", "Gwet's AC1",
-                f"{share} of the {W.raters}' labels are {_answer(answer)} (at least {EXTREME_PREVALENCE:.0%}): "
-                f"with such extreme prevalence kappa is low even when {W.raters} nearly always agree (Feinstein & "
-                "Cicchetti 1990), so agreement is measured with Gwet's AC1 (Gwet 2008)")
-    most = (f"no {W.rater} labels" if prevalence is None else
-            f"the most frequent answer, {_answer(answer)}, is {share} of labels")
-    return ("kappa", "Cohen's kappa",
-            f"{most} (below {EXTREME_PREVALENCE:.0%}): agreement is measured with Cohen's kappa, the mean over "
-            "pairs")
+        return ("gwet_ac1", "Gwet's AC1", said(gettext_noop(
+            "%(share)s of the %(raters)s' labels are %(answer)s (at least %(at_least)s): with such extreme prevalence "
+            "kappa is low even when %(raters)s nearly always agree (Feinstein & Cicchetti 1990), so agreement is "
+            "measured with Gwet's AC1 (Gwet 2008)"), share=share, raters=word(W.raters), answer=_answer(answer),
+            at_least=at_least))
+    most = (said(gettext_noop("no %(rater)s labels"), rater=word(W.rater)) if prevalence is None else
+            said(gettext_noop("the most frequent answer, %(answer)s, is %(share)s of labels"), answer=_answer(answer),
+                 share=share))
+    return ("kappa", "Cohen's kappa", said(gettext_noop(
+        "%(most)s (below %(at_least)s): agreement is measured with Cohen's kappa, the mean over pairs"),
+        most=most, at_least=at_least))
 
 
 def _lower_limit(fig: dict) -> float | None:
@@ -104,18 +110,30 @@ def _lower_limit(fig: dict) -> float | None:
     return fig.get("ci_low")
 
 
-def _undefined_because(name: str, warnings: Sequence[str]) -> str:
+def _undefined_because(name: str, warnings: Sequence[str]) -> Said | _Tagged:
     """"<name> is undefined: <why>" from a figure's first warning, without saying "undefined" twice (a warning
     reads "Undefined: no pair ..." or "Cohen's kappa is undefined for every ...")."""
     why = (warnings[0] if warnings else "").removeprefix("Undefined: ").rstrip(".")
     if "undefined" in why.lower():
-        return why
-    return f"{name} is undefined" + (f": {why}" if why else "")
+        return warning(why)
+    if not why:
+        return said(gettext_noop("%(name)s is undefined"), name=term(name))
+    return said(gettext_noop("%(name)s is undefined: %(why)s"), name=term(name), why=warning(why))
+
+
+def _floor_said(floor: float) -> Said:
+    """:func:`_floor_band` as a sentence for the pages."""
+    from scoring import stats
+
+    found = stats.band_at(floor, "landis_koch")
+    return said(gettext_noop("%(band)s agreement, %(range)s on Landis & Koch's bands"), band=band(found["text"]),
+                range=found["range"])
 
 
 def decide(item: dict, settings: VerdictSettings, difference: dict | None, words: Any = None) -> dict:
     """The verdict on one item (see :func:`acceptance_rule_text`) with its reasons in plain words (``words``: the
-    report's, :mod:`scoring.reports.wording`).
+    report's, :mod:`scoring.reports.wording`): in English under ``reasons`` and ``notes``, and as message ids with
+    their parameters under ``said`` (:mod:`scoring.reports.sentences`) for the pages.
 
     ``item``: the item's entry (n_dialogues, vs_majority, vs_physicians, ceiling, physicians_agreement);
     ``difference``: the paired bootstrap figure of judge-vs-physician minus physician-vs-physician agreement.
@@ -133,24 +151,27 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None, words
     n = item["n_dialogues"]
     checks: dict[str, Any] = {"enough_data": n >= settings.min_dialogues, "reliable": None,
                               "beats_constant": None, "non_inferior": None}
-    reasons: list[str] = []
-    notes: list[str] = []
-    floor_band = _floor_band(settings.floor)
+    reasons: list[Said] = []
+    notes: list[Said] = []
+    floor = f"{settings.floor:.2f}"
     if not checks["enough_data"]:
         outcome = NOT_ENOUGH
-        reasons.append(f"Only {n} {W.unit}(s) have both a judge and a {W.rater} label; at least "
-                       f"{settings.min_dialogues} are needed before a verdict.")
+        reasons.append(said(gettext_noop("Only %(n)s %(unit)s(s) have both a judge and a %(rater)s label; at least "
+                                         "%(min)s are needed before a verdict."),
+                            n=n, unit=word(W.unit), rater=word(W.rater), min=settings.min_dialogues))
     elif agreement["value"] is None:
         outcome = NOT_ENOUGH
-        reasons.append(f"The {W.raters}' own agreement cannot be measured "
-                       f"({_undefined_because(name, agreement['warnings'])}).")
+        reasons.append(said(gettext_noop("The %(raters)s' own agreement cannot be measured (%(why)s)."),
+                            raters=word(W.raters), why=_undefined_because(name, agreement["warnings"])))
     elif agreement["value"] < settings.floor - _TOL:
         outcome = UNRELIABLE
         checks["reliable"] = False
-        reasons.append(f"{W.Raters} agree with each other at {name} = {_fmt_ci(agreement)} "
-                       f"({agreement['interpretation']['label']}), below the floor {settings.floor:.2f} "
-                       f"({floor_band}): no judge verdict. Revise the item's guidance or take the item back to the "
-                       f"Delphi panel.")
+        reasons.append(said(gettext_noop("%(Raters)s agree with each other at %(name)s = %(figure)s (%(band)s), below "
+                                         "the floor %(floor)s (%(floor_band)s): no judge verdict. Revise the item's "
+                                         "guidance or take the item back to the Delphi panel."),
+                            Raters=word(W.Raters), name=term(name), figure=figure(_fmt_ci(agreement)),
+                            band=band(agreement["interpretation"]["label"]), floor=floor,
+                            floor_band=_floor_said(settings.floor)))
     else:
         checks["reliable"] = True
         kappa_ok = _lower_limit(judge_kappa) is not None and _lower_limit(judge_kappa) > 0
@@ -160,42 +181,54 @@ def decide(item: dict, settings: VerdictSettings, difference: dict | None, words
         if not checks["beats_constant"]:
             detail = []
             if judge_kappa["value"] is None:
-                detail.append(f"its {kappa_word} against the {W.raters} is undefined")
+                detail.append(said(gettext_noop("its %(kappa)s against the %(raters)s is undefined"),
+                                   kappa=term(kappa_word), raters=word(W.raters)))
             elif not kappa_ok:
-                detail.append(f"the 95% CI of its {kappa_word} against the {W.raters}, {_fmt_ci(judge_kappa)}, does "
-                              "not exclude 0")
+                detail.append(said(gettext_noop("the 95%% CI of its %(kappa)s against the %(raters)s, %(figure)s, "
+                                                "does not exclude 0"),
+                                   kappa=term(kappa_word), raters=word(W.raters), figure=figure(_fmt_ci(judge_kappa))))
             if ordered:
                 pass  # a constant or random score has weighted kappa 0: the kappa check above is the test
             elif accuracy is None:
-                detail.append(f"its accuracy against the {W.rater} majority is undefined")
+                detail.append(said(gettext_noop("its accuracy against the %(rater)s majority is undefined"),
+                                   rater=word(W.rater)))
             elif not accuracy_ok:
                 mine, rate = _percents(accuracy, majority_rate)
-                detail.append(f"its accuracy {mine} does not exceed the majority-class rate {rate} (always "
-                              f"answering {_answer(table5['majority_class'])})")
-            reasons.append("No better than a constant answer: " + "; ".join(detail) + ".")
+                detail.append(said(gettext_noop("its accuracy %(accuracy)s does not exceed the majority-class rate "
+                                                "%(rate)s (always answering %(answer)s)"),
+                                   accuracy=mine, rate=rate, answer=_answer(table5["majority_class"])))
+            reasons.append(said(gettext_noop("No better than a constant answer: %(details)s."),
+                                details=joined(detail, "; ")))
         if difference is None or difference["value"] is None:
             checks["non_inferior"] = False
-            reasons.append(f"Non-inferiority cannot be checked: the judge's {name} against the {W.raters} is "
-                           "undefined.")
+            reasons.append(said(gettext_noop("Non-inferiority cannot be checked: the judge's %(name)s against the "
+                                             "%(raters)s is undefined."), name=term(name), raters=word(W.raters)))
         else:
             lower = _lower_limit(difference)
             checks["non_inferior"] = lower is not None and lower > -settings.margin
             if checks["non_inferior"]:
-                notes.append(f"Non-inferior to a {W.rater}: judge-vs-{W.rater} minus {W.rater}-vs-{W.rater} {name} = "
-                             f"{_fmt_signed_ci(difference)}, lower limit above -{settings.margin:g}.")
+                notes.append(said(gettext_noop("Non-inferior to a %(rater)s: judge-vs-%(rater)s minus "
+                                               "%(rater)s-vs-%(rater)s %(name)s = %(figure)s, lower limit above "
+                                               "-%(margin)s."),
+                                  rater=word(W.rater), name=term(name), figure=figure(_fmt_signed_ci(difference)),
+                                  margin=f"{settings.margin:g}"))
             else:
-                reasons.append(non_inferiority_not_shown(difference, name, settings.margin, words))
+                reasons.append(_non_inferiority_said(difference, name, settings.margin, words))
         outcome = REPLACE if checks["beats_constant"] and checks["non_inferior"] else KEEP
         if outcome == REPLACE and ordered:
-            notes.append(f"Beats a constant answer: {kappa_word} {_fmt_ci(judge_kappa)} excludes 0 (a constant or "
-                         "random score has weighted kappa 0).")
+            notes.append(said(gettext_noop("Beats a constant answer: %(kappa)s %(figure)s excludes 0 (a constant or "
+                                           "random score has weighted kappa 0)."),
+                              kappa=term(kappa_word), figure=figure(_fmt_ci(judge_kappa))))
         elif outcome == REPLACE:
             mine, rate = _percents(accuracy, majority_rate)
-            notes.append(f"Beats a constant answer: kappa {_fmt_ci(judge_kappa)} excludes 0 and accuracy "
-                         f"{mine} exceeds the majority-class rate {rate}.")
+            notes.append(said(gettext_noop("Beats a constant answer: kappa %(figure)s excludes 0 and accuracy "
+                                           "%(accuracy)s exceeds the majority-class rate %(rate)s."),
+                              figure=figure(_fmt_ci(judge_kappa)), accuracy=mine, rate=rate))
+    shown_reasons, shown_notes = (reasons, notes) if outcome != REPLACE else (notes, [])
     return {"verdict": labels[OUTCOME_KEYS[outcome]], "outcome": OUTCOME_KEYS[outcome], "replace": outcome == REPLACE,
-            "reasons": reasons if outcome != REPLACE else notes, "notes": notes if outcome != REPLACE else [],
-            "checks": checks, "coefficient": key}
+            "reasons": texts(shown_reasons), "notes": texts(shown_notes),
+            "checks": checks, "coefficient": key,
+            KEY: {"reasons": stored(shown_reasons), "notes": stored(shown_notes)}}
 
 
 def non_inferiority_not_shown(difference: dict, name: str, margin: float, words: Any = None) -> str:
@@ -203,32 +236,46 @@ def non_inferiority_not_shown(difference: dict, name: str, margin: float, words:
     the lower 95% limit (:func:`_lower_limit`) is at or below minus the margin; what the point estimate says is added
     beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do). Numbers print
     with the decimals their interval needs (:mod:`scoring.stats.formatting`)."""
+    return _non_inferiority_said(difference, name, margin, words).text
+
+
+def _non_inferiority_said(difference: dict, name: str, margin: float, words: Any = None) -> Said:
     W = Words(words)
     value, low = difference["value"], _lower_limit(difference)
-    what = f"judge-vs-{W.rater} minus {W.rater}-vs-{W.rater} {name}"
+    what = said(gettext_noop("judge-vs-%(rater)s minus %(rater)s-vs-%(rater)s %(name)s"), rater=word(W.rater),
+                name=term(name))
     if low is None:
-        return (f"Non-inferiority not shown: {what} = {formatting.number(value, 2, sign=True)} has no confidence "
-                f"interval here (too few resamples or {W.units}), so a loss larger than the margin cannot be ruled "
-                "out.")
-    where = "below" if low < -margin - _TOL else "at"
+        return said(gettext_noop("Non-inferiority not shown: %(what)s = %(value)s has no confidence interval here "
+                                 "(too few resamples or %(units)s), so a loss larger than the margin cannot be ruled "
+                                 "out."), what=what, value=formatting.number(value, 2, sign=True), units=word(W.units))
+    below = low < -margin - _TOL
     if difference.get("ci_note"):  # every resample gave the same difference: the value itself is tested
-        text = (f"Non-inferiority not shown: {what} is {formatting.number(value, 2, sign=True)} in every resample "
-                f"({difference['ci_note']}), {where} minus the margin (-{margin:g})")
+        text = said(gettext_noop("Non-inferiority not shown: %(what)s is %(value)s in every resample (%(note)s), "
+                                 "below minus the margin (-%(margin)s)") if below else
+                    gettext_noop("Non-inferiority not shown: %(what)s is %(value)s in every resample (%(note)s), "
+                                 "at minus the margin (-%(margin)s)"),
+                    what=what, value=formatting.number(value, 2, sign=True), note=figure(difference["ci_note"]),
+                    margin=f"{margin:g}")
     else:
         d = formatting.decimals(value, difference.get("ci_low"), difference.get("ci_high"), 2)
-        text = (f"Non-inferiority not shown: the lower 95% limit of {what} is {formatting.number(low, d, sign=True)}, "
-                f"{where} minus the margin (-{margin:g}); the difference is {_fmt_signed_ci(difference)}")
+        text = said(gettext_noop("Non-inferiority not shown: the lower 95%% limit of %(what)s is %(low)s, below "
+                                 "minus the margin (-%(margin)s); the difference is %(figure)s") if below else
+                    gettext_noop("Non-inferiority not shown: the lower 95%% limit of %(what)s is %(low)s, at minus "
+                                 "the margin (-%(margin)s); the difference is %(figure)s"),
+                    what=what, low=formatting.number(low, d, sign=True), margin=f"{margin:g}",
+                    figure=figure(_fmt_signed_ci(difference)))
     if value >= 0:
-        detail = (f"the judge agrees with the {W.raters} at least as well as they agree with each other on these "
-                  f"{W.units}, but the interval is too wide to rule out a loss larger than the margin (more "
-                  f"{W.units} narrow it)")
+        detail = said(gettext_noop("the judge agrees with the %(raters)s at least as well as they agree with each "
+                                   "other on these %(units)s, but the interval is too wide to rule out a loss larger "
+                                   "than the margin (more %(units)s narrow it)"),
+                      raters=word(W.raters), units=word(W.units))
     elif value > -margin:
-        detail = (f"the estimated loss is within the margin, but the interval reaches beyond it (more {W.units} "
-                  "narrow it)")
+        detail = said(gettext_noop("the estimated loss is within the margin, but the interval reaches beyond it "
+                                   "(more %(units)s narrow it)"), units=word(W.units))
     else:
-        detail = (f"the estimated loss is larger than the margin: the judge agrees with the {W.raters} less than they "
-                  "agree with each other")
-    return f"{text}: {detail}."
+        detail = said(gettext_noop("the estimated loss is larger than the margin: the judge agrees with the "
+                                   "%(raters)s less than they agree with each other"), raters=word(W.raters))
+    return said(gettext_noop("%(text)s: %(detail)s."), text=text, detail=detail)
 
 
 def paper_rule(table5: dict, threshold: float, words: Any = None) -> dict:
@@ -240,6 +287,9 @@ def paper_rule(table5: dict, threshold: float, words: Any = None) -> dict:
     out = {"rule": PAPER_RULE, "threshold": threshold, "accuracy": accuracy, "met": met,
            "constant_would_meet": constant, "majority_class_rate": rate, "flag": None}
     if met and constant:
-        out["flag"] = (f"A constant answer ({_answer(table5['majority_class'])}) would meet this rule too: the "
-                       f"majority class is {_percents(rate, threshold)[0]} of {W.units}.")
+        flag = said(gettext_noop("A constant answer (%(answer)s) would meet this rule too: the majority class is "
+                                 "%(share)s of %(units)s."), answer=_answer(table5["majority_class"]),
+                    share=_percents(rate, threshold)[0], units=word(W.units))
+        out["flag"] = flag.text
+        out[KEY] = {"flag": flag.stored()}
     return out

@@ -1,0 +1,128 @@
+"""Sentences a report writes about its figures: in English for the API, the downloads and the study archive, and
+beside it as a message id with its parameters, from which a page says the sentence in its own language.
+
+A builder writes ``said(gettext_noop("Only %(n)s %(unit)s(s) ..."), n=n, unit=word(W.unit))``: the message id is the
+English sentence with ``%(name)s`` placeholders (the catalogues extract it), so the English text is the message id
+filled with the English parameters, byte for byte what the builder wrote before. A stored sentence is
+``{"msgid": ..., "params": {...}}``; a parameter is data shown as it is (a count, an item code, a score, a number
+already written by :mod:`scoring.stats.formatting`, the app's one number formatter, which writes numbers alike in
+every language) or one of:
+
+* ``{"word": "physicians"}``: one of the report's words (:mod:`scoring.reports.wording`);
+* ``{"term": "Cohen's kappa"}``: a statistical term (:func:`_terms`);
+* ``{"figure": "0.45 [0.30, 0.60]"}``: a coefficient with its interval, whose only words are why it has none;
+* ``{"warning": "..."}``: a statistics module's own sentence about an undefined figure;
+* ``{"band": "moderate"}``: an interpretation band's label;
+* ``{"verdict": "replace", "raters": "physicians"}``: a verdict by its outcome key, in the report's words;
+* ``{"said": {...}}``: a sentence inside the sentence; ``{"join": [...], "sep": "; "}``: several, in a row.
+
+The pages say a stored sentence in their language with the ``said`` filter (``scoring/templatetags/sentence_tags.py``);
+a report computed before sentences were stored this way has only the English text, which the pages then show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The key, beside a dict's English sentences, that holds them as message ids with parameters, by field name.
+KEY = "said"
+
+
+@dataclass(frozen=True)
+class Said:
+    """A sentence as a builder writes it: :attr:`text` (English) and :meth:`stored` (message id and parameters)."""
+
+    msgid: str
+    params: Mapping[str, Any]
+
+    @property
+    def text(self) -> str:
+        return self.msgid % {name: _english(value) for name, value in self.params.items()} if self.params \
+            else self.msgid
+
+    def stored(self) -> dict[str, Any]:
+        return {"msgid": self.msgid, "params": {name: _stored(value) for name, value in self.params.items()}}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class _Tagged:
+    tag: str
+    value: Any
+    sep: str = ""
+    english: str = ""
+
+
+def said(msgid: str, **params: Any) -> Said:
+    return Said(msgid, params)
+
+
+def word(text: str) -> _Tagged:
+    """One of the report's words ("physicians", "Dialogues"), translated on the page."""
+    return _Tagged("word", text)
+
+
+def term(text: str) -> _Tagged:
+    """A statistical term ("Cohen's kappa", "weighted kappa"), translated on the page."""
+    return _Tagged("term", text)
+
+
+def figure(text: str) -> _Tagged:
+    """A coefficient with its interval as :mod:`scoring.stats.formatting` writes it."""
+    return _Tagged("figure", text)
+
+
+def warning(text: str) -> _Tagged:
+    """A statistics module's own sentence (in English), translated on the page where it is known."""
+    return _Tagged("warning", text)
+
+
+def band(label: str) -> _Tagged:
+    """An interpretation band's label ("moderate"), translated on the page."""
+    return _Tagged("band", label)
+
+
+def verdict(outcome: str, english: str, raters: str) -> _Tagged:
+    """A verdict by its outcome key ("replace", "keep" ...), in English ``english``, on the page in the report's
+    words (``raters``: "physicians" or "raters")."""
+    return _Tagged("verdict", outcome, raters, english)
+
+
+def joined(parts: Sequence[Said | str], sep: str) -> _Tagged:
+    return _Tagged("join", list(parts), sep)
+
+
+def _english(value: Any) -> Any:
+    if isinstance(value, Said):
+        return value.text
+    if isinstance(value, _Tagged):
+        if value.tag == "join":
+            return value.sep.join(str(_english(part)) for part in value.value)
+        if value.tag == "verdict":
+            return value.english
+        return value.value
+    return value
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, Said):
+        return {"said": value.stored()}
+    if isinstance(value, _Tagged):
+        if value.tag == "join":
+            return {"join": [_stored(part) for part in value.value], "sep": value.sep}
+        if value.tag == "verdict":
+            return {"verdict": value.value, "raters": value.sep}
+        return {value.tag: value.value}
+    return value
+
+
+def texts(sentences: Sequence[Said]) -> list[str]:
+    return [s.text for s in sentences]
+
+
+def stored(sentences: Said | Sequence[Said]) -> Any:
+    return sentences.stored() if isinstance(sentences, Said) else [s.stored() for s in sentences]

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 #: The key, beside a dict's English sentences, that holds them as message ids with parameters, by field name.
 KEY = "said"
 
@@ -126,3 +128,45 @@ def texts(sentences: Sequence[Said]) -> list[str]:
 
 def stored(sentences: Said | Sequence[Said]) -> Any:
     return sentences.stored() if isinstance(sentences, Said) else [s.stored() for s in sentences]
+
+
+def put(holder: dict[str, Any], name: str, sentence: Said | Sequence[Said] | None) -> None:
+    """``holder[name]``: the sentence's English text (a list of them, or None), and its message id and parameters
+    under ``holder["said"][name]``."""
+    if sentence is None:
+        holder[name] = None
+        return
+    holder[name] = sentence.text if isinstance(sentence, Said) else texts(sentence)
+    holder.setdefault(KEY, {})[name] = stored(sentence)
+
+
+def _w(msgid: str) -> str:
+    WARNINGS.append(msgid)
+    return msgid
+
+
+#: The reports' own warnings and notes about a figure, which land in the figures' ``warnings`` lists beside the
+#: statistics modules' sentences: a page recognises them in the English text (placeholders match any text; those
+#: named like a report word, ``%(units)s``, are translated as one) and says them in its language.
+WARNINGS: list[str] = []
+NO_LABELS_YET = _w(gettext_noop("No submitted labels yet."))
+NO_COMPLETE_RATINGS = _w(gettext_noop("No complete ratings yet."))
+NO_BINARY_ITEMS_ICC = _w(gettext_noop("This instrument has no binary items to sum into dimension scores: see the ICC "
+                                      "of each item's scores with the item agreement."))
+NO_BINARY_ITEMS_RELIABILITY = _w(gettext_noop("This instrument has no binary items: scale reliability (KR-20) is not "
+                                              "computed."))
+FEWER_RATINGS = _w(gettext_noop("Fewer than %(n)s complete ratings: not estimated."))
+ICC_INCOMPLETE = _w(gettext_noop("%(n)s %(unit)s(s) with fewer or more than %(k)s raters were left out of the ICC "
+                                 "(it needs the same number of ratings per %(unit)s)."))
+FEWER_THAN_TWO_PHYSICIANS = _w(gettext_noop("Undefined: fewer than two physicians."))
+NO_TWO_SCORES = _w(gettext_noop("Undefined: no dialogue has two physicians' scores."))
+WEIGHTED_KAPPA_NO_PAIR = _w(gettext_noop("Weighted kappa is undefined for every pair of physicians: no pair shares a "
+                                         "dialogue with variation."))
+ALPHA_UNDEFINED = _w(gettext_noop("Not shown: the whole-scale alpha is undefined."))
+NO_UNIT_JUDGED = _w(gettext_noop("No %(unit)s has both a scored judge answer and a %(rater)s label on this item."))
+RANKING_TWO_MODELS = _w(gettext_noop("With two %(models)s tau is +1 (same order) or -1 (reversed) only."))
+RANKING_FEW_MODELS = _w(gettext_noop("Kendall's tau needs at least two %(models)s; this comparison has %(n)s."))
+RANKING_FEW_SCORED = _w(gettext_noop("Undefined: fewer than two models have scores from both the judge and the "
+                                     "%(raters)s."))
+RANKING_TIES = _w(gettext_noop("Undefined: every model has the same score on one side (all ties)."))
+UNDEFINED_HERE = _w(gettext_noop("Undefined for these data."))

@@ -5,6 +5,7 @@ sentence. A report computed before its sentences were stored as message ids show
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from scoring.reports import wording
-from scoring.reports.sentences import KEY
+from scoring.reports.sentences import KEY, WARNINGS
 from scoring.templatetags.judge_tags import stat_warning, verdict
 from scoring.templatetags.report_tags import band
 
@@ -62,7 +63,7 @@ def _shown(value: Any) -> Any:
     if "figure" in value:
         return _figure_shown(value["figure"])
     if "warning" in value:
-        return stat_warning(value["warning"])
+        return said_warning(value["warning"])
     if "band" in value:
         return band(value["band"])
     if "verdict" in value:
@@ -103,3 +104,64 @@ def said(holder: Any, name: str) -> Any:
 def term(name: Any) -> Any:
     """A statistical term a report stores in English ("Cohen's kappa", "Gwet's AC1") in the page's language."""
     return str(_terms().get(name, name)) if isinstance(name, str) else name
+
+
+#: Placeholders named like a report word: their value is translated as one.
+_WORD_PARAMS = {"unit", "units", "rater", "raters", "model", "models", "case", "cases"}
+
+
+@functools.cache
+def _patterns() -> list[tuple[str, re.Pattern]]:
+    """Each known warning's message id as a pattern of its English text (a placeholder matches any text)."""
+    out = []
+    for msgid in WARNINGS:
+        parts = re.split(r"%\((\w+)\)s", msgid.replace("%%", "%"))
+        seen: set[str] = set()
+        pattern = ""
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                pattern += re.escape(part)
+            elif part in seen:
+                pattern += f"(?P={part})"
+            else:
+                seen.add(part)
+                pattern += f"(?P<{part}>.+?)"
+        out.append((msgid, re.compile(f"^{pattern}$")))
+    return out
+
+
+def recognised(text: str) -> str | None:
+    """A report's own warning (:data:`scoring.reports.sentences.WARNINGS`) in the page's language, else None."""
+    for msgid, pattern in _patterns():
+        match = pattern.match(text)
+        if match:
+            params = {name: ({"word": value} if name in _WORD_PARAMS else value)
+                      for name, value in match.groupdict().items()}
+            return in_language({"msgid": msgid, "params": params})
+    return None
+
+
+@register.filter
+def said_warning(text: Any) -> Any:
+    """A warning in a figure's ``warnings`` in the page's language: the report's own (:func:`recognised`) or a
+    statistics module's known one (:func:`scoring.templatetags.judge_tags.stat_warning`); any other as written."""
+    if not isinstance(text, str):
+        return text
+    shown = recognised(text)
+    return shown if shown is not None else stat_warning(text)
+
+
+@register.filter
+def warnings_known(warnings: Any) -> bool:
+    """Whether every warning of the list is said in the page's language (else the page marks them English)."""
+    if isinstance(warnings, str):
+        warnings = [warnings]
+    return all(said_warning(w) != w or recognised(w) is not None for w in (warnings or []))
+
+
+@register.filter
+def said_warnings(warnings: Any) -> str:
+    """The warnings of a list in the page's language, one after the other."""
+    if isinstance(warnings, str):
+        warnings = [warnings]
+    return " ".join(str(said_warning(w)) for w in (warnings or []))

@@ -16,7 +16,6 @@ from django.utils.translation import gettext_lazy as _
 from scoring.reports import wording
 from scoring.reports.sentences import KEY, WARNINGS
 from scoring.templatetags.judge_tags import stat_warning, verdict
-from scoring.templatetags.report_tags import band
 
 register = template.Library()
 
@@ -65,7 +64,7 @@ def _shown(value: Any) -> Any:
     if "warning" in value:
         return said_warning(value["warning"])
     if "band" in value:
-        return band(value["band"])
+        return wording.band_shown(value["band"])
     if "verdict" in value:
         return verdict(value["verdict"], {"raters": _word_shown(value.get("raters") or "physicians")})
     return value

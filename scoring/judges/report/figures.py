@@ -10,6 +10,7 @@ import pandas as pd
 from scoring import stats
 from scoring.judges.report.common import _dedupe, _f, averaging, ceiling_averaging
 from scoring.judges.verdicts import VerdictSettings
+from scoring.reports import sentences
 from scoring.reports.agreement import ORDERED_TYPES
 from scoring.reports.wording import Words, words_for
 
@@ -118,7 +119,7 @@ def _figure(value: Any, reps: Reps, settings: ReportContext, warnings: Sequence[
     value = _f(value)
     if value is None:  # the reason says it all; no interval
         out = {"value": None, "ci_low": None, "ci_high": None,
-               "warnings": _dedupe(list(warnings) + list(undefined) or ["Undefined for these data."])}
+               "warnings": _dedupe(list(warnings) + list(undefined) or [sentences.UNDEFINED_HERE])}
     else:
         boot_values, jack = reps if reps is not None else (None, None)
         method = settings.verdict.ci_method if jack is not None else "percentile"

@@ -21,7 +21,8 @@ from scoring.judges.report.figures import (
 from scoring.judges.report.levels import _ordered_figures
 from scoring.judges.report.verdicts import _coefficient, decide, paper_rule
 from scoring.judges.sources import scale_version_id as run_scale_version_id
-from scoring.reports.sentences import KEY
+from scoring.reports import sentences
+from scoring.reports.sentences import KEY, said, word
 from scoring.reports.wording import Words
 from scoring.stats import formatting
 
@@ -67,7 +68,7 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
     entry["paper_rule"] = paper_rule(entry["vs_majority"], settings.verdict.paper_accuracy, settings.words)
     warns = []
     if not mask.any():
-        warns.append(f"No {W.unit} has both a scored judge answer and a {W.rater} label on this item.")
+        warns.append(said(sentences.NO_UNIT_JUDGED, unit=word(W.unit), rater=word(W.rater)).text)
     entry["warnings"] = warns
     return entry
 

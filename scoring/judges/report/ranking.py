@@ -8,6 +8,8 @@ import numpy as np
 from scoring import stats
 from scoring.judges.report.common import _TOL, _f
 from scoring.judges.report.figures import ItemData, ReportContext, _figure
+from scoring.reports import sentences
+from scoring.reports.sentences import said, word
 from scoring.stats import weighted_sums
 
 
@@ -73,11 +75,10 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
     names = sorted(set(models.tolist()))
     out: dict[str, Any] = {"models": names, "n_models": len(names), "scopes": [], "warnings": []}
     if len(names) < 2:
-        out["warnings"].append(f"Kendall's tau needs at least two {W.models}; this comparison has "
-                               f"{len(names)}.")
+        out["warnings"].append(said(sentences.RANKING_FEW_MODELS, models=word(W.models), n=len(names)).text)
         return out
     if len(names) == 2:
-        out["warnings"].append(f"With two {W.models} tau is +1 (same order) or -1 (reversed) only.")
+        out["warnings"].append(said(sentences.RANKING_TWO_MODELS, models=word(W.models)).text)
     onehot = (models[:, None] == np.asarray(names, dtype=object)[None, :]).astype(float)  # (n, M)
     freq = jack = None
     if settings.freq is not None:
@@ -101,11 +102,11 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
         reasons = []
         value = None
         if defined.sum() < 2:
-            reasons.append(f"Undefined: fewer than two models have scores from both the judge and the {W.raters}.")
+            reasons.append(said(sentences.RANKING_FEW_SCORED, raters=word(W.raters)).text)
         else:
             value = _f(kendall_tau_b(h_scores[defined], j_scores[defined]))  # = scipy's kendalltau, tested
             if value is None:
-                reasons.append("Undefined: every model has the same score on one side (all ties).")
+                reasons.append(sentences.RANKING_TIES)
 
         def taus(f, human=human, judge=judge, defined=defined, cells=cells):
             w = weighted_sums(f, onehot[:, defined] * cells[:, None])

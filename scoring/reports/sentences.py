@@ -14,7 +14,7 @@ every language) or one of:
 * ``{"warning": "..."}``: a statistics module's own sentence about an undefined figure;
 * ``{"band": "moderate"}``: an interpretation band's label;
 * ``{"verdict": "replace", "raters": "physicians"}``: a verdict by its outcome key, in the report's words;
-* ``{"said": {...}}``: a sentence inside the sentence; ``{"join": [...], "sep": "; "}``: several, in a row.
+* ``{"sentence": {...}}``: a sentence inside the sentence; ``{"join": [...], "sep": "; "}``: several, in a row.
 
 The pages say a stored sentence in their language with the ``said`` filter (``scoring/templatetags/sentence_tags.py``);
 a report computed before sentences were stored this way has only the English text, which the pages then show.
@@ -112,7 +112,7 @@ def _english(value: Any) -> Any:
 
 def _stored(value: Any) -> Any:
     if isinstance(value, Said):
-        return {"said": value.stored()}
+        return {"sentence": value.stored()}
     if isinstance(value, _Tagged):
         if value.tag == "join":
             return {"join": [_stored(part) for part in value.value], "sep": value.sep}

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import template
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from scoring.reports import wording
@@ -51,10 +51,13 @@ def _word_shown(text: str) -> str:
 def _shown(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
-    if "said" in value:
-        return in_language(value["said"])
+    if "sentence" in value:
+        return in_language(value["sentence"])
     if "join" in value:
-        return value.get("sep", "").join(str(_shown(part)) for part in value["join"])
+        sep = value.get("sep", "")
+        if sep == "; ":
+            sep = pgettext("between the parts of a sentence that a report writes", "; ")
+        return sep.join(str(_shown(part)) for part in value["join"])
     if "word" in value:
         return _word_shown(value["word"])
     if "term" in value:

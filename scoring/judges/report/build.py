@@ -1,3 +1,5 @@
+"""The whole report: judge vs physicians, the judge's own scores, repeated answers."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

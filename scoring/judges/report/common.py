@@ -1,3 +1,5 @@
+"""The judge report's outcomes, references and small helpers shared by its sections."""
+
 from __future__ import annotations
 
 import math

@@ -1,3 +1,6 @@
+"""Per-item figures on arrays (no database): the judge against the physician majority, against each physician
+and between physicians, Krippendorff's alpha, with bootstrap CIs."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,3 +1,5 @@
+"""One item's entry of the report, and loading the compared judge answers and physician labels."""
+
 from __future__ import annotations
 
 from typing import Any

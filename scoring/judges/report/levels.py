@@ -1,3 +1,5 @@
+"""Items with ordered scores (levels and scale items): weighted kappa, interval alpha, Bland-Altman and the ICC."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,3 +1,5 @@
+"""The report's methods in words (English: they are cited as written) and their headings."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,3 +1,5 @@
+"""Two runs that differ only in mode (per-item vs per-dialogue), side by side."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,3 +1,5 @@
+"""Does the judge rank the doctor models as the physicians do? Kendall's tau-b with a stratified bootstrap CI."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,3 +1,5 @@
+"""Table 6: per doctor model, the physicians' and the judge's scores."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

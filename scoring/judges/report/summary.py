@@ -1,3 +1,5 @@
+"""The report's summary: the items per verdict and the ranking sentence."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,3 +1,6 @@
+"""The verdict rule in words and each item's verdict with its reasons, stored as English text and as message ids
+with parameters (:mod:`scoring.reports.sentences`)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -9,7 +9,7 @@ already written by :mod:`scoring.stats.formatting`, the app's one number formatt
 every language) or one of:
 
 * ``{"word": "physicians"}``: one of the report's words (:mod:`scoring.reports.wording`);
-* ``{"term": "Cohen's kappa"}``: a statistical term (:func:`_terms`);
+* ``{"term": "Cohen's kappa"}``: a statistical term;
 * ``{"figure": "0.45 [0.30, 0.60]"}``: a coefficient with its interval, whose only words are why it has none;
 * ``{"warning": "..."}``: a statistics module's own sentence about an undefined figure;
 * ``{"band": "moderate"}``: an interpretation band's label;
@@ -53,10 +53,13 @@ class Said:
 
 @dataclass(frozen=True)
 class _Tagged:
+    """A parameter the page shows in its language: its kind (``tag``), its stored value and what it needs besides."""
+
     tag: str
     value: Any
-    sep: str = ""
-    english: str = ""
+    sep: str = ""  # joined: between the parts
+    english: str = ""  # verdict: its English words
+    raters: str = ""  # verdict: the report's word for who rates
 
 
 def said(msgid: str, **params: Any) -> Said:
@@ -91,7 +94,7 @@ def band(label: str) -> _Tagged:
 def verdict(outcome: str, english: str, raters: str) -> _Tagged:
     """A verdict by its outcome key ("replace", "keep" ...), in English ``english``, on the page in the report's
     words (``raters``: "physicians" or "raters")."""
-    return _Tagged("verdict", outcome, raters, english)
+    return _Tagged("verdict", outcome, english=english, raters=raters)
 
 
 def joined(parts: Sequence[Said | str], sep: str) -> _Tagged:
@@ -117,7 +120,7 @@ def _stored(value: Any) -> Any:
         if value.tag == "join":
             return {"join": [_stored(part) for part in value.value], "sep": value.sep}
         if value.tag == "verdict":
-            return {"verdict": value.value, "raters": value.sep}
+            return {"verdict": value.value, "raters": value.raters}
         return {value.tag: value.value}
     return value
 
@@ -170,3 +173,4 @@ RANKING_FEW_SCORED = _w(gettext_noop("Undefined: fewer than two models have scor
                                      "%(raters)s."))
 RANKING_TIES = _w(gettext_noop("Undefined: every model has the same score on one side (all ties)."))
 UNDEFINED_HERE = _w(gettext_noop("Undefined for these data."))
+NO_GOLD_ANSWERS = _w(gettext_noop("no answers on gold items"))

@@ -454,6 +454,51 @@ def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, dat
     assert "一致性报告" in chinese and 'data-testid="methods-language"' in chinese
 
 
+def _computed(client, url: str, kind) -> None:
+    """The page's figures computed now, as a worker would (the registry's world has them still being computed)."""
+    from scoring.jobs import services as jobs
+    from scoring.jobs.models import Job
+
+    before = Job.unscoped.order_by("-pk").values_list("pk", flat=True).first() or 0
+    client.get(url)  # asks for the figures with the page's options
+    for job in Job.unscoped.filter(kind=kind, status=Job.Status.QUEUED, pk__gt=before):
+        Job.unscoped.filter(pk=job.pk).update(params={k: v for k, v in job.params.items() if k != "not_before"})
+        jobs.execute(job.pk)
+
+
+@pytest.mark.parametrize("name", ["judge-run-report", "judge-selection"])
+def test_a_computed_judge_report_and_selection_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, name):
+    """The judge report's verdicts with their reasons, its ranking sentence, and the selection's summary and choices:
+    the sentences the computation stored are said in the page's language, not marked English."""
+    from scoring.jobs.models import Job
+
+    campaign = world.alpha.objects["campaign"]
+    client.force_login(world.alpha.user("analyst"))
+    if name == "judge-run-report":
+        url = reverse(name, args=[world.alpha.objects["judge_run"].pk]) + f"?campaign={campaign.pk}"
+        kind, shown = Job.Kind.JUDGE_REPORT, 'data-testid="judge-summary"'
+    else:
+        url = reverse(name) + f"?campaign={campaign.pk}"
+        kind, shown = Job.Kind.JUDGE_SELECTION, 'data-testid="selection-summary"'
+    _computed(client, url, kind)
+    client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
+    body = client.get(url).content.decode()
+    assert shown in body, list(Job.unscoped.filter(kind=kind).values_list("status", "error"))
+    # the parts that show these sentences (the page's other computed parts -- the model estimates, the methods --
+    # are not checked here)
+    parts = re.findall(r'<section class="card" data-testid="(?:judge|selection)-summary".*?</section>'
+                       r'|<table class="stats verdicts".*?</table>'
+                       r'|<section class="card" data-testid="selection-item".*?</p>', body, re.S)
+    assert parts and any("reasons" in p or "selection-summary" in p for p in parts)
+    problems = pseudo_locale.untranslated("<html><body>" + "\n".join(parts) + "</body></html>", data)
+    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+    client.cookies[LANGUAGE_COOKIE] = "zh-hans"
+    chinese = client.get(url).content.decode()
+    english_sentences = ("item(s) have both a judge", "candidate(s) were tried", "the judge orders the",
+                         "No better than a constant answer", "Non-inferiority not shown")
+    assert not [s for s in english_sentences if s in chinese]
+
+
 def test_the_check_finds_an_english_literal_and_a_broken_marker():
     page = "<html><head><title>Untitled · Mini-CEX Workbench</title></head><body><header><a>⟦Home⟧</a><a>Help</a>" \
            "</header><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext_noop
 
 from scoring import stats
 from scoring.judges import sources
@@ -36,6 +37,8 @@ from scoring.judges.report import (
     item_report,
     outcome_labels,
 )
+from scoring.reports.sentences import KEY, joined, said, word
+from scoring.reports.sentences import verdict as verdict_said
 
 MAX_RUNS_FOR_ALL_JURIES = 6
 MAX_JURY_SIZE = 3
@@ -258,15 +261,23 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
                  "candidates": [{"key": r["candidate"].key, **r["items"][code]} for r in rows if code in r["items"]]}
         if pick["candidate"] is None:
             entry["choice"] = None
-            entry["choice_text"] = f"none: no candidate earns \"{labels['replace']}\" on this item"
+            choice = said(gettext_noop('none: no candidate earns "%(verdict)s" on this item'),
+                          verdict=verdict_said("replace", labels["replace"], W.raters))
         else:
             c = pick["candidate"]
             held = pick["held_out"]
             entry["choice"] = {"key": c.key, "name": c.name, "confirmed": pick["confirmed"],
                                "held_out": held, "selection": pick["selection"]}
-            entry["choice_text"] = (f"{c.name}: " + ("confirmed on the held-out dialogues" if pick["confirmed"] else
-                                    "not confirmed on the held-out dialogues ("
-                                    + (held["verdict"] if held else "no held-out data") + ")"))
+            if pick["confirmed"]:
+                choice = said(gettext_noop("%(candidate)s: confirmed on the held-out dialogues"), candidate=c.name)
+            elif held:
+                choice = said(gettext_noop("%(candidate)s: not confirmed on the held-out dialogues (%(verdict)s)"),
+                              candidate=c.name, verdict=verdict_said(held["outcome"], held["verdict"], W.raters))
+            else:
+                choice = said(gettext_noop("%(candidate)s: not confirmed on the held-out dialogues (no held-out "
+                                           "data)"), candidate=c.name)
+        entry["choice_text"] = choice.text
+        entry[KEY] = {"choice_text": choice.stored()}
         items.append(entry)
     use: dict[str, list[str]] = {}
     for entry in items:
@@ -279,17 +290,27 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
         per_k = c.per_thousand(c.cost["cost"])
         unknown |= per_k is None
         total += per_k or 0.0
-        lines.append(f"use {c.name} for item(s) {', '.join(item_codes)}")
+        lines.append(said(gettext_noop("use %(candidate)s for item(s) %(items)s"), candidate=c.name,
+                          items=", ".join(item_codes)))
     n_none = sum(1 for e in items if not (e["choice"] and e["choice"]["confirmed"]))
     currency = next((by_key[k].cost["currency"] for k in use), "")
     if use:
-        cost_text = ("cost per 1,000 dialogues unknown (a chosen candidate's cost is unknown)" if unknown else
-                     f"{total:.2f} {currency} per 1,000 dialogues for the chosen candidates (each run on the whole "
-                     "instrument)")
-        text = "; ".join(lines) + f"; keep the {W.raters} on the other {n_none} item(s). " + cost_text[0].upper() \
-            + cost_text[1:] + "."
+        cost = (said(gettext_noop("Cost per 1,000 dialogues unknown (a chosen candidate's cost is unknown)"))
+                if unknown else
+                said(gettext_noop("%(total)s %(currency)s per 1,000 dialogues for the chosen candidates (each run on "
+                                  "the whole instrument)"), total=f"{total:.2f}", currency=currency))
+        summary = said(gettext_noop("%(uses)s; keep the %(raters)s on the other %(n)s item(s). %(cost)s."),
+                       uses=joined(lines, "; "), raters=word(W.raters), n=n_none, cost=cost)
     else:
-        text = f"No candidate is confirmed on any item: keep the {W.raters} on all {len(items)} item(s)."
+        summary = said(gettext_noop("No candidate is confirmed on any item: keep the %(raters)s on all %(n)s "
+                                    "item(s)."), raters=word(W.raters), n=len(items))
+    optimism = said(gettext_noop(
+        "%(n)s candidate(s) were tried against the same %(raters)s' labels. The choice is made on this campaign's "
+        "labels (%(n_selection)s %(units)s of the selection part), where the best of many looks better than it is "
+        "(selection optimism): each chosen candidate's verdict is computed again on %(n_held)s held-out %(units)s "
+        "(share %(share)s, seed %(seed)s) that played no part in the choice, and only a verdict that holds there is "
+        "confirmed."), n=len(candidates), raters=word(W.raters), n_selection=n_selection, units=word(W.units),
+        n_held=n_held, share=f"{share:g}", seed=seed)
     return {
         "kind": "judge_selection",
         "candidates": [_candidate_dict(c) for c in candidates],
@@ -298,12 +319,10 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
         "settings": verdict.as_dict(),
         "split": {"held_out_share": share, "seed": seed, "n_selection": n_selection, "n_held_out": n_held,
                   "n_resamples": n_resamples},
-        "optimism": (f"{len(candidates)} candidate(s) were tried against the same {W.raters}' labels. The choice "
-                     f"is made on this campaign's labels ({n_selection} {W.units} of the selection part), where the "
-                     "best of many looks better than it is (selection optimism): each chosen candidate's verdict "
-                     f"is computed again on {n_held} held-out {W.units} (share {share:g}, seed {seed}) that played "
-                     "no part in the choice, and only a verdict that holds there is confirmed."),
-        "summary": {"text": text, "use": use, "n_confirmed": sum(len(v) for v in use.values()),
+        "optimism": optimism.text,
+        KEY: {"optimism": optimism.stored()},
+        "summary": {"text": summary.text, KEY: {"text": summary.stored()}, "use": use,
+                    "n_confirmed": sum(len(v) for v in use.values()),
                     "n_chosen": sum(1 for e in items if e["choice"]), "cost_per_1000": None if unknown or not use
                     else total, "currency": currency},
         "method": ("Verdicts, agreement and non-inferiority as in the judge report (same rule and settings) on the "

@@ -17,10 +17,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext_noop
 
 from annotation.models import Assignment, Campaign, Dialogue, Item, Label
 from scoring import stats
+from scoring.reports import sentences
 from scoring.reports.fingerprint import CI_METHODS, CORRELATIONS, study_fingerprint  # noqa: F401
+from scoring.reports.sentences import said, word
 from scoring.reports.wording import raters_are_physicians, words_for
 from scoring.stats import formatting
 
@@ -298,29 +301,28 @@ def _ordered_item(study: Study, meta: ItemMeta, frame: pd.DataFrame, wide: pd.Da
             t = stats.pairwise_tables(a, b, q, f)
             return stats.mean_over_pairs(stats.kappa_from_tables(t, "quadratic"), t.sum(axis=(-1, -2)))
 
-        reasons = [] if np.isfinite(value) else [
-            "Weighted kappa is undefined for every pair of physicians: no pair shares a dialogue with variation."]
+        reasons = [] if np.isfinite(value) else [sentences.WEIGHTED_KAPPA_NO_PAIR]
         estimate = float(value) if np.isfinite(value) else None
         out["weighted_kappa"] = _figure({"value": estimate, "warnings": reasons}, boot.ci(estimate, kernel),
                                         "landis_koch")
         out["weighted_kappa"].update({"n_pairs": int((n_pairs > 0).sum()), "weights": "quadratic"})
     else:
         out["weighted_kappa"] = {"value": None, "ci_low": None, "ci_high": None, "n_pairs": 0,
-                                 "weights": "quadratic", "warnings": ["Undefined: fewer than two physicians."],
+                                 "weights": "quadratic", "warnings": [sentences.FEWER_THAN_TWO_PHYSICIANS],
                                  "interpretation": stats.interpret(None, "landis_koch")}
     # Gwet's AC2 (quadratic weights) with exact and within-one-point agreement: at extreme prevalence (one score for
     # most answers) weighted kappa collapses although the physicians agree (the prevalence paradox); AC2 does not.
     ac2 = stats.gwet_ac2_counts(table, meta.values) if len(wide) else float("nan")
     ac2_value = float(ac2) if np.isfinite(ac2) else None
     out["gwet_ac2"] = _figure({"value": ac2_value, "warnings": [] if ac2_value is not None else [
-        "Undefined: no dialogue has two physicians' scores."]}, boot.ci(ac2_value, lambda f, t=table, m=meta: (
+        sentences.NO_TWO_SCORES]}, boot.ci(ac2_value, lambda f, t=table, m=meta: (
             stats.gwet_ac2_counts(t, m.values, freq=f))), "landis_koch")
     out["gwet_ac2"]["weights"] = "quadratic"
     within = stats.weighted_agreement_counts(table, stats.agreement_weights(meta.values, "within_one"))
     within_value = float(within) if np.isfinite(within) else None
     w_one = stats.agreement_weights(meta.values, "within_one")
     out["within_one"] = _figure({"value": within_value, "warnings": [] if within_value is not None else [
-        "Undefined: no dialogue has two physicians' scores."]}, boot.ci(within_value, lambda f, t=table: (
+        sentences.NO_TWO_SCORES]}, boot.ci(within_value, lambda f, t=table: (
             stats.weighted_agreement_counts(t, w_one, f))), None)
     counts = table.sum(axis=0)
     share = float(counts.max() / counts.sum()) if counts.sum() else None
@@ -364,10 +366,11 @@ def _dimension_scores(study: Study) -> pd.DataFrame:
     return sums
 
 
-ICC_LEFT_OUT = ("Raters differ between dialogues, so there is no rater effect to estimate: ICC2 and ICC3 (two-way "
-                "models with raters as a factor) would treat arbitrary rating slots as raters and are not reported. "
-                "ICC1 (one-way random: each dialogue rated by its own set of raters) and ICC1k (the mean of k "
-                "ratings) fit this design (Shrout & Fleiss 1979; Koo & Li 2016).")
+ICC_LEFT_OUT = gettext_noop(
+    "Raters differ between %(units)s, so there is no rater effect to estimate: ICC2 and ICC3 (two-way models with "
+    "raters as a factor) would treat arbitrary rating slots as raters and are not reported. ICC1 (one-way random: "
+    "each %(unit)s rated by its own set of raters) and ICC1k (the mean of k ratings) fit this design (Shrout & "
+    "Fleiss 1979; Koo & Li 2016).")
 
 
 def rater_sets(dialogues: np.ndarray, raters: np.ndarray) -> tuple[int, np.ndarray, int, bool]:
@@ -393,23 +396,24 @@ def _icc_layout(frame: pd.DataFrame, names: Mapping[Any, str], words: Mapping[st
     warnings = []
     unit, units = (words or {}).get("unit", "dialogue"), (words or {}).get("units", "dialogues")
     if len(complete) < n_dialogues:
-        warnings.append(f"{n_dialogues - len(complete)} {unit}(s) with fewer or more than {k} raters "
-                        f"were left out of the ICC (it needs the same number of ratings per {unit}).")
+        warnings.append(said(sentences.ICC_INCOMPLETE, n=n_dialogues - len(complete), unit=word(unit), k=k).text)
     frame = frame[frame["dialogue"].isin(complete)].copy()
     if crossed:
         frame["slot"] = frame["rater"].map(lambda r: names.get(r, f"R{r}"))
-        design = f"crossed: every {unit} rated by the same raters"
+        design = said(gettext_noop("crossed: every %(unit)s rated by the same raters"), unit=word(unit))
         forms = list(stats.ICC_FORMS)
         left_out = None
     else:
         frame = frame.sort_values(["dialogue", "rater"])
         frame["slot"] = frame.groupby("dialogue").cumcount() + 1
-        design = (f"not crossed: raters differ between {units} ({k} per {unit}); one-way model, ICC1 and ICC1k "
-                  "only")
+        design = said(gettext_noop("not crossed: raters differ between %(units)s (%(k)s per %(unit)s); one-way "
+                                   "model, ICC1 and ICC1k only"), units=word(units), k=k, unit=word(unit))
         forms = ["ICC1", "ICC1k"]
-        left_out = ICC_LEFT_OUT.replace("dialogues", units).replace("dialogue", unit)
-    return {"frame": frame, "crossed": bool(crossed), "k": k, "forms": forms, "design": design,
-            "left_out": left_out, "warnings": warnings}
+        left_out = said(ICC_LEFT_OUT, units=word(units), unit=word(unit))
+    out = {"frame": frame, "crossed": bool(crossed), "k": k, "forms": forms, "warnings": warnings}
+    sentences.put(out, "design", design)
+    sentences.put(out, "left_out", left_out)
+    return out
 
 
 def _icc_forms(frame: pd.DataFrame, column: str, forms: list[str], crossed: bool) -> dict:
@@ -435,11 +439,11 @@ def icc_of_scores(frame: pd.DataFrame, column: str, names: Mapping[Any, str],
     """ICC of one item's scores (rows dialogue, rater, ``column``; ``names``: rater -> name shown) in the forms its
     design allows."""
     if frame.empty:
-        return {"design": None, "forms": [], "warnings": ["No submitted labels yet."]}
+        return {"design": None, "forms": [], "warnings": [sentences.NO_LABELS_YET]}
     layout = _icc_layout(frame, names, words)
     entry = _icc_forms(layout["frame"], column, layout["forms"], layout["crossed"])
     entry["warnings"] = layout["warnings"] + entry["warnings"]
-    entry.update({key: layout[key] for key in ("design", "crossed", "forms", "left_out")})
+    entry.update({key: layout[key] for key in ("design", "crossed", "forms", "left_out", sentences.KEY)})
     return entry
 
 
@@ -449,9 +453,8 @@ def _icc(study: Study) -> dict:
     scores = _dimension_scores(study)
     if scores.empty:
         return {"design": None, "dimensions": {}, "warnings": [
-            "No submitted labels yet." if study.labels.empty or any(m.response_type == "binary" for m in study.items)
-            else "This instrument has no binary items to sum into dimension scores: see the ICC of each item's "
-                 "scores with the item agreement."]}
+            sentences.NO_LABELS_YET if study.labels.empty or any(m.response_type == "binary" for m in study.items)
+            else sentences.NO_BINARY_ITEMS_ICC]}
     layout = _icc_layout(scores.reset_index(), study.rater_names, study.words)
     frame, crossed, forms = layout["frame"], layout["crossed"], layout["forms"]
     dims = {}
@@ -461,9 +464,12 @@ def _icc(study: Study) -> dict:
         entry: dict[str, Any] = {"name": names.get(str(column), str(column))}
         entry.update(_icc_forms(frame, column, forms, crossed))
         dims[str(column)] = entry
-    return {"design": layout["design"], "crossed": crossed, "raters_per_dialogue": layout["k"], "forms": forms,
-            "left_out": layout["left_out"], "dimensions": dims, "warnings": layout["warnings"],
-            "bands": "Koo & Li (2016) bands applied to the 95% CI, as they recommend (e.g. 'moderate to good')"}
+    out = {"design": layout["design"], "crossed": crossed, "raters_per_dialogue": layout["k"], "forms": forms,
+           "left_out": layout["left_out"], "dimensions": dims, "warnings": layout["warnings"],
+           sentences.KEY: dict(layout[sentences.KEY])}
+    sentences.put(out, "bands", said(gettext_noop("Koo & Li (2016) bands applied to the 95%% CI, as they recommend "
+                                                  "(e.g. 'moderate to good')")))
+    return out
 
 
 def _reliability(study: Study, n_resamples: int, seed: int, method: str = "percentile",
@@ -485,18 +491,21 @@ def _reliability(study: Study, n_resamples: int, seed: int, method: str = "perce
     dialogues = wide.index.get_level_values("dialogue").to_numpy() if len(wide) else np.array([], dtype=int)
     raters = wide.index.get_level_values("rater").to_numpy() if len(wide) else np.array([], dtype=int)
     tetrachoric = correlation == "tetrachoric"
-    coefficient = ("ordinal alpha (tetrachoric correlations; Zumbo, Gadermann & Zeisser 2007)" if tetrachoric
-                   else "Cronbach's alpha (= KR-20 on binary items; Kuder & Richardson 1937)")
+    coefficient = said(gettext_noop("ordinal alpha (tetrachoric correlations; Zumbo, Gadermann & Zeisser 2007)")
+                       if tetrachoric else
+                       gettext_noop("Cronbach's alpha (= KR-20 on binary items; Kuder & Richardson 1937)"))
     n_dialogues, n_raters = int(pd.unique(dialogues).size), int(pd.unique(raters).size)
     out: dict[str, Any] = {
         "n_ratings": int(len(wide)), "n_dialogues": n_dialogues, "n_raters": n_raters, "items": list(wide.columns),
-        "correlation": correlation, "coefficient": coefficient,
-        "unit": (f"ratings (dialogue x rater): {len(wide)} complete ratings of {n_dialogues} dialogue(s) by "
-                 f"{n_raters} rater(s), clustered by dialogue"),
+        "correlation": correlation,
     }
+    sentences.put(out, "coefficient", coefficient)
+    sentences.put(out, "unit", said(gettext_noop("ratings (dialogue x rater): %(n)s complete ratings of "
+                                                 "%(n_dialogues)s dialogue(s) by %(n_raters)s rater(s), clustered by "
+                                                 "dialogue"), n=len(wide), n_dialogues=n_dialogues,
+                                    n_raters=n_raters))
     if wide.empty:
-        out["warnings"] = ["No complete ratings yet." if binary else
-                           "This instrument has no binary items: scale reliability (KR-20) is not computed."]
+        out["warnings"] = [sentences.NO_COMPLETE_RATINGS if binary else sentences.NO_BINARY_ITEMS_RELIABILITY]
         return out
     cluster, _ = pd.factorize(dialogues)
     if boot is None or boot.freq.shape != (n_resamples, n_dialogues) or boot.seed != seed or boot.method != method:
@@ -539,7 +548,7 @@ def _reliability(study: Study, n_resamples: int, seed: int, method: str = "perce
     out["cronbach_alpha"] = whole
     if whole["alpha"] is None:
         out["alpha_if_deleted"] = {}
-        out["alpha_if_deleted_note"] = "Not shown: the whole-scale alpha is undefined."
+        sentences.put(out, "alpha_if_deleted_note", said(sentences.ALPHA_UNDEFINED))
     elif tetrachoric:
         out["alpha_if_deleted"] = {}
         for i, code in enumerate(columns):
@@ -560,8 +569,9 @@ def _reliability(study: Study, n_resamples: int, seed: int, method: str = "perce
     kmo["n"] = int(len(wide))
     out["kmo"] = kmo
     out["bartlett"] = stats.bartlett_sphericity(wide, correlation=correlation, n=n_dialogues)
-    out["bartlett"]["n_note"] = (f"n = {n_dialogues} dialogues (the independent units), not the {len(wide)} "
-                                 "ratings: conservative, since a dialogue's ratings are correlated")
+    sentences.put(out["bartlett"], "n_note", said(gettext_noop(
+        "n = %(n_dialogues)s dialogues (the independent units), not the %(n)s ratings: conservative, since a "
+        "dialogue's ratings are correlated"), n_dialogues=n_dialogues, n=len(wide)))
     return out
 
 
@@ -574,7 +584,7 @@ def _reliability_per_rater(study: Study, wide: pd.DataFrame, raters: np.ndarray,
         entry: dict[str, Any] = {"rater": name, "n_dialogues": int(len(rows)), "alpha": None, "ci_low": None,
                                  "ci_high": None, "warnings": []}
         if len(rows) < MIN_RATER_DIALOGUES:
-            entry["warnings"].append(f"Fewer than {MIN_RATER_DIALOGUES} complete ratings: not estimated.")
+            entry["warnings"].append(said(sentences.FEWER_RATINGS, n=MIN_RATER_DIALOGUES).text)
         elif tetrachoric:
             detail = stats.ordinal_alpha(rows)
             entry.update({"alpha": detail["alpha"], "warnings": detail["warnings"]})
@@ -742,12 +752,14 @@ def _rater_matrix(study: Study) -> dict:
                 kappa[a][b] = kappa[b][a] = float(per_item_kappa[defined].mean())
             if np.isfinite(per_item_ac1).any():
                 ac1[a][b] = ac1[b][a] = float(np.nanmean(per_item_ac1))
-    return {"raters": [study.rater_names.get(r, f"R{r}") for r in raters], "kappa": kappa, "gwet_ac1": ac1,
-            "percent_agreement": agree, "n_shared": shared, "n_items_kappa": items_kappa, "n_items": len(items),
-            "note": ("Mean over the binary items of the per-item coefficient between two raters on the dialogues they "
-                     "share; items where kappa is undefined for the pair (no variation) are left out of its mean, "
-                     "so a pair's kappa can average fewer items than its AC1 (the API gives the number of items "
-                     "behind each pair's kappa). % agreement is pooled over items.")}
+    out = {"raters": [study.rater_names.get(r, f"R{r}") for r in raters], "kappa": kappa, "gwet_ac1": ac1,
+           "percent_agreement": agree, "n_shared": shared, "n_items_kappa": items_kappa, "n_items": len(items)}
+    sentences.put(out, "note", said(gettext_noop(
+        "Mean over the binary items of the per-item coefficient between two raters on the dialogues they share; items "
+        "where kappa is undefined for the pair (no variation) are left out of its mean, so a pair's kappa can average "
+        "fewer items than its AC1 (the API gives the number of items behind each pair's kappa). % agreement is pooled "
+        "over items.")))
+    return out
 
 
 def software_versions() -> dict[str, str]:

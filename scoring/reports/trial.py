@@ -10,12 +10,13 @@ from django.contrib.auth import get_user_model
 from annotation.campaigns import rater_names
 from annotation.models import Assignment, Campaign, GoldLabel, Label
 from scoring import stats
+from scoring.reports import sentences
 
 
 def _score(pairs: list[tuple[int, int]]) -> dict:
     """Accuracy and Cohen's kappa of (rater, gold) pairs."""
     if not pairs:
-        return {"n": 0, "accuracy": None, "kappa": None, "warnings": ["no answers on gold items"]}
+        return {"n": 0, "accuracy": None, "kappa": None, "warnings": [sentences.NO_GOLD_ANSWERS]}
     rater = [p[0] for p in pairs]
     gold = [p[1] for p in pairs]
     kappa = stats.cohen_kappa_detail(rater, gold)

@@ -4,6 +4,7 @@ rubric) of answers, questions, models and raters -- physicians when every rater 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 DIALOGUE_WORDS = {"unit": "dialogue", "units": "dialogues", "case": "patient case", "cases": "patient cases",
@@ -66,6 +67,7 @@ class Words:
         return dict(self._words)
 
 
+@functools.cache
 def _word_names() -> dict[str, str]:
     from django.utils.translation import pgettext_lazy
 
@@ -89,8 +91,43 @@ def _word_names() -> dict[str, str]:
     }
 
 
+def translated(word: str) -> str:
+    """One of the report's English words ("dialogues", "physicians") in the page's language; any other text as is.
+    The one table of these words for every page (the agreement and judge reports, the judge selection)."""
+    return str(_word_names().get(word, word))
+
+
 def shown(words: Mapping[str, str] | None = None) -> dict[str, str]:
     """The words in the page's language (a stored report keeps the English ones, which are its keys): the pages'
     sentences put them into their translated text (``{% blocktranslate with raters=w.raters %}``)."""
-    names = _word_names()
-    return {key: str(names.get(word, word)) for key, word in dict(words or DIALOGUE_WORDS).items()}
+    return {key: translated(word) for key, word in dict(words or DIALOGUE_WORDS).items()}
+
+
+@functools.cache
+def _band_words() -> dict[str, str]:
+    """The interpretation bands' words (scoring.stats.interpretation, stored in English in the reports)."""
+    from django.utils.translation import gettext_lazy as _
+
+    return {
+        "almost perfect": _("almost perfect"), "substantial": _("substantial"), "moderate": _("moderate"),
+        "fair": _("fair"), "slight": _("slight"), "poor": _("poor"), "excellent": _("excellent"), "good": _("good"),
+        "reliable": _("reliable"), "tentative": _("tentative"), "unreliable": _("unreliable"),
+        "acceptable": _("acceptable"), "questionable": _("questionable"), "unacceptable": _("unacceptable"),
+        "marvelous": _("marvelous"), "meritorious": _("meritorious"), "middling": _("middling"),
+        "mediocre": _("mediocre"), "miserable": _("miserable"), "undefined": _("undefined"),
+    }
+
+
+def band_shown(label):
+    """An interpretation band's label ("moderate", "moderate to good") in the page's language; any other text as
+    is."""
+    from django.utils.translation import gettext
+
+    if not isinstance(label, str) or not label:
+        return label
+    words = _band_words()
+    parts = label.split(" to ")
+    if all(part in words for part in parts):
+        return gettext("%(low)s to %(high)s") % {"low": words[parts[0]], "high": words[parts[1]]} \
+            if len(parts) == 2 else str(words[parts[0]])
+    return label

@@ -4,51 +4,24 @@ width needs (:mod:`scoring.stats.formatting`), zero never as "-0.00"."""
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext, pgettext_lazy
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext
 
+from scoring.reports import wording
 from scoring.stats import formatting
 
 register = template.Library()
 
-#: The interpretation bands' words (scoring.stats.interpretation, stored in English in the reports) as the page's
-#: language writes them.
-BAND_WORDS = {
-    "almost perfect": _("almost perfect"), "substantial": _("substantial"), "moderate": _("moderate"),
-    "fair": _("fair"), "slight": _("slight"), "poor": _("poor"), "excellent": _("excellent"), "good": _("good"),
-    "reliable": _("reliable"), "tentative": _("tentative"), "unreliable": _("unreliable"),
-    "acceptable": _("acceptable"), "questionable": _("questionable"), "unacceptable": _("unacceptable"),
-    "marvelous": _("marvelous"), "meritorious": _("meritorious"), "middling": _("middling"),
-    "mediocre": _("mediocre"), "miserable": _("miserable"), "undefined": _("undefined"),
-}
-#: What an instrument rates and who rates it (scoring.reports.wording), in the page's language.
-REPORT_WORDS = {
-    "dialogue": pgettext_lazy("what is rated", "dialogue"), "dialogues": pgettext_lazy("what is rated", "dialogues"),
-    "answer": pgettext_lazy("what is rated", "answer"), "answers": pgettext_lazy("what is rated", "answers"),
-    "patient case": _("patient case"), "patient cases": _("patient cases"), "question": _("question"),
-    "questions": _("questions"), "doctor model": _("doctor model"), "doctor models": _("doctor models"),
-    "model": _("model"), "models": _("models"), "physician": _("physician"), "physicians": _("physicians"),
-    "rater": _("rater"), "raters": _("raters"),
-}
-
-
 @register.filter
 def band(label):
     """An interpretation band's label ("moderate", "moderate to good") in the page's language."""
-    if not isinstance(label, str) or not label:
-        return label
-    parts = label.split(" to ")
-    if all(part in BAND_WORDS for part in parts):
-        return gettext("%(low)s to %(high)s") % {"low": BAND_WORDS[parts[0]], "high": BAND_WORDS[parts[1]]} \
-            if len(parts) == 2 else str(BAND_WORDS[parts[0]])
-    return label
+    return wording.band_shown(label)
 
 
 @register.filter
 def word(value):
     """One of a report's words for what is rated and who rates ("dialogues", "physicians") in the page's
     language."""
-    return str(REPORT_WORDS.get(value, value)) if isinstance(value, str) else value
+    return wording.translated(value) if isinstance(value, str) else value
 
 
 @register.filter
@@ -114,10 +87,7 @@ def fig(figure, digits=3):
         return ""
     value = figure["value"] if "value" in figure else figure.get("mean")
     if value is None:
-        reason = " ".join(figure.get("warnings", [])) or gettext("undefined for these data")
-        # the reason is the statistics' own English sentence
-        return format_html('<span class="undefined" title="{}" data-source-language="en">{}</span>', reason,
-                           gettext("undefined"))
+        return _undefined(figure.get("warnings", []))
     from scoring.stats.interpretation import band_bounds
 
     bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
@@ -130,6 +100,19 @@ def fig(figure, digits=3):
     if figure.get("ci_note"):  # words, not numbers: may wrap in a narrow cell
         return format_html('{} <small class="muted ci-note">[{}]</small>{}', text, _ci_note(figure["ci_note"]), words)
     return format_html('{} <small class="muted">{}</small>{}', text, interval, words)
+
+
+def _undefined(warnings: list[str]) -> str:
+    """"undefined" with the reason on hover: in the page's language where the report's or the statistics' sentence
+    is known (scoring/templatetags/sentence_tags.py), else in English and marked so."""
+    from scoring.templatetags.sentence_tags import said_warnings, warnings_known
+
+    if not warnings:
+        return format_html('<span class="undefined" title="{}">{}</span>', gettext("undefined for these data"),
+                           gettext("undefined"))
+    english = "" if warnings_known(warnings) else ' lang="en" data-source-language="en"'
+    return format_html('<span class="undefined" title="{}"{}>{}</span>', said_warnings(warnings),
+                       mark_safe(english), gettext("undefined"))
 
 
 def _ci_note(note: str) -> str:
@@ -222,9 +205,7 @@ def bland_altman(result, parts="bias"):
     if not isinstance(result, dict):
         return ""
     if result.get("bias") is None:
-        return format_html('<span class="undefined" title="{}" data-source-language="en">{}</span>',
-                           " ".join(result.get("warnings", [])) or gettext("undefined for these data"),
-                           gettext("undefined"))
+        return _undefined(result.get("warnings", []))
     limits = format_html(gettext("limits of agreement {low} to {high}") + ' <small class="muted">(n = {n})</small>',
                          low=_ba_part(result, "loa_low", 2), high=_ba_part(result, "loa_high", 2), n=result.get("n"))
     if parts == "limits":

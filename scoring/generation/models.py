@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.keys import validate_key_variable
@@ -42,8 +44,8 @@ class PatientCase(ProjectScoped, SoftDeletable):
     project_path = "case_set__project"
 
     class Kind(models.TextChoices):
-        SELF_REPORT = "self_report", "Self-report"
-        OSCE = "osce", "OSCE case"
+        SELF_REPORT = "self_report", _("Self-report")
+        OSCE = "osce", _("OSCE case")
 
     case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="cases")
     external_id = models.CharField(max_length=200)
@@ -120,16 +122,16 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
     project_path = "job__project"
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "In progress"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Pending")
+        RUNNING = "running", _("In progress")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     OPEN = (Status.PENDING, Status.RUNNING)
 
     class Ending(models.TextChoices):
-        MARKER = "marker", "End marker"
-        TURN_LIMIT = "turn_limit", "Turn limit"
+        MARKER = "marker", _("End marker")
+        TURN_LIMIT = "turn_limit", _("Turn limit")
 
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="dialogues")
     case = models.ForeignKey(PatientCase, on_delete=models.PROTECT, related_name="generated")
@@ -164,11 +166,11 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
 
     @property
     def condition(self) -> str:
-        parts = [f"T={self.temperature:g}"]
+        parts = [gettext("T=%(temperature)s") % {"temperature": f"{self.temperature:g}"}]
         if self.doctor_bias != "none":
-            parts.append(f"doctor bias {self.doctor_bias}")
+            parts.append(gettext("doctor bias %(bias)s") % {"bias": self.doctor_bias})
         if self.patient_bias != "none":
-            parts.append(f"patient bias {self.patient_bias}")
+            parts.append(gettext("patient bias %(bias)s") % {"bias": self.patient_bias})
         return ", ".join(parts)
 
 
@@ -178,9 +180,9 @@ class GenerationTurn(ProjectScoped):
     project_path = "generated__job__project"
 
     class Role(models.TextChoices):
-        DOCTOR = "doctor", "Doctor"
-        PATIENT = "patient", "Patient"
-        MEASUREMENT = "measurement", "Measurement"
+        DOCTOR = "doctor", _("Doctor")
+        PATIENT = "patient", _("Patient")
+        MEASUREMENT = "measurement", _("Measurement")
 
     generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="turn_rows")
     index = models.PositiveIntegerField()

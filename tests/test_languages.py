@@ -506,4 +506,5 @@ def test_every_page_the_matrix_reaches_is_checked_in_the_pseudo_locale(client, w
     registered = {(page.name, page.role) for page in PAGES}
     missing = sorted(f"{name} as {role}" for name, roles in reached.items() for role in roles
                      if (name, role) not in registered)
-    assert not missing, "pages outside the pseudo-locale registry (tests/pseudo_locale.py PAGES):\n" + "\n".join(missing)
+    assert not missing, ("pages outside the pseudo-locale registry (tests/pseudo_locale.py PAGES):\n"
+                         + "\n".join(missing))

@@ -32,9 +32,8 @@ FIELD_GROUPS = [
     (_("Dialogue"), ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
     (_("Limits and prices"), ["max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
                            "patient_price_out", "cost_cap", "token_cap"]),
-    (_("Prompts (defaults written from Schmidgall et al., AgentClinic, Appendix B)"), ["doctor_prompt", "patient_prompt",
-                                                                           "measurement_prompt",
-                                                                           "moderator_prompt"]),
+    (_("Prompts (defaults written from Schmidgall et al., AgentClinic, Appendix B)"),
+     ["doctor_prompt", "patient_prompt", "measurement_prompt", "moderator_prompt"]),
 ]
 
 

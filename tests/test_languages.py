@@ -508,3 +508,32 @@ def test_every_page_the_matrix_reaches_is_checked_in_the_pseudo_locale(client, w
                      if (name, role) not in registered)
     assert not missing, ("pages outside the pseudo-locale registry (tests/pseudo_locale.py PAGES):\n"
                          + "\n".join(missing))
+
+
+# --- the Django admin --------------------------------------------------------------------------------------------
+@pytest.fixture
+def superuser(db, django_user_model):
+    return django_user_model.objects.create_superuser("i18n-admin", "admin@example.org", "x")
+
+
+@pytest.mark.parametrize("url", ["admin:index", "admin:annotation_campaign_changelist"])
+def test_the_admin_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(client, world, db, data,
+                                                                                  in_pseudo_locale, superuser, url):
+    """The admin's own words come from Django's catalogue, our models' and fields' names and choices from ours."""
+    client.force_login(superuser)
+    client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
+    body = client.get(reverse(url)).content.decode()
+    assert f'<html lang="{in_pseudo_locale}"' in body
+    problems = pseudo_locale.untranslated(body, [*data, "i18n-admin"])
+    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+
+
+def test_the_admin_index_names_our_models_in_chinese(client, db, superuser):
+    client.force_login(superuser)
+    body = client.get(reverse("admin:index"), headers={"accept-language": "zh-CN"}).content.decode()
+    assert "站点管理" in body  # Django's own catalogue
+    for model in ("评分任务", "语料库", "德尔菲研究", "评审模型运行"):
+        assert model in body, model
+    campaigns = client.get(reverse("admin:annotation_campaign_changelist"),
+                           headers={"accept-language": "zh-CN"}).content.decode()
+    assert "评分任务" in campaigns and "量表版本" in campaigns and "状态" in campaigns

@@ -142,14 +142,18 @@ def pseudo(text: str) -> str:
     return f"{OPEN}{text}{CLOSE}"
 
 
-def django_catalogues(language: str = "zh_Hans") -> list[Path]:
-    """Django's own catalogues (its forms, validators and messages: the password change page's), which the site's
-    languages get from Django: the pseudo-locale wraps them too."""
+def django_catalogues() -> list[Path]:
+    """Django's own catalogues (its forms, validators, messages and admin) and Django REST framework's, which the
+    site's languages get from them: the pseudo-locale wraps them too. Django's English catalogues list every string
+    it translates (its Chinese one lacks its newest, e.g. the admin's hidden table headers); REST framework ships
+    compiled catalogues only."""
     import django
+    import rest_framework
 
     root = Path(django.__file__).parent
-    return sorted([*root.glob(f"conf/locale/{language}/LC_MESSAGES/django.po"),
-                   *root.glob(f"contrib/*/locale/{language}/LC_MESSAGES/django.po")])
+    return sorted([*root.glob("conf/locale/en/LC_MESSAGES/django.po"),
+                   *root.glob("contrib/*/locale/en/LC_MESSAGES/django.po"),
+                   *Path(rest_framework.__file__).parent.glob("locale/zh_Hans/LC_MESSAGES/django.mo")])
 
 
 def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
@@ -163,8 +167,8 @@ def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
         out = by_domain.setdefault(path.stem, polib.POFile())
         out.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": locale,
                         "Plural-Forms": "nplurals=2; plural=(n != 1);"}
-        for entry in polib.pofile(str(path)):
-            if entry.obsolete:
+        for entry in (polib.mofile if path.suffix == ".mo" else polib.pofile)(str(path)):
+            if entry.obsolete or not entry.msgid:
                 continue
             if entry.msgid_plural:
                 new = polib.POEntry(msgctxt=entry.msgctxt, msgid=entry.msgid, msgid_plural=entry.msgid_plural,

@@ -524,7 +524,7 @@ def test_the_admin_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_da
     client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
     body = client.get(reverse(url)).content.decode()
     assert f'<html lang="{in_pseudo_locale}"' in body
-    problems = pseudo_locale.untranslated(body, [*data, "i18n-admin"])
+    problems = pseudo_locale.untranslated(body, ["i18n-admin", *data])
     assert not problems, "text outside gettext:\n" + "\n".join(problems)
 
 

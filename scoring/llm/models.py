@@ -255,6 +255,7 @@ class ProjectBudget(ProjectOwned):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project"], name="llm_budget_one_per_project")]
         verbose_name = _("project LLM budget")
+        verbose_name_plural = _("project LLM budgets")
 
     def __str__(self) -> str:
         return f"LLM budget of project {self.project_id}"
@@ -278,6 +279,7 @@ class MonthlySpend(ProjectOwned):
                                                name="llm_monthly_spend_unique")]
         ordering = ["-month", "endpoint"]
         verbose_name = _("monthly LLM spend")
+        verbose_name_plural = _("monthly LLM spending")
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} {self.endpoint}"

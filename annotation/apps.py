@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.conf import settings
 from django.db.models.signals import post_delete, post_save
+from django.utils.translation import gettext_lazy as _
 
 VIEW_INSTRUMENT = ["view_scale", "view_scaleversion", "view_dimension", "view_item"]
 MANAGE_INSTRUMENT = [f"{verb}_{model}" for verb in ("add", "change") for model in
@@ -10,7 +11,7 @@ CORPUS = ["view_corpus", "view_dialogue"]
 
 class AnnotationConfig(AppConfig):
     name = "annotation"
-    verbose_name = "Annotation: scales, corpora, campaigns and labels"
+    verbose_name = _("Annotation: scales, corpora, campaigns and labels")
     default_auto_field = "django.db.models.BigAutoField"
     role_permissions = {
         "physician": VIEW_INSTRUMENT,

@@ -195,11 +195,11 @@ class CampaignForm(forms.Form):
 class SampleForm(forms.Form):
     """Draw a campaign's random sample (before assigning)."""
 
-    size = forms.IntegerField(min_value=1, label="Sample size", help_text="Dialogues physicians will rate.")
-    stratified = forms.BooleanField(required=False, label="Within each doctor model",
-                                    help_text="The same number from each model.")
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
-                              help_text="Empty: a fresh seed, recorded with the sample.")
+    size = forms.IntegerField(min_value=1, label=_("Sample size"), help_text=_("Dialogues physicians will rate."))
+    stratified = forms.BooleanField(required=False, label=_("Within each doctor model"),
+                                    help_text=_("The same number from each model."))
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, label=_("Seed"),
+                              help_text=_("Empty: a fresh seed, recorded with the sample."))
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "sample_%s")
@@ -207,11 +207,14 @@ class SampleForm(forms.Form):
 
 
 class AddRatersForm(forms.Form):
-    users = forms.ModelMultipleChoiceField(queryset=None, label="Physicians",
+    users = forms.ModelMultipleChoiceField(queryset=None, label=_("Physicians"),
                                            widget=forms.SelectMultiple(attrs={"size": 6}))
-    team = forms.CharField(required=False, max_length=100, help_text="Trial phase: the team these raters belong to.")
-    capacity = forms.IntegerField(required=False, min_value=1, help_text="Most dialogues each (empty = no limit).")
-    available_until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    team = forms.CharField(required=False, max_length=100, label=_("Team"),
+                           help_text=_("Trial phase: the team these raters belong to."))
+    capacity = forms.IntegerField(required=False, min_value=1, label=_("Capacity"),
+                                  help_text=_("Most dialogues each (empty = no limit)."))
+    available_until = forms.DateField(required=False, label=_("Available until"),
+                                      widget=forms.DateInput(attrs={"type": "date"}))
 
     def __init__(self, *args, project, **kwargs):
         from projects.roles import PHYSICIAN, users_with_role

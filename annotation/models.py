@@ -31,25 +31,29 @@ class Scale(ProjectOwned):
     shown with their reference answer when ``show_reference`` is set)."""
 
     class Target(models.TextChoices):
-        DIALOGUE = "dialogue", "Dialogues"
-        ANSWER = "answer", "Answers to questions"
+        DIALOGUE = "dialogue", _("Dialogues")
+        ANSWER = "answer", _("Answers to questions")
 
-    slug = models.SlugField(unique=True)
-    name_en = models.CharField(max_length=200)
-    name_zh = models.CharField(max_length=200, blank=True)
+    slug = models.SlugField(unique=True, verbose_name=_("slug"))
+    name_en = models.CharField(max_length=200, verbose_name=_("name en"))
+    name_zh = models.CharField(max_length=200, blank=True, verbose_name=_("name zh"))
     description = models.TextField(blank=True)
-    source = models.TextField(blank=True, help_text="Where the instrument comes from (publication, section).")
-    target = models.CharField(max_length=10, choices=Target.choices, default=Target.DIALOGUE)
+    source = models.TextField(blank=True, help_text="Where the instrument comes from (publication, section).",
+                              verbose_name=_("source"))
+    target = models.CharField(max_length=10, choices=Target.choices, default=Target.DIALOGUE, verbose_name=_("target"))
     language = models.CharField(max_length=16, choices=Language.choices, default=Language.EN,
-                                help_text="The language the instrument was written in.")
+                                help_text="The language the instrument was written in.", verbose_name=_("language"))
     show_reference = models.BooleanField(default=True, help_text="Answers: show raters and judges the reference "
                                                                  "answer when an item has one.")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
 
     class Meta:
+        verbose_name = _("scale")
+        verbose_name_plural = _("scales")
         ordering = ["name_en"]
 
     def __str__(self) -> str:
@@ -94,17 +98,19 @@ class ScaleVersion(ProjectOwned):
         PUBLISHED = "published", _("Published")
         RETIRED = "retired", _("Retired")
 
-    scale = models.ForeignKey(Scale, on_delete=models.PROTECT, related_name="versions")
-    number = models.PositiveIntegerField()
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
+    scale = models.ForeignKey(Scale, on_delete=models.PROTECT, related_name="versions", verbose_name=_("scale"))
+    number = models.PositiveIntegerField(verbose_name=_("number"))
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT, verbose_name=_("status"))
     note = models.TextField(blank=True, help_text="What changed in this version and why.")
     based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    published_at = models.DateTimeField(null=True, blank=True)
-    locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when the version is first used.")
+    published_at = models.DateTimeField(null=True, blank=True, verbose_name=_("published at"))
+    locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when the version is first used.",
+                                     verbose_name=_("locked at"))
     locked_reason = models.CharField(max_length=200, blank=True)
     judge_keys = models.JSONField(
         default=dict, blank=True, help_text='How a judge\'s own answer keys map to item codes, e.g. {"question 1": '
@@ -112,6 +118,8 @@ class ScaleVersion(ProjectOwned):
                                             "codes.")
 
     class Meta:
+        verbose_name = _("scale version")
+        verbose_name_plural = _("scale versions")
         ordering = ["scale", "number"]
         constraints = [models.UniqueConstraint(fields=["scale", "number"], name="unique_scale_version_number")]
 
@@ -164,13 +172,16 @@ class Dimension(ProjectScoped):
         """Parts of the versions the project sees (see :meth:`ScaleVersion.visible_q`)."""
         return path_q("version__project", project_ids) | ~models.Q(version__status=ScaleVersion.Status.DRAFT)
 
-    version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="dimensions")
-    code = models.CharField(max_length=16)
-    order = models.PositiveIntegerField(default=0)
-    name_en = models.CharField(max_length=300)
-    name_zh = models.CharField(max_length=300, blank=True)
+    version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="dimensions",
+                                verbose_name=_("version"))
+    code = models.CharField(max_length=16, verbose_name=_("code"))
+    order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
+    name_en = models.CharField(max_length=300, verbose_name=_("name en"))
+    name_zh = models.CharField(max_length=300, blank=True, verbose_name=_("name zh"))
 
     class Meta:
+        verbose_name = _("dimension")
+        verbose_name_plural = _("dimensions")
         ordering = ["version", "order"]
         constraints = [models.UniqueConstraint(fields=["version", "code"], name="unique_dimension_code")]
 
@@ -200,11 +211,11 @@ class Item(ProjectScoped):
     """
 
     class ResponseType(models.TextChoices):
-        BINARY = "binary", "Binary (1 = met, 0 = not met)"
-        ORDINAL = "ordinal", "Levels (one of its named levels)"
-        SCALE = "scale", "Scale (a whole number from min to max)"
-        TEXT = "text", "Free text (a comment, not analysed)"
-        LEVEL = "level", "Level of a levels item"
+        BINARY = "binary", _("Binary (1 = met, 0 = not met)")
+        ORDINAL = "ordinal", _("Levels (one of its named levels)")
+        SCALE = "scale", _("Scale (a whole number from min to max)")
+        TEXT = "text", _("Free text (a comment, not analysed)")
+        LEVEL = "level", _("Level of a levels item")
 
     #: Response types answered with a number (rated, judged, analysed).
     SCORED_TYPES = ("binary", "ordinal", "scale")
@@ -218,25 +229,29 @@ class Item(ProjectScoped):
         """Parts of the versions the project sees (see :meth:`ScaleVersion.visible_q`)."""
         return path_q("version__project", project_ids) | ~models.Q(version__status=ScaleVersion.Status.DRAFT)
 
-    version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="items")
-    dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="items")
+    version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="items", verbose_name=_("version"))
+    dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="items",
+                                  verbose_name=_("dimension"))
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="levels")
-    code = models.CharField(max_length=16)
-    order = models.PositiveIntegerField(default=0)
-    response_type = models.CharField(max_length=10, choices=ResponseType.choices)
-    value = models.SmallIntegerField(null=True, blank=True, help_text="The value a level stands for (1, 2, 3).")
+    code = models.CharField(max_length=16, verbose_name=_("code"))
+    order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
+    response_type = models.CharField(max_length=10, choices=ResponseType.choices, verbose_name=_("response type"))
+    value = models.SmallIntegerField(null=True, blank=True, help_text="The value a level stands for (1, 2, 3).",
+                                     verbose_name=_("value"))
     scale_min = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the lowest point.")
     scale_max = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the highest point.")
     scale_step = models.DecimalField(max_digits=6, decimal_places=3, null=True, blank=True,
                                      help_text="Scale items: the distance between points (e.g. 0.5); empty = 1.")
     anchors = models.JSONField(default=dict, blank=True,
                                help_text='Scale items: labels of some points, {"0": {"en": "...", "zh": "..."}}.')
-    text_en = models.TextField()
+    text_en = models.TextField(verbose_name=_("text en"))
     text_zh = models.TextField(blank=True)
     guidance_en = models.TextField(blank=True)
     guidance_zh = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = _("item")
+        verbose_name_plural = _("items")
         ordering = ["version", "order"]
         constraints = [models.UniqueConstraint(fields=["version", "code"], name="unique_item_code")]
 
@@ -303,21 +318,24 @@ class Corpus(ProjectOwned, SoftDeletable):
     (question-answer items): ``kind`` is set by the first import and every later import must match it."""
 
     class Kind(models.TextChoices):
-        DIALOGUE = "dialogue", "Dialogues"
-        ANSWER = "answer", "Answers to questions"
+        DIALOGUE = "dialogue", _("Dialogues")
+        ANSWER = "answer", _("Answers to questions")
 
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIALOGUE)
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIALOGUE, verbose_name=_("kind"))
     description = models.TextField(blank=True)
-    is_demo = models.BooleanField(default=False, help_text="Written for the demo; not study data.")
-    created_at = models.DateTimeField(default=timezone.now)
+    is_demo = models.BooleanField(default=False, help_text="Written for the demo; not study data.",
+                                  verbose_name=_("is demo"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
 
     class Meta:
+        verbose_name = _("corpus")
         ordering = ["name"]
-        verbose_name_plural = "corpora"
+        verbose_name_plural = _("corpora")
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_corpus_name_per_project")]
 
     def __str__(self) -> str:
@@ -350,26 +368,29 @@ class Dialogue(ProjectScoped, SoftDeletable):
     ROLES = ("doctor", "patient", "measurement")
     QA_ROLES = ("question", "answer", "reference")
 
-    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="dialogues")
-    external_id = models.CharField(max_length=200)
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="dialogues", verbose_name=_("corpus"))
+    external_id = models.CharField(max_length=200, verbose_name=_("external id"))
     self_report = models.TextField()
     turns = models.JSONField(help_text='[{"role": "doctor"|"patient"|"measurement", "text": "..."}]')
-    source_model = models.CharField(max_length=200, blank=True, help_text="The doctor model that produced it.")
-    language = models.CharField(max_length=16, default="en")
-    split = models.CharField(max_length=12, choices=Split.choices, blank=True, default="")
+    source_model = models.CharField(max_length=200, blank=True, help_text="The doctor model that produced it.",
+                                    verbose_name=_("source model"))
+    language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
+    split = models.CharField(max_length=12, choices=Split.choices, blank=True, default="", verbose_name=_("split"))
     meta = models.JSONField(default=dict, blank=True)
     case = models.CharField(max_length=200, blank=True, default="",
                             help_text="The question or patient case this text answers; several texts of one model "
-                                      "on the same case are its replicates.")
+                                      "on the same case are its replicates.", verbose_name=_("case"))
     replicate = models.PositiveSmallIntegerField(null=True, blank=True,
                                                  help_text="Which repetition of the model's answer to the case "
                                                            "(1, 2, ...).")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     privacy_status = models.CharField(max_length=10, choices=PrivacyStatus.choices, default=PrivacyStatus.CLEAR,
                                       db_index=True)
     privacy_matches = models.JSONField(default=list, blank=True, help_text="What the privacy filter found.")
 
     class Meta:
+        verbose_name = _("dialogue")
+        verbose_name_plural = _("dialogues")
         ordering = ["corpus", "external_id"]
         constraints = [
             models.UniqueConstraint(fields=["corpus", "external_id"], name="unique_dialogue_external_id")
@@ -408,21 +429,26 @@ class Redaction(ProjectScoped):
         COORDINATOR = "coordinator", _("Coordinator")
         ANNOTATOR = "annotator", _("Annotator while rating")
 
-    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="redactions")
-    field = models.CharField(max_length=12, choices=[("self_report", "Self-report"), ("turn", "Turn")])
-    turn = models.PositiveIntegerField(null=True, blank=True, help_text="0-based turn index")
-    start = models.PositiveIntegerField()
-    end = models.PositiveIntegerField()
-    source = models.CharField(max_length=12, choices=Source.choices)
-    reason = models.CharField(max_length=300, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="redactions",
+                                 verbose_name=_("dialogue"))
+    field = models.CharField(max_length=12, choices=[("self_report", "Self-report"), ("turn", "Turn")],
+                             verbose_name=_("field"))
+    turn = models.PositiveIntegerField(null=True, blank=True, help_text="0-based turn index", verbose_name=_("turn"))
+    start = models.PositiveIntegerField(verbose_name=_("start"))
+    end = models.PositiveIntegerField(verbose_name=_("end"))
+    source = models.CharField(max_length=12, choices=Source.choices, verbose_name=_("source"))
+    reason = models.CharField(max_length=300, blank=True, verbose_name=_("reason"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+",
+                                   verbose_name=_("created by"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
     revoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
 
     class Meta:
+        verbose_name = _("redaction")
+        verbose_name_plural = _("redactions")
         ordering = ["dialogue", "field", "turn", "start"]
 
     def __str__(self) -> str:
@@ -437,9 +463,14 @@ class RaterProfile(models.Model):
     """What the instance knows of a rater beyond their account: external raters come from imported labels and
     cannot log in. (Pseudonyms are per project: :class:`projects.models.Pseudonym`.)"""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="rater_profile")
-    is_external = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="rater_profile",
+                                verbose_name=_("user"))
+    is_external = models.BooleanField(default=False, verbose_name=_("is external"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+
+    class Meta:
+        verbose_name = _("rater profile")
+        verbose_name_plural = _("rater profiles")
 
     def __str__(self) -> str:
         return f"{self.user} (external)" if self.is_external else str(self.user)
@@ -465,18 +496,21 @@ class Campaign(ProjectOwned, SoftDeletable):
         EXPERTS = "experts", _("Other human experts")
         LLM = "llm", _("LLM scoring iterations")
 
-    name = models.CharField(max_length=200)
-    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="campaigns")
-    scale_version = models.ForeignKey(ScaleVersion, on_delete=models.PROTECT, related_name="campaigns")
-    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.FORMAL)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
-    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per dialogue (k).")
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="campaigns", verbose_name=_("corpus"))
+    scale_version = models.ForeignKey(ScaleVersion, on_delete=models.PROTECT, related_name="campaigns",
+                                      verbose_name=_("scale version"))
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.FORMAL, verbose_name=_("phase"))
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, verbose_name=_("status"))
+    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per dialogue (k).",
+                                               verbose_name=_("overlap"))
     filter_split = models.CharField(max_length=12, blank=True)
     filter_model = models.CharField(max_length=200, blank=True)
     filter_language = models.CharField(max_length=16, blank=True)
     instructions = models.TextField(blank=True)
-    deadline = models.DateField(null=True, blank=True)
-    seed = models.PositiveIntegerField(default=0, help_text="Seeds the order of dialogues in each rater's queue.")
+    deadline = models.DateField(null=True, blank=True, verbose_name=_("deadline"))
+    seed = models.PositiveIntegerField(default=0, help_text="Seeds the order of dialogues in each rater's queue.",
+                                       verbose_name=_("seed"))
     rater_kind = models.CharField(max_length=12, choices=RaterKind.choices, default="", blank=True,
                                   help_text="Imported labels: who the raters are (physicians, other experts, LLM "
                                             "scoring iterations); empty: not recorded.")
@@ -489,11 +523,14 @@ class Campaign(ProjectOwned, SoftDeletable):
         help_text=_("The language every rater sees the rating page and the items in; empty: each rater's own "
                     "language."))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("campaign")
+        verbose_name_plural = _("campaigns")
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_campaign_name_per_project")]
 
@@ -530,15 +567,18 @@ class RandomSample(ProjectScoped):
     project_path = "campaign__project"
 
     class Kind(models.TextChoices):
-        DRAWN = "drawn", "Drawn here with a recorded seed"
-        DECLARED = "declared", "Declared for imported labels"
-        ACTIVE = "active", "Drawn here with a recorded seed, each dialogue with its own probability (active)"
+        DRAWN = "drawn", _("Drawn here with a recorded seed")
+        DECLARED = "declared", _("Declared for imported labels")
+        ACTIVE = "active", _("Drawn here with a recorded seed, each dialogue with its own probability (active)")
 
-    campaign = models.OneToOneField(Campaign, on_delete=models.PROTECT, related_name="random_sample")
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    size = models.PositiveIntegerField(help_text="Dialogues in the sample.")
-    seed = models.BigIntegerField(null=True, blank=True, help_text="Drawn samples: the seed of the draw.")
-    stratified = models.BooleanField(default=False, help_text="Drawn within each doctor model (equal allocation).")
+    campaign = models.OneToOneField(Campaign, on_delete=models.PROTECT, related_name="random_sample",
+                                    verbose_name=_("campaign"))
+    kind = models.CharField(max_length=10, choices=Kind.choices, verbose_name=_("kind"))
+    size = models.PositiveIntegerField(help_text="Dialogues in the sample.", verbose_name=_("size"))
+    seed = models.BigIntegerField(null=True, blank=True, help_text="Drawn samples: the seed of the draw.",
+                                  verbose_name=_("seed"))
+    stratified = models.BooleanField(default=False, help_text="Drawn within each doctor model (equal allocation).",
+                                     verbose_name=_("stratified"))
     population = models.JSONField(default=list, help_text="The dialogues it was drawn from: [[id, doctor model], ...] "
                                                           "ascending by id.")
     dialogues = models.JSONField(default=list, help_text="Ids of the sampled dialogues, ascending.")
@@ -548,12 +588,17 @@ class RandomSample(ProjectScoped):
                                      help_text='Active samples: each dialogue\'s inclusion probability, {"id": pi}.')
     rule = models.JSONField(default=dict, blank=True,
                             help_text="Active samples: the rule (budget, uniform share, pi_min, the judge run whose "
-                                      "uncertainty it follows).")
+                                      "uncertainty it follows).", verbose_name=_("rule"))
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+
+    class Meta:
+        verbose_name = _("random sample")
+        verbose_name_plural = _("random samples")
 
     def __str__(self) -> str:
         return f"random sample of {self.campaign}: {self.size} of {len(self.population)} dialogues ({self.kind})"
@@ -564,18 +609,24 @@ class CampaignRater(ProjectScoped):
 
     project_path = "campaign__project"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="raters")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaign_roles")
-    team = models.CharField(max_length=100, blank=True)
-    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most dialogues to give; empty = no limit")
-    available_until = models.DateField(null=True, blank=True)
-    active = models.BooleanField(default=True, help_text="Unavailable raters get no new dialogues.")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="raters", verbose_name=_("campaign"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaign_roles",
+                             verbose_name=_("user"))
+    team = models.CharField(max_length=100, blank=True, verbose_name=_("team"))
+    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most dialogues to give; empty = no limit",
+                                           verbose_name=_("capacity"))
+    available_until = models.DateField(null=True, blank=True, verbose_name=_("available until"))
+    active = models.BooleanField(default=True, help_text="Unavailable raters get no new dialogues.",
+                                 verbose_name=_("active"))
     added_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("added by")
     )
-    added_at = models.DateTimeField(default=timezone.now)
+    added_at = models.DateTimeField(default=timezone.now, verbose_name=_("added at"))
 
     class Meta:
+        verbose_name = _("campaign rater")
+        verbose_name_plural = _("campaign raters")
         ordering = ["campaign", "user__username"]
         constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="unique_campaign_rater")]
 
@@ -603,22 +654,29 @@ class Assignment(ProjectScoped):
     OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED)
     COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED, Status.SUBMITTED)
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="assignments")
-    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="assignments")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
-    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.")
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="assignments",
+                                 verbose_name=_("campaign"))
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="assignments",
+                                 verbose_name=_("dialogue"))
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments",
+                              verbose_name=_("rater"))
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True,
+                              verbose_name=_("status"))
+    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.",
+                                           verbose_name=_("position"))
     comment = models.TextField(blank=True, help_text="The rater's comment on the whole dialogue.")
     skip_reason = models.TextField(blank=True)
-    flagged = models.BooleanField(default=False)
+    flagged = models.BooleanField(default=False, verbose_name=_("flagged"))
     flag_note = models.TextField(blank=True)
     return_note = models.TextField(blank=True, help_text="Why the coordinator returned it.")
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    submitted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("submitted at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("assignment")
+        verbose_name_plural = _("assignments")
         ordering = ["campaign", "rater", "position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "dialogue", "rater"], name="unique_assignment")
@@ -641,20 +699,23 @@ class Label(ProjectScoped):
     project_path = "campaign__project"
 
     assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="labels")
-    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="labels")
-    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="labels")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
-    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="labels")
-    value = ScoreField(null=True, blank=True)
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="labels", verbose_name=_("campaign"))
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="labels", verbose_name=_("dialogue"))
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels",
+                              verbose_name=_("rater"))
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="labels", verbose_name=_("item"))
+    value = ScoreField(null=True, blank=True, verbose_name=_("value"))
     comment = models.TextField(blank=True)
     client_seq = models.BigIntegerField(default=0, help_text="Last applied client sequence: older saves lose.")
     #: The language of the item's text the rater answered (what the rating page showed at the last save; "en" or
     #: "zh"); empty: not recorded (imported labels, saves through the API that do not say).
     item_language = models.CharField(max_length=8, choices=Language.choices, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("label")
+        verbose_name_plural = _("labels")
         ordering = ["assignment", "item__order"]
         constraints = [models.UniqueConstraint(fields=["assignment", "item"], name="unique_label_per_item")]
         # (campaign, updated_at): the last change of a campaign's labels in one index seek (study fingerprints)
@@ -675,19 +736,22 @@ class LabelChange(ProjectScoped):
         IMPORT = "import", _("Import")
         COORDINATOR = "coordinator", _("Coordinator")
 
-    label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="changes")
+    label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="changes", verbose_name=_("label"))
     changed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("changed by")
     )
-    changed_at = models.DateTimeField(default=timezone.now)
-    old_value = ScoreField(null=True, blank=True)
-    new_value = ScoreField(null=True, blank=True)
+    changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
+    old_value = ScoreField(null=True, blank=True, verbose_name=_("old value"))
+    new_value = ScoreField(null=True, blank=True, verbose_name=_("new value"))
     old_comment = models.TextField(blank=True)
     new_comment = models.TextField(blank=True)
-    source = models.CharField(max_length=12, choices=Source.choices, default=Source.RATER)
-    reason = models.TextField(blank=True)
+    source = models.CharField(max_length=12, choices=Source.choices, default=Source.RATER, verbose_name=_("source"))
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
 
     class Meta:
+        verbose_name = _("label change")
+        verbose_name_plural = _("label changes")
         ordering = ["label", "changed_at", "id"]
 
     def __str__(self) -> str:
@@ -699,14 +763,19 @@ class GoldLabel(ProjectScoped):
 
     project_path = "campaign__project"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="gold_labels")
-    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="gold_labels")
-    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    value = ScoreField()
-    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
-    set_at = models.DateTimeField(default=timezone.now)
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="gold_labels",
+                                 verbose_name=_("campaign"))
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="gold_labels",
+                                 verbose_name=_("dialogue"))
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+", verbose_name=_("item"))
+    value = ScoreField(verbose_name=_("value"))
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+",
+                               verbose_name=_("set by"))
+    set_at = models.DateTimeField(default=timezone.now, verbose_name=_("set at"))
 
     class Meta:
+        verbose_name = _("gold label")
+        verbose_name_plural = _("gold labels")
         constraints = [models.UniqueConstraint(fields=["campaign", "dialogue", "item"], name="unique_gold_label")]
 
     def __str__(self) -> str:
@@ -718,15 +787,20 @@ class Adjudication(ProjectScoped):
 
     project_path = "campaign__project"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="adjudications")
-    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="adjudications")
-    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    value = ScoreField()
-    reason = models.TextField()
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
-    decided_at = models.DateTimeField(default=timezone.now)
+    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="adjudications",
+                                 verbose_name=_("campaign"))
+    dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="adjudications",
+                                 verbose_name=_("dialogue"))
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+", verbose_name=_("item"))
+    value = ScoreField(verbose_name=_("value"))
+    reason = models.TextField(verbose_name=_("reason"))
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+",
+                                   verbose_name=_("decided by"))
+    decided_at = models.DateTimeField(default=timezone.now, verbose_name=_("decided at"))
 
     class Meta:
+        verbose_name = _("adjudication")
+        verbose_name_plural = _("adjudications")
         constraints = [
             models.UniqueConstraint(fields=["campaign", "dialogue", "item"], name="unique_adjudication")
         ]

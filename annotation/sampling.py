@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from annotation.campaigns import CampaignError
 from annotation.models import Assignment, Campaign, RandomSample
@@ -221,33 +222,51 @@ def declare_sample(campaign: Campaign, dialogue_ids: Iterable[int], *, user=None
     return sample
 
 
+def _nouns(unit: str, model: str) -> tuple[str, str, str]:
+    """``unit``'s singular and plural and ``model`` in the active language (as written for other words)."""
+    units = {"dialogue": (gettext("dialogue"), gettext("dialogues")), "answer": (gettext("answer"), gettext("answers"))}
+    models = {"doctor model": gettext("doctor model"), "model": gettext("model")}
+    one, many = units.get(unit, (unit, f"{unit}s"))
+    return one, many, models.get(model, model)
+
+
 def describe(sample: RandomSample | None, unit: str = "dialogue", model: str = "doctor model") -> str:
-    """The sample in one sentence, for pages and reports; ``unit`` and ``model`` name what the instrument rates
-    ("answer", "model" for an instrument on answers)."""
-    units = f"{unit}s"
+    """The sample in one sentence, for pages and reports (in the active language: a job's report in English);
+    ``unit`` and ``model`` name what the instrument rates ("answer", "model" for an instrument on answers)."""
+    unit, units, model = _nouns(unit, model)
     if sample is None:
-        return (f"No random sample: the {units} were assigned by hand (every {unit} in scope, or a coordinator's "
-                "choice).")
-    who = sample.created_by.username if sample.created_by else "the system"
+        return gettext("No random sample: the %(units)s were assigned by hand (every %(unit)s in scope, or a "
+                       "coordinator's choice).") % {"units": units, "unit": unit}
+    who = sample.created_by.username if sample.created_by else gettext("the system")
     when = f"{sample.created_at:%Y-%m-%d}"
     if sample.kind == RandomSample.Kind.ACTIVE:
         rule = sample.rule or {}
+        unrecorded = gettext("not recorded")
 
         def figure(key: str) -> str:
             value = rule.get(key)
-            return f"{value:.3g}" if isinstance(value, int | float) else "not recorded"
+            return f"{value:.3g}" if isinstance(value, int | float) else unrecorded
 
-        run = f"#{rule['run_id']}" if rule.get("run_id") else "not recorded"
-        return (f"An active sample: {sample.size} of the {len(sample.population)} {units} in scope, each drawn "
-                f"independently with its own probability (budget {figure('budget')}, uniform share "
-                f"{figure('uniform_share')}, minimum probability {figure('pi_min')}, following the uncertainty of "
-                f"judge run {run}), seed {sample.seed}, by {who} on {when}; anyone can draw it again from the stored "
-                "probabilities and the seed.")
+        run = f"#{rule['run_id']}" if rule.get("run_id") else unrecorded
+        return gettext(
+            "An active sample: %(size)s of the %(population)s %(units)s in scope, each drawn independently with its "
+            "own probability (budget %(budget)s, uniform share %(share)s, minimum probability %(pi_min)s, following "
+            "the uncertainty of judge run %(run)s), seed %(seed)s, by %(who)s on %(when)s; anyone can draw it again "
+            "from the stored probabilities and the seed.") % {
+            "size": sample.size, "population": len(sample.population), "units": units, "budget": figure("budget"),
+            "share": figure("uniform_share"), "pi_min": figure("pi_min"), "run": run, "seed": sample.seed,
+            "who": who, "when": when}
     if sample.kind == RandomSample.Kind.DECLARED:
-        return (f"Declared by {who} on {when}: the imported labels of {sample.size} {unit}(s) come from a random "
-                f"sample of the {len(sample.population)} {units} in scope (the analyst's declaration, not checked "
-                "here).")
-    per_model = ", ".join(f"{name} {s['sample']} of {s['population']}" for name, s in sample.strata.items())
-    how = f"within each {model} ({per_model})" if sample.stratified else "from all of them"
-    return (f"A random sample of {sample.size} of the {len(sample.population)} {units} in scope, drawn {how} with "
-            f"seed {sample.seed} by {who} on {when}; anyone can draw it again from the seed.")
+        return gettext(
+            "Declared by %(who)s on %(when)s: the imported labels of %(size)s %(unit)s(s) come from a random sample "
+            "of the %(population)s %(units)s in scope (the analyst's declaration, not checked here).") % {
+            "who": who, "when": when, "size": sample.size, "unit": unit, "population": len(sample.population),
+            "units": units}
+    per_model = ", ".join(gettext("%(name)s %(sample)s of %(population)s") % {
+        "name": name, "sample": s["sample"], "population": s["population"]} for name, s in sample.strata.items())
+    how = (gettext("within each %(model)s (%(per_model)s)") % {"model": model, "per_model": per_model}
+           if sample.stratified else gettext("from all of them"))
+    return gettext("A random sample of %(size)s of the %(population)s %(units)s in scope, drawn %(how)s with seed "
+                   "%(seed)s by %(who)s on %(when)s; anyone can draw it again from the seed.") % {
+        "size": sample.size, "population": len(sample.population), "units": units, "how": how,
+        "seed": sample.seed, "who": who, "when": when}

@@ -1,6 +1,7 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 MODELS = ["delphistudy", "round", "panelist", "participation", "response", "responsechange", "proposal",
           "itemdecision"]
@@ -8,7 +9,7 @@ MODELS = ["delphistudy", "round", "panelist", "participation", "response", "resp
 
 class DelphiConfig(AppConfig):
     name = "delphi"
-    verbose_name = "Delphi: studies, rounds and panels"
+    verbose_name = _("Delphi: studies, rounds and panels")
     default_auto_field = "django.db.models.BigAutoField"
     # Coordinators create and run studies; analysts read statistics and exports. Panelists need no role:
     # they answer through their personal signed link.

@@ -40,10 +40,11 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
         VALIDATION = "validation", _("Validation survey")
         PUBLISHED = "published", _("Agreed version published")
 
-    title = models.CharField(max_length=200)
-    scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies")
+    title = models.CharField(max_length=200, verbose_name=_("title"))
+    scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies",
+                              verbose_name=_("scale"))
     base_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SETUP)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SETUP, verbose_name=_("status"))
     invitation = models.TextField(blank=True, help_text=_("The e-mail text sent with each personal link."))
     instructions = models.TextField(blank=True, help_text=_("Shown at the top of the questionnaire."))
     # Consensus rule: every condition that is set must hold.
@@ -58,8 +59,9 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
     agreement_level = models.PositiveSmallIntegerField(default=4,
                                                        help_text=_("Ratings at or above this agree (4 = 4-5)."))
     consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text=_("Last change of the rule."))
-    consensus_locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when round 1 opens."))
-    planned_rounds = models.PositiveSmallIntegerField(default=3)
+    consensus_locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when round 1 opens."),
+                                               verbose_name=_("consensus locked at"))
+    planned_rounds = models.PositiveSmallIntegerField(default=3, verbose_name=_("planned rounds"))
     familiarity_threshold = models.PositiveSmallIntegerField(
         choices=Familiarity.choices, default=Familiarity.FAMILIAR,
         help_text=_("Panelists who rate their familiarity below this are not invited to the next round."))
@@ -70,8 +72,8 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
     agreed_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
                                        related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
         ordering = ["-created_at"]
@@ -109,22 +111,25 @@ class Round(ProjectScoped):
         OPEN = "open", _("Open")
         CLOSED = "closed", _("Closed")
 
-    study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="rounds")
-    number = models.PositiveSmallIntegerField()
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.DELPHI)
-    version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="delphi_rounds")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
-    deadline = models.DateField(null=True, blank=True)
-    opened_at = models.DateTimeField(null=True, blank=True)
-    closed_at = models.DateTimeField(null=True, blank=True)
+    study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="rounds", verbose_name=_("study"))
+    number = models.PositiveSmallIntegerField(verbose_name=_("number"))
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.DELPHI, verbose_name=_("kind"))
+    version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="delphi_rounds",
+                                verbose_name=_("version"))
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT, verbose_name=_("status"))
+    deadline = models.DateField(null=True, blank=True, verbose_name=_("deadline"))
+    opened_at = models.DateTimeField(null=True, blank=True, verbose_name=_("opened at"))
+    closed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("closed at"))
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                   related_name="+")
     close_note = models.TextField(blank=True)
     next_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
                                      related_name="+", help_text="The version the focus group's decisions produced.")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("round")
+        verbose_name_plural = _("rounds")
         ordering = ["study", "number"]
         constraints = [models.UniqueConstraint(fields=["study", "number"], name="unique_delphi_round_number")]
 
@@ -149,27 +154,30 @@ class Panelist(ProjectScoped, SoftDeletable):
 
     project_path = "study__project"
 
-    study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="panelists")
-    pseudonym = models.CharField(max_length=12, help_text="Shown in exports instead of the name, e.g. P007.")
-    name = models.CharField(max_length=200, blank=True)
-    email = models.EmailField(blank=True)
+    study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="panelists", verbose_name=_("study"))
+    pseudonym = models.CharField(max_length=12, help_text="Shown in exports instead of the name, e.g. P007.",
+                                 verbose_name=_("pseudonym"))
+    name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
+    email = models.EmailField(blank=True, verbose_name=_("email"))
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                             related_name="delphi_panelists")
+                             related_name="delphi_panelists", verbose_name=_("user"))
     token_version = models.PositiveIntegerField(default=1, help_text="Raising it revokes every link sent so far.")
     gender = models.CharField(max_length=40, blank=True)
     age = models.PositiveSmallIntegerField(null=True, blank=True)
     education = models.CharField(max_length=100, blank=True)
-    professional_title = models.CharField(max_length=100, blank=True)
+    professional_title = models.CharField(max_length=100, blank=True, verbose_name=_("professional title"))
     working_years = models.PositiveSmallIntegerField(null=True, blank=True)
     language = models.CharField(
         max_length=16, blank=True,
         help_text="The language the panel link's pages and e-mails are in (a code of settings.LANGUAGES); empty: "
-                  "the language the panellist's browser asks for.")
+                  "the language the panellist's browser asks for.", verbose_name=_("language"))
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+")
-    added_at = models.DateTimeField(default=timezone.now)
+                                 related_name="+", verbose_name=_("added by"))
+    added_at = models.DateTimeField(default=timezone.now, verbose_name=_("added at"))
 
     class Meta:
+        verbose_name = _("panelist")
+        verbose_name_plural = _("panelists")
         ordering = ["study", "pseudonym"]
         constraints = [models.UniqueConstraint(fields=["study", "pseudonym"], name="unique_panelist_pseudonym")]
 
@@ -186,14 +194,16 @@ class Participation(ProjectScoped):
 
     project_path = "round__study__project"
 
-    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="participations")
-    panelist = models.ForeignKey(Panelist, on_delete=models.PROTECT, related_name="participations")
-    invited_at = models.DateTimeField(null=True, blank=True)
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="participations", verbose_name=_("round"))
+    panelist = models.ForeignKey(Panelist, on_delete=models.PROTECT, related_name="participations",
+                                 verbose_name=_("panelist"))
+    invited_at = models.DateTimeField(null=True, blank=True, verbose_name=_("invited at"))
     last_reminded_at = models.DateTimeField(null=True, blank=True)
-    reminders_sent = models.PositiveSmallIntegerField(default=0)
-    started_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
-    familiarity = models.PositiveSmallIntegerField(choices=Familiarity.choices, null=True, blank=True)
+    reminders_sent = models.PositiveSmallIntegerField(default=0, verbose_name=_("reminders sent"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    completed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("completed at"))
+    familiarity = models.PositiveSmallIntegerField(choices=Familiarity.choices, null=True, blank=True,
+                                                   verbose_name=_("familiarity"))
     basis_practice = models.CharField(max_length=6, choices=Influence.choices, blank=True)
     basis_theory = models.CharField(max_length=6, choices=Influence.choices, blank=True)
     basis_literature = models.CharField(max_length=6, choices=Influence.choices, blank=True)
@@ -202,6 +212,8 @@ class Participation(ProjectScoped):
     withdrawn_reason = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = _("participation")
+        verbose_name_plural = _("participations")
         ordering = ["round", "panelist__pseudonym"]
         constraints = [models.UniqueConstraint(fields=["round", "panelist"], name="unique_participation")]
 
@@ -224,20 +236,25 @@ class Response(ProjectScoped):
         ADOPT = "adopt", _("Adopt")
         NOT_ADOPT = "not_adopt", _("Not adopt")
 
-    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="responses")
-    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="delphi_responses")
-    importance = models.PositiveSmallIntegerField(null=True, blank=True)
+    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="responses",
+                                      verbose_name=_("participation"))
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="delphi_responses",
+                             verbose_name=_("item"))
+    importance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("importance"))
     comment = models.TextField(blank=True)
     proposed_wording = models.TextField(blank=True)
-    adoption = models.CharField(max_length=10, choices=Adoption.choices, blank=True, default="")
+    adoption = models.CharField(max_length=10, choices=Adoption.choices, blank=True, default="",
+                                verbose_name=_("adoption"))
     adoption_note = models.TextField(blank=True)
     adoption_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                     related_name="+")
     adoption_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("response")
+        verbose_name_plural = _("responses")
         ordering = ["participation", "item__order"]
         constraints = [models.UniqueConstraint(fields=["participation", "item"], name="unique_delphi_response")]
 
@@ -254,16 +271,18 @@ class ResponseChange(ProjectScoped):
 
     project_path = "response__participation__round__study__project"
 
-    response = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="changes")
-    changed_at = models.DateTimeField(default=timezone.now)
-    old_importance = models.PositiveSmallIntegerField(null=True, blank=True)
-    new_importance = models.PositiveSmallIntegerField(null=True, blank=True)
+    response = models.ForeignKey(Response, on_delete=models.PROTECT, related_name="changes", verbose_name=_("response"))
+    changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
+    old_importance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("old importance"))
+    new_importance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("new importance"))
     old_comment = models.TextField(blank=True)
     new_comment = models.TextField(blank=True)
     old_wording = models.TextField(blank=True)
     new_wording = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = _("response change")
+        verbose_name_plural = _("response changes")
         ordering = ["response", "changed_at", "id"]
 
     def __str__(self) -> str:
@@ -275,18 +294,23 @@ class Proposal(ProjectScoped, SoftDeletable):
 
     project_path = "participation__round__study__project"
 
-    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="proposals")
-    dimension_code = models.CharField(max_length=16, blank=True, help_text="The dimension it belongs to.")
-    text = models.TextField()
-    reason = models.TextField(blank=True)
-    adoption = models.CharField(max_length=10, choices=Response.Adoption.choices, blank=True, default="")
+    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="proposals",
+                                      verbose_name=_("participation"))
+    dimension_code = models.CharField(max_length=16, blank=True, help_text="The dimension it belongs to.",
+                                      verbose_name=_("dimension code"))
+    text = models.TextField(verbose_name=_("text"))
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
+    adoption = models.CharField(max_length=10, choices=Response.Adoption.choices, blank=True, default="",
+                                verbose_name=_("adoption"))
     adoption_note = models.TextField(blank=True)
     adoption_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                     related_name="+")
     adoption_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("proposal")
+        verbose_name_plural = _("proposals")
         ordering = ["participation__round", "created_at", "id"]
 
     def __str__(self) -> str:
@@ -325,24 +349,28 @@ class ItemDecision(ProjectScoped, SoftDeletable):
     def get_action_display(self) -> str:
         return self.action_name(self.action)
 
-    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="decisions")
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="decisions", verbose_name=_("round"))
     item = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                             help_text="The item decided on (empty for Add).")
-    action = models.CharField(max_length=8, choices=Action.choices)
-    new_code = models.CharField(max_length=16, blank=True, help_text="Code of an added item.")
-    dimension_code = models.CharField(max_length=16, blank=True, help_text="Dimension of an added item.")
+                             help_text="The item decided on (empty for Add).", verbose_name=_("item"))
+    action = models.CharField(max_length=8, choices=Action.choices, verbose_name=_("action"))
+    new_code = models.CharField(max_length=16, blank=True, help_text="Code of an added item.",
+                                verbose_name=_("new code"))
+    dimension_code = models.CharField(max_length=16, blank=True, help_text="Dimension of an added item.",
+                                      verbose_name=_("dimension code"))
     new_text_en = models.TextField(blank=True)
     new_text_zh = models.TextField(blank=True)
     new_guidance_en = models.TextField(blank=True)
     merge_into = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+", help_text="Merge: the item that absorbs this one.")
     proposal = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.PROTECT, related_name="decisions")
-    reason = models.TextField(blank=True)
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
-    decided_at = models.DateTimeField(default=timezone.now)
+                                   related_name="+", verbose_name=_("decided by"))
+    decided_at = models.DateTimeField(default=timezone.now, verbose_name=_("decided at"))
 
     class Meta:
+        verbose_name = _("item decision")
+        verbose_name_plural = _("item decisions")
         ordering = ["round", "id"]
         constraints = [
             models.UniqueConstraint(fields=["round", "item"],

@@ -1,11 +1,12 @@
 from django.apps import AppConfig
 from django.conf import settings
 from django.db.models.signals import post_migrate, post_save, pre_migrate, pre_save
+from django.utils.translation import gettext_lazy as _
 
 
 class ProjectsConfig(AppConfig):
     name = "projects"
-    verbose_name = "Projects, members and the audit trail"
+    verbose_name = _("Projects, members and the audit trail")
     default_auto_field = "django.db.models.BigAutoField"
     role_permissions = {
         "coordinator": ["view_auditevent"],

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from projects.scoping import NoProjectError, ProjectManager, UnscopedManager, active_project_id, path_q
 
@@ -23,18 +24,22 @@ class Project(models.Model):
     """A study team's space: it owns corpora, scale drafts, campaigns, judges and their runs, preference and
     Delphi studies, generation and report jobs. Members hold a role per project (:class:`Membership`)."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, verbose_name=_("name"))
     name_key = models.CharField(max_length=400, unique=True, editable=False,
                                 help_text="The name as compared (projects.names.key): no two projects' names can be "
                                           "mistaken for one another.")
     description = models.TextField(blank=True)
-    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.")
-    created_at = models.DateTimeField(default=timezone.now)
+    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.",
+                                  verbose_name=_("is demo"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
 
     class Meta:
+        verbose_name = _("project")
+        verbose_name_plural = _("projects")
         db_table = "annotation_project"
         ordering = ["name"]
 
@@ -53,21 +58,27 @@ class Membership(models.Model):
     access-control table itself: read by :mod:`projects.roles` with an explicit project, never scoped."""
 
     class Role(models.TextChoices):
-        PHYSICIAN = "physician", "Physician (annotator)"
-        COORDINATOR = "coordinator", "Coordinator"
-        ANALYST = "analyst", "Analyst"
+        PHYSICIAN = "physician", _("Physician (annotator)")
+        COORDINATOR = "coordinator", _("Coordinator")
+        ANALYST = "analyst", _("Analyst")
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=16, choices=Role.choices)
-    added_at = models.DateTimeField(default=timezone.now)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships",
+                                verbose_name=_("project"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
+                             verbose_name=_("user"))
+    role = models.CharField(max_length=16, choices=Role.choices, verbose_name=_("role"))
+    added_at = models.DateTimeField(default=timezone.now, verbose_name=_("added at"))
     added_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        verbose_name=_("added by")
     )
     last_used_at = models.DateTimeField(null=True, blank=True, help_text="When the user last chose to work in the "
-                                                                          "project: later logins open it.")
+                                                                          "project: later logins open it.",
+                                        verbose_name=_("last used at"))
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         db_table = "annotation_membership"
         ordering = ["project", "user__username", "role"]
         constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_project_member_role")]
@@ -132,7 +143,7 @@ class ProjectScoped(models.Model):
 class ProjectOwned(ProjectScoped):
     """Project data that names its project (corpora, campaigns, studies, judges, runs, jobs...)."""
 
-    project = ProjectField(Project, on_delete=models.PROTECT, related_name="+")
+    project = ProjectField(Project, on_delete=models.PROTECT, related_name="+", verbose_name=_("project"))
 
     class Meta:
         abstract = True
@@ -159,7 +170,7 @@ def project_id_of(obj) -> int | None:
 class SoftDeletable(models.Model):
     """Study data is never removed: a delete records who, when and why and hides the row."""
 
-    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    deleted_at = models.DateTimeField(null=True, blank=True, editable=False, verbose_name=_("deleted at"))
     deleted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False
     )
@@ -191,22 +202,25 @@ class AuditEvent(ProjectScoped):
     """Who did what to which object, when and why. Append-only. Its project is the target's (or given); its actor
     is always a member of that project or an administrator."""
 
-    at = models.DateTimeField(default=timezone.now, db_index=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True, verbose_name=_("at"))
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("actor")
     )
-    action = models.CharField(max_length=64)
+    action = models.CharField(max_length=64, verbose_name=_("action"))
     target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT)
     target_id = models.CharField(max_length=64, blank=True)
     target = GenericForeignKey("target_type", "target_id")
-    target_repr = models.CharField(max_length=300, blank=True)
+    target_repr = models.CharField(max_length=300, blank=True, verbose_name=_("target repr"))
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
                                 help_text="The project the event happened in (empty: instance-wide, e.g. an "
-                                          "account).")
-    reason = models.TextField(blank=True)
+                                          "account).", verbose_name=_("project"))
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
     data = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
         db_table = "annotation_auditevent"
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["target_type", "target_id"])]
@@ -236,11 +250,14 @@ class Pseudonym(ProjectOwned):
     """A rater's stable pseudonym in one project (random, so it neither counts raters nor links projects): what
     analysts see instead of names unless the campaign allows names."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="pseudonyms")
-    code = models.CharField(max_length=16)
-    created_at = models.DateTimeField(default=timezone.now)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="pseudonyms",
+                             verbose_name=_("user"))
+    code = models.CharField(max_length=16, verbose_name=_("code"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("pseudonym")
+        verbose_name_plural = _("pseudonyms")
         ordering = ["project", "code"]
         constraints = [
             models.UniqueConstraint(fields=["project", "user"], name="unique_pseudonym_per_user"),
@@ -255,11 +272,17 @@ class AccountSettings(models.Model):
     """A person's own settings, the same in every project: the language of their pages (``projects.language``).
     One row per user, made when they first choose; no row means the browser's language decides."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_settings")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_settings",
+                                verbose_name=_("user"))
     language = models.CharField(
         max_length=16, blank=True,
-        help_text="A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for.")
-    updated_at = models.DateTimeField(default=timezone.now)
+        help_text="A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for.",
+                                verbose_name=_("language"))
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("account settings")
+        verbose_name_plural = _("account settings")
 
     def __str__(self) -> str:
         return f"{self.user} ({self.language or 'browser language'})"
@@ -272,22 +295,25 @@ class Invitation(models.Model):
     instance; whoever holds the link accepts it, by signing in or by making an account. Only the token's hash is
     stored: the link is shown (or mailed) once. Read by token before its holder is a member, so not scoped."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
-    email = models.EmailField()
-    role = models.CharField(max_length=16, choices=Membership.Role.choices)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations",
+                                verbose_name=_("project"))
+    email = models.EmailField(verbose_name=_("email"))
+    role = models.CharField(max_length=16, choices=Membership.Role.choices, verbose_name=_("role"))
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+                                   related_name="+", verbose_name=_("created by"))
     expires_at = models.DateTimeField()
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
     revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
 
     class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
         ordering = ["project", "-created_at", "-id"]
 
     def __str__(self) -> str:

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ScoringConfig(AppConfig):
     name = "scoring"
-    verbose_name = "Scoring: LLM judges, statistics and reports"
+    verbose_name = _("Scoring: LLM judges, statistics and reports")
     default_auto_field = "django.db.models.BigAutoField"
     role_permissions = {
         "coordinator": ["add_job", "view_job", "add_judgeconfig", "change_judgeconfig", "view_judgeconfig",

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class StudiesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "studies"
-    verbose_name = "Study archive"
+    verbose_name = _("Study archive")
     demo_commands = ["load_methods_demo"]  # after every other app's demo (INSTALLED_APPS order)
 
     def ready(self) -> None:

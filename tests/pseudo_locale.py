@@ -76,8 +76,8 @@ PAGES: list[Page] = [
     *(Page("delphi:study", role, ("delphi_study",)) for role in ("coordinator", "analyst")),
     Page("delphi:study-links", "coordinator", ("delphi_study",)),
     *(Page("delphi:round", role, ("round",)) for role in ("coordinator", "analyst")),
-    Page("delphi:round-validation", "analyst", ("round",)),
-    Page("delphi:mine", "physician"),
+    *(Page("delphi:round-validation", role, ("round",)) for role in ("coordinator", "analyst")),
+    *(Page("delphi:mine", role) for role in ("coordinator", "analyst", "physician")),
     # (the items in English in both languages: the numbers check compares the page's own numbers, not the items')
     Page("delphi:panel-home", "anonymous", ("panel_token",), query="?lang=en"),
     Page("", "anonymous", path="/delphi/p/not-a-link/", status=403),
@@ -91,7 +91,9 @@ PAGES: list[Page] = [
     # texts' numbers differ between their languages)
     Page("rate", "physician", ("open_assignment",), query="?lang=en"),
     Page("rate", "physician", ("assignment",), query="?lang=en"),  # submitted: closed to changes
-    Page("rate-next", "analyst"),  # nothing left to rate (no assignment)
+    *(Page("rate-next", role) for role in ("coordinator", "analyst")),  # nothing left to rate (no assignment)
+    *(Page("campaign-detail", role, ("campaign",)) for role in ("coordinator", "analyst")),
+    Page("campaign-active-sample", "coordinator", ("campaign",)),
     # LLM judges: the list, a judge's form, starting a run, a run (finished; imported), its report against the
     # campaign (computing: the world's report job is queued), the mode comparison, a jury, its report and
     # comparison, the judge selection, the system page
@@ -103,25 +105,32 @@ PAGES: list[Page] = [
       for kind in ("judge_run", "imported_run")),
     *(Page("judge-run-report", role, ("judge_run",), query="?campaign={campaign}")
       for role in ("coordinator", "analyst")),
-    Page("judge-run-compare", "analyst", ("judge_run", "imported_run"), query="?campaign={campaign}"),
+    *(Page("judge-run-compare", role, ("judge_run", "imported_run"), query="?campaign={campaign}")
+      for role in ("coordinator", "analyst")),
     *(Page("jury-detail", role, ("jury",)) for role in ("coordinator", "analyst")),
-    Page("jury-report", "analyst", ("jury",), query="?campaign={campaign}"),
-    Page("jury-compare", "coordinator", ("jury", "judge_run"), query="?campaign={campaign}"),
+    *(Page("jury-report", role, ("jury",), query="?campaign={campaign}") for role in ("coordinator", "analyst")),
+    *(Page("jury-compare", role, ("jury", "judge_run"), query="?campaign={campaign}")
+      for role in ("coordinator", "analyst")),
     *(Page("judge-selection", role, query=query) for role in ("coordinator", "analyst")
       for query in ("", "?campaign={campaign}")),
     Page("system", "coordinator"),
-    # dialogue generation: its home page (the others show the generation forms' and prompts' Python strings, not
-    # translated yet)
-    Page("generation-home", "coordinator"),
+    # dialogue generation: its home page, importing cases, a case set, starting a job, a job and a dialogue it made
+    *(Page("generation-home", role) for role in ("coordinator", "analyst")),
+    Page("generation-case-import", "coordinator"),
+    Page("generation-job-new", "coordinator"),
+    *(Page("generation-case-set", role, ("case_set",)) for role in ("coordinator", "analyst")),
+    *(Page("generation-job", role, ("generation_job",)) for role in ("coordinator", "analyst")),
+    *(Page("generation-dialogue", role, ("generated_dialogue",)) for role in ("coordinator", "analyst")),
     # agreement reports (the world's report is still being computed: the progress page)
     *(Page(name, role, ("campaign",)) for role in ("coordinator", "analyst")
       for name in ("campaign-report", "campaign-trial-report")),
     # preference studies (the world's is open: its results are sealed, 409)
     *(Page("preference-list", role) for role in ("coordinator", "analyst")),
     Page("preference-new", "coordinator"),
-    # (the study page, "preference-detail", once the LLM run partials it shows -- causes, caps, spend -- are converted)
+    *(Page("preference-detail", role, ("preference_study",)) for role in ("coordinator", "analyst")),
     *(Page("preference-results", role, ("preference_study",), status=409) for role in ("coordinator", "analyst")),
     Page("compare-task", "physician", ("preference_task",)),
+    *(Page("compare-next", role) for role in ("coordinator", "analyst")),  # nothing left to compare
     # the study archive
     *(Page(name, role) for role in ("coordinator", "analyst") for name in ("study-archive", "study-archive-methods")),
     # not found
@@ -133,14 +142,18 @@ def pseudo(text: str) -> str:
     return f"{OPEN}{text}{CLOSE}"
 
 
-def django_catalogues(language: str = "zh_Hans") -> list[Path]:
-    """Django's own catalogues (its forms, validators and messages: the password change page's), which the site's
-    languages get from Django: the pseudo-locale wraps them too."""
+def django_catalogues() -> list[Path]:
+    """Django's own catalogues (its forms, validators, messages and admin) and Django REST framework's, which the
+    site's languages get from them: the pseudo-locale wraps them too. Django's English catalogues list every string
+    it translates (its Chinese one lacks its newest, e.g. the admin's hidden table headers); REST framework ships
+    compiled catalogues only."""
     import django
+    import rest_framework
 
     root = Path(django.__file__).parent
-    return sorted([*root.glob(f"conf/locale/{language}/LC_MESSAGES/django.po"),
-                   *root.glob(f"contrib/*/locale/{language}/LC_MESSAGES/django.po")])
+    return sorted([*root.glob("conf/locale/en/LC_MESSAGES/django.po"),
+                   *root.glob("contrib/*/locale/en/LC_MESSAGES/django.po"),
+                   *Path(rest_framework.__file__).parent.glob("locale/zh_Hans/LC_MESSAGES/django.mo")])
 
 
 def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
@@ -154,8 +167,8 @@ def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
         out = by_domain.setdefault(path.stem, polib.POFile())
         out.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": locale,
                         "Plural-Forms": "nplurals=2; plural=(n != 1);"}
-        for entry in polib.pofile(str(path)):
-            if entry.obsolete:
+        for entry in (polib.mofile if path.suffix == ".mo" else polib.pofile)(str(path)):
+            if entry.obsolete or not entry.msgid:
                 continue
             if entry.msgid_plural:
                 new = polib.POEntry(msgctxt=entry.msgctxt, msgid=entry.msgid, msgid_plural=entry.msgid_plural,

@@ -144,5 +144,5 @@ def test_a_page_without_unfinished_work_says_where_the_rest_is(client, coordinat
         status=Assignment.Status.SUBMITTED)
     client.force_login(coordinator)
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
-    assert "The 0 unfinished assignment(s) of the dialogues on this page" in page
+    assert "The 0 unfinished assignments of the dialogues on this page" in page
     assert f"{2 * (N - PAGE_SIZE)} in the campaign" in page and 'id="reassign-form"' not in page

@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.keys import validate_key_variable
@@ -18,15 +20,19 @@ from scoring.llm.models import EngineJob, WorkUnit
 class CaseSet(ProjectOwned, SoftDeletable):
     """A named collection of patient cases, imported from one JSON Lines file (or several)."""
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, verbose_name=_("name"))
     description = models.TextField(blank=True)
-    source = models.CharField(max_length=300, blank=True, help_text="File the cases came from.")
+    source = models.CharField(max_length=300, blank=True, help_text="File the cases came from.",
+                              verbose_name=_("source"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("case set")
+        verbose_name_plural = _("case sets")
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_case_set_name_per_project")]
 
@@ -42,12 +48,12 @@ class PatientCase(ProjectScoped, SoftDeletable):
     project_path = "case_set__project"
 
     class Kind(models.TextChoices):
-        SELF_REPORT = "self_report", "Self-report"
-        OSCE = "osce", "OSCE case"
+        SELF_REPORT = "self_report", _("Self-report")
+        OSCE = "osce", _("OSCE case")
 
-    case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="cases")
-    external_id = models.CharField(max_length=200)
-    kind = models.CharField(max_length=12, choices=Kind.choices)
+    case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="cases", verbose_name=_("case set"))
+    external_id = models.CharField(max_length=200, verbose_name=_("external id"))
+    kind = models.CharField(max_length=12, choices=Kind.choices, verbose_name=_("kind"))
     self_report = models.TextField(help_text="What the patient tells the doctor first (OSCE: demographics and "
                                              "main complaint).")
     patient_info = models.JSONField(default=dict, blank=True,
@@ -56,13 +62,16 @@ class PatientCase(ProjectScoped, SoftDeletable):
     doctor_info = models.TextField(blank=True, help_text="What the doctor is told (OSCE: Objective_for_Doctor).")
     examination = models.JSONField(default=dict, blank=True, help_text="Physical examination findings.")
     test_results = models.JSONField(default=dict, blank=True, help_text="Answers of the measurement agent.")
-    diagnosis = models.TextField(blank=True, help_text="Correct diagnosis; only the moderator sees it.")
-    language = models.CharField(max_length=16, default="en")
+    diagnosis = models.TextField(blank=True, help_text="Correct diagnosis; only the moderator sees it.",
+                                 verbose_name=_("diagnosis"))
+    language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
     meta = models.JSONField(default=dict, blank=True)
     line = models.PositiveIntegerField(default=0, help_text="Line of the imported file.")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("patient case")
+        verbose_name_plural = _("patient cases")
         ordering = ["case_set", "line", "external_id"]
         constraints = [models.UniqueConstraint(fields=["case_set", "external_id"], name="unique_case_external_id")]
 
@@ -79,9 +88,10 @@ class GenerationJob(ProjectOwned, EngineJob):
     condition (temperature x doctor bias x patient bias). API keys are never stored: ``*_api_key_env`` names the
     environment variable holding each key."""
 
-    name = models.CharField(max_length=200)
-    case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="jobs")
-    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="generation_jobs")
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="jobs", verbose_name=_("case set"))
+    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="generation_jobs",
+                               verbose_name=_("corpus"))
     doctor_base_url = models.CharField(max_length=300, blank=True,
                                        help_text="Empty: OPENAI_BASE_URL from the environment.")
     doctor_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable])
@@ -90,7 +100,7 @@ class GenerationJob(ProjectOwned, EngineJob):
                                         help_text="Empty: OPENAI_BASE_URL from the environment.")
     patient_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY",
                                            validators=[validate_key_variable])
-    patient_model = models.CharField(max_length=200)
+    patient_model = models.CharField(max_length=200, verbose_name=_("patient model"))
     measurement_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
     moderator_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
     temperatures = models.JSONField(default=list, help_text="Doctor temperatures to sweep.")
@@ -103,11 +113,14 @@ class GenerationJob(ProjectOwned, EngineJob):
     reveal_diagnosis = models.BooleanField(default=False, help_text="Tell the patient simulator its diagnosis.")
     snapshot = models.JSONField(default=dict, help_text="Prompts and every setting as they were at the start.")
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("generation job")
+        verbose_name_plural = _("generation jobs")
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -120,39 +133,44 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
     project_path = "job__project"
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "In progress"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Pending")
+        RUNNING = "running", _("In progress")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     OPEN = (Status.PENDING, Status.RUNNING)
 
     class Ending(models.TextChoices):
-        MARKER = "marker", "End marker"
-        TURN_LIMIT = "turn_limit", "Turn limit"
+        MARKER = "marker", _("End marker")
+        TURN_LIMIT = "turn_limit", _("Turn limit")
 
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="dialogues")
-    case = models.ForeignKey(PatientCase, on_delete=models.PROTECT, related_name="generated")
-    doctor_model = models.CharField(max_length=200)
-    temperature = models.FloatField()
-    doctor_bias = models.CharField(max_length=40, default="none")
-    patient_bias = models.CharField(max_length=40, default="none")
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="dialogues", verbose_name=_("job"))
+    case = models.ForeignKey(PatientCase, on_delete=models.PROTECT, related_name="generated", verbose_name=_("case"))
+    doctor_model = models.CharField(max_length=200, verbose_name=_("doctor model"))
+    temperature = models.FloatField(verbose_name=_("temperature"))
+    doctor_bias = models.CharField(max_length=40, default="none", verbose_name=_("doctor bias"))
+    patient_bias = models.CharField(max_length=40, default="none", verbose_name=_("patient bias"))
     repeat = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    ended_by = models.CharField(max_length=12, choices=Ending.choices, blank=True)
-    turns_used = models.PositiveIntegerField(default=0, help_text="Doctor turns, test requests included.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True,
+                              verbose_name=_("status"))
+    ended_by = models.CharField(max_length=12, choices=Ending.choices, blank=True, verbose_name=_("ended by"))
+    turns_used = models.PositiveIntegerField(default=0, help_text="Doctor turns, test requests included.",
+                                             verbose_name=_("turns used"))
     final_diagnosis = models.TextField(blank=True)
-    correct = models.BooleanField(null=True, blank=True, help_text="The moderator's verdict (OSCE cases).")
+    correct = models.BooleanField(null=True, blank=True, help_text="The moderator's verdict (OSCE cases).",
+                                  verbose_name=_("correct"))
     moderator_answer = models.TextField(blank=True)
     moderator_call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT,
                                        related_name="+")
     moderator_from_cache = models.BooleanField(default=False)
     masked = models.PositiveIntegerField(default=0, help_text="Patient turns where the diagnosis was masked.")
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+")
+                                 related_name="+", verbose_name=_("dialogue"))
     retry_round = models.PositiveIntegerField(default=0)
 
     class Meta:
+        verbose_name = _("generated dialogue")
+        verbose_name_plural = _("generated dialogues")
         ordering = ["job", "case__line", "doctor_model", "temperature", "doctor_bias", "patient_bias", "repeat"]
         constraints = [models.UniqueConstraint(
             fields=["job", "case", "doctor_model", "temperature", "doctor_bias", "patient_bias", "repeat"],
@@ -164,11 +182,11 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
 
     @property
     def condition(self) -> str:
-        parts = [f"T={self.temperature:g}"]
+        parts = [gettext("T=%(temperature)s") % {"temperature": f"{self.temperature:g}"}]
         if self.doctor_bias != "none":
-            parts.append(f"doctor bias {self.doctor_bias}")
+            parts.append(gettext("doctor bias %(bias)s") % {"bias": self.doctor_bias})
         if self.patient_bias != "none":
-            parts.append(f"patient bias {self.patient_bias}")
+            parts.append(gettext("patient bias %(bias)s") % {"bias": self.patient_bias})
         return ", ".join(parts)
 
 
@@ -178,19 +196,23 @@ class GenerationTurn(ProjectScoped):
     project_path = "generated__job__project"
 
     class Role(models.TextChoices):
-        DOCTOR = "doctor", "Doctor"
-        PATIENT = "patient", "Patient"
-        MEASUREMENT = "measurement", "Measurement"
+        DOCTOR = "doctor", _("Doctor")
+        PATIENT = "patient", _("Patient")
+        MEASUREMENT = "measurement", _("Measurement")
 
-    generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="turn_rows")
-    index = models.PositiveIntegerField()
-    role = models.CharField(max_length=12, choices=Role.choices)
-    text = models.TextField()
-    call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    from_cache = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="turn_rows",
+                                  verbose_name=_("generated"))
+    index = models.PositiveIntegerField(verbose_name=_("index"))
+    role = models.CharField(max_length=12, choices=Role.choices, verbose_name=_("role"))
+    text = models.TextField(verbose_name=_("text"))
+    call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                             verbose_name=_("call"))
+    from_cache = models.BooleanField(default=False, verbose_name=_("from cache"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("generation turn")
+        verbose_name_plural = _("generation turns")
         ordering = ["generated", "index"]
         constraints = [models.UniqueConstraint(fields=["generated", "index"], name="unique_generation_turn")]
 
@@ -203,13 +225,16 @@ class GenerationCall(ProjectScoped):
 
     project_path = "job__project"
 
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="calls")
-    generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="calls")
-    role = models.CharField(max_length=12)
-    call = models.ForeignKey("scoring.LLMCall", on_delete=models.PROTECT, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="calls", verbose_name=_("job"))
+    generated = models.ForeignKey(GeneratedDialogue, on_delete=models.CASCADE, related_name="calls",
+                                  verbose_name=_("generated"))
+    role = models.CharField(max_length=12, verbose_name=_("role"))
+    call = models.ForeignKey("scoring.LLMCall", on_delete=models.PROTECT, related_name="+", verbose_name=_("call"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("generation call")
+        verbose_name_plural = _("generation calls")
         ordering = ["job", "created_at"]
         constraints = [models.UniqueConstraint(fields=["job", "call"], name="unique_generation_call")]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotation.importers import ImportRejected, LineError, size_error
@@ -21,18 +23,17 @@ from scoring.llm.endpoints import endpoint_help
 from scoring.llm.forms import SpendCapsForm
 
 FIELD_GROUPS = [
-    ("Cases and output", ["name", "case_set", "corpus_name", "split"]),
-    ("Doctor under test", ["doctor_models", "doctor_endpoint"]),
-    ("Patient simulator, measurement agent and moderator", ["patient_model", "patient_endpoint",
+    (_("Cases and output"), ["name", "case_set", "corpus_name", "split"]),
+    (_("Doctor under test"), ["doctor_models", "doctor_endpoint"]),
+    (_("Patient simulator, measurement agent and moderator"), ["patient_model", "patient_endpoint",
                                                               "measurement_model", "moderator_model",
                                                               "patient_temperature"]),
-    ("Conditions", ["temperatures", "doctor_biases", "patient_biases", "repeats"]),
-    ("Dialogue", ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
-    ("Limits and prices", ["max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
+    (_("Conditions"), ["temperatures", "doctor_biases", "patient_biases", "repeats"]),
+    (_("Dialogue"), ["max_turns", "end_marker", "reveal_diagnosis", "max_tokens"]),
+    (_("Limits and prices"), ["max_attempts", "doctor_price_in", "doctor_price_out", "patient_price_in",
                            "patient_price_out", "cost_cap", "token_cap"]),
-    ("Prompts (defaults written from Schmidgall et al., AgentClinic, Appendix B)", ["doctor_prompt", "patient_prompt",
-                                                                           "measurement_prompt",
-                                                                           "moderator_prompt"]),
+    (_("Prompts (defaults written from Schmidgall et al., AgentClinic, Appendix B)"),
+     ["doctor_prompt", "patient_prompt", "measurement_prompt", "moderator_prompt"]),
 ]
 
 
@@ -79,9 +80,9 @@ def case_import(request):
             except ImportRejected as exc:
                 errors = exc.errors
             else:
-                messages.success(request, f"Imported {counts['created']} case(s) into {case_set.name} "
-                                          f"({counts['osce']} OSCE, {counts['self_report']} self-report, "
-                                          f"{counts['from_templates']} from templates).")
+                messages.success(request, gettext(
+                    "Imported %(created)s case(s) into %(case_set)s (%(osce)s OSCE, %(self_report)s self-report, "
+                    "%(from_templates)s from templates).") % {**counts, "case_set": case_set.name})
                 return redirect("generation-case-set", pk=case_set.pk)
     return render(request, "scoring/generation_import.html", {"form": form, "errors": errors})
 
@@ -106,7 +107,9 @@ def job_new(request):
             form.add_error(None, str(exc))
         else:
             count = generation.start(job, request.user)
-            messages.success(request, f"Generation #{job.pk} started: {count} dialogue(s) queued.")
+            messages.success(request, ngettext("Generation #%(job)s started: %(count)s dialogue queued.",
+                                               "Generation #%(job)s started: %(count)s dialogues queued.", count)
+                             % {"job": job.pk, "count": count})
             return redirect("generation-job", pk=job.pk)
     groups = [(legend, [form[name] for name in names]) for legend, names in FIELD_GROUPS]
     return render(request, "scoring/generation_job_new.html", {"form": form, "groups": groups,
@@ -150,19 +153,21 @@ def job_action(request, pk: int):
             generation.set_status(job, GenerationJob.Status.CANCELLED, request.user)
         elif action == "resume":
             if job.status != GenerationJob.Status.PAUSED:
-                raise generation.GenerationError("Only a paused job can be resumed.")
+                raise generation.GenerationError(gettext("Only a paused job can be resumed."))
             generation.start(job, request.user)
         elif action == "retry":
             count = generation.retry_failed(job, request.user)
-            messages.success(request, f"{count} failed dialogue(s) will continue from their last stored turn.")
+            messages.success(request, ngettext("%(count)s failed dialogue will continue from its last stored turn.",
+                                               "%(count)s failed dialogues will continue from their last stored "
+                                               "turn.", count) % {"count": count})
         elif action == "caps":
             caps = SpendCapsForm(request.POST)
             if not caps.is_valid():
                 raise generation.GenerationError(caps.problem())
             engine.set_caps(generation.HANDLER, job, **caps.caps(), user=request.user, action="generation_job")
-            messages.success(request, "Spending caps saved.")
+            messages.success(request, gettext("Spending caps saved."))
         else:
-            raise generation.GenerationError("Unknown action.")
+            raise generation.GenerationError(gettext("Unknown action."))
     except generation.GenerationError as exc:
         messages.error(request, str(exc))
     return redirect("generation-job", pk=pk)

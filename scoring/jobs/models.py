@@ -36,27 +36,32 @@ class Job(ProjectScoped):
         SUCCEEDED = "succeeded", _("Succeeded")
         FAILED = "failed", _("Failed")
 
-    kind = models.CharField(max_length=40, choices=Kind.choices)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    kind = models.CharField(max_length=40, choices=Kind.choices, verbose_name=_("kind"))
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True,
+                              verbose_name=_("status"))
     params = models.JSONField(default=dict, blank=True)
-    result = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True, verbose_name=_("result"))
     error = models.TextField(blank=True)
     progress = models.FloatField(default=0.0)
     message = models.CharField(max_length=200, blank=True, help_text=_("What the job is doing now."))
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text=_("Empty for instance-wide jobs (the worker check)."))
+                                related_name="+", help_text=_("Empty for instance-wide jobs (the worker check)."),
+                                verbose_name=_("project"))
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("requested by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text=_("Last message sent to the workers."))
     heartbeat_at = models.DateTimeField(null=True, blank=True,
                                         help_text=_("Last sign of life of the worker running it."))
 
     class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:

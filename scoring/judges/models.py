@@ -19,21 +19,26 @@ from scoring.llm.models import EngineJob, LLMCall, LLMEndpoint, WorkUnit
 class PromptSet(ProjectOwned):
     """A versioned set of judge prompts for one scale version. Used sets are immutable; edits make a new version."""
 
-    name = models.CharField(max_length=120)
-    version = models.PositiveIntegerField(default=1)
-    scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=120, verbose_name=_("name"))
+    version = models.PositiveIntegerField(default=1, verbose_name=_("version"))
+    scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+",
+                                      verbose_name=_("scale version"))
     system_prompt = models.TextField()
     dialogue_template = models.TextField(
         help_text=_("How the dialogue is shown; {self_report} and {turns} are filled."))
     per_dialogue_instruction = models.TextField(help_text=_("Question for the one-call-per-dialogue mode."))
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when a run first uses it."))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when a run first uses it."),
+                                     verbose_name=_("locked at"))
 
     class Meta:
+        verbose_name = _("prompt set")
+        verbose_name_plural = _("prompt sets")
         ordering = ["name", "-version"]
         constraints = [models.UniqueConstraint(fields=["project", "name", "version"], name="unique_prompt_set_version")]
 
@@ -46,11 +51,14 @@ class Prompt(ProjectScoped):
 
     project_path = "prompt_set__project"
 
-    prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts")
-    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="+")
-    question = models.TextField()
+    prompt_set = models.ForeignKey(PromptSet, on_delete=models.CASCADE, related_name="prompts",
+                                   verbose_name=_("prompt set"))
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="+", verbose_name=_("item"))
+    question = models.TextField(verbose_name=_("question"))
 
     class Meta:
+        verbose_name = _("prompt")
+        verbose_name_plural = _("prompts")
         ordering = ["prompt_set", "item__order"]
         constraints = [models.UniqueConstraint(fields=["prompt_set", "item"], name="unique_prompt_per_item")]
 
@@ -70,17 +78,20 @@ class JudgeConfig(ProjectOwned):
         PER_ITEM = "per-item", _("One call per dialogue and item (the paper's method)")
         PER_DIALOGUE = "per-dialogue", _("One structured call per dialogue returning every item")
 
-    name = models.CharField(max_length=120)
+    name = models.CharField(max_length=120, verbose_name=_("name"))
     endpoint = models.ForeignKey(LLMEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="judges",
-                                 help_text=_("Defined by an administrator; empty for judges made by run_judge."))
-    base_url = models.CharField(max_length=300, blank=True, help_text=_("Empty: OPENAI_BASE_URL from the environment."))
+                                 help_text=_("Defined by an administrator; empty for judges made by run_judge."),
+                                 verbose_name=_("endpoint"))
+    base_url = models.CharField(max_length=300, blank=True, help_text=_("Empty: OPENAI_BASE_URL from the environment."),
+                                verbose_name=_("base url"))
     api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable],
-                                   help_text=_("Name of the environment variable holding the key."))
-    model = models.CharField(max_length=200)
-    temperature = models.FloatField(default=0.0)
+                                   help_text=_("Name of the environment variable holding the key."),
+                                   verbose_name=_("api key env"))
+    model = models.CharField(max_length=200, verbose_name=_("model"))
+    temperature = models.FloatField(default=0.0, verbose_name=_("temperature"))
     max_tokens = models.PositiveIntegerField(default=256)
-    seed = models.BigIntegerField(null=True, blank=True)
-    mode = models.CharField(max_length=14, choices=Mode.choices, default=Mode.PER_ITEM)
+    seed = models.BigIntegerField(null=True, blank=True, verbose_name=_("seed"))
+    mode = models.CharField(max_length=14, choices=Mode.choices, default=Mode.PER_ITEM, verbose_name=_("mode"))
     structured_output = models.BooleanField(default=True, help_text=_("Ask for JSON-schema output (response_format)."))
     request_logprobs = models.BooleanField(default=True, help_text=_("Ask for logprobs to store P(yes)."))
     draws = models.PositiveSmallIntegerField(
@@ -89,22 +100,28 @@ class JudgeConfig(ProjectOwned):
                   "than 1 stores their spread as the judge's uncertainty (self-consistency). Each costs its tokens."))
     draw_temperature = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
                                          help_text=_("The temperature of the repeated draws (used when draws > 1)."))
-    concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once, all workers."))
-    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    timeout_seconds = models.FloatField(default=60.0)
+    concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once, all workers."),
+                                              verbose_name=_("concurrency"))
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("requests per minute"))
+    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("tokens per minute"))
+    timeout_seconds = models.FloatField(default=60.0, verbose_name=_("timeout seconds"))
     max_attempts = models.PositiveIntegerField(default=6)
     price_input_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
     price_output_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
     currency = models.CharField(max_length=8, default="USD", help_text=_("Currency of the prices (and of the costs "
-                                                                       "shown); from the endpoint when it has one."))
-    prompt_set = models.ForeignKey(PromptSet, on_delete=models.PROTECT, related_name="configs")
+                                                                       "shown); from the endpoint when it has one."),
+                                verbose_name=_("currency"))
+    prompt_set = models.ForeignKey(PromptSet, on_delete=models.PROTECT, related_name="configs",
+                                   verbose_name=_("prompt set"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("judge config")
+        verbose_name_plural = _("judge configs")
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_judge_name_per_project")]
 
@@ -137,15 +154,17 @@ class JudgeRun(ProjectOwned, EngineJob):
         IMPORTED = "imported", _("Imported scores")
 
     config = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="runs",
-                               help_text=_("Empty for imported runs."))
-    source = models.CharField(max_length=10, choices=Source.choices, default=Source.LIVE)
+                               help_text=_("Empty for imported runs."), verbose_name=_("config"))
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.LIVE, verbose_name=_("source"))
     scale_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
                                       related_name="+", help_text=_("Imported runs: the version their items belong to "
-                                                                  "(live runs: their prompt set's)."))
+                                                                  "(live runs: their prompt set's)."),
+                                      verbose_name=_("scale version"))
     source_file = models.CharField(max_length=255, blank=True, help_text=_("Imported runs: the file's name."))
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True,
                                      help_text=_("Imported runs: the SHA-256 of the file."))
-    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs")
+    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs",
+                               verbose_name=_("corpus"))
     filter_split = models.CharField(max_length=12, blank=True)
     filter_model = models.CharField(max_length=200, blank=True)
     filter_language = models.CharField(max_length=16, blank=True)
@@ -154,11 +173,14 @@ class JudgeRun(ProjectOwned, EngineJob):
                                 "(half the price, results within 24 hours) instead of one by one."))
     snapshot = models.JSONField(default=dict, help_text=_("The configuration and prompts as they were at the start."))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("judge run")
+        verbose_name_plural = _("judge runs")
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -187,21 +209,27 @@ class JudgeResult(ProjectScoped, WorkUnit):
         UNSCORED = "unscored", _("Unscored (unparseable answer)")
         FAILED = "failed", _("Failed")
 
-    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results")
-    dialogue = models.ForeignKey("annotation.Dialogue", on_delete=models.PROTECT, related_name="judge_results")
-    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="judge_results")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    value = ScoreField(null=True, blank=True)
-    p_yes = models.FloatField(null=True, blank=True)
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results", verbose_name=_("run"))
+    dialogue = models.ForeignKey("annotation.Dialogue", on_delete=models.PROTECT, related_name="judge_results",
+                                 verbose_name=_("dialogue"))
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="judge_results",
+                             verbose_name=_("item"))
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True,
+                              verbose_name=_("status"))
+    value = ScoreField(null=True, blank=True, verbose_name=_("value"))
+    p_yes = models.FloatField(null=True, blank=True, verbose_name=_("p yes"))
     uncertainty = models.FloatField(null=True, blank=True, help_text=_("The judge's expected error size on this "
                                     "answer (from log-probabilities, or the spread of repeated draws)."))
     rationale = models.TextField(blank=True)
-    call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results")
-    from_cache = models.BooleanField(default=False)
+    call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results",
+                             verbose_name=_("call"))
+    from_cache = models.BooleanField(default=False, verbose_name=_("from cache"))
     retry_round = models.PositiveIntegerField(default=0, help_text=_("Bumped by 'retry': asks the endpoint again "
                                                                      "instead of reusing the cached answer."))
 
     class Meta:
+        verbose_name = _("judge result")
+        verbose_name_plural = _("judge results")
         ordering = ["run", "dialogue", "item__order"]
         constraints = [models.UniqueConstraint(fields=["run", "dialogue", "item"], name="unique_judge_result")]
         # Claims take pending units in id order (per item) or dialogue order (per dialogue) straight from these.
@@ -218,8 +246,13 @@ class ImportedPrompt(ProjectScoped):
 
     project_path = "result__run__project"
 
-    result = models.OneToOneField(JudgeResult, on_delete=models.CASCADE, related_name="imported_prompt")
-    text = models.TextField()
+    result = models.OneToOneField(JudgeResult, on_delete=models.CASCADE, related_name="imported_prompt",
+                                  verbose_name=_("result"))
+    text = models.TextField(verbose_name=_("text"))
+
+    class Meta:
+        verbose_name = _("imported prompt")
+        verbose_name_plural = _("imported prompts")
 
     def __str__(self) -> str:
         return f"prompt of {self.result}"
@@ -249,10 +282,12 @@ class Jury(ProjectOwned, SoftDeletable):
     config_id = None
     item_codes: list = []
 
-    name = models.CharField(max_length=120)
-    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="juries")
-    scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
-    rule = models.CharField(max_length=10, choices=Rule.choices, default=Rule.MAJORITY)
+    name = models.CharField(max_length=120, verbose_name=_("name"))
+    corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="juries",
+                               verbose_name=_("corpus"))
+    scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+",
+                                      verbose_name=_("scale version"))
+    rule = models.CharField(max_length=10, choices=Rule.choices, default=Rule.MAJORITY, verbose_name=_("rule"))
     tie_rule = models.CharField(max_length=10, choices=TieRule.choices, default=TieRule.LOWER,
                                 help_text=_("How a tied vote, or a median or mean exactly half-way between two "
                                           "allowed values, is settled."))
@@ -260,13 +295,15 @@ class Jury(ProjectOwned, SoftDeletable):
                                                                 "values (the report's agreement figures need them)."))
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("jury")
         ordering = ["name", "pk"]
-        verbose_name_plural = "juries"
+        verbose_name_plural = _("juries")
         constraints = [models.UniqueConstraint(fields=["project", "name"], condition=models.Q(deleted_at__isnull=True),
                                                name="unique_live_jury_name_per_project")]
 
@@ -296,11 +333,13 @@ class JuryMember(ProjectScoped):
 
     project_path = "jury__project"
 
-    jury = models.ForeignKey(Jury, on_delete=models.CASCADE, related_name="members")
-    run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="jury_memberships")
-    position = models.PositiveIntegerField(default=0)
+    jury = models.ForeignKey(Jury, on_delete=models.CASCADE, related_name="members", verbose_name=_("jury"))
+    run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="jury_memberships", verbose_name=_("run"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
 
     class Meta:
+        verbose_name = _("jury member")
+        verbose_name_plural = _("jury members")
         ordering = ["jury", "position"]
         constraints = [models.UniqueConstraint(fields=["jury", "run"], name="unique_jury_member")]
 
@@ -314,17 +353,19 @@ class SelectionSettings(ProjectOwned):
     selection once for them and every reader sees the same table; changed on the selection page, each change in
     the audit trail (before and after)."""
 
-    campaign = models.OneToOneField("annotation.Campaign", on_delete=models.PROTECT, related_name="+")
-    held_out_share = models.FloatField(default=0.3)
-    seed = models.PositiveBigIntegerField(default=20240501)
+    campaign = models.OneToOneField("annotation.Campaign", on_delete=models.PROTECT, related_name="+",
+                                    verbose_name=_("campaign"))
+    held_out_share = models.FloatField(default=0.3, verbose_name=_("held out share"))
+    seed = models.PositiveBigIntegerField(default=20240501, verbose_name=_("seed"))
     verdict = models.JSONField(default=dict, blank=True, help_text=_("The verdict settings (floor, minimum dialogues, "
                                                                    "margin, interval method)."))
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
-    updated_at = models.DateTimeField(default=timezone.now)
+                                   related_name="+", verbose_name=_("updated by"))
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
-        verbose_name_plural = "selection settings"
+        verbose_name = _("selection settings")
+        verbose_name_plural = _("selection settings")
 
     def __str__(self) -> str:
         return f"selection settings of campaign {self.campaign_id}"

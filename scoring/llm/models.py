@@ -21,23 +21,25 @@ class LLMCall(ProjectScoped):
     leaves the project out. ``project`` is the project that paid for the call; cost and token estimates count only
     a project's own calls. The engine reads calls by key (``unscoped``: the key already holds the project)."""
 
-    key = models.CharField(max_length=64, unique=True)
+    key = models.CharField(max_length=64, unique=True, verbose_name=_("key"))
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text=_("The project that sent (and paid for) the request."))
-    endpoint = models.CharField(max_length=300)
-    model = models.CharField(max_length=200)
+                                related_name="+", help_text=_("The project that sent (and paid for) the request."),
+                                verbose_name=_("project"))
+    endpoint = models.CharField(max_length=300, verbose_name=_("endpoint"))
+    model = models.CharField(max_length=200, verbose_name=_("model"))
     request = models.JSONField()
-    response = models.JSONField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True, verbose_name=_("response"))
     content = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0, verbose_name=_("cost"))
+    latency_ms = models.PositiveIntegerField(default=0, verbose_name=_("latency ms"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name_plural = _("LLM calls")
         ordering = ["-created_at"]
-        verbose_name = "LLM call"
+        verbose_name = _("LLM call")
 
     def __str__(self) -> str:
         return f"{self.model} {self.key[:12]}"
@@ -47,13 +49,13 @@ class WorkUnit(models.Model):
     """What the engine needs on a unit of LLM work (a judge result, a preference verdict, a generated dialogue):
     a claim naming the engine that holds it, a lease as a last resort, and a retry time after a failure."""
 
-    attempts = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
     error = models.TextField(blank=True)
     claimed_by = models.CharField(max_length=100, blank=True, default="",
                                   help_text=_("The engine (or provider batch) that holds the unit now."))
     claimed_until = models.DateTimeField(null=True, blank=True)
     not_before = models.DateTimeField(null=True, blank=True, help_text=_("Retry no earlier than this (backoff)."))
-    updated_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
         abstract = True
@@ -83,10 +85,11 @@ class EngineJob(models.Model):
     FINISHED = (Status.SUCCEEDED, Status.PROBLEMS)
     ENDED = (Status.SUCCEEDED, Status.PROBLEMS, Status.FAILED, Status.CANCELLED)
 
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True,
+                              verbose_name=_("status"))
     error = models.TextField(blank=True, help_text=_("Why the job failed, paused or finished with problems."))
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     activity_at = models.DateTimeField(null=True, blank=True, help_text=_("Last stored answer."))
     woken_at = models.DateTimeField(null=True, blank=True, help_text=_("Last wake-up message sent to the workers."))
     requests_sent = models.PositiveBigIntegerField(
@@ -119,17 +122,19 @@ class LLMWorker(models.Model):
     """A live engine (one per worker process) and its heartbeat. Claims and limiter slots of an engine whose
     heartbeat stopped are freed, so a killed worker's units are taken up again within seconds."""
 
-    owner = models.CharField(max_length=100, unique=True)
-    hostname = models.CharField(max_length=200)
-    pid = models.PositiveIntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    seen_at = models.DateTimeField(default=timezone.now, db_index=True)
-    in_flight = models.PositiveIntegerField(default=0)
-    jobs = models.JSONField(default=list, blank=True, help_text='The jobs it works on ("kind:id").')
+    owner = models.CharField(max_length=100, unique=True, verbose_name=_("owner"))
+    hostname = models.CharField(max_length=200, verbose_name=_("hostname"))
+    pid = models.PositiveIntegerField(verbose_name=_("pid"))
+    started_at = models.DateTimeField(default=timezone.now, verbose_name=_("started at"))
+    seen_at = models.DateTimeField(default=timezone.now, db_index=True, verbose_name=_("seen at"))
+    in_flight = models.PositiveIntegerField(default=0, verbose_name=_("in flight"))
+    jobs = models.JSONField(default=list, blank=True, help_text='The jobs it works on ("kind:id").',
+                            verbose_name=_("jobs"))
 
     class Meta:
+        verbose_name_plural = _("LLM workers")
         ordering = ["-seen_at"]
-        verbose_name = "LLM worker"
+        verbose_name = _("LLM worker")
 
     def __str__(self) -> str:
         return self.owner
@@ -147,29 +152,32 @@ class LLMBatch(models.Model):
 
     OPEN = (Status.SUBMITTED,)
 
-    kind = models.CharField(max_length=20)
-    job_id = models.PositiveBigIntegerField()
-    base_url = models.CharField(max_length=300)
-    api_key_env = models.CharField(max_length=100)
-    timeout_seconds = models.FloatField(default=60.0)
-    provider_id = models.CharField(max_length=200, blank=True)
-    provider_status = models.CharField(max_length=40, blank=True, help_text=_("As the provider reports it."))
+    kind = models.CharField(max_length=20, verbose_name=_("kind"))
+    job_id = models.PositiveBigIntegerField(verbose_name=_("job id"))
+    base_url = models.CharField(max_length=300, verbose_name=_("base url"))
+    api_key_env = models.CharField(max_length=100, verbose_name=_("api key env"))
+    timeout_seconds = models.FloatField(default=60.0, verbose_name=_("timeout seconds"))
+    provider_id = models.CharField(max_length=200, blank=True, verbose_name=_("provider id"))
+    provider_status = models.CharField(max_length=40, blank=True, help_text=_("As the provider reports it."),
+                                       verbose_name=_("provider status"))
     input_file_id = models.CharField(max_length=200, blank=True)
     output_file_id = models.CharField(max_length=200, blank=True)
     error_file_id = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SUBMITTED, db_index=True)
-    requests = models.JSONField(default=dict, help_text=_("custom_id -> request key and unit ids."))
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SUBMITTED, db_index=True,
+                              verbose_name=_("status"))
+    requests = models.JSONField(default=dict, help_text=_("custom_id -> request key and unit ids."),
+                                verbose_name=_("requests"))
     counts = models.JSONField(default=dict, blank=True, help_text=_("The provider's request counts."))
     error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     polled_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["kind", "job_id"])]
-        verbose_name = "LLM batch"
-        verbose_name_plural = "LLM batches"
+        verbose_name = _("LLM batch")
+        verbose_name_plural = _("LLM batches")
 
     def __str__(self) -> str:
         return f"batch {self.pk} ({self.provider_status or self.status}) for {self.kind} {self.job_id}"
@@ -184,32 +192,37 @@ class LLMEndpoint(models.Model):
     environment variable holds the key, and the limits. Coordinators choose one of these and a model; they never
     type a URL or a variable name, so nobody but an administrator decides where a key is sent."""
 
-    name = models.CharField(max_length=120, unique=True)
+    name = models.CharField(max_length=120, unique=True, verbose_name=_("name"))
     base_url = models.CharField(max_length=300, blank=True, validators=[validate_base_url],
-                                help_text=_("Empty: OPENAI_BASE_URL from the environment."))
+                                help_text=_("Empty: OPENAI_BASE_URL from the environment."), verbose_name=_("base url"))
     api_key_env = models.CharField(
         max_length=100, default=DEFAULT_KEY_VARIABLE, validators=[validate_key_variable],
         help_text=_("Name of the environment variable holding the key (never the key): OPENAI_API_KEY, a name "
-                  "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES."))
+                  "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES."),
+                                   verbose_name=_("api key env"))
     concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once to this endpoint "
-                                                                   "and key, all workers and all jobs together."))
-    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    timeout_seconds = models.FloatField(default=60.0)
+                                                                   "and key, all workers and all jobs together."),
+                                              verbose_name=_("concurrency"))
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("requests per minute"))
+    tokens_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("tokens per minute"))
+    timeout_seconds = models.FloatField(default=60.0, verbose_name=_("timeout seconds"))
     currency = models.CharField(max_length=8, default="USD",
                                 help_text=_("Currency of the judges' prices and of every cost shown for this "
-                                            "endpoint."))
+                                            "endpoint."), verbose_name=_("currency"))
     note = models.TextField(blank=True, help_text=_("Shown to coordinators when they choose the endpoint."))
     is_active = models.BooleanField(default=True, help_text=_("Inactive endpoints cannot be chosen for new judges "
-                                                            "or jobs; existing ones keep their settings."))
+                                                            "or jobs; existing ones keep their settings."),
+                                    verbose_name=_("is active"))
     projects = models.ManyToManyField("projects.Project", blank=True, related_name="endpoints",
-                                      help_text=_("The projects whose coordinators may choose this endpoint."))
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
+                                      help_text=_("The projects whose coordinators may choose this endpoint."),
+                                      verbose_name=_("projects"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name_plural = _("LLM endpoints")
         ordering = ["name"]
-        verbose_name = "LLM endpoint"
+        verbose_name = _("LLM endpoint")
 
     def __str__(self) -> str:
         return self.name
@@ -233,14 +246,16 @@ class ProjectBudget(ProjectOwned):
         max_digits=12, decimal_places=2, null=True, blank=True, verbose_name=_("cost per month"),
         help_text=_("Most the project's jobs may spend in a calendar month (UTC), by their prices; empty: no limit."))
     currency = models.CharField(max_length=3, default="USD",
-                                help_text=_("The currency of the cost budget (the judges' prices are in it)."))
-    updated_at = models.DateTimeField(auto_now=True)
+                                help_text=_("The currency of the cost budget (the judges' prices are in it)."),
+                                verbose_name=_("currency"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+                                   related_name="+", verbose_name=_("updated by"))
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project"], name="llm_budget_one_per_project")]
         verbose_name = _("project LLM budget")
+        verbose_name_plural = _("project LLM budgets")
 
     def __str__(self) -> str:
         return f"LLM budget of project {self.project_id}"
@@ -251,19 +266,20 @@ class MonthlySpend(ProjectOwned):
     they are sent (and given back when released unsent), answers, their cost and tokens. The engine keeps these
     counters as it charges jobs; the budget is checked against their sums."""
 
-    month = models.DateField(help_text=_("The first day of the month (UTC)."))
-    endpoint = models.CharField(max_length=300)
-    currency = models.CharField(max_length=3, default="USD")
-    requests = models.PositiveBigIntegerField(default=0)
-    answers = models.PositiveBigIntegerField(default=0)
-    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-    tokens = models.PositiveBigIntegerField(default=0)
+    month = models.DateField(help_text=_("The first day of the month (UTC)."), verbose_name=_("month"))
+    endpoint = models.CharField(max_length=300, verbose_name=_("endpoint"))
+    currency = models.CharField(max_length=3, default="USD", verbose_name=_("currency"))
+    requests = models.PositiveBigIntegerField(default=0, verbose_name=_("requests"))
+    answers = models.PositiveBigIntegerField(default=0, verbose_name=_("answers"))
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0, verbose_name=_("cost"))
+    tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens"))
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "month", "endpoint", "currency"],
                                                name="llm_monthly_spend_unique")]
         ordering = ["-month", "endpoint"]
         verbose_name = _("monthly LLM spend")
+        verbose_name_plural = _("monthly LLM spending")
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} {self.endpoint}"

@@ -32,32 +32,35 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
         LOCKED = "locked", _("Locked (answers final, identities sealed)")
         UNBLINDED = "unblinded", _("Unblinded")
 
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=12, choices=Kind.choices)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    kind = models.CharField(max_length=12, choices=Kind.choices, verbose_name=_("kind"))
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT, db_index=True,
+                              verbose_name=_("status"))
     instructions = models.TextField(blank=True, help_text="Shown to raters above every task.")
-    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per comparison.")
-    seed = models.PositiveIntegerField(default=0, help_text="Seeds side randomisation and assignment.")
+    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per comparison.", verbose_name=_("overlap"))
+    seed = models.PositiveIntegerField(default=0, help_text="Seeds side randomisation and assignment.",
+                                       verbose_name=_("seed"))
     corpus = models.ForeignKey("annotation.Corpus", null=True, blank=True, on_delete=models.PROTECT,
-                               related_name="+")
+                               related_name="+", verbose_name=_("corpus"))
     group_key = models.CharField(max_length=100, blank=True, default="case_id",
                                  help_text="Dialogue metadata key grouping dialogues of the same case.")
     item_codes = models.JSONField(default=list, blank=True,
                                   help_text="Evaluation studies: the scale items shown (empty = all).")
     allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-    opened_at = models.DateTimeField(null=True, blank=True)
-    locked_at = models.DateTimeField(null=True, blank=True)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    opened_at = models.DateTimeField(null=True, blank=True, verbose_name=_("opened at"))
+    locked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("locked at"))
     locked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                   related_name="+")
-    unblinded_at = models.DateTimeField(null=True, blank=True)
+    unblinded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("unblinded at"))
     unblinded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                      related_name="+")
     unblind_reason = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = _("preference study")
         ordering = ["-created_at", "-id"]
         verbose_name_plural = _("preference studies")
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_preference_name_per_project")]
@@ -79,13 +82,15 @@ class PreferenceCriterion(ProjectScoped):
 
     project_path = "study__project"
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="criteria")
-    code = models.SlugField(max_length=40)
-    name = models.CharField(max_length=200)
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="criteria",
+                              verbose_name=_("study"))
+    code = models.SlugField(max_length=40, verbose_name=_("code"))
+    name = models.CharField(max_length=200, verbose_name=_("name"))
     description = models.TextField(blank=True)
-    order = models.PositiveIntegerField(default=0)
+    order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
 
     class Meta:
+        verbose_name = _("preference criterion")
         ordering = ["study", "order", "id"]
         constraints = [models.UniqueConstraint(fields=["study", "code"], name="unique_preference_criterion")]
         verbose_name_plural = _("preference criteria")
@@ -100,16 +105,19 @@ class PreferenceSource(ProjectScoped):
 
     project_path = "study__project"
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="sources")
-    label = models.CharField(max_length=200)
-    position = models.PositiveIntegerField(default=0)
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="sources",
+                              verbose_name=_("study"))
+    label = models.CharField(max_length=200, verbose_name=_("label"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
     judge_run = models.ForeignKey("scoring.JudgeRun", null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="+")
+                                  related_name="+", verbose_name=_("judge run"))
     tells = models.JSONField(default=list, blank=True, help_text="Strings that would reveal the source "
                                                                  "(model names, run ids); stripped from content.")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("preference source")
+        verbose_name_plural = _("preference sources")
         ordering = ["study", "position", "id"]
         constraints = [models.UniqueConstraint(fields=["study", "label"], name="unique_preference_source")]
 
@@ -122,15 +130,18 @@ class PreferenceItem(ProjectScoped, SoftDeletable):
 
     project_path = "study__project"
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="items")
-    external_id = models.CharField(max_length=200)
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="items", verbose_name=_("study"))
+    external_id = models.CharField(max_length=200, verbose_name=_("external id"))
     prompt = models.TextField(blank=True, help_text="The question or case shown above both candidates.")
     reference = models.TextField(blank=True, help_text="A reference answer, if any (shown to raters).")
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+", help_text="Evaluation studies: the dialogue both judges rated.")
-    created_at = models.DateTimeField(default=timezone.now)
+                                 related_name="+", help_text="Evaluation studies: the dialogue both judges rated.",
+                                 verbose_name=_("dialogue"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("preference item")
+        verbose_name_plural = _("preference items")
         ordering = ["study", "external_id"]
         constraints = [models.UniqueConstraint(fields=["study", "external_id"], name="unique_preference_item")]
 
@@ -144,14 +155,18 @@ class PreferenceCandidate(ProjectScoped):
 
     project_path = "item__study__project"
 
-    item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="candidates")
-    source = models.ForeignKey(PreferenceSource, on_delete=models.PROTECT, related_name="candidates")
+    item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="candidates",
+                             verbose_name=_("item"))
+    source = models.ForeignKey(PreferenceSource, on_delete=models.PROTECT, related_name="candidates",
+                               verbose_name=_("source"))
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+")
+                                 related_name="+", verbose_name=_("dialogue"))
     content = models.JSONField(default=dict)
     original = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("preference candidate")
+        verbose_name_plural = _("preference candidates")
         ordering = ["item", "source__position"]
         constraints = [models.UniqueConstraint(fields=["item", "source"], name="unique_preference_candidate")]
 
@@ -164,12 +179,15 @@ class PreferencePair(ProjectScoped):
 
     project_path = "study__project"
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="pairs")
-    item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="pairs")
-    first = models.ForeignKey(PreferenceCandidate, on_delete=models.PROTECT, related_name="+")
-    second = models.ForeignKey(PreferenceCandidate, on_delete=models.PROTECT, related_name="+")
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="pairs", verbose_name=_("study"))
+    item = models.ForeignKey(PreferenceItem, on_delete=models.CASCADE, related_name="pairs", verbose_name=_("item"))
+    first = models.ForeignKey(PreferenceCandidate, on_delete=models.PROTECT, related_name="+", verbose_name=_("first"))
+    second = models.ForeignKey(PreferenceCandidate, on_delete=models.PROTECT, related_name="+",
+                               verbose_name=_("second"))
 
     class Meta:
+        verbose_name = _("preference pair")
+        verbose_name_plural = _("preference pairs")
         ordering = ["study", "item", "id"]
         constraints = [models.UniqueConstraint(fields=["item", "first", "second"], name="unique_preference_pair")]
 
@@ -182,15 +200,19 @@ class PreferenceRater(ProjectScoped):
 
     project_path = "study__project"
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="raters")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most comparisons; empty = no limit.")
-    active = models.BooleanField(default=True)
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="raters", verbose_name=_("study"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
+                             verbose_name=_("user"))
+    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most comparisons; empty = no limit.",
+                                           verbose_name=_("capacity"))
+    active = models.BooleanField(default=True, verbose_name=_("active"))
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+")
-    added_at = models.DateTimeField(default=timezone.now)
+                                 related_name="+", verbose_name=_("added by"))
+    added_at = models.DateTimeField(default=timezone.now, verbose_name=_("added at"))
 
     class Meta:
+        verbose_name = _("preference rater")
+        verbose_name_plural = _("preference raters")
         ordering = ["study", "user__username"]
         constraints = [models.UniqueConstraint(fields=["study", "user"], name="unique_preference_rater")]
 
@@ -214,20 +236,24 @@ class PreferenceTask(ProjectScoped):
     OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS)
     COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.SUBMITTED)
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="tasks")
-    pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="tasks")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="preference_tasks")
-    position = models.PositiveIntegerField(default=0)
-    swapped = models.BooleanField(default=False)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="tasks", verbose_name=_("study"))
+    pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="tasks", verbose_name=_("pair"))
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="preference_tasks",
+                              verbose_name=_("rater"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
+    swapped = models.BooleanField(default=False, verbose_name=_("swapped"))
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True,
+                              verbose_name=_("status"))
     comment = models.TextField(blank=True)
     skip_reason = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    submitted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("submitted at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("preference task")
+        verbose_name_plural = _("preference tasks")
         ordering = ["study", "rater", "position", "id"]
         constraints = [models.UniqueConstraint(fields=["study", "pair", "rater"], name="unique_preference_task")]
         indexes = [models.Index(fields=["rater", "status"])]
@@ -250,15 +276,18 @@ class PreferenceAnswer(ProjectScoped):
         TIE = "tie", _("Tie")
         B = "B", _("B is better")
 
-    task = models.ForeignKey(PreferenceTask, on_delete=models.PROTECT, related_name="answers")
-    criterion = models.ForeignKey(PreferenceCriterion, on_delete=models.PROTECT, related_name="+")
-    choice = models.CharField(max_length=3, choices=Choice.choices, blank=True)
+    task = models.ForeignKey(PreferenceTask, on_delete=models.PROTECT, related_name="answers", verbose_name=_("task"))
+    criterion = models.ForeignKey(PreferenceCriterion, on_delete=models.PROTECT, related_name="+",
+                                  verbose_name=_("criterion"))
+    choice = models.CharField(max_length=3, choices=Choice.choices, blank=True, verbose_name=_("choice"))
     comment = models.TextField(blank=True)
     client_seq = models.BigIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("preference answer")
+        verbose_name_plural = _("preference answers")
         ordering = ["task", "criterion__order"]
         constraints = [models.UniqueConstraint(fields=["task", "criterion"], name="unique_preference_answer")]
 
@@ -271,17 +300,20 @@ class PreferenceAnswerChange(ProjectScoped):
 
     project_path = "answer__task__study__project"
 
-    answer = models.ForeignKey(PreferenceAnswer, on_delete=models.PROTECT, related_name="changes")
+    answer = models.ForeignKey(PreferenceAnswer, on_delete=models.PROTECT, related_name="changes",
+                               verbose_name=_("answer"))
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
-    changed_at = models.DateTimeField(default=timezone.now)
-    old_choice = models.CharField(max_length=3, blank=True)
-    new_choice = models.CharField(max_length=3, blank=True)
+                                   related_name="+", verbose_name=_("changed by"))
+    changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
+    old_choice = models.CharField(max_length=3, blank=True, verbose_name=_("old choice"))
+    new_choice = models.CharField(max_length=3, blank=True, verbose_name=_("new choice"))
     old_comment = models.TextField(blank=True)
     new_comment = models.TextField(blank=True)
-    reason = models.TextField(blank=True)
+    reason = models.TextField(blank=True, verbose_name=_("reason"))
 
     class Meta:
+        verbose_name = _("preference answer change")
+        verbose_name_plural = _("preference answer changes")
         ordering = ["answer", "changed_at", "id"]
 
     def __str__(self) -> str:
@@ -291,14 +323,18 @@ class PreferenceAnswerChange(ProjectScoped):
 class PreferenceJudgeRun(ProjectOwned, EngineJob):
     """An LLM judge answering every comparison of a study, each pair asked in both orders."""
 
-    study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="judge_runs")
-    config = models.ForeignKey("scoring.JudgeConfig", on_delete=models.PROTECT, related_name="+")
+    study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="judge_runs",
+                              verbose_name=_("study"))
+    config = models.ForeignKey("scoring.JudgeConfig", on_delete=models.PROTECT, related_name="+",
+                               verbose_name=_("config"))
     snapshot = models.JSONField(default=dict)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("preference judge run")
+        verbose_name_plural = _("preference judge runs")
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -321,16 +357,21 @@ class PreferenceVerdict(ProjectScoped, WorkUnit):
         UNSCORED = "unscored", _("Unscored (unparseable answer)")
         FAILED = "failed", _("Failed")
 
-    run = models.ForeignKey(PreferenceJudgeRun, on_delete=models.CASCADE, related_name="verdicts")
-    pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="+")
-    order = models.CharField(max_length=8, choices=Order.choices)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    choices = models.JSONField(default=dict, blank=True)
+    run = models.ForeignKey(PreferenceJudgeRun, on_delete=models.CASCADE, related_name="verdicts",
+                            verbose_name=_("run"))
+    pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="+", verbose_name=_("pair"))
+    order = models.CharField(max_length=8, choices=Order.choices, verbose_name=_("order"))
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True,
+                              verbose_name=_("status"))
+    choices = models.JSONField(default=dict, blank=True, verbose_name=_("choices"))
     rationale = models.TextField(blank=True)
-    call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    from_cache = models.BooleanField(default=False)
+    call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                             verbose_name=_("call"))
+    from_cache = models.BooleanField(default=False, verbose_name=_("from cache"))
 
     class Meta:
+        verbose_name = _("preference verdict")
+        verbose_name_plural = _("preference verdicts")
         ordering = ["run", "pair", "order"]
         constraints = [models.UniqueConstraint(fields=["run", "pair", "order"], name="unique_preference_verdict")]
 

@@ -78,6 +78,19 @@ def llm_words(text):
 
 
 @register.filter
+def delivery_notice(delivery):
+    """A job's delivery notice (``scoring.llm.delivery.state``) in the page's language; the progress data keep it in
+    English for the API and the command line."""
+    from scoring.llm.delivery import NOTICES, notice_text
+
+    if not isinstance(delivery, dict):
+        return ""
+    if delivery.get("notice_kind") in NOTICES:
+        return notice_text(delivery["notice_kind"], delivery.get("notice_args") or {}, translated=True)
+    return llm_words(delivery.get("notice", ""))
+
+
+@register.filter
 def jury_rule(provenance):
     """A jury's rule in words in the page's language, from its ``rule``, ``tie_rule`` and ``round_to_grid`` (a
     jury's provenance; the stored ``rule_text`` is the English of reports and exports)."""

@@ -5,8 +5,10 @@ from django.apps import apps
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext
 
 from annotation.demo import demo_logins, load_demo, load_finished_demo, load_instrument_demo
+from projects.roles import ROLE_LABELS
 
 
 def other_demo_commands() -> list[str]:
@@ -46,17 +48,19 @@ class Command(BaseCommand):
         counts = load_demo()
         more = load_instrument_demo()
         finished = load_finished_demo()
-        self.stdout.write(
-            f"Demo data ready: {counts['users_created']} new users, {counts['dialogues_created']} new dialogues, "
-            f"{more['answers_created']} new answers, {more['instruments_installed']} new instrument(s), "
-            f"{counts['campaigns_created'] + more['campaigns_created'] + finished['campaigns_created']} new "
-            f"campaign(s), {finished['labels_created']} new synthetic label(s)."
-        )
+        self.stdout.write(gettext(
+            "Demo data ready: %(users)s new users, %(dialogues)s new dialogues, %(answers)s new answers, "
+            "%(instruments)s new instrument(s), %(campaigns)s new campaign(s), %(labels)s new synthetic label(s).")
+            % {"users": counts["users_created"], "dialogues": counts["dialogues_created"],
+               "answers": more["answers_created"], "instruments": more["instruments_installed"],
+               "campaigns": counts["campaigns_created"] + more["campaigns_created"] + finished["campaigns_created"],
+               "labels": finished["labels_created"]})
         if not only_annotation:
             for name in other_demo_commands():
                 call_command(name, stdout=self.stdout, stderr=self.stderr)
         if not no_logins:
             for role, username, password in demo_logins():
-                self.stdout.write(f"  {role:<12} {username} / {password}")
+                self.stdout.write(f"  {str(ROLE_LABELS.get(role, role)):<24} {username} / {password}")
         if options["verbosity"] > 1:
-            self.stdout.write(f"Demo data loaded in {time.perf_counter() - start:.1f} s.")
+            self.stdout.write(gettext("Demo data loaded in %(seconds)s s.")
+                              % {"seconds": f"{time.perf_counter() - start:.1f}"})

@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext
 
 from delphi.demo import load_delphi_demo
 
@@ -10,7 +11,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         study = load_delphi_demo()
         if study is None:
-            self.stderr.write("The Mini-CEX v1 is missing: run `manage.py migrate` first.")
+            self.stderr.write(gettext("The Mini-CEX v1 is missing: run `manage.py migrate` first."))
             return
         from delphi.services import compute_statistics_now
         from projects.scoping import in_project
@@ -18,4 +19,5 @@ class Command(BaseCommand):
         with in_project(study.project_id):  # each round's statistics, so no demo page computes them on first view
             for rnd in study.rounds.all():
                 compute_statistics_now(rnd)
-        self.stdout.write(f"Demo Delphi study ready: {study.title} (/delphi/{study.pk}/)")
+        self.stdout.write(gettext("Demo Delphi study ready: %(title)s (%(url)s)")
+                          % {"title": study.title, "url": f"/delphi/{study.pk}/"})

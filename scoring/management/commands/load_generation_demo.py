@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils.translation import gettext
 
 from projects import scoping, services
 from scoring.generation import cases
@@ -41,6 +42,7 @@ class Command(BaseCommand):
         with scoping.in_project(project):
             created = load_generation_demo(project)
         if created:
-            self.stdout.write(f"Demo generation cases ready: {created} case(s) in {DEMO_NAME!r}.")
+            self.stdout.write(gettext("Demo generation cases ready: %(created)s case(s) in %(name)s.")
+                              % {"created": created, "name": repr(DEMO_NAME)})
         else:
-            self.stdout.write(f"Demo generation cases already loaded ({DEMO_NAME!r}).")
+            self.stdout.write(gettext("Demo generation cases already loaded (%(name)s).") % {"name": repr(DEMO_NAME)})

@@ -2,6 +2,7 @@
 ("Demo (synthetic)") unless another is named."""
 
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext
 
 from projects import scoping, services
 from scoring.preference.demo import load_preference_demo
@@ -18,7 +19,7 @@ class Command(BaseCommand):
         with scoping.in_project(project):
             result = load_preference_demo(project)
         if result["created"]:
-            self.stdout.write(f"Demo preference study #{result['study']} created and opened: "
-                              f"{result['tasks']} comparison(s) assigned.")
+            self.stdout.write(gettext("Demo preference study #%(study)s created and opened: %(tasks)s comparison(s) "
+                                      "assigned.") % {"study": result["study"], "tasks": result["tasks"]})
         else:
-            self.stdout.write(f"Demo preference study #{result['study']} already exists.")
+            self.stdout.write(gettext("Demo preference study #%(study)s already exists.") % {"study": result["study"]})

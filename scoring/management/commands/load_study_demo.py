@@ -3,6 +3,7 @@ demo project ("Demo (synthetic)") unless another is named."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext
 
 from annotation.demo import SYNTHETIC_PHYSICIANS
 from annotation.models import Campaign
@@ -41,8 +42,9 @@ class Command(BaseCommand):
                 reports.add(f"preference {study.pk}")
         for study in PreferenceStudy.objects.alive().filter(status=PreferenceStudy.Status.LOCKED):
             compute_blinded(study)  # the page's figures before unblinding
-        self.stdout.write(f"Demo study finished: {len(runs)} synthetic judge run(s), preference study "
-                          f"#{preference['study']} unblinded, {len(reports)} report(s) ready.")
+        self.stdout.write(gettext("Demo study finished: %(runs)s synthetic judge run(s), preference study #%(study)s "
+                                  "unblinded, %(reports)s report(s) ready.")
+                          % {"runs": len(runs), "study": preference["study"], "reports": len(reports)})
 
     def _reports(self, runs) -> set:
         """Every demo campaign's agreement report and the judge runs' reports against the campaigns they can be

@@ -2,6 +2,7 @@
 its worker would (run by ``load_demo`` after every other demo, so that no demo page computes on first view)."""
 
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext
 
 from projects import scoping, services
 from studies.methods_data import compute_now
@@ -18,4 +19,5 @@ class Command(BaseCommand):
         project = services.for_command(options["project"]) if options.get("project") else services.demo_project()
         with scoping.in_project(project):
             job = compute_now(project)
-        self.stdout.write(f"Methods page of {project.name!r}: {job.status}.")
+        self.stdout.write(gettext("Methods page of %(project)s: %(status)s.")
+                          % {"project": repr(project.name), "status": job.get_status_display()})

@@ -12,6 +12,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from annotation.queue import QueuedWork
 from annotation.scores import ScoreField, grid, step_text
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from projects.scoping import path_q
@@ -587,36 +588,18 @@ class CampaignRater(ProjectScoped):
         return self.active and (self.available_until is None or self.available_until >= today)
 
 
-class Assignment(ProjectScoped):
-    """One rater's work on one dialogue of a campaign. A rater never gets the same dialogue twice."""
+class Assignment(ProjectScoped, QueuedWork):
+    """One rater's work on one dialogue of a campaign (:mod:`annotation.queue`). A rater never gets the same
+    dialogue twice."""
 
     project_path = "campaign__project"
-
-    class Status(models.TextChoices):
-        ASSIGNED = "assigned", _("Not started")
-        IN_PROGRESS = "in_progress", _("In progress")
-        SUBMITTED = "submitted", _("Submitted")
-        SKIPPED = "skipped", _("Skipped")
-        RETURNED = "returned", _("Returned for re-annotation")
-        WITHDRAWN = "withdrawn", _("Withdrawn (reassigned)")
-
-    OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED)
-    COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED, Status.SUBMITTED)
 
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="assignments")
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="assignments")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
-    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.")
-    comment = models.TextField(blank=True, help_text="The rater's comment on the whole dialogue.")
-    skip_reason = models.TextField(blank=True)
     flagged = models.BooleanField(default=False)
     flag_note = models.TextField(blank=True)
     return_note = models.TextField(blank=True, help_text="Why the coordinator returned it.")
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["campaign", "rater", "position", "id"]
@@ -629,10 +612,6 @@ class Assignment(ProjectScoped):
 
     def __str__(self) -> str:
         return f"{self.campaign} · {self.dialogue.external_id} · {self.rater}"
-
-    @property
-    def is_open(self) -> bool:
-        return self.status in self.OPEN_STATUSES
 
 
 class Label(ProjectScoped):

@@ -14,6 +14,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from annotation.queue import QueuedWork
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.models import EngineJob, WorkUnit
 
@@ -198,34 +199,16 @@ class PreferenceRater(ProjectScoped):
         return f"{self.user} on {self.study}"
 
 
-class PreferenceTask(ProjectScoped):
+class PreferenceTask(ProjectScoped, QueuedWork):
     """One rater's comparison of one pair. ``swapped`` records the side randomisation: False shows the pair's
-    first candidate as A, True shows the second as A."""
+    first candidate as A, True shows the second as A (:mod:`annotation.queue`)."""
 
     project_path = "study__project"
-
-    class Status(models.TextChoices):
-        ASSIGNED = "assigned", _("Not started")
-        IN_PROGRESS = "in_progress", _("In progress")
-        SUBMITTED = "submitted", _("Submitted")
-        SKIPPED = "skipped", _("Skipped")
-        WITHDRAWN = "withdrawn", _("Withdrawn")
-
-    OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS)
-    COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.SUBMITTED)
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="tasks")
     pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="tasks")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="preference_tasks")
-    position = models.PositiveIntegerField(default=0)
     swapped = models.BooleanField(default=False)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
-    comment = models.TextField(blank=True)
-    skip_reason = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    submitted_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["study", "rater", "position", "id"]
@@ -234,10 +217,6 @@ class PreferenceTask(ProjectScoped):
 
     def __str__(self) -> str:
         return f"task {self.pk} ({self.study})"
-
-    @property
-    def is_open(self) -> bool:
-        return self.status in self.OPEN_STATUSES
 
 
 class PreferenceAnswer(ProjectScoped):

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import gettext_lazy
 
 from annotation.dialogues import redacted
 from annotation.importers import LineError, json_objects
@@ -604,10 +604,10 @@ class PreferenceQueue(WorkQueue):
     container_noun, unit_noun = "study", "comparison"
     work_event, container_event = "preference_task", "preference"
     error = staffing_error = PreferenceError
-    not_yours = _lazy("This comparison is not assigned to you.")
-    not_open = _lazy("This comparison is %(status)s; answers can no longer change.")
-    missing_answers = _lazy("Answer every criterion before submitting; missing: %(missing)s.")
-    no_skip_reason = _lazy("Say why you skip this comparison.")
+    not_yours = gettext_lazy("This comparison is not assigned to you.")
+    not_open = gettext_lazy("This comparison is %(status)s; answers can no longer change.")
+    missing_answers = gettext_lazy("Answer every criterion before submitting; missing: %(missing)s.")
+    no_skip_reason = gettext_lazy("Say why you skip this comparison.")
 
     def seats(self, study: PreferenceStudy) -> list[Seat]:
         return [Seat(r.user_id, r.capacity) for r in study.raters.all() if r.active]

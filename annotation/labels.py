@@ -14,8 +14,9 @@ from django.utils.translation import gettext, gettext_lazy
 from annotation import scales, scores
 from annotation.campaigns import CampaignQueue
 from annotation.models import Adjudication, Assignment, Campaign, GoldLabel, Item, Label, LabelChange
-from annotation.queue import OPEN_WORK, QueueError, WorkStatus
+from annotation.queue import QueueError
 from annotation.signals import send_labels_changed
+from annotation.status import OPEN_WORK, WorkStatus
 from projects.models import AuditEvent, Membership
 from projects.roles import PHYSICIAN
 

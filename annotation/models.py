@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from annotation.queue import QueuedWork
 from annotation.scores import ScoreField, grid, step_text
+from annotation.status import Stage, stages
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from projects.scoping import path_q
 
@@ -90,10 +91,7 @@ class ScaleVersion(ProjectOwned):
     """One fixed content of a scale. Published or used versions are immutable; edits make a new version.
     A draft is seen only in its project; published and retired versions form a library every project may use."""
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", _("Draft")
-        PUBLISHED = "published", _("Published")
-        RETIRED = "retired", _("Retired")
+    Status = stages(Stage.DRAFT, Stage.PUBLISHED, Stage.RETIRED)
 
     scale = models.ForeignKey(Scale, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
@@ -454,9 +452,7 @@ class Campaign(ProjectOwned, SoftDeletable):
         FORMAL = "formal", _("Formal")
         IMPORTED = "imported", _("Imported labels")
 
-    class Status(models.TextChoices):
-        OPEN = "open", _("Open")
-        CLOSED = "closed", _("Closed")
+    Status = stages(Stage.OPEN, Stage.CLOSED)
 
     class RaterKind(models.TextChoices):
         """Who gave an imported campaign's labels, as the coordinator states it on importing them (the methods text

@@ -12,8 +12,8 @@ said by a :class:`WorkQueue` subclass; the rules written here are shared:
   the write lock at BEGIN, ``transaction_mode`` IMMEDIATE), then checked: the rater's own, still open;
 * **submit, skip, comment, withdraw, reassign**, each written to the audit trail (who, when, why).
 
-The status vocabulary of rating work (:class:`WorkStatus`) and its fields (:class:`QueuedWork`) are shared by the
-work models, so a status means the same everywhere it is stored, shown or counted.
+The work models share their fields (:class:`QueuedWork`) and their statuses (:class:`annotation.status.WorkStatus`),
+so a status means the same everywhere it is stored, shown or counted.
 """
 
 from __future__ import annotations
@@ -26,26 +26,9 @@ from dataclasses import dataclass, field
 from django.db import connection, models, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
 
+from annotation.status import COUNTED_WORK, OPEN_WORK, WorkStatus
 from projects.models import AuditEvent
-
-
-class WorkStatus(models.TextChoices):
-    """Where one rater's unit of work stands; the stored values are those of every work table."""
-
-    ASSIGNED = "assigned", _("Not started")
-    IN_PROGRESS = "in_progress", _("In progress")
-    SUBMITTED = "submitted", _("Submitted")
-    SKIPPED = "skipped", _("Skipped")
-    RETURNED = "returned", _("Returned for re-annotation")
-    WITHDRAWN = "withdrawn", _("Withdrawn")
-
-
-#: Work that still takes answers (and waits in the rater's queue).
-OPEN_WORK = (WorkStatus.ASSIGNED, WorkStatus.IN_PROGRESS, WorkStatus.RETURNED)
-#: Work that counts towards a unit's ``overlap`` and a rater's load: all but skipped and withdrawn.
-COUNTED_WORK = (*OPEN_WORK, WorkStatus.SUBMITTED)
 
 
 class QueuedWork(models.Model):

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from annotation.queue import QueuedWork
+from annotation.status import Stage, stages
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.models import EngineJob, WorkUnit
 
@@ -27,11 +28,8 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
         DIALOGUE = "dialogue", _("Doctor models' dialogues on the same case")
         ANSWER = "answer", _("Free-text answers to the same question")
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", _("Draft (setting up)")
-        OPEN = "open", _("Open (raters answering)")
-        LOCKED = "locked", _("Locked (answers final, identities sealed)")
-        UNBLINDED = "unblinded", _("Unblinded")
+    Status = stages(Stage.DRAFT, Stage.OPEN, Stage.LOCKED, Stage.UNBLINDED, DRAFT=_("Draft (setting up)"),
+                    OPEN=_("Open (raters answering)"), LOCKED=_("Locked (answers final, identities sealed)"))
 
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=12, choices=Kind.choices)

@@ -20,6 +20,7 @@ from annotation.models import (
     Label,
 )
 from annotation.queue import AssignResult, Seat, WorkQueue, progress_counts
+from annotation.signals import send_labels_changed
 from projects.access import projects_of
 from projects.models import AuditEvent
 from projects.pseudonyms import pseudonyms
@@ -136,6 +137,12 @@ class CampaignQueue(WorkQueue):
 
     def check_takes_work(self, campaign: Campaign, action: str) -> None:
         check_open(campaign, action)
+
+    def check_answerable(self, locked: Assignment) -> None:
+        """Open work takes answers in a closed campaign too: closing stops new raters and assignments only."""
+
+    def submitted(self, locked: Assignment) -> None:
+        send_labels_changed(locked.campaign)
 
     def open_containers(self) -> Q:
         return Q(campaign__status=Campaign.Status.OPEN, campaign__deleted_at__isnull=True)

@@ -141,7 +141,7 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
                                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
                            [label.pk, user.pk, db_now, old_value, value, old_comment, label.comment,
                             LabelChange.Source.RATER, reason])
-        QUEUE.start(assignment_id, status, now)  # the assignment checked above (this save has no project scope)
+        RATING.start(assignment_id, status, now)  # the assignment checked above (this save has no project scope)
     return label
 
 
@@ -212,7 +212,7 @@ def save_answers(assignment: Assignment, answers: dict[int, int | float | None],
                        new_value=label.value, old_comment=label.comment, new_comment=label.comment,
                        source=LabelChange.Source.RATER, reason=reason) for label, old in changed])
     if new or changed:
-        QUEUE.start(locked.pk, locked.status, now)
+        RATING.start(locked.pk, locked.status, now)
     return len(new) + len(changed)
 
 
@@ -242,21 +242,18 @@ class CampaignRating(CampaignQueue):
     def missing(self, locked: Assignment) -> list[str]:
         return missing_items(locked)
 
-    def submitted(self, locked: Assignment) -> None:
-        send_labels_changed(locked.campaign)
 
-
-QUEUE = CampaignRating()
+RATING = CampaignRating()
 
 
 def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assignment:
     _bounded(comment, "comment")
-    return QUEUE.submit(assignment, user, comment=comment)
+    return RATING.submit(assignment, user, comment=comment)
 
 
 def skip(assignment: Assignment, user, reason: str) -> Assignment:
     _bounded(reason, "reason")
-    return QUEUE.skip(assignment, user, reason)
+    return RATING.skip(assignment, user, reason)
 
 
 @transaction.atomic
@@ -276,7 +273,7 @@ def flag(assignment: Assignment, user, note: str) -> Assignment:
 
 def save_comment(assignment: Assignment, user, comment: str) -> Assignment:
     _bounded(comment, "comment")
-    return QUEUE.save_comment(assignment, user, comment)
+    return RATING.save_comment(assignment, user, comment)
 
 
 @transaction.atomic

@@ -19,6 +19,7 @@ so a status means the same everywhere it is stored, shown or counted.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -100,7 +101,7 @@ def locking(qs: models.QuerySet) -> models.QuerySet:
     return qs.select_for_update(of=("self",) if connection.features.has_select_for_update_of else ())
 
 
-class WorkQueue:
+class WorkQueue(ABC):
     """One kind of rating work as the queue sees it. A subclass names the work model and its two fields (the
     container and the unit), its refusal and audit names, and answers the hooks below."""
 
@@ -120,37 +121,40 @@ class WorkQueue:
     no_skip_reason: str
 
     # ---------------------------------------------------------------------------------------------- hooks
+    @abstractmethod
     def seats(self, container) -> list[Seat]:
         """Who may take new work in ``container`` now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def unit_ids(self, container) -> list[int]:
         """The units in scope, in a stable order (the queue shuffles them with the container's seed)."""
-        raise NotImplementedError
 
     def new_work(self, container, unit_id: int, rater_id: int, position: int) -> QueuedWork:
         """An unsaved row of work; the place to record per-row randomisation (e.g. sides)."""
         return self.work(**{self.container_field: container, f"{self.unit_field}_id": unit_id,
                             "rater_id": rater_id, "position": position})
 
+    @abstractmethod
     def check_takes_work(self, container, action: str) -> None:
-        """Refuse new work (``action``: what) in a container that takes none; every container takes it here."""
+        """Refuse new work (``action``: what) in a container that takes none."""
 
+    @abstractmethod
     def check_answerable(self, locked: QueuedWork) -> None:
-        """Refuse answers to open work whose container no longer takes them; none is refused here."""
+        """Refuse answers to open work whose container no longer takes them."""
 
     def open_containers(self) -> Q:
         """Which containers' work a rater may open (relative to the work model)."""
         return Q()
 
+    @abstractmethod
     def rater_projects(self, user) -> list[int]:
         """The projects whose work a rater's queue spans."""
-        raise NotImplementedError
 
     def missing(self, locked: QueuedWork) -> list[str]:
         """What must still be answered before ``locked`` can be submitted."""
         return []
 
+    @abstractmethod
     def submitted(self, locked: QueuedWork) -> None:
         """After a submission (e.g. tell the figures their labels changed)."""
 
@@ -297,7 +301,7 @@ class WorkQueue:
         as history (withdrawn)."""
         locked = locking(self.work.objects).get(pk=work.pk)
         container = getattr(locked, self.container_field)
-        unit = getattr(locked, self.unit_field)
+        unit_id = getattr(locked, f"{self.unit_field}_id")
         self.check_takes_work(container, "reassignments")
         if locked.status == WorkStatus.SUBMITTED:
             raise self.staffing_error("Submitted work cannot be reassigned; return it for re-annotation instead.")
@@ -306,18 +310,18 @@ class WorkQueue:
         if not self.is_rater(container, to_user):
             raise self.staffing_error(f"{to_user} is not a rater of this {self.container_noun}; add them first.")
         mine = self.work.objects.filter(**{self.container_field: container}, rater=to_user)
-        if mine.filter(**{self.unit_field: unit}).exists():
+        if mine.filter(**{f"{self.unit_field}_id": unit_id}).exists():
             noun = self.unit_noun
             raise self.staffing_error(f"{to_user} already had this {noun}; a rater never gets a {noun} twice.")
         locked.status = WorkStatus.WITHDRAWN
         locked.save(update_fields=["status", "updated_at"])
         last = mine.order_by("-position").first()
-        new = self.new_work(container, unit.pk, to_user.pk, (last.position + 1) if last else 1)
+        new = self.new_work(container, unit_id, to_user.pk, (last.position + 1) if last else 1)
         new.save()
         AuditEvent.record(by, f"{self.work_event}.reassign", new, reason=reason, from_rater=locked.rater.username,
                           withdrawn=locked.pk)
         return new
 
+    @abstractmethod
     def is_rater(self, container, user) -> bool:
         """Whether ``user`` is on the container's raters (available or not)."""
-        raise NotImplementedError

@@ -142,3 +142,17 @@ def test_two_assignment_runs_at_once_give_each_dialogue_its_overlap_once(make_us
     counted = Counter(Assignment.objects.filter(campaign=campaign, status__in=Assignment.COUNTED_STATUSES)
                       .values_list("dialogue_id", flat=True))
     assert set(counted.values()) == {2}
+
+
+def test_a_locked_study_takes_no_new_work(study, coordinator, make_user):
+    first, second = (make_user(f"l{i}", "physician") for i in range(2))
+    for user in (first, second):
+        preference.add_rater(study, user, added_by=coordinator)
+    preference.open_study(study, coordinator)
+    preference.lock(study, coordinator)
+    task = PreferenceTask.objects.filter(study=study, rater=first).first()
+    with pytest.raises(PreferenceError, match="not open") as info:
+        preference.QUEUE.reassign(task, second, by=coordinator)
+    assert info.value.status == 409
+    with pytest.raises(PreferenceError, match="not open"):
+        preference.assign(study)

@@ -623,6 +623,10 @@ class PreferenceQueue(WorkQueue):
         return PreferenceTask(study=study, pair_id=unit_id, rater_id=rater_id, position=position,
                               swapped=side_for(study.seed, rater_id, position))
 
+    def check_takes_work(self, study: PreferenceStudy, action: str) -> None:
+        if study.status != PreferenceStudy.Status.OPEN:
+            raise PreferenceError(_("The study is not open: it takes no new work."), status=409)
+
     def check_answerable(self, locked: PreferenceTask) -> None:
         if locked.study.status != PreferenceStudy.Status.OPEN:
             raise PreferenceError(_("The study is locked; answers can no longer change."), status=409)
@@ -635,6 +639,9 @@ class PreferenceQueue(WorkQueue):
 
     def missing(self, locked: PreferenceTask) -> list[str]:
         return missing_criteria(locked)
+
+    def submitted(self, locked: PreferenceTask) -> None:
+        """Nothing to tell: the study's figures are computed when it is locked and unblinded."""
 
 
 QUEUE = PreferenceQueue()

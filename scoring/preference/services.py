@@ -27,6 +27,7 @@ from annotation.dialogues import redacted
 from annotation.importers import LineError, json_objects
 from annotation.models import Corpus, Dialogue, Item, PrivacyStatus
 from annotation.queue import AssignResult, Seat, WorkQueue, progress_counts
+from annotation.status import WorkStatus
 from projects import scoping
 from projects.models import AuditEvent
 from projects.pseudonyms import pseudonyms
@@ -817,7 +818,8 @@ def my_studies(user) -> list[dict]:
     with scoping.in_project(rater_projects(user)):
         rows = list(my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
                     .values("study_id", "study__name", "study__status", "study__project__name")
-                    .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
+                    .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=[WorkStatus.SUBMITTED,
+                                                                            WorkStatus.SKIPPED])))
                     .order_by("study__name"))
     return [{**r, "open": r["total"] - r["done"] if r["study__status"] == "open" else 0} for r in rows]
 
@@ -899,7 +901,8 @@ def list_counts(study_ids: list[int]) -> list[dict]:
     items = dict(PreferenceItem.objects.alive().filter(study_id__in=study_ids).values_list("study_id")
                  .annotate(n=Count("id")).order_by())
     tasks = {row["study_id"]: row for row in PreferenceTask.objects.filter(study_id__in=study_ids)
-             .values("study_id").annotate(n=Count("id"), done=Count("id", filter=Q(status="submitted"))).order_by()}
+             .values("study_id").annotate(n=Count("id"), done=Count("id", filter=Q(status=WorkStatus.SUBMITTED)))
+             .order_by()}
     return [{"items": items.get(pk, 0), "tasks": tasks.get(pk, {}).get("n", 0),
              "submitted": tasks.get(pk, {}).get("done", 0)} for pk in study_ids]
 

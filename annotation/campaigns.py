@@ -6,7 +6,6 @@ import base64
 import random
 import secrets
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import Count, Q
@@ -20,6 +19,8 @@ from annotation.models import (
     Dialogue,
     Label,
 )
+from annotation.queue import AssignResult, Seat, WorkQueue, progress_counts
+from annotation.signals import send_labels_changed
 from projects.access import projects_of
 from projects.models import AuditEvent
 from projects.pseudonyms import pseudonyms
@@ -115,95 +116,53 @@ def add_rater(campaign: Campaign, user, *, team: str = "", capacity: int | None 
     return rater
 
 
-@dataclass
-class AssignResult:
-    created: int = 0
-    short: dict[int, int] = field(default_factory=dict)  # dialogue id -> raters still missing
+class CampaignQueue(WorkQueue):
+    """Campaigns as rating queues: a unit is a dialogue in the campaign's scope; available raters take work while
+    the campaign is open. The rater's side (answers, refusals) is :class:`annotation.labels.CampaignRating`."""
 
-    @property
-    def complete(self) -> bool:
-        return not self.short
+    work = Assignment
+    container_field, unit_field = "campaign", "dialogue"
+    container_noun, unit_noun = "campaign", "dialogue"
+    work_event, container_event = "assignment", "campaign"
+    staffing_error = CampaignError
+
+    def seats(self, campaign: Campaign) -> list[Seat]:
+        return [Seat(r.user_id, r.capacity) for r in campaign.raters.all() if r.is_available()]
+
+    def is_rater(self, campaign: Campaign, user) -> bool:
+        return CampaignRater.objects.filter(campaign=campaign, user=user).exists()
+
+    def unit_ids(self, campaign: Campaign) -> list[int]:
+        return list(campaign.dialogues().order_by("id").values_list("id", flat=True))
+
+    def check_takes_work(self, campaign: Campaign, action: str) -> None:
+        check_open(campaign, action)
+
+    def check_answerable(self, locked: Assignment) -> None:
+        """Open work takes answers in a closed campaign too: closing stops new raters and assignments only."""
+
+    def submitted(self, locked: Assignment) -> None:
+        send_labels_changed(locked.campaign)
+
+    def open_containers(self) -> Q:
+        return Q(campaign__status=Campaign.Status.OPEN, campaign__deleted_at__isnull=True)
+
+    def rater_projects(self, user) -> list[int]:
+        return rating_projects(user)
 
 
-@transaction.atomic
+QUEUE = CampaignQueue()
+
+
 def assign(campaign: Campaign, *, user=None) -> AssignResult:
-    """Give every dialogue in scope ``overlap`` raters.
-
-    Balances load (the least-loaded available rater first), never gives a rater a dialogue twice
-    (withdrawn and skipped assignments count as "had it"), and respects capacity and availability.
-    Re-running tops up after new raters, skips or reassignments; it never moves existing work.
-    """
-    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)  # one assignment run at a time per campaign
-    check_open(campaign, "new assignments")
-    raters = [r for r in campaign.raters.select_related("user") if r.is_available()]
-    rows = list(Assignment.objects.filter(campaign=campaign).values_list("dialogue_id", "rater_id", "status"))
-    had: set[tuple[int, int]] = {(d, r) for d, r, _ in rows}
-    counted = Counter(d for d, _, s in rows if s in Assignment.COUNTED_STATUSES)
-    load = Counter(r for _, r, s in rows if s in Assignment.COUNTED_STATUSES)
-    position = Counter(r for _, r, _ in rows)
-    rng = random.Random(campaign.seed * 7919 + campaign.pk)
-    dialogue_ids = list(campaign.dialogues().order_by("id").values_list("id", flat=True))
-    rng.shuffle(dialogue_ids)  # spreads dialogue order so raters do not all start on the same ones
-    tiebreak = {r.user_id: rng.random() for r in raters}
-    result = AssignResult()
-    new: list[Assignment] = []
-    for dialogue_id in dialogue_ids:
-        missing = campaign.overlap - counted[dialogue_id]
-        if missing <= 0:
-            continue
-        candidates = [
-            r for r in raters
-            if (dialogue_id, r.user_id) not in had and (r.capacity is None or load[r.user_id] < r.capacity)
-        ]
-        candidates.sort(key=lambda r: (load[r.user_id], tiebreak[r.user_id]))
-        for rater in candidates[:missing]:
-            position[rater.user_id] += 1
-            new.append(Assignment(campaign=campaign, dialogue_id=dialogue_id, rater_id=rater.user_id,
-                                  position=position[rater.user_id]))
-            had.add((dialogue_id, rater.user_id))
-            load[rater.user_id] += 1
-            counted[dialogue_id] += 1
-        if counted[dialogue_id] < campaign.overlap:
-            result.short[dialogue_id] = campaign.overlap - counted[dialogue_id]
-    Assignment.objects.bulk_create(new, batch_size=1000)
-    result.created = len(new)
-    AuditEvent.record(user, "campaign.assign", campaign, created=result.created, short=len(result.short))
-    return result
+    """Give every dialogue in scope ``overlap`` raters (:meth:`WorkQueue.assign`: least-loaded first, never a
+    dialogue twice to one rater, within capacity and availability; re-running tops up)."""
+    return QUEUE.assign(campaign, user=user)
 
 
-@transaction.atomic
 def reassign(assignment: Assignment, to_user, *, by=None, reason: str = "") -> Assignment:
     """Move unfinished work to another rater of the campaign; the old row stays as history (withdrawn)."""
-    assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
-    check_open(assignment.campaign, "reassignments")
-    if assignment.status == Assignment.Status.SUBMITTED:
-        raise CampaignError("Submitted work cannot be reassigned; return it for re-annotation instead.")
-    if assignment.status == Assignment.Status.WITHDRAWN:
-        raise CampaignError("This assignment was already reassigned.")
-    if not CampaignRater.objects.filter(campaign=assignment.campaign, user=to_user).exists():
-        raise CampaignError(f"{to_user} is not a rater of this campaign; add them first.")
-    if Assignment.objects.filter(campaign=assignment.campaign, dialogue=assignment.dialogue, rater=to_user).exists():
-        raise CampaignError(f"{to_user} already had this dialogue; a rater never gets a dialogue twice.")
-    assignment.status = Assignment.Status.WITHDRAWN
-    assignment.save(update_fields=["status", "updated_at"])
-    last = Assignment.objects.filter(campaign=assignment.campaign, rater=to_user).order_by("-position").first()
-    new = Assignment.objects.create(campaign=assignment.campaign, dialogue=assignment.dialogue, rater=to_user,
-                                    position=(last.position + 1) if last else 1)
-    AuditEvent.record(by, "assignment.reassign", new, reason=reason, from_rater=assignment.rater.username,
-                      withdrawn=assignment.pk)
-    return new
-
-
-def progress_counts(by_status: dict[str, int]) -> dict[str, int]:
-    """The one definition of how far a rater's work is, for every page, the API, reports and exports: of the
-    ``total`` dialogues (withdrawn ones are no one's), ``submitted`` ones are done and counted by the reports,
-    ``skipped`` ones left the queue without answers (done for the rater, counted nowhere), ``open`` ones wait;
-    ``percent`` is the submitted share, the figure the reports' n rests on. ``by_status``: status -> count."""
-    total = sum(n for status, n in by_status.items() if status != Assignment.Status.WITHDRAWN)
-    submitted = by_status.get(Assignment.Status.SUBMITTED, 0)
-    skipped = by_status.get(Assignment.Status.SKIPPED, 0)
-    return {"total": total, "submitted": submitted, "skipped": skipped, "open": total - submitted - skipped,
-            "percent": round(100 * submitted / total) if total else 0}
+    return QUEUE.reassign(assignment, to_user, by=by, reason=reason)
 
 
 def rater_progress(campaign: Campaign) -> list[dict]:
@@ -246,32 +205,12 @@ def rating_projects(user) -> list[int]:
 def next_assignment(user, campaign: Campaign | None = None, after: Assignment | None = None) -> Assignment | None:
     """The rater's next open dialogue: returned work first, then in queue order (across every project where they
     are a physician)."""
-    qs = Assignment.objects.filter(rater=user, status__in=Assignment.OPEN_STATUSES,
-                                   campaign__status=Campaign.Status.OPEN, campaign__deleted_at__isnull=True,
-                                   campaign__project__in=rating_projects(user))
-    if campaign is not None:
-        qs = qs.filter(campaign=campaign)
-    if after is not None:
-        qs = qs.exclude(pk=after.pk)
-    returned = qs.filter(status=Assignment.Status.RETURNED).order_by("campaign_id", "position").first()
-    return returned or qs.order_by("campaign_id", "position", "id").first()
+    return QUEUE.next_for(user, campaign, after)
 
 
 def queue_place(assignment: Assignment) -> dict[str, int | None]:
-    """Where a dialogue stands in its rater's queue of one campaign: ``place`` (1-based, in the queue order of
-    :func:`next_assignment`; None for withdrawn work, which left the queue), ``total``, ``done`` (submitted, as
-    :func:`progress_counts` counts) and ``skipped``. The place does not move when dialogues are submitted, and never
-    exceeds the total."""
-    queue = (Assignment.objects.filter(rater_id=assignment.rater_id, campaign_id=assignment.campaign_id)
-             .exclude(status=Assignment.Status.WITHDRAWN))
-    ahead = Q(position__lt=assignment.position) | Q(position=assignment.position, id__lt=assignment.pk)
-    counts = queue.aggregate(
-        total=Count("id"), ahead=Count("id", filter=ahead),
-        done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)))
-    withdrawn = assignment.status == Assignment.Status.WITHDRAWN
-    return {"place": None if withdrawn else counts["ahead"] + 1, "total": counts["total"], "done": counts["done"],
-            "skipped": counts["skipped"]}
+    """Where a dialogue stands in its rater's queue of one campaign (:meth:`WorkQueue.place`)."""
+    return QUEUE.place(assignment)
 
 
 def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:

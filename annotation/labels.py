@@ -12,8 +12,11 @@ from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy
 
 from annotation import scales, scores
+from annotation.campaigns import CampaignQueue
 from annotation.models import Adjudication, Assignment, Campaign, GoldLabel, Item, Label, LabelChange
+from annotation.queue import QueueError
 from annotation.signals import send_labels_changed
+from annotation.status import OPEN_WORK, WorkStatus
 from projects.models import AuditEvent, Membership
 from projects.roles import PHYSICIAN
 
@@ -21,12 +24,8 @@ from projects.roles import PHYSICIAN
 MAX_TEXT = 10_000
 
 
-class LabelError(ValueError):
+class LabelError(QueueError):
     """A save the rules refuse (wrong rater, closed assignment, value not allowed); the message says why."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
 
 
 #: The names of the texts a rater writes, as the refusal of a too long one names them.
@@ -142,9 +141,7 @@ def save_label(assignment: Assignment | int, item_id: int, value: int | None, us
                                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
                            [label.pk, user.pk, db_now, old_value, value, old_comment, label.comment,
                             LabelChange.Source.RATER, reason])
-        if status == Assignment.Status.ASSIGNED:  # the assignment checked above (this save has no project scope)
-            Assignment.unscoped.filter(pk=assignment_id).update(status=Assignment.Status.IN_PROGRESS, started_at=now,
-                                                               updated_at=now)
+        RATING.start(assignment_id, status, now)  # the assignment checked above (this save has no project scope)
     return label
 
 
@@ -167,8 +164,8 @@ def _check_value(items: dict[int, tuple[str, tuple[int | float, ...]]], item_id:
 
 def _check_open(status: str) -> None:
     """A 409 unless an assignment of this status still takes answers."""
-    if status not in Assignment.OPEN_STATUSES:
-        label_status = Assignment.Status(status).label.lower()
+    if status not in OPEN_WORK:
+        label_status = WorkStatus(status).label.lower()
         raise LabelError(gettext("This dialogue is %(status)s; answers can no longer change.")
                          % {"status": label_status}, status=409)
 
@@ -214,9 +211,8 @@ def save_answers(assignment: Assignment, answers: dict[int, int | float | None],
         + [LabelChange(label_id=label.pk, changed_by_id=user.pk, changed_at=now, old_value=old,
                        new_value=label.value, old_comment=label.comment, new_comment=label.comment,
                        source=LabelChange.Source.RATER, reason=reason) for label, old in changed])
-    if locked.status == Assignment.Status.ASSIGNED and (new or changed):
-        Assignment.unscoped.filter(pk=locked.pk).update(status=Assignment.Status.IN_PROGRESS, started_at=now,
-                                                       updated_at=now)
+    if new or changed:
+        RATING.start(locked.pk, locked.status, now)
     return len(new) + len(changed)
 
 
@@ -234,45 +230,30 @@ def missing_items(assignment: Assignment) -> list[str]:
             if allowed and item_id not in answered]
 
 
-def _open_for(assignment: Assignment, user) -> Assignment:
-    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
-    if locked.rater_id != user.pk:
-        raise LabelError(gettext("This dialogue is not assigned to you."), status=403)
-    if not locked.is_open:
-        raise LabelError(gettext("This dialogue is already %(status)s.")
-                         % {"status": locked.get_status_display().lower()}, status=409)
-    return locked
+class CampaignRating(CampaignQueue):
+    """The rater's side of a campaign's queue: what must be answered before submitting, and the refusals."""
+
+    error = LabelError
+    not_yours = gettext_lazy("This dialogue is not assigned to you.")
+    not_open = gettext_lazy("This dialogue is already %(status)s.")
+    missing_answers = gettext_lazy("Answer every item before submitting; missing: %(items)s.")
+    no_skip_reason = gettext_lazy("Say why you skip this dialogue.")
+
+    def missing(self, locked: Assignment) -> list[str]:
+        return missing_items(locked)
 
 
-@transaction.atomic
+RATING = CampaignRating()
+
+
 def submit(assignment: Assignment, user, *, comment: str | None = None) -> Assignment:
     _bounded(comment, "comment")
-    locked = _open_for(assignment, user)
-    missing = missing_items(locked)
-    if missing:
-        raise LabelError(gettext("Answer every item before submitting; missing: %(items)s.")
-                         % {"items": ", ".join(missing)})
-    if comment is not None:
-        locked.comment = comment
-    locked.status = Assignment.Status.SUBMITTED
-    locked.submitted_at = timezone.now()
-    locked.save(update_fields=["status", "submitted_at", "comment", "updated_at"])
-    AuditEvent.record(user, "assignment.submit", locked)
-    send_labels_changed(locked.campaign)
-    return locked
+    return RATING.submit(assignment, user, comment=comment)
 
 
-@transaction.atomic
 def skip(assignment: Assignment, user, reason: str) -> Assignment:
-    if not reason.strip():
-        raise LabelError(gettext("Say why you skip this dialogue."))
     _bounded(reason, "reason")
-    locked = _open_for(assignment, user)
-    locked.status = Assignment.Status.SKIPPED
-    locked.skip_reason = reason.strip()
-    locked.save(update_fields=["status", "skip_reason", "updated_at"])
-    AuditEvent.record(user, "assignment.skip", locked, reason=reason)
-    return locked
+    return RATING.skip(assignment, user, reason)
 
 
 @transaction.atomic
@@ -290,15 +271,9 @@ def flag(assignment: Assignment, user, note: str) -> Assignment:
     return locked
 
 
-@transaction.atomic
 def save_comment(assignment: Assignment, user, comment: str) -> Assignment:
     _bounded(comment, "comment")
-    locked = _open_for(assignment, user)
-    if locked.comment != comment:
-        AuditEvent.record(user, "assignment.comment", locked, old=locked.comment, new=comment)
-        locked.comment = comment
-        locked.save(update_fields=["comment", "updated_at"])
-    return locked
+    return RATING.save_comment(assignment, user, comment)
 
 
 @transaction.atomic

@@ -12,7 +12,9 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from annotation.queue import QueuedWork
 from annotation.scores import ScoreField, grid, step_text
+from annotation.status import Stage, stages
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from projects.scoping import path_q
 
@@ -93,10 +95,7 @@ class ScaleVersion(ProjectOwned):
     """One fixed content of a scale. Published or used versions are immutable; edits make a new version.
     A draft is seen only in its project; published and retired versions form a library every project may use."""
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", _("Draft")
-        PUBLISHED = "published", _("Published")
-        RETIRED = "retired", _("Retired")
+    Status = stages(Stage.DRAFT, Stage.PUBLISHED, Stage.RETIRED)
 
     scale = models.ForeignKey(Scale, on_delete=models.PROTECT, related_name="versions", verbose_name=_("scale"))
     number = models.PositiveIntegerField(verbose_name=_("number"))
@@ -484,9 +483,7 @@ class Campaign(ProjectOwned, SoftDeletable):
         FORMAL = "formal", _("Formal")
         IMPORTED = "imported", _("Imported labels")
 
-    class Status(models.TextChoices):
-        OPEN = "open", _("Open")
-        CLOSED = "closed", _("Closed")
+    Status = stages(Stage.OPEN, Stage.CLOSED)
 
     class RaterKind(models.TextChoices):
         """Who gave an imported campaign's labels, as the coordinator states it on importing them (the methods text
@@ -638,21 +635,11 @@ class CampaignRater(ProjectScoped):
         return self.active and (self.available_until is None or self.available_until >= today)
 
 
-class Assignment(ProjectScoped):
-    """One rater's work on one dialogue of a campaign. A rater never gets the same dialogue twice."""
+class Assignment(ProjectScoped, QueuedWork):
+    """One rater's work on one dialogue of a campaign (:mod:`annotation.queue`). A rater never gets the same
+    dialogue twice."""
 
     project_path = "campaign__project"
-
-    class Status(models.TextChoices):
-        ASSIGNED = "assigned", _("Not started")
-        IN_PROGRESS = "in_progress", _("In progress")
-        SUBMITTED = "submitted", _("Submitted")
-        SKIPPED = "skipped", _("Skipped")
-        RETURNED = "returned", _("Returned for re-annotation")
-        WITHDRAWN = "withdrawn", _("Withdrawn (reassigned)")
-
-    OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED)
-    COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.RETURNED, Status.SUBMITTED)
 
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="assignments",
                                  verbose_name=_("campaign"))
@@ -660,19 +647,9 @@ class Assignment(ProjectScoped):
                                  verbose_name=_("dialogue"))
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments",
                               verbose_name=_("rater"))
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True,
-                              verbose_name=_("status"))
-    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.",
-                                           verbose_name=_("position"))
-    comment = models.TextField(blank=True, help_text="The rater's comment on the whole dialogue.")
-    skip_reason = models.TextField(blank=True)
     flagged = models.BooleanField(default=False, verbose_name=_("flagged"))
     flag_note = models.TextField(blank=True)
     return_note = models.TextField(blank=True, help_text="Why the coordinator returned it.")
-    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
-    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
-    submitted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("submitted at"))
-    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
         verbose_name = _("assignment")
@@ -687,10 +664,6 @@ class Assignment(ProjectScoped):
 
     def __str__(self) -> str:
         return f"{self.campaign} · {self.dialogue.external_id} · {self.rater}"
-
-    @property
-    def is_open(self) -> bool:
-        return self.status in self.OPEN_STATUSES
 
 
 class Label(ProjectScoped):

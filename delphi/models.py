@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
+from annotation.status import Stage, stages
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 
 
@@ -34,11 +35,8 @@ class Influence(models.TextChoices):
 class DelphiStudy(ProjectOwned, SoftDeletable):
     """A Delphi study over a scale: rounds, a panel, a consensus rule fixed before round 1."""
 
-    class Status(models.TextChoices):
-        SETUP = "setup", _("Setting up")
-        RUNNING = "running", _("Delphi rounds")
-        VALIDATION = "validation", _("Validation survey")
-        PUBLISHED = "published", _("Agreed version published")
+    Status = stages(Stage.SETUP, Stage.RUNNING, Stage.VALIDATION, Stage.PUBLISHED, RUNNING=_("Delphi rounds"),
+                    PUBLISHED=_("Agreed version published"))
 
     title = models.CharField(max_length=200, verbose_name=_("title"))
     scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies",
@@ -106,10 +104,7 @@ class Round(ProjectScoped):
         DELPHI = "delphi", _("Delphi round")
         VALIDATION = "validation", _("Validation survey")
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", _("Not opened")
-        OPEN = "open", _("Open")
-        CLOSED = "closed", _("Closed")
+    Status = stages(Stage.DRAFT, Stage.OPEN, Stage.CLOSED, DRAFT=_("Not opened"))
 
     study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="rounds", verbose_name=_("study"))
     number = models.PositiveSmallIntegerField(verbose_name=_("number"))

@@ -14,6 +14,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from annotation.queue import QueuedWork
+from annotation.status import Stage, stages
 from projects.models import ProjectOwned, ProjectScoped, SoftDeletable
 from scoring.llm.models import EngineJob, WorkUnit
 
@@ -26,11 +28,8 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
         DIALOGUE = "dialogue", _("Doctor models' dialogues on the same case")
         ANSWER = "answer", _("Free-text answers to the same question")
 
-    class Status(models.TextChoices):
-        DRAFT = "draft", _("Draft (setting up)")
-        OPEN = "open", _("Open (raters answering)")
-        LOCKED = "locked", _("Locked (answers final, identities sealed)")
-        UNBLINDED = "unblinded", _("Unblinded")
+    Status = stages(Stage.DRAFT, Stage.OPEN, Stage.LOCKED, Stage.UNBLINDED, DRAFT=_("Draft (setting up)"),
+                    OPEN=_("Open (raters answering)"), LOCKED=_("Locked (answers final, identities sealed)"))
 
     name = models.CharField(max_length=200, verbose_name=_("name"))
     kind = models.CharField(max_length=12, choices=Kind.choices, verbose_name=_("kind"))
@@ -220,36 +219,17 @@ class PreferenceRater(ProjectScoped):
         return f"{self.user} on {self.study}"
 
 
-class PreferenceTask(ProjectScoped):
+class PreferenceTask(ProjectScoped, QueuedWork):
     """One rater's comparison of one pair. ``swapped`` records the side randomisation: False shows the pair's
-    first candidate as A, True shows the second as A."""
+    first candidate as A, True shows the second as A (:mod:`annotation.queue`)."""
 
     project_path = "study__project"
-
-    class Status(models.TextChoices):
-        ASSIGNED = "assigned", _("Not started")
-        IN_PROGRESS = "in_progress", _("In progress")
-        SUBMITTED = "submitted", _("Submitted")
-        SKIPPED = "skipped", _("Skipped")
-        WITHDRAWN = "withdrawn", _("Withdrawn")
-
-    OPEN_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS)
-    COUNTED_STATUSES = (Status.ASSIGNED, Status.IN_PROGRESS, Status.SUBMITTED)
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.PROTECT, related_name="tasks", verbose_name=_("study"))
     pair = models.ForeignKey(PreferencePair, on_delete=models.PROTECT, related_name="tasks", verbose_name=_("pair"))
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="preference_tasks",
                               verbose_name=_("rater"))
-    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
     swapped = models.BooleanField(default=False, verbose_name=_("swapped"))
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ASSIGNED, db_index=True,
-                              verbose_name=_("status"))
-    comment = models.TextField(blank=True)
-    skip_reason = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
-    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
-    submitted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("submitted at"))
-    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
         verbose_name = _("preference task")
@@ -260,10 +240,6 @@ class PreferenceTask(ProjectScoped):
 
     def __str__(self) -> str:
         return f"task {self.pk} ({self.study})"
-
-    @property
-    def is_open(self) -> bool:
-        return self.status in self.OPEN_STATUSES
 
 
 class PreferenceAnswer(ProjectScoped):

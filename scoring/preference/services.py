@@ -15,17 +15,19 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import combinations
 
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from annotation.dialogues import redacted
 from annotation.importers import LineError, json_objects
 from annotation.models import Corpus, Dialogue, Item, PrivacyStatus
+from annotation.queue import AssignResult, Seat, WorkQueue, progress_counts
+from annotation.status import WorkStatus
 from projects import scoping
 from projects.models import AuditEvent
 from projects.pseudonyms import pseudonyms
@@ -594,51 +596,62 @@ def build_pairs(study: PreferenceStudy) -> int:
     return len(new)
 
 
-@dataclass
-class AssignResult:
-    created: int = 0
-    short: dict[int, int] = field(default_factory=dict)
+class PreferenceQueue(WorkQueue):
+    """Preference studies as rating queues: a unit is a pair of candidates; active raters take work; answers are
+    taken while the study is open. Each new task gets its side from :func:`side_for`."""
 
+    work = PreferenceTask
+    container_field, unit_field = "study", "pair"
+    container_noun, unit_noun = "study", "comparison"
+    work_event, container_event = "preference_task", "preference"
+    error = staffing_error = PreferenceError
+    not_yours = gettext_lazy("This comparison is not assigned to you.")
+    not_open = gettext_lazy("This comparison is %(status)s; answers can no longer change.")
+    missing_answers = gettext_lazy("Answer every criterion before submitting; missing: %(missing)s.")
+    no_skip_reason = gettext_lazy("Say why you skip this comparison.")
 
-@transaction.atomic
-def assign(study: PreferenceStudy, *, user=None) -> AssignResult:
-    """Give every pair ``overlap`` raters, least-loaded first, never the same pair twice to one rater (as
-    annotation.campaigns.assign); re-running tops up. Each new task gets its side from :func:`side_for`."""
-    study = PreferenceStudy.objects.select_for_update().get(pk=study.pk)
-    raters = [r for r in study.raters.select_related("user") if r.active]
-    rows = list(PreferenceTask.objects.filter(study=study).values_list("pair_id", "rater_id", "status"))
-    had = {(p, r) for p, r, _ in rows}
-    counted = Counter(p for p, _, s in rows if s in PreferenceTask.COUNTED_STATUSES)
-    load = Counter(r for _, r, s in rows if s in PreferenceTask.COUNTED_STATUSES)
-    position = Counter(r for _, r, _ in rows)
-    rng = random.Random(study.seed * 7919 + study.pk)
-    pair_ids = list(PreferencePair.objects.filter(study=study, item__deleted_at__isnull=True).order_by("id")
+    def seats(self, study: PreferenceStudy) -> list[Seat]:
+        return [Seat(r.user_id, r.capacity) for r in study.raters.all() if r.active]
+
+    def is_rater(self, study: PreferenceStudy, user) -> bool:
+        return PreferenceRater.objects.filter(study=study, user=user).exists()
+
+    def unit_ids(self, study: PreferenceStudy) -> list[int]:
+        return list(PreferencePair.objects.filter(study=study, item__deleted_at__isnull=True).order_by("id")
                     .values_list("id", flat=True))
-    rng.shuffle(pair_ids)
-    tiebreak = {r.user_id: rng.random() for r in raters}
-    result = AssignResult()
-    new: list[PreferenceTask] = []
-    for pair_id in pair_ids:
-        missing = study.overlap - counted[pair_id]
-        if missing <= 0:
-            continue
-        candidates = [r for r in raters if (pair_id, r.user_id) not in had
-                      and (r.capacity is None or load[r.user_id] < r.capacity)]
-        candidates.sort(key=lambda r: (load[r.user_id], tiebreak[r.user_id]))
-        for rater in candidates[:missing]:
-            position[rater.user_id] += 1
-            pos = position[rater.user_id]
-            new.append(PreferenceTask(study=study, pair_id=pair_id, rater_id=rater.user_id, position=pos,
-                                      swapped=side_for(study.seed, rater.user_id, pos)))
-            had.add((pair_id, rater.user_id))
-            load[rater.user_id] += 1
-            counted[pair_id] += 1
-        if counted[pair_id] < study.overlap:
-            result.short[pair_id] = study.overlap - counted[pair_id]
-    PreferenceTask.objects.bulk_create(new, batch_size=1000)
-    result.created = len(new)
-    AuditEvent.record(user, "preference.assign", study, created=result.created, short=len(result.short))
-    return result
+
+    def new_work(self, study: PreferenceStudy, unit_id: int, rater_id: int, position: int) -> PreferenceTask:
+        return PreferenceTask(study=study, pair_id=unit_id, rater_id=rater_id, position=position,
+                              swapped=side_for(study.seed, rater_id, position))
+
+    def check_takes_work(self, study: PreferenceStudy, action: str) -> None:
+        if study.status != PreferenceStudy.Status.OPEN:
+            raise PreferenceError(_("The study is not open: it takes no new work."), status=409)
+
+    def check_answerable(self, locked: PreferenceTask) -> None:
+        if locked.study.status != PreferenceStudy.Status.OPEN:
+            raise PreferenceError(_("The study is locked; answers can no longer change."), status=409)
+
+    def open_containers(self) -> Q:
+        return Q(study__status=PreferenceStudy.Status.OPEN, study__deleted_at__isnull=True)
+
+    def rater_projects(self, user) -> list[int]:
+        return rater_projects(user)
+
+    def missing(self, locked: PreferenceTask) -> list[str]:
+        return missing_criteria(locked)
+
+    def submitted(self, locked: PreferenceTask) -> None:
+        """Nothing to tell: the study's figures are computed when it is locked and unblinded."""
+
+
+QUEUE = PreferenceQueue()
+
+
+def assign(study: PreferenceStudy, *, user=None) -> AssignResult:
+    """Give every pair ``overlap`` raters, least-loaded first, never the same pair twice to one rater
+    (:meth:`WorkQueue.assign`); re-running tops up."""
+    return QUEUE.assign(study, user=user)
 
 
 @transaction.atomic
@@ -660,8 +673,7 @@ def withdraw_rater(study: PreferenceStudy, user, *, by, reason: str) -> tuple[in
                               status=404)
     rater.active = False
     rater.save(update_fields=["active"])
-    withdrawn = PreferenceTask.objects.filter(study=study, rater=user, status__in=PreferenceTask.OPEN_STATUSES
-                                              ).update(status=PreferenceTask.Status.WITHDRAWN)
+    withdrawn = QUEUE.withdraw(study, [user.pk])
     AuditEvent.record(by, "preference.withdraw_rater", study, rater=user.username, withdrawn=withdrawn,
                       reason=reason)
     topped_up = assign(study, user=by) if study.status == PreferenceStudy.Status.OPEN else AssignResult()
@@ -730,18 +742,6 @@ def own_task(user, pk: int) -> PreferenceTask:
     return task
 
 
-def _open_task(task: PreferenceTask, user) -> PreferenceTask:
-    locked = PreferenceTask.objects.select_for_update(of=("self",)).select_related("study").get(pk=task.pk)
-    if locked.rater_id != user.pk:
-        raise PreferenceError(_("This comparison is not assigned to you."), status=403)
-    if locked.study.status != PreferenceStudy.Status.OPEN:
-        raise PreferenceError(_("The study is locked; answers can no longer change."), status=409)
-    if not locked.is_open:
-        raise PreferenceError(_("This comparison is %(status)s; answers can no longer change.")
-                              % {"status": locked.get_status_display().lower()}, status=409)
-    return locked
-
-
 def save_answer(task: PreferenceTask, criterion_id: int, choice: str, user, *, comment: str | None = None,
                 client_seq: int = 0, reason: str = "") -> PreferenceAnswer:
     """Store one click at once; same-value retries add no history and an older click arriving late never
@@ -751,7 +751,7 @@ def save_answer(task: PreferenceTask, criterion_id: int, choice: str, user, *, c
     if not PreferenceCriterion.objects.filter(pk=criterion_id, study_id=task.study_id).exists():
         raise PreferenceError(_("That criterion is not part of this study."))
     with transaction.atomic():
-        locked = _open_task(task, user)
+        locked = QUEUE.claim(task, user)
         now = timezone.now()
         answer = (PreferenceAnswer.objects.select_for_update(of=("self",))
                   .filter(task=locked, criterion_id=criterion_id).order_by("pk").first())
@@ -773,10 +773,7 @@ def save_answer(task: PreferenceTask, criterion_id: int, choice: str, user, *, c
             answer.client_seq = max(answer.client_seq, client_seq)
             answer.updated_at = now
             answer.save(update_fields=["choice", "comment", "client_seq", "updated_at"])
-        if locked.status == PreferenceTask.Status.ASSIGNED:
-            locked.status = PreferenceTask.Status.IN_PROGRESS
-            locked.started_at = now
-            locked.save(update_fields=["status", "started_at", "updated_at"])
+        QUEUE.start(locked.pk, locked.status, now)
     return answer
 
 
@@ -786,42 +783,16 @@ def missing_criteria(task: PreferenceTask) -> list[str]:
     return [c.name for c in task.study.criteria.all() if c.pk not in answered]
 
 
-@transaction.atomic
 def submit_task(task: PreferenceTask, user, *, comment: str | None = None) -> PreferenceTask:
-    locked = _open_task(task, user)
-    missing = missing_criteria(locked)
-    if missing:
-        raise PreferenceError(_("Answer every criterion before submitting; missing: %(missing)s.")
-                              % {"missing": ", ".join(missing)})
-    if comment is not None:
-        locked.comment = comment
-    locked.status = PreferenceTask.Status.SUBMITTED
-    locked.submitted_at = timezone.now()
-    locked.save(update_fields=["status", "submitted_at", "comment", "updated_at"])
-    AuditEvent.record(user, "preference_task.submit", locked)
-    return locked
+    return QUEUE.submit(task, user, comment=comment)
 
 
-@transaction.atomic
 def skip_task(task: PreferenceTask, user, reason: str) -> PreferenceTask:
-    if not (reason or "").strip():
-        raise PreferenceError(_("Say why you skip this comparison."))
-    locked = _open_task(task, user)
-    locked.status = PreferenceTask.Status.SKIPPED
-    locked.skip_reason = reason.strip()
-    locked.save(update_fields=["status", "skip_reason", "updated_at"])
-    AuditEvent.record(user, "preference_task.skip", locked, reason=reason)
-    return locked
+    return QUEUE.skip(task, user, reason)
 
 
-@transaction.atomic
 def save_task_comment(task: PreferenceTask, user, comment: str) -> PreferenceTask:
-    locked = _open_task(task, user)
-    if locked.comment != comment:
-        AuditEvent.record(user, "preference_task.comment", locked, old=locked.comment, new=comment)
-        locked.comment = comment
-        locked.save(update_fields=["comment", "updated_at"])
-    return locked
+    return QUEUE.save_comment(task, user, comment)
 
 
 def my_tasks(user):
@@ -836,11 +807,9 @@ def open_tasks(user):
 
 def next_task(user, after: PreferenceTask | None = None) -> PreferenceTask | None:
     """The rater's next open comparison in any project where they rate."""
-    with scoping.in_project(rater_projects(user)):
-        qs = open_tasks(user)
-        if after is not None:
-            qs = qs.exclude(pk=after.pk)
-        return qs.order_by("study_id", "position", "id").first()
+    projects = rater_projects(user)
+    with scoping.in_project(projects):
+        return QUEUE.next_for(user, after=after, projects=projects)
 
 
 def my_studies(user) -> list[dict]:
@@ -849,7 +818,8 @@ def my_studies(user) -> list[dict]:
     with scoping.in_project(rater_projects(user)):
         rows = list(my_tasks(user).exclude(status=PreferenceTask.Status.WITHDRAWN)
                     .values("study_id", "study__name", "study__status", "study__project__name")
-                    .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=["submitted", "skipped"])))
+                    .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=[WorkStatus.SUBMITTED,
+                                                                            WorkStatus.SKIPPED])))
                     .order_by("study__name"))
     return [{**r, "open": r["total"] - r["done"] if r["study__status"] == "open" else 0} for r in rows]
 
@@ -931,7 +901,8 @@ def list_counts(study_ids: list[int]) -> list[dict]:
     items = dict(PreferenceItem.objects.alive().filter(study_id__in=study_ids).values_list("study_id")
                  .annotate(n=Count("id")).order_by())
     tasks = {row["study_id"]: row for row in PreferenceTask.objects.filter(study_id__in=study_ids)
-             .values("study_id").annotate(n=Count("id"), done=Count("id", filter=Q(status="submitted"))).order_by()}
+             .values("study_id").annotate(n=Count("id"), done=Count("id", filter=Q(status=WorkStatus.SUBMITTED)))
+             .order_by()}
     return [{"items": items.get(pk, 0), "tasks": tasks.get(pk, {}).get("n", 0),
              "submitted": tasks.get(pk, {}).get("done", 0)} for pk in study_ids]
 
@@ -945,12 +916,8 @@ def progress(study: PreferenceStudy) -> dict:
     profiles = pseudonyms(study.project_id, list(counts) + list(study.raters.values_list("user_id", flat=True)))
     raters = []
     for rater in study.raters.select_related("user").order_by("user__username"):
-        c = counts[rater.user_id]
-        total = sum(v for k, v in c.items() if k != "withdrawn")
         raters.append({"user": rater.user, "pseudonym": profiles.get(rater.user_id, ""), "active": rater.active,
-                       "total": total, "submitted": c["submitted"], "skipped": c["skipped"],
-                       "open": c["assigned"] + c["in_progress"],
-                       "percent": round(100 * c["submitted"] / total) if total else 0})
+                       **progress_counts(counts[rater.user_id])})
     total = sum(r["total"] for r in raters)
     submitted = sum(r["submitted"] for r in raters)
     return {"items": study.items.alive().count(), "sources": study.sources.count(), "pairs": study.pairs.count(),

@@ -328,9 +328,9 @@ def idle_workers(project) -> None:
     from django.contrib.auth import get_user_model
 
     from annotation.models import Campaign
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
-    from scoring.reports.service import compute_now
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
+    from scoring.reports.figures import compute_now
 
     started = time.monotonic()
     ran = 0
@@ -353,9 +353,10 @@ def stored_judge_figures(users) -> None:
     """What the workers store for the large study's judge run: its reports (with and without names), the judge
     selection and the planner's default plan for each reader; every job they queue is run."""
     from annotation.models import Campaign
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
-    from scoring.judges import planner_jobs, selection_jobs, service
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
+    from scoring.judges import figures as judge_figures
+    from scoring.judges import planner_jobs, selection_jobs
     from scoring.judges.models import JudgeRun
     from scoring.judges.planner import choices
 
@@ -365,11 +366,11 @@ def stored_judge_figures(users) -> None:
     campaign = Campaign.objects.get(name="bench-pages")
     for user in users:
         for names in (None, False):
-            service.compute_now(run, campaign, user, names=names)
+            judge_figures.compute_now(run, campaign, user, names=names)
         selection_jobs.compute_now(campaign, user)
         chosen = choices(corpus=campaign.corpus, version=campaign.scale_version, target=campaign)
         planner_jobs.plan_figures(chosen, user)
-    service.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
+    judge_figures.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
     for job_id in Job.objects.filter(status=Job.Status.QUEUED).order_by("pk").values_list("pk", flat=True):
         jobs.execute(job_id)
 

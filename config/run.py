@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from core.site.workers import LLM_WORKER_CONCURRENCY, LLM_WORKER_POOL, llm_worker_hint  # noqa: F401 - named here too
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
@@ -93,7 +95,7 @@ def preflight(migrate: bool = False) -> None:
         exit_with(str(exc))
     from django.conf import settings
 
-    from config.health import _redact, check_broker, check_database
+    from core.site.health import _redact, check_broker, check_database
 
     db = check_database()
     if not db["ok"]:
@@ -172,18 +174,6 @@ def banner(url: str, logins: list | None = None, loading: bool = False) -> str:
     width = max(len(line) for line in lines)
     rule = "=" * width
     return "\n".join([rule, *lines, rule])
-
-
-# The LLM worker `make run` (``dev``) starts: LLM calls wait on the network, so a threads pool keeps many in flight on
-# few cores. Pages that find no LLM worker suggest this same command (scoring/llm/delivery.py).
-LLM_WORKER_POOL = "threads"
-LLM_WORKER_CONCURRENCY = 16
-
-
-def llm_worker_hint(queue: str) -> str:
-    """The command that starts the LLM worker ``make run`` starts, on its own (for pages and messages)."""
-    return (f"python -m config.run worker --queues {queue} --pool {LLM_WORKER_POOL} "
-            f"--concurrency {LLM_WORKER_CONCURRENCY}")
 
 
 def worker_command(concurrency: int | None, queues: str | None = None, pool: str | None = None,

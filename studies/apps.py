@@ -8,8 +8,8 @@ class StudiesConfig(AppConfig):
     demo_commands = ["load_methods_demo"]  # after every other app's demo (INSTALLED_APPS order)
 
     def ready(self) -> None:
-        from scoring.jobs import services as scoring_jobs
-        from scoring.jobs.models import Job
+        from core.jobs import services as scoring_jobs
+        from core.jobs.models import Job
         from studies import (
             figures,
             jobs,  # noqa: F401 - registers the export job's handler (web processes and workers)

@@ -34,7 +34,7 @@ def printed(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, (int, str)):
         return str(value)
-    from scoring.stats import formatting
+    from core.stats import formatting
 
     # the one number formatter: never "-0.000", and noise around a zero by construction is 0
     return "undefined" if math.isnan(value) else formatting.number(value, 3)
@@ -122,12 +122,12 @@ def stored_labels_digest(campaign: Campaign) -> str:
 
 def stored_answers_digest(run) -> str:
     """:func:`answers_fingerprint`, kept in the cache under the run's change mark
-    (:func:`scoring.judges.service.answers_fingerprint`), as :func:`stored_labels_digest`."""
+    (:func:`scoring.judges.figures.answers_fingerprint`), as :func:`stored_labels_digest`."""
     from django.core.cache import cache
 
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
 
-    key = f"studies:answers-digest:{run.pk}:{service.answers_fingerprint(run)}"
+    key = f"studies:answers-digest:{run.pk}:{judge_figures.answers_fingerprint(run)}"
     digest = cache.get(key)
     if digest is None:
         digest = answers_fingerprint(run)
@@ -159,7 +159,7 @@ def default_settings(project) -> dict:
     """The report settings of a study: every option set a finished report of the project used, else the defaults,
     for each campaign with submitted labels and each judge run with a comparable campaign; and the table of
     repeated answers of each finished run with replicates (:mod:`studies.replicates`), campaign or not."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
     from scoring.judges.report import VerdictSettings, run_scale_version_id
 
     campaigns = [c for c in Campaign.objects.alive().filter(project=project).order_by("pk")
@@ -209,7 +209,7 @@ def _same_resampling(report: dict, entry: dict) -> bool:
 def stored_campaign_report(campaign: Campaign, entry: dict) -> dict | None:
     """The agreement report the app already holds for ``entry``: a finished report job (without raters' names) on
     the campaign's current labels with the same options, seed and resamples; None when there is none."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
     from scoring.reports.fingerprint import study_fingerprint
 
     job = (Job.objects.filter(kind=Job.Kind.CAMPAIGN_REPORT, status=Job.Status.SUCCEEDED, project=campaign.project_id,
@@ -224,15 +224,15 @@ def stored_campaign_report(campaign: Campaign, entry: dict) -> dict | None:
 def stored_judge_report(run, campaign: Campaign, entry: dict) -> dict | None:
     """The judge report the app already holds for ``entry`` (the same run, campaign, verdict settings, labels,
     answers and report code, without names); None when there is none."""
-    from scoring.jobs.models import Job
-    from scoring.judges import service
+    from core.jobs.models import Job
+    from scoring.judges import figures as judge_figures
     from scoring.reports.fingerprint import study_fingerprint
 
     jobs = (Job.objects.filter(kind=Job.Kind.JUDGE_REPORT, status=Job.Status.SUCCEEDED, project=campaign.project_id,
-                               params__run=service.run_param(run), params__campaign=campaign.pk, params__names=False,
-                               params__version=service.REPORT_VERSION,
+                               params__run=judge_figures.run_param(run), params__campaign=campaign.pk,
+                               params__names=False, params__version=judge_figures.REPORT_VERSION,
                                params__labels=study_fingerprint([campaign]),
-                               params__answers=service.answers_fingerprint(run))
+                               params__answers=judge_figures.answers_fingerprint(run))
             .exclude(result={}).order_by("-created_at"))
     for job in jobs:
         if job.params.get("settings") == entry["verdict"] and _same_resampling(job.result, entry):
@@ -336,14 +336,14 @@ def cached_reports(project, settings: dict) -> list[dict]:
 
     from django.core.cache import cache
 
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
     from scoring.reports.fingerprint import study_fingerprint
 
     by_name = {c.name: c for c in Campaign.objects.alive().filter(project=project)}
     runs = run_keys(project)
     # the app's own change marks (counts and last changes), not the streamed digests: those are computed once, below
     prints = [study_fingerprint([c]) for name, c in sorted(by_name.items())]
-    prints += [service.answers_fingerprint(r) for _, r in sorted(runs.items())]
+    prints += [judge_figures.answers_fingerprint(r) for _, r in sorted(runs.items())]
     key = "studies:reports:" + hashlib.sha256(json.dumps([project.pk, settings, prints], sort_keys=True,
                                                          default=str).encode()).hexdigest()
     reports = cache.get(key)

@@ -14,9 +14,9 @@ from typing import Any
 from django.core.files import File
 from django.core.files.storage import default_storage
 
+from core.jobs import services as jobs
+from core.jobs.models import Job
 from projects.models import Project
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
 from studies.export import archive_name, export_study
 
 FOLDER = "study-archives"

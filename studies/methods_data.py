@@ -10,14 +10,14 @@ VIEW_SECONDS = 24 * 3600
 def methods_mark(project) -> tuple[dict, str]:
     """The study's report settings and its change mark: each campaign's change mark
     (:func:`scoring.reports.fingerprint.study_fingerprint`: a new or changed label, a new, submitted or returned
-    assignment), each judge run's (:func:`scoring.judges.service.answers_fingerprint`), the report settings (which
+    assignment), each judge run's (:func:`scoring.judges.figures.answers_fingerprint`), the report settings (which
     finished report jobs there are) and the counts of the other rows the page names: a few index lookups."""
     import hashlib
     import json
 
     from annotation.models import Campaign, CampaignRater, Corpus, Dialogue, RandomSample
     from projects.models import Membership
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
     from scoring.reports.fingerprint import study_fingerprint
     from studies import figures
 
@@ -25,7 +25,7 @@ def methods_mark(project) -> tuple[dict, str]:
     campaigns = Campaign.objects.filter(project=project).order_by("pk")  # deleted ones too: their rows are exported
     marks = {"campaigns": [(c.pk, c.name, c.deleted_at is None, c.rater_kind, study_fingerprint([c]))
                            for c in campaigns],
-             "runs": [(key, run.pk, run.status, service.answers_fingerprint(run))
+             "runs": [(key, run.pk, run.status, judge_figures.answers_fingerprint(run))
                       for key, run in figures.run_keys(project).items()],
              # the blinding sentence depends on the raters' roles: a new role is a new page
              "roles": sorted(Membership.objects.filter(project=project).values_list("user_id", "role")),
@@ -61,8 +61,8 @@ def methods_view(project) -> dict:
     settings, key = methods_mark(project)
     view = cache.get(key)
     if view is None:
-        from scoring.jobs import figures
-        from scoring.jobs.models import Job
+        from core.jobs import figures
+        from core.jobs.models import Job
 
         stored = figures.look(Job.Kind.STUDY_METHODS, {"page": "methods"}, version_key="mark", version=key,
                               project=project, start=False)
@@ -72,11 +72,11 @@ def methods_view(project) -> dict:
 
 
 def methods_figures(project, user=None, *, start: bool = True):
-    """The methods page's stored figures (:mod:`scoring.jobs.figures`): a worker computes the page's data when the
+    """The methods page's stored figures (:mod:`core.jobs.figures`): a worker computes the page's data when the
     study changed (:func:`study_methods`), and the page shows the latest stored ones at once, marked "updating"
     while newer ones are computed. Only the change mark is read in the request."""
-    from scoring.jobs import figures
-    from scoring.jobs.models import Job
+    from core.jobs import figures
+    from core.jobs.models import Job
 
     _, key = methods_mark(project)
     return figures.look(Job.Kind.STUDY_METHODS, {"page": "methods"}, version_key="mark", version=key,
@@ -88,9 +88,9 @@ def study_methods(job) -> dict:
     the job's result (and kept in the cache for the downloads)."""
     from django.core.cache import cache
 
+    from core.jobs import figures
+    from core.jobs import services as jobs
     from projects.models import Project
-    from scoring.jobs import figures
-    from scoring.jobs import services as jobs
 
     project = Project.objects.get(pk=job.project_id)
     settings, key = methods_mark(project)
@@ -104,8 +104,8 @@ def study_methods(job) -> dict:
 
 def compute_now(project):
     """The methods page's data computed in this process (the demo loader), unless stored for the study as it is."""
-    from scoring.jobs import figures
-    from scoring.jobs.models import Job
+    from core.jobs import figures
+    from core.jobs.models import Job
 
     found = methods_figures(project, start=False)
     if found.fresh:
@@ -115,8 +115,8 @@ def compute_now(project):
 
 def refresh_methods(project_id: int) -> None:
     """The study's reports changed: its methods page is computed again (debounced), if anyone has opened it."""
-    from scoring.jobs import figures
-    from scoring.jobs.models import Job
+    from core.jobs import figures
+    from core.jobs.models import Job
 
     if Job.objects.filter(kind=Job.Kind.STUDY_METHODS, project_id=project_id,
                           status=Job.Status.SUCCEEDED).exists():

@@ -47,7 +47,7 @@ def archive_export(request):
 @role_required(COORDINATOR, ANALYST)
 def export_status(request, pk: int):
     """One export, as the page lists it (polled while it runs)."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
     from studies.jobs import export_job
 
     try:
@@ -60,7 +60,7 @@ def export_status(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def export_download(request, pk: int):
     """A finished export's zip."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
     from studies.jobs import export_job, open_archive_file
 
     try:

@@ -43,7 +43,7 @@ def demo_report_url() -> str:
     from annotation.demo import load_demo, load_finished_demo
     from projects.scoping import in_project
     from projects.services import demo_project
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
     from scoring.judges.demo import demo_runs, load_judge_demo
 
     load_demo()
@@ -52,10 +52,10 @@ def demo_report_url() -> str:
     load_judge_demo(project=project)
     campaign, runs = demo_runs(project=project)
     with in_project(project):
-        job = service.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))
+        job = judge_figures.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
     with in_project(project):
-        from scoring.reports import service as reports
+        from scoring.reports import figures as reports
 
         job = reports.compute_now(campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
@@ -166,7 +166,7 @@ def test_an_answer_instruments_report_fits_too(desktop_page, make_user):
     from annotation.instruments import install_shipped
     from annotation.label_import import import_labels
     from annotation.models import Campaign, Corpus
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
     from scoring.judges.models import JudgeRun
     from tests import hivmedqa_data as hiv
 
@@ -182,7 +182,7 @@ def test_an_answer_instruments_report_fits_too(desktop_page, make_user):
                            scale_version=version)
     run = JudgeRun.objects.get(pk=counts["judge_runs"][0]["id"])
     campaign = Campaign.objects.get(name="Raters")
-    assert service.compute_now(run, campaign, analyst).status == "succeeded"
+    assert judge_figures.compute_now(run, campaign, analyst).status == "succeeded"
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("ana")
     page.get_by_label("Password").fill(PASSWORDS["analyst"])

@@ -135,9 +135,9 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
 
     from annotation.demo import DEMO_FINISHED
     from annotation.models import Campaign, Label
+    from core.jobs.models import Job
     from delphi.demo import TITLE
     from delphi.models import Response, Round
-    from scoring.jobs.models import Job
     from scoring.judges.demo import demo_runs
     from scoring.judges.models import JudgeResult
     from scoring.preference.demo import FINISHED_STUDY

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from annotation.label_import import import_labels
 from annotation.models import Campaign
+from core.stats import juries as jury_stats
 from projects.scoping import in_project
 from scoring.judges import juries, sources
 from scoring.judges.estimates import model_estimates
@@ -31,7 +32,6 @@ from scoring.judges.report import REPLACE, VerdictSettings, compare_modes, judge
 from scoring.judges.runs import config_snapshot, default_prompt_set
 from scoring.judges.selection import judge_selection, split_dialogues
 from scoring.reports import exports
-from scoring.stats import juries as jury_stats
 from tests.conftest import module_world
 from tests.factories import corpus_with, default_project, mini_cex
 from tests.test_report_pages import run_pending
@@ -327,8 +327,8 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
                                                                      monkeypatch):
     """The page opens at once with the stored table ("computing" before the first one), a settings change is stored
     and audited and recomputes, new labels make it "updating", and a seed in the query string changes nothing."""
+    from core.jobs.models import Job
     from projects.models import AuditEvent
-    from scoring.jobs.models import Job
     from scoring.judges import selection_jobs
     from scoring.judges.models import SelectionSettings
 
@@ -445,7 +445,7 @@ def test_the_commands(world, tmp_path, monkeypatch):
                      resamples=100, margin=0.15, out=str(target), stderr=io.StringIO())
         assert check(target.read_text()), fmt
     # without options it reads the stored table when current (else computes and stores it for the page)
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
     from scoring.judges import selection_jobs
 
     monkeypatch.setattr(selection_jobs, "RESAMPLES", 100)

@@ -266,8 +266,8 @@ def test_the_study_archive_documents_are_byte_identical_whatever_the_language(cl
 def test_a_job_run_during_a_chinese_request_writes_english(db, world):
     """Stored figures and archives do not take the language of the request that ran their job (the embedded
     mode runs jobs in the request's thread)."""
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
 
     seen = {}
 
@@ -386,9 +386,9 @@ def _url(world, page: Page) -> str:
 def _delphi_figures_fresh(world):
     """The Delphi round's statistics computed now: its pages then show them, not the figures banners of
     ``templates/scoring/partials/`` (shared with the report and judge pages, checked with those)."""
+    from core.jobs import figures
+    from core.jobs.models import Job
     from projects.scoping import scopes_disabled
-    from scoring.jobs import figures
-    from scoring.jobs.models import Job
 
     rnd = world.alpha.objects["round"]
     with scopes_disabled():
@@ -420,8 +420,8 @@ def test_page_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(cl
 def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, role):
     """The report page with its figures (the registry's world has the report still being computed): every word of
     the page's own is translated; what the computation wrote in English is marked so."""
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
 
     campaign = world.alpha.objects["campaign"]
     client.force_login(world.alpha.user(role))

@@ -2,7 +2,7 @@
 
 * ``projects`` (the ground floor) imports no other app, and not ``config``;
 * ``annotation`` imports neither ``scoring`` nor ``delphi``;
-* the statistics (``scoring.stats``) import neither Django nor anything of the app beyond themselves;
+* the statistics (``core.stats``) import neither Django nor anything of the app beyond themselves;
 * ``studies`` (the study archive) may import every app, and no app imports it;
 * the LLM engine (``scoring.llm``) imports no job (judges, preference, generation, reports, jobs);
 * no package imports another package's private names (``from x import _name``).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("projects", "annotation", "scoring", "delphi", "studies", "config")
-JOBS = ("scoring.judges", "scoring.preference", "scoring.generation", "scoring.reports", "scoring.jobs")
+JOBS = ("scoring.judges", "scoring.preference", "scoring.generation", "scoring.reports", "core.jobs")
 
 
 def _modules(package: str) -> list[Path]:
@@ -47,7 +47,7 @@ def imports(path: Path) -> list[tuple[int, str, list[str]]]:
 
 def _owner(module: str) -> str:
     """The package a module belongs to for these rules: a job of scoring, scoring's engine or statistics, or an app."""
-    for package in (*JOBS, "scoring.llm", "scoring.stats"):
+    for package in (*JOBS, "scoring.llm", "core.stats"):
         if module == package or module.startswith(package + "."):
             return package
     return module.split(".")[0]
@@ -71,7 +71,7 @@ def test_annotation_imports_neither_scoring_nor_delphi():
 
 
 def test_statistics_import_neither_django_nor_the_app():
-    assert violations("scoring.stats", ("django", "rest_framework", "celery", "projects", "annotation", "delphi",
+    assert violations("core.stats", ("django", "rest_framework", "celery", "projects", "annotation", "delphi",
                                         "config", "scoring.llm", *JOBS)) == []
 
 

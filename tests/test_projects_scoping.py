@@ -44,9 +44,9 @@ UNSCOPED_ALLOWED = {
     "projects/models.py": "the audit trail is written from every project",
     "projects/pseudonyms.py": "pseudonyms are looked up by an explicit project",
     "scoring/judges/runs.py": "the cost estimate reads the cache by key, as the engine (the key holds the project)",
-    "scoring/jobs/figures.py": "the jobs held for the demo loader, by id, sent to the workers when it ends",
-    "scoring/jobs/services.py": "background jobs by id (send, run, heartbeat, reconcile); the worker check",
-    "scoring/jobs/views.py": "the instance-wide worker check, administrators only",
+    "core/jobs/figures.py": "the jobs held for the demo loader, by id, sent to the workers when it ends",
+    "core/jobs/services.py": "background jobs by id (send, run, heartbeat, reconcile); the worker check",
+    "core/jobs/views.py": "the instance-wide worker check, administrators only",
     "scoring/llm/batch.py": "provider batches: the engine's bookkeeping by job id",
     "scoring/llm/budget.py": "a project's monthly counters and budget, by an explicit project id (the engine's "
                              "charges, the judges page)",

@@ -186,9 +186,9 @@ def test_the_methods_page_and_download_of_an_imported_copy_show_the_table(db, re
     answers and whose methods.md download holds it with the same figures as the archive's."""
     from django.urls import reverse
 
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
     from projects.services import add_member
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
     from studies.load import import_study
 
     project = import_study(replicate_archive, "Review copy").project

@@ -1,12 +1,12 @@
 """Two judge runs side by side against physicians (:func:`scoring.judges.report.compare_modes`: a per-item run beside
-its per-dialogue twin, an imported judge or a jury beside a run) as stored figures (:mod:`scoring.jobs.figures`):
+its per-dialogue twin, an imported judge or a jury beside a run) as stored figures (:mod:`core.jobs.figures`):
 computed by a worker when a run finishes or the campaign's labels change, and shown by the page at once, marked
 "updating" while a newer one is computed, instead of being computed on every view (1.3 s on the demo).
 
 A comparison's *subject* is the pair (``run``: a run's id or "jury:<id>"; ``other``: the run beside it), the
-campaign, the name rule and :data:`scoring.judges.service.REPORT_VERSION`; its version (``key``) hashes the subject
+campaign, the name rule and :data:`scoring.judges.figures.REPORT_VERSION`; its version (``key``) hashes the subject
 with the fingerprints of the campaign's labels and of both runs' answers. ``scoring.judges.report`` (pandas) is
-imported inside the functions, as in :mod:`scoring.judges.service`.
+imported inside the functions, as in :mod:`scoring.judges.figures`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import json
 from typing import Any
 
 from annotation.models import Campaign
-from scoring.jobs import figures
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
+from core.jobs import figures
+from core.jobs import services as jobs
+from core.jobs.models import Job
+from scoring.judges.figures import REPORT_VERSION, answers_fingerprint, comparable_campaigns, run_param
 from scoring.judges.models import JudgeRun, Jury
-from scoring.judges.service import REPORT_VERSION, answers_fingerprint, comparable_campaigns, run_param
 from scoring.reports.exports import may_see_names
 
 #: What names one comparison (the params every version of it shares).
@@ -50,7 +50,7 @@ def key(source, other: JudgeRun, campaign: Campaign, params: dict[str, Any],
 def compare_figures(source, other: JudgeRun, campaign: Campaign, user, *, start: bool = True,
                     retry: bool = False) -> figures.Figures:
     """The stored comparison ``user`` reads (names as :func:`may_see_names` allows) and the job computing a newer
-    one (:func:`scoring.jobs.figures.look`). The caller checked that the runs and the campaign can be compared."""
+    one (:func:`core.jobs.figures.look`). The caller checked that the runs and the campaign can be compared."""
     params = subject(source, other, campaign, may_see_names(user, [campaign]))
     return figures.look(Job.Kind.JUDGE_COMPARE, params, version_key="key",
                         version=key(source, other, campaign, params), project=source.project_id, user=user,
@@ -94,7 +94,7 @@ def refresh(*, run: JudgeRun | None = None, campaign: Campaign | None = None, ju
     """A run finished (``run``): queue its comparisons with its partners, both ways, against every comparable
     campaign, for coordinators and (where names are hidden) analysts. A jury was made (``jury``): its comparisons
     with each of its members, which its page links to. A campaign's labels changed (``campaign``): queue again the
-    comparisons on it that were computed before. Debounced (:func:`scoring.jobs.figures.refresh`)."""
+    comparisons on it that were computed before. Debounced (:func:`core.jobs.figures.refresh`)."""
     pairs: list[tuple[Any, JudgeRun]] = []
     if run is not None and run.status in JudgeRun.FINISHED:
         for other in partners(run):
@@ -131,8 +131,8 @@ def comparison_job(pk: int, source) -> Job:
 @jobs.handler(Job.Kind.JUDGE_COMPARE)
 def judge_compare(job: Job) -> dict[str, Any]:
     """The job's body: the two runs side by side against the campaign's physicians."""
+    from scoring.judges.figures import single_blas_thread
     from scoring.judges.report import compare_modes
-    from scoring.judges.service import single_blas_thread
 
     params = job.params
     source, other = _source(params["run"]), JudgeRun.objects.select_related("config", "corpus").get(pk=params["other"])

@@ -227,7 +227,7 @@ class ImportedPrompt(ProjectScoped):
 
 class Jury(ProjectOwned, SoftDeletable):
     """Two or more finished judge runs (the app's own or imported) on one corpus and scale version whose answers are
-    combined per unit by a declared rule (:mod:`scoring.stats.juries`). A jury is read wherever a run is (the
+    combined per unit by a declared rule (:mod:`core.stats.juries`). A jury is read wherever a run is (the
     judge-vs-physicians report, model estimates and PPI, run comparison, exports, API, ``judge_report``): it has
     the attributes those read (``corpus``, ``scale_version_id``, ``name``, ``snapshot``, ``status``...), and
     :mod:`scoring.judges.juries` gives its combined answers. Members are fixed when it is made; deleting is soft."""

@@ -3,7 +3,7 @@
 From a pilot -- a judge run and a campaign with physician labels on the same corpus and scale version, the labels
 so far -- :func:`planner` says how many physician-labelled dialogues a chosen interval half-width needs, per doctor
 model and for the difference of two models, with physicians alone and with the judge scoring every dialogue in
-scope (:func:`scoring.judges.estimates.plan`, :func:`scoring.stats.ppi.sample_size`).
+scope (:func:`scoring.judges.estimates.plan`, :func:`core.stats.ppi.sample_size`).
 """
 
 from __future__ import annotations

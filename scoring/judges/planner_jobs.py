@@ -1,4 +1,4 @@
-"""The sample-size planner's figures as stored figures (:mod:`scoring.jobs.figures`): a worker computes the plan
+"""The sample-size planner's figures as stored figures (:mod:`core.jobs.figures`): a worker computes the plan
 (:func:`scoring.judges.planner.plan_figures`: the pilot's scores and the PPI++ sample sizes, 1.7-2.5 s on a
 2,680-dialogue study) and the planner partial shows the latest stored plan at once, marked "updating" while a newer
 one is computed, instead of computing it on every view.
@@ -16,11 +16,11 @@ import json
 from typing import Any
 
 from annotation.models import Campaign, Corpus
-from scoring.jobs import figures
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
+from core.jobs import figures
+from core.jobs import services as jobs
+from core.jobs.models import Job
+from scoring.judges.figures import answers_fingerprint
 from scoring.judges.models import JudgeRun
-from scoring.judges.service import answers_fingerprint
 
 #: Raise when the plan's computation or layout changes: stored plans of older code are then not served.
 PLANNER_VERSION = 1
@@ -53,7 +53,7 @@ def key(params: dict[str, Any], now: dict[str, Any]) -> str:
 def plan_figures(chosen: dict[str, Any], user, *, scope: str | None = None, half_width: float | None = None,
                  start: bool = True) -> figures.Figures:
     """The stored plan for the choices (:func:`scoring.judges.planner.choices`, with a run and a pilot) and the job
-    computing a newer one (:func:`scoring.jobs.figures.look`)."""
+    computing a newer one (:func:`core.jobs.figures.look`)."""
     params = subject(chosen, scope, half_width)
     now = inputs(chosen["run"], chosen["pilot"], chosen["totals"])
     return figures.look(Job.Kind.JUDGE_PLANNER, params, version_key="key", version=key(params, now),

@@ -14,7 +14,7 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
 * **Ceiling**: the same figures between physicians (every pair of physicians on their shared dialogues, averaged
   the same way).
 * Percentile **bootstrap CIs** resampling dialogues: one resample matrix for every item and figure, evaluated with
-  :func:`scoring.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
+  :func:`core.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
 * **Krippendorff's alpha** of the physicians alone and with the judge as one more rater (nominal for binary items,
   ordinal for item 4), on the compared dialogues.
 * The **verdict** per item, one of :data:`OUTCOMES` with its reasons in words (:func:`decide`,
@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
+from core.stats import formatting, weighted_sums
 from scoring.judges import sources, uncertainty
 from scoring.judges.estimates import model_estimates
 from scoring.judges.sources import judge_frame, judged_codes
@@ -56,7 +57,6 @@ from scoring.reports.agreement import (
     mixed_replicate_warning,
 )
 from scoring.reports.wording import Words, words_for
-from scoring.stats import formatting, weighted_sums
 
 REPLACE = "judge can replace physicians"
 KEEP = "keep physicians"
@@ -629,7 +629,7 @@ def _icc_with_judge(scores: np.ndarray, judge_scores: np.ndarray, mask: np.ndarr
 
 
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
-    """"value [low, high]" with the decimals the interval needs (:mod:`scoring.stats.formatting`), the value on its
+    """"value [low, high]" with the decimals the interval needs (:mod:`core.stats.formatting`), the value on its
     own side of the start of each interpretation band."""
     bounds = stats.band_bounds((fig.get("interpretation") or {}).get("scale"))
     d = formatting.decimals(fig["value"], fig.get("ci_low"), fig.get("ci_high"), digits, bounds=bounds)
@@ -805,7 +805,7 @@ def non_inferiority_not_shown(difference: dict, name: str, margin: float, words:
     """Why non-inferiority is not shown, in words that follow the interval and never contradict the point estimate:
     the lower 95% limit (:func:`_lower_limit`) is at or below minus the margin; what the point estimate says is added
     beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do). Numbers print
-    with the decimals their interval needs (:mod:`scoring.stats.formatting`)."""
+    with the decimals their interval needs (:mod:`core.stats.formatting`)."""
     W = Words(words)
     value, low = difference["value"], _lower_limit(difference)
     what = f"judge-vs-{W.rater} minus {W.rater}-vs-{W.rater} {name}"

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
 from scoring.judges import sources
 from scoring.judges.report import (
     ReportContext,

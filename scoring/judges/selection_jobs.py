@@ -1,15 +1,15 @@
-"""The judge selection as stored figures (:mod:`scoring.jobs.figures`): a worker computes a campaign's selection
+"""The judge selection as stored figures (:mod:`core.jobs.figures`): a worker computes a campaign's selection
 table (:func:`scoring.judges.selection.judge_selection`, several seconds on a few hundred dialogues) when its inputs
 change, and the page shows the latest stored table at once, marked "updating" while a newer one is computed.
 
 A selection's *subject* is the campaign, the name rule (:func:`scoring.reports.exports.may_see_names`) and
 :data:`SELECTION_VERSION`; its version (``key``) hashes the subject with what the table reads now
 (:func:`inputs`): the campaign's labels (:func:`scoring.reports.fingerprint.study_fingerprint`), every candidate
-run's answers (:func:`scoring.judges.service.answers_fingerprint`), the saved juries and their members, and the
+run's answers (:func:`scoring.judges.figures.answers_fingerprint`), the saved juries and their members, and the
 campaign's stored settings (:class:`~scoring.judges.models.SelectionSettings`: held-out share, seed, verdict
 settings). The settings are stored, never taken from the request: a reader cannot make a worker (or the page)
 compute a table per seed, and every reader sees the same table. ``scoring.judges.selection`` (pandas) is imported
-inside the functions, as in :mod:`scoring.judges.service`.
+inside the functions, as in :mod:`scoring.judges.figures`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Campaign
+from core.jobs import figures
+from core.jobs import services as jobs
+from core.jobs.models import Job
 from projects.models import AuditEvent
-from scoring.jobs import figures
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
+from scoring.judges.figures import answers_fingerprint
 from scoring.judges.models import JudgeRun, Jury, SelectionSettings
-from scoring.judges.service import answers_fingerprint
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.exports import may_see_names
 
@@ -81,7 +81,7 @@ def save_settings(campaign: Campaign, user, *, held_out_share: float, seed: int,
 def candidate_runs(campaign: Campaign) -> list[JudgeRun]:
     """The finished runs the selection puts side by side: on the campaign's corpus and instrument (as
     :func:`scoring.judges.selection.load_candidates` reads them, without loading pandas in a web process)."""
-    from scoring.judges.service import comparable_campaigns
+    from scoring.judges.figures import comparable_campaigns
 
     runs = JudgeRun.objects.filter(corpus_id=campaign.corpus_id, status__in=JudgeRun.FINISHED) \
         .select_related("config").order_by("pk")
@@ -111,7 +111,7 @@ def key(params: dict[str, Any], now: dict[str, Any]) -> str:
 def selection_figures(campaign: Campaign, user, *, start: bool = True, retry: bool = False,
                       names: bool | None = None) -> figures.Figures:
     """The stored selection ``user`` reads (names as :func:`may_see_names` allows) and the job computing a newer one
-    (:func:`scoring.jobs.figures.look`)."""
+    (:func:`core.jobs.figures.look`)."""
     names = may_see_names(user, [campaign]) if names is None else names
     params = subject(campaign, names)
     return figures.look(Job.Kind.JUDGE_SELECTION, params, version_key="key", version=key(params, inputs(campaign)),
@@ -131,12 +131,12 @@ def compute_now(campaign: Campaign, user=None, *, names: bool | None = None) -> 
 
 def refresh(*, campaign: Campaign | None = None, run: JudgeRun | None = None) -> list[Job]:
     """A campaign's labels changed (``campaign``) or a run finished (``run``): queue again, debounced
-    (:func:`scoring.jobs.figures.refresh`), the selections someone has computed before on the campaign, or on the
+    (:func:`core.jobs.figures.refresh`), the selections someone has computed before on the campaign, or on the
     campaigns the run can be compared with. A campaign nobody opened the selection of costs the workers nothing."""
     if campaign is not None:
         ids = [campaign.pk]
     elif run is not None and run.status in JudgeRun.FINISHED:
-        from scoring.judges.service import comparable_campaigns
+        from scoring.judges.figures import comparable_campaigns
 
         ids = [c.pk for c in comparable_campaigns(run)]
     else:
@@ -161,9 +161,9 @@ def selection_job(pk: int, campaign: Campaign) -> Job:
 def judge_selection(job: Job) -> dict[str, Any]:
     """The job's body: the campaign's selection table with its stored settings, reporting progress; when there is
     nothing to choose from (no finished run), the reason is stored instead (the same inputs would fail again)."""
+    from scoring.judges.figures import single_blas_thread
     from scoring.judges.selection import SelectionError
     from scoring.judges.selection import judge_selection as select
-    from scoring.judges.service import single_blas_thread
 
     params = job.params
     campaign = Campaign.objects.select_related("corpus", "scale_version").get(pk=params["campaign"])

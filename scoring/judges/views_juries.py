@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotation.models import Campaign
-from annotation.params import whole_number
+from core.site.params import whole_number
 from projects.access import get_in_project_or_404, role_required
 from projects.roles import ANALYST, COORDINATOR
 from scoring.judges.forms import JuryForm

@@ -132,7 +132,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
         except ValueError:
             raise PreferenceError('"resamples" must be a whole number.') from None
         from scoring.preference import analysis as preference_analysis  # pandas, scipy: on use
-        from scoring.preference.results import results_figures
+        from scoring.preference.figures import results_figures
 
         study = self.get_object()
         stored = results_figures(study, request.user, n_resamples=n, start=False) if study.is_unblinded else None

@@ -16,10 +16,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
+from core.jobs.models import Job
 from projects.access import request_has_role
 from projects.roles import ANALYST, COORDINATOR
-from scoring.jobs.models import Job
-from scoring.reports.service import current_report_job, report_options
+from scoring.reports.figures import current_report_job, report_options
 
 
 def object_body(description: str, **properties) -> dict:
@@ -171,7 +171,7 @@ class CampaignLabelsView(CSVOrJSON, APIView):
         summary="The campaign's labels as JSON rows or CSV (the export's long format)")
     def get(self, request, pk: int):
         from scoring.reports import exports
-        from scoring.reports.service import names_allowed
+        from scoring.reports.figures import names_allowed
 
         campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
         names = names_allowed(request.user, campaign)

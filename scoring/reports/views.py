@@ -3,15 +3,15 @@
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from core.jobs.models import Job
 from projects.access import request_has_role, role_required
 from projects.roles import ANALYST, COORDINATOR
-from scoring.jobs.models import Job
 
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_trial_report(request, pk: int):
     from annotation.models import Campaign
-    from scoring.reports.service import names_allowed
+    from scoring.reports.figures import names_allowed
     from scoring.reports.trial import trial_report
 
     campaign = get_object_or_404(Campaign.objects.alive(), pk=pk)
@@ -35,7 +35,7 @@ def campaign_report(request, pk: int):
 
     from django.shortcuts import redirect
 
-    from scoring.reports.service import last_failure, report_figures, report_options
+    from scoring.reports.figures import last_failure, report_figures, report_options
 
     campaign = _campaign(request, pk)
     options = report_options(request.GET)
@@ -78,7 +78,7 @@ def _attachment(request, pk: int, render):
     gives (content, content type, file name); a report still computing or failed is a 409 saying so."""
     from django.http import HttpResponse
 
-    from scoring.reports.service import current_report_job, report_options
+    from scoring.reports.figures import current_report_job, report_options
 
     campaign = _campaign(request, pk)
     job = current_report_job(campaign, request.user, options=report_options(request.GET))
@@ -145,7 +145,7 @@ def campaign_export(request, pk: int, fmt: str):
     from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 
     from scoring.reports import exports
-    from scoring.reports.service import names_allowed
+    from scoring.reports.figures import names_allowed
 
     if fmt not in EXPORT_TYPES:
         raise Http404("Unknown export format.")

@@ -95,11 +95,11 @@ def preflight(migrate: bool = False) -> None:
         exit_with(str(exc))
     from django.conf import settings
 
-    from core.site.health import _redact, check_broker, check_database
+    from core.site.health import check_broker, check_database, redact_url
 
     db = check_database()
     if not db["ok"]:
-        where = _redact(settings.DATABASE_URL) if settings.DATABASE_URL else db["name"]
+        where = redact_url(settings.DATABASE_URL) if settings.DATABASE_URL else db["name"]
         exit_with(f"cannot connect to the database at {where} ({db['error']}). Check DATABASE_URL.")
     broker = check_broker()
     if not broker["ok"]:

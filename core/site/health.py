@@ -36,7 +36,7 @@ def celery_app() -> Any:
     return _celery_apps[0]
 
 
-def _redact(url: str) -> str:
+def redact_url(url: str) -> str:
     """Hide the password in a service URL before showing it."""
     from urllib.parse import urlsplit, urlunsplit
 
@@ -64,7 +64,7 @@ def check_broker(timeout: float = 3.0) -> dict[str, Any]:
     app = celery_app()
     started = time.monotonic()
     url = app.conf.broker_url
-    info: dict[str, Any] = {"url": _redact(url), "transport": url.split("://", 1)[0]}
+    info: dict[str, Any] = {"url": redact_url(url), "transport": url.split("://", 1)[0]}
     try:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=timeout)

@@ -71,9 +71,9 @@ def _runs(request):
 
 def _csv_text(rows) -> str:
     """Rows as the judge_report command writes them (its CSV is the API's)."""
-    from scoring.management.commands.judge_report import Command
+    from scoring.judges.report_csv import csv_text
 
-    return Command._csv(rows)
+    return csv_text(rows)
 
 
 NOT_MODIFIED = OpenApiResponse(description="Not modified: your copy (If-None-Match) is current.")
@@ -136,7 +136,7 @@ class JudgeReportView(CSVOrJSON, APIView):
         response = not_modified(request, etag)
         if response is None:
             if csv:
-                from scoring.management.commands.judge_report import csv_rows
+                from scoring.judges.report_csv import csv_rows
 
                 response = Response(_csv_text(csv_rows(job.result)))
             else:
@@ -172,7 +172,7 @@ class JudgeScoresView(CSVOrJSON, APIView):
         response = not_modified(request, etag)
         if response is None:
             if csv:
-                from scoring.management.commands.judge_report import score_rows
+                from scoring.judges.report_csv import score_rows
 
                 response = Response(_csv_text(score_rows(scores)))
             else:

@@ -51,7 +51,7 @@ def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_e
     from projects.services import demo_project
     from scoring.judges import report
     from scoring.reports import agreement
-    from studies.methods_data import methods_view
+    from studies.figures import methods_view
 
     models = [apps.get_model("delphi", "DelphiStudy"), apps.get_model("scoring", "PreferenceStudy"),
               apps.get_model("scoring", "CaseSet"), Dialogue, Assignment]

@@ -255,7 +255,7 @@ def _build(path) -> dict:
     from projects import scoping
     from projects.services import create_project
     from studies.export import export_study
-    from studies.methods_data import methods_view
+    from studies.figures import methods_view
 
     with scoping.scopes_disabled():
         project = create_project("HIVMedQA words")

@@ -70,7 +70,7 @@ def test_the_labels_change_mark_is_read_from_indexes_not_counted(rated):
 
 def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated, monkeypatch):
     from core.jobs.models import Job
-    from studies import export, figures, methods_data
+    from studies import export, figure_rows, figures
 
     run_due()  # the workers computed the reports, and kept the labels' digest beside them
     client.force_login(coordinator)
@@ -79,7 +79,7 @@ def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated
         raise AssertionError("the page computed its data in the request")
 
     with monkeypatch.context() as patched:  # the first view queues the page's job, and shows it computing
-        patched.setattr(methods_data, "compute_view", computed_in_request)
+        patched.setattr(figures, "compute_view", computed_in_request)
         waiting = _methods_page(client)
     assert 'data-testid="figures-computing"' in waiting and 'data-testid="tripod"' not in waiting
     assert Job.objects.filter(kind=Job.Kind.STUDY_METHODS, status=Job.Status.QUEUED).count() == 1
@@ -88,8 +88,8 @@ def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated
     def streamed(rows):
         raise AssertionError("the page streamed every label to digest them")
 
-    monkeypatch.setattr(figures, "_multiset_digest", streamed)
-    monkeypatch.setattr(methods_data, "compute_view", computed_in_request)
+    monkeypatch.setattr(figure_rows, "_multiset_digest", streamed)
+    monkeypatch.setattr(figures, "compute_view", computed_in_request)
     first = _methods_page(client)
     assert 'data-testid="tripod"' in first and "figures-updating" not in first
     assert f"{Label.objects.filter(campaign=rated).count():,} labels by 3 " in first

@@ -84,7 +84,7 @@ def _figures(data: bytes) -> dict[str, str]:
 
 
 def test_a_run_without_a_campaign_contributes_its_table_and_verify_recomputes_it(db, replicate_archive):
-    from studies.figures import printed
+    from studies.figure_rows import printed
     from studies.verify import verify_study
 
     files = _files(replicate_archive)

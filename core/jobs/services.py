@@ -27,7 +27,7 @@ HANDLERS: dict[str, Callable[[Job], dict[str, Any]]] = {}
 LAZY_HANDLERS: dict[str, str] = {}
 
 # What other apps keep ready in the worker once a job of a kind has succeeded (kind -> callables taking the job),
-# e.g. the study archive's digests of the data a report read (studies.figures), so that no page has to stream them.
+# e.g. the study archive's digests of the data a report read (studies.figure_rows), so that no page has to stream them.
 FOLLOW_UPS: dict[str, list[Callable[[Job], None]]] = {}
 
 

@@ -4,7 +4,7 @@ its worker would (run by ``load_demo`` after every other demo, so that no demo p
 from django.core.management.base import BaseCommand
 
 from projects import scoping, services
-from studies.methods_data import compute_now
+from studies.figures import compute_now
 
 
 class Command(BaseCommand):

@@ -356,7 +356,7 @@ def stored_judge_figures(users) -> None:
     from core.jobs import services as jobs
     from core.jobs.models import Job
     from scoring.judges import figures as judge_figures
-    from scoring.judges import planner_jobs, selection_jobs
+    from scoring.judges import planner_figures, selection_figures
     from scoring.judges.models import JudgeRun
     from scoring.judges.planner import choices
 
@@ -367,9 +367,9 @@ def stored_judge_figures(users) -> None:
     for user in users:
         for names in (None, False):
             judge_figures.compute_now(run, campaign, user, names=names)
-        selection_jobs.compute_now(campaign, user)
+        selection_figures.compute_now(campaign, user)
         chosen = choices(corpus=campaign.corpus, version=campaign.scale_version, target=campaign)
-        planner_jobs.plan_figures(chosen, user)
+        planner_figures.plan_figures(chosen, user)
     judge_figures.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
     for job_id in Job.objects.filter(status=Job.Status.QUEUED).order_by("pk").values_list("pk", flat=True):
         jobs.execute(job_id)

@@ -81,18 +81,18 @@ class ScoringConfig(AppConfig):
         labels_changed.connect(precompute.on_labels_changed, dispatch_uid="scoring-reports-follow-labels")
         # The stored figures that follow a change, in the order they are queued (by path: imported on the change).
         for path in ("scoring.reports.figures.refresh_reports", "scoring.judges.figures.refresh_reports",
-                     "scoring.judges.comparison.refresh", "scoring.judges.selection_jobs.refresh",
-                     "scoring.judges.planner_jobs.refresh"):
+                     "scoring.judges.comparison_figures.refresh", "scoring.judges.selection_figures.refresh",
+                     "scoring.judges.planner_figures.refresh"):
             precompute.follow(precompute.LABELS, path)
-        for path in ("scoring.judges.figures.refresh_reports", "scoring.judges.comparison.refresh",
-                     "scoring.judges.selection_jobs.refresh"):
+        for path in ("scoring.judges.figures.refresh_reports", "scoring.judges.comparison_figures.refresh",
+                     "scoring.judges.selection_figures.refresh"):
             precompute.follow(precompute.JUDGE_RUN, path)
         precompute.follow(precompute.PREFERENCE_JUDGE_RUN, "scoring.preference.figures.refresh_results")
         jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.figures.campaign_report"
         jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.figures.judge_report"
-        jobs.LAZY_HANDLERS["judge_compare"] = "scoring.judges.comparison.judge_compare"
-        jobs.LAZY_HANDLERS["judge_selection"] = "scoring.judges.selection_jobs.judge_selection"
-        jobs.LAZY_HANDLERS["judge_planner"] = "scoring.judges.planner_jobs.judge_planner"
+        jobs.LAZY_HANDLERS["judge_compare"] = "scoring.judges.comparison_figures.judge_compare"
+        jobs.LAZY_HANDLERS["judge_selection"] = "scoring.judges.selection_figures.judge_selection"
+        jobs.LAZY_HANDLERS["judge_planner"] = "scoring.judges.planner_figures.judge_planner"
         jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.figures.preference_results"
         jobs.LAZY_HANDLERS["preference_blinded"] = "scoring.preference.figures.preference_blinded"
         health.register_detail("llm_work", recovery.backlog)

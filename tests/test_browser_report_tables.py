@@ -218,13 +218,13 @@ def selection_url() -> str:
     """The demo campaign's judge selection, computed ahead for the demo analyst."""
     from projects.scoping import in_project
     from projects.services import demo_project
-    from scoring.judges import selection_jobs
+    from scoring.judges import selection_figures
     from scoring.judges.demo import demo_runs
 
     project = demo_project()
     campaign, _runs = demo_runs(project=project)
     with in_project(project):
-        job = selection_jobs.compute_now(campaign, get_user_model().objects.get(username="analyst"))
+        job = selection_figures.compute_now(campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
     return f"/judges/selection/?campaign={campaign.pk}"
 

@@ -38,8 +38,8 @@ def test_the_commands_modules_import_no_statistics_library():
     """What a command imports to read stored figures: none of the statistics stack (pandas, pingouin, statsmodels,
     scipy.stats, matplotlib), which it imports only when it computes."""
     code = ("import sys, scoring.management.commands.judge_report, scoring.management.commands.agreement\n"
-            "import scoring.judges.figures, scoring.reports.figures, scoring.judges.selection_jobs\n"
-            "import scoring.judges.planner_jobs\n"
+            "import scoring.judges.figures, scoring.reports.figures, scoring.judges.selection_figures\n"
+            "import scoring.judges.planner_figures\n"
             "heavy = ('pandas', 'pingouin', 'statsmodels', 'scipy.stats', 'matplotlib')\n"
             "heavy = [m for m in heavy if m in sys.modules]\n"
             "assert not heavy, heavy")

@@ -79,7 +79,7 @@ def create_jury(name: str, corpus, runs: Sequence[JudgeRun], *, rule: str = Jury
         raise JuryError(f"A jury named {name!r} exists already in this project.") from exc
     AuditEvent.record(user, "jury_create", jury, members=[run.pk for run in runs], rule=rule, tie_rule=tie_rule,
                       round_to_grid=round_to_grid)
-    from scoring.judges import comparison
+    from scoring.judges import comparison_figures as comparison
 
     comparison.refresh(jury=jury)  # its comparisons with its members, ahead of its page (core.jobs.figures)
     return jury

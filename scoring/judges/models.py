@@ -309,7 +309,7 @@ class JuryMember(ProjectScoped):
 
 
 class SelectionSettings(ProjectOwned):
-    """A campaign's judge selection settings (:mod:`scoring.judges.selection_jobs`): the held-out share, the seed of
+    """A campaign's judge selection settings (:mod:`scoring.judges.selection_figures`): the held-out share, the seed of
     the split and the bootstrap, and the verdict settings. Stored, not given per request, so a worker computes the
     selection once for them and every reader sees the same table; changed on the selection page, each change in
     the audit trail (before and after)."""

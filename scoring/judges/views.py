@@ -325,9 +325,9 @@ def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
 def judge_run_compare(request, pk: int, other: int, jury: bool = False):
     """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians; with ``jury``
     a jury beside a run (one of its members, or any run of its instrument). Computed by a worker when a run
-    finishes or the labels change and stored (:mod:`scoring.judges.comparison`): the latest stored comparison
+    finishes or the labels change and stored (:mod:`scoring.judges.comparison_figures`): the latest stored comparison
     shows at once, marked "updating" while a newer one is computed; "computing" only when there is none yet."""
-    from scoring.judges.comparison import compare_figures
+    from scoring.judges.comparison_figures import compare_figures
     from scoring.judges.report import check_comparable, check_modes
 
     run_a = _source(request, pk, jury)
@@ -351,8 +351,8 @@ def judge_run_compare(request, pk: int, other: int, jury: bool = False):
 
 
 def mode_partners(run: JudgeRun) -> list[JudgeRun]:
-    """The runs the run's page offers to compare it with (:func:`scoring.judges.comparison.partners`)."""
-    from scoring.judges.comparison import partners
+    """The runs the run's page offers to compare it with (:func:`scoring.judges.comparison_figures.partners`)."""
+    from scoring.judges.comparison_figures import partners
 
     return partners(run)
 
@@ -362,10 +362,10 @@ def judge_planner(request):
     """htmx partial: physician-labelled dialogues needed for a chosen interval half-width, from a pilot (a judge
     run and the labels so far). For a campaign (``target``) or a corpus and scale version (a campaign being
     created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan. The plan is stored
-    figures (:mod:`scoring.judges.planner_jobs`): shown at once, the partial polling itself while a worker
+    figures (:mod:`scoring.judges.planner_figures`): shown at once, the partial polling itself while a worker
     computes a newer one."""
     from annotation.models import Corpus
-    from scoring.judges import planner_jobs
+    from scoring.judges import planner_figures
     from scoring.judges.planner import PlannerError, check_half_width, choices, default_version
 
     def param_int(name: str) -> int | None:
@@ -399,7 +399,7 @@ def judge_planner(request):
                          pilot_id=param_int("pilot"))
         context.update(chosen)
         if chosen["reason"] is None:
-            found = planner_jobs.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
+            found = planner_figures.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
                                               half_width=half_width)
             context.update(found.report or {}, figures=found, half_width=(found.report or {}).get("half_width"),
                            poll_url=request.get_full_path() if found.pending else "")

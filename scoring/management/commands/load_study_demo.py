@@ -47,7 +47,7 @@ class Command(BaseCommand):
     def _reports(self, runs) -> set:
         """Every demo campaign's agreement report and the judge runs' reports against the campaigns they can be
         compared with, for the demo coordinator and analyst: no demo page computes a report on first view."""
-        from scoring.judges import comparison
+        from scoring.judges import comparison_figures as comparison
         from scoring.judges.figures import comparable_campaigns
 
         reports = set()

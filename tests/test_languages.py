@@ -335,7 +335,7 @@ def data(world, django_db_blocker) -> list[str]:
         for model in apps.get_models():
             fields = [f.attname for f in model._meta.concrete_fields
                       if isinstance(f, models.CharField | models.TextField | models.JSONField)]
-            if fields and model._meta.app_label in {"auth", "projects", "annotation", "scoring", "delphi"}:
+            if fields and model._meta.app_label in {"auth", "projects", "core", "annotation", "scoring", "delphi"}:
                 for row in model._base_manager.values_list(*fields):
                     for value in row:
                         walk(value)

@@ -27,8 +27,9 @@ app = Celery("minicex")
 health.register_celery_app(app)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# The scoring app keeps its tasks in the packages that have any (judge runs, preference judging and generation
-# are units of the LLM engine, woken by scoring.llm.wake).
+# The background jobs' task (core.jobs, still named scoring.run_job so queued messages run) and the LLM engine's
+# (judge runs, preference judging and generation are units of the engine, woken by scoring.llm.wake) live in
+# packages, not in an app's tasks module.
 app.autodiscover_tasks(["core.jobs", "scoring.llm"])
 
 

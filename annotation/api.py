@@ -32,9 +32,8 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from annotation import failures as db_errors
 from annotation import labels as label_service
-from annotation import sampling, scores, throttle
+from annotation import sampling, scores
 from annotation.campaigns import (
     CampaignClosed,
     CampaignError,
@@ -64,6 +63,8 @@ from annotation.models import (
     Scale,
     ScaleVersion,
 )
+from core.site import failures as db_errors
+from core.site import throttle
 from projects import tokens
 from projects.access import request_has_role, widen
 from projects.models import project_id_of
@@ -244,7 +245,7 @@ class TokenSerializer(serializers.Serializer):
 
 class ObtainTokenView(APIView):
     """Exchange a username and password for an API token (failed attempts are counted and paused like the login
-    page's, annotation/throttle.py)."""
+    page's, core/site/throttle.py)."""
 
     authentication_classes: list = []
     permission_classes: list = []

@@ -21,7 +21,13 @@ class AnnotationConfig(AppConfig):
     }
 
     def ready(self) -> None:
-        from annotation.auth import evict
+        from annotation.models import Item, ScaleVersion
+        from core.jobs import services as jobs
+        from core.site.auth import evict
+
+        # the worker check reports what the database holds, instance-wide
+        jobs.WORKER_CHECK_COUNTS["scale_versions"] = ScaleVersion.unscoped.count
+        jobs.WORKER_CHECK_COUNTS["items"] = Item.unscoped.count
 
         # Every process (web, workers, manage.py changepassword) evicts the cached user it changes.
         post_save.connect(evict, sender=settings.AUTH_USER_MODEL, dispatch_uid="annotation.user_cache_save")

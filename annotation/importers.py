@@ -16,8 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from annotation import storable
 from annotation.models import Corpus, Dialogue, PrivacyStatus
+from core.site import storable
 from projects.models import AuditEvent
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
@@ -79,7 +79,7 @@ def _max_length(name: str) -> int:
 
 
 def storable_problem(value: Any) -> str | None:
-    """Why a parsed JSON value cannot be stored as it is on every database, or None (``annotation.storable``)."""
+    """Why a parsed JSON value cannot be stored as it is on every database, or None (``core.site.storable``)."""
     return storable.json_problem(value)
 
 
@@ -176,7 +176,7 @@ def _check_dialogue(obj: dict[str, Any]) -> list[str]:
 
 def json_objects(lines: Iterable[str | bytes], errors: list[LineError]) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSON Lines file with their line numbers. Lines that are not UTF-8, not JSON, not an
-    object or holding text the database cannot store (``annotation.storable``: NUL, unpaired surrogates, NaN) go to
+    object or holding text the database cannot store (``core.site.storable``: NUL, unpaired surrogates, NaN) go to
     ``errors``; blank lines are skipped. Every JSONL import reads its file through this."""
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):

@@ -30,8 +30,9 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation import scales, scores, storable
+from annotation import scales, scores
 from annotation.models import Dimension, Item, Scale, ScaleVersion
+from core.site import storable
 from projects import scoping
 from projects.models import AuditEvent
 

@@ -54,7 +54,7 @@ from annotation.models import (
     ScaleVersion,
 )
 from annotation.signals import send_labels_changed
-from annotation.spreadsheet import restore_cell
+from core.site.spreadsheet import restore_cell
 from projects.models import AuditEvent, Membership
 from projects.roles import PHYSICIAN
 

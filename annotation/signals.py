@@ -8,7 +8,7 @@ from django.dispatch import Signal
 
 #: A campaign's analysable labels changed: work submitted or returned, labels imported, or its name rule changed.
 #: Sent with ``campaign`` (the Campaign) from inside the change's transaction; scoring recomputes the campaign's
-#: stored reports when the changes stop (scoring/jobs/figures.py).
+#: stored reports when the changes stop (core/jobs/figures.py).
 labels_changed = Signal()
 
 

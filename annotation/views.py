@@ -19,7 +19,7 @@ from annotation import demo, instruments, rating_language, scales
 from annotation.campaigns import progress_counts, rating_projects
 from annotation.forms import DimensionForm, ItemForm, NewScaleForm, NewVersionForm
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Item, PrivacyStatus, Scale, ScaleVersion
-from annotation.paging import paginate
+from core.site.paging import paginate
 from projects import scoping, tokens
 from projects.access import current, get_in_project_or_404, request_has_role, role_required
 from projects.roles import ADMIN, ANALYST, COORDINATOR, ROLE_LABELS, ROLES, effective_roles

@@ -26,9 +26,9 @@ from annotation.models import (
     LabelChange,
     PrivacyStatus,
 )
-from annotation.paging import paginate
-from annotation.params import whole_number
 from annotation.signals import send_labels_changed
+from core.site.paging import paginate
+from core.site.params import whole_number
 from projects.access import current, get_in_project_or_404, request_has_role, role_required
 from projects.models import AuditEvent
 from projects.roles import ADMIN, ANALYST, COORDINATOR, PHYSICIAN

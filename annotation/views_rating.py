@@ -18,7 +18,7 @@ from annotation import labels, rating_language, scales, scores
 from annotation.campaigns import blind_id, next_assignment, queue_place, rating_projects
 from annotation.models import Assignment, Label, Redaction
 from annotation.views import scale_language
-from config import jsonbody
+from core.site import jsonbody
 from projects import access, scoping
 
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: larger ids and sequence numbers cannot be stored or looked up
@@ -52,7 +52,7 @@ def _error(exc: labels.LabelError) -> JsonResponse:
 def _payload(request) -> dict:
     """The posted fields (form or JSON). Text with NUL characters cannot be stored: refused with a 400 (JSON bodies
     that are too deep, hold numbers that are not finite or too long, NUL or unpaired surrogates never get here:
-    config.failures.RejectUnstorableText, with the reader of config.jsonbody)."""
+    config.failures.RejectUnstorableText, with the reader of core.site.jsonbody)."""
     if jsonbody.is_json(request):
         data = jsonbody.request_json(request)
         data = data if isinstance(data, dict) else {}

@@ -1,4 +1,4 @@
-"""Benchmark: active sampling (scoring.stats.active) against uniform PPI++ at the same number of physician labels.
+"""Benchmark: active sampling (core.stats.active) against uniform PPI++ at the same number of physician labels.
 
 2,000 simulated studies per scenario (fixed seeds, one vectorised call per scenario and method), each a corpus the
 judge scored in full with a budget of physician labels:
@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from bench.machine import calibration_line  # noqa: E402
-from scoring.stats import active, ppi  # noqa: E402
+from core.stats import active, ppi  # noqa: E402
 
 SCORES = np.arange(6.0)
 CLEAR_SHARE, SHARP_SHARE = 0.85, 0.8

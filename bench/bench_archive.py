@@ -56,7 +56,7 @@ TARGET_EXPORT_SECONDS, TARGET_EXPORT_MB, TARGET_VERIFY_SECONDS = 60.0, 200.0, 30
 
 def _forget_reports(project) -> None:
     """No report job of the bench project: the export has no stored figures to take."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
 
     Job.objects.filter(project=project).delete()
 
@@ -65,11 +65,11 @@ def child_report(path: str) -> dict:
     """The campaign's agreement report as a worker computes it (a report job for an analyst without names)."""
     study.setup_django()
     from annotation.models import Campaign
-    from scoring.reports import service
+    from scoring.reports import figures as report_figures
 
     study.enter_bench_project(PROJECT)
     started = time.perf_counter()
-    job = service.compute_now(Campaign.objects.get(name=study.CAMPAIGN), None)
+    job = report_figures.compute_now(Campaign.objects.get(name=study.CAMPAIGN), None)
     return {"seconds": time.perf_counter() - started, "status": job.status,
             "peak_rss_mb": study.proc_status_mb("VmHWM")}
 

@@ -68,7 +68,7 @@ def main() -> int:
     from django.test import Client
 
     from bench.machine import calibration_line
-    from config import health
+    from core.site import health
 
     print(calibration_line(), flush=True)
     call_command("migrate", interactive=False, verbosity=0)

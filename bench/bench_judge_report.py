@@ -92,9 +92,9 @@ def fresh(run, campaign, user, repeats: int) -> list[tuple[float, dict]]:
     """The report computed from scratch as its worker computes it (jobs.execute of a new judge_report job: load,
     every figure, storing the result), ``repeats`` times; each with the time of its stages, from its progress
     messages (the fingerprints before the first; the last one to the end includes storing the result)."""
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
-    from scoring.judges import service
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
+    from scoring.judges import figures as judge_figures
     from scoring.judges.report import VerdictSettings
 
     names = {"loading labels and answers": "load labels and answers", "labels and answers loaded": "arrange",
@@ -113,7 +113,7 @@ def fresh(run, campaign, user, repeats: int) -> list[tuple[float, dict]]:
         try:
             cpu = time.process_time()
             started = time.perf_counter()
-            job = service.compute_now(run, campaign, user, VerdictSettings())
+            job = judge_figures.compute_now(run, campaign, user, VerdictSettings())
             finished = time.perf_counter()
             cpu = time.process_time() - cpu
         finally:

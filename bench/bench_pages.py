@@ -129,7 +129,7 @@ def prepare(rebuild: bool) -> None:
             cursor.execute("ANALYZE")
     with scoping.in_project(project):
         idle_workers(project)
-    from studies.methods_data import compute_now as methods_now
+    from studies.figures import compute_now as methods_now
 
     started = time.monotonic()
     for each in Project.objects.all():  # each project's methods page, as a worker writes it after a first view
@@ -335,9 +335,9 @@ def idle_workers(project) -> None:
     from django.contrib.auth import get_user_model
 
     from annotation.models import Campaign
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
-    from scoring.reports.service import compute_now
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
+    from scoring.reports.figures import compute_now
 
     started = time.monotonic()
     ran = 0
@@ -360,9 +360,10 @@ def stored_judge_figures(users) -> None:
     """What the workers store for the large study's judge run: its reports (with and without names), the judge
     selection and the planner's default plan for each reader; every job they queue is run."""
     from annotation.models import Campaign
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
-    from scoring.judges import planner_jobs, selection_jobs, service
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
+    from scoring.judges import figures as judge_figures
+    from scoring.judges import planner_figures, selection_figures
     from scoring.judges.models import JudgeRun
     from scoring.judges.planner import choices
 
@@ -372,11 +373,11 @@ def stored_judge_figures(users) -> None:
     campaign = Campaign.objects.get(name="bench-pages")
     for user in users:
         for names in (None, False):
-            service.compute_now(run, campaign, user, names=names)
-        selection_jobs.compute_now(campaign, user)
+            judge_figures.compute_now(run, campaign, user, names=names)
+        selection_figures.compute_now(campaign, user)
         chosen = choices(corpus=campaign.corpus, version=campaign.scale_version, target=campaign)
-        planner_jobs.plan_figures(chosen, user)
-    service.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
+        planner_figures.plan_figures(chosen, user)
+    judge_figures.stored_judge_scores(run)  # the run page's own scores, as the report worker keeps them
     for job_id in Job.objects.filter(status=Job.Status.QUEUED).order_by("pk").values_list("pk", flat=True):
         jobs.execute(job_id)
 

@@ -27,7 +27,7 @@ def main() -> int:
     import numpy as np
 
     from annotation.models import Campaign
-    from scoring import stats
+    from core import stats
     from scoring.reports import agreement as reports
 
     campaign = Campaign.objects.get(name=bench_export.CAMPAIGN)

@@ -4,7 +4,7 @@ Synthetic data shaped like the real study: 2,680 dialogues x 24 binary checklist
 10 physician raters plus one LLM judge.  For every item, 1,000 bootstrap resamples of the
 dialogues (one shared index matrix) are drawn and Cohen's kappa and Gwet's AC1 between the
 judge and the physicians' majority label are computed with the vectorised fast paths of
-``scoring.stats.bootstrap_ci`` (``vectorized="freq"``: bootstrap multiplicities x per-subject
+``core.stats.bootstrap_ci`` (``vectorized="freq"``: bootstrap multiplicities x per-subject
 terms; and, for comparison, ``vectorized=True``: gathered resampled arrays).  Majority ties
 (5-5) count as a missing reference label.
 
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from scoring.stats import (
+from core.stats import (
     bootstrap_ci,
     bootstrap_freq,
     bootstrap_indices,

@@ -193,7 +193,7 @@ out = []
 for user in users:
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "annotation.auth.CachedUserBackend"
+    session[BACKEND_SESSION_KEY] = "core.site.auth.CachedUserBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
     out.append({"session": session.session_key,
@@ -461,8 +461,8 @@ def broker_restart(args) -> dict:
         from django.contrib.auth import get_user_model
 
         from annotation.models import Corpus, Dialogue, ScaleVersion
+        from core.jobs.models import Job
         from projects.roles import assign_role
-        from scoring.jobs.models import Job
         from scoring.judges import runs as judging
         from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
         from tests.factories import campaign_with

@@ -18,7 +18,7 @@ attribute 'hostname'``. That is not a connection error, so it escapes kombu's cl
 error it is, kombu's clean-up absorbs it and the worker reconnects; a late acknowledgement on the detached channel is
 dropped the same way. Nothing is lost: the messages were in a Redis that is gone (or still are, in its unacked set,
 given back after the visibility timeout), and the database is the source of truth for pending work
-(config/reconcile.py sends queued jobs again; scoring.jobs.services.execute runs a job once).
+(core/site/reconcile.py sends queued jobs again; core.jobs.services.execute runs a job once).
 """
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class RedisQoS(kombu_redis.QoS):
     def ack(self, delivery_tag):
         """A late acknowledgement (a job finished) after the broker was lost: the message is forgotten here; Redis
         restarted without it, or gives it back after the visibility timeout and the job, finished, is not run again
-        (scoring.jobs.services.execute)."""
+        (core.jobs.services.execute)."""
         if self._detached():
             virtual.QoS.ack(self, delivery_tag)
             return

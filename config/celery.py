@@ -7,6 +7,8 @@ from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutd
 from celery.utils import timer2
 from kombu.transport import TRANSPORT_ALIASES
 
+from core.site import health
+
 # The app's transports (config/broker.py: the embedded mode's scheme, and Redis with a worker that survives losing
 # it), named here and imported by kombu when a connection is first made: a process that sends nothing (a
 # management command printing stored figures) does not import the Redis client and kombu's transports.
@@ -22,11 +24,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("minicex")
+health.register_celery_app(app)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# The scoring app keeps its tasks in the packages that have any (judge runs, preference judging and generation
-# are units of the LLM engine, woken by scoring.llm.wake).
-app.autodiscover_tasks(["scoring.jobs", "scoring.llm"])
+# The background jobs' task (core.jobs, still named scoring.run_job so queued messages run) and the LLM engine's
+# (judge runs, preference judging and generation are units of the engine, woken by scoring.llm.wake) live in
+# packages, not in an app's tasks module.
+app.autodiscover_tasks(["core.jobs", "scoring.llm"])
 
 
 @task_prerun.connect
@@ -41,15 +45,15 @@ def _close_old_connections(**kwargs) -> None:
 
 @worker_ready.connect
 def _start_reconciler(**kwargs) -> None:
-    """Every worker runs the reconciler (config/reconcile.py): it re-queues work whose message was lost."""
-    from config import reconcile
+    """Every worker runs the reconciler (core/site/reconcile.py): it re-queues work whose message was lost."""
+    from core.site import reconcile
 
     reconcile.start()
 
 
 @worker_shutdown.connect
 def _stop_reconciler(**kwargs) -> None:
-    from config import reconcile
+    from core.site import reconcile
 
     reconcile.stop()
 

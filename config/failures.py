@@ -7,7 +7,7 @@
   ``PermissionDenied``, which says nothing a line does not).
 * ``RejectUnstorableText`` answers 400 to text no database can store: NUL characters in the path, query
   parameters, form fields or a JSON body (psycopg refuses them before they reach PostgreSQL), and unpaired
-  surrogates (``"a\\ud800b"``) or NaN in a JSON body (``annotation.storable``), which would end as a
+  surrogates (``"a\\ud800b"``) or NaN in a JSON body (``core.site.storable``), which would end as a
   UnicodeEncodeError (500) in whichever view saves them: label, comment, flag and preference saves, the API.
 
 The pages are rendered without the request context: they must work while the database is down.
@@ -25,8 +25,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views import defaults
 
-from annotation import failures, storable
-from config import jsonbody
+from core.site import failures, jsonbody, storable
 
 
 def error_response(request, status: int, title: str, message: str, *, retry_after: int | None = None):
@@ -103,7 +102,7 @@ def _has_nul(query_dict) -> bool:
 
 
 def json_body_problem(request) -> str | None:
-    """Why a JSON request body is refused, or None: the reader's rules (config.jsonbody: UTF-8, valid JSON, depth,
+    """Why a JSON request body is refused, or None: the reader's rules (core.site.jsonbody: UTF-8, valid JSON, depth,
     finite and not over-long numbers), then text the database cannot store. The parsed body is kept for the view."""
     if not jsonbody.is_json(request) or not request.body:
         return None

@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from core.site.workers import LLM_WORKER_CONCURRENCY, LLM_WORKER_POOL, llm_worker_hint  # noqa: F401 - named here too
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
@@ -93,11 +95,11 @@ def preflight(migrate: bool = False) -> None:
         exit_with(str(exc))
     from django.conf import settings
 
-    from config.health import _redact, check_broker, check_database
+    from core.site.health import check_broker, check_database, redact_url
 
     db = check_database()
     if not db["ok"]:
-        where = _redact(settings.DATABASE_URL) if settings.DATABASE_URL else db["name"]
+        where = redact_url(settings.DATABASE_URL) if settings.DATABASE_URL else db["name"]
         exit_with(f"cannot connect to the database at {where} ({db['error']}). Check DATABASE_URL.")
     broker = check_broker()
     if not broker["ok"]:
@@ -172,18 +174,6 @@ def banner(url: str, logins: list | None = None, loading: bool = False) -> str:
     width = max(len(line) for line in lines)
     rule = "=" * width
     return "\n".join([rule, *lines, rule])
-
-
-# The LLM worker `make run` (``dev``) starts: LLM calls wait on the network, so a threads pool keeps many in flight on
-# few cores. Pages that find no LLM worker suggest this same command (scoring/llm/delivery.py).
-LLM_WORKER_POOL = "threads"
-LLM_WORKER_CONCURRENCY = 16
-
-
-def llm_worker_hint(queue: str) -> str:
-    """The command that starts the LLM worker ``make run`` starts, on its own (for pages and messages)."""
-    return (f"python -m config.run worker --queues {queue} --pool {LLM_WORKER_POOL} "
-            f"--concurrency {LLM_WORKER_CONCURRENCY}")
 
 
 def worker_command(concurrency: int | None, queues: str | None = None, pool: str | None = None,

@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "projects",
+    "core",
     "annotation",
     "scoring",
     "delphi",
@@ -115,7 +116,7 @@ MIDDLEWARE = [
     "config.failures.AppNotFound",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Turns a login lockout (annotation/throttle.py) into a 429 page or JSON answer.
+    # Turns a login lockout (core/site/throttle.py) into a 429 page or JSON answer.
     "axes.middleware.AxesMiddleware",
 ]
 
@@ -207,7 +208,7 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Login throttling (django-axes, annotation/throttle.py): failed logins on the login page, the admin and
+# Login throttling (django-axes, core/site/throttle.py): failed logins on the login page, the admin and
 # /api/auth/token/ are counted per (username, client address), per username and per address, each with its own
 # limit; reaching one pauses logging in for LOGIN_LOCKOUT_SECONDS after the last failure.
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
@@ -218,14 +219,14 @@ LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 15 * 60)
 # REMOTE_ADDR and X-Forwarded-For is ignored (anyone can send one). N: the client address is the N-th entry from
 # the right of X-Forwarded-For, the one the outermost trusted proxy saw.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
-AXES_HANDLER = "annotation.throttle.LoginThrottle"
+AXES_HANDLER = "core.site.throttle.LoginThrottle"
 AXES_FAILURE_LIMIT = LOGIN_MAX_FAILURES
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username", "ip_address"]
-AXES_COOLOFF_TIME = "annotation.throttle.cool_off"
+AXES_COOLOFF_TIME = "core.site.throttle.cool_off"
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "annotation.throttle.lockout_response"
+AXES_LOCKOUT_CALLABLE = "core.site.throttle.lockout_response"
 AXES_ENABLE_ADMIN = False  # counts live in the cache, not in axes' tables
-AXES_CLIENT_IP_CALLABLE = "annotation.throttle.client_address"
+AXES_CLIENT_IP_CALLABLE = "core.site.throttle.client_address"
 
 # The languages of the pages (docs/translators.md says how to add one). What a person sees: the language set in their
 # account menu, else the one their browser asks for (Accept-Language), else LANGUAGE_CODE (config/language.py).
@@ -267,7 +268,7 @@ MEDIA_URL = "media/"
 # session, and the cache spares the database that read (a cache flush only costs a database read).
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 # axes first: it refuses a paused login before the password is checked.
-AUTHENTICATION_BACKENDS = ["annotation.throttle.LoginThrottleBackend", "annotation.auth.CachedUserBackend"]
+AUTHENTICATION_BACKENDS = ["core.site.throttle.LoginThrottleBackend", "core.site.auth.CachedUserBackend"]
 # How long the signed-in user's row may be served from the cache (saves and deletes evict it; 0 turns it off).
 USER_CACHE_SECONDS = env_int("USER_CACHE_SECONDS", 60)
 SESSION_COOKIE_HTTPONLY = True
@@ -371,11 +372,11 @@ REST_FRAMEWORK = {
         "projects.access.ProjectSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # JSON is read by the one reader of pages and API (config/jsonbody.py): depth and number limits, 400 not 500.
+    # JSON is read by the one reader of pages and API (core/site/jsonbody.py): depth and number limits, 400 not 500.
     "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "config.api_contract.ContractSchema",
-    "DEFAULT_PAGINATION_CLASS": "annotation.pagination.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "core.site.pagination.Pagination",
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "annotation.api.exception_handler",
     # Not a throttle: the API's input checks, which DRF runs right after authentication and permissions.
@@ -429,7 +430,7 @@ else:
     }
 # Queue of the LLM calls (judge runs, preference judging, dialogue generation): I/O-bound, consumed by a
 # threads-pool worker.
-# Reports are computed when their inputs change, once the changes stop for this long (scoring/jobs/figures.py).
+# Reports are computed when their inputs change, once the changes stop for this long (core/jobs/figures.py).
 FIGURES_DEBOUNCE_SECONDS = float(os.environ.get("FIGURES_DEBOUNCE_SECONDS", "3"))
 CELERY_LLM_QUEUE = os.environ.get("CELERY_LLM_QUEUE", "minicex-llm")
 CELERY_TASK_ROUTES = {name: {"queue": CELERY_LLM_QUEUE} for name in ("scoring.llm.wake", "scoring.llm.poll_batch")}

@@ -55,7 +55,7 @@ router.register("preference-judge-runs", api_preference.PreferenceJudgeRunViewSe
 router.register("generation-jobs", api_generation.GenerationJobViewSet, basename="api-generation-job")
 
 accounts = [
-    # Failed logins are counted and paused by django-axes (annotation/throttle.py), here and on the API token.
+    # Failed logins are counted and paused by django-axes (core/site/throttle.py), here and on the API token.
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
@@ -109,6 +109,7 @@ urlpatterns = [
     path("api/docs/", _token_or_login(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="swagger-ui"),
     path("delphi/", include("delphi.urls")),
     path("", include("studies.urls")),
+    path("", include("core.jobs.urls")),
     path("", include("scoring.urls")),
     path("", include("annotation.urls")),
     path("", include("projects.urls")),

@@ -4,7 +4,7 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from config.health import health, log_answer
+from core.site.health import health, log_answer
 
 
 @never_cache

@@ -40,8 +40,8 @@ class DelphiConfig(AppConfig):
                  "note": _("mean, CV, agreement, Kendall's W and chi-square per round")}]
 
     def ready(self) -> None:
-        from config import reconcile
-        from scoring.jobs import services as jobs
+        from core.jobs import services as jobs
+        from core.site import reconcile
 
         jobs.LAZY_HANDLERS["delphi_round"] = "delphi.services.round_statistics"
         # Due reminders are found in the database by every worker's reconciler (every minute).

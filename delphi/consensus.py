@@ -11,7 +11,7 @@ Conventions (DESIGN.md sections 3 and 4):
 * Authority coefficient Cr = (Ca + Cs) / 2, with Ca from the basis of judgement and Cs from familiarity,
   using the customary coefficient tables of Chinese Delphi studies (:data:`CA_BASIS`, :data:`CS_FAMILIARITY`).
 * Kendall's W (tie-corrected, with chi-square and p, and without the tie correction), Cronbach's alpha, KMO and
-  Bartlett come from :mod:`scoring.stats`; a panelist left out of W for a missing rating is named (pseudonym).
+  Bartlett come from :mod:`core.stats`; a panelist left out of W for a missing rating is named (pseudonym).
 * Undefined statistics are ``None`` with the reason in ``warnings``, never 0 or 1.
 """
 
@@ -65,7 +65,7 @@ def _f(x: Any) -> float | None:
 
 
 def _clean(ratings: Iterable[Any]) -> np.ndarray:
-    import pandas as pd  # pandas and scoring.stats load on first use: the web process imports this with its URLs
+    import pandas as pd  # pandas and core.stats load on first use: the web process imports this with its URLs
 
     arr = pd.to_numeric(pd.Series(list(ratings), dtype=object), errors="coerce").to_numpy(dtype=float)
     arr = arr[np.isfinite(arr)]
@@ -113,7 +113,7 @@ _SKIPPED = re.compile(r"^(\d+) panelist\(s\) without a complete self-assessment 
 
 def warning_words(text: str) -> str:
     """A stored warning of these statistics (written in English by the worker) in the active language; a warning
-    of another module's (``scoring.stats``) as it was stored."""
+    of another module's (``core.stats``) as it was stored."""
     skipped = _SKIPPED.match(text)
     if skipped:
         n = int(skipped[1])
@@ -204,7 +204,7 @@ def round_statistics(*, invited: int, responded: int, completed: int, wide: pd.D
     ``wide``: rows panelists (completed questionnaires), columns items, importance ratings.
     The positive coefficient is completed / invited questionnaires.
     """
-    from scoring import stats
+    from core import stats
 
     warns: list[str] = []
     positive = completed / invited if invited else None
@@ -268,7 +268,7 @@ def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
     Table 3 rows: per dimension and for the whole scale, the number of items, Cronbach's alpha and alpha
     if each item is deleted (with the highest). Table 4: KMO, Bartlett's approximate chi-square, df, p.
     """
-    from scoring import stats
+    from core import stats
 
     names = dict(dimension_names or {})
     cols = [str(c) for c in wide.columns]
@@ -296,7 +296,7 @@ def validation_report(wide: pd.DataFrame, dimensions: Mapping[str, str],
 
 
 def _alpha_row(frame: pd.DataFrame, code: str, name: str) -> dict:
-    from scoring import stats
+    from core import stats
 
     res = stats.cronbach_alpha(frame) if frame.shape[1] else {"alpha": None, "warnings": [gettext_noop("No items.")]}
     deleted = stats.alpha_if_deleted(frame) if frame.shape[1] > 2 else {c: None for c in frame.columns}

@@ -13,7 +13,7 @@ from typing import Any
 from django.utils import translation
 from django.utils.translation import gettext
 
-from annotation.spreadsheet import safe_cell, safe_dict
+from core.site.spreadsheet import safe_cell, safe_dict
 from delphi import consensus, services
 from delphi.models import DelphiStudy, ItemDecision, Proposal, Response, Round
 from projects.models import AuditEvent
@@ -172,7 +172,7 @@ def _r(x: float | None, digits: int = 3) -> Any:
 
 def _p(p: float | None) -> Any:
     """A p-value cell: the number to four decimals, or the text "< 0.0001" where that would be 0."""
-    from scoring.stats import format_p
+    from core.stats import format_p
 
     if p is None:
         return ""

@@ -1,6 +1,6 @@
 """A Delphi round's statistics as stored figures, so that no page computes them: computed by a worker when a panelist
 completes the questionnaire, a round closes, a panelist leaves or the consensus rule changes, and shown at once by the
-study, round and validation pages (:mod:`scoring.jobs.figures`)."""
+study, round and validation pages (:mod:`core.jobs.figures`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import json
 
 from django.db.models import Count, Max, Q
 
+from core.jobs import figures
+from core.jobs.models import Job
 from delphi.models import DelphiStudy, Participation, Response, Round
 from projects import scoping
-from scoring.jobs import figures
-from scoring.jobs.models import Job
 
 #: Raise when the statistics change: stored figures of older code are then computed again.
 STATISTICS_VERSION = 1

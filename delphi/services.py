@@ -27,6 +27,8 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from annotation import scales
 from annotation.instruments import slug_taken
 from annotation.models import Item, ScaleVersion
+from core.jobs import figures as scoring_figures
+from core.jobs.models import Job
 from delphi import consensus
 from delphi import figures as delphi_figures
 from delphi.models import (
@@ -43,8 +45,6 @@ from delphi.models import (
 )
 from projects import scoping
 from projects.models import AuditEvent
-from scoring.jobs import figures as scoring_figures
-from scoring.jobs.models import Job
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -21,8 +21,8 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from annotation.models import Item
-from annotation.params import whole_number
 from annotation.views import scale_language
+from core.site.params import whole_number
 from delphi import consensus, exports, services
 from delphi import figures as delphi_figures
 from delphi.forms import NewStudyForm, SettingsForm

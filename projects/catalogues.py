@@ -20,7 +20,7 @@ from django.test.utils import override_settings
 from django.utils.translation import to_locale
 
 #: What makemessages reads, relative to the repository: the apps, the site's templates and scripts.
-SOURCES = ("config", "projects", "annotation", "scoring", "delphi", "studies", "templates", "static/js")
+SOURCES = ("config", "projects", "core", "annotation", "scoring", "delphi", "studies", "templates", "static/js")
 #: Never read: migrations (no page shows them), vendored scripts, and what is not the app (tests, var/ ...).
 IGNORE = ["*/migrations/*", "static/vendor", "__pycache__", "var", "tests", "bench", "docs", "scripts", "site",
           "test-artifacts", "node_modules"]

@@ -7,19 +7,19 @@ class ScoringConfig(AppConfig):
     verbose_name = _("Scoring: LLM judges, statistics and reports")
     default_auto_field = "django.db.models.BigAutoField"
     role_permissions = {
-        "coordinator": ["add_job", "view_job", "add_judgeconfig", "change_judgeconfig", "view_judgeconfig",
+        "coordinator": ["add_judgeconfig", "change_judgeconfig", "view_judgeconfig",
                         "add_judgerun", "change_judgerun", "view_judgerun", "view_judgeresult", "view_promptset",
                         "add_promptset", "view_llmcall", "view_llmendpoint",
                         "add_caseset", "view_caseset", "view_patientcase", "add_generationjob",
                         "change_generationjob", "view_generationjob", "view_generateddialogue"],
-        "analyst": ["view_job", "view_llmendpoint", "view_judgeconfig", "view_judgerun", "view_judgeresult",
+        "analyst": ["view_llmendpoint", "view_judgeconfig", "view_judgerun", "view_judgeresult",
                     "view_caseset", "view_patientcase", "view_generationjob", "view_generateddialogue"],
     }
     # Run by annotation's ``load_demo`` (after the demo users it creates), by name.
     demo_commands = ["load_preference_demo", "load_generation_demo", "load_study_demo"]
     # Entered by ``load_demo`` around the whole load: the figures it queues are computed by the loader
     # (load_study_demo), not by a worker at the same time as well.
-    demo_contexts = ["scoring.jobs.figures.computed_here"]
+    demo_contexts = ["core.jobs.figures.computed_here"]
 
     def start_here(self, user, held: set[str], project) -> list[dict[str, str]]:
         """Home-page links to the finished demo study's judge and preference results (see annotation.demo), shown
@@ -67,10 +67,10 @@ class ScoringConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.signals import labels_changed
-        from config import health, reconcile
+        from core.jobs import precompute
+        from core.jobs import services as jobs
+        from core.site import health, reconcile
         from scoring.generation import services as generation  # noqa: F401 - registers its engine handler
-        from scoring.jobs import precompute
-        from scoring.jobs import services as jobs
         from scoring.judges import (
             imports,  # noqa: F401 - registers the writer of imported judge runs (import_labels' judge rows)
             labels,  # noqa: F401 - registers judge labels in the label exports
@@ -80,14 +80,22 @@ class ScoringConfig(AppConfig):
         from scoring.preference import judging  # noqa: F401 - registers its engine handler
 
         labels_changed.connect(precompute.on_labels_changed, dispatch_uid="scoring-reports-follow-labels")
-        jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.service.campaign_report"
-        jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.service.judge_report"
-        jobs.LAZY_HANDLERS["judge_compare"] = "scoring.judges.comparison.judge_compare"
-        jobs.LAZY_HANDLERS["judge_selection"] = "scoring.judges.selection_jobs.judge_selection"
-        jobs.LAZY_HANDLERS["judge_planner"] = "scoring.judges.planner_jobs.judge_planner"
-        jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.results_job.preference_results"
-        jobs.LAZY_HANDLERS["preference_blinded"] = "scoring.preference.blinded.preference_blinded"
+        # The stored figures that follow a change, in the order they are queued (by path: imported on the change).
+        for path in ("scoring.reports.figures.refresh_reports", "scoring.judges.figures.refresh_reports",
+                     "scoring.judges.comparison_figures.refresh", "scoring.judges.selection_figures.refresh",
+                     "scoring.judges.planner_figures.refresh"):
+            precompute.follow(precompute.LABELS, path)
+        for path in ("scoring.judges.figures.refresh_reports", "scoring.judges.comparison_figures.refresh",
+                     "scoring.judges.selection_figures.refresh"):
+            precompute.follow(precompute.JUDGE_RUN, path)
+        precompute.follow(precompute.PREFERENCE_JUDGE_RUN, "scoring.preference.figures.refresh_results")
+        jobs.LAZY_HANDLERS["campaign_report"] = "scoring.reports.figures.campaign_report"
+        jobs.LAZY_HANDLERS["judge_report"] = "scoring.judges.figures.judge_report"
+        jobs.LAZY_HANDLERS["judge_compare"] = "scoring.judges.comparison_figures.judge_compare"
+        jobs.LAZY_HANDLERS["judge_selection"] = "scoring.judges.selection_figures.judge_selection"
+        jobs.LAZY_HANDLERS["judge_planner"] = "scoring.judges.planner_figures.judge_planner"
+        jobs.LAZY_HANDLERS["preference_results"] = "scoring.preference.figures.preference_results"
+        jobs.LAZY_HANDLERS["preference_blinded"] = "scoring.preference.figures.preference_blinded"
         health.register_detail("llm_work", recovery.backlog)
         reconcile.register("LLM engines and their jobs", recovery.reconcile)
         reconcile.register("provider batches", batch.reconcile)
-        reconcile.register("background jobs", jobs.reconcile)

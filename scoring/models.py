@@ -1,7 +1,7 @@
 """Django looks for the models of the ``scoring`` app here; each job's package defines its own.
 
 One app label (``scoring``) keeps the table names and migrations as they were; the packages are:
-``jobs`` (background jobs), ``llm`` (call records of the LLM engine), ``judges``, ``preference`` and ``generation``.
+``llm`` (call records of the LLM engine), ``judges``, ``preference`` and ``generation``.
 """
 
 from scoring.generation.models import (  # noqa: F401
@@ -12,7 +12,6 @@ from scoring.generation.models import (  # noqa: F401
     GenerationTurn,
     PatientCase,
 )
-from scoring.jobs.models import Job  # noqa: F401
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet  # noqa: F401
 from scoring.llm.models import LLMCall  # noqa: F401
 from scoring.preference.models import (  # noqa: F401

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "projects", "annotation", "scoring", "delphi", "studies")
+PACKAGES = ("config", "projects", "core", "annotation", "scoring", "delphi", "studies")
 # What production mode (PostgreSQL, Redis) adds to the embedded mode this process imports in.
 PRODUCTION = ("psycopg", "django.db.backends.postgresql.base", "redis", "kombu.transport.redis",
               "django.core.cache.backends.redis")

@@ -47,7 +47,7 @@ from annotation.models import (
 from projects.access import in_project_of
 from projects.models import AuditEvent, Project
 from projects.pseudonyms import pseudonyms
-from studies import figures as study_figures
+from studies import figure_rows as study_figures
 from studies import other_figures
 from studies.archive import (
     CRATE_METADATA,

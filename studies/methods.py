@@ -7,7 +7,7 @@ SHA-256), how a random sample came about (drawn with a seed from a population, o
 with its model, parameters, prompts and requests; imported from a file), who the raters are (the project's
 physicians, or what the coordinator stated on importing). A fact the records do not hold is written "not recorded".
 The words are the instrument's (dialogues or answers, physicians or raters), the references its source's, and every
-number goes through :mod:`scoring.stats.formatting`. Markdown, and DOCX through python-docx."""
+number goes through :mod:`core.stats.formatting`. Markdown, and DOCX through python-docx."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from scoring.stats import formatting
+from core.stats import formatting
 from studies import replicates
 
 NOT_RECORDED = "not recorded"

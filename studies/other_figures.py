@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from studies.archive import Archive
-from studies.figures import flatten, printed
+from studies.figure_rows import flatten, printed
 
 PANEL_COLUMNS = ["round", "panelist", "started", "completed", "familiarity", "practice", "theory", "literature",
                  "intuition"]

@@ -31,10 +31,10 @@ def study_provenance(project) -> dict[str, Any]:
     from projects.models import AuditEvent, Membership
     from projects.roles import ANALYST, COORDINATOR, PHYSICIAN
     from scoring.judges.models import ImportedPrompt, JudgeResult, Prompt
-    from studies import figures
+    from studies import figure_rows
 
     campaigns = list(Campaign.objects.filter(project=project).select_related("scale_version__scale").order_by("pk"))
-    runs = figures.run_keys(project)
+    runs = figure_rows.run_keys(project)
     versions = {c.scale_version_id: c.scale_version for c in campaigns}
     run_versions = [r.scale_version_id or (r.snapshot or {}).get("scale_version") for r in runs.values()]
     extra = set(filter(None, run_versions)) - set(versions)

@@ -59,11 +59,11 @@ def tag(entry: dict) -> str:
 
 def compute(run, entry: dict, *, stored: bool) -> dict | None:
     """The run's table of repeated answers with the judge's name and the table's; ``stored``: the scores the run
-    page keeps (:func:`scoring.judges.service.stored_judge_scores`), else computed now. None without replicates."""
-    from scoring.judges import service
+    page keeps (:func:`scoring.judges.figures.stored_judge_scores`), else computed now. None without replicates."""
+    from scoring.judges import figures as judge_figures
     from scoring.judges.report import judge_scores
 
-    scores = service.stored_judge_scores(run) if stored else judge_scores(run)
+    scores = judge_figures.stored_judge_scores(run) if stored else judge_scores(run)
     table = scores.get("replicates")
     if not table:
         return None

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from projects import scoping
 from projects.services import create_project
-from studies import figures as study_figures
+from studies import figure_rows as study_figures
 from studies import other_figures
 from studies.archive import open_archive
 from studies.load import load_into

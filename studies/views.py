@@ -19,7 +19,7 @@ DOCUMENTS = {"methods.md": "text/markdown; charset=utf-8",
 @role_required(COORDINATOR, ANALYST)
 def archive_page(request):
     from studies.export import pending_review
-    from studies.jobs import recent_exports
+    from studies.services import recent_exports
 
     return render(request, "studies/archive.html", {"pending": pending_review(request.project),
                                                     "exports": recent_exports(request.project)})
@@ -31,7 +31,7 @@ def archive_export(request):
     """POST: a worker exports the study (the page lists it and offers the zip when it is written); refused while a
     dialogue awaits privacy review. GET: back to the page."""
     from studies.export import pending_review
-    from studies.jobs import recent_exports, start_export
+    from studies.services import recent_exports, start_export
 
     if request.method == "GET":
         return redirect("study-archive")
@@ -47,8 +47,8 @@ def archive_export(request):
 @role_required(COORDINATOR, ANALYST)
 def export_status(request, pk: int):
     """One export, as the page lists it (polled while it runs)."""
-    from scoring.jobs.models import Job
-    from studies.jobs import export_job
+    from core.jobs.models import Job
+    from studies.services import export_job
 
     try:
         job = export_job(pk)
@@ -60,8 +60,8 @@ def export_status(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def export_download(request, pk: int):
     """A finished export's zip."""
-    from scoring.jobs.models import Job
-    from studies.jobs import export_job, open_archive_file
+    from core.jobs.models import Job
+    from studies.services import export_job, open_archive_file
 
     try:
         job = export_job(pk)
@@ -77,8 +77,8 @@ def methods_page(request):
     computed, "computing" before the first)."""
     from django.urls import reverse
 
+    from studies.figure_rows import methods_figures
     from studies.methods import TRIPOD_SOURCE, applicability, checklist, sections
-    from studies.methods_data import methods_figures
 
     found = methods_figures(request.project, request.user)
     context = {"figures": found, "job": found.job, "tripod_source": TRIPOD_SOURCE,
@@ -96,7 +96,7 @@ def methods_download(request, what: str):
     from django.urls import reverse
 
     from scoring.reports.pending import download_answer
-    from studies.methods_data import methods_document, methods_figures
+    from studies.figures import methods_document, methods_figures
 
     if what not in DOCUMENTS:
         raise Http404("No such document.")

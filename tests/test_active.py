@@ -1,4 +1,4 @@
-"""Active statistical inference (scoring.stats.active): the sampling rule, the estimators against direct
+"""Active statistical inference (core.stats.active): the sampling rule, the estimators against direct
 implementations of their formulas, PPI++ as the equal-probability case, and the raters the figures must survive
 (random, constant, near-constant). Simulations are small here; the 2,000-study table is bench/bench_active.py."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from scoring.stats import active, ppi
+from core.stats import active, ppi
 from tests.lazy import lazy
 
 ppi_py = lazy("ppi_py", skip_when_missing=True)

@@ -14,12 +14,12 @@ from django.template.loader import render_to_string
 from annotation import labels, sampling
 from annotation.campaigns import CampaignError, add_rater, assign, create_campaign
 from annotation.models import Assignment, RandomSample
+from core.stats import active
 from projects.models import AuditEvent
 from projects.scoping import in_project
 from scoring.judges import active_samples, estimates
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.runs import config_snapshot, default_prompt_set
-from scoring.stats import active
 from tests.conftest import module_world
 from tests.factories import corpus_with, default_project, mini_cex
 

@@ -56,7 +56,7 @@ def api(live_server, transactional_db, instrument, tmp_path):
 
 def test_generated_client_runs_the_analysts_coordinators_and_physicians_workflow(api, live_server):
     from annotation.models import Assignment
-    from scoring.reports.service import compute_now
+    from scoring.reports.figures import compute_now
 
     world, tokens, package = api
     client_module = importlib.import_module(f"{PACKAGE}.client")

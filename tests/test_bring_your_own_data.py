@@ -332,7 +332,7 @@ GWET_4RATERS = [[1, 1, None, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2
 
 
 def counts(ratings, categories):
-    from scoring import stats
+    from core import stats
 
     values = np.array([[np.nan if v is None else v for v in row] for row in ratings], dtype=float)
     codes, _ = stats.encode_labels(values, categories=categories)
@@ -349,7 +349,7 @@ def near_constant_ratings() -> list[list[float]]:
 
 
 def test_ac2_matches_irrcac_on_published_and_near_constant_data():
-    from scoring import stats
+    from core import stats
 
     table = counts(GWET_4RATERS, [1, 2, 3, 4, 5])
     assert stats.gwet_ac2_counts(table, [1, 2, 3, 4, 5]) == pytest.approx(0.9140007236, abs=1e-9)
@@ -371,7 +371,7 @@ def test_ac2_matches_irrcac_on_published_and_near_constant_data():
 
 
 def test_ac2_and_within_one_with_random_and_constant_raters():
-    from scoring import stats
+    from core import stats
 
     rng = np.random.default_rng(3)
     points = list(range(6))
@@ -394,7 +394,7 @@ def test_ac2_and_within_one_with_random_and_constant_raters():
 
 
 def test_bootstrap_intervals_without_variation_are_not_estimable():
-    from scoring import stats
+    from core import stats
 
     summary = stats.bootstrap_summary(1.0, np.ones(500), seed=1, n_resamples=500)
     assert summary["ci_low"] is None and summary["ci_high"] is None
@@ -410,7 +410,7 @@ def test_bootstrap_intervals_without_variation_are_not_estimable():
 
 
 def test_replicate_sd_with_random_and_constant_scores():
-    from scoring import stats
+    from core import stats
 
     rng = np.random.default_rng(5)
     frame = pd.DataFrame([{"case": f"q{q}", "replicate": r, "value": float(rng.integers(0, 6))}
@@ -439,7 +439,7 @@ def near_constant_item(judge_kind: str, n: int = 150, seed: int = 4) -> judge_re
 
 @pytest.mark.parametrize("judge_kind", ["good", "constant", "random"])
 def test_a_near_constant_item_is_judged_with_ac2_whatever_the_judge(judge_kind):
-    from scoring import stats
+    from core import stats
 
     item = near_constant_item(judge_kind)
     n = item.humans.shape[1]

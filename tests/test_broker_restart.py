@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Corpus, Dialogue
-from scoring.jobs.models import Job
+from core.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeResult, JudgeRun
 from tests.conftest import BASE_DIR, worker_env
@@ -105,7 +105,7 @@ def test_pages_say_waiting_for_the_broker_then_resumed(instrument, monkeypatch, 
     """While the broker cannot be reached the run page and run_judge --wait say so (instead of a rate that falls),
     then that work resumed."""
     from annotation.models import ScaleVersion
-    from config import health
+    from core.site import health
     from scoring.judges.models import JudgeConfig
     from scoring.llm import delivery
 

@@ -14,7 +14,7 @@ from annotation.instruments import install_shipped
 from annotation.label_import import import_labels
 from annotation.models import Campaign, Corpus
 from scoring.judges.models import JudgeRun
-from scoring.reports.service import compute_now
+from scoring.reports.figures import compute_now
 from tests import hivmedqa_data as hiv
 from tests.conftest import ARTIFACTS
 from tests.test_browser_annotation import login

@@ -44,17 +44,17 @@ def demo_report_url() -> str:
     this test process keeps (tests.demo_world), with the reports its loader computed: those are read, not redone."""
     from projects.scoping import in_project
     from projects.services import demo_project
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
     from scoring.judges.demo import demo_runs
 
     load_full_demo()
     project = demo_project()
     campaign, runs = demo_runs(project=project)
     with in_project(project):
-        job = service.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))
+        job = judge_figures.compute_now(runs[0], campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
     with in_project(project):
-        from scoring.reports import service as reports
+        from scoring.reports import figures as reports
 
         job = reports.compute_now(campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
@@ -165,7 +165,7 @@ def test_an_answer_instruments_report_fits_too(desktop_page, make_user):
     from annotation.instruments import install_shipped
     from annotation.label_import import import_labels
     from annotation.models import Campaign, Corpus
-    from scoring.judges import service
+    from scoring.judges import figures as judge_figures
     from scoring.judges.models import JudgeRun
     from tests import hivmedqa_data as hiv
 
@@ -181,7 +181,7 @@ def test_an_answer_instruments_report_fits_too(desktop_page, make_user):
                            scale_version=version)
     run = JudgeRun.objects.get(pk=counts["judge_runs"][0]["id"])
     campaign = Campaign.objects.get(name="Raters")
-    assert service.compute_now(run, campaign, analyst).status == "succeeded"
+    assert judge_figures.compute_now(run, campaign, analyst).status == "succeeded"
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("ana")
     page.get_by_label("Password").fill(PASSWORDS["analyst"])
@@ -217,13 +217,13 @@ def selection_url() -> str:
     """The demo campaign's judge selection, computed ahead for the demo analyst."""
     from projects.scoping import in_project
     from projects.services import demo_project
-    from scoring.judges import selection_jobs
+    from scoring.judges import selection_figures
     from scoring.judges.demo import demo_runs
 
     project = demo_project()
     campaign, _runs = demo_runs(project=project)
     with in_project(project):
-        job = selection_jobs.compute_now(campaign, get_user_model().objects.get(username="analyst"))
+        job = selection_figures.compute_now(campaign, get_user_model().objects.get(username="analyst"))
     assert job.status == "succeeded", job.error
     return f"/judges/selection/?campaign={campaign.pk}"
 

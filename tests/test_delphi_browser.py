@@ -8,8 +8,8 @@ import pytest
 from django.core import mail
 
 from annotation.models import ScaleVersion
+from core.jobs.models import Job
 from delphi.models import DelphiStudy, Response
-from scoring.jobs.models import Job
 from tests.conftest import ARTIFACTS, wait_js, watch_csp
 from tests.test_figures import run_due
 

@@ -117,7 +117,7 @@ def test_validation_report_layout():
     rep = consensus.validation_report(wide, dims, {"1": "Interviewing", "2": "Care"})
     assert [r["code"] for r in rep["dimensions"]] == ["1", "2"]
     assert rep["dimensions"][0]["n_items"] == 3 and rep["total"]["n_items"] == 6
-    from scoring import stats
+    from core import stats
     assert rep["total"]["alpha"] == pytest.approx(stats.cronbach_alpha(wide)["alpha"])
     assert rep["dimensions"][0]["alpha_if_deleted"]["1.1"] == pytest.approx(
         stats.cronbach_alpha(wide[["1.2", "1.3"]])["alpha"])

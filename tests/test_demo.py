@@ -51,7 +51,7 @@ def test_load_demo_command_loads_every_apps_demo_in_one_process_and_skips_what_e
     from projects.services import demo_project
     from scoring.judges import report
     from scoring.reports import agreement
-    from studies.methods_data import methods_view
+    from studies.figures import methods_view
 
     models = [apps.get_model("delphi", "DelphiStudy"), apps.get_model("scoring", "PreferenceStudy"),
               apps.get_model("scoring", "CaseSet"), Dialogue, Assignment]
@@ -135,9 +135,9 @@ def test_the_demo_holds_a_finished_study_with_plausible_disagreement_and_loads_o
 
     from annotation.demo import DEMO_FINISHED
     from annotation.models import Campaign, Label
+    from core.jobs.models import Job
     from delphi.demo import TITLE
     from delphi.models import Response, Round
-    from scoring.jobs.models import Job
     from scoring.judges.demo import demo_runs
     from scoring.judges.models import JudgeResult
     from scoring.preference.demo import FINISHED_STUDY

@@ -28,9 +28,9 @@ def loads(monkeypatch):
 @pytest.mark.django_db
 def test_a_copied_demo_equals_a_loaded_one_row_for_row_and_id_for_id(loads, demo_scope, make_user):
     from annotation.models import Label
+    from core.jobs.models import Job
     from projects import scoping
     from projects.services import demo_project
-    from scoring.jobs.models import Job
 
     with transaction.atomic():
         demo_world.load_full_demo()  # for real: this process has no copy yet

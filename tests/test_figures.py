@@ -1,4 +1,4 @@
-"""Figures computed when their inputs change, not when someone looks (scoring/jobs/figures.py):
+"""Figures computed when their inputs change, not when someone looks (core/jobs/figures.py):
 a page shows the latest stored figures at once, marked "updating" while a newer job runs and "computing" only when
 none exist yet; a burst of changes is one computation; the preference results page no longer computes per view."""
 
@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from annotation import labels
 from annotation.models import Assignment
-from scoring.jobs import figures
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
+from core.jobs import figures
+from core.jobs import services as jobs
+from core.jobs.models import Job
 from tests.factories import answer_all, campaign_with
 from tests.test_reports import rate_everything
 
@@ -113,7 +113,7 @@ def test_figures_queued_while_a_loader_computes_them_are_computed_once(make_user
     """``load_demo`` (inside ``figures.computed_here``): the reports its labels queue wait for the loader, which
     takes them over, instead of a worker computing the same figures meanwhile; the reconciler leaves them alone;
     those the loader did not compute go to the workers at its end."""
-    from scoring.reports.service import compute_now
+    from scoring.reports.figures import compute_now
 
     sent = []
     monkeypatch.setattr(jobs, "send", lambda job_id, countdown=None: sent.append((job_id, countdown)) or True)

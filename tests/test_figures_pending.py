@@ -12,7 +12,7 @@ import yaml
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from scoring.jobs.models import Job
+from core.jobs.models import Job
 from tests.factories import campaign_with
 from tests.test_figures import run_due
 from tests.test_reports import rate_everything
@@ -40,26 +40,26 @@ def assert_preparing(response, job: Job) -> None:
 
 @pytest.mark.parametrize("what", ["methods.md", "methods.docx", "tripod-llm.md"])
 def test_a_methods_download_waits_for_the_worker_instead_of_computing(client, coordinator, rated, monkeypatch, what):
-    from studies import methods_data
+    from studies import figures as methods_figures
 
     run_due()  # the campaign's reports are stored; the methods page's figures are not yet
     client.force_login(coordinator)
     url = reverse("study-archive-document", args=[what])
     with monkeypatch.context() as patched:
-        patched.setattr(methods_data, "compute_view", refuse)
+        patched.setattr(methods_figures, "compute_view", refuse)
         waiting = client.get(url)
         (job,) = Job.objects.filter(kind=Job.Kind.STUDY_METHODS, status=Job.Status.QUEUED)
         assert_preparing(waiting, job)
         assert client.get(url).status_code == 202  # asked again: the same job, not a second one
         assert Job.objects.filter(kind=Job.Kind.STUDY_METHODS).count() == 1
     run_due()  # a worker wrote the page's figures
-    monkeypatch.setattr(methods_data, "compute_view", refuse)
+    monkeypatch.setattr(methods_figures, "compute_view", refuse)
     ready = client.get(url)
     assert ready.status_code == 200 and f'filename="{what}"' in ready["Content-Disposition"]
 
 
 def test_a_methods_download_whose_figures_failed_says_why(client, coordinator, rated, monkeypatch):
-    from studies import methods_data
+    from studies import figures as methods_figures
 
     run_due()
     client.force_login(coordinator)
@@ -69,7 +69,7 @@ def test_a_methods_download_whose_figures_failed_says_why(client, coordinator, r
     def broken(*args, **kwargs):
         raise RuntimeError("the provenance could not be read")
 
-    monkeypatch.setattr(methods_data, "compute_view", broken)
+    monkeypatch.setattr(methods_figures, "compute_view", broken)
     with pytest.raises(RuntimeError):
         run_due()
     failed = client.get(url)

@@ -7,13 +7,13 @@ from decimal import Decimal
 import pytest
 
 from annotation.models import Dialogue
+from core.stats import wilson_ci
 from scoring.generation import cases
 from scoring.generation import prompts as gp
 from scoring.generation import services as generation
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob, GenerationTurn
 from scoring.llm import gateway
 from scoring.llm.models import LLMCall
-from scoring.stats import wilson_ci
 from tests.fake_openai import FakeOpenAI
 from tests.generation_fake import Clinic
 

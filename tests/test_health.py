@@ -5,8 +5,8 @@ import time
 import pytest
 from django.urls import reverse
 
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
+from core.jobs import services as jobs
+from core.jobs.models import Job
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
@@ -130,7 +130,7 @@ def test_health_details_show_the_oldest_pending_llm_unit(instrument, monkeypatch
     from django.utils import timezone
 
     from annotation.models import Corpus, Dialogue, ScaleVersion
-    from config.health import health
+    from core.site.health import health
     from scoring.judges import runs as judging
     from scoring.judges.models import JudgeConfig, JudgeResult
 

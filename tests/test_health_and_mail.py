@@ -14,8 +14,8 @@ import pytest
 from django.core import mail
 from django.core.cache import cache
 
-from config import health
 from config.mail import ConsoleBackend
+from core.site import health
 from delphi import services as delphi
 from tests.test_delphi import make_study
 

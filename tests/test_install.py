@@ -53,7 +53,7 @@ def test_the_bytecode_warm_up_writes_what_the_app_imports_whatever_the_environme
     compiled the app and its libraries again; scripts/warm_bytecode.py writes them once, at install."""
     import importlib.util
 
-    source = BASE_DIR / "scoring" / "reports" / "service.py"
+    source = BASE_DIR / "scoring" / "reports" / "figures.py"
     cached = Path(importlib.util.cache_from_source(str(source)))
     cached.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}

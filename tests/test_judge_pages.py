@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from annotation import labels
 from annotation.models import Assignment, Corpus, Dialogue, ScaleVersion
+from core.jobs.models import Job
 from projects.scoping import active_project_id
-from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeRun
 from scoring.llm.models import LLMEndpoint

@@ -19,8 +19,8 @@ from django.template.loader import render_to_string
 from annotation import labels
 from annotation.campaigns import create_campaign
 from annotation.models import Assignment, Corpus
+from core import stats
 from projects.scoping import in_project
-from scoring import stats
 from scoring.judges import report as judge_report
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.report import (

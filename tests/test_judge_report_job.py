@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from annotation import labels
 from annotation.models import Assignment
-from scoring.jobs.models import Job
-from scoring.judges import service
+from core.jobs.models import Job
+from scoring.judges import figures as judge_figures
 from scoring.judges.models import JudgeResult
 from scoring.judges.report import VerdictSettings, judge_frame, judged_codes
 from tests.test_judge_report import build_study
@@ -101,14 +101,14 @@ def test_the_report_is_computed_once_and_cached_until_labels_answers_or_settings
     client.get(url, query)
     assert viewed() == 5
     with pytest.raises(Job.DoesNotExist):
-        service.report_job(job.pk, run.pk + 1000)
+        judge_figures.report_job(job.pk, run.pk + 1000)
     assert client.get(reverse("judge-run-report-status", args=[run.pk + 1000, job.pk])).status_code == 404
 
 
 def test_the_cached_report_is_the_one_served_not_recomputed(client, analyst, judged, monkeypatch):
     campaign, run = judged
     client.force_login(analyst)
-    job = service.compute_now(run, campaign, analyst, VerdictSettings(min_dialogues=2))
+    job = judge_figures.compute_now(run, campaign, analyst, VerdictSettings(min_dialogues=2))
     assert job.status == Job.Status.SUCCEEDED
     calls = []
     monkeypatch.setattr("scoring.judges.report.judge_vs_physicians", lambda *a, **k: calls.append(1) or {})
@@ -154,14 +154,14 @@ def test_names_follow_the_readme_rule_as_in_the_agreement_report_and_the_exports
     """README, Reports and exports: analysts see pseudonyms unless the coordinator allowed names for the campaign;
     coordinators see names. The judge report, the campaign report and the label export agree for each reader."""
     from scoring.reports import exports
-    from scoring.reports import service as campaign_reports
-    from scoring.reports.service import names_allowed
+    from scoring.reports import figures as campaign_reports
+    from scoring.reports.figures import names_allowed
 
     campaign, run = judged
     usernames = {"phys0", "phys1", "phys2"}
 
     def shown(user) -> tuple[set, set, set]:
-        judge = service.compute_now(run, campaign, user).result
+        judge = judge_figures.compute_now(run, campaign, user).result
         agreement = campaign_reports.compute_now(campaign, user).result
         rows = exports.label_rows(campaign.corpus, campaign, names=names_allowed(user, campaign))
         exported = {r["rater"] for r in rows if r["rater_kind"] == "human"}

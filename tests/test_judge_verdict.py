@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from scoring import stats
+from core import stats
 from scoring.judges import report as judge_report
 from scoring.judges.report import KEEP, NOT_ENOUGH, REPLACE, UNRELIABLE, ItemData, ReportContext, VerdictSettings
 

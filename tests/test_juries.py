@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from annotation.label_import import import_labels
 from annotation.models import Campaign
+from core.stats import juries as jury_stats
 from projects.scoping import in_project
 from scoring.judges import juries, sources
 from scoring.judges.estimates import model_estimates
@@ -31,7 +32,6 @@ from scoring.judges.report import REPLACE, VerdictSettings, compare_modes, judge
 from scoring.judges.runs import config_snapshot, default_prompt_set
 from scoring.judges.selection import judge_selection, split_dialogues
 from scoring.reports import exports
-from scoring.stats import juries as jury_stats
 from tests.conftest import module_world
 from tests.factories import corpus_with, default_project, mini_cex
 from tests.test_report_pages import run_pending
@@ -327,12 +327,12 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
                                                                      monkeypatch):
     """The page opens at once with the stored table ("computing" before the first one), a settings change is stored
     and audited and recomputes, new labels make it "updating", and a seed in the query string changes nothing."""
+    from core.jobs.models import Job
     from projects.models import AuditEvent
-    from scoring.jobs.models import Job
-    from scoring.judges import selection_jobs
+    from scoring.judges import selection_figures
     from scoring.judges.models import SelectionSettings
 
-    monkeypatch.setattr(selection_jobs, "RESAMPLES", 100)
+    monkeypatch.setattr(selection_figures, "RESAMPLES", 100)
     campaign = world["campaign"]
     url = reverse("judge-selection") + f"?campaign={campaign.pk}"
     client.force_login(analyst)
@@ -373,7 +373,7 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     assert AuditEvent.objects.filter(action="selection_settings").count() == 1
 
     # new physician labels: the selections computed before are queued again (debounced) and shown "updating"
-    selection_jobs.refresh(campaign=campaign)
+    selection_figures.refresh(campaign=campaign)
     assert Job.objects.filter(kind="judge_selection", status="queued").count() == 2  # coordinator's and analyst's
     Job.objects.filter(kind="judge_selection", status="queued").delete()
     from annotation.models import Label
@@ -382,7 +382,7 @@ def test_the_selection_is_a_workers_job_with_stored_audited_settings(world, clie
     Label.objects.filter(pk=label.pk).update(updated_at=timezone.now() + timedelta(seconds=5))
     assert 'data-testid="figures-updating"' in client.get(url).content.decode()
     run_pending(Job.Kind.JUDGE_SELECTION)
-    result = selection_jobs.selection_figures(campaign, coordinator, start=False)
+    result = selection_figures.selection_figures(campaign, coordinator, start=False)
     assert result.fresh and result.report["split"]["seed"] == 11
 
     # a campaign with no finished run on its corpus: the page says so (stored until the inputs change)
@@ -445,10 +445,10 @@ def test_the_commands(world, tmp_path, monkeypatch):
                      resamples=100, margin=0.15, out=str(target), stderr=io.StringIO())
         assert check(target.read_text()), fmt
     # without options it reads the stored table when current (else computes and stores it for the page)
-    from scoring.jobs.models import Job
-    from scoring.judges import selection_jobs
+    from core.jobs.models import Job
+    from scoring.judges import selection_figures
 
-    monkeypatch.setattr(selection_jobs, "RESAMPLES", 100)
+    monkeypatch.setattr(selection_figures, "RESAMPLES", 100)
     stored_out = io.StringIO()
     call_command("judge_selection", corpus="jury-corpus", campaign="Jury physicians", stdout=stored_out,
                  stderr=io.StringIO())

@@ -17,11 +17,11 @@ from annotation import instruments
 from annotation.campaigns import add_rater, assign, create_campaign
 from annotation.labels import save_label, submit
 from annotation.models import Assignment, Corpus, Dialogue, Label
-from annotation.spreadsheet import write_xlsx_file
-from scoring.jobs.models import Job
+from core.jobs.models import Job
+from core.site.spreadsheet import write_xlsx_file
 from scoring.reports import exports
 from scoring.reports.agreement_csv import csv_text
-from scoring.reports.service import current_report_job
+from scoring.reports.figures import current_report_job
 from tests.factories import campaign_with
 from tests.lazy import lazy
 from tests.test_figures import run_due

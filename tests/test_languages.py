@@ -253,8 +253,8 @@ def test_an_export_is_byte_identical_whatever_the_language(client, world, db, na
 @pytest.mark.parametrize("what", ["methods.md", "tripod-llm.md", "methods.docx"])
 def test_the_study_archive_documents_are_byte_identical_whatever_the_language(client, world, db, what):
     """The archive's methods and checklist (the same files as in the zip) are English in every language."""
+    from core.jobs.models import Job
     from projects import scoping
-    from scoring.jobs.models import Job
     from tests.test_figures import run_due
 
     client.force_login(world.alpha.analyst)
@@ -276,8 +276,8 @@ def test_the_study_archive_documents_are_byte_identical_whatever_the_language(cl
 def test_a_job_run_during_a_chinese_request_writes_english(db, world):
     """Stored figures and archives do not take the language of the request that ran their job (the embedded
     mode runs jobs in the request's thread)."""
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
 
     seen = {}
 
@@ -345,7 +345,7 @@ def data(world, django_db_blocker) -> list[str]:
         for model in apps.get_models():
             fields = [f.attname for f in model._meta.concrete_fields
                       if isinstance(f, models.CharField | models.TextField | models.JSONField)]
-            if fields and model._meta.app_label in {"auth", "projects", "annotation", "scoring", "delphi"}:
+            if fields and model._meta.app_label in {"auth", "projects", "core", "annotation", "scoring", "delphi"}:
                 for row in model._base_manager.values_list(*fields):
                     for value in row:
                         walk(value)
@@ -396,9 +396,9 @@ def _url(world, page: Page) -> str:
 def _delphi_figures_fresh(world):
     """The Delphi round's statistics computed now: its pages then show them, not the figures banners of
     ``templates/scoring/partials/`` (shared with the report and judge pages, checked with those)."""
+    from core.jobs import figures
+    from core.jobs.models import Job
     from projects.scoping import scopes_disabled
-    from scoring.jobs import figures
-    from scoring.jobs.models import Job
 
     rnd = world.alpha.objects["round"]
     with scopes_disabled():
@@ -430,8 +430,8 @@ def test_page_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(cl
 def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, role):
     """The report page with its figures (the registry's world has the report still being computed): every word of
     the page's own is translated; what the computation wrote in English is marked so."""
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
 
     campaign = world.alpha.objects["campaign"]
     client.force_login(world.alpha.user(role))
@@ -456,8 +456,8 @@ def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, dat
 
 def _computed(client, url: str, kind) -> None:
     """The page's figures computed now, as a worker would (the registry's world has them still being computed)."""
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
 
     before = Job.unscoped.order_by("-pk").values_list("pk", flat=True).first() or 0
     client.get(url)  # asks for the figures with the page's options
@@ -470,7 +470,7 @@ def _computed(client, url: str, kind) -> None:
 def test_a_computed_judge_report_and_selection_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, name):
     """The judge report's verdicts with their reasons, its ranking sentence, and the selection's summary and choices:
     the sentences the computation stored are said in the page's language, not marked English."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
 
     campaign = world.alpha.objects["campaign"]
     client.force_login(world.alpha.user("analyst"))

@@ -1,6 +1,6 @@
 """Failed logins pause one username at one address, not everyone behind a proxy or a NAT.
 
-Policy (annotation/throttle.py): LOGIN_MAX_FAILURES per (username, address), LOGIN_MAX_FAILURES_PER_USERNAME per
+Policy (core/site/throttle.py): LOGIN_MAX_FAILURES per (username, address), LOGIN_MAX_FAILURES_PER_USERNAME per
 username from any address, LOGIN_MAX_FAILURES_PER_ADDRESS per address; X-Forwarded-For only with
 TRUSTED_PROXY_COUNT."""
 
@@ -11,7 +11,7 @@ import pytest
 from django.test import RequestFactory
 from django.urls import reverse
 
-from annotation.throttle import client_address
+from core.site.throttle import client_address
 
 PROXY = "10.0.0.1"
 

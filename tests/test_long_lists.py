@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import Assignment
-from annotation.paging import PAGE_SIZE
+from core.site.paging import PAGE_SIZE
 from tests.factories import campaign_with, corpus_with
 
 N = 120  # more than a page (PAGE_SIZE rows)

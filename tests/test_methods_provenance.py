@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from scoring.stats import formatting
+from core.stats import formatting
 from tests import hivmedqa_data as hiv
 
 ITERATIONS = ("gpt4o-iteration-1", "gpt4o-iteration-2", "gpt4o-iteration-3")
@@ -194,7 +194,7 @@ def test_the_number_formatter(value, low, high, digits, scale, expected):
 
 
 def test_figures_print_with_their_note_and_the_warning_prints_zero_as_zero():
-    from scoring.stats.bootstrap import bootstrap_summary
+    from core.stats.bootstrap import bootstrap_summary
 
     out = bootstrap_summary(7.24e-18, [7.24e-18] * 1000, n_resamples=1000)
     assert out["ci_note"] and "give 0:" in " ".join(out["warnings"]) and "e-18" not in " ".join(out["warnings"])
@@ -255,7 +255,7 @@ def _build(path) -> dict:
     from projects import scoping
     from projects.services import create_project
     from studies.export import export_study
-    from studies.methods_data import methods_view
+    from studies.figures import methods_view
 
     with scoping.scopes_disabled():
         project = create_project("HIVMedQA words")
@@ -478,7 +478,7 @@ def test_the_raters_only_interval_takes_the_sample_sd(kind):
     """The raters-only (and judge-only) normal interval of a model's mean: the sample SD (ddof 1) for a random
     rater, zero width with a warning for a constant one, and a near-constant 0-5 item's upper limit, past 5 as
     computed, printed at the scale's top."""
-    from scoring.stats import ppi
+    from core.stats import ppi
 
     rng = np.random.default_rng(5)
     scores = {"random": rng.integers(0, 6, 40).astype(float), "constant": np.full(40, 3.0),

@@ -21,8 +21,8 @@ from annotation import sampling
 from annotation.campaigns import CampaignError, add_rater, assign, create_campaign
 from annotation.label_import import import_labels
 from annotation.models import Assignment, Campaign, Corpus, Dialogue, Label, RandomSample
+from core.jobs.models import Job
 from projects.models import AuditEvent
-from scoring.jobs.models import Job
 from scoring.judges.estimates import NOT_VALIDATED, load_scores, model_estimates, plan
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun
 from scoring.judges.report import judge_vs_physicians

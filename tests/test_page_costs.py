@@ -69,8 +69,8 @@ def test_the_labels_change_mark_is_read_from_indexes_not_counted(rated):
 
 
 def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated, monkeypatch):
-    from scoring.jobs.models import Job
-    from studies import export, figures, methods_data
+    from core.jobs.models import Job
+    from studies import export, figure_rows, figures
 
     run_due()  # the workers computed the reports, and kept the labels' digest beside them
     client.force_login(coordinator)
@@ -79,7 +79,7 @@ def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated
         raise AssertionError("the page computed its data in the request")
 
     with monkeypatch.context() as patched:  # the first view queues the page's job, and shows it computing
-        patched.setattr(methods_data, "compute_view", computed_in_request)
+        patched.setattr(figures, "compute_view", computed_in_request)
         waiting = _methods_page(client)
     assert 'data-testid="figures-computing"' in waiting and 'data-testid="tripod"' not in waiting
     assert Job.objects.filter(kind=Job.Kind.STUDY_METHODS, status=Job.Status.QUEUED).count() == 1
@@ -88,8 +88,8 @@ def test_the_methods_page_reads_what_the_workers_kept(client, coordinator, rated
     def streamed(rows):
         raise AssertionError("the page streamed every label to digest them")
 
-    monkeypatch.setattr(figures, "_multiset_digest", streamed)
-    monkeypatch.setattr(methods_data, "compute_view", computed_in_request)
+    monkeypatch.setattr(figure_rows, "_multiset_digest", streamed)
+    monkeypatch.setattr(figures, "compute_view", computed_in_request)
     first = _methods_page(client)
     assert 'data-testid="tripod"' in first and "figures-updating" not in first
     assert f"{Label.objects.filter(campaign=rated).count():,} labels by 3 " in first
@@ -168,7 +168,7 @@ def test_a_locked_preference_study_computes_its_blinded_figures_once_per_change(
                                                                                 monkeypatch):
     """The figures before unblinding are a worker's: queued when the study is locked, shown "computing" until then
     and "updating" (the stored ones) while newer ones are computed; a view computes nothing."""
-    from scoring.jobs.models import Job
+    from core.jobs.models import Job
     from scoring.preference import analysis
     from scoring.preference import services as preference
     from tests.test_preference import answer_all, answers_jsonl, open_with
@@ -210,9 +210,9 @@ def test_the_judge_reports_modules_import_no_scipy_special():
     import subprocess
     import sys
 
-    code = ("import sys, scoring.stats.ppi, scoring.judges.estimates\n"
+    code = ("import sys, core.stats.ppi, scoring.judges.estimates\n"
             "assert 'scipy.special' not in sys.modules, 'imported'\n"
-            "assert abs(scoring.stats.ppi.ndtri(0.975) - 1.959963984540054) < 1e-12")
+            "assert abs(core.stats.ppi.ndtri(0.975) - 1.959963984540054) < 1e-12")
     env = {"SECRET_KEY": "x", "DJANGO_SETTINGS_MODULE": "config.settings", "PATH": "/usr/bin:/bin"}
     setup = "import django; django.setup()\n"
     done = subprocess.run([sys.executable, "-c", setup + code], capture_output=True, text=True, env=env)

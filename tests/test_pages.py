@@ -115,7 +115,7 @@ def test_soft_deleted_corpus_is_hidden_and_audited(client, demo_scope):
 def test_every_model_has_an_admin_page(client, admin_user):
     load_demo()
     client.force_login(admin_user)
-    for app_label in ("annotation", "scoring"):
+    for app_label in ("core", "annotation", "scoring"):
         for model in apps.get_app_config(app_label).get_models():
             assert model in admin.site._registry, model
             url = reverse(f"admin:{app_label}_{model._meta.model_name}_changelist")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoring import stats
-from scoring.stats import pairs
+from core import stats
+from core.stats import pairs
 
 
 def general(a, b, q, freq):

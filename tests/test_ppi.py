@@ -1,4 +1,4 @@
-"""Prediction-powered inference (scoring.stats.ppi) against the authors' package ppi_py, and by simulation.
+"""Prediction-powered inference (core.stats.ppi) against the authors' package ppi_py, and by simulation.
 
 ppi_py (Angelopoulos et al.; a test dependency) is called on the same arrays: point estimates, intervals, the
 tuned lambda and the sample sizes of its power analysis must be equal. The simulations: 500
@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from scoring.stats import ppi
+from core.stats import ppi
 from tests.lazy import lazy
 
 ppi_py = lazy("ppi_py", skip_when_missing=True)

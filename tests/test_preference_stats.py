@@ -1,4 +1,4 @@
-"""Pure statistics of preference studies (scoring.stats): Bradley-Terry, Wilson intervals, MT-Bench agreement,
+"""Pure statistics of preference studies (core.stats): Bradley-Terry, Wilson intervals, MT-Bench agreement,
 position bias."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from scoring import stats
+from core import stats
 
 
 def games(table):
@@ -102,7 +102,7 @@ def test_win_tie_loss_and_vote_agreement():
 
 def _resampled_comparisons(rows, n_resamples, seed):
     """Each bootstrap resample's comparisons: the drawn units (items) with all their comparisons."""
-    from scoring.stats.bootstrap import bootstrap_indices
+    from core.stats.bootstrap import bootstrap_indices
 
     by_unit: dict = {}
     for unit, a, b, s in rows:
@@ -127,7 +127,7 @@ def _bootstrap_one_fit_at_a_time(rows, sources, n_resamples, seed):
 def test_stacked_bootstrap_fits_equal_one_fit_per_resample(data):
     """The bootstrap fits every resample at once; each resample's strengths equal its own fit's to 1e-9, including
     resamples where the MLE does not exist (a source that never wins or ties in them) and a near-constant study."""
-    from scoring.stats.preference import _bradley_terry_many, _bt_matrix
+    from core.stats.preference import _bradley_terry_many, _bt_matrix
 
     rng = np.random.default_rng(11)
     sources = ["a", "b", "c", "d"]

@@ -143,10 +143,10 @@ def _check_default(before) -> None:
     from django.contrib.auth import get_user_model
 
     from annotation.models import Campaign, Corpus, Scale, ScaleVersion
+    from core.jobs.models import Job
     from delphi.models import DelphiStudy
     from projects.models import AuditEvent, Membership, Project
     from projects.roles import is_admin, roles_in
-    from scoring.jobs.models import Job
     from scoring.judges.models import JudgeConfig, JudgeRun, PromptSet
     from scoring.llm.models import LLMEndpoint
     from scoring.preference.models import PreferenceStudy

@@ -65,16 +65,16 @@ UNSCOPED_ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("projects/models.py", "AuditEvent.record"): (1, "the audit trail is written from every project"),
     ("projects/pseudonyms.py", "_create"): (2, PSEUDONYMS),
     ("projects/pseudonyms.py", "pseudonyms"): (1, PSEUDONYMS),
-    ("scoring/jobs/figures.py", "release"): (2, "the jobs held for the demo loader, by id, sent to the workers when "
+    ("core/jobs/figures.py", "release"): (2, "the jobs held for the demo loader, by id, sent to the workers when "
                                                 "it ends"),
-    ("scoring/jobs/services.py", "_beat"): (1, JOBS),
-    ("scoring/jobs/services.py", "execute"): (1, JOBS),
-    ("scoring/jobs/services.py", "reconcile"): (5, "the reconciler looks at every project's queued and running jobs"),
-    ("scoring/jobs/services.py", "send"): (1, JOBS),
-    ("scoring/jobs/services.py", "set_progress"): (1, JOBS),
-    ("scoring/jobs/services.py", "worker_check"): (2, "the worker check is instance-wide (what the database holds)"),
-    ("scoring/jobs/views.py", "job_status"): (1, "the instance-wide worker check, administrators only"),
-    ("scoring/jobs/views.py", "system_status"): (1, "the instance-wide worker checks, administrators only"),
+    ("core/jobs/services.py", "_beat"): (1, JOBS),
+    ("core/jobs/services.py", "execute"): (1, JOBS),
+    ("core/jobs/services.py", "reconcile"): (5, "the reconciler looks at every project's queued and running jobs"),
+    ("core/jobs/services.py", "send"): (1, JOBS),
+    ("core/jobs/services.py", "set_progress"): (1, JOBS),
+    ("core/jobs/services.py", "worker_check"): (2, "the worker check is instance-wide (what the database holds)"),
+    ("core/jobs/views.py", "job_status"): (1, "the instance-wide worker check, administrators only"),
+    ("core/jobs/views.py", "system_status"): (1, "the instance-wide worker checks, administrators only"),
     ("scoring/judges/runs.py", "estimate"): (1, ENGINE_CACHE),
     ("scoring/llm/batch.py", "_give_up"): (1, ENGINE),
     ("scoring/llm/batch.py", "_submit"): (2, ENGINE),
@@ -172,7 +172,8 @@ def project_models():
 
 
 def test_every_model_is_project_data_or_listed():
-    app_models = [m for m in apps.get_models() if m._meta.app_label in ("projects", "annotation", "scoring", "delphi")]
+    app_models = [m for m in apps.get_models() if m._meta.app_label in ("projects", "core", "annotation", "scoring",
+                                                                      "delphi")]
     unlisted = [m._meta.label for m in app_models
                 if not issubclass(m, ProjectScoped) and m._meta.label not in NOT_PROJECT_DATA]
     assert unlisted == [], "a new model must be project data (ProjectScoped) or say why not here"

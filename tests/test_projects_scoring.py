@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Campaign, Corpus
+from core.jobs.models import Job
 from projects import services as projects
 from projects.models import Project
 from projects.roles import PHYSICIAN, assign_role
@@ -27,7 +28,6 @@ from projects.scoping import in_project
 from scoring.generation import services as generation
 from scoring.generation.cases import import_case_file
 from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob
-from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, PromptSet
 from scoring.judges.prompts import default_prompt_set
@@ -351,9 +351,9 @@ def test_objects_of_two_projects_are_not_combined(two, fake_llm, monkeypatch):
                                     patient_model="p", temperatures=[0.2], doctor_base_url=fake_llm.base_url,
                                     patient_base_url=fake_llm.base_url)
     assert job.project_id == beta.project.pk and job.corpus_id == beta.campaign.corpus_id
+    from scoring.judges.figures import current_report_job
     from scoring.judges.report import VerdictSettings
-    from scoring.judges.service import current_report_job
-    from scoring.reports.service import current_report_job as campaign_report_job
+    from scoring.reports.figures import current_report_job as campaign_report_job
 
     with in_project(alpha.project):
         assert campaign_report_job(beta.campaign, beta.analyst).project_id == beta.project.pk

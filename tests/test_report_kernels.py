@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scoring import stats
-from scoring.stats import _common, agreement, kernels
+from core import stats
+from core.stats import _common, agreement, kernels
 from tests.lazy import lazy
 
 krippendorff = lazy("krippendorff")

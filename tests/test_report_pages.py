@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from annotation import labels
 from annotation.models import Assignment
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
+from core.jobs import services as jobs
+from core.jobs.models import Job
 from tests.factories import campaign_with
 from tests.test_reports import rate_everything
 
@@ -27,7 +27,7 @@ def rated(make_user):
 def run_pending(*kinds: str):
     """What the workers do once the changes stopped: every queued job (of ``kinds``, when given: a test that reads
     one kind of figures need not compute the others), a debounced one's quiet time taken as over
-    (scoring/jobs/figures.py)."""
+    (core/jobs/figures.py)."""
     queued = Job.objects.filter(status=Job.Status.QUEUED)
     for job in queued.filter(kind__in=kinds) if kinds else queued:
         if "not_before" in job.params:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.utils import translation
 
-from scoring import stats
+from core import stats
 from scoring.judges import report as judge_report
 from scoring.judges.report import ItemData, ReportContext, VerdictSettings
 from scoring.reports import sentences

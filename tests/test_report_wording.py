@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from django.template import Context, Template
 
-from scoring import stats
+from core import stats
+from core.stats import formatting
 from scoring.judges import report as judge_report
 from scoring.judges.report import KEEP, REPLACE, UNRELIABLE, VerdictSettings
-from scoring.stats import formatting
 from tests.test_judge_verdict import agreeing_physicians, binary_item, context
 
 LESS = "agrees with the physicians less than they agree with each other"

@@ -9,7 +9,7 @@ import pytest
 
 from annotation import labels
 from annotation.models import Assignment
-from scoring import stats
+from core import stats
 from scoring.reports import agreement as reports
 from tests.conftest import module_world
 from tests.factories import campaign_with, default_project, make_account, rating_items

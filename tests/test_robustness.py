@@ -19,10 +19,10 @@ from rest_framework.test import APIClient
 
 from annotation import campaigns, labels
 from annotation.models import Assignment, Corpus, Dialogue, Redaction
+from core.jobs import services as jobs
+from core.jobs.models import Job
 from projects.pseudonyms import pseudonym
 from projects.scoping import active_project_id
-from scoring.jobs import services as jobs
-from scoring.jobs.models import Job
 from tests.factories import answer_all, campaign_with, corpus_with, rating_items
 
 NUL = "\x00"
@@ -300,7 +300,7 @@ def run_pending():
 
 
 def test_model_names_with_mathtext_do_not_break_report_plots(client, analyst, make_user):
-    from scoring.reports.service import current_report_job
+    from scoring.reports.figures import current_report_job
 
     raters = [make_user(f"m{i}", "physician") for i in range(3)]
     model = r"gpt $\notacommand{x}$"

@@ -18,8 +18,8 @@ from annotation.campaigns import add_rater, assign, create_campaign
 from annotation.importers import import_dialogues
 from annotation.instruments import install_shipped
 from annotation.models import Assignment, Corpus
+from core import stats
 from projects.pseudonyms import pseudonym
-from scoring import stats
 from scoring.judges import report as judge_report
 from scoring.reports import agreement as reports
 

@@ -121,7 +121,7 @@ def test_an_ended_generation_job_has_no_eta_and_says_done_not_scored(key, client
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def broker_up(monkeypatch):
-    from config import health
+    from core.site import health
     from scoring.llm import delivery
 
     monkeypatch.setattr(health, "check_broker", lambda timeout=3.0: {"ok": True})

@@ -21,11 +21,11 @@ from annotation.importers import import_dialogues
 from annotation.instruments import install_shipped
 from annotation.label_import import import_labels
 from annotation.models import Campaign, Corpus
+from core.stats import formatting
 from scoring.judges import estimates
 from scoring.judges import report as judge_report
 from scoring.judges.models import JudgeRun
 from scoring.judges.report import VerdictSettings
-from scoring.stats import formatting
 from tests import hivmedqa_data as hiv
 from tests.test_judge_verdict import context
 
@@ -62,7 +62,7 @@ def test_figures_in_pages_follow_their_interval_and_band():
     assert render("{{ f|fig:2 }}", f=near).startswith('0.333 <small class="muted">[0.329, 0.333]</small>')
     assert render("{{ f|ci:2 }}", f=near) == "[0.329, 0.333]"
     # 0.1996 is "slight" (fair starts at 0.20): its printed value stays below 0.20
-    from scoring import stats
+    from core import stats
 
     slight = {"value": 0.1996, "ci_low": 0.10, "ci_high": 0.30,
               "interpretation": stats.interpret(0.1996, "landis_koch")}

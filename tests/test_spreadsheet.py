@@ -1,4 +1,4 @@
-"""annotation.spreadsheet: the formula-injection guard every CSV/XLSX export uses, and the streaming XLSX writer
+"""core.site.spreadsheet: the formula-injection guard every CSV/XLSX export uses, and the streaming XLSX writer
 (read back with openpyxl). The exports' own tests are in test_exports, test_preference and test_delphi."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from annotation.labels import submit
 from annotation.models import Dialogue
-from annotation.spreadsheet import (
+from core.site.spreadsheet import (
     TooManyRows,
     needs_guard,
     restore_cell,

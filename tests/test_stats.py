@@ -1,4 +1,4 @@
-"""Tests for scoring/stats.py against published reference values.
+"""Tests for core/stats.py against published reference values.
 
 Every reference value carries its source in a comment.  Where no published value for the
 exact computation was available, the reference is computed independently (plain numpy /
@@ -21,12 +21,12 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-STATS_PATH = ROOT / "scoring" / "stats"
+STATS_PATH = ROOT / "core" / "stats"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scoring import stats as S  # noqa: E402
+from core import stats as S  # noqa: E402
 from tests.lazy import lazy  # noqa: E402
 
 pg = lazy("pingouin")
@@ -149,7 +149,7 @@ def test_importable_without_django():
     code = (
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from scoring import stats\n"
+        "from core import stats\n"
         "assert stats.cronbach_alpha and stats.icc\n"
         "assert not any(k.startswith('django') for k in sys.modules), 'django imported'\n"
     )

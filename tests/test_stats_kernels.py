@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scoring import stats
-from scoring.stats.kernels import ICC_KERNEL_FORMS, icc_kernel, icc_mean_squares
+from core import stats
+from core.stats.kernels import ICC_KERNEL_FORMS, icc_kernel, icc_mean_squares
 from tests.lazy import lazy
 
 pg = lazy("pingouin")

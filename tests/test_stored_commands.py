@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from annotation import labels
 from annotation.models import Label
-from scoring.judges import service
+from scoring.judges import figures as judge_figures
 from scoring.judges.models import JudgeResult
 from scoring.judges.verdicts import VerdictSettings
-from scoring.reports import service as reports
+from scoring.reports import figures as reports
 from tests.test_judge_report import build_study
 
 
@@ -38,8 +38,8 @@ def test_the_commands_modules_import_no_statistics_library():
     """What a command imports to read stored figures: none of the statistics stack (pandas, pingouin, statsmodels,
     scipy.stats, matplotlib), which it imports only when it computes."""
     code = ("import sys, scoring.management.commands.judge_report, scoring.management.commands.agreement\n"
-            "import scoring.judges.service, scoring.reports.service, scoring.judges.selection_jobs\n"
-            "import scoring.judges.planner_jobs\n"
+            "import scoring.judges.figures, scoring.reports.figures, scoring.judges.selection_figures\n"
+            "import scoring.judges.planner_figures\n"
             "heavy = ('pandas', 'pingouin', 'statsmodels', 'scipy.stats', 'matplotlib')\n"
             "heavy = [m for m in heavy if m in sys.modules]\n"
             "assert not heavy, heavy")
@@ -86,7 +86,7 @@ def test_judge_report_prints_the_stored_report_when_current_and_computes_when_st
     args = {"corpus": campaign.corpus.name, "judge": str(run.pk), "min_dialogues": 2}
     computed_out = io.StringIO()
     call_command("judge_report", stdout=computed_out, **args)
-    job = service.compute_now(run, campaign, None, verdict, names=False)  # what the report worker stores
+    job = judge_figures.compute_now(run, campaign, None, verdict, names=False)  # what the report worker stores
     monkeypatch.setattr("scoring.judges.report.judge_vs_physicians", refuse)
     stored_out = io.StringIO()
     call_command("judge_report", stdout=stored_out, **args)

@@ -292,8 +292,8 @@ def small_study(make_user):
 
 def test_export_is_refused_while_a_dialogue_awaits_privacy_review(db, small_study, coordinator, tmp_path, client):
     from annotation.models import PrivacyStatus
+    from core.jobs.models import Job
     from projects.models import AuditEvent
-    from scoring.jobs.models import Job
     from studies.export import PrivacyReviewPending, export_study
 
     dialogue = small_study.corpus.dialogues.first()
@@ -315,9 +315,9 @@ def test_export_is_refused_while_a_dialogue_awaits_privacy_review(db, small_stud
 
 def test_the_page_exports_for_coordinators_and_analysts_only(db, small_study, coordinator, analyst, physician,
                                                              client, tmp_path):
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
     from projects.models import AuditEvent
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
     from studies.verify import verify_study
 
     client.force_login(physician)
@@ -371,7 +371,7 @@ def test_the_export_takes_the_report_the_app_holds_and_verify_recomputes_it(db, 
 
     from annotation.models import Label
     from scoring.reports import agreement
-    from scoring.reports import service as reports
+    from scoring.reports import figures as reports
     from studies.export import export_study
     from studies.verify import verify_study
 

@@ -12,7 +12,7 @@ from scoring.preference import analysis as preference_analysis
 from scoring.preference import judging as preference_judging
 from scoring.preference import rows as preference_rows
 from scoring.preference import services as preference
-from studies.figures import flatten, printed
+from studies.figure_rows import flatten, printed
 from tests.fake_openai import FakeOpenAI
 from tests.test_preference import SOURCES, answer_all
 from tests.test_preference_judge import always_a, drain, make_config, study_with_raters

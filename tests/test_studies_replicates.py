@@ -84,7 +84,7 @@ def _figures(data: bytes) -> dict[str, str]:
 
 
 def test_a_run_without_a_campaign_contributes_its_table_and_verify_recomputes_it(db, replicate_archive):
-    from studies.figures import printed
+    from studies.figure_rows import printed
     from studies.verify import verify_study
 
     files = _files(replicate_archive)
@@ -186,9 +186,9 @@ def test_the_methods_page_and_download_of_an_imported_copy_show_the_table(db, re
     answers and whose methods.md download holds it with the same figures as the archive's."""
     from django.urls import reverse
 
+    from core.jobs import services as jobs
+    from core.jobs.models import Job
     from projects.services import add_member
-    from scoring.jobs import services as jobs
-    from scoring.jobs.models import Job
     from studies.load import import_study
 
     project = import_study(replicate_archive, "Review copy").project

@@ -169,7 +169,7 @@ def _physicians_table2(path: Path) -> pd.DataFrame:
 
 def test_verify_study_recomputes_every_figure_of_the_hivmedqa_study(db, hivmedqa_archive):
     from scoring.judges.report import OUTCOME_KEYS
-    from studies.figures import printed
+    from studies.figure_rows import printed
     from studies.verify import verify_study
 
     path, facts = hivmedqa_archive
@@ -251,7 +251,7 @@ def test_import_study_gives_back_the_rows_and_the_figures(db, hivmedqa_archive):
     from projects.models import Project
     from scoring.judges.models import ImportedPrompt, JudgeResult, JudgeRun, PromptSet
     from scoring.judges.sources import scale_version_id
-    from studies import figures as study_figures
+    from studies import figure_rows as study_figures
     from studies.archive import open_archive
     from studies.load import import_study
 

@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from annotation import storable
 from annotation.models import Assignment, Label, Scale
+from core.site import storable
 from scoring.generation import cases
 from scoring.generation.models import CaseSet, PatientCase
 from scoring.preference import services as preference

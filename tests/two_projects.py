@@ -100,11 +100,11 @@ def _fill(side: Side, extra_raters: list) -> None:  # noqa: PLR0915 - one of eve
     from annotation import instruments, labels
     from annotation.campaigns import add_rater, assign, create_campaign
     from annotation.models import Adjudication, Corpus, Dialogue, GoldLabel, Redaction, ScaleVersion
+    from core.jobs.models import Job
     from delphi import services as delphi
     from delphi.models import ItemDecision
     from projects.models import AuditEvent
     from scoring.generation.models import CaseSet, GeneratedDialogue, GenerationJob, PatientCase
-    from scoring.jobs.models import Job
     from scoring.judges import juries
     from scoring.judges import prompts as judge_prompts
     from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Prompt, PromptSet

@@ -587,7 +587,7 @@ def accuracy_table(records: list[dict], by: list[str], confidence: float = 0.95)
         members = groups[key]
         judged = [r for r in members if r["correct"] is not None]
         right = sum(1 for r in judged if r["correct"])
-        from scoring.stats import wilson_ci  # pandas and scipy load only when a table is built
+        from core.stats import wilson_ci  # pandas and scipy load only when a table is built
 
         ci = wilson_ci(right, len(judged), confidence=confidence)
         used = [int(r["turns_used"]) for r in members]

@@ -1,4 +1,4 @@
-"""Active samples for a campaign: physicians label where the judge is unsure (:mod:`scoring.stats.active`).
+"""Active samples for a campaign: physicians label where the judge is unsure (:mod:`core.stats.active`).
 
 A coordinator picks a finished judge run on the campaign's corpus whose answers carry an uncertainty
 (:mod:`scoring.judges.uncertainty`), a budget (the expected number of dialogues physicians label), the uniform share
@@ -18,8 +18,8 @@ import numpy as np
 from annotation import sampling
 from annotation.campaigns import CampaignError
 from annotation.models import Campaign, RandomSample
+from core.stats import active
 from scoring.judges import sources, uncertainty
-from scoring.stats import active
 
 
 def dialogue_uncertainty(run, dialogue_ids: list[int]) -> tuple[np.ndarray, int]:
@@ -72,7 +72,7 @@ def minutes_per_dialogue(campaign: Campaign) -> float | None:
 
 def plan(run, pilot: Campaign, scores, scope_key: str, half_width: float) -> dict[str, Any]:
     """The planner's active figures for one score: per model the physician labels a ``half_width`` interval needs
-    drawn uniformly and by the active rule (:func:`scoring.stats.active.sample_size`, from the pilot's labels and
+    drawn uniformly and by the active rule (:func:`core.stats.active.sample_size`, from the pilot's labels and
     the run's uncertainty), and the physician hours the active rule saves at the pilot's minutes per dialogue."""
     out: dict[str, Any] = {"models": [], "minutes": None, "reason": None}
     if sources.is_jury(run):

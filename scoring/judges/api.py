@@ -12,8 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
+from core.jobs.models import Job
 from projects.access import get_in_project_or_404
-from scoring.jobs.models import Job
 from scoring.judges import runs as judging
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
@@ -100,8 +100,8 @@ class JudgeReportView(CSVOrJSON, APIView):
                    400: OpenApiResponse(description="invalid settings, or run and campaign not comparable")},
     )
     def get(self, request, pk: int):
+        from scoring.judges.figures import current_report_job
         from scoring.judges.report import check_comparable
-        from scoring.judges.service import current_report_job
 
         run = get_in_project_or_404(self.sources(request), pk=pk)
         campaign_id = request.query_params.get("campaign")
@@ -147,7 +147,7 @@ class JudgeScoresView(CSVOrJSON, APIView):
                               (200, "text/csv"): CSV_TEXT, 304: NOT_MODIFIED,
                               404: OpenApiResponse(description="no such run")})
     def get(self, request, pk: int):
-        from scoring.judges.service import stored_judge_scores
+        from scoring.judges.figures import stored_judge_scores
 
         run = get_in_project_or_404(self.sources(request), pk=pk)
         scores = stored_judge_scores(run)

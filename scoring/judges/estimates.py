@@ -16,7 +16,7 @@ criterion scored on levels or a scale, :func:`model_estimates` gives
 Beside them the effective sample size ("the judge's labels are worth N more physician-labelled dialogues"), the
 difference of every pair of models (the basis of "model A beats model B"), a ranking sentence built on those
 differences, and the planner (:func:`plan`): physician-labelled dialogues needed for a chosen interval half-width,
-with and without the judge. The statistics are :mod:`scoring.stats.ppi`; this module only loads and arranges.
+with and without the judge. The statistics are :mod:`core.stats.ppi`; this module only loads and arranges.
 
 The human label of a dialogue is the **mean** over the physicians who labelled it (not the majority): the
 estimand is the score the average physician gives, it uses every rater, needs no tie rule, and for a binary item
@@ -35,9 +35,9 @@ import pandas as pd
 
 from annotation import sampling
 from annotation.models import Campaign, RandomSample
+from core.stats import active, formatting, ppi
+from core.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
 from scoring.reports.wording import Words
-from scoring.stats import active, formatting, ppi
-from scoring.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
 
 ALPHA = 0.05
 NOT_VALIDATED = "not validated: the judge's bias is not in this interval"
@@ -319,7 +319,7 @@ NO_ACTIVE = "No active estimate: the {units} were not drawn by an active rule (e
 
 
 def _active_estimate(scores: Scores, scope: Scope, m: dict[str, np.ndarray], alpha: float) -> dict:
-    """The active estimate (:func:`scoring.stats.active.active_mean`) of one model's score: every dialogue of the
+    """The active estimate (:func:`core.stats.active.active_mean`) of one model's score: every dialogue of the
     model the judge scored, with its inclusion probability, labelled when drawn and labelled."""
     W = scores.W
     empty = {"value": None, "ci_low": None, "ci_high": None, "n": int(m["pairs"].sum()), "se": None,
@@ -505,7 +505,7 @@ def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = T
         f"tuning ({CITATION}); the estimate lambda x (judge's mean on the {W.units} {W.raters} did not label) + "
         f"({W.raters}' mean - lambda x judge's mean on those they labelled), with lambda (λ) in [0, 1] chosen from "
         f"the data to make the interval narrowest (0: the {W.raters}' own estimate, 1: the original PPI), and a "
-        "normal interval from the two parts' variances; computed by scoring.stats.ppi, whose estimates and intervals "
+        "normal interval from the two parts' variances; computed by core.stats.ppi, whose estimates and intervals "
         f"equal those of the authors' package ppi_py (tested). Assumptions: the {W.rater}-labelled {W.units} are a "
         f"random sample of the {W.units} in scope (drawn by the campaign with a recorded seed, or declared so for "
         "imported labels; otherwise no PPI++ estimate is given); the judge and the "

@@ -1,7 +1,7 @@
 """Juries of judges: making one, and how much its jurors agree.
 
 A jury is two or more finished judge runs (the app's own or imported) on one corpus and scale version, combined per
-unit by a declared rule (:mod:`scoring.stats.juries`); :mod:`scoring.judges.sources` reads its combined answers
+unit by a declared rule (:mod:`core.stats.juries`); :mod:`scoring.judges.sources` reads its combined answers
 wherever a run's are read. :func:`jury_label_rows` gives a jury's combined answers to the label exports
 (registered by :mod:`scoring.judges.labels`) beside its members' (``rater_kind`` judge, ``judge_run`` "jury:<id>").
 """
@@ -15,12 +15,12 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext, ngettext
 
+from core.stats import juries as jury_stats
 from projects.models import AuditEvent
 from scoring.judges import sources
 from scoring.judges.models import JudgeRun, Jury, JuryMember
 from scoring.judges.names import jury_rater_name
 from scoring.reports.exports import JUDGE, iso_utc
-from scoring.stats import juries as jury_stats
 
 MIN_MEMBERS = 2
 
@@ -79,15 +79,15 @@ def create_jury(name: str, corpus, runs: Sequence[JudgeRun], *, rule: str = Jury
         raise JuryError(f"A jury named {name!r} exists already in this project.") from exc
     AuditEvent.record(user, "jury_create", jury, members=[run.pk for run in runs], rule=rule, tie_rule=tie_rule,
                       round_to_grid=round_to_grid)
-    from scoring.judges import comparison
+    from scoring.judges import comparison_figures as comparison
 
-    comparison.refresh(jury=jury)  # its comparisons with its members, ahead of its page (scoring.jobs.figures)
+    comparison.refresh(jury=jury)  # its comparisons with its members, ahead of its page (core.jobs.figures)
     return jury
 
 
 def agreement_among(frames: Sequence[Any], grids: dict[str, list[float]], kinds: dict[str, str],
                     codes: Sequence[str]) -> dict[str, Any]:
-    """The jurors' agreement per item (:func:`scoring.stats.juries.jurors_agreement`): Krippendorff's alpha across
+    """The jurors' agreement per item (:func:`core.stats.juries.jurors_agreement`): Krippendorff's alpha across
     the members (nominal for binary items, ordinal for levels, interval for scales), the share of unanimous units
     and whether the members are identical; ``identical`` overall when they are on every item."""
     import pandas as pd

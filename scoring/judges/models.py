@@ -260,7 +260,7 @@ class ImportedPrompt(ProjectScoped):
 
 class Jury(ProjectOwned, SoftDeletable):
     """Two or more finished judge runs (the app's own or imported) on one corpus and scale version whose answers are
-    combined per unit by a declared rule (:mod:`scoring.stats.juries`). A jury is read wherever a run is (the
+    combined per unit by a declared rule (:mod:`core.stats.juries`). A jury is read wherever a run is (the
     judge-vs-physicians report, model estimates and PPI, run comparison, exports, API, ``judge_report``): it has
     the attributes those read (``corpus``, ``scale_version_id``, ``name``, ``snapshot``, ``status``...), and
     :mod:`scoring.judges.juries` gives its combined answers. Members are fixed when it is made; deleting is soft."""
@@ -348,7 +348,7 @@ class JuryMember(ProjectScoped):
 
 
 class SelectionSettings(ProjectOwned):
-    """A campaign's judge selection settings (:mod:`scoring.judges.selection_jobs`): the held-out share, the seed of
+    """A campaign's judge selection settings (:mod:`scoring.judges.selection_figures`): the held-out share, the seed of
     the split and the bootstrap, and the verdict settings. Stored, not given per request, so a worker computes the
     selection once for them and every reader sees the same table; changed on the selection page, each change in
     the audit trail (before and after)."""

@@ -3,7 +3,7 @@
 From a pilot -- a judge run and a campaign with physician labels on the same corpus and scale version, the labels
 so far -- :func:`planner` says how many physician-labelled dialogues a chosen interval half-width needs, per doctor
 model and for the difference of two models, with physicians alone and with the judge scoring every dialogue in
-scope (:func:`scoring.judges.estimates.plan`, :func:`scoring.stats.ppi.sample_size`).
+scope (:func:`scoring.judges.estimates.plan`, :func:`core.stats.ppi.sample_size`).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def check_half_width(half_width: float | None) -> None:
 
 def plan_figures(run: JudgeRun, pilot: Campaign, totals: dict[str, int], *, scope: str | None = None,
                  half_width: float | None = None) -> dict[str, Any]:
-    """The planner's maths (a worker's job, :mod:`scoring.judges.planner_jobs`): the scores that can be planned
+    """The planner's maths (a worker's job, :mod:`scoring.judges.planner_figures`): the scores that can be planned
     and the plan for ``scope`` (default: the overall score) at ``half_width`` (default: 5% of the score's range),
     from the pilot's labels and the run's scores. ``ready`` is False, with ``reason``, when there is nothing to
     plan; PlannerError for an unknown score or a half-width that is not positive."""
@@ -102,7 +102,7 @@ def plan_figures(run: JudgeRun, pilot: Campaign, totals: dict[str, int], *, scop
 def planner(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = None, run_id: int | None = None,
             pilot_id: int | None = None, scope: str | None = None, half_width: float | None = None) -> dict[str, Any]:
     """Everything the planner partial shows, computed in this process (:func:`choices` and :func:`plan_figures`;
-    the page reads the stored plan instead, :mod:`scoring.judges.planner_jobs`). ``ready`` is False, with
+    the page reads the stored plan instead, :mod:`scoring.judges.planner_figures`). ``ready`` is False, with
     ``reason``, when there is no run or pilot yet."""
     out = choices(corpus=corpus, version=version, target=target, run_id=run_id, pilot_id=pilot_id)
     if out["reason"] is None:

@@ -8,7 +8,7 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from annotation.spreadsheet import safe_row
+from core.site.spreadsheet import safe_row
 from scoring.reports.agreement_csv import replicate_rows
 
 CSV_HEADER = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]

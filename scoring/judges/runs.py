@@ -271,7 +271,7 @@ class JudgeHandler(engine.Handler):
 
     def finished(self, job: JudgeRun) -> None:
         """The run's reports against the comparable campaigns are computed now, not when someone opens them."""
-        from scoring.jobs.precompute import on_judge_run_finished
+        from core.jobs.precompute import on_judge_run_finished
 
         on_judge_run_finished(job)
     active_statuses = JudgeRun.ACTIVE

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from django.utils.translation import gettext_noop
 
-from scoring import stats
+from core import stats
 from scoring.judges import sources
 from scoring.judges.report import (
     ReportContext,

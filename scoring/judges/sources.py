@@ -11,7 +11,7 @@ through ``JudgeResult`` directly:
 * :func:`cost` and :func:`seconds`: what it cost and how long it took ("unknown", never 0, where a member's is).
 
 A jury (:class:`~scoring.judges.models.Jury`) combines its members' answers per unit with
-:func:`scoring.stats.juries.combine` by its declared rule.
+:func:`core.stats.juries.combine` by its declared rule.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from django.db.models import Count
 
-from scoring.stats import juries as jury_stats
+from core.stats import juries as jury_stats
 
 
 def is_jury(source: Any) -> bool:
@@ -71,7 +71,7 @@ def item_grids(version_id: int) -> dict[str, list[float]]:
 def combine_frames(frames: list[pd.DataFrame], grids: dict[str, list[float]], rule: str, *, tie: str = "lower",
                    round_to_grid: bool = True) -> tuple[pd.DataFrame, dict[str, int]]:
     """A jury's answers from its members' ``frames`` (dialogue, item, value): per item a members x units matrix
-    combined by :func:`scoring.stats.juries.combine`. Units: every (dialogue, item) some member answered; those the
+    combined by :func:`core.stats.juries.combine`. Units: every (dialogue, item) some member answered; those the
     rule leaves without a value (a tie left unscored) are counted ``unscored``."""
     keyed = [f.assign(member=k) for k, f in enumerate(frames) if len(f)]
     empty = pd.DataFrame({"dialogue": np.empty(0, np.int64), "item": [], "value": np.empty(0)})

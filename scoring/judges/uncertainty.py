@@ -1,7 +1,7 @@
 """The judge's uncertainty per dialogue (or answer) and item, and whether it predicts disagreement with physicians.
 
 Where it comes from, on one scale (the judge's expected error size, which is what an active sample's probabilities
-should follow, :mod:`scoring.stats.active`):
+should follow, :mod:`core.stats.active`):
 
 * a run by the app: the token log-probabilities of the answer's first token, stored on each answer when the run
   scores it (:func:`scoring.judges.prompts.answer_uncertainty`; endpoints that return no log-probabilities leave
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.stats import active
 from scoring.judges import sources
 from scoring.reports.wording import Words
-from scoring.stats import active
 
 LOGPROBS = "token log-probabilities"
 JURY_SPREAD = "spread of the jury's members"

@@ -11,11 +11,11 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
-from annotation.params import whole_number
+from core.jobs.models import Job
+from core.site.params import whole_number
 from projects.access import current, get_in_project_or_404, role_required
 from projects.models import AuditEvent
 from projects.roles import ANALYST, COORDINATOR
-from scoring.jobs.models import Job
 from scoring.judges import prompts
 from scoring.judges import runs as judging
 from scoring.judges.forms import JudgeConfigForm, JudgeRunForm, JuryForm, VerdictSettingsForm
@@ -163,7 +163,7 @@ def _run_context(run: JudgeRun) -> dict:
 
 @role_required(COORDINATOR, ANALYST)
 def judge_run(request, pk: int):
-    from scoring.judges.service import stored_judge_scores
+    from scoring.judges.figures import stored_judge_scores
     from scoring.reports.wording import words_for
 
     run = get_in_project_or_404(_runs(request), request, pk=pk)
@@ -229,9 +229,9 @@ def _report_request(request, pk: int, jury: bool = False):
 def judge_run_report(request, pk: int, jury: bool = False):
     """Judge versus physicians (the paper's Table 5 layout, verdicts) for a campaign on the same corpus; the verdict
     settings come from the query string (the form on the page). Computed by a worker when the labels or the judge's
-    answers change and stored (:mod:`scoring.judges.service`): the latest stored report shows at once, marked
+    answers change and stored (:mod:`scoring.judges.figures`): the latest stored report shows at once, marked
     "updating" while a newer one is computed; progress only when there is none yet."""
-    from scoring.judges.service import report_figures
+    from scoring.judges.figures import report_figures
     from scoring.reports.wording import words_for
 
     try:
@@ -259,7 +259,7 @@ def judge_run_report_status(request, pk: int, job_id: int, jury: bool = False):
     """htmx poll: the progress of a report job, or a full-page refresh once it is ready."""
     from django.http import Http404, HttpResponse
 
-    from scoring.judges.service import report_job, run_param
+    from scoring.judges.figures import report_job, run_param
 
     run = _source(request, pk, jury)
     try:
@@ -287,7 +287,7 @@ def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
     from django.template.loader import render_to_string
     from django.utils import timezone
 
-    from scoring.judges.service import current_report_job
+    from scoring.judges.figures import current_report_job
     from scoring.reports.views import inline_css
 
     if fmt not in ("json", "html"):
@@ -324,9 +324,9 @@ def judge_run_report_download(request, pk: int, fmt: str, jury: bool = False):
 def judge_run_compare(request, pk: int, other: int, jury: bool = False):
     """Two runs that differ only in mode (per-item vs per-dialogue), side by side against physicians; with ``jury``
     a jury beside a run (one of its members, or any run of its instrument). Computed by a worker when a run
-    finishes or the labels change and stored (:mod:`scoring.judges.comparison`): the latest stored comparison
+    finishes or the labels change and stored (:mod:`scoring.judges.comparison_figures`): the latest stored comparison
     shows at once, marked "updating" while a newer one is computed; "computing" only when there is none yet."""
-    from scoring.judges.comparison import compare_figures
+    from scoring.judges.comparison_figures import compare_figures
     from scoring.judges.report import check_comparable, check_modes
 
     run_a = _source(request, pk, jury)
@@ -350,8 +350,8 @@ def judge_run_compare(request, pk: int, other: int, jury: bool = False):
 
 
 def mode_partners(run: JudgeRun) -> list[JudgeRun]:
-    """The runs the run's page offers to compare it with (:func:`scoring.judges.comparison.partners`)."""
-    from scoring.judges.comparison import partners
+    """The runs the run's page offers to compare it with (:func:`scoring.judges.comparison_figures.partners`)."""
+    from scoring.judges.comparison_figures import partners
 
     return partners(run)
 
@@ -361,10 +361,10 @@ def judge_planner(request):
     """htmx partial: physician-labelled dialogues needed for a chosen interval half-width, from a pilot (a judge
     run and the labels so far). For a campaign (``target``) or a corpus and scale version (a campaign being
     created); ``run``, ``pilot``, ``scope`` and ``half_width`` choose the pilot and the plan. The plan is stored
-    figures (:mod:`scoring.judges.planner_jobs`): shown at once, the partial polling itself while a worker
+    figures (:mod:`scoring.judges.planner_figures`): shown at once, the partial polling itself while a worker
     computes a newer one."""
     from annotation.models import Corpus
-    from scoring.judges import planner_jobs
+    from scoring.judges import planner_figures
     from scoring.judges.planner import PlannerError, check_half_width, choices, default_version
 
     def param_int(name: str) -> int | None:
@@ -398,7 +398,7 @@ def judge_planner(request):
                          pilot_id=param_int("pilot"))
         context.update(chosen)
         if chosen["reason"] is None:
-            found = planner_jobs.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
+            found = planner_figures.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
                                               half_width=half_width)
             context.update(found.report or {}, figures=found, half_width=(found.report or {}).get("half_width"),
                            poll_url=request.get_full_path() if found.pending else "")

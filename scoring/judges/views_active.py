@@ -29,7 +29,7 @@ class ActiveSampleForm(forms.Form):
     seed = forms.IntegerField(required=False, min_value=0, max_value=MAX_SEED, label=_("Seed (optional)"))
 
     def __init__(self, *args, campaign: Campaign, **kwargs):
-        from scoring.stats import active  # the statistics stack: on this page's use, not when the URLconf loads
+        from core.stats import active  # the statistics stack: on this page's use, not when the URLconf loads
 
         super().__init__(*args, **kwargs)
         self.fields["uniform_share"].initial = active.UNIFORM_SHARE

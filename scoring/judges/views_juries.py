@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotation.models import Campaign
-from annotation.params import whole_number
+from core.site.params import whole_number
 from projects.access import get_in_project_or_404, role_required
 from projects.roles import ANALYST, COORDINATOR
 from scoring.judges.forms import JuryForm
@@ -74,12 +74,12 @@ def jury_delete(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def judge_selection(request):
     """Which run or jury may replace the physicians on which item, at what cost (for one campaign): the stored
-    table at once (computed by a worker, :mod:`scoring.judges.selection_jobs`), "updating" while a newer one is
+    table at once (computed by a worker, :mod:`scoring.judges.selection_figures`), "updating" while a newer one is
     computed. A POST with ``settings`` stores the campaign's settings (audited); any other POST is "Try again"
     after a failure."""
     from django.urls import reverse
 
-    from scoring.judges import selection_jobs
+    from scoring.judges import selection_figures
     from scoring.judges.forms import SelectionSettingsForm
 
     campaigns = Campaign.objects.alive().select_related("corpus", "scale_version").order_by("name")
@@ -90,7 +90,7 @@ def judge_selection(request):
                "job": None, "poll_url": ""}
     if campaign is None:
         return render(request, "scoring/judge_selection.html", context)
-    stored = selection_jobs.settings_of(campaign)
+    stored = selection_figures.settings_of(campaign)
     form = SelectionSettingsForm.of(stored)
     status = 200
     if request.method == "POST" and "settings" in request.POST:
@@ -98,7 +98,7 @@ def judge_selection(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                selection_jobs.save_settings(campaign, request.user, held_out_share=data["held_out_share"],
+                selection_figures.save_settings(campaign, request.user, held_out_share=data["held_out_share"],
                                              seed=data["seed"], verdict=form.verdict(), reason=data["reason"])
             except ValueError as exc:
                 form.add_error(None, str(exc))
@@ -106,7 +106,7 @@ def judge_selection(request):
                 messages.success(request, _("Settings saved: the selection is computed again with them."))
                 return redirect(request.get_full_path())
         status = 400
-    found = selection_jobs.selection_figures(campaign, request.user,
+    found = selection_figures.selection_figures(campaign, request.user,
                                              retry=request.method == "POST" and status == 200)
     if request.method == "POST" and status == 200:  # "Try again" after a failure
         return redirect(request.get_full_path())

@@ -56,7 +56,7 @@ _state = {"checked": 0.0, "reachable": True, "down_since": None, "up_since": Non
 def broker() -> dict[str, Any]:
     """Whether this process can reach the broker now (pinged at most every few seconds), since when it has been
     down, and when it came back."""
-    from config.health import check_broker
+    from core.site.health import check_broker
 
     now = time.monotonic()
     with _lock:
@@ -113,7 +113,7 @@ def _no_worker(alive: bool) -> tuple[str, dict[str, Any]]:
     worker ``make run`` starts."""
     from django.conf import settings
 
-    from config.run import llm_worker_hint
+    from core.site.workers import llm_worker_hint
 
     command = llm_worker_hint(settings.CELERY_LLM_QUEUE)
     if alive:

@@ -1,4 +1,4 @@
-"""The LLM engine's part of the reconciler (config/reconcile.py, run by every worker): free the claims and slots of
+"""The LLM engine's part of the reconciler (core/site/reconcile.py, run by every worker): free the claims and slots of
 engines that are gone, wake every running job with units nobody works on, and the backlog shown on /healthz."""
 
 from __future__ import annotations

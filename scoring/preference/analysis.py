@@ -1,7 +1,7 @@
 """Analysis and exports of a preference study: win / tie / loss per source pair and criterion with Wilson CIs,
 Bradley-Terry strengths with bootstrap CIs, inter-rater agreement (Fleiss' kappa, Krippendorff's alpha),
 human-vs-judge agreement (MT-Bench convention, with and without ties, and Cohen's kappa), position bias and
-judges' position consistency. Per-source figures exist only after unblinding; the statistics are in scoring.stats.
+judges' position consistency. Per-source figures exist only after unblinding; the statistics are in core.stats.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from django.utils.translation import gettext_noop
 
-from annotation.spreadsheet import restore_cell
-from scoring import stats
+from core import stats
+from core.site.spreadsheet import restore_cell
 from scoring.preference import judging as preference_judging
 from scoring.preference.errors import SEALED, PreferenceError
 from scoring.preference.models import (

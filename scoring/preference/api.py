@@ -13,9 +13,9 @@ from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
+from core.jobs.models import Job
 from projects.access import request_has_role, widen
 from projects.roles import ANALYST, COORDINATOR
-from scoring.jobs.models import Job
 from scoring.llm.api import JOB_FIELDS, EngineJobSerializer, EngineJobViewSet
 from scoring.preference import judging
 from scoring.preference import services as preference
@@ -138,7 +138,7 @@ class PreferenceStudyViewSet(_Refusals, viewsets.ReadOnlyModelViewSet):
             n = min(5000, max(100, int(request.query_params.get("resamples", 1000))))
         except ValueError:
             raise PreferenceError('"resamples" must be a whole number.') from None
-        from scoring.preference.results import results_figures
+        from scoring.preference.figures import results_figures
 
         study = self.get_object()
         if not study.is_unblinded:

@@ -21,6 +21,7 @@ from django.db.models import Count
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core.jobs import precompute
 from projects.models import AuditEvent
 from scoring.judges.models import JudgeConfig
 from scoring.llm import delivery, engine, gateway
@@ -197,9 +198,7 @@ class PreferenceJudgeHandler(engine.Handler):
 
     def finished(self, job: PreferenceJudgeRun) -> None:
         """The study's stored results get the judge's verdicts (once the study is unblinded)."""
-        from scoring.preference.results import refresh_results
-
-        refresh_results(job.study)
+        precompute.changed(precompute.PREFERENCE_JUDGE_RUN, study=job.study)
 
     def load(self, ids: list[int]) -> list[PreferenceVerdict]:
         return list(PreferenceVerdict.objects.filter(pk__in=ids).select_related(

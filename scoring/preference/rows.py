@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
-from annotation.spreadsheet import safe_dict
+from core.site.spreadsheet import safe_dict
 from projects.pseudonyms import pseudonyms
 from scoring.preference import judging as preference_judging
 from scoring.preference.models import (

@@ -870,7 +870,7 @@ def lock(study: PreferenceStudy, user, reason: str = "") -> PreferenceStudy:
     study.save(update_fields=["status", "locked_at", "locked_by"])
     open_count = PreferenceTask.objects.filter(study=study, status__in=PreferenceTask.OPEN_STATUSES).count()
     AuditEvent.record(user, "preference.lock", study, reason=reason, open_tasks=open_count)
-    from scoring.preference.blinded import refresh_blinded
+    from scoring.preference.figures import refresh_blinded
 
     refresh_blinded(study)  # the page's figures before unblinding, computed by a worker now
     return study
@@ -889,7 +889,7 @@ def unblind(study: PreferenceStudy, user, reason: str) -> PreferenceStudy:
     study.unblinded_at, study.unblinded_by, study.unblind_reason = timezone.now(), user, reason.strip()
     study.save(update_fields=["status", "unblinded_at", "unblinded_by", "unblind_reason"])
     AuditEvent.record(user, "preference.unblind", study, reason=reason.strip())
-    from scoring.preference.results import refresh_results
+    from scoring.preference.figures import refresh_results
 
     refresh_results(study)  # computed now, so the results page shows them at once
     return study

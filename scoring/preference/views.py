@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from annotation.params import whole_number
-from config import jsonbody
+from core.site import jsonbody
+from core.site.params import whole_number
 from projects import access
 from projects.access import current, get_in_project_or_404, request_has_role, role_required
 from projects.models import AuditEvent
@@ -98,7 +98,7 @@ def _detail_context(request, study: PreferenceStudy) -> dict:
     if study.status in (PreferenceStudy.Status.LOCKED, PreferenceStudy.Status.UNBLINDED):
         from django.urls import reverse
 
-        from scoring.preference.blinded import blinded_figures
+        from scoring.preference.figures import blinded_figures
 
         found = blinded_figures(study, request.user)  # stored by a worker: "updating" while newer ones are computed
         context.update(blinded=found, blinded_summary=found.report,
@@ -274,7 +274,7 @@ def study_results(request, pk: int):
         n = 1000
     from django.urls import reverse
 
-    from scoring.preference.results import results_figures
+    from scoring.preference.figures import results_figures
 
     # Computed by a worker when the inputs change and stored: shown at once, "updating" while newer ones compute.
     found = results_figures(study, request.user, n_resamples=n, retry=request.method == "POST")

@@ -2,7 +2,7 @@
 
 ``load_study`` reads the submitted labels of one or more campaigns into a DataFrame; ``compute`` turns it
 into a plain, JSON-serialisable dict with every figure, its CI, n, an interpretation band and its source.
-The statistics themselves come from ``scoring.stats``; this module only arranges the data.
+The statistics themselves come from ``core.stats``; this module only arranges the data.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import pandas as pd
 from django.utils.translation import gettext_noop
 
 from annotation.models import Assignment, Campaign, Dialogue, Item, Label
-from scoring import stats
+from core import stats
+from core.stats import formatting
 from scoring.reports import sentences
 from scoring.reports.fingerprint import CI_METHODS, CORRELATIONS, study_fingerprint  # noqa: F401
 from scoring.reports.sentences import said, word
 from scoring.reports.wording import raters_are_physicians, words_for
-from scoring.stats import formatting
 
 N_RESAMPLES = 1000
 CI_METHOD = "percentile bootstrap over dialogues"
@@ -667,7 +667,7 @@ REPLICATES_METHOD = (
 
 def replicate_section(scores: pd.DataFrame, items: Sequence[ItemMeta], case: Mapping[int, str],
                       replicate: Mapping[int, int | None], model: Mapping[int, str]) -> dict | None:
-    """Per model and criterion: mean over cases, SD and CI over replicates (:func:`scoring.stats.replicate_table`).
+    """Per model and criterion: mean over cases, SD and CI over replicates (:func:`core.stats.replicate_table`).
     ``scores``: rows ``dialogue``, ``item``, ``value`` (labels of several raters, or a judge's answers); ``case``,
     ``replicate``, ``model``: per dialogue. None when no scored text carries a replicate number."""
     ids = scores["dialogue"].unique().tolist() if len(scores) else []
@@ -876,7 +876,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
 
 
 def single_blas_thread():
-    """The report's matrix products on one BLAS thread (as the judge report's, ``scoring.judges.service``): the
+    """The report's matrix products on one BLAS thread (as the judge report's, ``scoring.judges.figures``): the
     workers share the machine's cores, and BLAS threads waiting for a busy core spin. On the 2-core machine the
     campaign report of 643,200 labels used 3.6-3.9 s CPU with two threads and 2.9-3.2 s with one, at the same wall
     time (bench/bench_kernels.py)."""

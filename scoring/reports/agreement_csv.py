@@ -1,6 +1,6 @@
 """The agreement report's figures as flat CSV rows (``manage.py agreement --format csv`` and the report page's
 *agreement CSV* download): section, scope, statistic, value, ci_low, ci_high, n, interpretation, note. Cells that
-a spreadsheet would run as a formula are guarded (``annotation.spreadsheet``): model and rater names come from
+a spreadsheet would run as a formula are guarded (``core.site.spreadsheet``): model and rater names come from
 data."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import csv
 import io
 
-from annotation.spreadsheet import safe_row
+from core.site.spreadsheet import safe_row
 
 
 def csv_rows(report: dict):
     """The report's figures as flat rows: section, scope, statistic, value, ci_low, ci_high, n, band."""
-    from scoring.stats.interpretation import format_p
+    from core.stats.interpretation import format_p
 
     yield ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "interpretation", "note"]
     for item in report.get("items", []):

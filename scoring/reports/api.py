@@ -15,11 +15,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Campaign
+from core.jobs.models import Job
 from projects.access import get_in_project_or_404, request_has_role
 from projects.roles import ANALYST, COORDINATOR
-from scoring.jobs.models import Job
+from scoring.reports.figures import current_report_job, report_options
 from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
-from scoring.reports.service import current_report_job, report_options
 
 
 def object_body(description: str, **properties) -> dict:
@@ -163,7 +163,7 @@ class CampaignLabelsView(CSVOrJSON, APIView):
         summary="The campaign's labels as JSON rows or CSV (the export's long format)")
     def get(self, request, pk: int):
         from scoring.reports import exports
-        from scoring.reports.service import names_allowed
+        from scoring.reports.figures import names_allowed
 
         campaign = get_in_project_or_404(Campaign.objects.alive(), pk=pk)
         names = names_allowed(request.user, campaign)

@@ -31,13 +31,13 @@ and a rater's label on a dialogue and item appears once per campaign).
 
 Memory: :func:`label_rows` streams from the database (server-side cursor, only the needed columns, no model
 instances), and the CSV, JSON and XLSX writers write row by row, so a 643,000-label study exports in constant
-memory. XLSX is written by ``annotation.spreadsheet``'s streaming writer (643,200 labels in under 20 s; the web
+memory. XLSX is written by ``core.site.spreadsheet``'s streaming writer (643,200 labels in under 20 s; the web
 download streams it as it is written). SPSS .sav is the exception: pyreadstat writes a whole pandas DataFrame, so
 :func:`write_sav` holds every row in memory (about 250 bytes a row: some 170 MB for 643,000 labels).
 
 Spreadsheet formula injection: CSV and XLSX cells that a spreadsheet would run as a formula (text starting with
 = + - @ tab or CR, e.g. a rater or judge named ``=HYPERLINK(...)``) get a leading apostrophe
-(``annotation.spreadsheet.safe_cell``); numbers and plain-number text such as ``-1`` are left alone. JSON and SPSS
+(``core.site.spreadsheet.safe_cell``); numbers and plain-number text such as ``-1`` are left alone. JSON and SPSS
 hold the values unchanged. ``import_labels`` drops the apostrophe again, so an exported CSV still reads back.
 """
 
@@ -51,9 +51,9 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import IO, Any
 
-from annotation.spreadsheet import XLSX_MAX_ROWS as SHEET_ROWS
-from annotation.spreadsheet import TooManyRows, safe_row, write_xlsx_file
-from annotation.spreadsheet import xlsx_stream as _xlsx_stream
+from core.site.spreadsheet import XLSX_MAX_ROWS as SHEET_ROWS
+from core.site.spreadsheet import TooManyRows, safe_row, write_xlsx_file
+from core.site.spreadsheet import xlsx_stream as _xlsx_stream
 from projects.pseudonyms import pseudonyms
 
 COLUMNS = ("dialogue_id", "rater", "item", "value", "rater_kind", "judge_run", "created", "comment", "status",

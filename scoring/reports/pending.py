@@ -1,5 +1,5 @@
 """The one answer of a download or an API call whose figures a worker has not stored yet for the current inputs
-(stored figures, :mod:`scoring.jobs.figures`): nothing is computed in the request. The job that computes them is
+(stored figures, :mod:`core.jobs.figures`): nothing is computed in the request. The job that computes them is
 queued by whoever looks; the API answers 202 with the job's progress and ``Retry-After``, a download a small page
 saying the file is being prepared, which follows the job and fetches the file again once it is ready. A job that
 failed on the current inputs is a 409 saying why, in both."""
@@ -18,7 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from scoring.jobs.models import Job
+from core.jobs.models import Job
 
 #: Ask again after at least this long (a queued job's debounced start can make it longer).
 RETRY_AFTER_SECONDS = 5

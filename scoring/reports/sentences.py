@@ -5,7 +5,7 @@ A builder writes ``said(gettext_noop("Only %(n)s %(unit)s(s) ..."), n=n, unit=wo
 English sentence with ``%(name)s`` placeholders (the catalogues extract it), so the English text is the message id
 filled with the English parameters, byte for byte what the builder wrote before. A stored sentence is
 ``{"msgid": ..., "params": {...}}``; a parameter is data shown as it is (a count, an item code, a score, a number
-already written by :mod:`scoring.stats.formatting`, the app's one number formatter, which writes numbers alike in
+already written by :mod:`core.stats.formatting`, the app's one number formatter, which writes numbers alike in
 every language) or one of:
 
 * ``{"word": "physicians"}``: one of the report's words (:mod:`scoring.reports.wording`);
@@ -77,7 +77,7 @@ def term(text: str) -> _Tagged:
 
 
 def figure(text: str) -> _Tagged:
-    """A coefficient with its interval as :mod:`scoring.stats.formatting` writes it."""
+    """A coefficient with its interval as :mod:`core.stats.formatting` writes it."""
     return _Tagged("figure", text)
 
 

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.campaigns import rater_names
 from annotation.models import Assignment, Campaign, GoldLabel, Label
-from scoring import stats
+from core import stats
 from scoring.reports import sentences
 
 
@@ -29,7 +29,7 @@ def trial_report(campaign: Campaign, *, names: bool = False) -> dict:
 
     The overall kappa pools the binary items only (one 0/1 category set); the ordinal item 4 is reported
     per item. Raters appear under their stable pseudonyms; ``names=True`` gives usernames (check
-    ``scoring.reports.service.names_allowed`` first).
+    ``scoring.reports.figures.names_allowed`` first).
     """
     gold = {(g.dialogue_id, g.item_id): g.value
             for g in GoldLabel.objects.filter(campaign=campaign).select_related("item")}

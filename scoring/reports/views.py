@@ -3,15 +3,15 @@
 from django.shortcuts import render
 from django.urls import reverse
 
+from core.jobs.models import Job
 from projects.access import get_in_project_or_404, request_has_role, role_required
 from projects.roles import ANALYST, COORDINATOR
-from scoring.jobs.models import Job
 
 
 @role_required(COORDINATOR, ANALYST)
 def campaign_trial_report(request, pk: int):
     from annotation.models import Campaign
-    from scoring.reports.service import names_allowed
+    from scoring.reports.figures import names_allowed
     from scoring.reports.trial import trial_report
 
     campaign = get_in_project_or_404(Campaign.objects.alive(), request, pk=pk)
@@ -35,7 +35,7 @@ def campaign_report(request, pk: int):
 
     from django.shortcuts import redirect
 
-    from scoring.reports.service import last_failure, report_figures, report_options
+    from scoring.reports.figures import last_failure, report_figures, report_options
 
     campaign = _campaign(request, pk)
     options = report_options(request.GET)
@@ -79,8 +79,8 @@ def _attachment(request, pk: int, render):
     (:func:`scoring.reports.pending.download_answer`)."""
     from django.http import HttpResponse
 
+    from scoring.reports.figures import current_report_job, report_options
     from scoring.reports.pending import download_answer
-    from scoring.reports.service import current_report_job, report_options
 
     campaign = _campaign(request, pk)
     options = report_options(request.GET)
@@ -146,7 +146,7 @@ def campaign_export(request, pk: int, fmt: str):
     from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 
     from scoring.reports import exports
-    from scoring.reports.service import names_allowed
+    from scoring.reports.figures import names_allowed
 
     if fmt not in EXPORT_TYPES:
         raise Http404("Unknown export format.")

@@ -105,7 +105,7 @@ def shown(words: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @functools.cache
 def _band_words() -> dict[str, str]:
-    """The interpretation bands' words (scoring.stats.interpretation, stored in English in the reports)."""
+    """The interpretation bands' words (core.stats.interpretation, stored in English in the reports)."""
     from django.utils.translation import gettext_lazy as _
 
     return {

@@ -1,13 +1,13 @@
 """Formatting helpers for report tables: undefined values say so, CIs print as [low, high] with the decimals their
-width needs (:mod:`scoring.stats.formatting`), zero never as "-0.00"."""
+width needs (:mod:`core.stats.formatting`), zero never as "-0.00"."""
 
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 
+from core.stats import formatting
 from scoring.reports import wording
-from scoring.stats import formatting
 
 register = template.Library()
 
@@ -56,8 +56,8 @@ def pct_ci(figure, digits=1):
 @register.filter
 def pvalue(value, style="p"):
     """A p-value: "p = 0.0123" / "p < 0.0001" (never "p = 0.0000"); ``style="bare"`` for a column headed "p"
-    ("0.0123" / "< 0.0001"). The one rule is :func:`scoring.stats.format_p`."""
-    from scoring.stats.interpretation import format_p
+    ("0.0123" / "< 0.0001"). The one rule is :func:`core.stats.format_p`."""
+    from core.stats.interpretation import format_p
 
     text = format_p(value, prefix=style != "bare")
     return gettext("undefined") if text == format_p(None) else text
@@ -88,7 +88,7 @@ def fig(figure, digits=3):
     value = figure["value"] if "value" in figure else figure.get("mean")
     if value is None:
         return _undefined(figure.get("warnings", []))
-    from scoring.stats.interpretation import band_bounds
+    from core.stats.interpretation import band_bounds
 
     bounds = band_bounds((figure.get("interpretation") or {}).get("scale"))
     low, high = formatting.clipped(figure.get("ci_low"), figure.get("ci_high"), _scale(figure))
@@ -118,7 +118,7 @@ def _undefined(warnings: list[str]) -> str:
 def _ci_note(note: str) -> str:
     """Why a figure has no interval, in the page's language ("CI not estimable (no variation)"); a note not known
     here as written."""
-    from scoring.stats.bootstrap import NO_VARIATION
+    from core.stats.bootstrap import NO_VARIATION
 
     return gettext("CI not estimable (no variation)") if note == NO_VARIATION else f"CI {note}"
 

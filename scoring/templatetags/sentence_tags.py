@@ -33,8 +33,8 @@ def _terms() -> dict[str, Any]:
 
 def _figure_shown(text: str) -> str:
     """A figure's text with its words (why it has no interval) in the page's language; its numbers as written."""
-    from scoring.stats.bootstrap import NO_VARIATION
-    from scoring.stats.formatting import NOT_ESTIMABLE
+    from core.stats.bootstrap import NO_VARIATION
+    from core.stats.formatting import NOT_ESTIMABLE
 
     return (text.replace(f"95% CI {NO_VARIATION}", gettext("95% CI not estimable (no variation)"))
             .replace(NOT_ESTIMABLE, gettext("CI not estimable"))

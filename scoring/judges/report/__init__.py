@@ -14,7 +14,7 @@ with the reason in ``warnings``). Per item the run judged, on the dialogues that
 * **Ceiling**: the same figures between physicians (every pair of physicians on their shared dialogues, averaged
   the same way).
 * Percentile **bootstrap CIs** resampling dialogues: one resample matrix for every item and figure, evaluated with
-  :func:`scoring.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
+  :func:`core.stats.bootstrap_freq` multiplicities (one matrix product per item for all pairs).
 * **Krippendorff's alpha** of the physicians alone and with the judge as one more rater (nominal for binary items,
   ordinal for item 4), on the compared dialogues.
 * The **verdict** per item, one of :data:`OUTCOMES` with its reasons in words (:func:`decide`,

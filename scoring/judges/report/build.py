@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
 from scoring.judges import uncertainty
 from scoring.judges.estimates import model_estimates
 from scoring.judges.report.common import PAPER_RULE, _dedupe, _f, outcome_labels

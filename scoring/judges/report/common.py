@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from scoring import stats
+from core import stats
+from core.stats import formatting
 from scoring.reports.wording import Words
-from scoring.stats import formatting
 
 REPLACE = "judge can replace physicians"
 
@@ -129,7 +129,7 @@ def _floor_band(floor: float) -> str:
 
 
 def _fmt_ci(fig: dict, digits: int = 2) -> str:
-    """"value [low, high]" with the decimals the interval needs (:mod:`scoring.stats.formatting`), the value on its
+    """"value [low, high]" with the decimals the interval needs (:mod:`core.stats.formatting`), the value on its
     own side of the start of each interpretation band."""
     bounds = stats.band_bounds((fig.get("interpretation") or {}).get("scale"))
     d = formatting.decimals(fig["value"], fig.get("ci_low"), fig.get("ci_high"), digits, bounds=bounds)

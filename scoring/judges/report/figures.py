@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
 from scoring.judges.report.common import _dedupe, _f, averaging, ceiling_averaging
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports import sentences

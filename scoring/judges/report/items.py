@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
+from core.stats import formatting
 from scoring.judges import sources
 from scoring.judges.report.common import JudgeReportError, _codes
 from scoring.judges.report.figures import (
@@ -26,7 +27,6 @@ from scoring.judges.sources import scale_version_id as run_scale_version_id
 from scoring.reports import sentences
 from scoring.reports.sentences import KEY, said, word
 from scoring.reports.wording import Words
-from scoring.stats import formatting
 
 
 def item_report(item: ItemData, settings: ReportContext) -> dict:

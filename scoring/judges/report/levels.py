@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
 from scoring.judges.report.common import _f
 from scoring.judges.report.figures import ItemData, ReportContext, _figure
 from scoring.reports.agreement import icc_of_scores

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scoring import stats
+from core import stats
 from scoring.judges import sources
 from scoring.judges.report.common import (
     GWET_AC2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scoring import stats
+from core import stats
 from scoring.judges import sources
 from scoring.judges.report.common import MODE_COMPARISON_IGNORED, JudgeReportError, _dedupe, _f
 from scoring.judges.report.figures import _majority, table_figures

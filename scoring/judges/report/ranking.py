@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from scoring import stats
+from core import stats
+from core.stats import weighted_sums
 from scoring.judges.report.common import _TOL, _f
 from scoring.judges.report.figures import ItemData, ReportContext, _figure
 from scoring.reports import sentences
 from scoring.reports.sentences import said, word
-from scoring.stats import weighted_sums
 
 
 def _model_score_columns(items: list[ItemData], models: np.ndarray

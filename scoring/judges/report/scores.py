@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from scoring import stats
+from core import stats
+from core.stats import weighted_sums
 from scoring.judges.report.common import _f
 from scoring.judges.report.figures import ItemData, ReportContext
-from scoring.stats import weighted_sums
 
 
 def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: ReportContext | None,

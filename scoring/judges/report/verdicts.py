@@ -8,6 +8,7 @@ from typing import Any
 
 from django.utils.translation import gettext_noop
 
+from core.stats import formatting
 from scoring.judges.report.common import (
     _TOL,
     GWET_AC2,
@@ -30,7 +31,6 @@ from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.agreement import EXTREME_PREVALENCE
 from scoring.reports.sentences import KEY, Said, _Tagged, band, figure, joined, said, stored, term, texts, warning, word
 from scoring.reports.wording import Words
-from scoring.stats import formatting
 
 
 def acceptance_rule_text(settings: VerdictSettings, words: Any = None, *, binary: bool = True,
@@ -126,7 +126,7 @@ def _undefined_because(name: str, warnings: Sequence[str]) -> Said | _Tagged:
 
 def _floor_said(floor: float) -> Said:
     """:func:`_floor_band` as a sentence for the pages."""
-    from scoring import stats
+    from core import stats
 
     found = stats.band_at(floor, "landis_koch")
     return said(gettext_noop("%(band)s agreement, %(range)s on Landis & Koch's bands"), band=band(found["text"]),
@@ -238,7 +238,7 @@ def non_inferiority_not_shown(difference: dict, name: str, margin: float, words:
     """Why non-inferiority is not shown, in words that follow the interval and never contradict the point estimate:
     the lower 95% limit (:func:`_lower_limit`) is at or below minus the margin; what the point estimate says is added
     beside it (a judge whose difference is +0.04 is not said to agree less than the physicians do). Numbers print
-    with the decimals their interval needs (:mod:`scoring.stats.formatting`)."""
+    with the decimals their interval needs (:mod:`core.stats.formatting`)."""
     return _non_inferiority_said(difference, name, margin, words).text
 
 

@@ -1,7 +1,7 @@
 """python manage.py agreement --corpus NAME [--campaign NAME] [--format json|csv] [--project NAME]
 
 The report of one campaign with the default resamples and seed is the one the report worker stores
-(:mod:`scoring.reports.service`): when the stored report is of the campaign's current labels (its fingerprint) the
+(:mod:`scoring.reports.figures`): when the stored report is of the campaign's current labels (its fingerprint) the
 command prints it without computing anything, and imports neither pandas nor the statistics libraries; otherwise
 (stale or none stored, several campaigns, other resamples or seed) it computes the report in its own process."""
 
@@ -68,7 +68,7 @@ class Command(ProjectCommand, BaseCommand):
         plots, no timing), or None."""
         if len(campaigns) != 1 or options["resamples"] != N_RESAMPLES or options["seed"] != SEED:
             return None
-        from scoring.reports.service import report_figures
+        from scoring.reports.figures import report_figures
 
         found = report_figures(campaigns[0], None, start=False, names=options["names"],
                                options={"ci_method": options["ci_method"], "correlation": options["correlation"]})

@@ -11,11 +11,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
 from projects.services import ProjectCommand
+from scoring.judges.figures import comparable_campaigns, is_jury
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import JudgeRun, Jury
 from scoring.judges.names import judge_rater_name, jury_rater_name
 from scoring.judges.report_csv import csv_rows, csv_text, score_rows
-from scoring.judges.service import comparable_campaigns, is_jury
 from scoring.reports.exports import may_see_names
 
 
@@ -84,9 +84,9 @@ def find_campaign(corpus: Corpus, run: JudgeRun, name: str | None) -> Campaign:
 
 def stored_report(run, campaign: Campaign, verdict, names: bool) -> dict | None:
     """The stored report of ``run`` against ``campaign`` with ``verdict`` settings and the name rule when it is of the
-    current labels and answers (:func:`scoring.judges.service.report_figures`), else None. A report of a campaign
+    current labels and answers (:func:`scoring.judges.figures.report_figures`), else None. A report of a campaign
     the run cannot be compared with is never stored: None, and the computation says why."""
-    from scoring.judges.service import report_figures
+    from scoring.judges.figures import report_figures
 
     if campaign.corpus_id != run.corpus_id:
         return None
@@ -168,7 +168,7 @@ class Command(ProjectCommand, BaseCommand):
         if not run.is_finished:
             raise CommandError(f"Run #{run.pk} is {run.get_status_display().lower()}: its scores are read once it "
                                "has finished.")
-        from scoring.judges.service import stored_judge_scores
+        from scoring.judges.figures import stored_judge_scores
 
         scores = stored_judge_scores(run)
         if options["format"] == "json":

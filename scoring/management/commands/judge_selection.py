@@ -3,7 +3,7 @@
 which item, and at what cost (:mod:`scoring.judges.selection`).
 
 Without options that change the table (held-out share, seed, resamples, juries, verdict settings) it gives the
-campaign's selection with its stored settings (:mod:`scoring.judges.selection_jobs`, what the selection page shows):
+campaign's selection with its stored settings (:mod:`scoring.judges.selection_figures`, what the selection page shows):
 the stored table when it is current, else computed in this process and stored for the page. With any of them it
 computes the table in this process with those options (the stored settings fill the ones left out) and stores
 nothing."""
@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Campaign, Corpus
 from projects.services import ProjectCommand
-from scoring.judges import selection_jobs
+from scoring.judges import selection_figures
 from scoring.judges.forms import VerdictSettingsForm
 from scoring.judges.models import Jury
 from scoring.judges.report_csv import csv_text
@@ -56,14 +56,14 @@ class Command(ProjectCommand, BaseCommand):
                     .select_related("corpus", "scale_version").first())
         if campaign is None:
             raise CommandError(f"No campaign named {options['campaign']!r} on corpus {corpus.name!r}.")
-        stored = selection_jobs.settings_of(campaign)
+        stored = selection_figures.settings_of(campaign)
         verdict = {"floor": 0.40, "min_dialogues": 30, "margin": 0.10, "ci_method": "percentile", **stored.verdict}
         query = {key: str(verdict[key]) for key in ("floor", "min_dialogues", "margin")} | {"ci": verdict["ci_method"]}
         query |= {key: str(options[key]) for key in ("floor", "min_dialogues", "margin") if options[key] is not None}
         form = VerdictSettingsForm.from_query(query)
         if not form.is_valid():
             raise CommandError("Invalid settings: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        resamples = options["resamples"] if options["resamples"] is not None else selection_jobs.RESAMPLES
+        resamples = options["resamples"] if options["resamples"] is not None else selection_figures.RESAMPLES
         if not 10 <= resamples <= 100000:
             raise CommandError("--resamples must be between 10 and 100000.")
         named = None
@@ -84,7 +84,7 @@ class Command(ProjectCommand, BaseCommand):
                     seed=stored.seed if options["seed"] is None else options["seed"], n_resamples=resamples,
                     juries=named, all_juries=False if options["no_tried_juries"] else None, names=names)
             else:
-                job = selection_jobs.compute_now(campaign, None, names=names)
+                job = selection_figures.compute_now(campaign, None, names=names)
                 if job.status != job.Status.SUCCEEDED:
                     raise SelectionError(job.error.split(": ", 1)[-1] or "the selection could not be computed")
                 result = job.result

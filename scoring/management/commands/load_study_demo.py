@@ -8,10 +8,10 @@ from django.utils.translation import gettext
 from annotation.demo import SYNTHETIC_PHYSICIANS
 from annotation.models import Campaign
 from projects import scoping, services
-from scoring.judges import service as judge_reports
+from scoring.judges import figures as judge_reports
 from scoring.judges.demo import load_judge_demo
 from scoring.preference.demo import load_finished_preference_demo
-from scoring.reports.service import compute_now
+from scoring.reports.figures import compute_now
 
 
 class Command(BaseCommand):
@@ -33,9 +33,9 @@ class Command(BaseCommand):
         preference = load_finished_preference_demo([username for username, _ in SYNTHETIC_PHYSICIANS],
                                                    project=project)
         reports = self._reports(runs)
-        from scoring.preference.blinded import compute_now as compute_blinded
+        from scoring.preference.figures import compute_blinded_now as compute_blinded
+        from scoring.preference.figures import compute_now as compute_results
         from scoring.preference.models import PreferenceStudy
-        from scoring.preference.results_job import compute_now as compute_results
 
         for study in PreferenceStudy.objects.alive().filter(status=PreferenceStudy.Status.UNBLINDED):
             if compute_results(study).status == "succeeded":
@@ -49,8 +49,8 @@ class Command(BaseCommand):
     def _reports(self, runs) -> set:
         """Every demo campaign's agreement report and the judge runs' reports against the campaigns they can be
         compared with, for the demo coordinator and analyst: no demo page computes a report on first view."""
-        from scoring.judges import comparison
-        from scoring.judges.service import comparable_campaigns
+        from scoring.judges import comparison_figures as comparison
+        from scoring.judges.figures import comparable_campaigns
 
         reports = set()
         users = list(get_user_model().objects.filter(username__in=["coordinator", "analyst"]))

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand
 from django.utils.translation import gettext
 
 from projects import scoping, services
-from studies.methods_data import compute_now
+from studies.figures import compute_now
 
 
 class Command(BaseCommand):

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CoreConfig(AppConfig):
@@ -8,7 +9,7 @@ class CoreConfig(AppConfig):
     details, reconciler hooks, the worker check's counts)."""
 
     name = "core"
-    verbose_name = "Background jobs and site infrastructure"
+    verbose_name = _("Background jobs and site infrastructure")
     default_auto_field = "django.db.models.BigAutoField"
     role_permissions = {
         "coordinator": ["add_job", "view_job"],

@@ -77,7 +77,7 @@ def methods_page(request):
     computed, "computing" before the first)."""
     from django.urls import reverse
 
-    from studies.figure_rows import methods_figures
+    from studies.figures import methods_figures
     from studies.methods import TRIPOD_SOURCE, applicability, checklist, sections
 
     found = methods_figures(request.project, request.user)

@@ -42,10 +42,12 @@ BUDGET = "a project's monthly counters and budget, by an explicit project id (th
 RECOVERY = "the reconciler looks at every project's running jobs"
 PSEUDONYMS = "pseudonyms are looked up by an explicit project id"
 UNSCOPED_ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
+    ("annotation/apps.py", "AnnotationConfig.ready"): (2, "the worker check counts what the database holds, "
+                                                           "instance-wide"),
+    ("annotation/queue.py", "WorkQueue.start"): (1, LABEL_SAVE),
     ("annotation/instruments.py", "slug_taken"): (1, "scale slugs are instance-wide: is a slug taken (yes/no only)"),
     ("annotation/labels.py", "answers_of"): (1, LABEL_SAVE),
-    ("annotation/labels.py", "save_answers"): (7, LABEL_SAVE),
-    ("annotation/labels.py", "save_label"): (1, LABEL_SAVE),
+    ("annotation/labels.py", "save_answers"): (6, LABEL_SAVE),
     ("annotation/models.py", "Scale.visible_q"): (1, "a scale is in the library when any project published a version "
                                                      "of it"),
     ("annotation/scales.py", "next_version_number"): (1, "a scale's next version number, unique across the projects "
@@ -72,7 +74,6 @@ UNSCOPED_ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("core/jobs/services.py", "reconcile"): (5, "the reconciler looks at every project's queued and running jobs"),
     ("core/jobs/services.py", "send"): (1, JOBS),
     ("core/jobs/services.py", "set_progress"): (1, JOBS),
-    ("core/jobs/services.py", "worker_check"): (2, "the worker check is instance-wide (what the database holds)"),
     ("core/jobs/views.py", "job_status"): (1, "the instance-wide worker check, administrators only"),
     ("core/jobs/views.py", "system_status"): (1, "the instance-wide worker checks, administrators only"),
     ("scoring/judges/runs.py", "estimate"): (1, ENGINE_CACHE),

@@ -52,7 +52,7 @@ class Said:
 
 
 @dataclass(frozen=True)
-class _Tagged:
+class Tagged:
     """A parameter the page shows in its language: its kind (``tag``), its stored value and what it needs besides."""
 
     tag: str
@@ -66,45 +66,45 @@ def said(msgid: str, **params: Any) -> Said:
     return Said(msgid, params)
 
 
-def word(text: str) -> _Tagged:
+def word(text: str) -> Tagged:
     """One of the report's words ("physicians", "Dialogues"), translated on the page."""
-    return _Tagged("word", text)
+    return Tagged("word", text)
 
 
-def term(text: str) -> _Tagged:
+def term(text: str) -> Tagged:
     """A statistical term ("Cohen's kappa", "weighted kappa"), translated on the page."""
-    return _Tagged("term", text)
+    return Tagged("term", text)
 
 
-def figure(text: str) -> _Tagged:
+def figure(text: str) -> Tagged:
     """A coefficient with its interval as :mod:`core.stats.formatting` writes it."""
-    return _Tagged("figure", text)
+    return Tagged("figure", text)
 
 
-def warning(text: str) -> _Tagged:
+def warning(text: str) -> Tagged:
     """A statistics module's own sentence (in English), translated on the page where it is known."""
-    return _Tagged("warning", text)
+    return Tagged("warning", text)
 
 
-def band(label: str) -> _Tagged:
+def band(label: str) -> Tagged:
     """An interpretation band's label ("moderate"), translated on the page."""
-    return _Tagged("band", label)
+    return Tagged("band", label)
 
 
-def verdict(outcome: str, english: str, raters: str) -> _Tagged:
+def verdict(outcome: str, english: str, raters: str) -> Tagged:
     """A verdict by its outcome key ("replace", "keep" ...), in English ``english``, on the page in the report's
     words (``raters``: "physicians" or "raters")."""
-    return _Tagged("verdict", outcome, english=english, raters=raters)
+    return Tagged("verdict", outcome, english=english, raters=raters)
 
 
-def joined(parts: Sequence[Said | str], sep: str) -> _Tagged:
-    return _Tagged("join", list(parts), sep)
+def joined(parts: Sequence[Said | str], sep: str) -> Tagged:
+    return Tagged("join", list(parts), sep)
 
 
 def _english(value: Any) -> Any:
     if isinstance(value, Said):
         return value.text
-    if isinstance(value, _Tagged):
+    if isinstance(value, Tagged):
         if value.tag == "join":
             return value.sep.join(str(_english(part)) for part in value.value)
         if value.tag == "verdict":
@@ -116,7 +116,7 @@ def _english(value: Any) -> Any:
 def _stored(value: Any) -> Any:
     if isinstance(value, Said):
         return {"sentence": value.stored()}
-    if isinstance(value, _Tagged):
+    if isinstance(value, Tagged):
         if value.tag == "join":
             return {"join": [_stored(part) for part in value.value], "sep": value.sep}
         if value.tag == "verdict":

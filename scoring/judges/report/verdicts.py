@@ -29,7 +29,7 @@ from scoring.judges.report.common import (
 )
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.agreement import EXTREME_PREVALENCE
-from scoring.reports.sentences import KEY, Said, _Tagged, band, figure, joined, said, stored, term, texts, warning, word
+from scoring.reports.sentences import KEY, Said, Tagged, band, figure, joined, said, stored, term, texts, warning, word
 from scoring.reports.wording import Words
 
 
@@ -113,7 +113,7 @@ def _lower_limit(fig: dict) -> float | None:
     return fig.get("ci_low")
 
 
-def _undefined_because(name: str, warnings: Sequence[str]) -> Said | _Tagged:
+def _undefined_because(name: str, warnings: Sequence[str]) -> Said | Tagged:
     """"<name> is undefined: <why>" from a figure's first warning, without saying "undefined" twice (a warning
     reads "Undefined: no pair ..." or "Cohen's kappa is undefined for every ...")."""
     why = (warnings[0] if warnings else "").removeprefix("Undefined: ").rstrip(".")

@@ -155,7 +155,7 @@ def build_study() -> None:
                        created_at=now, started_at=now, submitted_at=now)
             for u in users for p, d in enumerate(dialogue_ids, start=1)], batch_size=10_000)
         columns = ("assignment_id", "campaign_id", "dialogue_id", "rater_id", "item_id", "value", "comment",
-                   "client_seq", "created_at", "updated_at")
+                   "client_seq", "created_at", "updated_at", "item_language")
         print(f"  dialogues, raters, campaign, {len(assignments):,} assignments: {time.perf_counter() - t0:.1f} s")
         with connection.cursor() as cursor:
             # The rows reference what was just created, so skip the 3.2 million foreign-key trigger checks
@@ -171,7 +171,7 @@ def build_study() -> None:
                     for item_id, kind in items:
                         value = rng.randint(1, 3) if kind == "ordinal" else int(rng.random() < 0.7)
                         copy.write_row((a.pk, campaign.pk, a.dialogue_id, a.rater_id, item_id, value, "", 0,
-                                        now, now))
+                                        now, now, ""))
         print(f"  + {N_LABELS:,} labels by COPY: {time.perf_counter() - t0:.1f} s")
     with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum would give a real study
         for model in (Label, Assignment, Dialogue, CampaignRater, RaterProfile, User):

@@ -276,9 +276,9 @@ def build_campaign() -> None:
         if any(a.pk is None for a in assignments):  # a database that does not give the ids back
             assignments = list(Assignment.objects.filter(campaign=campaign).only("pk", "dialogue_id", "rater_id"))
         columns = ("assignment_id", "campaign_id", "dialogue_id", "rater_id", "item_id", "value", "comment",
-                   "client_seq", "created_at", "updated_at")
+                   "client_seq", "created_at", "updated_at", "item_language")
         rows = ((a.pk, campaign.pk, a.dialogue_id, a.rater_id, item_id,
-                 rng.randint(1, 3) if kind == "ordinal" else int(rng.random() < 0.7), "", 0, now, now)
+                 rng.randint(1, 3) if kind == "ordinal" else int(rng.random() < 0.7), "", 0, now, now, "")
                 for a in assignments for item_id, kind in items)
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":

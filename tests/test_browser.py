@@ -1,6 +1,7 @@
 """Real browser (Debian's chromium through Playwright) against the live server."""
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.demo import load_demo
 from tests.conftest import ARTIFACTS
@@ -15,9 +16,9 @@ def test_demo_physician_logs_in_and_reaches_home(page, transactional_db):
     page.get_by_label("Password").fill("physician-demo")
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/")
-    assert page.get_by_role("heading", name="Your assignments").is_visible()
+    expect(page.get_by_role("heading", name="Your assignments")).to_be_visible()
     page.get_by_test_id("account-menu").locator("summary").click()  # the user's roles are in the account menu
-    assert page.get_by_text("Physician (annotator)").is_visible()
+    expect(page.get_by_text("Physician (annotator)")).to_be_visible()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "physician-home.png"), full_page=True)
     assert (ARTIFACTS / "physician-home.png").stat().st_size > 10_000

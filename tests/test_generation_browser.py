@@ -4,6 +4,7 @@ temperatures, and watches it finish through a real worker (htmx polling), then r
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from projects.scoping import active_project_id
 from scoring.llm.models import LLMEndpoint
@@ -36,7 +37,7 @@ def test_coordinator_generates_dialogues_in_the_browser(page, make_user, tmp_pat
             page.get_by_label("Cases file (JSON Lines)").set_input_files(str(cases_file))
             page.get_by_label("Case set").fill("Browser cases")
             page.get_by_role("button", name="Import").click()
-            assert page.get_by_text("Imported 2 case(s) into Browser cases").is_visible()
+            expect(page.get_by_text("Imported 2 case(s) into Browser cases")).to_be_visible()
             page.get_by_role("link", name="Generate dialogues").click()
             page.get_by_label("Output corpus").fill("Browser generated")
             page.get_by_label("Doctor model(s) under test").fill("doc-a, doc-b")

@@ -1,6 +1,7 @@
 """A physician completes preference comparisons by keyboard in a real browser (Debian's chromium)."""
 
 import pytest
+from playwright.sync_api import expect
 
 from scoring.preference import services as preference
 from scoring.preference.models import PreferenceAnswer, PreferenceTask
@@ -53,5 +54,5 @@ def test_physician_completes_three_comparisons_by_keyboard(page, make_user):
             {"a": "A", "t": "tie", "b": "B"}[k] for k in presses], strict=True))
         saved = dict(PreferenceAnswer.objects.filter(task=task).values_list("criterion__code", "choice"))
         assert saved == expected
-    assert page.get_by_text("No comparison is waiting for you.").is_visible()
+    expect(page.get_by_text("No comparison is waiting for you.")).to_be_visible()
     assert set(PreferenceTask.objects.filter(study=study).values_list("status", flat=True)) == {"submitted"}

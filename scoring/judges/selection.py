@@ -37,7 +37,7 @@ from scoring.judges.report import (
     item_report,
     outcome_labels,
 )
-from scoring.reports.sentences import KEY, joined, said, word
+from scoring.reports.sentences import KEY, Said, joined, said, word
 from scoring.reports.sentences import verdict as verdict_said
 
 MAX_RUNS_FOR_ALL_JURIES = 6
@@ -64,7 +64,7 @@ class Candidate:
     cost: dict[str, Any]
     seconds: float | None
     virtual: bool = False
-    rule: str = ""
+    rule: Said | None = None
     n_dialogues: int = field(init=False, default=0)
 
     def __post_init__(self):
@@ -129,7 +129,7 @@ def load_candidates(corpus, version_id: int, *, juries: Sequence | None = None, 
                     members=[f"run {r.pk}" for r in group], frame=frame, units_by_item=units,
                     cost=sources.sum_costs([sources.run_cost(r) for r in group]),
                     seconds=None if any(t is None for t in times) else float(sum(times)), virtual=True,
-                    rule=sources.rule_text(rule, tie, rounded)))
+                    rule=sources.rule_said(rule, tie, rounded)))
     saved = list(juries) if juries is not None else [
         j for j in Jury.objects.alive().filter(corpus=corpus, scale_version_id=version_id).order_by("pk")]
     for jury in saved:
@@ -139,7 +139,7 @@ def load_candidates(corpus, version_id: int, *, juries: Sequence | None = None, 
         out.append(Candidate(key=f"jury:{jury.pk}", name=f"{jury.name} (jury {jury.pk})", kind="jury",
                              members=[f"run {r.pk}" for r in members], frame=frame, units_by_item=units,
                              cost=sources.cost(jury), seconds=sources.seconds(jury),
-                             rule=sources.rule_text(jury.rule, jury.tie_rule, jury.round_to_grid)))
+                             rule=sources.rule_said(jury.rule, jury.tie_rule, jury.round_to_grid)))
     return out
 
 
@@ -244,10 +244,18 @@ def select(study, candidates: Sequence[Candidate], codes: Sequence[str], *, verd
 
 
 def _candidate_dict(c: Candidate) -> dict[str, Any]:
-    return {"key": c.key, "name": c.name, "kind": c.kind, "members": c.members, "virtual": c.virtual,
-            "rule": c.rule, "n_dialogues": c.n_dialogues, "cost": c.cost["cost"], "currency": c.cost["currency"],
-            "cost_note": c.cost["why"], "cost_per_1000": c.per_thousand(c.cost["cost"]),
-            "seconds": c.seconds, "seconds_per_1000": c.per_thousand(c.seconds)}
+    out = {"key": c.key, "name": c.name, "kind": c.kind, "members": c.members, "virtual": c.virtual,
+           "rule": c.rule.text if c.rule else "", "n_dialogues": c.n_dialogues, "cost": c.cost["cost"],
+           "currency": c.cost["currency"], "cost_note": c.cost["why"], "cost_per_1000": c.per_thousand(c.cost["cost"]),
+           "seconds": c.seconds, "seconds_per_1000": c.per_thousand(c.seconds)}
+    said_here = {}
+    if c.rule:
+        said_here["rule"] = c.rule.stored()
+    if (c.cost.get(KEY) or {}).get("why"):
+        said_here["cost_note"] = c.cost[KEY]["why"]
+    if said_here:
+        out[KEY] = said_here
+    return out
 
 
 def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resamples, n_selection, n_held, W,

@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from django.db.models import Count
+from django.utils.translation import gettext_noop
 
 from core.stats import juries as jury_stats
+from scoring.reports.sentences import KEY, Said, joined, put, said
 
 
 def is_jury(source: Any) -> bool:
@@ -125,21 +127,37 @@ def run_cost(run) -> dict[str, Any]:
     priced = bool(float(snap.get("price_input_per_1k") or 0) or float(snap.get("price_output_per_1k") or 0))
     currency = snap.get("currency") or (run.config.currency if run.config_id else "USD")
     if run.is_imported or not priced:
-        why = ("imported without prices" if run.is_imported else "the judge had no prices")
-        return {"cost": None, "currency": currency, "why": f"run #{run.pk}: {why}"}
-    return {"cost": float(Decimal(run.spent_cost or 0)), "currency": currency, "why": ""}
+        why = (said(gettext_noop("run #%(run)s: imported without prices"), run=run.pk) if run.is_imported else
+               said(gettext_noop("run #%(run)s: the judge had no prices"), run=run.pk))
+        return _cost(None, currency, why)
+    return _cost(float(Decimal(run.spent_cost or 0)), currency, None)
+
+
+def _cost(amount: float | None, currency: str, why: Said | None) -> dict[str, Any]:
+    """A cost with why it is unknown (``why``: in English, and as a message id under ``said``)."""
+    out = {"cost": amount, "currency": currency, "why": ""}
+    if why is not None:
+        put(out, "why", why)
+    return out
+
+
+def _why(cost: dict[str, Any]) -> Said | str:
+    """Why a cost is unknown, as its sentence (a cost stored before the sentences were: its English)."""
+    stored = (cost.get(KEY) or {}).get("why")
+    return Said(stored["msgid"], stored["params"]) if stored else cost["why"]
 
 
 def sum_costs(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """The sum of several costs (:func:`run_cost`): unknown if one is, or if they were paid in different
     currencies."""
-    unknown = [p["why"] for p in parts if p["cost"] is None]
+    unknown = [_why(p) for p in parts if p["cost"] is None]
     currencies = {p["currency"] for p in parts}
     if unknown:
-        return {"cost": None, "currency": parts[0]["currency"] if parts else "USD",
-                "why": "unknown: " + "; ".join(unknown)}
+        return _cost(None, parts[0]["currency"] if parts else "USD",
+                     said(gettext_noop("unknown: %(why)s"), why=joined(unknown, "; ")))
     if len(currencies) > 1:
-        return {"cost": None, "currency": "", "why": "unknown: members paid in " + ", ".join(sorted(currencies))}
+        return _cost(None, "", said(gettext_noop("unknown: members paid in %(currencies)s"),
+                                    currencies=", ".join(sorted(currencies))))
     return {"cost": float(sum(p["cost"] for p in parts)), "currency": currencies.pop() if currencies else "USD",
             "why": ""}
 
@@ -191,13 +209,23 @@ def member_info(run) -> dict:
 
 def rule_text(rule: str, tie: str, round_to_grid: bool) -> str:
     """The jury's rule in words."""
-    ties = {"lower": "the lower value", "higher": "the higher value", "unscored": "the answer left unscored"}[tie]
+    return rule_said(rule, tie, round_to_grid).text
+
+
+def rule_said(rule: str, tie: str, round_to_grid: bool) -> Said:
+    """:func:`rule_text` as a message id with its parameters (:mod:`scoring.reports.sentences`); the same message
+    ids as the ``jury_rule`` filter's."""
+    ties = {"lower": said(gettext_noop("the lower value")), "higher": said(gettext_noop("the higher value")),
+            "unscored": said(gettext_noop("the answer left unscored"))}[tie]
     if rule == "majority":
-        return f"majority vote of the members who answered; a tie gives {ties}"
-    kind = "median" if rule == "median" else "mean"
+        return said(gettext_noop("majority vote of the members who answered; a tie gives %(tie)s"), tie=ties)
     if round_to_grid:
-        return f"{kind} of the members' answers rounded to the item's nearest allowed value; half-way gives {ties}"
-    return f"{kind} of the members' answers, not rounded"
+        return said(gettext_noop("median of the members' answers rounded to the item's nearest allowed value; "
+                                 "half-way gives %(tie)s") if rule == "median" else
+                    gettext_noop("mean of the members' answers rounded to the item's nearest allowed value; half-way "
+                                 "gives %(tie)s"), tie=ties)
+    return said(gettext_noop("median of the members' answers, not rounded") if rule == "median" else
+                gettext_noop("mean of the members' answers, not rounded"))
 
 
 def info(source) -> dict:

@@ -21,6 +21,8 @@ import pandas as pd
 
 from core.stats import active
 from scoring.judges import sources
+from scoring.reports import sentences
+from scoring.reports.sentences import said, word
 from scoring.reports.wording import Words
 
 LOGPROBS = "token log-probabilities"
@@ -61,14 +63,13 @@ def deciles(source, labels: pd.DataFrame, words: dict[str, str] | None = None) -
     out: dict[str, Any] = {"basis": basis, "groups": [], "n": 0, "spearman": None, "warnings": [],
                            "binary": any(sorted(values) == [0.0, 1.0] for values in grids.values())}
     if frame.empty:
-        out["warnings"].append("The judge recorded no uncertainty (no log-probabilities from the endpoint, and not "
-                               "a jury): nothing to show.")
+        out["warnings"].append(sentences.NO_UNCERTAINTY)
         return out
     physicians = (labels.dropna(subset=["value"]).groupby(["dialogue", "item"], sort=False)["value"].mean()
                   .rename("physicians").reset_index())
     joined = frame.merge(judge, on=["dialogue", "item"]).merge(physicians, on=["dialogue", "item"])
     if joined.empty:
-        out["warnings"].append(f"No judge answer with an uncertainty has {W.raters}' labels yet.")
+        out["warnings"].append(said(sentences.UNCERTAINTY_UNLABELLED, raters=word(W.raters)).text)
         return out
     span = joined["item"].map(lambda code: (ranges.get(code, (0.0, 1.0))[1] - ranges.get(code, (0.0, 1.0))[0])
                               or 1.0)
@@ -76,8 +77,7 @@ def deciles(source, labels: pd.DataFrame, words: dict[str, str] | None = None) -
     figures = active.by_decile(joined["uncertainty"].to_numpy(float), disagreement.to_numpy(float))
     out.update(figures)
     if figures["spearman"] is not None and figures["spearman"] <= 0:
-        out["warnings"].append("Disagreement does not rise with the judge's uncertainty: it would not help choose "
-                               f"what {W.raters} label.")
+        out["warnings"].append(said(sentences.UNCERTAINTY_NO_HELP, raters=word(W.raters)).text)
     return out
 
 

@@ -101,6 +101,18 @@ def joined(parts: Sequence[Said | str], sep: str) -> Tagged:
     return Tagged("join", list(parts), sep)
 
 
+def in_a_row(parts: Sequence[Said]) -> Said:
+    """Several sentences one after the other (a space between them), each said on its own: a message id of its
+    own, which no catalogue translates, holds them."""
+    if len(parts) == 1:
+        return parts[0]
+    return Said(IN_A_ROW, {"sentences": joined(parts, " ")})
+
+
+#: The message id of :func:`in_a_row`: only its parameter, the sentences.
+IN_A_ROW = "%(sentences)s"
+
+
 def _english(value: Any) -> Any:
     if isinstance(value, Said):
         return value.text
@@ -174,3 +186,12 @@ RANKING_FEW_SCORED = _w(gettext_noop("Undefined: fewer than two models have scor
 RANKING_TIES = _w(gettext_noop("Undefined: every model has the same score on one side (all ties)."))
 UNDEFINED_HERE = _w(gettext_noop("Undefined for these data."))
 NO_GOLD_ANSWERS = _w(gettext_noop("no answers on gold items"))
+ANSWERS_LEFT_OUT = _w(gettext_noop("%(unscored)s unscored, %(failed)s failed and %(pending)s pending judge answer(s) "
+                                   "are left out of every figure."))
+NOTHING_COMPARED = _w(gettext_noop("No %(unit)s has both a scored judge answer and a submitted %(rater)s label: every "
+                                   "figure is undefined."))
+NO_UNCERTAINTY = _w(gettext_noop("The judge recorded no uncertainty (no log-probabilities from the endpoint, and not "
+                                 "a jury): nothing to show."))
+UNCERTAINTY_UNLABELLED = _w(gettext_noop("No judge answer with an uncertainty has %(raters)s' labels yet."))
+UNCERTAINTY_NO_HELP = _w(gettext_noop("Disagreement does not rise with the judge's uncertainty: it would not help "
+                                      "choose what %(raters)s label."))

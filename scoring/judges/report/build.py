@@ -18,11 +18,13 @@ from scoring.judges.report.methods import _run_info, method_titles, methods
 from scoring.judges.report.ranking import model_ranking
 from scoring.judges.report.scores import model_scores
 from scoring.judges.report.summary import _summary
-from scoring.judges.report.verdicts import acceptance_rule_text
+from scoring.judges.report.verdicts import acceptance_rule_said
 from scoring.judges.sources import judge_frame, judged_codes
 from scoring.judges.sources import scale_version_id as run_scale_version_id
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.agreement import EXTREME_PREVALENCE, mixed_replicate_warning
+from scoring.reports import sentences
+from scoring.reports.sentences import KEY, put, said, word
 from scoring.reports.wording import Words, words_for
 
 
@@ -49,8 +51,8 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         progress(0.12, "labels and answers loaded")
     warnings: list[str] = []
     if units.get("unscored") or units.get("failed") or units.get("pending"):
-        warnings.append(f"{units.get('unscored', 0)} unscored, {units.get('failed', 0)} failed and "
-                        f"{units.get('pending', 0)} pending judge answer(s) are left out of every figure.")
+        warnings.append(said(sentences.ANSWERS_LEFT_OUT, unscored=units.get("unscored", 0),
+                             failed=units.get("failed", 0), pending=units.get("pending", 0)).text)
     labels = study.labels
     candidates = pd.Index(sorted(set(judge["dialogue"].tolist()) & set(labels["dialogue"].tolist())))
     raters_all = sorted(labels["rater"].unique().tolist(), key=lambda r: (study.rater_names.get(r, str(r)), r))
@@ -71,8 +73,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     settings = ReportContext(freq=freq, seed=seed, n_resamples=n_resamples, verdict=verdict, jack=jack,
                              rater_names=[study.rater_names.get(r, str(r)) for r in raters_all], words=words)
     if not n:
-        warnings.append(f"No {W.unit} has both a scored judge answer and a submitted {W.rater} label: every figure "
-                        "is undefined.")
+        warnings.append(said(sentences.NOTHING_COMPARED, unit=word(W.unit), rater=word(W.rater)).text)
     small = stats.small_sample_warning(n, verdict.ci_method, f"{W.unit}(s)") if n else None
     if small:
         warnings.append(small)
@@ -88,6 +89,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
     estimates = model_estimates(run, campaign, study=study, judge=judge)
     summary = _summary(item_entries, ranking, words)
     summary["model_differences"] = estimates["ranking"]["text"]
+    summary[KEY]["model_differences"] = estimates["ranking"][KEY]["text"]
     replicates = judge_replicates(judge, study, codes)
     has_binary = any(item.binary for item in items)
     if not has_binary:  # the paper's 80% rule is the Mini-CEX's (binary items): no other instrument gets it
@@ -95,6 +97,9 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
             entry["paper_rule"] = None
     kinds = {"binary": has_binary, "ordered": any(item.ordered for item in items)}
     levels = [item.code for item in items if item.response_type == "ordinal"]
+    rule = {**verdict.as_dict(), "text": None, "extreme_prevalence": EXTREME_PREVALENCE,
+            "paper_rule": PAPER_RULE if has_binary else None}
+    put(rule, "text", acceptance_rule_said(verdict, words, **kinds))
     mixed = mixed_replicate_warning(labels, study.dialogue_case, study.dialogue_replicate, W.raters)
     if mixed:
         warnings.append(mixed)
@@ -105,8 +110,7 @@ def judge_vs_physicians(run, campaign, *, verdict: VerdictSettings | None = None
         "scale_version": str(campaign.scale_version),
         "seed": seed, "n_resamples": n_resamples, "ci_method": verdict.ci_method,
         "settings": verdict.as_dict(),
-        "acceptance_rule": {**verdict.as_dict(), "text": acceptance_rule_text(verdict, words, **kinds),
-                            "extreme_prevalence": EXTREME_PREVALENCE, "paper_rule": PAPER_RULE if has_binary else None},
+        "acceptance_rule": rule,
         "outcomes": list(outcome_labels(words).values()),
         "methods": methods(seed, n_resamples, verdict, words, **kinds, levels=levels),
         "method_titles": method_titles(words),

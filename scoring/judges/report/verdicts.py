@@ -29,7 +29,21 @@ from scoring.judges.report.common import (
 )
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.agreement import EXTREME_PREVALENCE
-from scoring.reports.sentences import KEY, Said, Tagged, band, figure, joined, said, stored, term, texts, warning, word
+from scoring.reports.sentences import (
+    KEY,
+    Said,
+    Tagged,
+    band,
+    figure,
+    in_a_row,
+    joined,
+    said,
+    stored,
+    term,
+    texts,
+    warning,
+    word,
+)
 from scoring.reports.wording import Words
 
 
@@ -37,37 +51,54 @@ def acceptance_rule_text(settings: VerdictSettings, words: Any = None, *, binary
                          ordered: bool = True) -> str:
     """The verdict rule in words, for the instrument's kinds of items (``binary``: binary or levels items scored
     by exact answers; ``ordered``: levels or scale items) and in its ``words``."""
+    return acceptance_rule_said(settings, words, binary=binary, ordered=ordered).text
+
+
+def paper_rule_said() -> Said:
+    """:data:`PAPER_RULE` as a sentence for the pages."""
+    return said(gettext_noop("accuracy >= %(threshold)s, Shi et al., LLM-Mini-CEX, sec. 4.5"), threshold="80%")
+
+
+def acceptance_rule_said(settings: VerdictSettings, words: Any = None, *, binary: bool = True,
+                         ordered: bool = True) -> Said:
+    """:func:`acceptance_rule_text` as a message id with its parameters (:mod:`scoring.reports.sentences`)."""
     W = Words(words)
-    floor_band = _floor_band(settings.floor)
+    share = f"{EXTREME_PREVALENCE:.0%}"
     if binary:
-        agreement = (f"mean pairwise Cohen's kappa, or Gwet's AC1 when one answer makes up {EXTREME_PREVALENCE:.0%} "
-                     "or more of their labels")
-        constant = (f"the 95% CI of its kappa against the {W.raters} excludes 0 and its accuracy against the "
-                    f"{W.rater} majority exceeds the majority-class rate")
+        agreement = said(gettext_noop("mean pairwise Cohen's kappa, or Gwet's AC1 when one answer makes up %(share)s "
+                                      "or more of their labels"), share=share)
+        constant = said(gettext_noop("the 95%% CI of its kappa against the %(raters)s excludes 0 and its accuracy "
+                                     "against the %(rater)s majority exceeds the majority-class rate"),
+                        raters=word(W.raters), rater=word(W.rater))
     else:
-        agreement = (f"mean pairwise {WEIGHTED_KAPPA}, or {GWET_AC2} when one score makes up "
-                     f"{EXTREME_PREVALENCE:.0%} or more of their scores, where weighted kappa is low even when "
-                     f"{W.raters} nearly always agree")
-        constant = (f"the 95% CI of its weighted kappa against the {W.raters} excludes 0 (a constant or random score "
-                    "has weighted kappa 0)")
-    text = (f"Per item, in this order: (1) not enough data when fewer than {settings.min_dialogues} {W.units} have "
-            f"both a judge and a {W.rater} label; (2) item unreliable when the {W.raters}' own agreement "
-            f"({agreement}) is below {settings.floor:.2f} ({floor_band}): no judge verdict; "
-            f"(3) the judge can replace {W.raters} only when it is non-inferior to a {W.rater} -- in the paired "
-            f"bootstrap over {W.units}, the lower 95% limit of (judge-vs-{W.rater} agreement minus "
-            f"{W.rater}-vs-{W.rater} agreement, same coefficient) is above -{settings.margin:g} -- and it beats a "
-            f"constant answer -- {constant}; (4) otherwise keep {W.raters}.")
+        agreement = said(gettext_noop("mean pairwise %(weighted_kappa)s, or %(ac2)s when one score makes up %(share)s "
+                                      "or more of their scores, where weighted kappa is low even when %(raters)s "
+                                      "nearly always agree"),
+                         weighted_kappa=term(WEIGHTED_KAPPA), ac2=term(GWET_AC2), share=share, raters=word(W.raters))
+        constant = said(gettext_noop("the 95%% CI of its weighted kappa against the %(raters)s excludes 0 (a constant "
+                                     "or random score has weighted kappa 0)"), raters=word(W.raters))
+    parts = [said(gettext_noop(
+        "Per item, in this order: (1) not enough data when fewer than %(min)s %(units)s have both a judge and a "
+        "%(rater)s label; (2) item unreliable when the %(raters)s' own agreement (%(agreement)s) is below %(floor)s "
+        "(%(floor_band)s): no judge verdict; (3) the judge can replace %(raters)s only when it is non-inferior to a "
+        "%(rater)s -- in the paired bootstrap over %(units)s, the lower 95%% limit of (judge-vs-%(rater)s agreement "
+        "minus %(rater)s-vs-%(rater)s agreement, same coefficient) is above -%(margin)s -- and it beats a constant "
+        "answer -- %(constant)s; (4) otherwise keep %(raters)s."),
+        min=settings.min_dialogues, units=word(W.units), rater=word(W.rater), raters=word(W.raters),
+        agreement=agreement, floor=f"{settings.floor:.2f}", floor_band=_floor_said(settings.floor),
+        margin=f"{settings.margin:g}", constant=constant)]
     if binary and ordered:
-        text += (f" Items answered with levels or a numeric scale use {WEIGHTED_KAPPA} throughout (a near miss "
-                 f"counts as closer than a far one; at extreme prevalence, {EXTREME_PREVALENCE:.0%} or more of the "
-                 f"{W.raters}' scores being one value, the {W.raters}' agreement and the non-inferiority test use "
-                 f"{GWET_AC2} instead, which stays high when {W.raters} agree on a near-constant item), and beating "
-                 f"a constant answer means the 95% CI of the judge's weighted kappa against the {W.raters} excludes "
-                 "0 (a constant or random score has weighted kappa 0).")
+        parts.append(said(gettext_noop(
+            "Items answered with levels or a numeric scale use %(weighted_kappa)s throughout (a near miss counts as "
+            "closer than a far one; at extreme prevalence, %(share)s or more of the %(raters)s' scores being one "
+            "value, the %(raters)s' agreement and the non-inferiority test use %(ac2)s instead, which stays high when "
+            "%(raters)s agree on a near-constant item), and beating a constant answer means the 95%% CI of the "
+            "judge's weighted kappa against the %(raters)s excludes 0 (a constant or random score has weighted kappa "
+            "0)."), weighted_kappa=term(WEIGHTED_KAPPA), share=share, raters=word(W.raters), ac2=term(GWET_AC2)))
     if binary:
-        text += (f" The paper's rule ({PAPER_RULE}) is shown beside the verdict for comparison and flagged when a "
-                 "constant answer would meet it too.")
-    return text
+        parts.append(said(gettext_noop("The paper's rule (%(rule)s) is shown beside the verdict for comparison and "
+                                       "flagged when a constant answer would meet it too."), rule=paper_rule_said()))
+    return in_a_row(parts)
 
 
 def _coefficient(prevalence: float | None, answer: Any, ordered: bool = False, words: Any = None,

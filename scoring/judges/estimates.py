@@ -32,11 +32,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext_noop
 
 from annotation import sampling
 from annotation.models import Campaign, RandomSample
 from core.stats import active, formatting, ppi
 from core.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
+from scoring.reports import sentences
+from scoring.reports.sentences import KEY, Said, figure, in_a_row, joined, put, said, word
 from scoring.reports.wording import Words
 
 ALPHA = 0.05
@@ -69,11 +72,43 @@ class Scope:
             return f"Item {self.key}"
         return f"{self.key} {self.name}"
 
+    def name_said(self, lower: bool = False) -> Said | str:
+        """:attr:`name` (its first letter in lower case: ``lower``) as a sentence where the app wrote it; a
+        dimension's name is the instrument's, as it is."""
+        name = self.name[0].lower() + self.name[1:] if lower and self.name else self.name
+        if self.kind == "criterion":
+            text = self.name.split(": ", 1)[1] if ": " in self.name else ""
+            return (said(gettext_noop("item %(code)s: %(text)s"), code=self.key, text=text) if lower else
+                    said(gettext_noop("Item %(code)s: %(text)s"), code=self.key, text=text))
+        fixed = {"All binary items (the Average column of Table 6)":
+                 (gettext_noop("All binary items (the Average column of Table 6)"),
+                  gettext_noop("all binary items (the Average column of Table 6)")),
+                 "All criteria (mean score)": (gettext_noop("All criteria (mean score)"),
+                                               gettext_noop("all criteria (mean score)")),
+                 "All criteria (scores rescaled to 0-1)": (gettext_noop("All criteria (scores rescaled to 0-1)"),
+                                                           gettext_noop("all criteria (scores rescaled to 0-1)"))}
+        if self.name in fixed:
+            return said(fixed[self.name][1 if lower else 0])
+        return name
+
+    def short_said(self) -> Said | str:
+        """:attr:`short` as a sentence where the app wrote it."""
+        if self.kind == "overall":
+            return {"All binary items": said(gettext_noop("All binary items")),
+                    "All criteria": said(gettext_noop("All criteria"))}.get(self.short, self.short)
+        if self.kind == "criterion":
+            return said(gettext_noop("Item %(code)s"), code=self.key)
+        return self.short
+
     def as_dict(self) -> dict:
-        return {"key": self.key, "name": self.name, "short": self.short, "kind": self.kind, "unit": self.unit,
-                "min": self.low,
-                "max": self.high, "items": list(self.codes), "digits": 1 if self.unit == "%" else 2,
-                "default_half_width": default_half_width(self.low, self.high)}
+        out = {"key": self.key, "name": self.name, "short": self.short, "kind": self.kind, "unit": self.unit,
+               "min": self.low,
+               "max": self.high, "items": list(self.codes), "digits": 1 if self.unit == "%" else 2,
+               "default_half_width": default_half_width(self.low, self.high)}
+        for name, sentence in (("name", self.name_said()), ("short", self.short_said())):
+            if isinstance(sentence, Said):
+                put(out, name, sentence)
+        return out
 
 
 @dataclass
@@ -212,8 +247,7 @@ def load_scores(run, campaign: Campaign, *, study=None, judge: pd.DataFrame | No
     W = Words(study.words or None)
     outside = int((~labels["dialogue"].isin(index)).groupby(labels["dialogue"]).any().sum()) if len(labels) else 0
     if outside:
-        warnings.append(f"{outside} {W.rater}-labelled {W.unit}(s) are outside the population (left the campaign's "
-                        "scope, or outside the sample's frame) and are left out of the model estimates.")
+        warnings.append(said(sentences.OUTSIDE_POPULATION, n=outside, rater=word(W.rater), unit=word(W.unit)).text)
     probabilities = sampling.inclusion_probabilities(sample)
     pi = (None if probabilities is None else
           np.array([probabilities.get(int(pk), np.nan) for pk in index], dtype=float))
@@ -242,18 +276,27 @@ def _no_variation(figure: dict) -> dict:
 
 
 def no_ppi_reason(sample: RandomSample | None, words: dict | None = None) -> str | None:
+    reason = no_ppi_said(sample, words)
+    return None if reason is None else reason.text
+
+
+def no_ppi_said(sample: RandomSample | None, words: dict | None = None) -> Said | None:
+    """Why there is no PPI++ estimate (None: there is one), as a sentence (:mod:`scoring.reports.sentences`)."""
     W = Words(words or None)
     if sample is not None and sample.kind == RandomSample.Kind.ACTIVE:
-        return (f"No PPI++ estimate: this campaign drew an active sample (each {W.unit} with its own probability, "
-                f"higher where the judge is unsure), and PPI++ assumes every {W.unit} had the same chance. The active "
-                "estimate is its counterpart for this sample.")
+        return said(gettext_noop("No PPI++ estimate: this campaign drew an active sample (each %(unit)s with its own "
+                                 "probability, higher where the judge is unsure), and PPI++ assumes every %(unit)s "
+                                 "had the same chance. The active estimate is its counterpart for this sample."),
+                    unit=word(W.unit))
     if sample is not None:
         return None
-    return (f"No PPI++ estimate: the {W.raters}' {W.units} of this campaign were assigned by hand (every {W.unit} "
-            f"in scope, or a coordinator's choice), not drawn at random. PPI++ corrects the judge with its error on "
-            f"the {W.rater}-labelled {W.units}, which is an unbiased measure of its error on all {W.units} only when "
-            "those are a random sample. Draw a random sample when creating a campaign (or on its page, before "
-            "assigning), or declare imported labels a random sample (import_labels --random-sample).")
+    return said(gettext_noop("No PPI++ estimate: the %(raters)s' %(units)s of this campaign were assigned by hand "
+                             "(every %(unit)s in scope, or a coordinator's choice), not drawn at random. PPI++ "
+                             "corrects the judge with its error on the %(rater)s-labelled %(units)s, which is an "
+                             "unbiased measure of its error on all %(units)s only when those are a random sample. "
+                             "Draw a random sample when creating a campaign (or on its page, before assigning), or "
+                             "declare imported labels a random sample (import_labels --random-sample)."),
+                raters=word(W.raters), units=word(W.units), unit=word(W.unit), rater=word(W.rater))
 
 
 #: How differences between two models' scores are measured: percentage points on a % score, points on a scale.
@@ -282,6 +325,27 @@ def _fmt_difference(value: float, low: float | None, high: float | None, unit: s
     return formatting.estimate(value, low, high, digits, sign=sign, unit=DIFFERENCE_UNITS.get(unit, unit))
 
 
+#: :data:`DIFFERENCE_UNITS` as the pages say them, and a difference written with its unit.
+_UNIT_SAID = {"%": (gettext_noop("percentage points"), gettext_noop("%(value)s percentage points%(interval)s")),
+              "points": (gettext_noop("points"), gettext_noop("%(value)s points%(interval)s"))}
+
+
+def _difference_said(value: float, low: float | None, high: float | None, unit: str, digits: int = 1,
+                     sign: bool = False) -> Said | str:
+    """:func:`_fmt_difference` as a sentence: the unit's words said in the page's language, the numbers as
+    written."""
+    if unit not in _UNIT_SAID:
+        return _fmt_difference(value, low, high, unit, digits, sign)
+    bare = formatting.estimate(value, low, high, digits, sign=sign)
+    number = bare.split(" ", 1)[0]
+    return said(_UNIT_SAID[unit][1], value=number, interval=figure(bare[len(number):]))
+
+
+def _fmt_said(fig: dict, unit: str, digits: int = 1) -> Said | Any:
+    """:func:`_fmt` as a sentence's parameter."""
+    return said(gettext_noop("undefined")) if fig.get("value") is None else figure(_fmt(fig, unit, digits))
+
+
 def _digits(scope: Scope) -> int:
     return 1 if scope.unit == "%" else 2
 
@@ -297,25 +361,35 @@ def _masks(scores: Scores, key: str, model: str) -> dict[str, np.ndarray]:
 
 def lambda_text(words: dict | None = None) -> str:
     """What λ in the tables is."""
+    return lambda_said(words).text
+
+
+def lambda_said(words: dict | None = None) -> Said:
     W = Words(words or None)
-    return (f"λ (lambda) is the weight PPI++ gives the judge's scores, chosen from the data to make the interval "
-            f"narrowest: 0 uses the {W.raters}' labels alone, 1 the judge's scores corrected by its error in full.")
+    return said(gettext_noop("λ (lambda) is the weight PPI++ gives the judge's scores, chosen from the data to make "
+                             "the interval narrowest: 0 uses the %(raters)s' labels alone, 1 the judge's scores "
+                             "corrected by its error in full."), raters=word(W.raters))
 
 
-def _worth(ppi_fig: dict, words: dict | None = None) -> str | None:
+def _worth(ppi_fig: dict, words: dict | None = None) -> Said | None:
     if ppi_fig.get("gain") is None:
         return None
     W = Words(words or None)
     gain = ppi_fig["gain"]
-    lam = f"lambda {ppi_fig['lam']:.2f}, the weight PPI++ gives the judge's scores (0 to 1)"
+    lam = said(gettext_noop("lambda %(lam)s, the weight PPI++ gives the judge's scores (0 to 1)"),
+               lam=f"{ppi_fig['lam']:.2f}")
     if gain < 0.5:
-        return (f"The judge's labels add nothing here ({lam}): the PPI++ interval is as wide as the {W.raters}' "
-                "own.")
-    return (f"The judge's labels are worth {gain:.0f} more {W.rater}-labelled {W.unit}(s) (effective sample size "
-            f"{ppi_fig['effective_n']:.0f} from {ppi_fig['n']} labelled; {lam}).")
+        return said(gettext_noop("The judge's labels add nothing here (%(lambda)s): the PPI++ interval is as wide as "
+                                 "the %(raters)s' own."), **{"lambda": lam}, raters=word(W.raters))
+    return said(gettext_noop("The judge's labels are worth %(gain)s more %(rater)s-labelled %(unit)s(s) (effective "
+                             "sample size %(effective_n)s from %(n)s labelled; %(lambda)s)."),
+                gain=f"{gain:.0f}", rater=word(W.rater), unit=word(W.unit),
+                effective_n=f"{ppi_fig['effective_n']:.0f}", n=ppi_fig["n"], **{"lambda": lam})
 
 
 NO_ACTIVE = "No active estimate: the {units} were not drawn by an active rule (each with its own probability)."
+NO_ACTIVE_SAID = gettext_noop("No active estimate: the %(units)s were not drawn by an active rule (each with its own "
+                              "probability).")
 
 
 def _active_estimate(scores: Scores, scope: Scope, m: dict[str, np.ndarray], alpha: float) -> dict:
@@ -326,7 +400,9 @@ def _active_estimate(scores: Scores, scope: Scope, m: dict[str, np.ndarray], alp
              "n_unlabeled": int(m["unlabelled"].sum()), "lam": None, "expected_n": None, "effective_n": None,
              "gain": None, "available": False, "worth": None, "warnings": []}
     if not scores.is_active:
-        return {**empty, "reason": NO_ACTIVE.format(units=W.units)}
+        out = {**empty, "reason": None}
+        put(out, "reason", said(NO_ACTIVE_SAID, units=word(W.units)))
+        return out
     units = m["judged"] & np.isfinite(scores.pi)
     labelled = m["pairs"][units]
     y = np.where(labelled, scores.physicians[scope.key][units], np.nan)
@@ -334,13 +410,11 @@ def _active_estimate(scores: Scores, scope: Scope, m: dict[str, np.ndarray], alp
     estimate = _public(fig, ("n_unlabeled", "lam", "expected_n", "effective_n", "gain"))
     drawn_unlabelled = int((scores.in_sample & units & ~m["labelled"]).sum())
     if drawn_unlabelled:
-        estimate["warnings"].append(
-            f"{drawn_unlabelled} drawn {W.unit}(s) have no finished {W.rater} label and count as not drawn: the "
-            f"estimate stays valid only if what is left undone is unrelated to the {W.units}' quality (skips are "
-            "not).")
+        estimate["warnings"].append(said(sentences.DRAWN_UNLABELLED, n=drawn_unlabelled, unit=word(W.unit),
+                                         rater=word(W.rater), units=word(W.units)).text)
     estimate["available"] = fig["value"] is not None and fig["ci_low"] is not None
     estimate["reason"] = None if estimate["available"] else (fig["warnings"] or ["Undefined."])[0]
-    estimate["worth"] = _worth(fig, scores.words) if fig.get("gain") is not None else None
+    put(estimate, "worth", _worth(fig, scores.words) if fig.get("gain") is not None else None)
     return estimate
 
 
@@ -367,37 +441,37 @@ def _estimate(scores: Scores, scope: Scope, model: str, alpha: float) -> dict:
     physicians = (_weighted_physicians(scores, scope, m, alpha) if scores.is_active
                   else _public(ppi.classical_mean(y[m["labelled"]], alpha=alpha, ddof=1)))
     if scores.sample is None and physicians["n"]:
-        physicians["warnings"].insert(0, f"These {W.units} were not drawn at random: the interval describes them, not "
-                                         "necessarily the model's corpus.")
+        physicians["warnings"].insert(0, said(sentences.NOT_DRAWN_AT_RANDOM, units=word(W.units)).text)
     judge = {**_public(ppi.classical_mean(yhat[m["judged"]], alpha=alpha, ddof=1)), "validated": False,
              "note": NOT_VALIDATED}
-    reason = no_ppi_reason(scores.sample, scores.words)
+    reason = no_ppi_said(scores.sample, scores.words)
     if reason is None:
         fig = ppi.ppi_mean(y[m["pairs"]], yhat[m["pairs"]], yhat[m["unlabelled"]], alpha=alpha)
         estimate = _public(fig, ("n_unlabeled", "lam", "effective_n", "gain"))
         missing_judge = int((m["labelled"] & ~m["judged"]).sum())
         if missing_judge:
-            estimate["warnings"].append(f"{missing_judge} {W.rater}-labelled {W.unit}(s) have no judge score on "
-                                        "every item of this scope and are left out of PPI++.")
+            estimate["warnings"].append(said(sentences.NO_JUDGE_SCORE, n=missing_judge, rater=word(W.rater),
+                                             unit=word(W.unit)).text)
         estimate["available"] = fig["value"] is not None and fig["ci_low"] is not None
         estimate["reason"] = None if estimate["available"] else (fig["warnings"] or ["Undefined."])[0]
-        estimate["worth"] = _worth(fig, scores.words)
+        put(estimate, "worth", _worth(fig, scores.words))
     else:
         estimate = {"value": None, "ci_low": None, "ci_high": None, "n": int(m["pairs"].sum()), "se": None,
                     "n_unlabeled": int(m["unlabelled"].sum()), "lam": None, "effective_n": None, "gain": None,
-                    "available": False, "reason": reason, "worth": None, "warnings": []}
+                    "available": False, "reason": None, "worth": None, "warnings": []}
+        put(estimate, "reason", reason)
     return {"physicians": physicians, "judge": judge, "ppi": estimate,
             "active": _active_estimate(scores, scope, m, alpha)}
 
 
-def _verdict(diff: dict, a: str, b: str) -> str:
+def _verdict(diff: dict, a: str, b: str) -> Said:
     if diff.get("ci_low") is None:
-        return "undefined"
+        return said(gettext_noop("undefined"))
     if diff["ci_low"] > 0:
-        return f"{a} scores higher"
+        return said(gettext_noop("%(model)s scores higher"), model=a)
     if diff["ci_high"] < 0:
-        return f"{b} scores higher"
-    return "no difference shown"
+        return said(gettext_noop("%(model)s scores higher"), model=b)
+    return said(gettext_noop("no difference shown"))
 
 
 def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> list[dict]:
@@ -407,18 +481,26 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
             entry: dict[str, Any] = {"scope": scope.key, "scope_name": scope.short, "unit": scope.unit,
                                      "difference_unit": DIFFERENCE_UNITS.get(scope.unit, scope.unit),
                                      "digits": _digits(scope), "a": a, "b": b}
+            short = scope.short_said()
+            if isinstance(short, Said):
+                put(entry, "scope_name", short)
+            if scope.unit in _UNIT_SAID:
+                put(entry, "difference_unit", said(_UNIT_SAID[scope.unit][0]))
             for source in ("physicians", "judge", "ppi", "active"):
                 fa, fb = per_model[a][scope.key][source], per_model[b][scope.key][source]
                 if source in ("ppi", "active") and not (fa.get("available") and fb.get("available")):
                     diff = {"value": None, "ci_low": None, "ci_high": None, "se": None}
                 else:
                     diff = ppi.difference(fa, fb, alpha=alpha)
-                entry[source] = _no_variation({**diff, "n": [fa.get("n"), fb.get("n")],
-                                               "verdict": _verdict(diff, a, b)})
+                entry[source] = _no_variation({**diff, "n": [fa.get("n"), fb.get("n")], "verdict": None})
+                put(entry[source], "verdict", _verdict(diff, a, b))
             for source in ("ppi", "active"):
                 if entry[source]["value"] is None:
-                    entry[source]["reason"] = (per_model[a][scope.key][source].get("reason")
-                                               or per_model[b][scope.key][source].get("reason"))
+                    side = next((per_model[m][scope.key][source] for m in (a, b)
+                                 if per_model[m][scope.key][source].get("reason")), {})
+                    entry[source]["reason"] = side.get("reason")
+                    if (side.get(KEY) or {}).get("reason"):
+                        entry[source].setdefault(KEY, {})["reason"] = side[KEY]["reason"]
             entry["judge"]["note"] = NOT_VALIDATED
             out.append(entry)
     return out
@@ -427,18 +509,33 @@ def _differences(scores: Scores, per_model: dict[str, dict], alpha: float) -> li
 def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]) -> dict:
     """The model ranking summary, on the overall score (else the first scope), built on the PPI++ differences.
     Differences carry their unit (percentage points on a % score) and the decimals that show on which side of 0
-    their limits lie, so "[0.03, 19.63]" (above 0: a difference shown) reads apart from "[-23.02, 0.04]"."""
+    their limits lie, so "[0.03, 19.63]" (above 0: a difference shown) reads apart from "[-23.02, 0.04]". Its
+    ``text`` in English and as a sentence under ``said`` (:mod:`scoring.reports.sentences`)."""
+    out = _ranking_said(scores, per_model, differences)
+    text = out.pop("text")
+    put(out, "text", text)
+    return out
+
+
+def _ranking_said(scores: Scores, per_model: dict[str, dict], differences: list[dict]) -> dict:
     W = scores.W
     scope = next((s for s in scores.scopes if s.key == "all"), scores.scopes[0] if scores.scopes else None)
     if scope is None or len(scores.model_names) < 2:
-        return {"scope": None, "order": [], "text": f"A model ranking needs at least two {W.models} with scores."}
+        return {"scope": None, "order": [], "text": said(gettext_noop("A model ranking needs at least two %(models)s "
+                                                                      "with scores."), models=word(W.models))}
     digits = _digits(scope)
-    key, label = ("active", "Active") if scores.is_active else ("ppi", "PPI++")
+    key = "active" if scores.is_active else "ppi"
     first = per_model[scores.model_names[0]][scope.key][key]
     if not all(per_model[m][scope.key][key]["available"] for m in scores.model_names):
-        reason = first["reason"] or next(per_model[m][scope.key][key]["reason"] for m in scores.model_names
-                                         if not per_model[m][scope.key][key]["available"])
-        return {"scope": scope.key, "order": [], "text": f"No {label} ranking of the {W.models}. {reason}"}
+        missing = first if first["reason"] else next(per_model[m][scope.key][key] for m in scores.model_names
+                                                     if not per_model[m][scope.key][key]["available"])
+        stored = (missing.get(KEY) or {}).get("reason")
+        reason = (sentences.unstored(stored) if stored else
+                  said(sentences.IN_A_ROW, sentences=sentences.warning(missing["reason"])))
+        return {"scope": scope.key, "order": [],
+                "text": said(gettext_noop("No PPI++ ranking of the %(models)s. %(reason)s") if key == "ppi" else
+                             gettext_noop("No Active ranking of the %(models)s. %(reason)s"),
+                             models=word(W.models), reason=reason)}
     order = sorted(scores.model_names, key=lambda m: -per_model[m][scope.key][key]["value"])
     scores_text = ", ".join(f"{m} {_fmt(per_model[m][scope.key][key], scope.unit, digits)}" for m in order)
     pairs = [d for d in differences if d["scope"] == scope.key]
@@ -446,28 +543,35 @@ def _ranking(scores: Scores, per_model: dict[str, dict], differences: list[dict]
     for d in pairs:
         fig, a, b = d[key], d["a"], d["b"]
         if fig["verdict"] == f"{a} scores higher":
-            shown.append(f"{a} above {b} by "
-                         + _fmt_difference(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit, digits))
+            shown.append(said(gettext_noop("%(a)s above %(b)s by %(difference)s"), a=a, b=b,
+                              difference=_difference_said(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit,
+                                                          digits)))
         elif fig["verdict"] == f"{b} scores higher":
-            shown.append(f"{b} above {a} by "
-                         + _fmt_difference(-fig["value"], -fig["ci_high"], -fig["ci_low"], scope.unit, digits))
+            shown.append(said(gettext_noop("%(a)s above %(b)s by %(difference)s"), a=b, b=a,
+                              difference=_difference_said(-fig["value"], -fig["ci_high"], -fig["ci_low"], scope.unit,
+                                                          digits)))
         else:
-            unclear.append(f"{a} and {b} ({a} - {b} "
-                           + _fmt_difference(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit, digits,
-                                             sign=True) + ")")
+            unclear.append(said(gettext_noop("%(a)s and %(b)s (%(a)s - %(b)s %(difference)s)"), a=a, b=b,
+                                difference=_difference_said(fig["value"], fig["ci_low"], fig["ci_high"], scope.unit,
+                                                            digits, sign=True)))
         judge_differs += d["judge"]["verdict"] != fig["verdict"]
-    parts = [f"{label} scores over {scope.name[0].lower() + scope.name[1:]}: {scores_text}."]
+    parts = [said(gettext_noop("PPI++ scores over %(scope)s: %(scores)s.") if key == "ppi" else
+                  gettext_noop("Active scores over %(scope)s: %(scores)s."),
+                  scope=scope.name_said(lower=True), scores=figure(scores_text))]
     if shown:
-        parts.append("Differences the 95% intervals show (the interval excludes 0): " + "; ".join(shown) + ".")
+        parts.append(said(gettext_noop("Differences the 95%% intervals show (the interval excludes 0): "
+                                       "%(differences)s."), differences=joined(shown, "; ")))
     if unclear:
-        parts.append("No difference shown (the interval includes 0) between " + "; ".join(unclear) + ".")
+        parts.append(said(gettext_noop("No difference shown (the interval includes 0) between %(pairs)s."),
+                          pairs=joined(unclear, "; ")))
     if judge_differs:
-        parts.append(f"The judge's scores alone would call {judge_differs} of {len(pairs)} comparison(s) "
-                     "differently; they are not validated (the judge's bias is not in their intervals).")
-    return {"scope": scope.key, "order": order, "text": " ".join(parts)}
+        parts.append(said(gettext_noop("The judge's scores alone would call %(n)s of %(total)s comparison(s) "
+                                       "differently; they are not validated (the judge's bias is not in their "
+                                       "intervals)."), n=judge_differs, total=len(pairs)))
+    return {"scope": scope.key, "order": order, "text": in_a_row(parts)}
 
 
-def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | None) -> str | None:
+def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | None) -> Said | None:
     """One sentence: what the judge's labels are worth per model on the ranking's score."""
     W = scores.W
     scope = next((s for s in scores.scopes if s.key == scope_key), None)
@@ -476,10 +580,12 @@ def _worth_text(scores: Scores, per_model: dict[str, dict], scope_key: str | Non
     figures = [(m, f) for m, f in figures if f.get("gain") is not None]
     if not figures:
         return None
-    parts = [f"{f['gain']:.0f} for {m} (effective sample size {f['effective_n']:.0f} from {f['n']} labelled)"
+    parts = [said(gettext_noop("%(gain)s for %(model)s (effective sample size %(effective_n)s from %(n)s labelled)"),
+                  gain=f"{f['gain']:.0f}", model=m, effective_n=f"{f['effective_n']:.0f}", n=f["n"])
              for m, f in figures]
-    return (f"On {scope.name[0].lower() + scope.name[1:]}, the judge's labels are worth "
-            + ", ".join(parts) + f" more {W.rater}-labelled {W.unit}(s).")
+    return said(gettext_noop("On %(scope)s, the judge's labels are worth %(parts)s more %(rater)s-labelled "
+                             "%(unit)s(s)."), scope=scope.name_said(lower=True), parts=joined(parts, ", "),
+                rater=word(W.rater), unit=word(W.unit))
 
 
 def methods(alpha: float = ALPHA, words: dict | None = None, *, binary: bool = True) -> str:
@@ -559,18 +665,18 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         entry = {"model": model, "n_dialogues": int(in_model.sum()),
                  "n_sampled": int((in_model & scores.in_sample).sum()), "scopes": per_model[model]}
         models.append(entry)
-    reason = no_ppi_reason(sample, scores.words)
+    reason = no_ppi_said(sample, scores.words)
     ranking = _ranking(scores, per_model, differences)
     W = scores.W
     binary = any(s.unit == "%" for s in scores.scopes)
-    return {
+    out = {
         "active": scores.is_active,
         "available": (reason is None or scores.is_active) and bool(scores.scopes),
-        "reason": reason if scores.scopes else "No scored item was judged: nothing to estimate.",
+        "reason": None,
         "alpha": alpha, "confidence": 1 - alpha,
         "human_label": "mean",
         "human_label_text": f"the mean over the {W.raters} who labelled the {W.unit}",
-        "lambda_text": lambda_text(scores.words),
+        "lambda_text": None,
         "sample": None if sample is None else {
             "kind": sample.kind, "text": sampling.describe(sample, W.unit, W.model), "size": sample.size,
             "seed": sample.seed,
@@ -580,35 +686,50 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         "models": models,
         "differences": differences,
         "ranking": ranking,
-        "worth_text": _worth_text(scores, per_model, ranking["scope"]),
+        "worth_text": None,
         "planner": plan(scores, alpha=alpha),
         "methods": methods(alpha, scores.words, binary=binary) + (active_methods(scores.words)
                                                                    if scores.is_active else ""),
         "citation": CITATION,
         "warnings": list(scores.warnings),
     }
+    put(out, "reason", reason if scores.scopes else said(gettext_noop("No scored item was judged: nothing to "
+                                                                      "estimate.")))
+    put(out, "lambda_text", lambda_said(scores.words))
+    put(out, "worth_text", _worth_text(scores, per_model, ranking["scope"]))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # planner
 # ---------------------------------------------------------------------------------------------------------------
-def _plan_sentence(scope: Scope, half_width: float, plan_: dict, total: int | None, what: str,
-                   words: dict | None = None) -> str:
+def _plan_sentence(scope: Scope, half_width: float, plan_: dict, total: int | None, what: Said,
+                   words: dict | None = None) -> Said:
     W = Words(words or None)
-    h = f"+/-{half_width:g}{' points' if scope.unit == '%' else ''}"
+    h = f"+/-{half_width:g}"
+    if scope.unit == "%":
+        h = said(gettext_noop("%(half_width)s points"), half_width=h)
     alone = plan_["physicians_only"]
     if alone is None:
-        return f"{what}: {h} cannot be planned from this pilot ({(plan_['warnings'] or ['undefined'])[0]})"
-    text = f"{what}: {h} needs {alone} {W.rater}-labelled {W.unit}(s) alone"
+        why = (plan_["warnings"] or [None])[0]
+        return said(gettext_noop("%(what)s: %(h)s cannot be planned from this pilot (%(why)s)"), what=what, h=h,
+                    why=sentences.warning(why) if why else said(gettext_noop("undefined")))
+    with_judge = None
     if plan_["with_judge"] is not None:
-        text += f", or {plan_['with_judge']} with this judge"
-        if total is not None:
-            text += f" scoring {total} {W.unit}(s)"
+        with_judge = (said(gettext_noop(", or %(n)s with this judge scoring %(total)s %(unit)s(s)"),
+                           n=plan_["with_judge"], total=total, unit=word(W.unit)) if total is not None else
+                      said(gettext_noop(", or %(n)s with this judge"), n=plan_["with_judge"]))
     elif plan_.get("with_judge_unlimited") is not None:
-        text += (f", more than the {total} {W.unit}(s) in scope: not reachable there even with the judge (were "
-                 f"the judge to score more {W.units}, {plan_['with_judge_unlimited']} {W.rater}-labelled ones would "
-                 "do)")
-    return text + "."
+        with_judge = said(gettext_noop(", more than the %(total)s %(unit)s(s) in scope: not reachable there even "
+                                       "with the judge (were the judge to score more %(units)s, %(n)s "
+                                       "%(rater)s-labelled ones would do)"),
+                          total=total, unit=word(W.unit), units=word(W.units), n=plan_["with_judge_unlimited"],
+                          rater=word(W.rater))
+    if with_judge is None:
+        return said(gettext_noop("%(what)s: %(h)s needs %(n)s %(rater)s-labelled %(unit)s(s) alone."), what=what, h=h,
+                    n=alone, rater=word(W.rater), unit=word(W.unit))
+    return said(gettext_noop("%(what)s: %(h)s needs %(n)s %(rater)s-labelled %(unit)s(s) alone%(with_judge)s."),
+                what=what, h=h, n=alone, rater=word(W.rater), unit=word(W.unit), with_judge=with_judge)
 
 
 def plan(scores: Scores, *, scope: str | None = None, half_width: float | None = None,
@@ -632,14 +753,22 @@ def plan(scores: Scores, *, scope: str | None = None, half_width: float | None =
             total = int(m["judged"].sum()) if totals is None else int(totals.get(model, 0))
             pilots[model] = (y, yhat, total or None)
             result = ppi.sample_size(y, yhat, h, n_total=total or None, alpha=alpha)
-            rows.append({"model": model, **result,
-                         "text": _plan_sentence(s, h, result, total or None, f"{model}'s score", scores.words)})
+            row = {"model": model, **result, "text": None}
+            put(row, "text", _plan_sentence(s, h, result, total or None,
+                                            said(gettext_noop("%(model)s's score"), model=model), scores.words))
+            rows.append(row)
         pairs_out = []
         for a, b in itertools.combinations(scores.model_names, 2):
             result = ppi.difference_sample_size([pilots[a], pilots[b]], h, alpha=alpha)
             total = min((t for t in (pilots[a][2], pilots[b][2]) if t), default=None)
-            pairs_out.append({"a": a, "b": b, **result,
-                              "text": _plan_sentence(s, h, result, total, f"{a} - {b} (per model)", scores.words)})
-        out["scopes"].append({"scope": s.key, "name": s.name, "unit": s.unit, "half_width": h, "models": rows,
-                              "differences": pairs_out})
+            row = {"a": a, "b": b, **result, "text": None}
+            put(row, "text", _plan_sentence(s, h, result, total,
+                                            said(gettext_noop("%(a)s - %(b)s (per model)"), a=a, b=b), scores.words))
+            pairs_out.append(row)
+        entry = {"scope": s.key, "name": s.name, "unit": s.unit, "half_width": h, "models": rows,
+                 "differences": pairs_out}
+        name = s.name_said()
+        if isinstance(name, Said):
+            put(entry, "name", name)
+        out["scopes"].append(entry)
     return out

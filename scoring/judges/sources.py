@@ -25,7 +25,7 @@ from django.db.models import Count
 from django.utils.translation import gettext_noop
 
 from core.stats import juries as jury_stats
-from scoring.reports.sentences import KEY, Said, joined, put, said
+from scoring.reports.sentences import KEY, Said, joined, put, said, unstored
 
 
 def is_jury(source: Any) -> bool:
@@ -144,7 +144,7 @@ def _cost(amount: float | None, currency: str, why: Said | None) -> dict[str, An
 def _why(cost: dict[str, Any]) -> Said | str:
     """Why a cost is unknown, as its sentence (a cost stored before the sentences were: its English)."""
     stored = (cost.get(KEY) or {}).get("why")
-    return Said(stored["msgid"], stored["params"]) if stored else cost["why"]
+    return unstored(stored) if stored else cost["why"]
 
 
 def sum_costs(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -137,6 +137,24 @@ def _stored(value: Any) -> Any:
     return value
 
 
+def unstored(sentence: Mapping[str, Any]) -> Said:
+    """A stored sentence (:meth:`Said.stored`) as a builder's again, to put it inside another sentence."""
+    return Said(sentence["msgid"], {name: _unstored(value) for name, value in (sentence.get("params") or {}).items()})
+
+
+def _unstored(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    if "sentence" in value:
+        return unstored(value["sentence"])
+    if "join" in value:
+        return joined([_unstored(part) for part in value["join"]], value.get("sep", ""))
+    if "verdict" in value:  # its English words are not stored: its key stands for them
+        return verdict(value["verdict"], value["verdict"], value.get("raters", ""))
+    (tag, inner), = value.items()
+    return Tagged(tag, inner)
+
+
 def texts(sentences: Sequence[Said]) -> list[str]:
     return [s.text for s in sentences]
 
@@ -195,3 +213,13 @@ NO_UNCERTAINTY = _w(gettext_noop("The judge recorded no uncertainty (no log-prob
 UNCERTAINTY_UNLABELLED = _w(gettext_noop("No judge answer with an uncertainty has %(raters)s' labels yet."))
 UNCERTAINTY_NO_HELP = _w(gettext_noop("Disagreement does not rise with the judge's uncertainty: it would not help "
                                       "choose what %(raters)s label."))
+OUTSIDE_POPULATION = _w(gettext_noop("%(n)s %(rater)s-labelled %(unit)s(s) are outside the population (left the "
+                                     "campaign's scope, or outside the sample's frame) and are left out of the model "
+                                     "estimates."))
+NOT_DRAWN_AT_RANDOM = _w(gettext_noop("These %(units)s were not drawn at random: the interval describes them, not "
+                                      "necessarily the model's corpus."))
+NO_JUDGE_SCORE = _w(gettext_noop("%(n)s %(rater)s-labelled %(unit)s(s) have no judge score on every item of this "
+                                 "scope and are left out of PPI++."))
+DRAWN_UNLABELLED = _w(gettext_noop("%(n)s drawn %(unit)s(s) have no finished %(rater)s label and count as not drawn: "
+                                   "the estimate stays valid only if what is left undone is unrelated to the "
+                                   "%(units)s' quality (skips are not)."))

@@ -22,8 +22,8 @@ from scoring.judges.report.verdicts import acceptance_rule_said
 from scoring.judges.sources import judge_frame, judged_codes
 from scoring.judges.sources import scale_version_id as run_scale_version_id
 from scoring.judges.verdicts import VerdictSettings
-from scoring.reports.agreement import EXTREME_PREVALENCE, mixed_replicate_warning
 from scoring.reports import sentences
+from scoring.reports.agreement import EXTREME_PREVALENCE, mixed_replicate_warning
 from scoring.reports.sentences import KEY, put, said, word
 from scoring.reports.wording import Words, words_for
 

@@ -21,7 +21,6 @@ from scoring.judges.report.common import (
     UNRELIABLE,
     WEIGHTED_KAPPA,
     _answer,
-    _floor_band,
     _fmt_ci,
     _fmt_signed_ci,
     _percents,

@@ -466,6 +466,20 @@ def _computed(client, url: str, kind) -> None:
         jobs.execute(job.pk)
 
 
+def _sentence_parts(body: str) -> list[str]:
+    """The parts of a judge report or selection page that show the sentences its computation stored: the summary
+    with the verdict rule and the model differences, the verdicts, the model estimates (without their methods,
+    checked with every methods text), the selection's candidates with a jury's rule and an unknown cost, and its
+    choices."""
+    parts = re.findall(r'<section class="card" data-testid="(?:judge|selection)-summary".*?</section>'
+                       r'|<table class="stats verdicts".*?</table>'
+                       r'|<section class="card" id="model-estimates".*?</section>'
+                       r'|<table class="stats wraps" data-testid="selection-candidates">.*?</table>'
+                       r'|<section class="card" data-testid="selection-item".*?</p>', body, re.S)
+    return [re.sub(r'<details><summary>[^<]*</summary><p>[^<]*</p></details>\s*</section>$', "</section>", p)
+            for p in parts]
+
+
 @pytest.mark.parametrize("name", ["judge-run-report", "judge-selection"])
 def test_a_computed_judge_report_and_selection_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, name):
     """The judge report's verdicts with their reasons, its ranking sentence, and the selection's summary and choices:
@@ -484,18 +498,26 @@ def test_a_computed_judge_report_and_selection_in_the_pseudo_locale(client, worl
     client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
     body = client.get(url).content.decode()
     assert shown in body, list(Job.unscoped.filter(kind=kind).values_list("status", "error"))
-    # the parts that show these sentences (the page's other computed parts -- the model estimates, the methods --
-    # are not checked here)
-    parts = re.findall(r'<section class="card" data-testid="(?:judge|selection)-summary".*?</section>'
-                       r'|<table class="stats verdicts".*?</table>'
-                       r'|<section class="card" data-testid="selection-item".*?</p>', body, re.S)
+    parts = _sentence_parts(body)
     assert parts and any("reasons" in p or "selection-summary" in p for p in parts)
+    if name == "judge-run-report":
+        assert any('data-testid="model-estimates"' in p and 'data-testid="lambda-note"' in p for p in parts)
+        assert any('data-testid="summary-model-differences"' in p for p in parts)
+    else:
+        assert any('data-testid="selection-candidates"' in p and "jury" in p for p in parts)
     problems = pseudo_locale.untranslated("<html><body>" + "\n".join(parts) + "</body></html>", data)
     assert not problems, "text outside gettext:\n" + "\n".join(problems)
+    # no sentence marked English but the statistics modules' own warnings (checked with those)
+    assert 'lang="en"' not in re.sub(r'<p class="muted" role="note".*?</p>|<span class="undefined"[^>]*>', "",
+                                     "".join(parts))
     client.cookies[LANGUAGE_COOKIE] = "zh-hans"
-    chinese = client.get(url).content.decode()
+    chinese = "\n".join(_sentence_parts(client.get(url).content.decode()))
     english_sentences = ("item(s) have both a judge", "candidate(s) were tried", "the judge orders the",
-                         "No better than a constant answer", "Non-inferiority not shown")
+                         "No better than a constant answer", "Non-inferiority not shown", "Per item, in this order",
+                         "PPI++ scores over", "No PPI++ estimate", "No PPI++ ranking", "percentage points",
+                         "the weight PPI++ gives", "labelled dialogue(s) alone", "more physician-labelled",
+                         "scores higher", "no difference shown", "had no prices", "imported without prices",
+                         "of the members' answers", "majority vote of the members", "All binary items")
     assert not [s for s in english_sentences if s in chinese]
 
 

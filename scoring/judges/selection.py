@@ -65,6 +65,8 @@ class Candidate:
     seconds: float | None
     virtual: bool = False
     rule: Said | None = None
+    name_said: Said | None = None  # the name as a sentence for the pages (:mod:`scoring.reports.sentences`)
+    members_said: list[Said] = field(default_factory=list)
     n_dialogues: int = field(init=False, default=0)
 
     def __post_init__(self):
@@ -112,9 +114,10 @@ def load_candidates(corpus, version_id: int, *, juries: Sequence | None = None, 
             .select_related("config", "corpus").order_by("pk") if sources.scale_version_id(run) == version_id]
     grids = sources.item_grids(version_id)
     frames = {run.pk: sources.run_frame(run)[0] for run in runs}
-    out = [Candidate(key=f"run:{run.pk}", name=f"{run.name} (run {run.pk})", kind="run",
-                     members=[f"run {run.pk}"], frame=frames[run.pk], units_by_item=run_units_by_item(run),
-                     cost=sources.run_cost(run), seconds=sources.run_seconds(run)) for run in runs]
+    out = [Candidate(key=f"run:{run.pk}", name=_run_name(run).text, kind="run",
+                     members=[_member(run).text], frame=frames[run.pk], units_by_item=run_units_by_item(run),
+                     cost=sources.run_cost(run), seconds=sources.run_seconds(run), name_said=_run_name(run),
+                     members_said=[_member(run)]) for run in runs]
     if all_juries is None:
         all_juries = len(runs) <= MAX_RUNS_FOR_ALL_JURIES
     if all_juries:
@@ -123,10 +126,11 @@ def load_candidates(corpus, version_id: int, *, juries: Sequence | None = None, 
             for group in itertools.combinations(runs, size):
                 frame, units = _jury_of([frames[r.pk] for r in group], grids, rule, tie, rounded)
                 times = [sources.run_seconds(r) for r in group]
+                name = said(gettext_noop("jury of runs %(runs)s"), runs=", ".join(str(r.pk) for r in group))
                 out.append(Candidate(
-                    key="jury:" + "+".join(str(r.pk) for r in group),
-                    name="jury of runs " + ", ".join(str(r.pk) for r in group), kind="jury",
-                    members=[f"run {r.pk}" for r in group], frame=frame, units_by_item=units,
+                    key="jury:" + "+".join(str(r.pk) for r in group), name=name.text, kind="jury",
+                    members=[_member(r).text for r in group], frame=frame, units_by_item=units,
+                    name_said=name, members_said=[_member(r) for r in group],
                     cost=sources.sum_costs([sources.run_cost(r) for r in group]),
                     seconds=None if any(t is None for t in times) else float(sum(times)), virtual=True,
                     rule=sources.rule_said(rule, tie, rounded)))
@@ -136,11 +140,21 @@ def load_candidates(corpus, version_id: int, *, juries: Sequence | None = None, 
         members = jury.member_runs()
         member_frames = [frames.get(r.pk) if r.pk in frames else sources.run_frame(r)[0] for r in members]
         frame, units = _jury_of(member_frames, grids, jury.rule, jury.tie_rule, jury.round_to_grid)
-        out.append(Candidate(key=f"jury:{jury.pk}", name=f"{jury.name} (jury {jury.pk})", kind="jury",
-                             members=[f"run {r.pk}" for r in members], frame=frame, units_by_item=units,
+        name = said(gettext_noop("%(name)s (jury %(pk)s)"), name=jury.name, pk=jury.pk)
+        out.append(Candidate(key=f"jury:{jury.pk}", name=name.text, kind="jury", name_said=name,
+                             members=[_member(r).text for r in members], members_said=[_member(r) for r in members],
+                             frame=frame, units_by_item=units,
                              cost=sources.cost(jury), seconds=sources.seconds(jury),
                              rule=sources.rule_said(jury.rule, jury.tie_rule, jury.round_to_grid)))
     return out
+
+
+def _run_name(run) -> Said:
+    return said(gettext_noop("%(name)s (run %(pk)s)"), name=run.name, pk=run.pk)
+
+
+def _member(run) -> Said:
+    return said(gettext_noop("run %(pk)s"), pk=run.pk)
 
 
 def split_dialogues(dialogues: Sequence[int], share: float, seed: int) -> tuple[list[int], list[int]]:
@@ -249,6 +263,10 @@ def _candidate_dict(c: Candidate) -> dict[str, Any]:
            "currency": c.cost["currency"], "cost_note": c.cost["why"], "cost_per_1000": c.per_thousand(c.cost["cost"]),
            "seconds": c.seconds, "seconds_per_1000": c.per_thousand(c.seconds)}
     said_here = {}
+    if c.name_said:
+        said_here["name"] = c.name_said.stored()
+    if c.members_said and len(c.members_said) == len(c.members):
+        said_here["members"] = [m.stored() for m in c.members_said]
     if c.rule:
         said_here["rule"] = c.rule.stored()
     if (c.cost.get(KEY) or {}).get("why"):
@@ -277,13 +295,15 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
             entry["choice"] = {"key": c.key, "name": c.name, "confirmed": pick["confirmed"],
                                "held_out": held, "selection": pick["selection"]}
             if pick["confirmed"]:
-                choice = said(gettext_noop("%(candidate)s: confirmed on the held-out dialogues"), candidate=c.name)
+                choice = said(gettext_noop("%(candidate)s: confirmed on the held-out dialogues"),
+                              candidate=c.name_said or c.name)
             elif held:
                 choice = said(gettext_noop("%(candidate)s: not confirmed on the held-out dialogues (%(verdict)s)"),
-                              candidate=c.name, verdict=verdict_said(held["outcome"], held["verdict"], W.raters))
+                              candidate=c.name_said or c.name,
+                              verdict=verdict_said(held["outcome"], held["verdict"], W.raters))
             else:
                 choice = said(gettext_noop("%(candidate)s: not confirmed on the held-out dialogues (no held-out "
-                                           "data)"), candidate=c.name)
+                                           "data)"), candidate=c.name_said or c.name)
         entry["choice_text"] = choice.text
         entry[KEY] = {"choice_text": choice.stored()}
         items.append(entry)
@@ -298,7 +318,8 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
         per_k = c.per_thousand(c.cost["cost"])
         unknown |= per_k is None
         total += per_k or 0.0
-        lines.append(said(gettext_noop("use %(candidate)s for item(s) %(items)s"), candidate=c.name,
+        lines.append(said(gettext_noop("use %(candidate)s for item(s) %(items)s"),
+                          candidate=c.name_said or c.name,
                           items=", ".join(item_codes)))
     n_none = sum(1 for e in items if not (e["choice"] and e["choice"]["confirmed"]))
     currency = next((by_key[k].cost["currency"] for k in use), "")

@@ -693,6 +693,10 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
         "citation": CITATION,
         "warnings": list(scores.warnings),
     }
+    if sample is not None:
+        described = _sample_said(sample, W)
+        if described.text == out["sample"]["text"]:  # the same words as annotation.sampling writes
+            out["sample"].setdefault(KEY, {})["text"] = described.stored()
     put(out, "reason", reason if scores.scopes else said(gettext_noop("No scored item was judged: nothing to "
                                                                       "estimate.")))
     put(out, "lambda_text", lambda_said(scores.words))
@@ -703,6 +707,41 @@ def model_estimates(run, campaign: Campaign, *, alpha: float = ALPHA, scores: Sc
 # ---------------------------------------------------------------------------------------------------------------
 # planner
 # ---------------------------------------------------------------------------------------------------------------
+def _sample_said(sample: RandomSample, W: Words) -> Said:
+    """:func:`annotation.sampling.describe` as a sentence (its message ids) for the pages."""
+    who = sample.created_by.username if sample.created_by else said(gettext_noop("the system"))
+    when = f"{sample.created_at:%Y-%m-%d}"
+    population = len(sample.population)
+    if sample.kind == RandomSample.Kind.ACTIVE:
+        rule = sample.rule or {}
+        unrecorded = said(gettext_noop("not recorded"))
+
+        def value(key: str) -> Any:
+            found = rule.get(key)
+            return f"{found:.3g}" if isinstance(found, int | float) else unrecorded
+
+        return said(gettext_noop(
+            "An active sample: %(size)s of the %(population)s %(units)s in scope, each drawn independently with its "
+            "own probability (budget %(budget)s, uniform share %(share)s, minimum probability %(pi_min)s, following "
+            "the uncertainty of judge run %(run)s), seed %(seed)s, by %(who)s on %(when)s; anyone can draw it again "
+            "from the stored probabilities and the seed."), size=sample.size, population=population,
+            units=word(W.units), budget=value("budget"), share=value("uniform_share"), pi_min=value("pi_min"),
+            run=f"#{rule['run_id']}" if rule.get("run_id") else unrecorded, seed=sample.seed, who=who, when=when)
+    if sample.kind == RandomSample.Kind.DECLARED:
+        return said(gettext_noop(
+            "Declared by %(who)s on %(when)s: the imported labels of %(size)s %(unit)s(s) come from a random sample "
+            "of the %(population)s %(units)s in scope (the analyst's declaration, not checked here)."), who=who,
+            when=when, size=sample.size, unit=word(W.unit), population=population, units=word(W.units))
+    per_model = joined([said(gettext_noop("%(name)s %(sample)s of %(population)s"), name=name, sample=s["sample"],
+                             population=s["population"]) for name, s in sample.strata.items()], ", ")
+    how = (said(gettext_noop("within each %(model)s (%(per_model)s)"), model=word(W.model), per_model=per_model)
+           if sample.stratified else said(gettext_noop("from all of them")))
+    return said(gettext_noop("A random sample of %(size)s of the %(population)s %(units)s in scope, drawn %(how)s "
+                             "with seed %(seed)s by %(who)s on %(when)s; anyone can draw it again from the seed."),
+                size=sample.size, population=population, units=word(W.units), how=how, seed=sample.seed, who=who,
+                when=when)
+
+
 def _plan_sentence(scope: Scope, half_width: float, plan_: dict, total: int | None, what: Said,
                    words: dict | None = None) -> Said:
     W = Words(words or None)

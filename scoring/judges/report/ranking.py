@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext_noop
 
 from core import stats
 from core.stats import weighted_sums
 from scoring.judges.report.common import _TOL, _f
 from scoring.judges.report.figures import ItemData, ReportContext, _figure
 from scoring.reports import sentences
-from scoring.reports.sentences import said, word
+from scoring.reports.sentences import Said, said, word
 
 
 def _model_score_columns(items: list[ItemData], models: np.ndarray
@@ -67,6 +68,17 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, (dx * dy).sum(axis=-1) / np.where(denominator > 0, denominator, 1), np.nan)
 
 
+def _scope_name(key: str, name: str) -> Said | None:
+    """A ranking scope's name as a sentence where the report wrote it (a dimension's name is the instrument's)."""
+    fixed = {"All binary items": gettext_noop("All binary items"),
+             "All criteria (scores rescaled to 0-1)": gettext_noop("All criteria (scores rescaled to 0-1)")}
+    if name in fixed:
+        return said(fixed[name])
+    if name == f"Item {key} (mean level)":
+        return said(gettext_noop("Item %(code)s (mean level)"), code=key)
+    return None
+
+
 def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_model: dict[int, str],
                   settings: ReportContext) -> dict:
     """Does the judge order the doctor models as the physicians do?  Kendall's tau-b between the per-model scores
@@ -100,6 +112,9 @@ def model_ranking(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_m
             j_scores = (judge @ onehot) / cell_counts
         entry = {"scope": key, "name": name, "physicians": [_f(v) for v in h_scores],
                  "judge": [_f(v) for v in j_scores]}
+        name_said = _scope_name(key, name)
+        if name_said is not None:
+            entry.setdefault(sentences.KEY, {})["name"] = name_said.stored()
         defined = np.isfinite(h_scores) & np.isfinite(j_scores)
         reasons = []
         value = None

@@ -6,11 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext_noop
 
 from core import stats
 from core.stats import weighted_sums
 from scoring.judges.report.common import _f
 from scoring.judges.report.figures import ItemData, ReportContext
+from scoring.reports import sentences
+from scoring.reports.sentences import said
 
 
 def _criterion_scores(items: list[ItemData], in_model: np.ndarray, settings: ReportContext | None,
@@ -101,6 +104,8 @@ def model_scores(items: list[ItemData], dialogue_ids: Sequence[int], dialogue_mo
                                           "n_items": len(binary), "n_dialogues": int(any_dialogue.sum()),
                                           "n_cells": cells, "human_pct": human, "judge_pct": judge,
                                           "difference_pct": None if human is None or judge is None else judge - human}
+            entry["dimensions"]["all"][sentences.KEY] = {
+                "name": said(gettext_noop("All binary items (the Average column of Table 6)")).stored()}
         if overall is not None:
             mask = overall.compared() & in_model
             vals = np.asarray(overall.values, dtype=float)

@@ -159,7 +159,9 @@ def _floor_said(floor: float) -> Said:
     from core import stats
 
     found = stats.band_at(floor, "landis_koch")
-    return said(gettext_noop("%(band)s agreement, %(range)s on Landis & Koch's bands"), band=band(found["text"]),
+    where = (said(gettext_noop("the start of '%(band)s'"), band=band(found["label"])) if found["at_start"] else
+             said(gettext_noop("inside '%(band)s'"), band=band(found["label"])))
+    return said(gettext_noop("%(band)s agreement, %(range)s on Landis & Koch's bands"), band=where,
                 range=found["range"])
 
 

@@ -85,7 +85,7 @@ def ranking_of(differences: list[tuple[str, str, float, float, float]]) -> str:
     entries = []
     for a, b, value, low, high in differences:
         ppi = {"value": value, "ci_low": low, "ci_high": high}
-        ppi["verdict"] = estimates._verdict(ppi, a, b)
+        ppi["verdict"] = estimates._verdict(ppi, a, b).text
         entries.append({"scope": "all", "a": a, "b": b, "ppi": ppi, "judge": {"verdict": ppi["verdict"]}})
     return estimates._ranking(scores, per_model, entries)["text"]
 

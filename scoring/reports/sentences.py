@@ -41,8 +41,9 @@ class Said:
 
     @property
     def text(self) -> str:
-        return self.msgid % {name: _english(value) for name, value in self.params.items()} if self.params \
-            else self.msgid
+        if not self.params and "%%" not in self.msgid:
+            return self.msgid
+        return self.msgid % {name: _english(value) for name, value in self.params.items()}
 
     def stored(self) -> dict[str, Any]:
         return {"msgid": self.msgid, "params": {name: _stored(value) for name, value in self.params.items()}}
@@ -174,3 +175,4 @@ RANKING_FEW_SCORED = _w(gettext_noop("Undefined: fewer than two models have scor
 RANKING_TIES = _w(gettext_noop("Undefined: every model has the same score on one side (all ties)."))
 UNDEFINED_HERE = _w(gettext_noop("Undefined for these data."))
 NO_GOLD_ANSWERS = _w(gettext_noop("no answers on gold items"))
+NO_ANSWERS = _w(gettext_noop("No answers."))

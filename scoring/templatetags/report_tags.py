@@ -111,7 +111,7 @@ def _undefined(warnings: list[str]) -> str:
     if not warnings:
         return format_html('<span class="undefined" title="{}">{}</span>', gettext("undefined for these data"),
                            gettext("undefined"))
-    english = "" if warnings_known(warnings) else ' lang="en"'
+    english = "" if warnings_known(warnings) else ' lang="en" data-source-language="en"'
     return format_html('<span class="undefined" title="{}"{}>{}</span>', said_warnings(warnings),
                        mark_safe(english), gettext("undefined"))
 

@@ -77,8 +77,8 @@ def in_language(sentence: Mapping[str, Any]) -> str:
     """A stored sentence in the active language (English: its English text)."""
     params = sentence.get("params") or {}
     translated = gettext(sentence["msgid"])
-    if not params:
-        return translated
+    if not params:  # a message id with "%%" is a format string all the same
+        return translated % {} if "%%" in sentence["msgid"] else translated
     return translated % {name: (said_share(value) if name == "share" else _shown(value))
                          for name, value in params.items()}
 

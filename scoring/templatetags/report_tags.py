@@ -105,7 +105,7 @@ def fig(figure, digits=3):
 @register.filter(name="undefined_because")
 def _undefined(warnings: list[str]) -> str:
     """"undefined" with the reason on hover: in the page's language where the report's or the statistics' sentence
-    is known (scoring/templatetags/sentence_tags.py), else in English and marked so (``lang="en"``)."""
+    is known (scoring/templatetags/sentence_tags.py), else in English and marked as computed English."""
     from scoring.templatetags.sentence_tags import said_warnings, warnings_known
 
     if not warnings:

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from core.stats import messages as M
 from core.stats._common import _num
 from core.stats.ppi import SMALL_N, _check, difference, ndtri, z_interval
 
@@ -244,32 +245,28 @@ def active_mean(y: Any, yhat: Any, pi: Any, labelled: Any, *, alpha: float = 0.0
                            "classical_se": None, "effective_n": None, "gain": None, "estimator": estimator,
                            "warnings": []}
     if n == 0:
-        out["warnings"].append("No physician-labelled dialogue in the active sample: the estimate needs some to "
-                               "measure the judge's error.")
+        out["warnings"].append(M.say(M.ACTIVE_NO_LABELS))
         return out
     if n < 2:
-        out["warnings"].append("The active estimate needs at least two physician-labelled dialogues.")
+        out["warnings"].append(M.say(M.ACTIVE_ONE_LABEL))
         return out
     if n == big_n:
-        out["warnings"].append("Every dialogue has physician labels: the judge adds nothing.")
+        out["warnings"].append(M.say(M.ACTIVE_ALL_LABELLED))
     figures = active_mean_arrays(y_, yhat_, pi_, lab, alpha=alpha, lam=lam, estimator=estimator,
                                  centred=centred, alternative=alternative)
     for key in ("value", "se", "ci_low", "ci_high", "lam", "offset", "classical_se"):
         out[key] = _num(figures[key])
     if float(np.var(yhat_)) <= _EPS:
-        out["warnings"].append("The judge gave every dialogue the same score: it carries no information and the "
-                               "estimate is the physicians' own (weighted by the sampling probabilities).")
+        out["warnings"].append(M.say(M.ACTIVE_CONSTANT_JUDGE))
     labelled_y, weights = y_[lab], 1.0 / pi_[lab]
     var_y = float(np.average((labelled_y - np.average(labelled_y, weights=weights)) ** 2, weights=weights))
     if var_y <= _EPS:
-        out["warnings"].append("Every physician-labelled dialogue has the same score: the interval may have "
-                               "(nearly) zero width, which overstates how certain the mean is.")
+        out["warnings"].append(M.say(M.ACTIVE_CONSTANT_LABELS))
     elif out["se"] is not None and out["se"] > _EPS:
         out["effective_n"] = var_y / out["se"] ** 2
         out["gain"] = out["effective_n"] - n
     if n < SMALL_N:
-        out["warnings"].append(f"Only {n} physician-labelled dialogues: a normal interval on fewer than "
-                               f"{SMALL_N} is rough.")
+        out["warnings"].append(M.say(M.FEW_LABELLED, n=n, limit=SMALL_N))
     return out
 
 
@@ -349,15 +346,14 @@ def sample_size(y: Any, yhat: Any, uncertainty_labelled: Any, uncertainty: Any, 
                            "uniform": None, "active": None, "base": None, "k": None, "rho": None,
                            "warnings": []}
     if not (y.size == yhat.size == u_lab.size) or y.size < 3 or u_all.size < 2:
-        out["warnings"].append("The pilot needs at least three labelled dialogues with judge scores and an "
-                               "uncertainty.")
+        out["warnings"].append(M.say(M.ACTIVE_PILOT_TOO_SMALL))
         return out
     if not (np.isfinite(y).all() and np.isfinite(yhat).all() and np.isfinite(u_lab).all()
             and np.isfinite(u_all).all()):
         raise ValueError("the pilot's scores and uncertainties must be finite numbers")
     var_y = float(y.var())
     if var_y <= _EPS:
-        out["warnings"].append("The pilot's physician scores do not vary: no sample size can be planned from it.")
+        out["warnings"].append(M.say(M.PILOT_NO_VARIATION))
         return out
     # the uniform design weighs every dialogue alike; the active one weighs the sure ones more (1 / pi), and the
     # estimator's lambda follows: the residuals of each design's weighted least-squares line
@@ -370,8 +366,7 @@ def sample_size(y: Any, yhat: Any, uncertainty_labelled: Any, uncertainty: Any, 
     out["base"], out["k"] = base_a, k_a
     errors, errors_active = base + k * u_all ** 2, base_a + k_a * u_all ** 2
     if k_a <= _EPS:
-        out["warnings"].append("On the pilot the judge's errors do not grow with its uncertainty: the active rule "
-                               "would not save labels.")
+        out["warnings"].append(M.say(M.ACTIVE_NO_GAIN))
     if np.ptp(u_lab) > _EPS and np.ptp(squared_active) > _EPS:
         from scipy.stats import spearmanr
 
@@ -398,7 +393,7 @@ def sample_size(y: Any, yhat: Any, uncertainty_labelled: Any, uncertainty: Any, 
         errors_active, sampling_probabilities(rule_u, n, uniform_share=uniform_share, pi_min=pi_min_factor * n / big_n),
         var_y))
     if out["n_pilot"] < SMALL_N:
-        out["warnings"].append(f"The pilot has only {out['n_pilot']} labelled dialogues: the plan is rough.")
+        out["warnings"].append(M.say(M.PILOT_ROUGH, n=out["n_pilot"]))
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.stats import messages as M
 from core.stats._common import _EPS, _fmt_names, _frame, _label, _nan, _num, _numeric_frame
 from core.stats.kernels import (
     _as_number,
@@ -80,33 +81,31 @@ def icc(df: pd.DataFrame, targets: str, raters: str, ratings: str) -> dict:
     data = data.dropna(subset=["t", "r"])
     dups = int(data.duplicated(["t", "r"]).sum())
     if dups:
-        warns.append(f"{dups} duplicate target x rater row(s) were averaged.")
+        warns.append(M.say(M.ICC_DUPLICATES, n=dups))
     if data.empty:
-        warns.append("ICC is undefined: no ratings.")
+        warns.append(M.say(M.ICC_NO_RATINGS))
         return out
     values, rater_names = _wide_ratings(data)
     complete = ~np.isnan(values).any(axis=1)
     if not complete.all():
         values = values[complete]
-        warns.append(f"{int((~complete).sum())} target(s) without a rating from every rater "
-                     "were removed (listwise deletion; ICC needs a complete design).")
+        warns.append(M.say(M.ICC_INCOMPLETE, n=int((~complete).sum())))
     n, k = values.shape
     out["n_targets"], out["n_raters"] = int(n), int(k)
     if k < 2:
-        warns.append(f"ICC is undefined: at least two raters are required (got {k}).")
+        warns.append(M.say(M.ICC_TWO_RATERS, n=k))
         return out
     if n < 2:
-        warns.append(f"ICC is undefined: at least two targets are required (got {n}).")
+        warns.append(M.say(M.ICC_TWO_TARGETS, n=n))
         return out
     if np.ptp(values) == 0:
-        warns.append("ICC is undefined: no variation (every rating is identical).")
+        warns.append(M.say(M.ICC_NO_VARIATION))
         return out
     flat_raters = [str(c) for c, v in zip(rater_names, np.ptp(values, axis=0), strict=True) if v == 0]
     if flat_raters:
-        warns.append(f"Zero-variance rater(s) {_fmt_names(flat_raters)} gave the same rating "
-                     "to every target.")
+        warns.append(M.say(M.ICC_FLAT_RATERS, names=_fmt_names(flat_raters)))
     if np.ptp(values.mean(axis=1)) == 0:
-        warns.append("All targets have the same mean rating (no between-target variance).")
+        warns.append(M.say(M.ICC_SAME_MEANS))
 
     forms = icc_kernel(values)
     inf_f = False
@@ -117,11 +116,9 @@ def icc(df: pd.DataFrame, targets: str, raters: str, ratings: str) -> dict:
         out[name] = {"icc": _num(row["icc"]), "f": f_val, "df1": int(row["df1"]), "df2": int(row["df2"]),
                      "p": _num(row["p"]), "ci_low": _num(row["ci_low"]), "ci_high": _num(row["ci_high"])}
     if inf_f:
-        warns.append("F is infinite (zero residual / within-target variance); F, p and "
-                     "some CIs are reported as undefined.")
+        warns.append(M.say(M.ICC_F_INFINITE))
     if any((out[f]["icc"] is not None and out[f]["icc"] < 0) for f in ICC_FORMS):
-        warns.append("Negative ICC estimate(s): between-target variance is smaller than "
-                     "error variance.")
+        warns.append(M.say(M.ICC_NEGATIVE))
     return out
 
 
@@ -160,29 +157,25 @@ def krippendorff_alpha_detail(data: Any, level: str = "nominal",
         arr = np.where(codes < 0, np.nan, codes).astype(float)
         domain = np.arange(len(cats), dtype=float) if value_domain is not None else None
     if arr.size == 0:
-        warns.append("Krippendorff's alpha is undefined: empty input.")
+        warns.append(M.say(M.ALPHA_EMPTY))
         return out
     if arr.shape[0] < 2:
-        warns.append("Krippendorff's alpha is undefined: only one rater (coder).")
+        warns.append(M.say(M.ALPHA_ONE_RATER))
         return out
     present = ~np.isnan(arr)
     pairable_units = present.sum(axis=0) >= 2
     pairable = arr[:, pairable_units][present[:, pairable_units]]
     out["n_pairable"] = int(pairable.size)
     if pairable.size == 0:
-        warns.append("Krippendorff's alpha is undefined: no unit was rated by two or more "
-                     "raters (no pairable values).")
+        warns.append(M.say(M.ALPHA_NOT_PAIRABLE))
         return out
     if np.unique(pairable).size < 2:
-        warns.append("Krippendorff's alpha is undefined: no variation -- every pairable "
-                     f"value is {_label(pairable[0])!r}, so expected disagreement is 0 "
-                     "(0/0).")
+        warns.append(M.say(M.ALPHA_NO_VARIATION, value=repr(_label(pairable[0]))))
         return out
     flat = [str(name) for name, row in zip(df.index, arr, strict=True)
             if np.sum(~np.isnan(row)) > 1 and np.unique(row[~np.isnan(row)]).size == 1]
     if flat:
-        warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} gave the same value to every "
-                     "unit they rated.")
+        warns.append(M.say(M.ALPHA_FLAT_RATERS, names=_fmt_names(flat)))
     import krippendorff
 
     try:
@@ -191,11 +184,11 @@ def krippendorff_alpha_detail(data: Any, level: str = "nominal",
             value = krippendorff.alpha(reliability_data=arr, value_domain=domain,
                                        level_of_measurement=level)
     except (ValueError, ZeroDivisionError) as exc:
-        warns.append(f"Krippendorff's alpha is undefined: {exc}")
+        warns.append(M.say(M.ALPHA_FAILED, reason=exc))
         return out
     out["value"] = _num(value)
     if out["value"] is None:
-        warns.append("Krippendorff's alpha is undefined for these data (0/0).")
+        warns.append(M.say(M.ALPHA_UNDEFINED))
     return out
 
 
@@ -244,9 +237,9 @@ def cohen_kappa_detail(a: Any, b: Any, weights: str | None = None,
     out = {"value": None, "warnings": warns, "n": int(ca.size), "po": None, "pe": None,
            "categories": cats}
     if dropped:
-        warns.append(f"{dropped} pair(s) with a missing rating were dropped.")
+        warns.append(M.say(M.PAIRS_DROPPED, n=dropped))
     if ca.size == 0:
-        warns.append("Cohen's kappa is undefined: no subject rated by both raters.")
+        warns.append(M.say(M.COHEN_NO_PAIR))
         return out
     q = len(cats)
     table = np.zeros((q, q))
@@ -259,15 +252,11 @@ def cohen_kappa_detail(a: Any, b: Any, weights: str | None = None,
     used_b = sorted({cats[i] for i in np.unique(cb)}, key=cats.index)
     w = _disagreement_weights(q, weights)
     if (np.outer(row, col) * w).sum() <= _EPS:
-        warns.append("Cohen's kappa is undefined: no variation -- both raters gave every "
-                     f"subject the same rating ({used_a[0]!r}), so chance agreement is 1 "
-                     "(0/0). Percent agreement and Gwet's AC1 remain defined.")
+        warns.append(M.say(M.COHEN_NO_VARIATION, value=repr(used_a[0])))
         return out
     for who, used in (("a", used_a), ("b", used_b)):
         if len(used) == 1:
-            warns.append(f"Rater {who} gave the same rating ({used[0]!r}) to every subject "
-                         "(zero variance); kappa is 0 by construction whatever the agreement "
-                         "-- see percent agreement / AC1.")
+            warns.append(M.say(M.COHEN_FLAT_RATER, rater=who, value=repr(used[0])))
     from statsmodels.stats.inter_rater import cohens_kappa
 
     with np.errstate(all="ignore"):
@@ -278,7 +267,7 @@ def cohen_kappa_detail(a: Any, b: Any, weights: str | None = None,
                                  return_results=False)
     out["value"] = _num(value)
     if out["value"] is None:
-        warns.append("Cohen's kappa is undefined for these data.")
+        warns.append(M.say(M.COHEN_UNDEFINED))
     return out
 
 
@@ -301,7 +290,7 @@ def _rater_table(data: Any, categories: Sequence[Any] | None
     table = count_table(codes, max(len(cats), 1))
     r = table.sum(axis=1)
     if (r == 0).any():
-        warns.append(f"{int((r == 0).sum())} subject(s) with no ratings were ignored.")
+        warns.append(M.say(M.SUBJECTS_UNRATED, n=int((r == 0).sum())))
         table = table[r > 0]
     return table, cats, warns, df
 
@@ -309,18 +298,17 @@ def _rater_table(data: Any, categories: Sequence[Any] | None
 def _multi_rater_precheck(table: np.ndarray, df: pd.DataFrame, name: str,
                           warns: list[str]) -> bool:
     if df.size == 0 or table.shape[0] == 0:
-        warns.append(f"{name} is undefined: empty input.")
+        warns.append(M.say(M.MULTI_EMPTY[name]))
         return False
     if df.shape[1] < 2:
-        warns.append(f"{name} is undefined: only one rater.")
+        warns.append(M.say(M.MULTI_ONE_RATER[name]))
         return False
     r = table.sum(axis=1)
     if not (r >= 2).any():
-        warns.append(f"{name} is undefined: no subject has two or more ratings.")
+        warns.append(M.say(M.MULTI_NOT_PAIRABLE[name]))
         return False
     if (r == 1).any():
-        warns.append(f"{int((r == 1).sum())} subject(s) with a single rating do not "
-                     "contribute to observed agreement.")
+        warns.append(M.say(M.SINGLE_RATINGS, n=int((r == 1).sum())))
     return True
 
 
@@ -360,14 +348,11 @@ def fleiss_kappa_detail(data: Any, categories: Sequence[Any] | None = None) -> d
     pe = float((pi * pi).sum())
     out["pa"], out["pe"] = _num(pa), _num(pe)
     if 1.0 - pe <= _EPS:
-        warns.append("Fleiss' kappa is undefined: no variation -- every rating is "
-                     f"{cats[int(np.argmax(pi))]!r}, so chance agreement is 1 (0/0). "
-                     "Percent agreement and Gwet's AC1 remain defined.")
+        warns.append(M.say(M.FLEISS_NO_VARIATION, value=repr(cats[int(np.argmax(pi))])))
         return out
     flat = _zero_variance_raters(df)
     if flat:
-        warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} gave the same rating to "
-                     "every subject.")
+        warns.append(M.say(M.SUBJECT_FLAT_RATERS, names=_fmt_names(flat)))
     r = table.sum(axis=1)
     if np.all(r == r[0]):
         from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss
@@ -375,8 +360,7 @@ def fleiss_kappa_detail(data: Any, categories: Sequence[Any] | None = None) -> d
         with np.errstate(all="ignore"):
             value = _sm_fleiss(table, method="fleiss")
     else:
-        warns.append("Unequal numbers of ratings per subject: Fleiss' kappa computed with "
-                     "Gwet's (2014) generalisation for missing ratings.")
+        warns.append(M.say(M.FLEISS_UNEQUAL))
         value = fleiss_kappa_counts(table)
     out["value"] = _num(value)
     return out
@@ -406,13 +390,10 @@ def gwet_ac1_detail(data: Any, categories: Sequence[Any] | None = None) -> dict:
     pe = float((pi * (1 - pi)).sum() / (q - 1)) if q >= 2 else 0.0
     out["pa"], out["pe"] = _num(pa), _num(pe)
     if int((pi > 0).sum()) == 1:
-        warns.append("All ratings are identical: chance agreement pe = 0 for any category "
-                     "set with q >= 2, so AC1 = 1.0 (Gwet 2008); kappa-type coefficients "
-                     "are undefined here.")
+        warns.append(M.say(M.AC1_IDENTICAL))
     flat = _zero_variance_raters(df)
     if flat and int((pi > 0).sum()) > 1:
-        warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} gave the same rating to "
-                     "every subject.")
+        warns.append(M.say(M.SUBJECT_FLAT_RATERS, names=_fmt_names(flat)))
     out["value"] = _num(gwet_ac1_counts(table))
     return out
 
@@ -471,30 +452,27 @@ def kendall_w(df: Any) -> dict:
         for name, row in data.loc[missing].iterrows():
             gaps = [str(c) for c, v in row.items() if pd.isna(v)]
             dropped.append(str(name))
-            warns.append(f"Rater {name} left out of Kendall's W: no rating for {_fmt_names(gaps, 5)} "
-                         "(W needs every rater to rank every object).")
+            warns.append(M.say(M.W_RATER_LEFT_OUT, rater=name, names=_fmt_names(gaps, 5)))
         out["dropped"] = dropped
         data = data.loc[~missing]
     m, n = data.shape
     out["n_raters"], out["n_objects"] = int(m), int(n)
     if m < 2:
-        warns.append(f"Kendall's W is undefined: at least two raters are required (got {m}).")
+        warns.append(M.say(M.W_TWO_RATERS, n=m))
         return out
     if n < 2:
-        warns.append(f"Kendall's W is undefined: at least two objects are required (got {n}).")
+        warns.append(M.say(M.W_TWO_OBJECTS, n=n))
         return out
     out["dof"] = int(n - 1)
     values = data.to_numpy(dtype=float)
     flat = [str(i) for i, v in zip(data.index, np.ptp(values, axis=1), strict=True) if v == 0]
     if len(flat) == m:
-        warns.append("Kendall's W is undefined: no variation -- every rater tied all "
-                     "objects (0/0).")
+        warns.append(M.say(M.W_NO_VARIATION))
         return out
     if flat:
-        warns.append(f"Zero-variance rater(s) {_fmt_names(flat)} tied all objects.")
+        warns.append(M.say(M.W_FLAT_RATERS, names=_fmt_names(flat)))
     if any(len(np.unique(row)) < n for row in values):
-        warns.append("Ties within raters: Kendall's W is given tie-corrected, and also without the "
-                     "correction.")
+        warns.append(M.say(M.W_TIES))
     from scipy.stats import rankdata
 
     rank_sums = rankdata(values, axis=1).sum(axis=0)
@@ -515,5 +493,5 @@ def kendall_w(df: Any) -> dict:
                 in ("punc", "pval"))
     out["w"], out["chi2"], out["p"] = _num(row["W"]), _num(row["Q"]), _num(row[pcol])
     if out["w"] is None:
-        warns.append("Kendall's W is undefined for these data.")
+        warns.append(M.say(M.W_UNDEFINED))
     return out

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.stats import messages as M
 from core.stats._common import LeaveOneOut, _num, _py
 from core.stats.formatting import short
 
@@ -33,10 +34,8 @@ def small_sample_warning(n: int, method: str, units: str = "dialogue(s)") -> str
     """The warning a report shows when fewer than :data:`SMALL_SAMPLE` units are resampled."""
     if n >= SMALL_SAMPLE:
         return None
-    advice = ("BCa intervals are used, which correct part of this, but read them as approximate" if method == "bca"
-              else "the percentile intervals shown tend to be too narrow; prefer BCa intervals")
-    return (f"Only {n} {units} are resampled (fewer than about {SMALL_SAMPLE}): bootstrap intervals are rough "
-            f"and {advice}.")
+    return M.say(M.SMALL_SAMPLE_BCA if method == "bca" else M.SMALL_SAMPLE_PERCENTILE, n=n, units=units,
+                 limit=SMALL_SAMPLE)
 
 
 def jackknife_freq(n: int) -> LeaveOneOut:
@@ -120,22 +119,20 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
            "confidence": float(confidence), "warnings": warns}
     dropped = total - finite.size
     if dropped:
-        warns.append(f"{dropped} of {total} bootstrap resample(s) gave an undefined statistic "
-                     "and were dropped.")
+        warns.append(M.say(M.RESAMPLES_DROPPED, n=dropped, total=total))
     if est is None:
-        warns.append("Estimate is undefined on the full sample; no confidence interval.")
+        warns.append(M.say(M.ESTIMATE_UNDEFINED))
         return out
     if finite.size < 2:
-        warns.append("Too few valid bootstrap resamples for a confidence interval.")
+        warns.append(M.say(M.TOO_FEW_RESAMPLES))
         return out
     if finite.size < 0.9 * total:
-        warns.append("More than 10% of resamples were undefined; the interval may be "
-                     "biased.")
+        warns.append(M.say(M.MANY_RESAMPLES_UNDEFINED))
     if float(finite.max() - finite.min()) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
         # Every resample gives the same value (e.g. perfect agreement, a constant judge): an interval [x, x] would
         # claim a precision the data cannot give.
         out["ci_note"] = NO_VARIATION
-        warns.append(f"All {finite.size} bootstrap resamples give {short(est)}: the 95% interval is {NO_VARIATION}.")
+        warns.append(M.say(M.RESAMPLES_ALL_SAME, n=finite.size, value=short(est)))
         return out
     if method == "bca":
         jack = np.asarray([np.nan if v is None else v for v in jackknife], dtype=float).ravel()
@@ -145,23 +142,20 @@ def bootstrap_summary(estimate: Any, values: Iterable[Any], *, confidence: float
             if np.isfinite(lo_q) and np.isfinite(hi_q):
                 if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
                     out["ci_note"] = NO_VARIATION
-                    warns.append(f"The BCa limits coincide at {short(lo_q)}: the interval is {NO_VARIATION}.")
+                    warns.append(M.say(M.BCA_LIMITS_COINCIDE, value=short(lo_q)))
                     return out
                 out["ci_low"], out["ci_high"] = _num(lo_q), _num(hi_q)
                 return out
-            warns.append("BCa limits are undefined (every resample falls on one side of the estimate); "
-                         "percentile interval shown.")
+            warns.append(M.say(M.BCA_LIMITS_UNDEFINED))
         else:
-            warns.append("BCa acceleration is undefined (the statistic is undefined when some dialogue is left "
-                         "out); percentile interval shown.")
+            warns.append(M.say(M.BCA_ACCELERATION_UNDEFINED))
         out["method"] = "percentile (BCa undefined)"
     lo_q, hi_q = np.percentile(finite, [50 * (1 - confidence), 50 * (1 + confidence)])
     if float(hi_q - lo_q) <= NO_VARIATION_TOL * max(1.0, abs(float(est))):
         # The middle 95% of the resamples give one value (a discrete statistic, e.g. a ranking that holds in nearly
         # every resample): no interval width to report either.
         out["ci_note"] = NO_VARIATION
-        warns.append(f"The middle {confidence:.0%} of the bootstrap resamples all give {short(lo_q)}: the "
-                     f"interval is {NO_VARIATION}.")
+        warns.append(M.say(M.MIDDLE_RESAMPLES_SAME, share=f"{confidence:.0%}", value=short(lo_q)))
         return out
     if method == "basic":
         lo_q, hi_q = 2 * est - hi_q, 2 * est - lo_q
@@ -247,7 +241,7 @@ def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
         n_boot = int(idx.shape[0])
     warns: list[str] = []
     if n == 0:
-        warns.append("Empty input: nothing to resample.")
+        warns.append(M.say(M.NOTHING_TO_RESAMPLE))
         return bootstrap_summary(None, [], confidence=confidence, method=method, seed=seed,
                                  n_resamples=n_boot, warnings=warns, jackknife=[])
 

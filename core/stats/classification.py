@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.stats import messages as M
 from core.stats._common import _label
 
 
@@ -29,7 +30,7 @@ def classification_report(judge: Any, reference: Any, positive: Any = 1) -> dict
     warns: list[str] = []
     keep = ~(pd.isna(j) | pd.isna(r))
     if (~keep).any():
-        warns.append(f"{int((~keep).sum())} pair(s) with a missing label were dropped.")
+        warns.append(M.say(M.LABEL_PAIRS_DROPPED, n=int((~keep).sum())))
     j, r = j[keep], r[keep]
     jp = np.array([x == positive for x in j], dtype=bool)
     rp = np.array([x == positive for x in r], dtype=bool)
@@ -46,13 +47,10 @@ def classification_report(judge: Any, reference: Any, positive: Any = 1) -> dict
         return num / den
 
     out = {
-        "accuracy": ratio(tp + tn, n, "Accuracy is undefined: no labelled pairs."),
-        "precision": ratio(tp, tp + fp, "Precision is undefined: the judge never predicted "
-                                        "the positive class (TP + FP = 0)."),
-        "recall": ratio(tp, tp + fn, "Recall is undefined: no positive case in the "
-                                     "reference (TP + FN = 0)."),
-        "f1": ratio(2 * tp, 2 * tp + fp + fn, "F1 is undefined: no positive label in either "
-                                              "judge or reference."),
+        "accuracy": ratio(tp + tn, n, M.say(M.ACCURACY_UNDEFINED)),
+        "precision": ratio(tp, tp + fp, M.say(M.PRECISION_UNDEFINED)),
+        "recall": ratio(tp, tp + fn, M.say(M.RECALL_UNDEFINED)),
+        "f1": ratio(2 * tp, 2 * tp + fp + fn, M.say(M.F1_UNDEFINED)),
         "positive_class": _label(positive),
         "n": n, "support": tp + fn, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
         "warnings": warns,

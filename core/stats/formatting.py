@@ -13,8 +13,11 @@ Pure: no Django.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
+
+from core.stats.messages import gettext_noop
 
 #: At most this many decimals more than asked for (beyond them the difference is noise).
 EXTRA_DIGITS = 3
@@ -126,12 +129,36 @@ def figure(fig: Any, digits: int = 2, *, scale: tuple[Any, Any] | None = None, s
     return estimate(value, fig.get("ci_low"), fig.get("ci_high"), digits, sign=sign, unit=unit, scale=scale)
 
 
+#: A share's English wording ("1,102 of 1,104 (99.8%)"): message ids a page says in its language (:func:`read_share`).
+SHARE = gettext_noop("%(count)s of %(total)s (%(percent)s)")
+SHARE_NO_TOTAL = gettext_noop("%(count)s of %(total)s")
+_SHARE = re.compile(r"^(?P<count>\d[\d,]*) of (?P<total>\d[\d,]*)(?: \((?P<percent>\d[\d.]*%)\))?$")
+
+
+def share_parts(count: int, total: int, digits: int = 1) -> dict[str, str]:
+    """The numbers of :func:`share` as written: ``count``, ``total`` and ``percent`` ("99.8%"; absent without a
+    total)."""
+    parts = {"count": f"{count:,}", "total": f"{total:,}"}
+    if total:
+        value = 100.0 * count / total
+        d = digits
+        while d < digits + EXTRA_DIGITS and (f"{value:.{d}f}" in (f"{100:.{d}f}", f"{0:.{d}f}")) and 0 < count < total:
+            d += 1
+        parts["percent"] = f"{value:.{d}f}%"
+    return parts
+
+
 def share(count: int, total: int, digits: int = 1) -> str:
     """"1,102 of 1,104 (99.8%)": a share with its counts, the percentage never rounded to 100% or 0% unless it is."""
-    if not total:
-        return f"{count:,} of {total:,}"
-    value = 100.0 * count / total
-    d = digits
-    while d < digits + EXTRA_DIGITS and (f"{value:.{d}f}" in (f"{100:.{d}f}", f"{0:.{d}f}")) and 0 < count < total:
-        d += 1
-    return f"{count:,} of {total:,} ({value:.{d}f}%)"
+    parts = share_parts(count, total, digits)
+    return (SHARE if "percent" in parts else SHARE_NO_TOTAL) % parts
+
+
+def read_share(text: str) -> tuple[str, dict[str, str]] | None:
+    """A share :func:`share` wrote, as its message id and numbers (for a page to say it in its language), else
+    None."""
+    found = _SHARE.match(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    parts = {name: value for name, value in found.groupdict().items() if value is not None}
+    return (SHARE if "percent" in parts else SHARE_NO_TOTAL), parts

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from core.stats import messages as M
+
 RULES = ("majority", "median", "mean")
 TIE_RULES = ("lower", "higher", "unscored")
 _TOL = 1e-9
@@ -106,7 +108,7 @@ def jurors_agreement(scores: np.ndarray, level: str = "nominal", value_domain: S
     unanimous = shared & (spread <= _TOL)
     n_shared = int(shared.sum())
     alpha = krippendorff_alpha_detail(x, level=level, value_domain=value_domain) if x.shape[0] >= 2 else {
-        "value": None, "warnings": ["Krippendorff's alpha is undefined: only one juror."]}
+        "value": None, "warnings": [M.say(M.ALPHA_ONE_JUROR)]}
     identical = n_shared > 0 and bool(unanimous[shared].all())
     return {"alpha": alpha["value"], "level": level, "warnings": list(alpha["warnings"]), "n_units": n_shared,
             "unanimous_share": (float(unanimous.sum() / n_shared) if n_shared else None), "identical": identical}

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from core.stats import messages as M
 from core.stats._common import _num, weighted_sums
 
 #: Limits of agreement: bias +- 1.96 SD (Bland & Altman 1986).
@@ -40,11 +41,11 @@ def bland_altman(first: Any, second: Any, *, confidence: float = 0.95) -> dict:
     out: dict[str, Any] = {key: None for key in keys}
     out.update({"n": n, "warnings": []})
     if n == 0:
-        out["warnings"].append("Bland-Altman is undefined: no pair with both values.")
+        out["warnings"].append(M.say(M.BLAND_ALTMAN_NO_PAIR))
         return out
     out["bias"] = _num(diff.mean())
     if n < 2:
-        out["warnings"].append("Bland-Altman limits are undefined: one pair only (no SD).")
+        out["warnings"].append(M.say(M.BLAND_ALTMAN_ONE_PAIR))
         return out
     from scipy.special import stdtrit  # scipy.stats.t.ppf, without importing scipy.stats (seconds)
 
@@ -59,7 +60,7 @@ def bland_altman(first: Any, second: Any, *, confidence: float = 0.95) -> dict:
                 "loa_high": _num(high), "loa_high_ci_low": _num(high - t * se_limit),
                 "loa_high_ci_high": _num(high + t * se_limit)})
     if sd == 0:
-        out["warnings"].append("Every difference is the same: the limits of agreement coincide with the bias.")
+        out["warnings"].append(M.say(M.BLAND_ALTMAN_SAME))
     return out
 
 

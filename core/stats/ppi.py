@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from core.stats import messages as M
 from core.stats._common import _num
 
 
@@ -156,20 +157,19 @@ def classical_mean(y: Sequence[float] | np.ndarray, *, alpha: float = 0.05, alte
     n = int(y.size)
     out: dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "se": None, "n": n, "warnings": []}
     if n == 0:
-        out["warnings"].append("No labelled dialogue: the mean is undefined.")
+        out["warnings"].append(M.say(M.MEAN_NO_LABELS))
         return out
     out["value"] = float(y.mean())
     if n < 2:
-        out["warnings"].append("An interval needs at least two dialogues.")
+        out["warnings"].append(M.say(M.MEAN_ONE_DIALOGUE))
         return out
     figures = classical_mean_arrays(y, alpha=alpha, alternative=alternative, ddof=ddof)
     out["se"] = float(figures["se"])
     out["ci_low"], out["ci_high"] = _limits(figures["ci_low"], figures["ci_high"])
     if figures["se"] <= _EPS:
-        out["warnings"].append("Every dialogue has the same score: the interval has zero width, which overstates "
-                               "how certain the mean is.")
+        out["warnings"].append(M.say(M.MEAN_NO_VARIATION))
     elif n < SMALL_N:
-        out["warnings"].append(f"Only {n} dialogues: a normal interval on fewer than {SMALL_N} is rough.")
+        out["warnings"].append(M.say(M.MEAN_FEW_DIALOGUES, n=n, limit=SMALL_N))
     return out
 
 
@@ -192,36 +192,31 @@ def ppi_mean(y: Sequence[float] | np.ndarray, yhat: Sequence[float] | np.ndarray
                            "n_unlabeled": big_n, "lam": None, "classical_se": None, "effective_n": None,
                            "gain": None, "warnings": []}
     if n == 0:
-        out["warnings"].append("No physician-labelled dialogue: PPI needs some to measure the judge's error.")
+        out["warnings"].append(M.say(M.PPI_NO_LABELS))
         return out
     if big_n == 0:
         classical = classical_mean(y, alpha=alpha, alternative=alternative)
         out.update({k: classical[k] for k in ("value", "ci_low", "ci_high", "se")}, lam=0.0,
                    classical_se=classical["se"], effective_n=float(n), gain=0.0)
-        out["warnings"] = ["Every dialogue the judge scored has physician labels: the judge adds nothing, and the "
-                           "estimate is the physicians' own.", *classical["warnings"]]
+        out["warnings"] = [M.say(M.PPI_ALL_LABELLED), *classical["warnings"]]
         return out
     if n < 2:
         out["value"] = _num(ppi_mean_arrays(y, yhat, yhat_unlabeled, alpha=alpha, lam=0.0)["value"])
-        out["warnings"].append("PPI++ needs at least two physician-labelled dialogues to measure the judge's "
-                               "error; the value shown is the single physician score.")
+        out["warnings"].append(M.say(M.PPI_ONE_LABEL))
         return out
     figures = ppi_mean_arrays(y, yhat, yhat_unlabeled, alpha=alpha, lam=lam, alternative=alternative)
     out["value"], out["se"] = _num(figures["value"]), _num(figures["se"])
     out["ci_low"], out["ci_high"] = _limits(figures["ci_low"], figures["ci_high"])
     out["lam"], out["classical_se"] = _num(figures["lam"]), _num(figures["classical_se"])
     if float(np.var(np.concatenate([yhat, yhat_unlabeled]))) <= _EPS:
-        out["warnings"].append("The judge gave every dialogue the same score: it carries no information, lambda "
-                               "is 0 and the estimate is the physicians' own.")
+        out["warnings"].append(M.say(M.PPI_CONSTANT_JUDGE))
     if out["se"] is not None and out["se"] > _EPS and out["classical_se"] is not None and out["classical_se"] > _EPS:
         out["effective_n"] = n * (out["classical_se"] / out["se"]) ** 2
         out["gain"] = out["effective_n"] - n
     elif out["classical_se"] is not None and out["classical_se"] <= _EPS:
-        out["warnings"].append("Every physician-labelled dialogue has the same score: the interval has zero width "
-                               "(it overstates how certain the mean is) and the judge's worth is undefined.")
+        out["warnings"].append(M.say(M.PPI_CONSTANT_LABELS))
     if n < SMALL_N:
-        out["warnings"].append(f"Only {n} physician-labelled dialogues: a normal interval on fewer than "
-                               f"{SMALL_N} is rough.")
+        out["warnings"].append(M.say(M.FEW_LABELLED, n=n, limit=SMALL_N))
     return out
 
 
@@ -321,12 +316,12 @@ def sample_size(y: Sequence[float] | np.ndarray, yhat: Sequence[float] | np.ndar
                            "physicians_only": None, "with_judge": None, "with_judge_unlimited": None,
                            "n_exact": None, "rho": None, "sd": None, "warnings": []}
     if y.size < 2:
-        out["warnings"].append("The pilot needs at least two physician-labelled dialogues with judge scores.")
+        out["warnings"].append(M.say(M.PILOT_TOO_SMALL))
         return out
     var_y, var_f, cov, rho = _moments(y, yhat)
     out["rho"], out["sd"] = rho, math.sqrt(var_y)
     if var_y <= _EPS:
-        out["warnings"].append("The pilot's physician scores do not vary: no sample size can be planned from it.")
+        out["warnings"].append(M.say(M.PILOT_NO_VARIATION))
         return out
     target = (half_width / ndtri(1 - alpha / 2.0)) ** 2
     n0 = var_y / target
@@ -342,10 +337,9 @@ def sample_size(y: Sequence[float] | np.ndarray, yhat: Sequence[float] | np.ndar
             if lam <= 1 and exact <= n_total:
                 out["n_exact"] = float(exact)
     if rho is None or rho <= 0:
-        out["warnings"].append("The judge's scores do not correlate positively with the physicians' in the pilot: "
-                               "it would not narrow the interval (lambda 0).")
+        out["warnings"].append(M.say(M.PILOT_NO_CORRELATION))
     if out["n_pilot"] < SMALL_N:
-        out["warnings"].append(f"The pilot has only {out['n_pilot']} labelled dialogues: the plan is rough.")
+        out["warnings"].append(M.say(M.PILOT_ROUGH, n=out["n_pilot"]))
     return out
 
 
@@ -364,13 +358,12 @@ def difference_sample_size(pilots: Sequence[tuple[Any, Any, int | None]], half_w
     for y, yhat, total in pilots:
         y, yhat = _vector(y, "y"), _vector(yhat, "yhat")
         if y.size < 2 or y.size != yhat.size:
-            out["warnings"].append("Each model's pilot needs at least two physician-labelled dialogues with judge "
-                                   "scores.")
+            out["warnings"].append(M.say(M.PILOTS_TOO_SMALL))
             return out
         var_y, var_f, cov, _ = _moments(y, yhat)
         parts.append((var_y, var_f, cov, None if total is None else int(total)))
     if sum(p[0] for p in parts) <= _EPS:
-        out["warnings"].append("The pilot's physician scores do not vary: no sample size can be planned from it.")
+        out["warnings"].append(M.say(M.PILOT_NO_VARIATION))
         return out
     target = (half_width / ndtri(1 - alpha / 2.0)) ** 2
     out["physicians_only"] = _classical_n(sum(p[0] for p in parts), target)

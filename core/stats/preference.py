@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from core.stats import messages as M
 from core.stats._common import _num, _py
 from core.stats.agreement import cohen_kappa_detail
 from core.stats.bootstrap import bootstrap_indices, bootstrap_summary
@@ -22,7 +23,7 @@ def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> dict:
     """Share with its Wilson score interval (statsmodels ``proportion_confint``); undefined for n = 0."""
     if n <= 0:
         return {"value": None, "ci_low": None, "ci_high": None, "n": 0,
-                "warnings": ["Undefined: no observations."]}
+                "warnings": [M.say(M.NO_OBSERVATIONS)]}
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(int(successes), int(n), alpha=1 - confidence, method="wilson")
@@ -97,16 +98,15 @@ def bradley_terry(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequen
                            "wins": None, "n": len(comps), "iterations": 0, "converged": False,
                            "warnings": warns}
     if len(sources) < 2:
-        warns.append("Bradley-Terry is undefined: fewer than two sources.")
+        warns.append(M.say(M.BT_FEW_SOURCES))
         return out
     wins, games = _bt_matrix(comps, sources)
     out["wins"] = {str(s): _num(w) for s, w in zip(sources, wins.sum(axis=1), strict=True)}
     if not comps:
-        warns.append("Bradley-Terry is undefined: no comparisons.")
+        warns.append(M.say(M.BT_NO_COMPARISONS))
         return out
     if not _connected_many(wins[None])[0]:
-        warns.append("Bradley-Terry is undefined: some source (or group of sources) never beats or ties the "
-                     "others, so its strength is 0 or infinite (Hunter 2004, assumption 1).")
+        warns.append(M.say(M.BT_NEVER_WINS))
         return out
     w = wins.sum(axis=1)
     p = np.full(len(sources), 1.0 / len(sources))
@@ -123,7 +123,7 @@ def bradley_terry(comparisons: Iterable[tuple[Any, Any, float]], sources: Sequen
             break
     out["iterations"] = iterations
     if not out["converged"]:
-        warns.append(f"The MM algorithm did not converge in {max_iter} iterations.")
+        warns.append(M.say(M.BT_NOT_CONVERGED, n=max_iter))
     logs = np.log(p)
     logs -= logs.mean()
     out["strength"] = {str(s): _num(v) for s, v in zip(sources, p, strict=True)}
@@ -177,7 +177,7 @@ def bradley_terry_bootstrap(rows: Sequence[tuple[Any, Any, Any, float]], sources
     full["ci"] = None
     if full["strength"] is None or len(units) < 2:
         if full["strength"] is not None:
-            full["warnings"].append("Too few items for a bootstrap interval.")
+            full["warnings"].append(M.say(M.BT_FEW_ITEMS))
         return full
     idx = bootstrap_indices(len(units), n_resamples, seed)
     # a resample's wins are the sum of its units' wins, each as often as it was drawn
@@ -205,7 +205,7 @@ def vote_agreement(pairs: Iterable[tuple[Any, Any]], tie: Any = "tie") -> dict:
     no_tie = [(a, b) for a, b in votes if a != tie and b != tie]
     agree_no_tie = sum(1 for a, b in no_tie if a == b)
     kappa = (cohen_kappa_detail([a for a, _ in votes], [b for _, b in votes]) if votes
-             else {"value": None, "warnings": ["Cohen's kappa is undefined: no votes."]})
+             else {"value": None, "warnings": [M.say(M.COHEN_NO_VOTES)]})
     return {
         "with_ties": {"value": _num(agree / len(votes)) if votes else None, "n": len(votes)},
         "without_ties": {"value": _num(agree_no_tie / len(no_tie)) if no_tie else None, "n": len(no_tie)},

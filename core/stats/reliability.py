@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from core.stats import messages as M
 from core.stats._common import (
     _EPS,
     SINGULAR_COND,
@@ -47,39 +48,34 @@ def cronbach_alpha(df: Any, nan_policy: str = "pairwise", confidence: float = 0.
            "warnings": warns}
     all_nan = data.isna().all(axis=1)
     if all_nan.any():
-        warns.append(f"{int(all_nan.sum())} subject(s) with no item scores were ignored.")
+        warns.append(M.say(M.SUBJECTS_NO_ITEM_SCORES, n=int(all_nan.sum())))
         data = data.loc[~all_nan]
     if nan_policy == "listwise" and data.isna().any().any():
         before = len(data)
         data = data.dropna(how="any")
-        warns.append(f"{before - len(data)} subject(s) with missing item scores removed "
-                     "(listwise deletion).")
+        warns.append(M.say(M.SUBJECTS_INCOMPLETE, n=before - len(data)))
     n, k = data.shape
     out["n"], out["k"] = int(n), int(k)
     if k < 2:
-        warns.append("Cronbach's alpha is undefined: at least two items are required "
-                     f"(got {k}).")
+        warns.append(M.say(M.CRONBACH_TWO_ITEMS, n=k))
         return out
     if n < 2:
-        warns.append("Cronbach's alpha is undefined: at least two subjects are required "
-                     f"(got {n}).")
+        warns.append(M.say(M.CRONBACH_TWO_SUBJECTS, n=n))
         return out
     zero = _zero_variance(data)
     if zero:
-        warns.append(f"Zero-variance item(s): {_fmt_names(zero)} (no variation across "
-                     "subjects; they add nothing to the total-score variance).")
+        warns.append(M.say(M.ZERO_VARIANCE_ITEMS, names=_fmt_names(zero)))
     cov = data.cov()
     total_var = float(np.nansum(cov.to_numpy()))
     if not np.isfinite(total_var) or total_var <= _EPS or cov.isna().any().any():
-        warns.append("Cronbach's alpha is undefined: the total-score variance is zero or "
-                     "cannot be estimated (no variation / too few overlapping scores).")
+        warns.append(M.say(M.CRONBACH_NO_VARIANCE))
         return out
     import pingouin as pg
 
     alpha, _ = pg.cronbach_alpha(data=data, nan_policy=nan_policy, ci=confidence)
     alpha = _num(alpha)
     if alpha is None:
-        warns.append("Cronbach's alpha is undefined for these data.")
+        warns.append(M.say(M.CRONBACH_UNDEFINED))
         return out
     out["alpha"] = alpha
     df1 = n - 1
@@ -90,8 +86,7 @@ def cronbach_alpha(df: Any, nan_policy: str = "pairwise", confidence: float = 0.
     out["ci_low"] = _num(1 - (1 - alpha) * _sps.f.isf(tail / 2, df1, df2))
     out["ci_high"] = _num(1 - (1 - alpha) * _sps.f.isf(1 - tail / 2, df1, df2))
     if alpha < 0:
-        warns.append("Negative alpha: items are negatively correlated on average "
-                     "(check reverse-keyed items).")
+        warns.append(M.say(M.CRONBACH_NEGATIVE))
     return out
 
 
@@ -165,14 +160,14 @@ def ordinal_alpha(df: Any) -> dict:
     warns: list[str] = []
     out = {"alpha": None, "mean_r": None, "k": int(data.shape[1]), "n": int(len(data)), "warnings": warns}
     if data.shape[1] < 2 or len(data) < 2:
-        warns.append("Ordinal alpha is undefined: at least two items and two subjects are required.")
+        warns.append(M.say(M.ORDINAL_TOO_SMALL))
         return out
     r, cwarns = tetrachoric_matrix(data)
     warns.extend(cwarns)
     k = r.shape[0]
     off = r[~np.eye(k, dtype=bool)]
     if not np.isfinite(off).all():
-        warns.append("Ordinal alpha is undefined: some tetrachoric correlation is undefined.")
+        warns.append(M.say(M.ORDINAL_CORRELATION))
         return out
     mean_r = float(off.mean())
     out["mean_r"] = mean_r
@@ -302,10 +297,10 @@ def tetrachoric_detail(x: Any, y: Any, correct: float = 0.5) -> dict:
     warns: list[str] = []
     out = {"value": None, "table": table, "thresholds": [None, None], "n": int(a.size), "warnings": warns}
     if a.size == 0 or np.ptp(a) == 0 or np.ptp(b) == 0:
-        warns.append("Tetrachoric correlation is undefined: a variable does not vary.")
+        warns.append(M.say(M.TETRACHORIC_NO_VARIATION))
         return out
     if correct and min(min(row) for row in table) == 0:
-        warns.append(f"Empty cell in the 2x2 table: {correct:g} added to it (continuity correction, as psych).")
+        warns.append(M.say(M.TETRACHORIC_EMPTY_CELL, correction=f"{correct:g}"))
     from scipy.special import ndtri
 
     t = np.asarray(table, dtype=float)
@@ -334,8 +329,7 @@ def tetrachoric_matrix(df: Any, correct: float = 0.5) -> tuple[np.ndarray, list[
     empty = int(((np.stack([n - ones[i] - ones[j] + n11, ones[j] - n11, ones[i] - n11, n11]) == 0)
                  .any(axis=0)).sum())
     if empty and correct:
-        warns.append(f"{empty} item pair(s) have an empty cell in their 2x2 table: {correct:g} added to it "
-                     "(continuity correction, as psych::tetrachoric).")
+        warns.append(M.say(M.TETRACHORIC_EMPTY_CELLS, n=empty, correction=f"{correct:g}"))
     return r, warns
 
 
@@ -367,37 +361,31 @@ def _factorability_checks(df: Any, correlation: str = "pearson"
     if data.isna().any().any():
         before = len(data)
         data = data.dropna(how="any")
-        warns.append(f"{before - len(data)} row(s) with missing values removed "
-                     "(listwise deletion).")
+        warns.append(M.say(M.ROWS_INCOMPLETE, n=before - len(data)))
     n, p = data.shape
     if p < 2:
-        warns.append(f"Undefined: at least two variables are required (got {p}).")
+        warns.append(M.say(M.TWO_VARIABLES, n=p))
         return None, None, warns, cols
     if n <= p:
-        warns.append(f"Undefined: n <= p ({n} complete observation(s) for {p} variables); "
-                     "the correlation matrix is necessarily singular.")
+        warns.append(M.say(M.N_NOT_ABOVE_P, n=n, p=p))
         return None, None, warns, cols
     zero = _zero_variance(data)
     if zero:
-        warns.append(f"Undefined: zero-variance variable(s) {_fmt_names(zero)} have no "
-                     "correlation with anything.")
+        warns.append(M.say(M.ZERO_VARIANCE_VARIABLES, names=_fmt_names(zero)))
         return None, None, warns, cols
     x = data.to_numpy(dtype=float)
     r, cwarns = correlation_matrix(data, correlation)
     warns.extend(cwarns)
     if not np.isfinite(r).all():
-        warns.append("Undefined: some correlation is undefined.")
+        warns.append(M.say(M.CORRELATION_UNDEFINED))
         return None, None, warns, cols
     rank = int(np.linalg.matrix_rank(r))
     cond = float(np.linalg.cond(r))
     if rank < p or not np.isfinite(cond) or cond > SINGULAR_COND:
-        warns.append(f"Undefined: the correlation matrix is singular (rank {rank} of {p}, "
-                     f"condition number {cond:.3g}); some variables are linear combinations "
-                     "of others. No pseudo-inverse value is reported.")
+        warns.append(M.say(M.SINGULAR, rank=rank, p=p, condition=f"{cond:.3g}"))
         return None, None, warns, cols
     if correlation == "tetrachoric" and np.linalg.eigvalsh(r).min() <= 0:
-        warns.append("Undefined: the tetrachoric correlation matrix is not positive definite (pairwise "
-                     "estimates need not be mutually consistent); no smoothed value is reported.")
+        warns.append(M.say(M.NOT_POSITIVE_DEFINITE))
         return None, None, warns, cols
     return x, r, warns, cols
 
@@ -477,8 +465,7 @@ def bartlett_sphericity(df: Any, correlation: str = "pearson", n: int | None = N
     used_n = rows if n is None else int(n)
     out["n"] = used_n
     if used_n - 1 - (2 * p_vars + 5) / 6.0 <= 0:
-        warns.append(f"Undefined: n = {used_n} is too small for Bartlett's test with {p_vars} variables "
-                     "(n - 1 - (2p + 5)/6 <= 0).")
+        warns.append(M.say(M.BARTLETT_TOO_SMALL, n=used_n, p=p_vars))
         return out
     if correlation == "pearson" and used_n == rows:
         from factor_analyzer.factor_analyzer import calculate_bartlett_sphericity
@@ -490,6 +477,6 @@ def bartlett_sphericity(df: Any, correlation: str = "pearson", n: int | None = N
         chi2, _, p = bartlett_from_correlations(r, used_n)
     out["chi2"], out["p"] = _num(chi2), _num(p)
     if out["chi2"] is None:
-        warns.append("Undefined: determinant of the correlation matrix is not positive.")
+        warns.append(M.say(M.BARTLETT_DETERMINANT))
         out["p"] = None
     return out

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.stats import messages as M
 from core.stats.bootstrap import NO_VARIATION, NO_VARIATION_TOL
 from core.stats.formatting import short
 
@@ -37,7 +38,7 @@ def replicate_summary(frame: pd.DataFrame, *, value: str = "value", confidence: 
     out: dict[str, Any] = {"mean": None, "sd": None, "ci_low": None, "ci_high": None, "n_cases": 0,
                            "n_replicates": 0, "n_texts": int(len(data)), "replicate_means": {}, "warnings": []}
     if data.empty:
-        out["warnings"].append("No scores.")
+        out["warnings"].append(M.say(M.NO_SCORES))
         return out
     per_case = data.groupby("case")[value].mean()
     out["mean"] = float(per_case.mean())
@@ -47,24 +48,21 @@ def replicate_summary(frame: pd.DataFrame, *, value: str = "value", confidence: 
     out["n_replicates"] = int(means.size)
     out["replicate_means"] = {str(int(r)): float(m) for r, m in means.items()}
     if means.size < 2:
-        out["warnings"].append("The SD over replicates needs at least two replicates"
-                               + (f"; these scores have {means.size}." if means.size else
-                                  "; these texts carry no replicate number."))
+        out["warnings"].append(M.say(M.REPLICATES_TOO_FEW, n=means.size) if means.size
+                               else M.say(M.REPLICATES_UNNUMBERED))
         return out
     sd = float(means.std(ddof=1))
     out["sd"] = sd
     centre = float(means.mean())
     if sd <= NO_VARIATION_TOL * max(1.0, abs(centre)):
         out["ci_note"] = NO_VARIATION
-        out["warnings"].append(f"Every replicate has the same mean score ({short(centre)}): the 95% interval over "
-                               f"replicates is {NO_VARIATION}.")
+        out["warnings"].append(M.say(M.REPLICATES_SAME_MEAN, value=short(centre)))
         return out
     half = float(stdtrit(means.size - 1, 0.5 + confidence / 2)) * sd / math.sqrt(means.size)
     out["ci_low"], out["ci_high"] = centre - half, centre + half
     counts = replicated.groupby("replicate")["case"].nunique()
     if counts.nunique() > 1:
-        out["warnings"].append(f"Replicates answered different numbers of cases ({int(counts.min())} to "
-                               f"{int(counts.max())}): replicate means cover different cases.")
+        out["warnings"].append(M.say(M.REPLICATES_UNEQUAL, low=int(counts.min()), high=int(counts.max())))
     return out
 
 

@@ -22,6 +22,7 @@ from scoring.preference.models import (
     PreferenceStudy,
 )
 from scoring.preference.rows import human_votes, pair_sources
+from scoring.reports import sentences
 
 OUTCOME_SCORE = {"first": 1.0, "tie": 0.5, "second": 0.0}
 #: stored in English (the archive keeps it); the results page shows it in the page's language
@@ -64,8 +65,8 @@ def _bt(rows: list[dict], pairs: dict[int, dict], sources: list[str], code: str,
 def _agreement(rows: list[dict], code: str) -> dict:
     votes = [r for r in rows if r["criterion"] == code and r["outcome"] is not None]
     if not votes:
-        return {"fleiss_kappa": {"value": None, "warnings": ["No answers."]},
-                "krippendorff_alpha": {"value": None, "warnings": ["No answers."]}, "n_comparisons": 0}
+        return {"fleiss_kappa": {"value": None, "warnings": [sentences.NO_ANSWERS]},
+                "krippendorff_alpha": {"value": None, "warnings": [sentences.NO_ANSWERS]}, "n_comparisons": 0}
     frame = pd.DataFrame(votes).pivot_table(index="pair", columns="rater", values="outcome", aggfunc="first")
     fleiss = stats.fleiss_kappa_detail(frame, categories=list(stats.PREFERENCE_OUTCOMES))
     coded = frame.replace({"first": 0.0, "tie": 1.0, "second": 2.0}).astype(float)

@@ -41,8 +41,9 @@ class Said:
 
     @property
     def text(self) -> str:
-        return self.msgid % {name: _english(value) for name, value in self.params.items()} if self.params \
-            else self.msgid
+        if not self.params and "%%" not in self.msgid:
+            return self.msgid
+        return self.msgid % {name: _english(value) for name, value in self.params.items()}
 
     def stored(self) -> dict[str, Any]:
         return {"msgid": self.msgid, "params": {name: _stored(value) for name, value in self.params.items()}}
@@ -223,3 +224,4 @@ NO_JUDGE_SCORE = _w(gettext_noop("%(n)s %(rater)s-labelled %(unit)s(s) have no j
 DRAWN_UNLABELLED = _w(gettext_noop("%(n)s drawn %(unit)s(s) have no finished %(rater)s label and count as not drawn: "
                                    "the estimate stays valid only if what is left undone is unrelated to the "
                                    "%(units)s' quality (skips are not)."))
+NO_ANSWERS = _w(gettext_noop("No answers."))

@@ -1,7 +1,5 @@
 """The LLM judge pages' words in the page's language."""
 
-import re
-
 from django import template
 
 from scoring.reports import wording
@@ -112,34 +110,48 @@ def jury_rule(provenance):
             else gettext("mean of the members' answers, not rounded"))
 
 
-_NO_VARIATION = re.compile(r"^Krippendorff's alpha is undefined: no variation -- every pairable value is (.+), so "
-                           r"expected disagreement is 0 \(0/0\)\.$")
+def _param_shown(name: str, value: str) -> str:
+    """A statistics warning's parameter on the page: a list of names with its English tail ("(+3 more)") and the
+    report's word for what is counted ("dialogue(s)") in the page's language; numbers, names and values as written."""
+    from django.utils.translation import gettext
+
+    from core.stats import messages
+
+    if name == messages.NAMES:
+        more = messages.MORE.match(value)
+        if more:
+            return gettext("%(names)s (+%(n)s more)") % more.groupdict()
+    if name == "units" and value.endswith("(s)"):
+        shown = wording.translated(value[:-3])
+        return value if shown == value[:-3] else shown
+    return value
+
+
+def stat_shown(text: str) -> str | None:
+    """A statistics module's warning (:data:`core.stats.messages.WARNINGS`) in the page's language, else None."""
+    from django.utils.translation import gettext
+
+    from core.stats import messages
+
+    found = messages.match(text)
+    if found is None:
+        return None
+    msgid, params = found
+    try:
+        return gettext(msgid) % {name: _param_shown(name, value) for name, value in params.items()}
+    except (KeyError, TypeError, ValueError):  # a catalogue entry whose placeholders differ: the English text
+        return text
 
 
 @register.filter
 def stat_warning(text):
-    """A statistics module's warning about an undefined coefficient in the page's language (the modules write
-    English, kept in the API and the downloads); one not known here is shown as written."""
-    from django.utils.translation import gettext
-
+    """A statistics module's warning in the page's language (the modules write English, kept in the API and the
+    downloads): recognised in its English text, its numbers and names as written; one not known is shown as
+    written."""
     if not isinstance(text, str):
         return text
-    fixed = {
-        "Krippendorff's alpha is undefined: empty input.": gettext("Krippendorff's alpha is undefined: no data."),
-        "Krippendorff's alpha is undefined: only one rater (coder).":
-            gettext("Krippendorff's alpha is undefined: only one rater."),
-        "Krippendorff's alpha is undefined: only one juror.": gettext("Krippendorff's alpha is undefined: only one "
-                                                                      "juror."),
-        "Krippendorff's alpha is undefined: no unit was rated by two or more raters (no pairable values).":
-            gettext("Krippendorff's alpha is undefined: no unit was rated by two or more raters."),
-    }
-    if text in fixed:
-        return fixed[text]
-    match = _NO_VARIATION.match(text)
-    if match:
-        return gettext("Krippendorff's alpha is undefined: no variation (every value is %(value)s, so the expected "
-                       "disagreement is 0).") % {"value": match.group(1)}
-    return text
+    shown = stat_shown(text)
+    return text if shown is None else shown
 
 
 @register.filter

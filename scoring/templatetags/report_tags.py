@@ -102,9 +102,10 @@ def fig(figure, digits=3):
     return format_html('{} <small class="muted">{}</small>{}', text, interval, words)
 
 
+@register.filter(name="undefined_because")
 def _undefined(warnings: list[str]) -> str:
     """"undefined" with the reason on hover: in the page's language where the report's or the statistics' sentence
-    is known (scoring/templatetags/sentence_tags.py), else in English and marked so."""
+    is known (scoring/templatetags/sentence_tags.py), else in English and marked as computed English."""
     from scoring.templatetags.sentence_tags import said_warnings, warnings_known
 
     if not warnings:
@@ -212,3 +213,19 @@ def bland_altman(result, parts="bias"):
         return limits
     return format_html(gettext("bias {bias}") + "<br>{limits}", bias=_ba_part(result, "bias", 2, sign=True),
                        limits=limits)
+
+
+@register.simple_tag
+def dimension_shown(campaign, code, stored_name=""):
+    """A dimension's name (``{% dimension_shown campaign code dim.name as name %}``) in the page's language where the
+    campaign's scale version has it (``name.text``, ``name.lang``, ``name.fallback``, as the rating page shows it);
+    the report's stored English name where the version has no such dimension."""
+    from annotation import rating_language
+
+    version = getattr(campaign, "scale_version", None)
+    names = getattr(version, "_dimension_names", None)
+    if version is not None and names is None:
+        names = {d.code: (d.name_en, d.name_zh) for d in version.dimensions.all()}
+        version._dimension_names = names
+    english, chinese = (names or {}).get(code, (stored_name, ""))
+    return rating_language.shown(english, chinese, rating_language.of_page())

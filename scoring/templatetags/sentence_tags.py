@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from scoring.reports import wording
 from scoring.reports.sentences import KEY, WARNINGS
-from scoring.templatetags.judge_tags import stat_warning, verdict
+from scoring.templatetags.judge_tags import stat_shown, verdict
 
 register = template.Library()
 
@@ -77,9 +77,10 @@ def in_language(sentence: Mapping[str, Any]) -> str:
     """A stored sentence in the active language (English: its English text)."""
     params = sentence.get("params") or {}
     translated = gettext(sentence["msgid"])
-    if not params:
-        return translated
-    return translated % {name: _shown(value) for name, value in params.items()}
+    if not params:  # a message id with "%%" is a format string all the same
+        return translated % {} if "%%" in sentence["msgid"] else translated
+    return translated % {name: (said_share(value) if name == "share" else _shown(value))
+                         for name, value in params.items()}
 
 
 @register.filter
@@ -146,19 +147,23 @@ def recognised(text: str) -> str | None:
 @register.filter
 def said_warning(text: Any) -> Any:
     """A warning in a figure's ``warnings`` in the page's language: the report's own (:func:`recognised`) or a
-    statistics module's known one (:func:`scoring.templatetags.judge_tags.stat_warning`); any other as written."""
+    statistics module's (:data:`core.stats.messages.WARNINGS`, :func:`scoring.templatetags.judge_tags.stat_shown`);
+    any other as written."""
     if not isinstance(text, str):
         return text
     shown = recognised(text)
-    return shown if shown is not None else stat_warning(text)
+    if shown is None:
+        shown = stat_shown(text)
+    return text if shown is None else shown
 
 
 @register.filter
 def warnings_known(warnings: Any) -> bool:
-    """Whether every warning of the list is said in the page's language (else the page marks them English)."""
+    """Whether every warning of the list is one the page says in its language (else the page marks it English)."""
     if isinstance(warnings, str):
         warnings = [warnings]
-    return all(said_warning(w) != w or recognised(w) is not None for w in (warnings or []))
+    return all(recognised(w) is not None or stat_shown(w) is not None
+               for w in (warnings or []) if isinstance(w, str))
 
 
 @register.filter
@@ -167,3 +172,16 @@ def said_warnings(warnings: Any) -> str:
     if isinstance(warnings, str):
         warnings = [warnings]
     return " ".join(str(said_warning(w)) for w in (warnings or []))
+
+
+@register.filter
+def said_share(text: Any) -> Any:
+    """A share as :func:`core.stats.formatting.share` writes it ("1,102 of 1,104 (99.8%)", kept so in the
+    downloads) in the page's language, its numbers as written; any other text as is."""
+    from core.stats.formatting import read_share
+
+    found = read_share(text)
+    if found is None:
+        return text
+    msgid, parts = found
+    return gettext(msgid) % parts

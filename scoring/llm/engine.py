@@ -1137,9 +1137,25 @@ def _process(handler: Handler, job, ids: list[int] | None, *, limit: int, owner:
     allowed = charge(handler, job, misses)
     for r in misses[len(allowed):]:
         states.update(dict.fromkeys(r.units, "skipped"))
-    misses = allowed
+    admitted = _admit_by_limit(handler, job_id, allowed, owner, states)
+    _send_all(admitted)
+    unapplied = finish(handler, job, admitted)
+    for r in admitted:
+        o = r.outcome
+        state = "done" if o.ok else ("fatal" if not o.retryable else
+                                     ("failed" if r.attempts + 1 >= r.max_attempts else "retry"))
+        states.update(dict.fromkeys(r.units, state))
+    states.update(dict.fromkeys(unapplied, "fatal"))  # answers kept in the cache, the job paused
+    handler.maybe_finish(job_id)
+    return states
+
+
+def _admit_by_limit(handler: Handler, job_id: int, requests: list[Request], owner: str,
+                    states: dict[int, str]) -> list[Request]:
+    """The requests their limits admit now, limit by limit; the charge of the others is refunded and their units
+    are to be tried again (``states``)."""
     by_limit: dict[str, list[Request]] = defaultdict(list)
-    for r in misses:
+    for r in requests:
         by_limit[r.limit.name].append(r)
     admitted: list[Request] = []
     for group in by_limit.values():
@@ -1150,22 +1166,18 @@ def _process(handler: Handler, job, ids: list[int] | None, *, limit: int, owner:
         for r in group:
             if not set(r.units) & sent:
                 states.update(dict.fromkeys(r.units, "retry"))
+    return admitted
+
+
+def _send_all(requests: list[Request]) -> None:
+    """Send the requests at once and wait for every outcome (a client's failure is an outcome to retry)."""
     runner = gateway.runner()
-    futures = [(r, runner.submit(gateway.acomplete(r.endpoint, r.payload, r.timeout))) for r in admitted]
+    futures = [(r, runner.submit(gateway.acomplete(r.endpoint, r.payload, r.timeout))) for r in requests]
     for r, future in futures:
         try:
             r.outcome = future.result()
         except Exception as exc:  # a bug in the client must not lose the claim
             r.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
-    unapplied = finish(handler, job, admitted)
-    for r in admitted:
-        o = r.outcome
-        state = "done" if o.ok else ("fatal" if not o.retryable else
-                                     ("failed" if r.attempts + 1 >= r.max_attempts else "retry"))
-        states.update(dict.fromkeys(r.units, state))
-    states.update(dict.fromkeys(unapplied, "fatal"))  # answers kept in the cache, the job paused
-    handler.maybe_finish(job_id)
-    return states
 
 
 def retry_in(handler: Handler, ids: list[int]) -> float:

@@ -278,6 +278,28 @@ def check(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InstrumentError(["$: an instrument is a JSON object"])
     checker = _Checker(data.get("language", "en") if isinstance(data.get("language"), str) else "en")
+    spec = _top_level(checker, data)
+    judge_keys = data.get("judge_keys", {})
+    if not isinstance(judge_keys, dict):
+        checker.error("$.judge_keys", 'must be an object such as {"question 1": "comprehension"}')
+        judge_keys = {}
+    spec["dimensions"] = _dimensions(checker, data)
+    spec["items"] = _items(checker, data, {dim["code"] for dim in spec["dimensions"] if dim["code"] is not None})
+    used = {item["dimension"] for item in spec["items"]}
+    for n, dim in enumerate(spec["dimensions"]):
+        if dim["code"] is not None and dim["code"] not in used and spec["items"]:
+            checker.error(f"$.dimensions[{n}]", f'no item belongs to dimension "{dim["code"]}"')
+    spec["judge_keys"] = _judge_keys(checker, judge_keys, spec["items"])
+    if spec["items"] and all((i["response"] or {}).get("type") == "text" for i in spec["items"]):
+        checker.error("$.items", "needs at least one item rated with a value (binary, levels or scale); "
+                                 "text items are free comments")
+    if checker.errors:
+        raise InstrumentError(checker.errors)
+    return spec
+
+
+def _top_level(checker: _Checker, data: dict) -> dict[str, Any]:
+    """The instrument's own fields (all but its dimensions, items and judge keys), checked."""
     checker.keys(data, "$", TOP_REQUIRED, TOP_OPTIONAL)
     if "language" in data and data["language"] not in LANGUAGES:
         checker.error("$.language", f'must be "en" or "zh" (got {data["language"]!r})')
@@ -293,21 +315,22 @@ def check(data: Any) -> dict[str, Any]:
             checker.error(f"$.{key}", "must be text")
     if "show_reference" in data and not isinstance(data["show_reference"], bool):
         checker.error("$.show_reference", "must be true or false")
-    judge_keys = data.get("judge_keys", {})
-    if not isinstance(judge_keys, dict):
-        checker.error("$.judge_keys", 'must be an object such as {"question 1": "comprehension"}')
-        judge_keys = {}
-    spec: dict[str, Any] = {
+    return {
         "slug": slug, "language": checker.language, "target": data.get("target"),
         "name": checker.text(data.get("name"), "$.name", required=True) if "name" in data else {"en": "", "zh": ""},
         "description": str(data.get("description") or ""), "source": str(data.get("source") or ""),
         "version_note": str(data.get("version_note") or ""), "show_reference": data.get("show_reference", True),
         "dimensions": [], "items": [], "judge_keys": {},
     }
+
+
+def _dimensions(checker: _Checker, data: dict) -> list[dict]:
+    """The dimensions, checked: each an object with a code no other dimension has, and a name."""
     dims = data.get("dimensions")
     if "dimensions" in data and (not isinstance(dims, list) or not dims):
         checker.error("$.dimensions", 'must list at least one dimension, e.g. [{"code": "1", "name": "..."}]')
         dims = []
+    out: list[dict] = []
     codes: dict[str, str] = {}
     for n, dim in enumerate(dims or []):
         path = f"$.dimensions[{n}]"
@@ -321,18 +344,24 @@ def check(data: Any) -> dict[str, Any]:
             checker.error(f"{path}.code", f'"{code}" is also {codes[code]}')
         elif code is not None:
             codes[code] = path
-        spec["dimensions"].append({"code": code, "name": checker.text(dim["name"], f"{path}.name", required=True)})
+        out.append({"code": code, "name": checker.text(dim["name"], f"{path}.name", required=True)})
+    return out
+
+
+def _items(checker: _Checker, data: dict, dimensions: set[str]) -> list[dict]:
+    """The items, checked (:meth:`_Checker.item`): no code used twice among the items and their levels."""
     items = data.get("items")
     if "items" in data and (not isinstance(items, list) or not items):
         checker.error("$.items", "must list at least one item")
         items = []
+    out: list[dict] = []
     item_codes: dict[str, str] = {}
     for n, entry in enumerate(items or []):
         path = f"$.items[{n}]"
-        item = checker.item(entry, path, set(codes))
+        item = checker.item(entry, path, dimensions)
         if item is None:
             continue
-        spec["items"].append(item)
+        out.append(item)
         own = [(item["code"], f"{path}.code")]
         own += [(lv["code"], f"{path}.response.levels[{k}]") for k, lv in
                 enumerate((item["response"] or {}).get("levels", []))]
@@ -343,17 +372,7 @@ def check(data: Any) -> dict[str, Any]:
                 checker.error(where, f'code "{code}" is also used at {item_codes[code]}')
             else:
                 item_codes[code] = where
-    used = {item["dimension"] for item in spec["items"]}
-    for n, dim in enumerate(spec["dimensions"]):
-        if dim["code"] is not None and dim["code"] not in used and spec["items"]:
-            checker.error(f"$.dimensions[{n}]", f'no item belongs to dimension "{dim["code"]}"')
-    spec["judge_keys"] = _judge_keys(checker, judge_keys, spec["items"])
-    if spec["items"] and all((i["response"] or {}).get("type") == "text" for i in spec["items"]):
-        checker.error("$.items", "needs at least one item rated with a value (binary, levels or scale); "
-                                 "text items are free comments")
-    if checker.errors:
-        raise InstrumentError(checker.errors)
-    return spec
+    return out
 
 
 def read_file(path: str | Path) -> Any:

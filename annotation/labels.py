@@ -14,7 +14,7 @@ from django.utils.translation import gettext, gettext_lazy
 from annotation import scales, scores
 from annotation.campaigns import CampaignQueue
 from annotation.models import Adjudication, Assignment, Campaign, GoldLabel, Item, Label, LabelChange
-from annotation.queue import QueueError
+from annotation.queue import QueueError, locking
 from annotation.signals import send_labels_changed
 from annotation.status import OPEN_WORK, WorkStatus
 from projects.models import AuditEvent, Membership
@@ -177,9 +177,7 @@ def save_answers(assignment: Assignment, answers: dict[int, int | float | None],
     demo's synthetic raters give it): the checks and history of :func:`save_label` for each answer, in a handful of
     statements instead of four per answer. All or nothing: one refused answer stores none. Returns how many labels
     changed (an answer equal to the stored one changes nothing)."""
-    locked = (Assignment.unscoped.select_for_update(of=("self",) if connection.features.has_select_for_update_of
-                                                    else ()).select_related("campaign").filter(pk=assignment.pk)
-              .first())
+    locked = locking(Assignment.unscoped.select_related("campaign")).filter(pk=assignment.pk).first()
     if locked is None or locked.campaign.deleted_at is not None:
         raise LabelError(gettext("No such assignment."), status=404)
     if locked.rater_id != user.pk:
@@ -261,7 +259,8 @@ def flag(assignment: Assignment, user, note: str) -> Assignment:
     if not note.strip():
         raise LabelError(gettext("Describe the problem you are flagging."))
     _bounded(note, "note")
-    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    # the queue's lock (the work row only), not the queue's claim: closed work may be flagged too
+    locked = locking(Assignment.objects).get(pk=assignment.pk)
     if locked.rater_id != user.pk:
         raise LabelError(gettext("This dialogue is not assigned to you."), status=403)
     locked.flagged = True
@@ -281,7 +280,7 @@ def return_for_reannotation(assignment: Assignment, by, note: str) -> Assignment
     """Send submitted (or skipped) work back to its rater with a note; labels stay and can be changed."""
     if not note.strip():
         raise LabelError(gettext("Tell the rater why the dialogue comes back."))
-    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    locked = locking(Assignment.objects).get(pk=assignment.pk)  # the work row, not its campaign's (as reassign)
     if locked.status not in (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED):
         raise LabelError(gettext("Only submitted or skipped work can be returned."), status=409)
     locked.status = Assignment.Status.RETURNED

@@ -265,11 +265,7 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
     console.line("==> web server")
     children = [console.start(web_command(host, port, checked))]
     if fake_llm:
-        if answers("127.0.0.1", fake_llm):
-            console.line(f"==> fake LLM endpoint: port {fake_llm} is taken; the demo's fake endpoint uses what "
-                         "answers there (set FAKE_LLM_PORT to move it)")
-        else:
-            children.append(console.start(fake_llm_command(fake_llm)))
+        children.extend(_start_fake_llm(fake_llm))
     web_up = threading.Event()  # the login page answered (or WORKERS_AFTER passed): the workers may start
     bannered = threading.Event()  # the first banner is out (or will not come): the workers start after it
     demo_loaded = threading.Event()
@@ -299,15 +295,8 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
     def watch_web() -> None:
         # Up is the login page served, not the port open: the first request imports the URLconf, the views and
         # the templates (seconds on a fresh clone), and workers starting meanwhile would slow it on two cores.
-        up = False
         try:
-            while children[0].poll() is None and not received:
-                if answers(host, port) and serves_login_page(host, port):
-                    up = True
-                    break
-                if time.perf_counter() - start >= WORKERS_AFTER:
-                    web_up.set()
-                time.sleep(0.1)
+            up = _await_login_page(children[0], host, port, start, received, web_up)
             if up:
                 console.line(f"==> web server: {time.perf_counter() - start:.1f} s")
             web_up.set()
@@ -369,19 +358,46 @@ def run_dev(host: str, port: int, concurrency: int | None, demo: bool = False, f
     finally:
         with started_workers:  # no worker starts once we are stopping
             stopping.set()
-        # Ctrl-C in a terminal reaches every process of the group, so the children are already stopping;
-        # give them a moment before sending SIGTERM ourselves (as we must when only we were signalled).
-        if received and received[0] == signal.SIGINT:
-            _wait_all(children, 5)
-        for child in children:
-            if child.poll() is None:
-                child.terminate()
-        _wait_all(children, 15)
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-        console.line("Stopped the web server and the workers.")
+        _stop_children(children, interrupted=bool(received) and received[0] == signal.SIGINT)
     return code
+
+
+def _await_login_page(web: subprocess.Popen, host: str, port: int, start: float, received: list[int],
+                      web_up: threading.Event) -> bool:
+    """Whether the web server's login page answered (False: the server or this process was stopped first). Once
+    :data:`WORKERS_AFTER` has passed since ``start``, the workers may start anyway (``web_up``)."""
+    while web.poll() is None and not received:
+        if answers(host, port) and serves_login_page(host, port):
+            return True
+        if time.perf_counter() - start >= WORKERS_AFTER:
+            web_up.set()
+        time.sleep(0.1)
+    return False
+
+
+def _start_fake_llm(port: int) -> list[subprocess.Popen]:
+    """The demo's fake LLM endpoint on ``port``, unless something answers there already (then that is used)."""
+    if answers("127.0.0.1", port):
+        console.line(f"==> fake LLM endpoint: port {port} is taken; the demo's fake endpoint uses what "
+                     "answers there (set FAKE_LLM_PORT to move it)")
+        return []
+    return [console.start(fake_llm_command(port))]
+
+
+def _stop_children(children: list[subprocess.Popen], *, interrupted: bool) -> None:
+    """Stop the web server and the workers: asked to (SIGTERM), then killed if they linger."""
+    # Ctrl-C in a terminal reaches every process of the group, so the children are already stopping;
+    # give them a moment before sending SIGTERM ourselves (as we must when only we were signalled).
+    if interrupted:
+        _wait_all(children, 5)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    _wait_all(children, 15)
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+    console.line("Stopped the web server and the workers.")
 
 
 def _wait_all(children: list[subprocess.Popen], seconds: float) -> None:

@@ -8,6 +8,10 @@ def default_project_id() -> int:
     migrations moved existing data into (they create it first). Read with SQL because the model has moved on since."""
     from django.db import connection
 
+    if "annotation_project" not in connection.introspection.table_names():
+        # A database the history never ran on, asked for these migrations' SQL (``sqlmigrate``): the project
+        # 0008 creates first in the table it creates.
+        return 1
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM annotation_project WHERE name = %s", ["Default"])
         row = cursor.fetchone()

@@ -14,7 +14,7 @@ class AlterNames(Operation):
 
     ``models``: ``(model name, its options or None, [(field name, field), ...])`` per model."""
 
-    reduces_to_sql = False
+    reduces_to_sql = True  # to no SQL: sqlmigrate lists it without saying it cannot be written as SQL
     reversible = True
 
     def __init__(self, models: list):
@@ -35,7 +35,7 @@ class AlterNames(Operation):
                 model_state.options = {**kept, **options}
             held = model_state.fields
             for name, field in fields:
-                old = held.pop(name)
+                old = held[name]  # replaced in place: the fields keep their order, as AlterField keeps it
                 if state._relations is not None and old.is_relation:
                     state.resolve_model_field_relations(key, name, old)
                 held[name] = field

@@ -105,6 +105,11 @@ class CreateModels(Operation):
         keys = []
         for op in self.models:
             key = (app_label, op.name_lower)
+            if key in state.models:
+                # Only where the graph holds the history beside the squash (loaded without replacing, as
+                # ``sqlmigrate`` does) can the history have made the model already: its own operations, before
+                # and after this one, keep the state, which they leave as the squash makes it.
+                continue
             state.models[key] = ModelState(app_label, op.name, list(op.fields), dict(op.options), tuple(op.bases),
                                            list(op.managers))
             keys.append(key)

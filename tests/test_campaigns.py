@@ -4,9 +4,12 @@ label history, submit/skip/flag/return, adjudication, gold labels and the trial 
 from collections import Counter
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation import campaigns, labels
+from annotation.labels import RATING
 from annotation.models import Adjudication, Assignment, CampaignRater, Label, LabelChange
 from projects.models import AuditEvent
 from scoring.reports.trial import trial_report
@@ -194,6 +197,24 @@ def test_skip_and_flag_need_a_reason(physicians):
     labels.flag(second, physicians[0], "Turn 3 is cut off")
     second.refresh_from_db()
     assert second.flagged and second.is_open
+
+
+@pytest.mark.skipif(not connection.features.has_select_for_update_of,
+                    reason="SQLite has no row locks: a write transaction locks the whole database")
+def test_flag_and_return_lock_the_work_row_only_as_the_queue_does(physicians, coordinator):
+    """Not the campaign's row (which the scope joins): that would hold every flag, return and assignment run of
+    the campaign behind one another."""
+    campaign = campaign_with(physicians[:1], n=2, overlap=1, name="locks")
+    first, second = Assignment.objects.filter(campaign=campaign)
+    answer_all(second, physicians[0])
+    labels.submit(second, physicians[0])
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    with CaptureQueriesContext(connection) as queries:
+        labels.flag(first, physicians[0], "Turn 3 is cut off")
+        labels.return_for_reannotation(second, coordinator, "Item 3.2: the diagnosis is given in turn 3")
+        RATING.claim(first, physicians[0])  # the queue's claim, for comparison
+    locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"] and f"FROM {table}" in q["sql"]]
+    assert len(locks) == 3 and all(sql.endswith(f"FOR UPDATE OF {table}") for sql in locks), locks
 
 
 def test_return_for_reannotation_reopens_and_keeps_labels(physicians, coordinator):

@@ -150,3 +150,21 @@ def test_the_schema_documents_the_202_and_its_retry_after(physician):
         answer = paths[path]["get"]["responses"]["202"]
         assert "Retry-After" in answer["headers"], path
         assert "Retry-After" in answer["description"]
+
+
+def test_the_preparing_page_follows_its_job_and_says_when_the_file_is_ready(client, coordinator, rated):
+    run_due()
+    client.force_login(coordinator)
+    url = reverse("study-archive-document", args=["methods.md"])
+    client.get(url)
+    (job,) = Job.objects.filter(kind=Job.Kind.STUDY_METHODS, status=Job.Status.QUEUED)
+    status = reverse("figures-status", args=[job.pk])
+    body = client.get(status, {"computing": 1, "file": url}).content.decode()
+    assert 'data-testid="download-pending"' in body and "download-ready" not in body
+    elsewhere = client.get(status, {"computing": 1, "file": "https://example.org/methods.md"}).content.decode()
+    assert "example.org" not in elsewhere and "download-pending" not in elsewhere  # another site's: not followed
+    run_due()
+    ready = client.get(status, {"computing": 1, "file": url})
+    body = ready.content.decode()
+    assert ready.status_code == 200 and 'data-testid="download-ready"' in body and "The file is ready" in body
+    assert f'data-download-now="{url}"' in body and "Computing" not in body  # the page fetches the file itself

@@ -250,3 +250,49 @@ def test_a_first_migrate_stopped_while_recording_the_history_leaves_nothing_half
         _migrate(env)
         _run(env, "manage.py", "migrate", "--check")
         assert set(SQUASHED) | set(REPLACED) <= _recorded(env)
+
+
+# sqlmigrate's SQL of every migration of the project's apps, each on the state sqlmigrate builds for it (the graph
+# loaded without replacing, so the history and the squash are in it side by side): the state of an app's leaf's plan
+# is built once, unrendered (a rendered state renders again at each operation: slower), and each of the app's
+# migrations prints its SQL on a copy of the state before it.
+# Prints the migrations that failed.
+SQL_OF_EVERY_MIGRATION = """
+import io, json, sys, traceback
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+loader = MigrationLoader(connection, replace_migrations=False)
+printed, failed = set(), {}
+for app in json.loads(sys.argv[1]):
+    leaf = max(key for key in loader.graph.leaf_nodes() if key[0] == app)
+    plan = loader.graph.forwards_plan(leaf)
+    state = loader.project_state(plan[0], at_end=False)
+    for key in plan:
+        migration = loader.graph.nodes[key]
+        if key[0] == app:
+            try:
+                with connection.schema_editor(collect_sql=True, atomic=migration.atomic) as editor:
+                    migration.apply(state.clone(), editor, collect_sql=True)
+            except Exception:
+                failed[".".join(key)] = traceback.format_exc(limit=-3)
+            else:
+                printed.add(key)
+        state = migration.mutate_state(state, preserve=False)
+# and the command itself on one migration made after the squash
+out = io.StringIO()
+call_command("sqlmigrate", "annotation", "0017", stdout=out, stderr=io.StringIO())
+print(json.dumps({"printed": sorted(printed), "failed": failed, "command": len(out.getvalue())}))
+"""
+
+
+@pytest.mark.integration  # runs sqlmigrate in a process of its own, on a database of its own
+def test_sqlmigrate_prints_every_migration_on_a_fresh_database():
+    with _database() as env:
+        result = json.loads(_run(env, "-c", SQL_OF_EVERY_MIGRATION, json.dumps(sorted(OWN_APPS))))
+    assert result["failed"] == {}
+    every = {(app, path.stem) for app in OWN_APPS for path in (BASE_DIR / app / "migrations").glob("0*.py")}
+    assert {tuple(key) for key in result["printed"]} == every
+    assert result["command"] > 0

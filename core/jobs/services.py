@@ -12,7 +12,8 @@ from typing import Any
 
 from celery import current_app
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, Q
+from django.db.models.functions import Now
 from django.utils import timezone, translation
 from django.utils.module_loading import import_string
 
@@ -121,10 +122,10 @@ def execute(job_id: int) -> Job:
     (:mod:`core.jobs.figures`) whose inputs changed again since its message was sent is sent again for later."""
     now = timezone.now()
     with transaction.atomic():
-        job = Job.unscoped.select_for_update().get(pk=job_id)
+        job = Job.unscoped.select_for_update().annotate(silence=beat_silence()).get(pk=job_id)
         if job.is_finished:
             return job  # a redelivered message after completion: nothing to do
-        if job.status == Job.Status.RUNNING and job.heartbeat_at and job.heartbeat_at > now - HEARTBEAT_STALE:
+        if job.status == Job.Status.RUNNING and job.silence is not None and job.silence < HEARTBEAT_STALE:
             return job  # running elsewhere
         wait = due_in(job, now) if job.status == Job.Status.QUEUED else 0.0
         if wait:
@@ -132,9 +133,10 @@ def execute(job_id: int) -> Job:
             return job
         job.status = Job.Status.RUNNING
         job.started_at = now
-        job.heartbeat_at = now
+        job.heartbeat_at = Now()
         job.attempts += 1
         job.save(update_fields=["status", "started_at", "heartbeat_at", "attempts"])
+        job.refresh_from_db(fields=["heartbeat_at"])
     beating = threading.Event()
     heart = threading.Thread(target=_beat, args=(job.pk, beating), name=f"job-{job.pk}-heartbeat", daemon=True)
     heart.start()
@@ -184,6 +186,19 @@ def due_in(job: Job, now=None) -> float:
 # A running job whose worker has not beaten for this long is taken to be lost with its worker.
 HEARTBEAT_EVERY = 5.0
 HEARTBEAT_STALE = timedelta(seconds=60)
+
+
+# The beats are stamped and their silence measured on the database's clock, the one every machine shares (as the LLM
+# engines' heartbeats): a worker whose clock is ahead would otherwise run again a job another worker is running, one
+# whose clock is behind leave a job of a dead worker waiting for minutes more.
+def beat_silence() -> ExpressionWrapper:
+    """How long ago a job's worker last beat, on the database's clock (None: never)."""
+    return ExpressionWrapper(Now() - F("heartbeat_at"), output_field=DurationField())
+
+
+def beaten_before(silence: timedelta) -> ExpressionWrapper:
+    """The database's time ``silence`` ago: a running job whose last beat is older has lost its worker."""
+    return ExpressionWrapper(Now() - silence, output_field=DateTimeField())
 # A queued job whose message has not started a worker within this time is sent again.
 RESEND_AFTER = timedelta(seconds=10)
 MAX_ATTEMPTS = 3
@@ -192,7 +207,7 @@ MAX_ATTEMPTS = 3
 def _beat(job_id: int, stop: threading.Event) -> None:
     try:
         while not stop.wait(HEARTBEAT_EVERY):
-            Job.unscoped.filter(pk=job_id, status=Job.Status.RUNNING).update(heartbeat_at=timezone.now())
+            Job.unscoped.filter(pk=job_id, status=Job.Status.RUNNING).update(heartbeat_at=Now())
     except Exception as exc:  # the database is down: the job itself will notice
         log.warning("job %s heartbeat failed: %s", job_id, exc)
     finally:
@@ -209,7 +224,7 @@ def reconcile() -> dict[str, list[int]]:
         claimed = Job.unscoped.filter(pk=job_id, status=Job.Status.QUEUED, enqueued_at=enqueued).update(enqueued_at=now)
         if claimed and send(job_id):
             resent.append(job_id)
-    for job in Job.unscoped.filter(status=Job.Status.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE):
+    for job in Job.unscoped.filter(status=Job.Status.RUNNING, heartbeat_at__lt=beaten_before(HEARTBEAT_STALE)):
         if job.attempts >= MAX_ATTEMPTS:
             if Job.unscoped.filter(pk=job.pk, status=Job.Status.RUNNING, heartbeat_at=job.heartbeat_at).update(
                     status=Job.Status.FAILED, finished_at=now,

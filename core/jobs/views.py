@@ -63,16 +63,33 @@ def job_status(request, pk: int):
 @role_required(COORDINATOR, ANALYST)
 def figures_status(request, pk: int):
     """htmx poll of a page showing stored figures (core/jobs/figures.py): the "updating" note (or, with
-    ``?computing=1``, the progress) while the job runs, a full-page refresh once it has finished. A job of the
-    request's project only."""
+    ``?computing=1``, the progress) while the job runs, a full-page refresh once it has finished. With ``?file=``
+    (a download waiting for the figures, scoring/reports/pending.py) the download's state instead: its progress,
+    then, once the job has succeeded, that the file is ready (the page fetches it; reloading it would leave the
+    page as it was, the answer being the file). A job of the request's project only."""
     from django.http import HttpResponse
     from django.urls import reverse
 
     job = get_in_project_or_404(Job.objects.exclude(kind=Job.Kind.WORKER_CHECK), request, pk=pk)
+    poll_url = reverse("figures-status", args=[job.pk])
+    file_url = _download_url(request)
+    if file_url and job.status != Job.Status.FAILED:
+        return render(request, "scoring/partials/download_state.html",
+                      {"job": job, "poll_url": poll_url, "file_url": file_url, "ready": job.is_finished})
     if job.is_finished:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
     template = "scoring/partials/figures_computing.html" if request.GET.get("computing") else \
         "scoring/partials/figures_updating.html"
-    return render(request, template, {"job": job, "poll_url": reverse("figures-status", args=[job.pk])})
+    return render(request, template, {"job": job, "poll_url": poll_url})
+
+
+def _download_url(request) -> str:
+    """The ``file`` a download's page waits for: an address of this site only ("" otherwise)."""
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    url = request.GET.get("file", "")
+    if url.startswith("/") and url_has_allowed_host_and_scheme(url, allowed_hosts={request.get_host()}):
+        return url
+    return ""

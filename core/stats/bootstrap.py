@@ -183,6 +183,26 @@ def _take(arr: Any, idx: np.ndarray) -> Any:
     return arr[idx]
 
 
+def _resamples(n: int, n_resamples: int, seed: int | None, indices: np.ndarray | None, freq: np.ndarray | None,
+               vectorized: bool | str) -> tuple[np.ndarray | None, np.ndarray | None, int]:
+    """The resamples of :func:`bootstrap_ci` over ``n`` rows, checked: ``(indices, None, B)`` (drawn from ``seed``
+    unless given), or with ``freq`` (``vectorized="freq"`` only) ``(None, freq, B)``."""
+    if freq is not None:
+        if vectorized != "freq":
+            raise ValueError("freq is only used with vectorized='freq'")
+        freq = np.asarray(freq, dtype=float)
+        if freq.ndim != 2 or freq.shape[1] != n:
+            raise ValueError("freq must be a (n_resamples, n) matrix")
+        return None, freq, int(freq.shape[0])
+    if indices is None:
+        idx = bootstrap_indices(n, n_resamples, seed)
+    else:
+        idx = np.asarray(indices)
+        if idx.ndim != 2 or (idx.size and (idx.min() < 0 or idx.max() >= n)):
+            raise ValueError("indices must be a (n_resamples, n) matrix of valid row indices")
+    return idx, None, int(idx.shape[0])
+
+
 def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
                  seed: int | None = 0, confidence: float = 0.95, method: str = "percentile",
                  indices: np.ndarray | None = None, vectorized: bool | str = False,
@@ -222,23 +242,7 @@ def bootstrap_ci(fn: Callable[..., Any], *arrays: Any, n_resamples: int = 1000,
     for a in arrays[1:]:
         if len(a) != n:
             raise ValueError("all arrays must have the same number of rows")
-    if freq is not None:
-        if vectorized != "freq":
-            raise ValueError("freq is only used with vectorized='freq'")
-        freq = np.asarray(freq, dtype=float)
-        if freq.ndim != 2 or freq.shape[1] != n:
-            raise ValueError("freq must be a (n_resamples, n) matrix")
-        idx = None
-        n_boot = int(freq.shape[0])
-    else:
-        if indices is None:
-            idx = bootstrap_indices(n, n_resamples, seed)
-        else:
-            idx = np.asarray(indices)
-            if idx.ndim != 2 or (idx.size and (idx.min() < 0 or idx.max() >= n)):
-                raise ValueError("indices must be a (n_resamples, n) matrix of valid row "
-                                 "indices")
-        n_boot = int(idx.shape[0])
+    idx, freq, n_boot = _resamples(n, n_resamples, seed, indices, freq, vectorized)
     warns: list[str] = []
     if n == 0:
         warns.append(M.say(M.NOTHING_TO_RESAMPLE))

@@ -120,34 +120,9 @@ def _osce(obj: dict, problems: list[str]) -> dict[str, Any] | None:
 def _expand(obj: dict, problems: list[str], budget: list[int]) -> list[tuple[str, dict]]:
     """(self-report, slot values) for every case of a template line. ``budget`` holds the characters the import's
     templates may still expand to; sizes are computed before any text is built."""
-    template = obj["template"]
-    slots = obj.get("slots")
-    if not isinstance(template, str) or not template.strip():
-        problems.append('"template" must be non-empty text')
+    if not _check_template(obj, problems):
         return []
-    if not isinstance(slots, dict) or not slots:
-        problems.append('"slots" must be an object of slot name -> list of values')
-        return []
-    try:
-        names = template_slots(template)
-    except ValueError as exc:
-        problems.append(f'"template": {exc}')
-        return []
-    missing = sorted(set(names) - set(slots))
-    unused = sorted(set(slots) - set(names))
-    if missing:
-        problems.append(f"slot(s) {', '.join(missing)} used in the template have no values")
-    if unused:
-        problems.append(f"slot(s) {', '.join(unused)} are not used in the template")
-    for name, values in slots.items():
-        if not isinstance(values, list) or not values or not all(
-                isinstance(v, str | int | float) and str(v).strip() for v in values):
-            problems.append(f'slot "{name}" needs a non-empty list of texts or numbers')
-    sample = obj.get("sample")
-    if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or sample < 1):
-        problems.append('"sample" must be a positive whole number')
-    if problems:
-        return []
+    template, slots, sample = obj["template"], obj["slots"], obj.get("sample")
     order = list(slots)
     total = 1
     for name in order:
@@ -158,18 +133,7 @@ def _expand(obj: dict, problems: list[str], budget: list[int]) -> list[tuple[str
     if sample is not None and sample > min(total, MAX_EXPANSION):
         problems.append(f'"sample" is {sample} but the template gives {total} combinations')
         return []
-    if sample is None:
-        combos = list(itertools.product(*(slots[name] for name in order)))
-    else:
-        rng = random.Random(obj.get("seed", 0))
-        picked = sorted(rng.sample(range(total), sample))
-        combos = []
-        for index in picked:
-            combo = []
-            for name in reversed(order):
-                index, pos = divmod(index, len(slots[name]))
-                combo.append(slots[name][pos])
-            combos.append(tuple(reversed(combo)))
+    combos = _combinations(slots, order, total, sample, obj.get("seed", 0))
     parts = _parts(template)
     literal_chars = sum(len(literal) for literal, _ in parts)
     uses = {name: sum(1 for _, used in parts if used == name) for name in order}
@@ -190,6 +154,53 @@ def _expand(obj: dict, problems: list[str], budget: list[int]) -> list[tuple[str
     return cases
 
 
+def _check_template(obj: dict, problems: list[str]) -> bool:
+    """Whether a template line's template, slots and sample are well formed (else ``problems`` says why)."""
+    template = obj["template"]
+    slots = obj.get("slots")
+    if not isinstance(template, str) or not template.strip():
+        problems.append('"template" must be non-empty text')
+        return False
+    if not isinstance(slots, dict) or not slots:
+        problems.append('"slots" must be an object of slot name -> list of values')
+        return False
+    try:
+        names = template_slots(template)
+    except ValueError as exc:
+        problems.append(f'"template": {exc}')
+        return False
+    missing = sorted(set(names) - set(slots))
+    unused = sorted(set(slots) - set(names))
+    if missing:
+        problems.append(f"slot(s) {', '.join(missing)} used in the template have no values")
+    if unused:
+        problems.append(f"slot(s) {', '.join(unused)} are not used in the template")
+    for name, values in slots.items():
+        if not isinstance(values, list) or not values or not all(
+                isinstance(v, str | int | float) and str(v).strip() for v in values):
+            problems.append(f'slot "{name}" needs a non-empty list of texts or numbers')
+    sample = obj.get("sample")
+    if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or sample < 1):
+        problems.append('"sample" must be a positive whole number')
+    return not problems
+
+
+def _combinations(slots: dict, order: list[str], total: int, sample: int | None, seed) -> list[tuple]:
+    """Every combination of the slots' values (``total`` of them), or ``sample`` of them drawn with ``seed``, in
+    the order of the full list."""
+    if sample is None:
+        return list(itertools.product(*(slots[name] for name in order)))
+    rng = random.Random(seed)
+    combos = []
+    for index in sorted(rng.sample(range(total), sample)):
+        combo = []
+        for name in reversed(order):
+            index, pos = divmod(index, len(slots[name]))
+            combo.append(slots[name][pos])
+        combos.append(tuple(reversed(combo)))
+    return combos
+
+
 def parse_cases(lines: Iterable[str | bytes]) -> tuple[list[dict[str, Any]], list[LineError]]:
     """Validate every line and expand templates; returns (case field dicts, errors)."""
     cases: list[dict[str, Any]] = []
@@ -203,33 +214,7 @@ def parse_cases(lines: Iterable[str | bytes]) -> tuple[list[dict[str, Any]], lis
                                    or not str(raw_id).strip()):
             problems.append('"id" must be a non-empty string')
         common = _common(obj, problems)
-        produced: list[dict[str, Any]] = []
-        if "OSCE_Examination" in obj:
-            fields = _osce(obj, problems)
-            if fields:
-                produced.append({"external_id": str(raw_id).strip() if raw_id is not None else f"osce-{number}",
-                                 **fields})
-        elif "template" in obj:
-            if raw_id is None:
-                problems.append('missing field "id"')
-            diagnosis = _text(obj, "diagnosis", problems)
-            for n, (text, values) in enumerate(_expand(obj, problems, budget), start=1):
-                produced.append({"external_id": f"{str(raw_id).strip()}-{n}", "kind": PatientCase.Kind.SELF_REPORT,
-                                 "self_report": text, "patient_info": values, "diagnosis": diagnosis,
-                                 "template": obj["template"]})
-        elif "self_report" in obj:
-            if raw_id is None:
-                problems.append('missing field "id"')
-            text = _text(obj, "self_report", problems, required=True)
-            diagnosis = _text(obj, "diagnosis", problems)
-            info = obj.get("patient_info", {})
-            if not isinstance(info, dict):
-                problems.append('"patient_info" must be an object')
-            if not problems:
-                produced.append({"external_id": str(raw_id).strip(), "kind": PatientCase.Kind.SELF_REPORT,
-                                 "self_report": text, "patient_info": info, "diagnosis": diagnosis})
-        else:
-            problems.append('each line needs "self_report", "template" (with "slots") or "OSCE_Examination"')
+        produced = _line_cases(number, obj, raw_id, problems, budget)
         if problems:
             errors.extend(LineError(number, p) for p in problems)
             continue
@@ -250,6 +235,34 @@ def parse_cases(lines: Iterable[str | bytes]) -> tuple[list[dict[str, Any]], lis
     if not cases and not errors:
         errors.append(LineError(0, "the file contains no cases"))
     return cases, errors
+
+
+def _line_cases(number: int, obj: dict, raw_id, problems: list[str], budget: list[int]) -> list[dict[str, Any]]:
+    """The cases line ``number`` gives (an OSCE case, a template's expansion, or one self-report), without their
+    common fields; ``problems`` collects what is wrong with the line (its cases are then not used)."""
+    if "OSCE_Examination" not in obj and raw_id is None and ("template" in obj or "self_report" in obj):
+        problems.append('missing field "id"')
+    if "OSCE_Examination" in obj:
+        fields = _osce(obj, problems)
+        external_id = str(raw_id).strip() if raw_id is not None else f"osce-{number}"
+        return [{"external_id": external_id, **fields}] if fields else []
+    if "template" in obj:
+        diagnosis = _text(obj, "diagnosis", problems)
+        return [{"external_id": f"{str(raw_id).strip()}-{n}", "kind": PatientCase.Kind.SELF_REPORT,
+                 "self_report": text, "patient_info": values, "diagnosis": diagnosis, "template": obj["template"]}
+                for n, (text, values) in enumerate(_expand(obj, problems, budget), start=1)]
+    if "self_report" in obj:
+        text = _text(obj, "self_report", problems, required=True)
+        diagnosis = _text(obj, "diagnosis", problems)
+        info = obj.get("patient_info", {})
+        if not isinstance(info, dict):
+            problems.append('"patient_info" must be an object')
+        if problems:
+            return []
+        return [{"external_id": str(raw_id).strip(), "kind": PatientCase.Kind.SELF_REPORT, "self_report": text,
+                 "patient_info": info, "diagnosis": diagnosis}]
+    problems.append('each line needs "self_report", "template" (with "slots") or "OSCE_Examination"')
+    return []
 
 
 @transaction.atomic

@@ -83,7 +83,7 @@ def _submit(handler: engine.Handler, job, owner: str) -> LLMBatch | None:
                               "max_attempts": r.max_attempts, "prices": [str(p) for p in r.prices]} for r in kept})
         # Held by the batch until its results are in (the provider allows 24 hours).
         handler.unit_model.unscoped.filter(pk__in=[u for r in kept for u in r.units]).update(
-            claimed_by=batch.owner, claimed_until=timezone.now() + timedelta(hours=26))
+            claimed_by=batch.owner, claimed_until=engine.lease_until(26 * 3600))
     client = gateway.sync_client(first.endpoint, timeout=max(60.0, first.timeout))
     try:
         uploaded = client.files.create(file=("requests.jsonl", io.BytesIO("\n".join(lines).encode())),

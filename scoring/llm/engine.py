@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Max, Model, Q, QuerySet, Value
+from django.db.models import Count, DateTimeField, DurationField, ExpressionWrapper, F, Max, Model, Q, QuerySet, Value
 from django.db.models.expressions import Col
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
@@ -362,7 +362,7 @@ def limit_reached(handler: Handler, job, limit: int) -> None:
     now = timezone.now()
     reason = (f"not sent: the job reached its request limit ({limit:,} requests: its units x "
               f"{handler.attempts_per_unit(job)} attempts each)")
-    handler.open_units(job.pk).filter(free_claim(now, live_owners())).update(
+    handler.open_units(job.pk).filter(free_claim(live_owners())).update(
         status=handler.failed_status, error=reason, claimed_by="", claimed_until=None, updated_at=now)
     warn_now_and_then(f"limit-{handler.kind}-{job.pk}", "%s %s reached its request limit (%s)", handler.kind,
                       job.pk, limit)
@@ -593,10 +593,18 @@ def _recover_entries(entries: list[dict[str, Any]]) -> int:
     return recovered
 
 
-def free_claim(now, live: Iterable[str]) -> Q:
-    """Units nobody holds: never claimed, released, expired, or held by an engine that is gone (a provider
-    batch's units are held until the batch gives them back or its claim expires)."""
-    return (Q(claimed_by="") | Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+def lease_until(seconds: float) -> ExpressionWrapper:
+    """The end of a claim's lease ``seconds`` from now on the database's clock, the one every machine shares (as
+    the engines' heartbeats, :func:`ensure_registered`): a machine whose clock is ahead would otherwise hold units
+    long after its engine died, one behind give units a lease already out and have them claimed twice."""
+    return ExpressionWrapper(Now() + timedelta(seconds=seconds), output_field=DateTimeField())
+
+
+def free_claim(live: Iterable[str]) -> Q:
+    """Units nobody holds: never claimed, released, expired (on the database's clock: :func:`lease_until`), or held
+    by an engine that is gone (a provider batch's units are held until the batch gives them back or its claim
+    expires)."""
+    return (Q(claimed_by="") | Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now())
             | (~Q(claimed_by__startswith=BATCH_OWNER) & ~Q(claimed_by__in=list(live))))
 
 
@@ -607,7 +615,7 @@ def due(now) -> Q:
 def claimable(handler: Handler, job_id: int, now=None, *, live: Iterable[str] | None = None) -> QuerySet:
     now = now or timezone.now()
     live = live_owners() if live is None else live
-    return handler.open_units(job_id).filter(free_claim(now, live)).filter(due(now))
+    return handler.open_units(job_id).filter(free_claim(live)).filter(due(now))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -630,13 +638,13 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
     if n <= 0:
         return []
     now = timezone.now()
-    until = now + timedelta(seconds=lease_seconds(handler.config(job)))
+    lease = lease_seconds(handler.config(job))
     columns = handler.claim_columns_for(job)
     # The live engines read now, not from the second-old cache: an engine started since (a replacement worker's
     # sibling) may hold units already, and a claim that took it for dead would send its requests again.
     live = live_owners(fresh=True)
     if columns and ids is None and connection.vendor == "postgresql":
-        return _claim_returning(handler, job, columns, n, owner, now, until, live)
+        return _claim_returning(handler, job, columns, n, owner, now, lease, live)
     with transaction.atomic():
         running = list(handler.job_model.unscoped.select_for_update().filter(
             pk=job.pk, status=handler.running_status).values_list("pk", flat=True))
@@ -647,29 +655,30 @@ def claim(handler: Handler, job, n: int, owner: str, *, ids: list[int] | None = 
             handler.pick(job, qs, n)
         if not picked:
             return []
-        handler.unit_model.unscoped.filter(pk__in=picked).update(claimed_by=owner, claimed_until=until)
+        handler.unit_model.unscoped.filter(pk__in=picked).update(claimed_by=owner, claimed_until=lease_until(lease))
     return handler.load(picked)
 
 
-def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, until,
+def _claim_returning(handler: Handler, job, names: tuple[str, ...], n: int, owner: str, now, lease: float,
                      live: Iterable[str]) -> list:
     """One statement: claim the next ``n`` due units of a running job (skipping rows another claim has locked)
-    and return the columns the handler needs."""
+    for a lease of ``lease`` seconds on the database's clock, and return the columns the handler needs."""
     unit, parent = handler.unit_model._meta, handler.job_model._meta
     quote = connection.ops.quote_name
     job_column = quote(unit.get_field(handler.job_field).column)
     wanted = {unit.get_field(name).attname for name in names}
     columns = [f for f in unit.concrete_fields if f.attname in wanted]  # from_db() takes them in this order
     statuses = ", ".join(["%s"] * len(handler.open_statuses))
-    sql = (f"UPDATE {quote(unit.db_table)} SET claimed_by = %s, claimed_until = %s WHERE id IN ("
+    sql = (f"UPDATE {quote(unit.db_table)} SET claimed_by = %s, claimed_until = STATEMENT_TIMESTAMP() + %s "
+           f"WHERE id IN ("
            f"SELECT u.id FROM {quote(unit.db_table)} u WHERE u.{job_column} = %s AND u.status IN ({statuses}) "
-           f"AND (u.claimed_by = '' OR u.claimed_until IS NULL OR u.claimed_until < %s "
+           f"AND (u.claimed_by = '' OR u.claimed_until IS NULL OR u.claimed_until < STATEMENT_TIMESTAMP() "
            f"OR (u.claimed_by NOT LIKE 'batch:%%' AND NOT (u.claimed_by = ANY(%s)))) "
            f"AND (u.not_before IS NULL OR u.not_before <= %s) "
            f"AND EXISTS (SELECT 1 FROM {quote(parent.db_table)} j WHERE j.id = %s AND j.status = %s) "
            f"ORDER BY u.id LIMIT %s FOR UPDATE SKIP LOCKED) "
            f"RETURNING {', '.join(quote(c.column) for c in columns)}")
-    params = [owner, until, job.pk, *handler.open_statuses, now, list(live), now, job.pk,
+    params = [owner, timedelta(seconds=lease), job.pk, *handler.open_statuses, list(live), now, job.pk,
               handler.running_status, n]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -1128,9 +1137,25 @@ def _process(handler: Handler, job, ids: list[int] | None, *, limit: int, owner:
     allowed = charge(handler, job, misses)
     for r in misses[len(allowed):]:
         states.update(dict.fromkeys(r.units, "skipped"))
-    misses = allowed
+    admitted = _admit_by_limit(handler, job_id, allowed, owner, states)
+    _send_all(admitted)
+    unapplied = finish(handler, job, admitted)
+    for r in admitted:
+        o = r.outcome
+        state = "done" if o.ok else ("fatal" if not o.retryable else
+                                     ("failed" if r.attempts + 1 >= r.max_attempts else "retry"))
+        states.update(dict.fromkeys(r.units, state))
+    states.update(dict.fromkeys(unapplied, "fatal"))  # answers kept in the cache, the job paused
+    handler.maybe_finish(job_id)
+    return states
+
+
+def _admit_by_limit(handler: Handler, job_id: int, requests: list[Request], owner: str,
+                    states: dict[int, str]) -> list[Request]:
+    """The requests their limits admit now, limit by limit; the charge of the others is refunded and their units
+    are to be tried again (``states``)."""
     by_limit: dict[str, list[Request]] = defaultdict(list)
-    for r in misses:
+    for r in requests:
         by_limit[r.limit.name].append(r)
     admitted: list[Request] = []
     for group in by_limit.values():
@@ -1141,22 +1166,18 @@ def _process(handler: Handler, job, ids: list[int] | None, *, limit: int, owner:
         for r in group:
             if not set(r.units) & sent:
                 states.update(dict.fromkeys(r.units, "retry"))
+    return admitted
+
+
+def _send_all(requests: list[Request]) -> None:
+    """Send the requests at once and wait for every outcome (a client's failure is an outcome to retry)."""
     runner = gateway.runner()
-    futures = [(r, runner.submit(gateway.acomplete(r.endpoint, r.payload, r.timeout))) for r in admitted]
+    futures = [(r, runner.submit(gateway.acomplete(r.endpoint, r.payload, r.timeout))) for r in requests]
     for r, future in futures:
         try:
             r.outcome = future.result()
         except Exception as exc:  # a bug in the client must not lose the claim
             r.outcome = gateway.Outcome(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
-    unapplied = finish(handler, job, admitted)
-    for r in admitted:
-        o = r.outcome
-        state = "done" if o.ok else ("fatal" if not o.retryable else
-                                     ("failed" if r.attempts + 1 >= r.max_attempts else "retry"))
-        states.update(dict.fromkeys(r.units, state))
-    states.update(dict.fromkeys(unapplied, "fatal"))  # answers kept in the cache, the job paused
-    handler.maybe_finish(job_id)
-    return states
 
 
 def retry_in(handler: Handler, ids: list[int]) -> float:

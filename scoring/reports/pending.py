@@ -1,7 +1,7 @@
 """The one answer of a download or an API call whose figures a worker has not stored yet for the current inputs
 (stored figures, :mod:`core.jobs.figures`): nothing is computed in the request. The job that computes them is
 queued by whoever looks; the API answers 202 with the job's progress and ``Retry-After``, a download a small page
-saying the file is being prepared, which follows the job and fetches the file again once it is ready. A job that
+saying the file is being prepared, which follows the job and fetches the file once it is ready. A job that
 failed on the current inputs is a 409 saying why, in both."""
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ def api_answer(job: Job) -> Response:
 
 def download_answer(request: HttpRequest, job: Job, *, page_url: str) -> HttpResponse:
     """A download's answer while ``job`` (not succeeded) stands for the current inputs: a page (202,
-    ``Retry-After``) saying the file is being prepared, which follows the job and asks for the file again once it
-    has finished; or, when it failed, a page (409) with its error and a link to ``page_url``, where it can be
-    tried again."""
+    ``Retry-After``) saying the file is being prepared, which follows the job and, once it has succeeded, says the
+    file is ready and fetches it (:func:`core.jobs.views.figures_status` with the file's address); or, when it
+    failed, a page (409) with its error and a link to ``page_url``, where it can be tried again."""
     failed = job.status == Job.Status.FAILED
     seconds = retry_after(job)
     response = render(request, "scoring/download_pending.html",
                       {"job": job, "failed": failed, "page_url": page_url, "retry_after": seconds,
-                       "poll_url": reverse("figures-status", args=[job.pk])},
+                       "poll_url": reverse("figures-status", args=[job.pk]), "file_url": request.get_full_path()},
                       status=409 if failed else 202)
     if not failed:
         response["Retry-After"] = str(seconds)

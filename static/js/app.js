@@ -112,3 +112,13 @@ document.addEventListener("click", function (event) {
     if (!menu.contains(event.target)) menu.open = false;
   });
 });
+
+// A file whose page waited for it to be prepared (templates/scoring/partials/download_state.html): once it is
+// ready, fetched by going to it. It is an attachment, so the page stays, saying the file is ready.
+document.addEventListener("htmx:afterSettle", () => {
+  document.querySelectorAll("[data-download-now]").forEach((element) => {
+    const url = element.getAttribute("data-download-now");
+    element.removeAttribute("data-download-now");
+    window.location.assign(url);
+  });
+});

@@ -43,10 +43,11 @@ class QueuedWork(models.Model):
 
     status = models.CharField(max_length=12, choices=WorkStatus.choices, default=WorkStatus.ASSIGNED, db_index=True,
                               verbose_name=_("status"))
-    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.",
+    position = models.PositiveIntegerField(default=0, help_text=_("Order in the rater's queue."),
                                            verbose_name=_("position"))
-    comment = models.TextField(blank=True, help_text="The rater's comment on the whole unit.")
-    skip_reason = models.TextField(blank=True)
+    comment = models.TextField(blank=True, help_text=_("The rater's comment on the whole unit."),
+                               verbose_name=_("comment"))
+    skip_reason = models.TextField(blank=True, verbose_name=_("reason for skipping"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     submitted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("submitted at"))

@@ -26,10 +26,10 @@ class Project(models.Model):
 
     name = models.CharField(max_length=100, unique=True, verbose_name=_("name"))
     name_key = models.CharField(max_length=400, unique=True, editable=False,
-                                help_text="The name as compared (projects.names.key): no two projects' names can be "
-                                          "mistaken for one another.")
-    description = models.TextField(blank=True)
-    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.",
+                                help_text=_("The name as compared (projects.names.key): no two projects' names can be "
+                                            "mistaken for one another."), verbose_name=_("name key"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    is_demo = models.BooleanField(default=False, help_text=_("The synthetic demo study; not study data."),
                                   verbose_name=_("is demo"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
@@ -72,8 +72,8 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         verbose_name=_("added by")
     )
-    last_used_at = models.DateTimeField(null=True, blank=True, help_text="When the user last chose to work in the "
-                                                                          "project: later logins open it.",
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text=_("When the user last chose to work in the "
+                                                                          "project: later logins open it."),
                                         verbose_name=_("last used at"))
 
     class Meta:
@@ -172,9 +172,10 @@ class SoftDeletable(models.Model):
 
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False, verbose_name=_("deleted at"))
     deleted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False,
+        verbose_name=_("deleted by")
     )
-    delete_reason = models.TextField(blank=True, editable=False)
+    delete_reason = models.TextField(blank=True, editable=False, verbose_name=_("reason for deletion"))
 
     class Meta:
         abstract = True
@@ -208,15 +209,16 @@ class AuditEvent(ProjectScoped):
         verbose_name=_("actor")
     )
     action = models.CharField(max_length=64, verbose_name=_("action"))
-    target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT)
-    target_id = models.CharField(max_length=64, blank=True)
+    target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT,
+                                    verbose_name=_("target type"))
+    target_id = models.CharField(max_length=64, blank=True, verbose_name=_("target id"))
     target = GenericForeignKey("target_type", "target_id")
     target_repr = models.CharField(max_length=300, blank=True, verbose_name=_("target repr"))
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                                help_text="The project the event happened in (empty: instance-wide, e.g. an "
-                                          "account).", verbose_name=_("project"))
+                                help_text=_("The project the event happened in (empty: instance-wide, e.g. an "
+                                            "account)."), verbose_name=_("project"))
     reason = models.TextField(blank=True, verbose_name=_("reason"))
-    data = models.JSONField(default=dict, blank=True)
+    data = models.JSONField(default=dict, blank=True, verbose_name=_("data"))
 
     class Meta:
         verbose_name = _("audit event")
@@ -276,7 +278,7 @@ class AccountSettings(models.Model):
                                 verbose_name=_("user"))
     language = models.CharField(
         max_length=16, blank=True,
-        help_text="A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for.",
+        help_text=_("A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for."),
                                 verbose_name=_("language"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
@@ -299,17 +301,17 @@ class Invitation(models.Model):
                                 verbose_name=_("project"))
     email = models.EmailField(verbose_name=_("email"))
     role = models.CharField(max_length=16, choices=Membership.Role.choices, verbose_name=_("role"))
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False, verbose_name=_("token hash"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+", verbose_name=_("created by"))
-    expires_at = models.DateTimeField()
-    accepted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    accepted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("accepted at"))
     accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+                                    related_name="+", verbose_name=_("accepted by"))
     revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
     revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+                                   related_name="+", verbose_name=_("revoked by"))
 
     class Meta:
         verbose_name = _("invitation")

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.queue import QueuedWork
@@ -463,7 +464,7 @@ class Redaction(ProjectScoped):
         ordering = ["dialogue", "field", "turn", "start"]
 
     def __str__(self) -> str:
-        where = "self-report" if self.field == "self_report" else f"turn {self.turn}"
+        where = gettext("self-report") if self.field == "self_report" else gettext("turn %(n)s") % {"n": self.turn}
         return f"{self.dialogue} {where} [{self.start}:{self.end}]"
 
     def as_span(self) -> dict:
@@ -484,7 +485,7 @@ class RaterProfile(models.Model):
         verbose_name_plural = _("rater profiles")
 
     def __str__(self) -> str:
-        return f"{self.user} (external)" if self.is_external else str(self.user)
+        return gettext("%(user)s (external)") % {"user": self.user} if self.is_external else str(self.user)
 
 
 class Campaign(ProjectOwned, SoftDeletable):
@@ -617,7 +618,9 @@ class RandomSample(ProjectScoped):
         verbose_name_plural = _("random samples")
 
     def __str__(self) -> str:
-        return f"random sample of {self.campaign}: {self.size} of {len(self.population)} dialogues ({self.kind})"
+        return gettext("random sample of %(campaign)s: %(size)s of %(population)s dialogues (%(kind)s)") % {
+            "campaign": self.campaign, "size": self.size, "population": len(self.population),
+            "kind": self.get_kind_display()}
 
 
 class CampaignRater(ProjectScoped):
@@ -648,7 +651,7 @@ class CampaignRater(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="unique_campaign_rater")]
 
     def __str__(self) -> str:
-        return f"{self.user} on {self.campaign}"
+        return gettext("%(rater)s on %(campaign)s") % {"rater": self.user, "campaign": self.campaign}
 
     def is_available(self, today=None) -> bool:
         today = today or timezone.localdate()
@@ -776,7 +779,8 @@ class GoldLabel(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["campaign", "dialogue", "item"], name="unique_gold_label")]
 
     def __str__(self) -> str:
-        return f"gold {self.dialogue.external_id} {self.item.code}={self.value}"
+        return gettext("gold label %(dialogue)s %(item)s=%(value)s") % {
+            "dialogue": self.dialogue.external_id, "item": self.item.code, "value": self.value}
 
 
 class Adjudication(ProjectScoped):
@@ -803,4 +807,5 @@ class Adjudication(ProjectScoped):
         ]
 
     def __str__(self) -> str:
-        return f"adjudicated {self.dialogue.external_id} {self.item.code}={self.value}"
+        return gettext("adjudicated %(dialogue)s %(item)s=%(value)s") % {
+            "dialogue": self.dialogue.external_id, "item": self.item.code, "value": self.value}

@@ -141,7 +141,8 @@ class Round(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["study", "number"], name="unique_delphi_round_number")]
 
     def __str__(self) -> str:
-        label = "Validation survey" if self.kind == self.Kind.VALIDATION else f"Round {self.number}"
+        label = (gettext("Validation survey") if self.kind == self.Kind.VALIDATION
+                 else gettext("Round %(n)s") % {"n": self.number})
         return f"{self.study} · {label}"
 
     @property
@@ -230,7 +231,7 @@ class Participation(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["round", "panelist"], name="unique_participation")]
 
     def __str__(self) -> str:
-        return f"{self.panelist.pseudonym} in {self.round}"
+        return gettext("%(panelist)s in %(round)s") % {"panelist": self.panelist.pseudonym, "round": self.round}
 
     @property
     def is_complete(self) -> bool:
@@ -326,7 +327,8 @@ class Proposal(ProjectScoped, SoftDeletable):
         ordering = ["participation__round", "created_at", "id"]
 
     def __str__(self) -> str:
-        return f"proposal by {self.participation.panelist.pseudonym}: {self.text[:60]}"
+        return gettext("proposal by %(panelist)s: %(text)s") % {"panelist": self.participation.panelist.pseudonym,
+                                                                 "text": self.text[:60]}
 
 
 class ItemDecision(ProjectScoped, SoftDeletable):
@@ -393,5 +395,5 @@ class ItemDecision(ProjectScoped, SoftDeletable):
         ]
 
     def __str__(self) -> str:
-        target = self.item.code if self.item_id else self.new_code or "new item"
+        target = self.item.code if self.item_id else self.new_code or gettext("new item")
         return f"{self.round}: {self.get_action_display()} {target}"

@@ -14,7 +14,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from projects.scoping import NoProjectError, ProjectManager, UnscopedManager, active_project_id, path_q
@@ -84,7 +85,8 @@ class Membership(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_project_member_role")]
 
     def __str__(self) -> str:
-        return f"{self.user} — {self.get_role_display()} in {self.project}"
+        return gettext("%(user)s — %(role)s in %(project)s") % {"user": self.user, "role": self.get_role_display(),
+                                                                "project": self.project}
 
 
 def is_admin(user) -> bool:
@@ -199,6 +201,12 @@ class NotAMemberError(PermissionError):
     action it records should have been refused."""
 
 
+def _english(target) -> str:
+    """The target's name as the record keeps it: in English, whatever language the request that made it reads."""
+    with translation.override("en"):
+        return str(target)
+
+
 class AuditEvent(ProjectScoped):
     """Who did what to which object, when and why. Append-only. Its project is the target's (or given); its actor
     is always a member of that project or an administrator."""
@@ -237,7 +245,7 @@ class AuditEvent(ProjectScoped):
             kwargs = {
                 "target_type": ContentType.objects.get_for_model(target),
                 "target_id": str(target.pk),
-                "target_repr": str(target)[:300],
+                "target_repr": _english(target)[:300],
             }
         project_id = getattr(project, "pk", project) if project is not None else project_id_of(target)
         user = actor if getattr(actor, "is_authenticated", False) else None
@@ -287,7 +295,7 @@ class AccountSettings(models.Model):
         verbose_name_plural = _("account settings")
 
     def __str__(self) -> str:
-        return f"{self.user} ({self.language or 'browser language'})"
+        return f"{self.user} ({self.language or gettext('browser language')})"
 
 
 class Invitation(models.Model):
@@ -319,7 +327,8 @@ class Invitation(models.Model):
         ordering = ["project", "-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.email} ({self.role}) to {self.project}"
+        return gettext("%(email)s (%(role)s) to %(project)s") % {"email": self.email, "role": self.get_role_display(),
+                                                                  "project": self.project}
 
     @property
     def is_pending(self) -> bool:

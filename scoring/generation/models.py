@@ -141,7 +141,7 @@ class GenerationJob(ProjectOwned, EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"Generation #{self.pk} {self.name}"
+        return gettext("Generation #%(id)s %(name)s") % {"id": self.pk, "name": self.name}
 
 
 class GeneratedDialogue(ProjectScoped, WorkUnit):
@@ -196,7 +196,9 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
         indexes = [models.Index(fields=["job", "status"])]
 
     def __str__(self) -> str:
-        return f"{self.job_id}/{self.case.external_id} {self.doctor_model} t={self.temperature:g}"
+        return gettext("%(job)s/%(case)s %(model)s temperature %(temperature)s") % {
+            "job": self.job_id, "case": self.case.external_id, "model": self.doctor_model,
+            "temperature": f"{self.temperature:g}"}
 
     @property
     def condition(self) -> str:

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.scores import ScoreField
@@ -197,7 +198,7 @@ class JudgeRun(ProjectOwned, EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"Run #{self.pk} {self.name} on {self.corpus}"
+        return gettext("Run #%(id)s %(name)s on %(corpus)s") % {"id": self.pk, "name": self.name, "corpus": self.corpus}
 
     @property
     def name(self) -> str:
@@ -270,7 +271,7 @@ class ImportedPrompt(ProjectScoped):
         verbose_name_plural = _("imported prompts")
 
     def __str__(self) -> str:
-        return f"prompt of {self.result}"
+        return gettext("prompt of %(result)s") % {"result": self.result}
 
 
 class Jury(ProjectOwned, SoftDeletable):
@@ -360,7 +361,7 @@ class JuryMember(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["jury", "run"], name="unique_jury_member")]
 
     def __str__(self) -> str:
-        return f"{self.jury} member run {self.run_id}"
+        return gettext("%(jury)s member run %(run)s") % {"jury": self.jury, "run": self.run_id}
 
 
 class SelectionSettings(ProjectOwned):
@@ -385,7 +386,7 @@ class SelectionSettings(ProjectOwned):
         verbose_name_plural = _("selection settings")
 
     def __str__(self) -> str:
-        return f"selection settings of campaign {self.campaign_id}"
+        return gettext("selection settings of campaign %(campaign)s") % {"campaign": self.campaign_id}
 
     def as_dict(self) -> dict:
         return {"held_out_share": self.held_out_share, "seed": self.seed, "verdict": dict(self.verdict)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectOwned, ProjectScoped
@@ -191,7 +192,8 @@ class LLMBatch(models.Model):
         verbose_name_plural = _("LLM batches")
 
     def __str__(self) -> str:
-        return f"batch {self.pk} ({self.provider_status or self.status}) for {self.kind} {self.job_id}"
+        return gettext("batch %(id)s (%(status)s) for %(kind)s %(job)s") % {
+            "id": self.pk, "status": self.provider_status or self.status, "kind": self.kind, "job": self.job_id}
 
     @property
     def owner(self) -> str:
@@ -270,7 +272,7 @@ class ProjectBudget(ProjectOwned):
         verbose_name_plural = _("project LLM budgets")
 
     def __str__(self) -> str:
-        return f"LLM budget of project {self.project_id}"
+        return gettext("LLM budget of project %(project)s") % {"project": self.project_id}
 
 
 class MonthlySpend(ProjectOwned):

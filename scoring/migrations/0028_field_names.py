@@ -2,10 +2,11 @@
 
 import django.core.validators
 import django.db.models.deletion
-import projects.migration_ops
-import scoring.llm.keys
 from django.conf import settings
 from django.db import migrations, models
+
+import projects.migration_ops
+import scoring.llm.keys
 
 
 class Migration(migrations.Migration):

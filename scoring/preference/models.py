@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.queue import QueuedWork
@@ -127,7 +128,7 @@ class PreferenceSource(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["study", "label"], name="unique_preference_source")]
 
     def __str__(self) -> str:
-        return f"source {self.position} of {self.study}"
+        return gettext("source %(position)s of %(study)s") % {"position": self.position, "study": self.study}
 
 
 class PreferenceItem(ProjectScoped, SoftDeletable):
@@ -178,7 +179,7 @@ class PreferenceCandidate(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["item", "source"], name="unique_preference_candidate")]
 
     def __str__(self) -> str:
-        return f"candidate {self.pk} of {self.item}"
+        return gettext("candidate %(id)s of %(item)s") % {"id": self.pk, "item": self.item}
 
 
 class PreferencePair(ProjectScoped):
@@ -199,7 +200,7 @@ class PreferencePair(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["item", "first", "second"], name="unique_preference_pair")]
 
     def __str__(self) -> str:
-        return f"pair {self.pk} of {self.item}"
+        return gettext("pair %(id)s of %(item)s") % {"id": self.pk, "item": self.item}
 
 
 class PreferenceRater(ProjectScoped):
@@ -224,7 +225,7 @@ class PreferenceRater(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["study", "user"], name="unique_preference_rater")]
 
     def __str__(self) -> str:
-        return f"{self.user} on {self.study}"
+        return gettext("%(rater)s on %(study)s") % {"rater": self.user, "study": self.study}
 
 
 class PreferenceTask(ProjectScoped, QueuedWork):
@@ -247,7 +248,7 @@ class PreferenceTask(ProjectScoped, QueuedWork):
         indexes = [models.Index(fields=["rater", "status"])]
 
     def __str__(self) -> str:
-        return f"task {self.pk} ({self.study})"
+        return gettext("task %(id)s (%(study)s)") % {"id": self.pk, "study": self.study}
 
 
 class PreferenceAnswer(ProjectScoped):
@@ -322,7 +323,7 @@ class PreferenceJudgeRun(ProjectOwned, EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"judge run {self.pk} on {self.study}"
+        return gettext("judge run %(id)s on %(study)s") % {"id": self.pk, "study": self.study}
 
 
 class PreferenceVerdict(ProjectScoped, WorkUnit):
@@ -360,4 +361,6 @@ class PreferenceVerdict(ProjectScoped, WorkUnit):
         constraints = [models.UniqueConstraint(fields=["run", "pair", "order"], name="unique_preference_verdict")]
 
     def __str__(self) -> str:
-        return f"{self.run_id} pair {self.pair_id} {self.order}: {self.status}"
+        return gettext("%(run)s pair %(pair)s %(order)s: %(status)s") % {
+            "run": self.run_id, "pair": self.pair_id, "order": self.get_order_display(),
+            "status": self.get_status_display()}

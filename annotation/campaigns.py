@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext_lazy as _
 
 from annotation import scales
 from annotation.models import (
@@ -122,7 +123,8 @@ class CampaignQueue(WorkQueue):
 
     work = Assignment
     container_field, unit_field = "campaign", "dialogue"
-    container_noun, unit_noun = "campaign", "dialogue"
+    not_a_rater = _("%(rater)s is not a rater of this campaign; add them first.")
+    had_it_already = _("%(rater)s already had this dialogue; a rater never gets a dialogue twice.")
     work_event, container_event = "assignment", "campaign"
     staffing_error = CampaignError
 
@@ -221,7 +223,7 @@ def disagreement_by_dialogue(campaign: Campaign) -> dict[int, int]:
             .values_list("dialogue_id", "item_id", "value")):
         values[(dialogue_id, item_id)].add(value)
     result: Counter = Counter()
-    for (dialogue_id, _), seen in values.items():
+    for (dialogue_id, _item), seen in values.items():
         result[dialogue_id] += len(seen) > 1
     return dict(result)
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.queue import QueuedWork
@@ -37,16 +38,17 @@ class Scale(ProjectOwned):
         ANSWER = "answer", _("Answers to questions")
 
     slug = models.SlugField(unique=True, verbose_name=_("slug"))
-    name_en = models.CharField(max_length=200, verbose_name=_("name en"))
-    name_zh = models.CharField(max_length=200, blank=True, verbose_name=_("name zh"))
-    description = models.TextField(blank=True)
-    source = models.TextField(blank=True, help_text="Where the instrument comes from (publication, section).",
+    name_en = models.CharField(max_length=200, verbose_name=_("name (English)"))
+    name_zh = models.CharField(max_length=200, blank=True, verbose_name=_("name (Chinese)"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    source = models.TextField(blank=True, help_text=_("Where the instrument comes from (publication, section)."),
                               verbose_name=_("source"))
     target = models.CharField(max_length=10, choices=Target.choices, default=Target.DIALOGUE, verbose_name=_("target"))
     language = models.CharField(max_length=16, choices=Language.choices, default=Language.EN,
-                                help_text="The language the instrument was written in.", verbose_name=_("language"))
-    show_reference = models.BooleanField(default=True, help_text="Answers: show raters and judges the reference "
-                                                                 "answer when an item has one.")
+                                help_text=_("The language the instrument was written in."), verbose_name=_("language"))
+    show_reference = models.BooleanField(default=True, help_text=_("Answers: show raters and judges the reference "
+                                                                   "answer when an item has one."),
+                                         verbose_name=_("show reference answer"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
@@ -100,21 +102,22 @@ class ScaleVersion(ProjectOwned):
     scale = models.ForeignKey(Scale, on_delete=models.PROTECT, related_name="versions", verbose_name=_("scale"))
     number = models.PositiveIntegerField(verbose_name=_("number"))
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT, verbose_name=_("status"))
-    note = models.TextField(blank=True, help_text="What changed in this version and why.")
-    based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    note = models.TextField(blank=True, help_text=_("What changed in this version and why."), verbose_name=_("note"))
+    based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                                 verbose_name=_("based on"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         verbose_name=_("created by")
     )
     published_at = models.DateTimeField(null=True, blank=True, verbose_name=_("published at"))
-    locked_at = models.DateTimeField(null=True, blank=True, help_text="Set when the version is first used.",
+    locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when the version is first used."),
                                      verbose_name=_("locked at"))
-    locked_reason = models.CharField(max_length=200, blank=True)
+    locked_reason = models.CharField(max_length=200, blank=True, verbose_name=_("locked reason"))
     judge_keys = models.JSONField(
-        default=dict, blank=True, help_text='How a judge\'s own answer keys map to item codes, e.g. {"question 1": '
-                                            '"comprehension"}: its answers are read with these keys as well as the '
-                                            "codes.")
+        default=dict, blank=True, help_text=_('How a judge\'s own answer keys map to item codes, e.g. {"question 1": '
+                                              '"comprehension"}: its answers are read with these keys as well as the '
+                                              "codes."), verbose_name=_("judge keys"))
 
     class Meta:
         verbose_name = _("scale version")
@@ -175,8 +178,8 @@ class Dimension(ProjectScoped):
                                 verbose_name=_("version"))
     code = models.CharField(max_length=16, verbose_name=_("code"))
     order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
-    name_en = models.CharField(max_length=300, verbose_name=_("name en"))
-    name_zh = models.CharField(max_length=300, blank=True, verbose_name=_("name zh"))
+    name_en = models.CharField(max_length=300, verbose_name=_("name (English)"))
+    name_zh = models.CharField(max_length=300, blank=True, verbose_name=_("name (Chinese)"))
 
     class Meta:
         verbose_name = _("dimension")
@@ -231,22 +234,27 @@ class Item(ProjectScoped):
     version = models.ForeignKey(ScaleVersion, on_delete=models.CASCADE, related_name="items", verbose_name=_("version"))
     dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="items",
                                   verbose_name=_("dimension"))
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="levels")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="levels",
+                               verbose_name=_("parent"))
     code = models.CharField(max_length=16, verbose_name=_("code"))
     order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
     response_type = models.CharField(max_length=10, choices=ResponseType.choices, verbose_name=_("response type"))
-    value = models.SmallIntegerField(null=True, blank=True, help_text="The value a level stands for (1, 2, 3).",
+    value = models.SmallIntegerField(null=True, blank=True, help_text=_("The value a level stands for (1, 2, 3)."),
                                      verbose_name=_("value"))
-    scale_min = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the lowest point.")
-    scale_max = models.SmallIntegerField(null=True, blank=True, help_text="Scale items: the highest point.")
+    scale_min = models.SmallIntegerField(null=True, blank=True, help_text=_("Scale items: the lowest point."),
+                                         verbose_name=_("scale minimum"))
+    scale_max = models.SmallIntegerField(null=True, blank=True, help_text=_("Scale items: the highest point."),
+                                         verbose_name=_("scale maximum"))
     scale_step = models.DecimalField(max_digits=6, decimal_places=3, null=True, blank=True,
-                                     help_text="Scale items: the distance between points (e.g. 0.5); empty = 1.")
+                                     help_text=_("Scale items: the distance between points (e.g. 0.5); empty = 1."),
+                                     verbose_name=_("scale step"))
     anchors = models.JSONField(default=dict, blank=True,
-                               help_text='Scale items: labels of some points, {"0": {"en": "...", "zh": "..."}}.')
-    text_en = models.TextField(verbose_name=_("text en"))
-    text_zh = models.TextField(blank=True)
-    guidance_en = models.TextField(blank=True)
-    guidance_zh = models.TextField(blank=True)
+                               help_text=_('Scale items: labels of some points, {"0": {"en": "...", "zh": "..."}}.'),
+                               verbose_name=_("anchors"))
+    text_en = models.TextField(verbose_name=_("text (English)"))
+    text_zh = models.TextField(blank=True, verbose_name=_("text (Chinese)"))
+    guidance_en = models.TextField(blank=True, verbose_name=_("guidance (English)"))
+    guidance_zh = models.TextField(blank=True, verbose_name=_("guidance (Chinese)"))
 
     class Meta:
         verbose_name = _("item")
@@ -322,8 +330,8 @@ class Corpus(ProjectOwned, SoftDeletable):
 
     name = models.CharField(max_length=200, verbose_name=_("name"))
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DIALOGUE, verbose_name=_("kind"))
-    description = models.TextField(blank=True)
-    is_demo = models.BooleanField(default=False, help_text="Written for the demo; not study data.",
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    is_demo = models.BooleanField(default=False, help_text=_("Written for the demo; not study data."),
                                   verbose_name=_("is demo"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
@@ -369,23 +377,26 @@ class Dialogue(ProjectScoped, SoftDeletable):
 
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="dialogues", verbose_name=_("corpus"))
     external_id = models.CharField(max_length=200, verbose_name=_("external id"))
-    self_report = models.TextField()
-    turns = models.JSONField(help_text='[{"role": "doctor"|"patient"|"measurement", "text": "..."}]')
-    source_model = models.CharField(max_length=200, blank=True, help_text="The doctor model that produced it.",
+    self_report = models.TextField(verbose_name=_("self-report"))
+    turns = models.JSONField(
+        help_text=_('A list of turns: [{"role": "doctor"|"patient"|"measurement", "text": "..."}].'),
+        verbose_name=_("turns"))
+    source_model = models.CharField(max_length=200, blank=True, help_text=_("The doctor model that produced it."),
                                     verbose_name=_("source model"))
     language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
     split = models.CharField(max_length=12, choices=Split.choices, blank=True, default="", verbose_name=_("split"))
-    meta = models.JSONField(default=dict, blank=True)
+    meta = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
     case = models.CharField(max_length=200, blank=True, default="",
-                            help_text="The question or patient case this text answers; several texts of one model "
-                                      "on the same case are its replicates.", verbose_name=_("case"))
+                            help_text=_("The question or patient case this text answers; several texts of one model "
+                                        "on the same case are its replicates."), verbose_name=_("case"))
     replicate = models.PositiveSmallIntegerField(null=True, blank=True,
-                                                 help_text="Which repetition of the model's answer to the case "
-                                                           "(1, 2, ...).")
+                                                 help_text=_("Which repetition of the model's answer to the case "
+                                                             "(1, 2, ...)."), verbose_name=_("replicate"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     privacy_status = models.CharField(max_length=10, choices=PrivacyStatus.choices, default=PrivacyStatus.CLEAR,
-                                      db_index=True)
-    privacy_matches = models.JSONField(default=list, blank=True, help_text="What the privacy filter found.")
+                                      db_index=True, verbose_name=_("privacy status"))
+    privacy_matches = models.JSONField(default=list, blank=True, help_text=_("What the privacy filter found."),
+                                       verbose_name=_("privacy matches"))
 
     class Meta:
         verbose_name = _("dialogue")
@@ -430,9 +441,10 @@ class Redaction(ProjectScoped):
 
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="redactions",
                                  verbose_name=_("dialogue"))
-    field = models.CharField(max_length=12, choices=[("self_report", "Self-report"), ("turn", "Turn")],
+    field = models.CharField(max_length=12, choices=[("self_report", _("Self-report")), ("turn", _("Turn"))],
                              verbose_name=_("field"))
-    turn = models.PositiveIntegerField(null=True, blank=True, help_text="0-based turn index", verbose_name=_("turn"))
+    turn = models.PositiveIntegerField(null=True, blank=True, help_text=_("The turn's index (from 0)."),
+                                       verbose_name=_("turn"))
     start = models.PositiveIntegerField(verbose_name=_("start"))
     end = models.PositiveIntegerField(verbose_name=_("end"))
     source = models.CharField(max_length=12, choices=Source.choices, verbose_name=_("source"))
@@ -442,7 +454,8 @@ class Redaction(ProjectScoped):
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
     revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        verbose_name=_("revoked by")
     )
 
     class Meta:
@@ -451,7 +464,7 @@ class Redaction(ProjectScoped):
         ordering = ["dialogue", "field", "turn", "start"]
 
     def __str__(self) -> str:
-        where = "self-report" if self.field == "self_report" else f"turn {self.turn}"
+        where = gettext("self-report") if self.field == "self_report" else gettext("turn %(n)s") % {"n": self.turn}
         return f"{self.dialogue} {where} [{self.start}:{self.end}]"
 
     def as_span(self) -> dict:
@@ -472,7 +485,7 @@ class RaterProfile(models.Model):
         verbose_name_plural = _("rater profiles")
 
     def __str__(self) -> str:
-        return f"{self.user} (external)" if self.is_external else str(self.user)
+        return gettext("%(user)s (external)") % {"user": self.user} if self.is_external else str(self.user)
 
 
 class Campaign(ProjectOwned, SoftDeletable):
@@ -499,20 +512,22 @@ class Campaign(ProjectOwned, SoftDeletable):
                                       verbose_name=_("scale version"))
     phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.FORMAL, verbose_name=_("phase"))
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, verbose_name=_("status"))
-    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per dialogue (k).",
+    overlap = models.PositiveSmallIntegerField(default=3, help_text=_("Raters per dialogue (k)."),
                                                verbose_name=_("overlap"))
-    filter_split = models.CharField(max_length=12, blank=True)
-    filter_model = models.CharField(max_length=200, blank=True)
-    filter_language = models.CharField(max_length=16, blank=True)
-    instructions = models.TextField(blank=True)
+    filter_split = models.CharField(max_length=12, blank=True, verbose_name=_("split (filter)"))
+    filter_model = models.CharField(max_length=200, blank=True, verbose_name=_("doctor model (filter)"))
+    filter_language = models.CharField(max_length=16, blank=True, verbose_name=_("language (filter)"))
+    instructions = models.TextField(blank=True, verbose_name=_("instructions"))
     deadline = models.DateField(null=True, blank=True, verbose_name=_("deadline"))
-    seed = models.PositiveIntegerField(default=0, help_text="Seeds the order of dialogues in each rater's queue.",
+    seed = models.PositiveIntegerField(default=0, help_text=_("Seeds the order of dialogues in each rater's queue."),
                                        verbose_name=_("seed"))
     rater_kind = models.CharField(max_length=12, choices=RaterKind.choices, default="", blank=True,
-                                  help_text="Imported labels: who the raters are (physicians, other experts, LLM "
-                                            "scoring iterations); empty: not recorded.")
-    allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names instead of "
-                                                               "pseudonyms in reports and exports.")
+                                  help_text=_("Imported labels: who the raters are (physicians, other experts, LLM "
+                                              "scoring iterations); empty: not recorded."),
+                                  verbose_name=_("rater kind"))
+    allow_names = models.BooleanField(default=False, help_text=_("Analysts may see raters' names instead of "
+                                                                 "pseudonyms in reports and exports."),
+                                      verbose_name=_("allow names"))
     #: The language every rater of the campaign rates in (the rating page's words and the instrument's texts), as a
     #: study protocol fixes it; empty: each rater's own language (account, browser, instance).
     rating_language = models.CharField(
@@ -571,22 +586,27 @@ class RandomSample(ProjectScoped):
     campaign = models.OneToOneField(Campaign, on_delete=models.PROTECT, related_name="random_sample",
                                     verbose_name=_("campaign"))
     kind = models.CharField(max_length=10, choices=Kind.choices, verbose_name=_("kind"))
-    size = models.PositiveIntegerField(help_text="Dialogues in the sample.", verbose_name=_("size"))
-    seed = models.BigIntegerField(null=True, blank=True, help_text="Drawn samples: the seed of the draw.",
+    size = models.PositiveIntegerField(help_text=_("Dialogues in the sample."), verbose_name=_("size"))
+    seed = models.BigIntegerField(null=True, blank=True, help_text=_("Drawn samples: the seed of the draw."),
                                   verbose_name=_("seed"))
-    stratified = models.BooleanField(default=False, help_text="Drawn within each doctor model (equal allocation).",
+    stratified = models.BooleanField(default=False, help_text=_("Drawn within each doctor model (equal allocation)."),
                                      verbose_name=_("stratified"))
-    population = models.JSONField(default=list, help_text="The dialogues it was drawn from: [[id, doctor model], ...] "
-                                                          "ascending by id.")
-    dialogues = models.JSONField(default=list, help_text="Ids of the sampled dialogues, ascending.")
+    population = models.JSONField(default=list,
+                                  help_text=_("The dialogues it was drawn from: [[id, doctor model], ...] ascending "
+                                              "by id."),
+                                  verbose_name=_("population"))
+    dialogues = models.JSONField(default=list, help_text=_("Ids of the sampled dialogues, ascending."),
+                                 verbose_name=_("dialogues"))
     strata = models.JSONField(default=dict, blank=True,
-                              help_text='Per doctor model: {"population": N, "sample": n}.')
+                              help_text=_('Per doctor model: {"population": N, "sample": n}.'),
+                              verbose_name=_("strata"))
     probabilities = models.JSONField(default=dict, blank=True,
-                                     help_text='Active samples: each dialogue\'s inclusion probability, {"id": pi}.')
+                                     help_text=_('Active samples: each dialogue\'s inclusion probability, {"id": pi}.'),
+                                     verbose_name=_("inclusion probabilities"))
     rule = models.JSONField(default=dict, blank=True,
-                            help_text="Active samples: the rule (budget, uniform share, pi_min, the judge run whose "
-                                      "uncertainty it follows).", verbose_name=_("rule"))
-    note = models.TextField(blank=True)
+                            help_text=_("Active samples: the rule (budget, uniform share, pi_min, the judge run whose "
+                                        "uncertainty it follows)."), verbose_name=_("rule"))
+    note = models.TextField(blank=True, verbose_name=_("note"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         verbose_name=_("created by")
@@ -598,7 +618,9 @@ class RandomSample(ProjectScoped):
         verbose_name_plural = _("random samples")
 
     def __str__(self) -> str:
-        return f"random sample of {self.campaign}: {self.size} of {len(self.population)} dialogues ({self.kind})"
+        return gettext("random sample of %(campaign)s: %(size)s of %(population)s dialogues (%(kind)s)") % {
+            "campaign": self.campaign, "size": self.size, "population": len(self.population),
+            "kind": self.get_kind_display()}
 
 
 class CampaignRater(ProjectScoped):
@@ -610,10 +632,11 @@ class CampaignRater(ProjectScoped):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaign_roles",
                              verbose_name=_("user"))
     team = models.CharField(max_length=100, blank=True, verbose_name=_("team"))
-    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most dialogues to give; empty = no limit",
+    capacity = models.PositiveIntegerField(null=True, blank=True,
+                                           help_text=_("Most dialogues to give; empty = no limit."),
                                            verbose_name=_("capacity"))
     available_until = models.DateField(null=True, blank=True, verbose_name=_("available until"))
-    active = models.BooleanField(default=True, help_text="Unavailable raters get no new dialogues.",
+    active = models.BooleanField(default=True, help_text=_("Unavailable raters get no new dialogues."),
                                  verbose_name=_("active"))
     added_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
@@ -628,7 +651,7 @@ class CampaignRater(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="unique_campaign_rater")]
 
     def __str__(self) -> str:
-        return f"{self.user} on {self.campaign}"
+        return gettext("%(rater)s on %(campaign)s") % {"rater": self.user, "campaign": self.campaign}
 
     def is_available(self, today=None) -> bool:
         today = today or timezone.localdate()
@@ -648,8 +671,9 @@ class Assignment(ProjectScoped, QueuedWork):
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments",
                               verbose_name=_("rater"))
     flagged = models.BooleanField(default=False, verbose_name=_("flagged"))
-    flag_note = models.TextField(blank=True)
-    return_note = models.TextField(blank=True, help_text="Why the coordinator returned it.")
+    flag_note = models.TextField(blank=True, verbose_name=_("flag note"))
+    return_note = models.TextField(blank=True, help_text=_("Why the coordinator returned it."),
+                                   verbose_name=_("return note"))
 
     class Meta:
         verbose_name = _("assignment")
@@ -671,18 +695,21 @@ class Label(ProjectScoped):
 
     project_path = "campaign__project"
 
-    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="labels")
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="labels",
+                                   verbose_name=_("assignment"))
     campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="labels", verbose_name=_("campaign"))
     dialogue = models.ForeignKey(Dialogue, on_delete=models.PROTECT, related_name="labels", verbose_name=_("dialogue"))
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels",
                               verbose_name=_("rater"))
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="labels", verbose_name=_("item"))
     value = ScoreField(null=True, blank=True, verbose_name=_("value"))
-    comment = models.TextField(blank=True)
-    client_seq = models.BigIntegerField(default=0, help_text="Last applied client sequence: older saves lose.")
+    comment = models.TextField(blank=True, verbose_name=_("comment"))
+    client_seq = models.BigIntegerField(default=0, help_text=_("Last applied client sequence: older saves lose."),
+                                        verbose_name=_("client sequence"))
     #: The language of the item's text the rater answered (what the rating page showed at the last save; "en" or
     #: "zh"); empty: not recorded (imported labels, saves through the API that do not say).
-    item_language = models.CharField(max_length=8, choices=Language.choices, blank=True, default="")
+    item_language = models.CharField(max_length=8, choices=Language.choices, blank=True, default="",
+                                     verbose_name=_("item language"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
@@ -717,8 +744,8 @@ class LabelChange(ProjectScoped):
     changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
     old_value = ScoreField(null=True, blank=True, verbose_name=_("old value"))
     new_value = ScoreField(null=True, blank=True, verbose_name=_("new value"))
-    old_comment = models.TextField(blank=True)
-    new_comment = models.TextField(blank=True)
+    old_comment = models.TextField(blank=True, verbose_name=_("old comment"))
+    new_comment = models.TextField(blank=True, verbose_name=_("new comment"))
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.RATER, verbose_name=_("source"))
     reason = models.TextField(blank=True, verbose_name=_("reason"))
 
@@ -752,7 +779,8 @@ class GoldLabel(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["campaign", "dialogue", "item"], name="unique_gold_label")]
 
     def __str__(self) -> str:
-        return f"gold {self.dialogue.external_id} {self.item.code}={self.value}"
+        return gettext("gold label %(dialogue)s %(item)s=%(value)s") % {
+            "dialogue": self.dialogue.external_id, "item": self.item.code, "value": self.value}
 
 
 class Adjudication(ProjectScoped):
@@ -779,4 +807,5 @@ class Adjudication(ProjectScoped):
         ]
 
     def __str__(self) -> str:
-        return f"adjudicated {self.dialogue.external_id} {self.item.code}={self.value}"
+        return gettext("adjudicated %(dialogue)s %(item)s=%(value)s") % {
+            "dialogue": self.dialogue.external_id, "item": self.item.code, "value": self.value}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from django.db import connection, models, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.status import COUNTED_WORK, OPEN_WORK, WorkStatus
@@ -43,10 +44,11 @@ class QueuedWork(models.Model):
 
     status = models.CharField(max_length=12, choices=WorkStatus.choices, default=WorkStatus.ASSIGNED, db_index=True,
                               verbose_name=_("status"))
-    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue.",
+    position = models.PositiveIntegerField(default=0, help_text=_("Order in the rater's queue."),
                                            verbose_name=_("position"))
-    comment = models.TextField(blank=True, help_text="The rater's comment on the whole unit.")
-    skip_reason = models.TextField(blank=True)
+    comment = models.TextField(blank=True, help_text=_("The rater's comment on the whole unit."),
+                               verbose_name=_("comment"))
+    skip_reason = models.TextField(blank=True, verbose_name=_("reason for skipping"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     submitted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("submitted at"))
@@ -115,8 +117,10 @@ class WorkQueue(ABC):
     staffing_error: type[Exception]  # refusals of a coordinator's action (reassign)
     work_event: str  # audit prefix of a rater's actions on one unit, e.g. "assignment"
     container_event: str  # audit prefix of the coordinator's actions on the container, e.g. "campaign"
-    container_noun: str  # "campaign", "study"
-    unit_noun: str  # "dialogue", "comparison"
+    #: refusals of a reassignment, with ``%(rater)s``: to someone not among the container's raters, and of a unit
+    #: the rater already had
+    not_a_rater: str
+    had_it_already: str
     # The refusals, in the words of this kind of work (translated texts; %(status)s, %(missing)s or %(items)s).
     not_yours: str
     not_open: str
@@ -307,15 +311,15 @@ class WorkQueue(ABC):
         unit_id = getattr(locked, f"{self.unit_field}_id")
         self.check_takes_work(container, "reassignments")
         if locked.status == WorkStatus.SUBMITTED:
-            raise self.staffing_error("Submitted work cannot be reassigned; return it for re-annotation instead.")
+            raise self.staffing_error(gettext("Submitted work cannot be reassigned; return it for re-annotation "
+                                              "instead."))
         if locked.status == WorkStatus.WITHDRAWN:
-            raise self.staffing_error("This assignment was already reassigned.")
+            raise self.staffing_error(gettext("This assignment was already reassigned."))
         if not self.is_rater(container, to_user):
-            raise self.staffing_error(f"{to_user} is not a rater of this {self.container_noun}; add them first.")
+            raise self.staffing_error(self.not_a_rater % {"rater": to_user})
         mine = self.work.objects.filter(**{self.container_field: container}, rater=to_user)
         if mine.filter(**{f"{self.unit_field}_id": unit_id}).exists():
-            noun = self.unit_noun
-            raise self.staffing_error(f"{to_user} already had this {noun}; a rater never gets a {noun} twice.")
+            raise self.staffing_error(self.had_it_already % {"rater": to_user})
         locked.status = WorkStatus.WITHDRAWN
         locked.save(update_fields=["status", "updated_at"])
         last = mine.order_by("-position").first()

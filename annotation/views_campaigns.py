@@ -280,7 +280,8 @@ def assignment_reassign(request, pk: int):
     except campaign_service.CampaignError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{assignment.dialogue.external_id} moved to {to_user.username}.")
+        messages.success(request, gettext("%(dialogue)s moved to %(rater)s.")
+                         % {"dialogue": assignment.dialogue.external_id, "rater": to_user.username})
     return redirect("campaign-detail", pk=assignment.campaign_id)
 
 

@@ -41,34 +41,45 @@ class DelphiStudy(ProjectOwned, SoftDeletable):
     title = models.CharField(max_length=200, verbose_name=_("title"))
     scale = models.ForeignKey("annotation.Scale", on_delete=models.PROTECT, related_name="delphi_studies",
                               verbose_name=_("scale"))
-    base_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+")
+    base_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+",
+                                     verbose_name=_("base version"))
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.SETUP, verbose_name=_("status"))
-    invitation = models.TextField(blank=True, help_text=_("The e-mail text sent with each personal link."))
-    instructions = models.TextField(blank=True, help_text=_("Shown at the top of the questionnaire."))
+    invitation = models.TextField(blank=True, help_text=_("The e-mail text sent with each personal link."),
+                                  verbose_name=_("invitation text"))
+    instructions = models.TextField(blank=True, help_text=_("Shown at the top of the questionnaire."),
+                                    verbose_name=_("instructions"))
     # Consensus rule: every condition that is set must hold.
     consensus_min_mean = models.DecimalField(max_digits=4, decimal_places=2, null=True, blank=True, default=3.5,
-                                             help_text=_("Mean importance at least this (empty: not used)."))
+                                             help_text=_("Mean importance at least this (empty: not used)."),
+                                             verbose_name=_("consensus: minimum mean"))
     consensus_max_cv = models.DecimalField(max_digits=4, decimal_places=2, null=True, blank=True, default=0.25,
-                                           help_text=_("Coefficient of variation at most this (empty: not used)."))
+                                           help_text=_("Coefficient of variation at most this (empty: not used)."),
+                                           verbose_name=_("consensus: maximum coefficient of variation"))
     consensus_min_agreement = models.DecimalField(
         max_digits=5, decimal_places=1, null=True, blank=True,
         help_text=_("At least this % of panelists rate the item at or above the agreement level (empty: not "
-                    "used)."))
+                    "used)."), verbose_name=_("consensus: minimum agreement (%)"))
     agreement_level = models.PositiveSmallIntegerField(default=4,
-                                                       help_text=_("Ratings at or above this agree (4 = 4-5)."))
-    consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text=_("Last change of the rule."))
+                                                       help_text=_("Ratings at or above this agree (4 = 4-5)."),
+                                                       verbose_name=_("agreement level"))
+    consensus_fixed_at = models.DateTimeField(null=True, blank=True, help_text=_("Last change of the rule."),
+                                              verbose_name=_("consensus rule changed at"))
     consensus_locked_at = models.DateTimeField(null=True, blank=True, help_text=_("Set when round 1 opens."),
                                                verbose_name=_("consensus locked at"))
     planned_rounds = models.PositiveSmallIntegerField(default=3, verbose_name=_("planned rounds"))
     familiarity_threshold = models.PositiveSmallIntegerField(
         choices=Familiarity.choices, default=Familiarity.FAMILIAR,
-        help_text=_("Panelists who rate their familiarity below this are not invited to the next round."))
+        help_text=_("Panelists who rate their familiarity below this are not invited to the next round."),
+        verbose_name=_("familiarity threshold"))
     reminder_days = models.PositiveSmallIntegerField(
-        default=7, help_text=_("Remind non-responders every N days (0: no automatic reminders)."))
-    link_valid_days = models.PositiveSmallIntegerField(default=60, help_text=_("Personal links expire after N days."))
-    site_url = models.CharField(max_length=300, blank=True, help_text=_("Base address used in e-mailed links."))
+        default=7, help_text=_("Remind non-responders every N days (0: no automatic reminders)."),
+        verbose_name=_("reminder interval (days)"))
+    link_valid_days = models.PositiveSmallIntegerField(default=60, help_text=_("Personal links expire after N days."),
+                                                       verbose_name=_("link validity (days)"))
+    site_url = models.CharField(max_length=300, blank=True, help_text=_("Base address used in e-mailed links."),
+                                verbose_name=_("site URL"))
     agreed_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
-                                       related_name="+")
+                                       related_name="+", verbose_name=_("agreed version"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+", verbose_name=_("created by"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
@@ -116,10 +127,11 @@ class Round(ProjectScoped):
     opened_at = models.DateTimeField(null=True, blank=True, verbose_name=_("opened at"))
     closed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("closed at"))
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="+")
-    close_note = models.TextField(blank=True)
+                                  related_name="+", verbose_name=_("closed by"))
+    close_note = models.TextField(blank=True, verbose_name=_("closing note"))
     next_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
-                                     related_name="+", help_text="The version the focus group's decisions produced.")
+                                     related_name="+", help_text=_("The version the focus group's decisions produced."),
+                                     verbose_name=_("next version"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
@@ -129,7 +141,8 @@ class Round(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["study", "number"], name="unique_delphi_round_number")]
 
     def __str__(self) -> str:
-        label = "Validation survey" if self.kind == self.Kind.VALIDATION else f"Round {self.number}"
+        label = (gettext("Validation survey") if self.kind == self.Kind.VALIDATION
+                 else gettext("Round %(n)s") % {"n": self.number})
         return f"{self.study} · {label}"
 
     @property
@@ -150,22 +163,23 @@ class Panelist(ProjectScoped, SoftDeletable):
     project_path = "study__project"
 
     study = models.ForeignKey(DelphiStudy, on_delete=models.PROTECT, related_name="panelists", verbose_name=_("study"))
-    pseudonym = models.CharField(max_length=12, help_text="Shown in exports instead of the name, e.g. P007.",
+    pseudonym = models.CharField(max_length=12, help_text=_("Shown in exports instead of the name, e.g. P007."),
                                  verbose_name=_("pseudonym"))
     name = models.CharField(max_length=200, blank=True, verbose_name=_("name"))
     email = models.EmailField(blank=True, verbose_name=_("email"))
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                              related_name="delphi_panelists", verbose_name=_("user"))
-    token_version = models.PositiveIntegerField(default=1, help_text="Raising it revokes every link sent so far.")
-    gender = models.CharField(max_length=40, blank=True)
-    age = models.PositiveSmallIntegerField(null=True, blank=True)
-    education = models.CharField(max_length=100, blank=True)
+    token_version = models.PositiveIntegerField(default=1, help_text=_("Raising it revokes every link sent so far."),
+                                                verbose_name=_("link version"))
+    gender = models.CharField(max_length=40, blank=True, verbose_name=_("gender"))
+    age = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("age"))
+    education = models.CharField(max_length=100, blank=True, verbose_name=_("education"))
     professional_title = models.CharField(max_length=100, blank=True, verbose_name=_("professional title"))
-    working_years = models.PositiveSmallIntegerField(null=True, blank=True)
+    working_years = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("working years"))
     language = models.CharField(
         max_length=16, blank=True,
-        help_text="The language the panel link's pages and e-mails are in (a code of settings.LANGUAGES); empty: "
-                  "the language the panellist's browser asks for.", verbose_name=_("language"))
+        help_text=_("The language the panel link's pages and e-mails are in (a code of settings.LANGUAGES); empty: "
+                    "the language the panellist's browser asks for."), verbose_name=_("language"))
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                  related_name="+", verbose_name=_("added by"))
     added_at = models.DateTimeField(default=timezone.now, verbose_name=_("added at"))
@@ -193,18 +207,22 @@ class Participation(ProjectScoped):
     panelist = models.ForeignKey(Panelist, on_delete=models.PROTECT, related_name="participations",
                                  verbose_name=_("panelist"))
     invited_at = models.DateTimeField(null=True, blank=True, verbose_name=_("invited at"))
-    last_reminded_at = models.DateTimeField(null=True, blank=True)
+    last_reminded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last reminded at"))
     reminders_sent = models.PositiveSmallIntegerField(default=0, verbose_name=_("reminders sent"))
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     completed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("completed at"))
     familiarity = models.PositiveSmallIntegerField(choices=Familiarity.choices, null=True, blank=True,
                                                    verbose_name=_("familiarity"))
-    basis_practice = models.CharField(max_length=6, choices=Influence.choices, blank=True)
-    basis_theory = models.CharField(max_length=6, choices=Influence.choices, blank=True)
-    basis_literature = models.CharField(max_length=6, choices=Influence.choices, blank=True)
-    basis_intuition = models.CharField(max_length=6, choices=Influence.choices, blank=True)
-    withdrawn_at = models.DateTimeField(null=True, blank=True)
-    withdrawn_reason = models.TextField(blank=True)
+    basis_practice = models.CharField(max_length=6, choices=Influence.choices, blank=True,
+                                      verbose_name=_("basis: practical experience"))
+    basis_theory = models.CharField(max_length=6, choices=Influence.choices, blank=True,
+                                    verbose_name=_("basis: theoretical analysis"))
+    basis_literature = models.CharField(max_length=6, choices=Influence.choices, blank=True,
+                                        verbose_name=_("basis: literature"))
+    basis_intuition = models.CharField(max_length=6, choices=Influence.choices, blank=True,
+                                       verbose_name=_("basis: intuition"))
+    withdrawn_at = models.DateTimeField(null=True, blank=True, verbose_name=_("withdrawn at"))
+    withdrawn_reason = models.TextField(blank=True, verbose_name=_("reason for withdrawal"))
 
     class Meta:
         verbose_name = _("participation")
@@ -213,7 +231,7 @@ class Participation(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["round", "panelist"], name="unique_participation")]
 
     def __str__(self) -> str:
-        return f"{self.panelist.pseudonym} in {self.round}"
+        return gettext("%(panelist)s in %(round)s") % {"panelist": self.panelist.pseudonym, "round": self.round}
 
     @property
     def is_complete(self) -> bool:
@@ -236,14 +254,14 @@ class Response(ProjectScoped):
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="delphi_responses",
                              verbose_name=_("item"))
     importance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("importance"))
-    comment = models.TextField(blank=True)
-    proposed_wording = models.TextField(blank=True)
+    comment = models.TextField(blank=True, verbose_name=_("comment"))
+    proposed_wording = models.TextField(blank=True, verbose_name=_("proposed wording"))
     adoption = models.CharField(max_length=10, choices=Adoption.choices, blank=True, default="",
                                 verbose_name=_("adoption"))
-    adoption_note = models.TextField(blank=True)
+    adoption_note = models.TextField(blank=True, verbose_name=_("adoption note"))
     adoption_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="+")
-    adoption_at = models.DateTimeField(null=True, blank=True)
+                                    related_name="+", verbose_name=_("adoption decided by"))
+    adoption_at = models.DateTimeField(null=True, blank=True, verbose_name=_("adoption decided at"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
@@ -270,10 +288,10 @@ class ResponseChange(ProjectScoped):
     changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
     old_importance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("old importance"))
     new_importance = models.PositiveSmallIntegerField(null=True, blank=True, verbose_name=_("new importance"))
-    old_comment = models.TextField(blank=True)
-    new_comment = models.TextField(blank=True)
-    old_wording = models.TextField(blank=True)
-    new_wording = models.TextField(blank=True)
+    old_comment = models.TextField(blank=True, verbose_name=_("old comment"))
+    new_comment = models.TextField(blank=True, verbose_name=_("new comment"))
+    old_wording = models.TextField(blank=True, verbose_name=_("old wording"))
+    new_wording = models.TextField(blank=True, verbose_name=_("new wording"))
 
     class Meta:
         verbose_name = _("response change")
@@ -291,16 +309,16 @@ class Proposal(ProjectScoped, SoftDeletable):
 
     participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="proposals",
                                       verbose_name=_("participation"))
-    dimension_code = models.CharField(max_length=16, blank=True, help_text="The dimension it belongs to.",
+    dimension_code = models.CharField(max_length=16, blank=True, help_text=_("The dimension it belongs to."),
                                       verbose_name=_("dimension code"))
     text = models.TextField(verbose_name=_("text"))
     reason = models.TextField(blank=True, verbose_name=_("reason"))
     adoption = models.CharField(max_length=10, choices=Response.Adoption.choices, blank=True, default="",
                                 verbose_name=_("adoption"))
-    adoption_note = models.TextField(blank=True)
+    adoption_note = models.TextField(blank=True, verbose_name=_("adoption note"))
     adoption_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="+")
-    adoption_at = models.DateTimeField(null=True, blank=True)
+                                    related_name="+", verbose_name=_("adoption decided by"))
+    adoption_at = models.DateTimeField(null=True, blank=True, verbose_name=_("adoption decided at"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
@@ -309,7 +327,8 @@ class Proposal(ProjectScoped, SoftDeletable):
         ordering = ["participation__round", "created_at", "id"]
 
     def __str__(self) -> str:
-        return f"proposal by {self.participation.panelist.pseudonym}: {self.text[:60]}"
+        return gettext("proposal by %(panelist)s: %(text)s") % {"panelist": self.participation.panelist.pseudonym,
+                                                                 "text": self.text[:60]}
 
 
 class ItemDecision(ProjectScoped, SoftDeletable):
@@ -346,18 +365,20 @@ class ItemDecision(ProjectScoped, SoftDeletable):
 
     round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="decisions", verbose_name=_("round"))
     item = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                             help_text="The item decided on (empty for Add).", verbose_name=_("item"))
+                             help_text=_("The item decided on (empty for Add)."), verbose_name=_("item"))
     action = models.CharField(max_length=8, choices=Action.choices, verbose_name=_("action"))
-    new_code = models.CharField(max_length=16, blank=True, help_text="Code of an added item.",
+    new_code = models.CharField(max_length=16, blank=True, help_text=_("Code of an added item."),
                                 verbose_name=_("new code"))
-    dimension_code = models.CharField(max_length=16, blank=True, help_text="Dimension of an added item.",
+    dimension_code = models.CharField(max_length=16, blank=True, help_text=_("Dimension of an added item."),
                                       verbose_name=_("dimension code"))
-    new_text_en = models.TextField(blank=True)
-    new_text_zh = models.TextField(blank=True)
-    new_guidance_en = models.TextField(blank=True)
+    new_text_en = models.TextField(blank=True, verbose_name=_("new text (English)"))
+    new_text_zh = models.TextField(blank=True, verbose_name=_("new text (Chinese)"))
+    new_guidance_en = models.TextField(blank=True, verbose_name=_("new guidance (English)"))
     merge_into = models.ForeignKey("annotation.Item", null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+", help_text="Merge: the item that absorbs this one.")
-    proposal = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.PROTECT, related_name="decisions")
+                                   related_name="+", help_text=_("Merge: the item that absorbs this one."),
+                                   verbose_name=_("merge into"))
+    proposal = models.ForeignKey(Proposal, null=True, blank=True, on_delete=models.PROTECT, related_name="decisions",
+                                 verbose_name=_("proposal"))
     reason = models.TextField(blank=True, verbose_name=_("reason"))
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+", verbose_name=_("decided by"))
@@ -374,5 +395,5 @@ class ItemDecision(ProjectScoped, SoftDeletable):
         ]
 
     def __str__(self) -> str:
-        target = self.item.code if self.item_id else self.new_code or "new item"
+        target = self.item.code if self.item_id else self.new_code or gettext("new item")
         return f"{self.round}: {self.get_action_display()} {target}"

@@ -14,7 +14,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from projects.scoping import NoProjectError, ProjectManager, UnscopedManager, active_project_id, path_q
@@ -26,10 +27,10 @@ class Project(models.Model):
 
     name = models.CharField(max_length=100, unique=True, verbose_name=_("name"))
     name_key = models.CharField(max_length=400, unique=True, editable=False,
-                                help_text="The name as compared (projects.names.key): no two projects' names can be "
-                                          "mistaken for one another.")
-    description = models.TextField(blank=True)
-    is_demo = models.BooleanField(default=False, help_text="The synthetic demo study; not study data.",
+                                help_text=_("The name as compared (projects.names.key): no two projects' names can be "
+                                            "mistaken for one another."), verbose_name=_("name key"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    is_demo = models.BooleanField(default=False, help_text=_("The synthetic demo study; not study data."),
                                   verbose_name=_("is demo"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(
@@ -72,8 +73,8 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         verbose_name=_("added by")
     )
-    last_used_at = models.DateTimeField(null=True, blank=True, help_text="When the user last chose to work in the "
-                                                                          "project: later logins open it.",
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text=_("When the user last chose to work in the "
+                                                                          "project: later logins open it."),
                                         verbose_name=_("last used at"))
 
     class Meta:
@@ -84,7 +85,8 @@ class Membership(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_project_member_role")]
 
     def __str__(self) -> str:
-        return f"{self.user} — {self.get_role_display()} in {self.project}"
+        return gettext("%(user)s — %(role)s in %(project)s") % {"user": self.user, "role": self.get_role_display(),
+                                                                "project": self.project}
 
 
 def is_admin(user) -> bool:
@@ -172,9 +174,10 @@ class SoftDeletable(models.Model):
 
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False, verbose_name=_("deleted at"))
     deleted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", editable=False,
+        verbose_name=_("deleted by")
     )
-    delete_reason = models.TextField(blank=True, editable=False)
+    delete_reason = models.TextField(blank=True, editable=False, verbose_name=_("reason for deletion"))
 
     class Meta:
         abstract = True
@@ -198,6 +201,12 @@ class NotAMemberError(PermissionError):
     action it records should have been refused."""
 
 
+def _english(target) -> str:
+    """The target's name as the record keeps it: in English, whatever language the request that made it reads."""
+    with translation.override("en"):
+        return str(target)
+
+
 class AuditEvent(ProjectScoped):
     """Who did what to which object, when and why. Append-only. Its project is the target's (or given); its actor
     is always a member of that project or an administrator."""
@@ -208,15 +217,16 @@ class AuditEvent(ProjectScoped):
         verbose_name=_("actor")
     )
     action = models.CharField(max_length=64, verbose_name=_("action"))
-    target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT)
-    target_id = models.CharField(max_length=64, blank=True)
+    target_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.PROTECT,
+                                    verbose_name=_("target type"))
+    target_id = models.CharField(max_length=64, blank=True, verbose_name=_("target id"))
     target = GenericForeignKey("target_type", "target_id")
     target_repr = models.CharField(max_length=300, blank=True, verbose_name=_("target repr"))
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                                help_text="The project the event happened in (empty: instance-wide, e.g. an "
-                                          "account).", verbose_name=_("project"))
+                                help_text=_("The project the event happened in (empty: instance-wide, e.g. an "
+                                            "account)."), verbose_name=_("project"))
     reason = models.TextField(blank=True, verbose_name=_("reason"))
-    data = models.JSONField(default=dict, blank=True)
+    data = models.JSONField(default=dict, blank=True, verbose_name=_("data"))
 
     class Meta:
         verbose_name = _("audit event")
@@ -235,7 +245,7 @@ class AuditEvent(ProjectScoped):
             kwargs = {
                 "target_type": ContentType.objects.get_for_model(target),
                 "target_id": str(target.pk),
-                "target_repr": str(target)[:300],
+                "target_repr": _english(target)[:300],
             }
         project_id = getattr(project, "pk", project) if project is not None else project_id_of(target)
         user = actor if getattr(actor, "is_authenticated", False) else None
@@ -276,7 +286,7 @@ class AccountSettings(models.Model):
                                 verbose_name=_("user"))
     language = models.CharField(
         max_length=16, blank=True,
-        help_text="A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for.",
+        help_text=_("A code of settings.LANGUAGES (e.g. zh-hans); empty: the language the browser asks for."),
                                 verbose_name=_("language"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
@@ -285,7 +295,7 @@ class AccountSettings(models.Model):
         verbose_name_plural = _("account settings")
 
     def __str__(self) -> str:
-        return f"{self.user} ({self.language or 'browser language'})"
+        return f"{self.user} ({self.language or gettext('browser language')})"
 
 
 class Invitation(models.Model):
@@ -299,17 +309,17 @@ class Invitation(models.Model):
                                 verbose_name=_("project"))
     email = models.EmailField(verbose_name=_("email"))
     role = models.CharField(max_length=16, choices=Membership.Role.choices, verbose_name=_("role"))
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False, verbose_name=_("token hash"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+", verbose_name=_("created by"))
-    expires_at = models.DateTimeField()
-    accepted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    accepted_at = models.DateTimeField(null=True, blank=True, verbose_name=_("accepted at"))
     accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+                                    related_name="+", verbose_name=_("accepted by"))
     revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
     revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+                                   related_name="+", verbose_name=_("revoked by"))
 
     class Meta:
         verbose_name = _("invitation")
@@ -317,7 +327,8 @@ class Invitation(models.Model):
         ordering = ["project", "-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.email} ({self.role}) to {self.project}"
+        return gettext("%(email)s (%(role)s) to %(project)s") % {"email": self.email, "role": self.get_role_display(),
+                                                                  "project": self.project}
 
     @property
     def is_pending(self) -> bool:

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from annotation import campaigns, labels
 from annotation.labels import RATING
@@ -83,6 +83,23 @@ def test_reassign_moves_open_work_and_keeps_history(physicians):
         campaigns.reassign(new, physicians[0])
     with pytest.raises(campaigns.CampaignError, match="not a rater"):
         campaigns.reassign(new, physicians[3])
+
+
+def test_reassignment_refusals_read_in_the_language_of_the_page(physicians):
+    campaign = campaign_with(physicians[:2], n=2, overlap=1, name="re-zh")
+    campaigns.add_rater(campaign, physicians[2])
+    assignment = Assignment.objects.filter(campaign=campaign, rater=physicians[0]).first()
+    new = campaigns.reassign(assignment, physicians[2])
+    refusals = [(assignment, physicians[1]), (new, physicians[0]), (new, physicians[3])]
+    with translation.override("zh-hans"):
+        messages = []
+        for work, to_user in refusals:
+            with pytest.raises(campaigns.CampaignError) as refused:
+                campaigns.reassign(work, to_user)
+            messages.append(str(refused.value))
+    assert messages == ["此评分分配已重新分配过。",
+                        f"{physicians[0]} 已分配过此对话；同一对话不会两次分配给同一评分者。",
+                        f"{physicians[3]} 不是此评分任务的评分者；请先添加。"]
 
 
 def test_every_label_change_is_kept_with_who_when_and_old_value(physicians):

@@ -593,16 +593,114 @@ def superuser(db, django_user_model):
     return django_user_model.objects.create_superuser("i18n-admin", "admin@example.org", "x")
 
 
-@pytest.mark.parametrize("url", ["admin:index", "admin:annotation_campaign_changelist"])
+def _admin_pages(app_label: str, user) -> tuple[list[str], list[str]]:
+    """The admin's pages of the app's registered models: each change list, add form (where the admin allows adding)
+    and the change form of the first object it lists; and what has no object to open."""
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    from projects.scoping import scopes_disabled
+
+    request = RequestFactory().get("/")
+    request.user = user
+    urls, empty = [], []
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label != app_label:
+            continue
+        name = f"admin:{app_label}_{model._meta.model_name}"
+        urls.append(reverse(f"{name}_changelist"))
+        if model_admin.has_add_permission(request):
+            urls.append(reverse(f"{name}_add"))
+        with scopes_disabled():
+            first = model._default_manager.order_by("pk").first()
+        if first is None:
+            empty.append(model._meta.label)
+        else:
+            urls.append(reverse(f"{name}_change", args=[first.pk]))
+    return urls, empty
+
+
+def _admin_objects_the_world_lacks(world, superuser) -> None:
+    """One of each kind the admin lists that the world has none of (an API token, a rater profile, a campaign's
+    random sample, LLM calls, engines, batches, budgets and spending, a generated dialogue's calls and turns, an
+    imported prompt, a judge selection's settings, a preference verdict), their texts the world's."""
+    import datetime
+
+    from rest_framework.authtoken.models import Token
+
+    from annotation.models import RandomSample, RaterProfile
+    from projects.scoping import scopes_disabled
+    from scoring.generation.models import GenerationCall, GenerationTurn
+    from scoring.judges.models import ImportedPrompt, JudgeResult, SelectionSettings
+    from scoring.llm.models import LLMBatch, LLMCall, LLMWorker, MonthlySpend, ProjectBudget
+    from scoring.preference.models import PreferencePair, PreferenceVerdict
+
+    side = world.alpha
+    campaign, endpoint, generated = (side.objects[kind] for kind in ("campaign", "endpoint", "generated_dialogue"))
+    with scopes_disabled():
+        call = LLMCall.objects.create(project=side.project, key="0" * 64, endpoint=endpoint.base_url,
+                                      model=generated.doctor_model, request={})
+        GenerationCall.objects.create(job=generated.job, generated=generated, role="doctor", call=call)
+        GenerationTurn.objects.create(generated=generated, index=0, role="doctor", text=generated.doctor_model)
+        result = JudgeResult.objects.filter(run=side.objects["imported_run"]).order_by("pk").first()
+        ImportedPrompt.objects.get_or_create(result=result, defaults={"text": generated.doctor_model})
+        SelectionSettings.objects.get_or_create(project=side.project, campaign=campaign)
+        LLMWorker.objects.create(owner="1", hostname="1", pid=1)
+        LLMBatch.objects.create(kind="judge", job_id=1, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
+        ProjectBudget.objects.get_or_create(project=side.project)
+        MonthlySpend.objects.create(project=side.project, month=datetime.date(2026, 1, 1), endpoint=endpoint.name)
+        run = side.objects["preference_judge_run"]
+        PreferenceVerdict.objects.create(run=run, pair=PreferencePair.objects.filter(study=run.study).first(),
+                                         order=PreferenceVerdict.Order.FORWARD)
+        dialogue = campaign.dialogues().order_by("pk").first()
+        Token.objects.create(user=superuser)
+        RaterProfile.objects.get_or_create(user=world.alpha.physicians[0])
+        RandomSample.objects.get_or_create(campaign=campaign, defaults={
+            "kind": RandomSample.Kind.DECLARED, "size": 1,
+            "population": [[dialogue.pk, dialogue.source_model]], "dialogues": [dialogue.pk]})
+
+
+@pytest.mark.parametrize("app_label", ["index", "auth", "authtoken", "projects", "core", "annotation", "scoring",
+                                       "delphi"])
 def test_the_admin_in_the_pseudo_locale_shows_no_text_outside_the_markers_but_data(client, world, db, data,
-                                                                                  in_pseudo_locale, superuser, url):
-    """The admin's own words come from Django's catalogue, our models' and fields' names and choices from ours."""
+                                                                                  in_pseudo_locale, superuser,
+                                                                                  app_label):
+    """The admin's own words come from Django's catalogue (or ours, where Django's Chinese lacks them), our models'
+    and fields' names, help texts and choices from ours: every registered model's change list, add form and the
+    change form of an object of the world, as an instance administrator sees them."""
+    from django.contrib.auth.hashers import identify_hasher
+    from rest_framework.authtoken.models import Token
+
+    from annotation.models import Language
+    from scoring.llm.engine import HANDLERS
+
+    _admin_objects_the_world_lacks(world, superuser)
     client.force_login(superuser)
     client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
-    body = client.get(reverse(url)).content.decode()
-    assert f'<html lang="{in_pseudo_locale}"' in body
-    problems = pseudo_locale.untranslated(body, ["i18n-admin", *data])
-    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+    if app_label == "index":
+        urls, empty = [reverse("admin:index"), reverse("admin:app_list", args=["annotation"])], []
+    else:
+        urls, empty = _admin_pages(app_label, superuser)
+    assert urls
+    passwords = type(superuser).objects.values_list("password", flat=True)
+    # besides data: the languages of instruments, named in their own language (as a menu of languages shows them);
+    # what Django writes alike in every language (the automatic primary key "ID", a boolean icon's alternative
+    # text, JSON's null, true and false, the password hashes' summaries), API tokens, django-axes' name and the LLM
+    # engines' kind codes (identifiers, as a worker's list of jobs writes them)
+    allowed = ["i18n-admin", superuser.email, *data, *(label for _, label in Language.choices), "ID", "True", "False",
+               "None", "null", "true", "false", "Axes", *Token.objects.values_list("key", flat=True), *HANDLERS,
+               *(str(v) for password in passwords for v in identify_hasher(password).safe_summary(password).values())]
+    problems = []
+    for url in urls:
+        response = client.get(url)
+        if response.status_code != 200:
+            problems.append(f"{url}: HTTP {response.status_code}")
+            continue
+        body = response.content.decode()
+        assert f'<html lang="{in_pseudo_locale}"' in body, url
+        problems += [f"{url}: {problem}" for problem in pseudo_locale.untranslated(body, allowed)]
+    assert not problems, "text outside gettext:\n" + "\n".join(dict.fromkeys(problems))
+    assert not empty, f"no object to open the change form of: {empty}"
 
 
 def test_the_admin_index_names_our_models_in_chinese(client, db, superuser):
@@ -611,6 +709,9 @@ def test_the_admin_index_names_our_models_in_chinese(client, db, superuser):
     assert "站点管理" in body  # Django's own catalogue
     for model in ("评分任务", "语料库", "德尔菲研究", "评审模型运行"):
         assert model in body, model
+    assert "模型名称" in body  # a hidden table header Django's Chinese catalogue lacks (ours gives it)
+    panelist = client.get(reverse("admin:delphi_panelist_add"), headers={"accept-language": "zh-CN"}).content.decode()
+    assert "工作年限" in panelist and "专家链接的页面和邮件所用的语言" in panelist  # a field's name and help text
     campaigns = client.get(reverse("admin:annotation_campaign_changelist"),
                            headers={"accept-language": "zh-CN"}).content.decode()
     assert "评分任务" in campaigns and "量表版本" in campaigns and "状态" in campaigns

@@ -39,11 +39,12 @@ class Job(ProjectScoped):
     kind = models.CharField(max_length=40, choices=Kind.choices, verbose_name=_("kind"))
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True,
                               verbose_name=_("status"))
-    params = models.JSONField(default=dict, blank=True)
+    params = models.JSONField(default=dict, blank=True, verbose_name=_("parameters"))
     result = models.JSONField(default=dict, blank=True, verbose_name=_("result"))
-    error = models.TextField(blank=True)
-    progress = models.FloatField(default=0.0)
-    message = models.CharField(max_length=200, blank=True, help_text=_("What the job is doing now."))
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    progress = models.FloatField(default=0.0, verbose_name=_("progress"))
+    message = models.CharField(max_length=200, blank=True, help_text=_("What the job is doing now."),
+                               verbose_name=_("message"))
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.PROTECT,
                                 related_name="+", help_text=_("Empty for instance-wide jobs (the worker check)."),
                                 verbose_name=_("project"))
@@ -55,9 +56,11 @@ class Job(ProjectScoped):
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
-    enqueued_at = models.DateTimeField(null=True, blank=True, help_text=_("Last message sent to the workers."))
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text=_("Last message sent to the workers."),
+                                       verbose_name=_("enqueued at"))
     heartbeat_at = models.DateTimeField(null=True, blank=True,
-                                        help_text=_("Last sign of life of the worker running it."))
+                                        help_text=_("Last sign of life of the worker running it."),
+                                        verbose_name=_("heartbeat at"))
 
     class Meta:
         verbose_name = _("job")

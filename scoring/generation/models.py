@@ -21,8 +21,8 @@ class CaseSet(ProjectOwned, SoftDeletable):
     """A named collection of patient cases, imported from one JSON Lines file (or several)."""
 
     name = models.CharField(max_length=200, verbose_name=_("name"))
-    description = models.TextField(blank=True)
-    source = models.CharField(max_length=300, blank=True, help_text="File the cases came from.",
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    source = models.CharField(max_length=300, blank=True, help_text=_("File the cases came from."),
                               verbose_name=_("source"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
@@ -54,19 +54,23 @@ class PatientCase(ProjectScoped, SoftDeletable):
     case_set = models.ForeignKey(CaseSet, on_delete=models.PROTECT, related_name="cases", verbose_name=_("case set"))
     external_id = models.CharField(max_length=200, verbose_name=_("external id"))
     kind = models.CharField(max_length=12, choices=Kind.choices, verbose_name=_("kind"))
-    self_report = models.TextField(help_text="What the patient tells the doctor first (OSCE: demographics and "
-                                             "main complaint).")
+    self_report = models.TextField(help_text=_("What the patient tells the doctor first (OSCE: demographics and "
+                                               "main complaint)."), verbose_name=_("self-report"))
     patient_info = models.JSONField(default=dict, blank=True,
-                                    help_text="Facts the patient simulator knows (OSCE: Patient_Actor; "
-                                              "self-report: the template slots).")
-    doctor_info = models.TextField(blank=True, help_text="What the doctor is told (OSCE: Objective_for_Doctor).")
-    examination = models.JSONField(default=dict, blank=True, help_text="Physical examination findings.")
-    test_results = models.JSONField(default=dict, blank=True, help_text="Answers of the measurement agent.")
-    diagnosis = models.TextField(blank=True, help_text="Correct diagnosis; only the moderator sees it.",
+                                    help_text=_("Facts the patient simulator knows (OSCE: Patient_Actor; "
+                                                "self-report: the template slots)."),
+                                    verbose_name=_("patient information"))
+    doctor_info = models.TextField(blank=True, help_text=_("What the doctor is told (OSCE: Objective_for_Doctor)."),
+                                   verbose_name=_("doctor information"))
+    examination = models.JSONField(default=dict, blank=True, help_text=_("Physical examination findings."),
+                                   verbose_name=_("physical examination"))
+    test_results = models.JSONField(default=dict, blank=True, help_text=_("Answers of the measurement agent."),
+                                    verbose_name=_("test results"))
+    diagnosis = models.TextField(blank=True, help_text=_("Correct diagnosis; only the moderator sees it."),
                                  verbose_name=_("diagnosis"))
     language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
-    meta = models.JSONField(default=dict, blank=True)
-    line = models.PositiveIntegerField(default=0, help_text="Line of the imported file.")
+    meta = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    line = models.PositiveIntegerField(default=0, help_text=_("Line of the imported file."), verbose_name=_("line"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
@@ -93,25 +97,38 @@ class GenerationJob(ProjectOwned, EngineJob):
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="generation_jobs",
                                verbose_name=_("corpus"))
     doctor_base_url = models.CharField(max_length=300, blank=True,
-                                       help_text="Empty: OPENAI_BASE_URL from the environment.")
-    doctor_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable])
-    doctor_models = models.JSONField(default=list, help_text="Model names of the doctors under test.")
+                                       help_text=_("Empty: OPENAI_BASE_URL from the environment."),
+                                       verbose_name=_("doctor base URL"))
+    doctor_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY", validators=[validate_key_variable],
+                                          verbose_name=_("doctor API key variable"))
+    doctor_models = models.JSONField(default=list, help_text=_("Model names of the doctors under test."),
+                                     verbose_name=_("doctor models"))
     patient_base_url = models.CharField(max_length=300, blank=True,
-                                        help_text="Empty: OPENAI_BASE_URL from the environment.")
+                                        help_text=_("Empty: OPENAI_BASE_URL from the environment."),
+                                        verbose_name=_("patient base URL"))
     patient_api_key_env = models.CharField(max_length=100, default="OPENAI_API_KEY",
-                                           validators=[validate_key_variable])
+                                           validators=[validate_key_variable],
+                                           verbose_name=_("patient API key variable"))
     patient_model = models.CharField(max_length=200, verbose_name=_("patient model"))
-    measurement_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
-    moderator_model = models.CharField(max_length=200, blank=True, help_text="Empty: the patient model.")
-    temperatures = models.JSONField(default=list, help_text="Doctor temperatures to sweep.")
-    doctor_biases = models.JSONField(default=list, blank=True, help_text='Doctor bias conditions ("none" = '
-                                                                         "unbiased).")
-    patient_biases = models.JSONField(default=list, blank=True)
-    repeats = models.PositiveIntegerField(default=1, help_text="Dialogues per case and condition.")
-    max_turns = models.PositiveIntegerField(default=10, help_text="Most doctor turns (test requests count).")
-    end_marker = models.CharField(max_length=60, default="DIAGNOSIS READY:")
-    reveal_diagnosis = models.BooleanField(default=False, help_text="Tell the patient simulator its diagnosis.")
-    snapshot = models.JSONField(default=dict, help_text="Prompts and every setting as they were at the start.")
+    measurement_model = models.CharField(max_length=200, blank=True, help_text=_("Empty: the patient model."),
+                                         verbose_name=_("measurement model"))
+    moderator_model = models.CharField(max_length=200, blank=True, help_text=_("Empty: the patient model."),
+                                       verbose_name=_("moderator model"))
+    temperatures = models.JSONField(default=list, help_text=_("Doctor temperatures to sweep."),
+                                    verbose_name=_("temperatures"))
+    doctor_biases = models.JSONField(default=list, blank=True, help_text=_('Doctor bias conditions ("none" = '
+                                                                           "unbiased)."),
+                                     verbose_name=_("doctor biases"))
+    patient_biases = models.JSONField(default=list, blank=True, verbose_name=_("patient biases"))
+    repeats = models.PositiveIntegerField(default=1, help_text=_("Dialogues per case and condition."),
+                                          verbose_name=_("repeats"))
+    max_turns = models.PositiveIntegerField(default=10, help_text=_("Most doctor turns (test requests count)."),
+                                            verbose_name=_("maximum turns"))
+    end_marker = models.CharField(max_length=60, default="DIAGNOSIS READY:", verbose_name=_("end marker"))
+    reveal_diagnosis = models.BooleanField(default=False, help_text=_("Tell the patient simulator its diagnosis."),
+                                           verbose_name=_("reveal diagnosis"))
+    snapshot = models.JSONField(default=dict, help_text=_("Prompts and every setting as they were at the start."),
+                                verbose_name=_("snapshot"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         verbose_name=_("created by")
@@ -124,7 +141,7 @@ class GenerationJob(ProjectOwned, EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"Generation #{self.pk} {self.name}"
+        return gettext("Generation #%(id)s %(name)s") % {"id": self.pk, "name": self.name}
 
 
 class GeneratedDialogue(ProjectScoped, WorkUnit):
@@ -150,23 +167,24 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
     temperature = models.FloatField(verbose_name=_("temperature"))
     doctor_bias = models.CharField(max_length=40, default="none", verbose_name=_("doctor bias"))
     patient_bias = models.CharField(max_length=40, default="none", verbose_name=_("patient bias"))
-    repeat = models.PositiveIntegerField(default=0)
+    repeat = models.PositiveIntegerField(default=0, verbose_name=_("repeat"))
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True,
                               verbose_name=_("status"))
     ended_by = models.CharField(max_length=12, choices=Ending.choices, blank=True, verbose_name=_("ended by"))
-    turns_used = models.PositiveIntegerField(default=0, help_text="Doctor turns, test requests included.",
+    turns_used = models.PositiveIntegerField(default=0, help_text=_("Doctor turns, test requests included."),
                                              verbose_name=_("turns used"))
-    final_diagnosis = models.TextField(blank=True)
-    correct = models.BooleanField(null=True, blank=True, help_text="The moderator's verdict (OSCE cases).",
+    final_diagnosis = models.TextField(blank=True, verbose_name=_("final diagnosis"))
+    correct = models.BooleanField(null=True, blank=True, help_text=_("The moderator's verdict (OSCE cases)."),
                                   verbose_name=_("correct"))
-    moderator_answer = models.TextField(blank=True)
+    moderator_answer = models.TextField(blank=True, verbose_name=_("moderator answer"))
     moderator_call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT,
-                                       related_name="+")
-    moderator_from_cache = models.BooleanField(default=False)
-    masked = models.PositiveIntegerField(default=0, help_text="Patient turns where the diagnosis was masked.")
+                                       related_name="+", verbose_name=_("moderator call"))
+    moderator_from_cache = models.BooleanField(default=False, verbose_name=_("moderator answer from cache"))
+    masked = models.PositiveIntegerField(default=0, help_text=_("Patient turns where the diagnosis was masked."),
+                                         verbose_name=_("masked turns"))
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
                                  related_name="+", verbose_name=_("dialogue"))
-    retry_round = models.PositiveIntegerField(default=0)
+    retry_round = models.PositiveIntegerField(default=0, verbose_name=_("retry round"))
 
     class Meta:
         verbose_name = _("generated dialogue")
@@ -178,7 +196,9 @@ class GeneratedDialogue(ProjectScoped, WorkUnit):
         indexes = [models.Index(fields=["job", "status"])]
 
     def __str__(self) -> str:
-        return f"{self.job_id}/{self.case.external_id} {self.doctor_model} t={self.temperature:g}"
+        return gettext("%(job)s/%(case)s %(model)s temperature %(temperature)s") % {
+            "job": self.job_id, "case": self.case.external_id, "model": self.doctor_model,
+            "temperature": f"{self.temperature:g}"}
 
     @property
     def condition(self) -> str:

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.scores import ScoreField
@@ -23,11 +24,13 @@ class PromptSet(ProjectOwned):
     version = models.PositiveIntegerField(default=1, verbose_name=_("version"))
     scale_version = models.ForeignKey("annotation.ScaleVersion", on_delete=models.PROTECT, related_name="+",
                                       verbose_name=_("scale version"))
-    system_prompt = models.TextField()
+    system_prompt = models.TextField(verbose_name=_("system prompt"))
     dialogue_template = models.TextField(
-        help_text=_("How the dialogue is shown; {self_report} and {turns} are filled."))
-    per_dialogue_instruction = models.TextField(help_text=_("Question for the one-call-per-dialogue mode."))
-    note = models.TextField(blank=True)
+        help_text=_("How the dialogue is shown; {self_report} and {turns} are filled."),
+        verbose_name=_("dialogue template"))
+    per_dialogue_instruction = models.TextField(help_text=_("Question for the one-call-per-dialogue mode."),
+                                                verbose_name=_("per-dialogue instruction"))
+    note = models.TextField(blank=True, verbose_name=_("note"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         verbose_name=_("created by")
@@ -89,27 +92,33 @@ class JudgeConfig(ProjectOwned):
                                    verbose_name=_("api key env"))
     model = models.CharField(max_length=200, verbose_name=_("model"))
     temperature = models.FloatField(default=0.0, verbose_name=_("temperature"))
-    max_tokens = models.PositiveIntegerField(default=256)
+    max_tokens = models.PositiveIntegerField(default=256, verbose_name=_("maximum tokens"))
     seed = models.BigIntegerField(null=True, blank=True, verbose_name=_("seed"))
     mode = models.CharField(max_length=14, choices=Mode.choices, default=Mode.PER_ITEM, verbose_name=_("mode"))
-    structured_output = models.BooleanField(default=True, help_text=_("Ask for JSON-schema output (response_format)."))
-    request_logprobs = models.BooleanField(default=True, help_text=_("Ask for logprobs to store P(yes)."))
+    structured_output = models.BooleanField(default=True, help_text=_("Ask for JSON-schema output (response_format)."),
+                                            verbose_name=_("structured output"))
+    request_logprobs = models.BooleanField(default=True, help_text=_("Ask for logprobs to store P(yes)."),
+                                           verbose_name=_("request logprobs"))
     draws = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(20)],
         help_text=_("Per-item mode: answers asked for in each request (the API's n) at the draw temperature; more "
-                  "than 1 stores their spread as the judge's uncertainty (self-consistency). Each costs its tokens."))
+                    "than 1 stores their spread as the judge's uncertainty (self-consistency). Each costs its tokens."),
+        verbose_name=_("draws"))
     draw_temperature = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
-                                         help_text=_("The temperature of the repeated draws (used when draws > 1)."))
+                                         help_text=_("The temperature of the repeated draws (used when draws > 1)."),
+                                         verbose_name=_("draw temperature"))
     concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once, all workers."),
                                               verbose_name=_("concurrency"))
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("requests per minute"))
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("tokens per minute"))
     timeout_seconds = models.FloatField(default=60.0, verbose_name=_("timeout seconds"))
-    max_attempts = models.PositiveIntegerField(default=6)
-    price_input_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
-    price_output_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0)
+    max_attempts = models.PositiveIntegerField(default=6, verbose_name=_("maximum attempts"))
+    price_input_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0,
+                                             verbose_name=_("input price per 1k tokens"))
+    price_output_per_1k = models.DecimalField(max_digits=10, decimal_places=6, default=0,
+                                              verbose_name=_("output price per 1k tokens"))
     currency = models.CharField(max_length=8, default="USD", help_text=_("Currency of the prices (and of the costs "
-                                                                       "shown); from the endpoint when it has one."),
+                                                                         "shown); from the endpoint when it has one."),
                                 verbose_name=_("currency"))
     prompt_set = models.ForeignKey(PromptSet, on_delete=models.PROTECT, related_name="configs",
                                    verbose_name=_("prompt set"))
@@ -158,20 +167,25 @@ class JudgeRun(ProjectOwned, EngineJob):
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.LIVE, verbose_name=_("source"))
     scale_version = models.ForeignKey("annotation.ScaleVersion", null=True, blank=True, on_delete=models.PROTECT,
                                       related_name="+", help_text=_("Imported runs: the version their items belong to "
-                                                                  "(live runs: their prompt set's)."),
+                                                                    "(live runs: their prompt set's)."),
                                       verbose_name=_("scale version"))
-    source_file = models.CharField(max_length=255, blank=True, help_text=_("Imported runs: the file's name."))
+    source_file = models.CharField(max_length=255, blank=True, help_text=_("Imported runs: the file's name."),
+                                   verbose_name=_("source file"))
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True,
-                                     help_text=_("Imported runs: the SHA-256 of the file."))
+                                     help_text=_("Imported runs: the SHA-256 of the file."),
+                                     verbose_name=_("source SHA-256"))
     corpus = models.ForeignKey("annotation.Corpus", on_delete=models.PROTECT, related_name="judge_runs",
                                verbose_name=_("corpus"))
-    filter_split = models.CharField(max_length=12, blank=True)
-    filter_model = models.CharField(max_length=200, blank=True)
-    filter_language = models.CharField(max_length=16, blank=True)
-    item_codes = models.JSONField(default=list, blank=True, help_text=_("Empty = every rating item."))
+    filter_split = models.CharField(max_length=12, blank=True, verbose_name=_("split (filter)"))
+    filter_model = models.CharField(max_length=200, blank=True, verbose_name=_("doctor model (filter)"))
+    filter_language = models.CharField(max_length=16, blank=True, verbose_name=_("language (filter)"))
+    item_codes = models.JSONField(default=list, blank=True, help_text=_("Empty = every rating item."),
+                                  verbose_name=_("item codes"))
     batch = models.BooleanField(default=False, help_text=_("Send the requests through the provider's Batch API "
-                                "(half the price, results within 24 hours) instead of one by one."))
-    snapshot = models.JSONField(default=dict, help_text=_("The configuration and prompts as they were at the start."))
+                                "(half the price, results within 24 hours) instead of one by one."),
+                                verbose_name=_("batch"))
+    snapshot = models.JSONField(default=dict, help_text=_("The configuration and prompts as they were at the start."),
+                                verbose_name=_("snapshot"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         verbose_name=_("created by")
@@ -184,7 +198,7 @@ class JudgeRun(ProjectOwned, EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"Run #{self.pk} {self.name} on {self.corpus}"
+        return gettext("Run #%(id)s %(name)s on %(corpus)s") % {"id": self.pk, "name": self.name, "corpus": self.corpus}
 
     @property
     def name(self) -> str:
@@ -219,13 +233,15 @@ class JudgeResult(ProjectScoped, WorkUnit):
     value = ScoreField(null=True, blank=True, verbose_name=_("value"))
     p_yes = models.FloatField(null=True, blank=True, verbose_name=_("p yes"))
     uncertainty = models.FloatField(null=True, blank=True, help_text=_("The judge's expected error size on this "
-                                    "answer (from log-probabilities, or the spread of repeated draws)."))
-    rationale = models.TextField(blank=True)
+                                    "answer (from log-probabilities, or the spread of repeated draws)."),
+                                    verbose_name=_("uncertainty"))
+    rationale = models.TextField(blank=True, verbose_name=_("rationale"))
     call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.PROTECT, related_name="results",
                              verbose_name=_("call"))
     from_cache = models.BooleanField(default=False, verbose_name=_("from cache"))
     retry_round = models.PositiveIntegerField(default=0, help_text=_("Bumped by 'retry': asks the endpoint again "
-                                                                     "instead of reusing the cached answer."))
+                                                                     "instead of reusing the cached answer."),
+                                              verbose_name=_("retry round"))
 
     class Meta:
         verbose_name = _("judge result")
@@ -255,7 +271,7 @@ class ImportedPrompt(ProjectScoped):
         verbose_name_plural = _("imported prompts")
 
     def __str__(self) -> str:
-        return f"prompt of {self.result}"
+        return gettext("prompt of %(result)s") % {"result": self.result}
 
 
 class Jury(ProjectOwned, SoftDeletable):
@@ -290,10 +306,11 @@ class Jury(ProjectOwned, SoftDeletable):
     rule = models.CharField(max_length=10, choices=Rule.choices, default=Rule.MAJORITY, verbose_name=_("rule"))
     tie_rule = models.CharField(max_length=10, choices=TieRule.choices, default=TieRule.LOWER,
                                 help_text=_("How a tied vote, or a median or mean exactly half-way between two "
-                                          "allowed values, is settled."))
+                                            "allowed values, is settled."), verbose_name=_("tie rule"))
     round_to_grid = models.BooleanField(default=True, help_text=_("Median and mean: round to the item's allowed "
-                                                                "values (the report's agreement figures need them)."))
-    note = models.TextField(blank=True)
+                                                                  "values (the report's agreement figures need them)."),
+                                        verbose_name=_("round to grid"))
+    note = models.TextField(blank=True, verbose_name=_("note"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         verbose_name=_("created by")
@@ -344,7 +361,7 @@ class JuryMember(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["jury", "run"], name="unique_jury_member")]
 
     def __str__(self) -> str:
-        return f"{self.jury} member run {self.run_id}"
+        return gettext("%(jury)s member run %(run)s") % {"jury": self.jury, "run": self.run_id}
 
 
 class SelectionSettings(ProjectOwned):
@@ -358,7 +375,8 @@ class SelectionSettings(ProjectOwned):
     held_out_share = models.FloatField(default=0.3, verbose_name=_("held out share"))
     seed = models.PositiveBigIntegerField(default=20240501, verbose_name=_("seed"))
     verdict = models.JSONField(default=dict, blank=True, help_text=_("The verdict settings (floor, minimum dialogues, "
-                                                                   "margin, interval method)."))
+                                                                     "margin, interval method)."),
+                               verbose_name=_("verdict settings"))
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+", verbose_name=_("updated by"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
@@ -368,7 +386,7 @@ class SelectionSettings(ProjectOwned):
         verbose_name_plural = _("selection settings")
 
     def __str__(self) -> str:
-        return f"selection settings of campaign {self.campaign_id}"
+        return gettext("selection settings of campaign %(campaign)s") % {"campaign": self.campaign_id}
 
     def as_dict(self) -> dict:
         return {"held_out_share": self.held_out_share, "seed": self.seed, "verdict": dict(self.verdict)}

@@ -2,6 +2,7 @@
 budgets and what they spent, live engines and provider batches."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from scoring.llm.models import LLMBatch, LLMCall, LLMEndpoint, LLMWorker, MonthlySpend, ProjectBudget
 
@@ -35,7 +36,7 @@ class LLMEndpointAdmin(admin.ModelAdmin):
             initial["projects"] = only
         return initial
 
-    @admin.display(description="Projects")
+    @admin.display(description=_("projects"))
     def granted_to(self, endpoint) -> str:
         return ", ".join(project.name for project in endpoint.projects.all()) or "none"
     search_fields = ["name", "base_url"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from projects.models import ProjectOwned, ProjectScoped
@@ -27,9 +28,9 @@ class LLMCall(ProjectScoped):
                                 verbose_name=_("project"))
     endpoint = models.CharField(max_length=300, verbose_name=_("endpoint"))
     model = models.CharField(max_length=200, verbose_name=_("model"))
-    request = models.JSONField()
+    request = models.JSONField(verbose_name=_("request"))
     response = models.JSONField(null=True, blank=True, verbose_name=_("response"))
-    content = models.TextField(blank=True)
+    content = models.TextField(blank=True, verbose_name=_("content"))
     prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
     completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0, verbose_name=_("cost"))
@@ -50,11 +51,13 @@ class WorkUnit(models.Model):
     a claim naming the engine that holds it, a lease as a last resort, and a retry time after a failure."""
 
     attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True, verbose_name=_("error"))
     claimed_by = models.CharField(max_length=100, blank=True, default="",
-                                  help_text=_("The engine (or provider batch) that holds the unit now."))
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    not_before = models.DateTimeField(null=True, blank=True, help_text=_("Retry no earlier than this (backoff)."))
+                                  help_text=_("The engine (or provider batch) that holds the unit now."),
+                                  verbose_name=_("claimed by"))
+    claimed_until = models.DateTimeField(null=True, blank=True, verbose_name=_("claimed until"))
+    not_before = models.DateTimeField(null=True, blank=True, help_text=_("Retry no earlier than this (backoff)."),
+                                      verbose_name=_("not before"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
@@ -87,24 +90,32 @@ class EngineJob(models.Model):
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True,
                               verbose_name=_("status"))
-    error = models.TextField(blank=True, help_text=_("Why the job failed, paused or finished with problems."))
+    error = models.TextField(blank=True, help_text=_("Why the job failed, paused or finished with problems."),
+                             verbose_name=_("error"))
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
-    activity_at = models.DateTimeField(null=True, blank=True, help_text=_("Last stored answer."))
-    woken_at = models.DateTimeField(null=True, blank=True, help_text=_("Last wake-up message sent to the workers."))
+    activity_at = models.DateTimeField(null=True, blank=True, help_text=_("Last stored answer."),
+                                       verbose_name=_("last activity at"))
+    woken_at = models.DateTimeField(null=True, blank=True, help_text=_("Last wake-up message sent to the workers."),
+                                    verbose_name=_("woken at"))
     requests_sent = models.PositiveBigIntegerField(
-        default=0, help_text=_("Requests sent or handed to a provider batch, counted before they go out."))
+        default=0, help_text=_("Requests sent or handed to a provider batch, counted before they go out."),
+        verbose_name=_("requests sent"))
     request_limit = models.PositiveBigIntegerField(
         null=True, blank=True, help_text=_("Most requests the job may send: its request units x attempts per unit "
-                                         "(set when it starts; a retry adds the units it asks again)."))
+                                           "(set when it starts; a retry adds the units it asks again)."),
+        verbose_name=_("request limit"))
     spent_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0,
-                                     help_text=_("Cost of the paid answers, in the endpoint's currency."))
-    spent_tokens = models.PositiveBigIntegerField(default=0, help_text=_("Prompt + completion tokens of paid answers."))
+                                     help_text=_("Cost of the paid answers, in the endpoint's currency."),
+                                     verbose_name=_("cost spent"))
+    spent_tokens = models.PositiveBigIntegerField(default=0, help_text=_("Prompt + completion tokens of paid answers."),
+                                                  verbose_name=_("tokens spent"))
     cost_cap = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True,
                                    help_text=_("Optional: pause the job when its cost reaches this (endpoint's "
-                                             "currency)."))
+                                               "currency)."), verbose_name=_("cost cap"))
     token_cap = models.PositiveBigIntegerField(null=True, blank=True,
-                                               help_text=_("Optional: pause the job when its tokens reach this."))
+                                               help_text=_("Optional: pause the job when its tokens reach this."),
+                                               verbose_name=_("token cap"))
 
     class Meta:
         abstract = True
@@ -128,7 +139,7 @@ class LLMWorker(models.Model):
     started_at = models.DateTimeField(default=timezone.now, verbose_name=_("started at"))
     seen_at = models.DateTimeField(default=timezone.now, db_index=True, verbose_name=_("seen at"))
     in_flight = models.PositiveIntegerField(default=0, verbose_name=_("in flight"))
-    jobs = models.JSONField(default=list, blank=True, help_text='The jobs it works on ("kind:id").',
+    jobs = models.JSONField(default=list, blank=True, help_text=_('The jobs it works on ("kind:id").'),
                             verbose_name=_("jobs"))
 
     class Meta:
@@ -160,17 +171,18 @@ class LLMBatch(models.Model):
     provider_id = models.CharField(max_length=200, blank=True, verbose_name=_("provider id"))
     provider_status = models.CharField(max_length=40, blank=True, help_text=_("As the provider reports it."),
                                        verbose_name=_("provider status"))
-    input_file_id = models.CharField(max_length=200, blank=True)
-    output_file_id = models.CharField(max_length=200, blank=True)
-    error_file_id = models.CharField(max_length=200, blank=True)
+    input_file_id = models.CharField(max_length=200, blank=True, verbose_name=_("input file id"))
+    output_file_id = models.CharField(max_length=200, blank=True, verbose_name=_("output file id"))
+    error_file_id = models.CharField(max_length=200, blank=True, verbose_name=_("error file id"))
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.SUBMITTED, db_index=True,
                               verbose_name=_("status"))
     requests = models.JSONField(default=dict, help_text=_("custom_id -> request key and unit ids."),
                                 verbose_name=_("requests"))
-    counts = models.JSONField(default=dict, blank=True, help_text=_("The provider's request counts."))
-    error = models.TextField(blank=True)
+    counts = models.JSONField(default=dict, blank=True, help_text=_("The provider's request counts."),
+                              verbose_name=_("counts"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
-    polled_at = models.DateTimeField(null=True, blank=True)
+    polled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("polled at"))
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
 
     class Meta:
@@ -180,7 +192,8 @@ class LLMBatch(models.Model):
         verbose_name_plural = _("LLM batches")
 
     def __str__(self) -> str:
-        return f"batch {self.pk} ({self.provider_status or self.status}) for {self.kind} {self.job_id}"
+        return gettext("batch %(id)s (%(status)s) for %(kind)s %(job)s") % {
+            "id": self.pk, "status": self.provider_status or self.status, "kind": self.kind, "job": self.job_id}
 
     @property
     def owner(self) -> str:
@@ -198,10 +211,10 @@ class LLMEndpoint(models.Model):
     api_key_env = models.CharField(
         max_length=100, default=DEFAULT_KEY_VARIABLE, validators=[validate_key_variable],
         help_text=_("Name of the environment variable holding the key (never the key): OPENAI_API_KEY, a name "
-                  "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES."),
+                    "starting with LLM_KEY_, or one listed in the setting LLM_KEY_VARIABLES."),
                                    verbose_name=_("api key env"))
     concurrency = models.PositiveIntegerField(default=8, help_text=_("Most requests in flight at once to this endpoint "
-                                                                   "and key, all workers and all jobs together."),
+                                                                     "and key, all workers and all jobs together."),
                                               verbose_name=_("concurrency"))
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("requests per minute"))
     tokens_per_minute = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("tokens per minute"))
@@ -209,9 +222,10 @@ class LLMEndpoint(models.Model):
     currency = models.CharField(max_length=8, default="USD",
                                 help_text=_("Currency of the judges' prices and of every cost shown for this "
                                             "endpoint."), verbose_name=_("currency"))
-    note = models.TextField(blank=True, help_text=_("Shown to coordinators when they choose the endpoint."))
+    note = models.TextField(blank=True, help_text=_("Shown to coordinators when they choose the endpoint."),
+                            verbose_name=_("note"))
     is_active = models.BooleanField(default=True, help_text=_("Inactive endpoints cannot be chosen for new judges "
-                                                            "or jobs; existing ones keep their settings."),
+                                                              "or jobs; existing ones keep their settings."),
                                     verbose_name=_("is active"))
     projects = models.ManyToManyField("projects.Project", blank=True, related_name="endpoints",
                                       help_text=_("The projects whose coordinators may choose this endpoint."),
@@ -258,7 +272,7 @@ class ProjectBudget(ProjectOwned):
         verbose_name_plural = _("project LLM budgets")
 
     def __str__(self) -> str:
-        return f"LLM budget of project {self.project_id}"
+        return gettext("LLM budget of project %(project)s") % {"project": self.project_id}
 
 
 class MonthlySpend(ProjectOwned):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.queue import QueuedWork
@@ -35,28 +36,33 @@ class PreferenceStudy(ProjectOwned, SoftDeletable):
     kind = models.CharField(max_length=12, choices=Kind.choices, verbose_name=_("kind"))
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT, db_index=True,
                               verbose_name=_("status"))
-    instructions = models.TextField(blank=True, help_text="Shown to raters above every task.")
-    overlap = models.PositiveSmallIntegerField(default=3, help_text="Raters per comparison.", verbose_name=_("overlap"))
-    seed = models.PositiveIntegerField(default=0, help_text="Seeds side randomisation and assignment.",
+    instructions = models.TextField(blank=True, help_text=_("Shown to raters above every task."),
+                                    verbose_name=_("instructions"))
+    overlap = models.PositiveSmallIntegerField(default=3, help_text=_("Raters per comparison."),
+                                               verbose_name=_("overlap"))
+    seed = models.PositiveIntegerField(default=0, help_text=_("Seeds side randomisation and assignment."),
                                        verbose_name=_("seed"))
     corpus = models.ForeignKey("annotation.Corpus", null=True, blank=True, on_delete=models.PROTECT,
                                related_name="+", verbose_name=_("corpus"))
     group_key = models.CharField(max_length=100, blank=True, default="case_id",
-                                 help_text="Dialogue metadata key grouping dialogues of the same case.")
+                                 help_text=_("Dialogue metadata key grouping dialogues of the same case."),
+                                 verbose_name=_("group key"))
     item_codes = models.JSONField(default=list, blank=True,
-                                  help_text="Evaluation studies: the scale items shown (empty = all).")
-    allow_names = models.BooleanField(default=False, help_text="Analysts may see raters' names.")
+                                  help_text=_("Evaluation studies: the scale items shown (empty = all)."),
+                                  verbose_name=_("item codes"))
+    allow_names = models.BooleanField(default=False, help_text=_("Analysts may see raters' names."),
+                                      verbose_name=_("allow names"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+", verbose_name=_("created by"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     opened_at = models.DateTimeField(null=True, blank=True, verbose_name=_("opened at"))
     locked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("locked at"))
     locked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="+")
+                                  related_name="+", verbose_name=_("locked by"))
     unblinded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("unblinded at"))
     unblinded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                     related_name="+")
-    unblind_reason = models.TextField(blank=True)
+                                     related_name="+", verbose_name=_("unblinded by"))
+    unblind_reason = models.TextField(blank=True, verbose_name=_("reason for unblinding"))
 
     class Meta:
         verbose_name = _("preference study")
@@ -85,7 +91,7 @@ class PreferenceCriterion(ProjectScoped):
                               verbose_name=_("study"))
     code = models.SlugField(max_length=40, verbose_name=_("code"))
     name = models.CharField(max_length=200, verbose_name=_("name"))
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, verbose_name=_("description"))
     order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
 
     class Meta:
@@ -110,8 +116,9 @@ class PreferenceSource(ProjectScoped):
     position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
     judge_run = models.ForeignKey("scoring.JudgeRun", null=True, blank=True, on_delete=models.PROTECT,
                                   related_name="+", verbose_name=_("judge run"))
-    tells = models.JSONField(default=list, blank=True, help_text="Strings that would reveal the source "
-                                                                 "(model names, run ids); stripped from content.")
+    tells = models.JSONField(default=list, blank=True, help_text=_("Strings that would reveal the source "
+                                                                   "(model names, run ids); stripped from content."),
+                             verbose_name=_("tells"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
     class Meta:
@@ -121,7 +128,7 @@ class PreferenceSource(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["study", "label"], name="unique_preference_source")]
 
     def __str__(self) -> str:
-        return f"source {self.position} of {self.study}"
+        return gettext("source %(position)s of %(study)s") % {"position": self.position, "study": self.study}
 
 
 class PreferenceItem(ProjectScoped, SoftDeletable):
@@ -131,10 +138,12 @@ class PreferenceItem(ProjectScoped, SoftDeletable):
 
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="items", verbose_name=_("study"))
     external_id = models.CharField(max_length=200, verbose_name=_("external id"))
-    prompt = models.TextField(blank=True, help_text="The question or case shown above both candidates.")
-    reference = models.TextField(blank=True, help_text="A reference answer, if any (shown to raters).")
+    prompt = models.TextField(blank=True, help_text=_("The question or case shown above both candidates."),
+                              verbose_name=_("prompt"))
+    reference = models.TextField(blank=True, help_text=_("A reference answer, if any (shown to raters)."),
+                                 verbose_name=_("reference answer"))
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+", help_text="Evaluation studies: the dialogue both judges rated.",
+                                 related_name="+", help_text=_("Evaluation studies: the dialogue both judges rated."),
                                  verbose_name=_("dialogue"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
 
@@ -160,8 +169,8 @@ class PreferenceCandidate(ProjectScoped):
                                verbose_name=_("source"))
     dialogue = models.ForeignKey("annotation.Dialogue", null=True, blank=True, on_delete=models.PROTECT,
                                  related_name="+", verbose_name=_("dialogue"))
-    content = models.JSONField(default=dict)
-    original = models.JSONField(default=dict, blank=True)
+    content = models.JSONField(default=dict, verbose_name=_("content"))
+    original = models.JSONField(default=dict, blank=True, verbose_name=_("original"))
 
     class Meta:
         verbose_name = _("preference candidate")
@@ -170,7 +179,7 @@ class PreferenceCandidate(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["item", "source"], name="unique_preference_candidate")]
 
     def __str__(self) -> str:
-        return f"candidate {self.pk} of {self.item}"
+        return gettext("candidate %(id)s of %(item)s") % {"id": self.pk, "item": self.item}
 
 
 class PreferencePair(ProjectScoped):
@@ -191,7 +200,7 @@ class PreferencePair(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["item", "first", "second"], name="unique_preference_pair")]
 
     def __str__(self) -> str:
-        return f"pair {self.pk} of {self.item}"
+        return gettext("pair %(id)s of %(item)s") % {"id": self.pk, "item": self.item}
 
 
 class PreferenceRater(ProjectScoped):
@@ -202,7 +211,7 @@ class PreferenceRater(ProjectScoped):
     study = models.ForeignKey(PreferenceStudy, on_delete=models.CASCADE, related_name="raters", verbose_name=_("study"))
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
                              verbose_name=_("user"))
-    capacity = models.PositiveIntegerField(null=True, blank=True, help_text="Most comparisons; empty = no limit.",
+    capacity = models.PositiveIntegerField(null=True, blank=True, help_text=_("Most comparisons; empty = no limit."),
                                            verbose_name=_("capacity"))
     active = models.BooleanField(default=True, verbose_name=_("active"))
     added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
@@ -216,7 +225,7 @@ class PreferenceRater(ProjectScoped):
         constraints = [models.UniqueConstraint(fields=["study", "user"], name="unique_preference_rater")]
 
     def __str__(self) -> str:
-        return f"{self.user} on {self.study}"
+        return gettext("%(rater)s on %(study)s") % {"rater": self.user, "study": self.study}
 
 
 class PreferenceTask(ProjectScoped, QueuedWork):
@@ -239,7 +248,7 @@ class PreferenceTask(ProjectScoped, QueuedWork):
         indexes = [models.Index(fields=["rater", "status"])]
 
     def __str__(self) -> str:
-        return f"task {self.pk} ({self.study})"
+        return gettext("task %(id)s (%(study)s)") % {"id": self.pk, "study": self.study}
 
 
 class PreferenceAnswer(ProjectScoped):
@@ -256,8 +265,8 @@ class PreferenceAnswer(ProjectScoped):
     criterion = models.ForeignKey(PreferenceCriterion, on_delete=models.PROTECT, related_name="+",
                                   verbose_name=_("criterion"))
     choice = models.CharField(max_length=3, choices=Choice.choices, blank=True, verbose_name=_("choice"))
-    comment = models.TextField(blank=True)
-    client_seq = models.BigIntegerField(default=0)
+    comment = models.TextField(blank=True, verbose_name=_("comment"))
+    client_seq = models.BigIntegerField(default=0, verbose_name=_("client sequence"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
@@ -283,8 +292,8 @@ class PreferenceAnswerChange(ProjectScoped):
     changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
     old_choice = models.CharField(max_length=3, blank=True, verbose_name=_("old choice"))
     new_choice = models.CharField(max_length=3, blank=True, verbose_name=_("new choice"))
-    old_comment = models.TextField(blank=True)
-    new_comment = models.TextField(blank=True)
+    old_comment = models.TextField(blank=True, verbose_name=_("old comment"))
+    new_comment = models.TextField(blank=True, verbose_name=_("new comment"))
     reason = models.TextField(blank=True, verbose_name=_("reason"))
 
     class Meta:
@@ -303,7 +312,7 @@ class PreferenceJudgeRun(ProjectOwned, EngineJob):
                               verbose_name=_("study"))
     config = models.ForeignKey("scoring.JudgeConfig", on_delete=models.PROTECT, related_name="+",
                                verbose_name=_("config"))
-    snapshot = models.JSONField(default=dict)
+    snapshot = models.JSONField(default=dict, verbose_name=_("snapshot"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+", verbose_name=_("created by"))
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
@@ -314,7 +323,7 @@ class PreferenceJudgeRun(ProjectOwned, EngineJob):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"judge run {self.pk} on {self.study}"
+        return gettext("judge run %(id)s on %(study)s") % {"id": self.pk, "study": self.study}
 
 
 class PreferenceVerdict(ProjectScoped, WorkUnit):
@@ -340,7 +349,7 @@ class PreferenceVerdict(ProjectScoped, WorkUnit):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True,
                               verbose_name=_("status"))
     choices = models.JSONField(default=dict, blank=True, verbose_name=_("choices"))
-    rationale = models.TextField(blank=True)
+    rationale = models.TextField(blank=True, verbose_name=_("rationale"))
     call = models.ForeignKey("scoring.LLMCall", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
                              verbose_name=_("call"))
     from_cache = models.BooleanField(default=False, verbose_name=_("from cache"))
@@ -352,4 +361,6 @@ class PreferenceVerdict(ProjectScoped, WorkUnit):
         constraints = [models.UniqueConstraint(fields=["run", "pair", "order"], name="unique_preference_verdict")]
 
     def __str__(self) -> str:
-        return f"{self.run_id} pair {self.pair_id} {self.order}: {self.status}"
+        return gettext("%(run)s pair %(pair)s %(order)s: %(status)s") % {
+            "run": self.run_id, "pair": self.pair_id, "order": self.get_order_display(),
+            "status": self.get_status_display()}

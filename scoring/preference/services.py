@@ -602,7 +602,8 @@ class PreferenceQueue(WorkQueue):
 
     work = PreferenceTask
     container_field, unit_field = "study", "pair"
-    container_noun, unit_noun = "study", "comparison"
+    not_a_rater = gettext_lazy("%(rater)s is not a rater of this study; add them first.")
+    had_it_already = gettext_lazy("%(rater)s already had this comparison; a rater never gets a comparison twice.")
     work_event, container_event = "preference_task", "preference"
     error = staffing_error = PreferenceError
     not_yours = gettext_lazy("This comparison is not assigned to you.")

@@ -539,7 +539,7 @@ def test_the_provenance_of_labels_rated_in_the_app(db):
     assert entry["raters"] == 2 and entry["model_visible_raters"] == 1
     assert prov["samples"] == [{"campaign": "Here", "kind": "drawn", "size": 6, "seed": 77, "population": 30,
                                 "stratified": False}]
-    text = " ".join(data_paragraphs({"counts": {}, "provenance": prov}))
+    text = " ".join(map(str, data_paragraphs({"counts": {}, "provenance": prov})))
     assert "drawn in the app with seed 77" in text
     assert "physicians (raters holding the project's physician role)" in text
     assert "1 of the raters also holds a coordinator's or analyst's role" in text

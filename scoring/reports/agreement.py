@@ -657,7 +657,7 @@ def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampl
     return out
 
 
-REPLICATES_METHOD = (
+REPLICATES_METHOD = gettext_noop(
     "Repeated answers (Cardenal-Antolin et al., HIVMedQA, Table 2: mean and SD across iterations): per model and "
     "criterion, a text's score is the mean over its raters; the mean is over cases (each case's score the mean over "
     "its replicates); per replicate the mean over the cases it answered, and the SD (ddof 1) of these replicate means "

@@ -410,13 +410,24 @@ def _ppi_informative(report: dict | None) -> bool:
     return False
 
 
+def _judge_method(report: dict, key: str) -> Said | Quoted:
+    """One entry of a judge report's methods, "heading: text": said in the page's language where the report stored
+    its message ids, else its English."""
+    from scoring.judges.report.methods import method_titles_said
+
+    title = (report.get("method_titles") or {}).get(key, key)
+    text = quoted(report.get("methods") or {}, key)
+    english = f"{title}: {text}"
+    heading = method_titles_said(report.get("words")).get(key)
+    if text.said is None or heading is None or heading.text != title:
+        return Quoted(english)
+    return said(gettext_noop("%(title)s: %(text)s"), title=heading, text=inner(text))
+
+
 def _judge_section(view: dict, entry: dict, report: dict, source: str, W: dict) -> dict:
     methods = report.get("methods") or {}
     titles = report.get("method_titles") or {}
-    paragraphs: list[Said] = [said(gettext_noop("%(title)s: %(text)s"), title=inner(quoted(titles, k) if k in titles
-                                                                              else Quoted(k)),
-                                   text=inner(quoted(methods, k)))
-                              for k, v in methods.items() if isinstance(v, str)]
+    paragraphs = [_judge_method(report, k) for k, v in methods.items() if isinstance(v, str)]
     estimates = report.get("model_estimates") or {}
     if _ppi_informative(report):
         paragraphs.append(said(gettext_noop("Model estimates combine the judge's scores on every %(unit)s with the "

@@ -159,8 +159,8 @@ def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
                                                                               for r in clean]
 
 
-def _sha(value: str) -> Said:
-    return said(gettext_noop("SHA-256 %(hash)s"), hash=value or NR)
+def _sha(value: str) -> str | Said:
+    return f"SHA-256 {value}" if value else said(gettext_noop("SHA-256 not recorded"))
 
 
 def _and(parts: Sequence[Said]) -> Said:

@@ -138,8 +138,8 @@ def instrument_citations(view: dict) -> list[str]:
     Cardenal-Antolin et al.)."""
     keys = []
     for instrument in (view.get("provenance") or {}).get("instruments", []):
-        for slug, word, key in SOURCE_CITATIONS:
-            if instrument.get("slug", "").startswith(slug) or word in (instrument.get("source") or ""):
+        for slug, name, key in SOURCE_CITATIONS:
+            if instrument.get("slug", "").startswith(slug) or name in (instrument.get("source") or ""):
                 keys.append(key)
                 break
     return list(dict.fromkeys(keys))
@@ -276,7 +276,8 @@ def judge_sentence(run: dict, W: dict) -> Said:
                     **head, file=run.get("file") or NR, sha=_sha(run.get("sha256", "")),
                     model=run.get("model") or NR, prompts=prompts)
     params = said(gettext_noop("temperature %(temperature)s, maximum tokens %(max_tokens)s, seed %(seed)s"),
-                  **{key: NR if run.get(key) is None else run.get(key) for key in ("temperature", "max_tokens", "seed")})
+                  **{key: NR if run.get(key) is None else run.get(key)
+                     for key in ("temperature", "max_tokens", "seed")})
     calls = run.get("calls") or 0
     requests = (said(gettext_noop("%(n)s request(s) with their raw answers (data/llm_calls.csv)"), n=_n(calls))
                 if calls else
@@ -319,8 +320,8 @@ def sections(view: dict) -> list[dict]:
     if any(_ppi_informative(e.get("report")) for e in view.get("reports", []) if e.get("kind") == "judge"):
         references.append("angelopoulos")
     references.append("tripod")
-    out.append({"title": said(gettext_noop("References")), "paragraphs": [CITATIONS[k] for k in dict.fromkeys(references)],
-                "tables": []})
+    out.append({"title": said(gettext_noop("References")),
+                "paragraphs": [CITATIONS[k] for k in dict.fromkeys(references)], "tables": []})
     return out
 
 
@@ -426,7 +427,6 @@ def _judge_method(report: dict, key: str) -> Said | Quoted:
 
 def _judge_section(view: dict, entry: dict, report: dict, source: str, W: dict) -> dict:
     methods = report.get("methods") or {}
-    titles = report.get("method_titles") or {}
     paragraphs = [_judge_method(report, k) for k, v in methods.items() if isinstance(v, str)]
     estimates = report.get("model_estimates") or {}
     if _ppi_informative(report):
@@ -519,38 +519,53 @@ def methods_docx(view: dict) -> bytes:
 #: in healthcare settings) and tasks (All, or C: classification, OF: outcome forecasting, QA: long-form question
 #: answering, IR: information retrieval, DG: document generation, SS: summarisation, MT: machine translation).
 TRIPOD_ITEMS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("1", gettext_noop("Title"), gettext_noop("Identify the study as developing, fine-tuning or evaluating an LLM; task, population, outcome"),
-     "All", "All"),
+    ("1", gettext_noop("Title"),
+     gettext_noop("Identify the study as developing, fine-tuning or evaluating an LLM; task, population, "
+                  "outcome"), "All", "All"),
     ("2", gettext_noop("Abstract"), gettext_noop("Abstract (TRIPOD-LLM for Abstracts)"), "All", "All"),
-    ("3a", gettext_noop("Background"), gettext_noop("Healthcare context and use case; rationale; existing approaches"), "All", "All"),
-    ("3b", gettext_noop("Background"), gettext_noop("Target population and intended use in the care pathway; intended users"), "E H", "All"),
-    ("4", gettext_noop("Objectives"), gettext_noop("Objectives: development, fine-tuning or validation of an LLM"), "All", "All"),
-    ("5a", gettext_noop("Data"), gettext_noop("Sources of the training, tuning and evaluation data, and why"), "All", "All"),
-    ("5b", gettext_noop("Data"), gettext_noop("Data points and their distribution (source, languages, countries)"), "All", "All"),
+    ("3a", gettext_noop("Background"),
+     gettext_noop("Healthcare context and use case; rationale; existing approaches"), "All", "All"),
+    ("3b", gettext_noop("Background"),
+     gettext_noop("Target population and intended use in the care pathway; intended users"), "E H", "All"),
+    ("4", gettext_noop("Objectives"),
+     gettext_noop("Objectives: development, fine-tuning or validation of an LLM"), "All", "All"),
+    ("5a", gettext_noop("Data"),
+     gettext_noop("Sources of the training, tuning and evaluation data, and why"), "All", "All"),
+    ("5b", gettext_noop("Data"),
+     gettext_noop("Data points and their distribution (source, languages, countries)"), "All", "All"),
     ("5c", gettext_noop("Data"), gettext_noop("Dates of the oldest and newest text used"), "All", "All"),
     ("5d", gettext_noop("Data"), gettext_noop("Pre-processing and quality checking"), "All", "All"),
     ("5e", gettext_noop("Data"), gettext_noop("Missing and imbalanced data; data left out and why"), "All", "All"),
-    ("6a", gettext_noop("Analytical methods"), gettext_noop("LLM name, version and last date of training"), "All", "All"),
-    ("6b", gettext_noop("Analytical methods"), gettext_noop("LLM development: architecture, training, fine-tuning, alignment"), "M D", "All"),
-    ("6c", gettext_noop("Analytical methods"), gettext_noop("How text was generated: prompt engineering and inference settings"), "M D E", "All"),
-    ("6d", gettext_noop("Analytical methods"), gettext_noop("The LLM's initial and post-processed output"), "All", "All"),
-    ("6e", gettext_noop("Analytical methods"), gettext_noop("Classification: rationale, probabilities and thresholds"), "All", "C OF"),
-    ("7a", gettext_noop("LLM output"), gettext_noop("Metrics of the quality of generated output against gold standards"), "All",
-     "QA IR DG SS MT"),
-    ("7b", gettext_noop("LLM output"), gettext_noop("Relevance of the metrics at deployment; correlation with human evaluation"), "E H", "All"),
-    ("7c", gettext_noop("LLM output"), gettext_noop("Outcome, how predictions were computed, date of inference, metrics"), "E H", "All"),
-    ("7d", gettext_noop("LLM output"), gettext_noop("Subjective assessment: assessors' qualifications, instructions, demographics, agreement"),
-     "All", "All"),
+    ("6a", gettext_noop("Analytical methods"),
+     gettext_noop("LLM name, version and last date of training"), "All", "All"),
+    ("6b", gettext_noop("Analytical methods"),
+     gettext_noop("LLM development: architecture, training, fine-tuning, alignment"), "M D", "All"),
+    ("6c", gettext_noop("Analytical methods"),
+     gettext_noop("How text was generated: prompt engineering and inference settings"), "M D E", "All"),
+    ("6d", gettext_noop("Analytical methods"),
+     gettext_noop("The LLM's initial and post-processed output"), "All", "All"),
+    ("6e", gettext_noop("Analytical methods"),
+     gettext_noop("Classification: rationale, probabilities and thresholds"), "All", "C OF"),
+    ("7a", gettext_noop("LLM output"),
+     gettext_noop("Metrics of the quality of generated output against gold standards"), "All", "QA IR DG SS MT"),
+    ("7b", gettext_noop("LLM output"),
+     gettext_noop("Relevance of the metrics at deployment; correlation with human evaluation"), "E H", "All"),
+    ("7c", gettext_noop("LLM output"),
+     gettext_noop("Outcome, how predictions were computed, date of inference, metrics"), "E H", "All"),
+    ("7d", gettext_noop("LLM output"),
+     gettext_noop("Subjective assessment: assessors' qualifications, instructions, demographics, "
+                  "agreement"), "All", "All"),
     ("7e", gettext_noop("LLM output"), gettext_noop("Comparison with other LLMs, humans and benchmarks"), "All", "All"),
     ("8a", gettext_noop("Annotation"), gettext_noop("How text was labelled; annotation guidelines"), "All", "All"),
-    ("8b", gettext_noop("Annotation"), gettext_noop("Number of annotators, share labelled by more than one, inter-annotator agreement"), "All",
-     "All"),
-    ("8c", gettext_noop("Annotation"), gettext_noop("Annotators' background, or the models that labelled"), "All", "All"),
+    ("8b", gettext_noop("Annotation"),
+     gettext_noop("Number of annotators, share labelled by more than one, inter-annotator agreement"), "All", "All"),
+    ("8c", gettext_noop("Annotation"),
+     gettext_noop("Annotators' background, or the models that labelled"), "All", "All"),
     ("9a", gettext_noop("Prompting"), gettext_noop("Prompt design, curation and selection"), "All", "All"),
     ("9b", gettext_noop("Prompting"), gettext_noop("Data used to develop the prompts"), "All", "All"),
     ("10", gettext_noop("Summarization"), gettext_noop("Pre-processing before summarisation"), "All", "SS"),
-    ("11", gettext_noop("Instruction tuning/alignment"), gettext_noop("Instructions, data and interface of instruction tuning or alignment"),
-     "M D", "All"),
+    ("11", gettext_noop("Instruction tuning/alignment"),
+     gettext_noop("Instructions, data and interface of instruction tuning or alignment"), "M D", "All"),
     ("12", gettext_noop("Compute"), gettext_noop("Compute or its proxies (time, cost, machines)"), "M D E", "All"),
     ("13", gettext_noop("Ethical approval"), gettext_noop("Ethics committee and consent"), "All", "All"),
     ("14a", gettext_noop("Open science"), gettext_noop("Funding and the funders' role"), "All", "All"),
@@ -560,16 +575,23 @@ TRIPOD_ITEMS: tuple[tuple[str, str, str, str, str], ...] = (
     ("14e", gettext_noop("Open science"), gettext_noop("Availability of the study data"), "All", "All"),
     ("14f", gettext_noop("Open science"), gettext_noop("Availability of the code"), "All", "All"),
     ("15", gettext_noop("Public involvement"), gettext_noop("Patient and public involvement"), "H", "All"),
-    ("16a", gettext_noop("Participants"), gettext_noop("Flow of texts through the study; numbers with and without labels"), "E H", "All"),
-    ("16b", gettext_noop("Participants"), gettext_noop("Characteristics per data source, setting and split"), "E H", "All"),
-    ("16c", gettext_noop("Participants"), gettext_noop("Clinical variables in development vs evaluation data"), "E H", "All"),
+    ("16a", gettext_noop("Participants"),
+     gettext_noop("Flow of texts through the study; numbers with and without labels"), "E H", "All"),
+    ("16b", gettext_noop("Participants"),
+     gettext_noop("Characteristics per data source, setting and split"), "E H", "All"),
+    ("16c", gettext_noop("Participants"),
+     gettext_noop("Clinical variables in development vs evaluation data"), "E H", "All"),
     ("16d", gettext_noop("Participants"), gettext_noop("Numbers in each analysis"), "E H", "All"),
-    ("17", gettext_noop("Performance"), gettext_noop("Performance on pre-specified metrics and human evaluation"), "All", "All"),
+    ("17", gettext_noop("Performance"),
+     gettext_noop("Performance on pre-specified metrics and human evaluation"), "All", "All"),
     ("18", gettext_noop("LLM updating"), gettext_noop("Results of any LLM updating"), "All", "All"),
     ("19a", gettext_noop("Interpretation"), gettext_noop("Overall interpretation, fairness"), "All", "All"),
-    ("19b", gettext_noop("Limitations"), gettext_noop("Limitations: biases, uncertainty, generalisability"), "All", "All"),
-    ("19c", gettext_noop("Usability in context"), gettext_noop("Known challenges of the data for the task and domain"), "E H", "All"),
-    ("19d", gettext_noop("Usability in context"), gettext_noop("Intended use: input, end user, autonomy and human oversight"), "E H", "All"),
+    ("19b", gettext_noop("Limitations"),
+     gettext_noop("Limitations: biases, uncertainty, generalisability"), "All", "All"),
+    ("19c", gettext_noop("Usability in context"),
+     gettext_noop("Known challenges of the data for the task and domain"), "E H", "All"),
+    ("19d", gettext_noop("Usability in context"),
+     gettext_noop("Intended use: input, end user, autonomy and human oversight"), "E H", "All"),
     ("19e", gettext_noop("Usability in context"), gettext_noop("Handling poor or missing input in use"), "E H", "All"),
     ("19f", gettext_noop("Usability in context"), gettext_noop("Users' interaction and expertise"), "E H", "All"),
     ("19g", gettext_noop("Usability in context"), gettext_noop("Next steps for research"), "All", "All"),

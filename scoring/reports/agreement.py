@@ -792,7 +792,7 @@ def ci_name(method: str) -> sentences.Said | str:
 def no_variation() -> sentences.Said | str:
     """How an interval without variation is written (:data:`core.stats.NO_VARIATION`), as a sentence's part."""
     msgid = gettext_noop("not estimable (no variation)")
-    return said(msgid) if stats.NO_VARIATION == msgid else stats.NO_VARIATION
+    return said(msgid) if msgid == stats.NO_VARIATION else stats.NO_VARIATION
 
 
 def a_word(text: str) -> sentences.Said | str:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
-
-import functools
 
 from django.utils.translation import gettext_noop
 

@@ -800,6 +800,15 @@ def a_word(text: str) -> sentences.Said | str:
     return said(_WITH_ARTICLE[text]) if text in _WITH_ARTICLE else text
 
 
+def _items_said(codes: Sequence[str]) -> sentences.Said:
+    """"item 4", "item a and item b", as a sentence's part."""
+    out = said(gettext_noop("item %(codes)s"), codes=codes[0])
+    for code in codes[1:]:
+        out = said(gettext_noop("%(first)s and %(second)s"), first=out, second=said(gettext_noop("item %(codes)s"),
+                                                                                   codes=code))
+    return out
+
+
 def bands_said(scale: str) -> sentences.Tagged:
     """:func:`core.stats.bands_text` ("< 0.00 poor, 0.00 to < 0.20 slight, ...") with its band names said in the
     page's language."""
@@ -866,8 +875,7 @@ def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlat
         raters=raters, unit=unit, levels=sentences.joined(level_parts, "; "), landis_koch=bands_said("landis_koch"),
         krippendorff=bands_said("krippendorff")))
     if has_binary:
-        overall = (said(gettext_noop("; %(items)s on its own"),
-                        items=" and ".join("item " + c for c in levels)) if levels else "")
+        overall = (said(gettext_noop("; %(items)s on its own"), items=_items_said(levels)) if levels else "")
         sentences.put(out, "icc", said(gettext_noop(
             "ICC of per-%(unit)s dimension scores (sum of the binary items of a dimension%(overall)s) (Shrout & Fleiss "
             "1979) as pingouin.intraclass_corr computes them, 95%% CIs from the F distribution. When every %(unit)s "

@@ -633,3 +633,36 @@ def test_no_ppi_paragraph_when_every_text_is_labelled(unlabelled):
     text = methods_markdown(view)
     assert ("prediction-powered" in text) == bool(unlabelled)
     assert ("PPI [95% CI]" in text) == bool(unlabelled) and ("Angelopoulos AN" in text) == bool(unlabelled)
+
+
+@pytest.mark.parametrize("target", ["dialogue", "answer"])
+def test_the_reports_methods_are_said_in_the_pages_language_and_stored_ones_stay_english(target):
+    """The agreement and judge reports' methods store message ids beside their English: a page in English says the
+    English word for word, one in Chinese a translation of every entry (the judge's acceptance rule, written
+    elsewhere, excepted); a report stored before, without them, shows its English."""
+    import importlib
+
+    from django.utils import translation
+
+    from scoring.judges.verdicts import VerdictSettings
+    from scoring.reports import agreement
+    from scoring.reports.sentences import KEY
+    from scoring.reports.wording import words_for
+    from scoring.templatetags.sentence_tags import said
+
+    judge_methods = importlib.import_module("scoring.judges.report.methods")
+    items = [agreement.ItemMeta(code, "", "", "", kind, [0, 1]) for code, kind in
+             (("1", "binary"), ("4", "ordinal"), ("5", "scale"))]
+    reports = [agreement.methods(7, 999, "bca", "tetrachoric", items=items, words=words_for(target)),
+               judge_methods.methods(7, 999, VerdictSettings(ci_method="bca"), words_for(target, True))]
+    for methods in reports:
+        texts = {k: v for k, v in methods.items() if isinstance(v, str) and v}
+        assert set(methods[KEY]) == set(texts) - {"verdict"}
+        for key, english in texts.items():
+            with translation.override("en"):
+                assert said(methods, key) == english
+            with translation.override("zh-hans"):
+                chinese = said(methods, key)
+                assert (chinese == english) == (key == "verdict"), key
+                assert key == "verdict" or re.search(r"[\u4e00-\u9fff]", chinese), key
+                assert said({k: v for k, v in methods.items() if k != KEY}, key) == english

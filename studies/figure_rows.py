@@ -273,7 +273,7 @@ def compute_reports(project, settings: dict, *, stored: bool = False) -> list[di
                                        ci_method=entry["ci_method"], correlation=entry["correlation"])
         out.append({"figure": _tag(entry), "kind": "agreement", "report": report,
                     "method": " ".join(str(v) for k, v in sorted(report.get("methods", {}).items())
-                                       if k != "software"),
+                                       if isinstance(v, str)),  # not the software, nor the message ids
                     "fingerprint": labels_digest(campaign)})
     for entry in settings.get("judge_reports", []):
         campaign, run = by_name.get(entry["campaign"]), runs.get(entry["run"])

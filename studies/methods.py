@@ -12,13 +12,19 @@ number goes through :mod:`core.stats.formatting`. Markdown, and DOCX through pyt
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from core.stats import formatting
+from scoring.reports.sentences import Said, Tagged, joined, said, word
 from studies import replicates
 
 NOT_RECORDED = "not recorded"
+#: "not recorded" as a sentence's part: the page says it in its language.
+NR = said(gettext_noop("not recorded"))
 
 CITATIONS = {
     "shi": "Shi et al. LLM-Mini-CEX: automatic evaluation of large language model for diagnostic conversation.",
@@ -44,6 +50,46 @@ SOURCE_CITATIONS = (("llm-mini-cex", "LLM-Mini-CEX", "shi"), ("hivmedqa", "HIVMe
 #: The raters' kinds as sentences name them.
 RATER_KIND_TEXT = {"physicians": "physicians", "experts": "human experts who are not physicians",
                    "llm": "LLM scoring iterations"}
+#: The same as parts of a sentence, said in the page's language.
+RATER_KIND_SAID = {"physicians": word("physicians"),
+                   "experts": said(gettext_noop("human experts who are not physicians")),
+                   "llm": said(gettext_noop("LLM scoring iterations"))}
+#: The study's words that are not the reports' words (:mod:`scoring.reports.wording`): texts of both kinds.
+_OWN_WORDS = {"text": said(gettext_noop("text")), "texts": said(gettext_noop("texts"))}
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """A sentence a stored report wrote: its English text and, where the report stored it, its message id and
+    parameters (:mod:`scoring.reports.sentences`); a report computed before has only the English."""
+
+    text: str
+    said: Mapping[str, Any] | None = None
+
+    def stored(self) -> Mapping[str, Any] | None:
+        return self.said
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def quoted(holder: Mapping[str, Any], name: str) -> Quoted:
+    """``holder[name]`` (a report's sentence) with its message id where the report stored one."""
+    from scoring.reports.sentences import KEY
+
+    return Quoted(str(holder.get(name, "")), ((holder.get(KEY) or {}).get(name)))
+
+
+def inner(sentence: Said | Quoted | str) -> Said | Tagged | str:
+    """A sentence as a part of another one."""
+    if isinstance(sentence, Quoted):
+        return Tagged("sentence", dict(sentence.said), english=sentence.text) if sentence.said else sentence.text
+    return sentence
+
+
+def w(text: str) -> Tagged | Said:
+    """One of the study's words ("answers", "doctor model", "texts") as a part of a sentence."""
+    return _OWN_WORDS.get(text) or word(text)
 
 
 # --- words ------------------------------------------------------------------------------------------------------
@@ -92,16 +138,16 @@ def instrument_citations(view: dict) -> list[str]:
     Cardenal-Antolin et al.)."""
     keys = []
     for instrument in (view.get("provenance") or {}).get("instruments", []):
-        for slug, word, key in SOURCE_CITATIONS:
-            if instrument.get("slug", "").startswith(slug) or word in (instrument.get("source") or ""):
+        for slug, name, key in SOURCE_CITATIONS:
+            if instrument.get("slug", "").startswith(slug) or name in (instrument.get("source") or ""):
                 keys.append(key)
                 break
     return list(dict.fromkeys(keys))
 
 
-def _n(value: Any) -> str:
+def _n(value: Any) -> str | Said:
     if value is None:
-        return NOT_RECORDED
+        return NR
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return formatting.number(value, 2)
@@ -113,114 +159,150 @@ def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
                                                                               for r in clean]
 
 
-def _sha(value: str) -> str:
-    return f"SHA-256 {value}" if value else f"SHA-256 {NOT_RECORDED}"
+def _sha(value: str) -> str | Said:
+    return f"SHA-256 {value}" if value else said(gettext_noop("SHA-256 not recorded"))
+
+
+def _and(parts: Sequence[Said]) -> Said:
+    """"a and b" (and so on), said in the page's language."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = said(gettext_noop("%(first)s and %(second)s"), first=out, second=part)
+    return out
 
 
 # --- the data section: each sentence from a recorded property -----------------------------------------------------
-def data_paragraphs(view: dict) -> list[str]:
+def data_paragraphs(view: dict) -> list[Said]:
     """The data section's sentences (see docs/users/archive.md, "What the methods text says and why")."""
     counts = view.get("counts", {})
     prov = view.get("provenance") or {}
     W = study_words(view)
     texts = prov.get("texts") or {}
     if len(texts) > 1:  # corpora of dialogues and of answers
-        what = " and ".join(f"{_n(n)} {target_words(kind, False)['units']}" for kind, n in sorted(texts.items()))
+        what = _and([said(gettext_noop("%(n)s %(units)s"), n=_n(n), units=w(target_words(kind, False)["units"]))
+                     for kind, n in sorted(texts.items())])
     else:
-        what = f"{_n(counts.get('data/dialogues.csv', 0))} {W['units']}"
-    out = [f"{what} in {_n(counts.get('data/corpora.csv', 0))} corpora (data/dialogues.csv: as shown to raters, "
-           "with the SHA-256 of each original)."]
+        what = said(gettext_noop("%(n)s %(units)s"), n=_n(counts.get("data/dialogues.csv", 0)), units=w(W["units"]))
+    out = [said(gettext_noop("%(texts)s in %(corpora)s corpora (data/dialogues.csv: as shown to raters, with the "
+                             "SHA-256 of each original)."), texts=what, corpora=_n(counts.get("data/corpora.csv", 0)))]
     for instrument in prov.get("instruments", []):
         source = (instrument.get("source") or "").strip() or next(
             (CITATIONS[key] for slug, _, key in SOURCE_CITATIONS if instrument.get("slug", "").startswith(slug)), "")
-        out.append(f"Instrument: {instrument.get('name', '')} ({instrument.get('key', '')}; data/items.csv), rating "
-                   f"{'answers to questions' if instrument.get('target') == 'answer' else 'dialogues'}. Source: "
-                   f"{source or NOT_RECORDED}")
+        rating = (gettext_noop("Instrument: %(name)s (%(key)s; data/items.csv), rating answers to questions. Source: "
+                               "%(source)s") if instrument.get("target") == "answer" else
+                  gettext_noop("Instrument: %(name)s (%(key)s; data/items.csv), rating dialogues. Source: %(source)s"))
+        out.append(said(rating, name=instrument.get("name", ""), key=instrument.get("key", ""), source=source or NR))
     for campaign in prov.get("campaigns", []):
         if campaign.get("labels"):
             out.append(labels_sentence(campaign, campaign_words(view, campaign.get("name"))))
     samples = prov.get("samples", [])
     out += [sample_sentence(s, campaign_words(view, s.get("campaign"))) for s in samples]
     if not samples and any(c.get("labels") for c in prov.get("campaigns", [])):
-        out.append("Random sample: none is recorded (the app holds neither a drawn sample nor a declaration on "
-                   "importing).")
+        out.append(said(gettext_noop("Random sample: none is recorded (the app holds neither a drawn sample nor a "
+                                     "declaration on importing).")))
     out += [judge_sentence(r, target_words(r.get("target") or prov.get("target") or "dialogue", False))
             for r in prov.get("judge_runs", [])]
-    out.append(f"Report settings: settings/reports.json; software: {software_sentence(prov.get('software'))}.")
+    out.append(said(gettext_noop("Report settings: settings/reports.json; software: %(software)s."),
+                    software=software_sentence(prov.get("software"))))
     return out
 
 
-def labels_sentence(campaign: dict, W: dict) -> str:
+def labels_sentence(campaign: dict, W: dict) -> Said:
     """How one campaign's labels arrived and who gave them."""
     name, kind = campaign.get("name", ""), campaign.get("rater_kind", "")
-    who = RATER_KIND_TEXT.get(kind)
-    head = f'Campaign "{name}": {_n(campaign.get("labels"))} labels by {_n(campaign.get("raters"))} '
+    who = RATER_KIND_SAID.get(kind)
+    head = {"name": name, "labels": _n(campaign.get("labels")), "raters": _n(campaign.get("raters"))}
     if campaign.get("origin") == "imported":
         files = campaign.get("files") or []
-        where = ("; ".join(f"{f.get('file') or NOT_RECORDED} ({_sha(f.get('sha256', ''))})" for f in files)
-                 if files else f"a file whose name and SHA-256 are {NOT_RECORDED}")
-        raters = (f"{who}, as the coordinator stated on importing" if who
-                  else f"raters; who the raters are (physicians, other experts, LLM iterations) is {NOT_RECORDED}")
-        return (f"{head}{raters}, imported from {where} (data/labels.csv). The labels were not given in the app: "
-                f"what the raters saw and whether they were blinded to the {W['model']} is {NOT_RECORDED}.")
-    raters = (f"{who} (raters holding the project's physician role)" if who
-              else f"raters whose profession is {NOT_RECORDED}")
+        where = (joined([said(gettext_noop("%(file)s (%(sha)s)"), file=f.get("file") or NR,
+                              sha=_sha(f.get("sha256", ""))) for f in files], "; ")
+                 if files else said(gettext_noop("a file whose name and SHA-256 are not recorded")))
+        raters = (said(gettext_noop("%(kind)s, as the coordinator stated on importing"), kind=who) if who
+                  else said(gettext_noop("raters; who the raters are (physicians, other experts, LLM iterations) is "
+                                         "not recorded")))
+        return said(gettext_noop('Campaign "%(name)s": %(labels)s labels by %(raters)s %(who)s, imported from '
+                                 "%(where)s (data/labels.csv). The labels were not given in the app: what the raters "
+                                 "saw and whether they were blinded to the %(model)s is not recorded."),
+                    **head, who=raters, where=where, model=w(W["model"]))
+    raters = (said(gettext_noop("%(kind)s (raters holding the project's physician role)"), kind=who) if who
+              else said(gettext_noop("raters whose profession is not recorded")))
     seen = campaign.get("model_visible_raters") or 0
-    hold = "holds" if seen == 1 else "hold"
-    blinding = (f"The rating page shows no {W['model']}, and none of the raters holds a role in the project whose "
-                f"pages show the {W['models']}: the raters were blinded to the {W['model']}." if not seen else
-                f"The rating page shows no {W['model']}, but {seen} of the raters also {hold} a coordinator's or "
-                f"analyst's role in the project, whose pages show the {W['models']}: blinding to the {W['model']} is "
-                "not assured for their labels.")
-    return f"{head}{raters}, rated in the app (data/labels.csv, data/label_changes.csv). {blinding}"
+    if not seen:
+        blinding = said(gettext_noop("The rating page shows no %(model)s, and none of the raters holds a role in the "
+                                     "project whose pages show the %(models)s: the raters were blinded to the "
+                                     "%(model)s."), model=w(W["model"]), models=w(W["models"]))
+    else:
+        blinding = said(gettext_noop("The rating page shows no %(model)s, but %(n)s of the raters also holds a "
+                                     "coordinator's or analyst's role in the project, whose pages show the "
+                                     "%(models)s: blinding to the %(model)s is not assured for their labels.")
+                        if seen == 1 else
+                        gettext_noop("The rating page shows no %(model)s, but %(n)s of the raters also hold a "
+                                     "coordinator's or analyst's role in the project, whose pages show the "
+                                     "%(models)s: blinding to the %(model)s is not assured for their labels."),
+                        model=w(W["model"]), models=w(W["models"]), n=seen)
+    return said(gettext_noop('Campaign "%(name)s": %(labels)s labels by %(raters)s %(who)s, rated in the app '
+                             "(data/labels.csv, data/label_changes.csv). %(blinding)s"),
+                **head, who=raters, blinding=blinding)
 
 
-def sample_sentence(sample: dict, W: dict) -> str:
+def sample_sentence(sample: dict, W: dict) -> Said:
     """A random sample drawn here (seed, population) or declared for imported labels."""
     name = sample.get("campaign", "")
     if sample.get("kind") == "drawn":
-        strata = f", stratified by {W['model']} (equal allocation)" if sample.get("stratified") else ""
-        return (f'Random sample of campaign "{name}": {_n(sample.get("size"))} of {_n(sample.get("population"))} '
-                f"{W['units']}, drawn in the app with seed {sample.get('seed')}{strata} "
-                "(data/random_samples.csv: population and sample by external id).")
-    return (f'Random sample of campaign "{name}": its {_n(sample.get("size"))} labelled {W["units"]} were declared a '
-            f"random sample on importing; how they were drawn (seed, population) is {NOT_RECORDED} "
-            "(data/random_samples.csv).")
+        strata = (said(gettext_noop(", stratified by %(model)s (equal allocation)"), model=w(W["model"]))
+                  if sample.get("stratified") else "")
+        return said(gettext_noop('Random sample of campaign "%(name)s": %(size)s of %(population)s %(units)s, drawn '
+                                 "in the app with seed %(seed)s%(strata)s (data/random_samples.csv: population and "
+                                 "sample by external id)."),
+                    name=name, size=_n(sample.get("size")), population=_n(sample.get("population")),
+                    units=w(W["units"]), seed=sample.get("seed"), strata=strata)
+    return said(gettext_noop('Random sample of campaign "%(name)s": its %(size)s labelled %(units)s were declared a '
+                             "random sample on importing; how they were drawn (seed, population) is not recorded "
+                             "(data/random_samples.csv)."), name=name, size=_n(sample.get("size")), units=w(W["units"]))
 
 
-def judge_sentence(run: dict, W: dict) -> str:
+def judge_sentence(run: dict, W: dict) -> Said:
     """How one judge run ran: live (model, parameters, prompts, requests) or imported (file, hash)."""
-    head = f'Judge run {run.get("key", "")} ("{run.get("name", "")}"): {_n(run.get("results"))} scores'
+    head = {"key": run.get("key", ""), "name": run.get("name", ""), "results": _n(run.get("results"))}
     if run.get("source") == "imported":
         given = run.get("prompts_given") or 0
-        prompts = (f"the prompt text as the file gave it for {_n(given)} of the scores (data/judge_results.csv, "
-                   "imported_prompt)" if given else f"prompts {NOT_RECORDED}")
-        return (f"{head}, imported from {run.get('file') or NOT_RECORDED} ({_sha(run.get('sha256', ''))}; "
-                f"data/judge_runs.csv); model as the file names it: {run.get('model') or NOT_RECORDED}; parameters "
-                f"(temperature, maximum tokens, seed) {NOT_RECORDED}; {prompts}. The app sent no request for it.")
-    params = ", ".join(f"{label} {NOT_RECORDED if run.get(key) is None else run.get(key)}"
-                       for key, label in (("temperature", "temperature"), ("max_tokens", "maximum tokens"),
-                                          ("seed", "seed")))
+        prompts = (said(gettext_noop("the prompt text as the file gave it for %(n)s of the scores "
+                                     "(data/judge_results.csv, imported_prompt)"), n=_n(given)) if given
+                   else said(gettext_noop("prompts not recorded")))
+        return said(gettext_noop('Judge run %(key)s ("%(name)s"): %(results)s scores, imported from %(file)s '
+                                 "(%(sha)s; data/judge_runs.csv); model as the file names it: %(model)s; parameters "
+                                 "(temperature, maximum tokens, seed) not recorded; %(prompts)s. The app sent no "
+                                 "request for it."),
+                    **head, file=run.get("file") or NR, sha=_sha(run.get("sha256", "")),
+                    model=run.get("model") or NR, prompts=prompts)
+    params = said(gettext_noop("temperature %(temperature)s, maximum tokens %(max_tokens)s, seed %(seed)s"),
+                  **{key: NR if run.get(key) is None else run.get(key)
+                     for key in ("temperature", "max_tokens", "seed")})
     calls = run.get("calls") or 0
-    requests = (f"{_n(calls)} request(s) with their raw answers (data/llm_calls.csv)" if calls else
-                f"no request is recorded ({_n(run.get('requests_sent') or 0)} sent; 0 rows in data/llm_calls.csv)")
-    prompt_set = run.get("prompt_set") or NOT_RECORDED
-    return (f"{head}, run in the app with model {run.get('model') or NOT_RECORDED} ({params}; frozen configuration "
-            f'in data/judge_runs.csv); prompt set "{prompt_set}" with {_n(run.get("prompts") or 0)} item prompts '
-            f"(data/prompt_sets.csv, data/prompts.csv); {requests}.")
+    requests = (said(gettext_noop("%(n)s request(s) with their raw answers (data/llm_calls.csv)"), n=_n(calls))
+                if calls else
+                said(gettext_noop("no request is recorded (%(n)s sent; 0 rows in data/llm_calls.csv)"),
+                     n=_n(run.get("requests_sent") or 0)))
+    return said(gettext_noop('Judge run %(key)s ("%(name)s"): %(results)s scores, run in the app with model %(model)s '
+                             "(%(params)s; frozen configuration in data/judge_runs.csv); prompt set "
+                             '"%(prompt_set)s" with %(prompts)s item prompts (data/prompt_sets.csv, '
+                             "data/prompts.csv); %(requests)s."),
+                **head, model=run.get("model") or NR, params=params, prompt_set=run.get("prompt_set") or NR,
+                prompts=_n(run.get("prompts") or 0), requests=requests)
 
 
-def software_sentence(software: dict | None) -> str:
+def software_sentence(software: dict | None) -> Said:
     if not software:
-        return NOT_RECORDED
-    return ", ".join(f"{name} {ver}" for name, ver in software.items()) + " (software.json)"
+        return NR
+    return said(gettext_noop("%(versions)s (software.json)"),
+                versions=", ".join(f"{name} {ver}" for name, ver in software.items()))
 
 
 # --- sections -----------------------------------------------------------------------------------------------------
 def sections(view: dict) -> list[dict]:
     """The document as sections of paragraphs and tables: [{"title", "paragraphs": [...], "tables": [{"title",
     "lines", "source"}]}]."""
-    out = [{"title": "Data", "paragraphs": data_paragraphs(view), "tables": []}]
+    out = [{"title": said(gettext_noop("Data")), "paragraphs": data_paragraphs(view), "tables": []}]
     keys = _report_keys(view)
     for n, entry in enumerate(view.get("reports", []), 1):
         if entry.get("missing"):
@@ -238,8 +320,8 @@ def sections(view: dict) -> list[dict]:
     if any(_ppi_informative(e.get("report")) for e in view.get("reports", []) if e.get("kind") == "judge"):
         references.append("angelopoulos")
     references.append("tripod")
-    out.append({"title": "References", "paragraphs": [CITATIONS[k] for k in dict.fromkeys(references)],
-                "tables": []})
+    out.append({"title": said(gettext_noop("References")),
+                "paragraphs": [CITATIONS[k] for k in dict.fromkeys(references)], "tables": []})
     return out
 
 
@@ -251,19 +333,26 @@ def _scale(criterion: dict | None) -> tuple[Any, Any] | None:
 
 def _agreement_section(view: dict, entry: dict, report: dict, source: str, W: dict) -> dict:
     methods = report.get("methods") or {}
-    paragraphs = [str(methods[k]) for k in ("agreement", "icc", "reliability", "rater_matrix", "models", "ordered",
-                                            "ci", "undefined") if methods.get(k)]
+    paragraphs: list[Said | Quoted] = [quoted(methods, k) for k in ("agreement", "icc", "reliability",
+                                                                     "rater_matrix", "models", "ordered", "ci",
+                                                                     "undefined") if methods.get(k)]
     instrument = [CITATIONS[k].split(".")[0] for k in instrument_citations(view)]
-    paragraphs.append("Citations: Krippendorff (2004) for alpha; Shrout & Fleiss (1979) for the ICC; Gwet (2008) "
-                      "for AC1" + (f"; the instrument: {', '.join(instrument)}" if instrument else "") + ".")
-    paragraphs.append(f"{_n(report.get('n_labels', 0))} labels on {_n(report.get('n_dialogues', 0))} {W['units']} "
-                      f"by {_n(report.get('n_raters', 0))} {W['raters']}; {_n(report.get('n_resamples'))} bootstrap "
-                      f"resamples, seed {report.get('seed')}. Figures: {source}; rows '{entry['figure']} ...' of "
-                      f"figures/figures.csv; data fingerprint {entry['fingerprint'][:16]}.")
+    paragraphs.append(said(gettext_noop("Citations: Krippendorff (2004) for alpha; Shrout & Fleiss (1979) for the "
+                                        "ICC; Gwet (2008) for AC1%(instrument)s."),
+                           instrument=said(gettext_noop("; the instrument: %(names)s"), names=", ".join(instrument))
+                           if instrument else ""))
+    paragraphs.append(said(gettext_noop("%(labels)s labels on %(n)s %(units)s by %(raters_n)s %(raters)s; "
+                                        "%(resamples)s bootstrap resamples, seed %(seed)s. Figures: %(source)s; rows "
+                                        "'%(figure)s ...' of figures/figures.csv; data fingerprint %(fingerprint)s."),
+                           labels=_n(report.get("n_labels", 0)), n=_n(report.get("n_dialogues", 0)),
+                           units=w(W["units"]), raters_n=_n(report.get("n_raters", 0)), raters=w(W["raters"]),
+                           resamples=_n(report.get("n_resamples")), seed=report.get("seed"), source=source,
+                           figure=entry["figure"], fingerprint=entry["fingerprint"][:16]))
     tables = []
     items = report.get("items", [])
     if items:
-        tables.append({"title": f"Agreement between {W['raters']} per item (95% bootstrap CIs)", "source": source,
+        tables.append({"title": said(gettext_noop("Agreement between %(raters)s per item (95%% bootstrap CIs)"),
+                                     raters=w(W["raters"])), "source": source,
                        "lines": _table(["Item", f"n {W['units']}", "% agreement", "Fleiss' kappa [95% CI]",
                                         "Gwet's AC1 [95% CI]", "Krippendorff's alpha [95% CI]"],
                                        [[i.get("code", ""), _n(i.get("n_dialogues")),
@@ -279,8 +368,10 @@ def _agreement_section(view: dict, entry: dict, report: dict, source: str, W: di
                    for d in dims]
                 + [formatting.figure(m.get("criteria", {}).get(c), 2, scale=_scale(m.get("criteria", {}).get(c)))
                    for c in crits] for m in models]
-        tables.append({"title": f"Scores per {W['model']} from the {W['raters']}' labels (mean over {W['units']}, "
-                                "95% bootstrap CI over them)", "source": source,
+        tables.append({"title": said(gettext_noop("Scores per %(model)s from the %(raters)s' labels (mean over "
+                                                  "%(units)s, 95%% bootstrap CI over them)"),
+                                     model=w(W["model"]), raters=w(W["raters"]), units=w(W["units"])),
+                       "source": source,
                        "lines": _table([W["model"].capitalize(), f"n {W['units']}"]
                                        + [f"Dimension {d}, % [95% CI]" for d in dims]
                                        + [f"Item {c}, mean [95% CI]" for c in crits], rows)})
@@ -296,12 +387,15 @@ def _agreement_section(view: dict, entry: dict, report: dict, source: str, W: di
                 sd = "" if s.get("sd") is None else f" (SD {formatting.number(s['sd'], 2)})"
                 row.append(formatting.figure(s, 2, scale=scales.get(code)) + sd)
             rows.append(row)
-        paragraphs.append(str(replicates.get("method", "")))
-        tables.append({"title": f"Mean and SD over replicates per {W['model']} from the {W['raters']}' labels "
-                                f"({_n(replicates.get('n_replicates'))} replicates of {_n(replicates.get('n_cases'))} "
-                                "cases; 95% t-interval over replicates)", "source": source,
+        paragraphs.append(quoted(replicates, "method"))
+        tables.append({"title": said(gettext_noop("Mean and SD over replicates per %(model)s from the %(raters)s' "
+                                                  "labels (%(n)s replicates of %(cases)s cases; 95%% t-interval over "
+                                                  "replicates)"), model=w(W["model"]), raters=w(W["raters"]),
+                                     n=_n(replicates.get("n_replicates")), cases=_n(replicates.get("n_cases"))),
+                       "source": source,
                        "lines": _table([W["model"].capitalize()] + [f"{c}, mean [95% CI] (SD)" for c in codes], rows)})
-    return {"title": f"Agreement: {entry['figure']}", "paragraphs": paragraphs, "tables": tables}
+    return {"title": said(gettext_noop("Agreement: %(figure)s"), figure=entry["figure"]), "paragraphs": paragraphs,
+            "tables": tables}
 
 
 def _ppi_informative(report: dict | None) -> bool:
@@ -317,17 +411,32 @@ def _ppi_informative(report: dict | None) -> bool:
     return False
 
 
+def _judge_method(report: dict, key: str) -> Said | Quoted:
+    """One entry of a judge report's methods, "heading: text": said in the page's language where the report stored
+    its message ids, else its English."""
+    from scoring.judges.report.methods import method_titles_said
+
+    title = (report.get("method_titles") or {}).get(key, key)
+    text = quoted(report.get("methods") or {}, key)
+    english = f"{title}: {text}"
+    heading = method_titles_said(report.get("words")).get(key)
+    if text.said is None or heading is None or heading.text != title:
+        return Quoted(english)
+    return said(gettext_noop("%(title)s: %(text)s"), title=heading, text=inner(text))
+
+
 def _judge_section(view: dict, entry: dict, report: dict, source: str, W: dict) -> dict:
     methods = report.get("methods") or {}
-    titles = report.get("method_titles") or {}
-    paragraphs = [f"{titles.get(k, k)}: {v}" for k, v in methods.items() if isinstance(v, str)]
+    paragraphs = [_judge_method(report, k) for k, v in methods.items() if isinstance(v, str)]
     estimates = report.get("model_estimates") or {}
     if _ppi_informative(report):
-        paragraphs.append(f"Model estimates combine the judge's scores on every {W['unit']} with the {W['raters']}' "
-                          "labels on the random sample (prediction-powered inference, Angelopoulos et al. 2023; "
-                          f"{estimates.get('citation', '')}).")
-    paragraphs.append(f"Figures: {source}; rows '{entry['figure']} ...' of figures/figures.csv; data fingerprint "
-                      f"{entry['fingerprint'][:16]}.")
+        paragraphs.append(said(gettext_noop("Model estimates combine the judge's scores on every %(unit)s with the "
+                                            "%(raters)s' labels on the random sample (prediction-powered inference, "
+                                            "Angelopoulos et al. 2023; %(citation)s)."),
+                               unit=w(W["unit"]), raters=w(W["raters"]), citation=estimates.get("citation", "")))
+    paragraphs.append(said(gettext_noop("Figures: %(source)s; rows '%(figure)s ...' of figures/figures.csv; data "
+                                        "fingerprint %(fingerprint)s."),
+                           source=source, figure=entry["figure"], fingerprint=entry["fingerprint"][:16]))
     rows = []
     for i in report.get("items", []):
         agreement = i.get("physicians_agreement") or {}
@@ -338,7 +447,8 @@ def _judge_section(view: dict, entry: dict, report: dict, source: str, W: dict) 
         rows.append([i.get("code", ""), _n(i.get("n_dialogues")), name, formatting.figure(judge),
                      formatting.figure(between), formatting.figure(i.get("difference"), sign=True),
                      (i.get("decision") or {}).get("verdict", "")])
-    tables = [{"title": f"Judge vs {W['raters']}: verdicts per item, on the statistic each verdict rests on",
+    tables = [{"title": said(gettext_noop("Judge vs %(raters)s: verdicts per item, on the statistic each verdict "
+                                          "rests on"), raters=w(W["raters"])),
                "lines": _table(["Item", f"n {W['units']}", "Statistic", f"Judge vs {W['raters']} [95% CI]",
                                 f"Between {W['raters']} [95% CI]", "Difference [95% CI]", "Verdict"], rows),
                "source": source}]
@@ -354,12 +464,14 @@ def _judge_section(view: dict, entry: dict, report: dict, source: str, W: dict) 
             rows.append(cells)
     if rows:
         header = [W["model"].capitalize(), "Scope", f"{W['raters'].capitalize()} [95% CI]", "Judge [95% CI]"]
-        title = f"Model estimates ({W['raters']} alone, judge alone"
+        title = said(gettext_noop("Model estimates (%(raters)s alone, judge alone)"), raters=w(W["raters"]))
         if _ppi_informative(report):
             header.append("PPI [95% CI]")
-            title += ", prediction-powered"
-        tables.append({"title": title + ")", "lines": _table(header, rows), "source": source})
-    return {"title": f"Judge vs {W['raters']}: {entry['figure']}", "paragraphs": paragraphs, "tables": tables}
+            title = said(gettext_noop("Model estimates (%(raters)s alone, judge alone, prediction-powered)"),
+                         raters=w(W["raters"]))
+        tables.append({"title": title, "lines": _table(header, rows), "source": source})
+    return {"title": said(gettext_noop("Judge vs %(raters)s: %(figure)s"), raters=w(W["raters"]),
+                          figure=entry["figure"]), "paragraphs": paragraphs, "tables": tables}
 
 
 def methods_markdown(view: dict) -> str:
@@ -370,7 +482,7 @@ def methods_markdown(view: dict) -> str:
     for section in sections(view):
         lines += [f"## {section['title']}", ""]
         for paragraph in section["paragraphs"]:
-            lines += [paragraph, ""]
+            lines += [str(paragraph), ""]
         for table in section["tables"]:
             lines += [f"**{table['title']}** (source: `{table['source']}`)", "", *table["lines"], ""]
     return "\n".join(lines)
@@ -383,9 +495,9 @@ def methods_docx(view: dict) -> bytes:
     doc = Document()
     doc.add_heading(f"Methods and results: {view.get('project', '')}", level=1)
     for section in sections(view):
-        doc.add_heading(section["title"], level=2)
+        doc.add_heading(str(section["title"]), level=2)
         for paragraph in section["paragraphs"]:
-            doc.add_paragraph(paragraph)
+            doc.add_paragraph(str(paragraph))
         for table in section["tables"]:
             doc.add_paragraph(f"{table['title']} (source: {table['source']})").runs[0].bold = True
             rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in table["lines"]
@@ -407,92 +519,116 @@ def methods_docx(view: dict) -> bytes:
 #: in healthcare settings) and tasks (All, or C: classification, OF: outcome forecasting, QA: long-form question
 #: answering, IR: information retrieval, DG: document generation, SS: summarisation, MT: machine translation).
 TRIPOD_ITEMS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("1", "Title", "Identify the study as developing, fine-tuning or evaluating an LLM; task, population, outcome",
-     "All", "All"),
-    ("2", "Abstract", "Abstract (TRIPOD-LLM for Abstracts)", "All", "All"),
-    ("3a", "Background", "Healthcare context and use case; rationale; existing approaches", "All", "All"),
-    ("3b", "Background", "Target population and intended use in the care pathway; intended users", "E H", "All"),
-    ("4", "Objectives", "Objectives: development, fine-tuning or validation of an LLM", "All", "All"),
-    ("5a", "Data", "Sources of the training, tuning and evaluation data, and why", "All", "All"),
-    ("5b", "Data", "Data points and their distribution (source, languages, countries)", "All", "All"),
-    ("5c", "Data", "Dates of the oldest and newest text used", "All", "All"),
-    ("5d", "Data", "Pre-processing and quality checking", "All", "All"),
-    ("5e", "Data", "Missing and imbalanced data; data left out and why", "All", "All"),
-    ("6a", "Analytical methods", "LLM name, version and last date of training", "All", "All"),
-    ("6b", "Analytical methods", "LLM development: architecture, training, fine-tuning, alignment", "M D", "All"),
-    ("6c", "Analytical methods", "How text was generated: prompt engineering and inference settings", "M D E", "All"),
-    ("6d", "Analytical methods", "The LLM's initial and post-processed output", "All", "All"),
-    ("6e", "Analytical methods", "Classification: rationale, probabilities and thresholds", "All", "C OF"),
-    ("7a", "LLM output", "Metrics of the quality of generated output against gold standards", "All",
-     "QA IR DG SS MT"),
-    ("7b", "LLM output", "Relevance of the metrics at deployment; correlation with human evaluation", "E H", "All"),
-    ("7c", "LLM output", "Outcome, how predictions were computed, date of inference, metrics", "E H", "All"),
-    ("7d", "LLM output", "Subjective assessment: assessors' qualifications, instructions, demographics, agreement",
-     "All", "All"),
-    ("7e", "LLM output", "Comparison with other LLMs, humans and benchmarks", "All", "All"),
-    ("8a", "Annotation", "How text was labelled; annotation guidelines", "All", "All"),
-    ("8b", "Annotation", "Number of annotators, share labelled by more than one, inter-annotator agreement", "All",
-     "All"),
-    ("8c", "Annotation", "Annotators' background, or the models that labelled", "All", "All"),
-    ("9a", "Prompting", "Prompt design, curation and selection", "All", "All"),
-    ("9b", "Prompting", "Data used to develop the prompts", "All", "All"),
-    ("10", "Summarization", "Pre-processing before summarisation", "All", "SS"),
-    ("11", "Instruction tuning/alignment", "Instructions, data and interface of instruction tuning or alignment",
-     "M D", "All"),
-    ("12", "Compute", "Compute or its proxies (time, cost, machines)", "M D E", "All"),
-    ("13", "Ethical approval", "Ethics committee and consent", "All", "All"),
-    ("14a", "Open science", "Funding and the funders' role", "All", "All"),
-    ("14b", "Open science", "Conflicts of interest", "All", "All"),
-    ("14c", "Open science", "Study protocol", "H", "All"),
-    ("14d", "Open science", "Registration", "H", "All"),
-    ("14e", "Open science", "Availability of the study data", "All", "All"),
-    ("14f", "Open science", "Availability of the code", "All", "All"),
-    ("15", "Public involvement", "Patient and public involvement", "H", "All"),
-    ("16a", "Participants", "Flow of texts through the study; numbers with and without labels", "E H", "All"),
-    ("16b", "Participants", "Characteristics per data source, setting and split", "E H", "All"),
-    ("16c", "Participants", "Clinical variables in development vs evaluation data", "E H", "All"),
-    ("16d", "Participants", "Numbers in each analysis", "E H", "All"),
-    ("17", "Performance", "Performance on pre-specified metrics and human evaluation", "All", "All"),
-    ("18", "LLM updating", "Results of any LLM updating", "All", "All"),
-    ("19a", "Interpretation", "Overall interpretation, fairness", "All", "All"),
-    ("19b", "Limitations", "Limitations: biases, uncertainty, generalisability", "All", "All"),
-    ("19c", "Usability in context", "Known challenges of the data for the task and domain", "E H", "All"),
-    ("19d", "Usability in context", "Intended use: input, end user, autonomy and human oversight", "E H", "All"),
-    ("19e", "Usability in context", "Handling poor or missing input in use", "E H", "All"),
-    ("19f", "Usability in context", "Users' interaction and expertise", "E H", "All"),
-    ("19g", "Usability in context", "Next steps for research", "All", "All"),
+    ("1", gettext_noop("Title"),
+     gettext_noop("Identify the study as developing, fine-tuning or evaluating an LLM; task, population, "
+                  "outcome"), "All", "All"),
+    ("2", gettext_noop("Abstract"), gettext_noop("Abstract (TRIPOD-LLM for Abstracts)"), "All", "All"),
+    ("3a", gettext_noop("Background"),
+     gettext_noop("Healthcare context and use case; rationale; existing approaches"), "All", "All"),
+    ("3b", gettext_noop("Background"),
+     gettext_noop("Target population and intended use in the care pathway; intended users"), "E H", "All"),
+    ("4", gettext_noop("Objectives"),
+     gettext_noop("Objectives: development, fine-tuning or validation of an LLM"), "All", "All"),
+    ("5a", gettext_noop("Data"),
+     gettext_noop("Sources of the training, tuning and evaluation data, and why"), "All", "All"),
+    ("5b", gettext_noop("Data"),
+     gettext_noop("Data points and their distribution (source, languages, countries)"), "All", "All"),
+    ("5c", gettext_noop("Data"), gettext_noop("Dates of the oldest and newest text used"), "All", "All"),
+    ("5d", gettext_noop("Data"), gettext_noop("Pre-processing and quality checking"), "All", "All"),
+    ("5e", gettext_noop("Data"), gettext_noop("Missing and imbalanced data; data left out and why"), "All", "All"),
+    ("6a", gettext_noop("Analytical methods"),
+     gettext_noop("LLM name, version and last date of training"), "All", "All"),
+    ("6b", gettext_noop("Analytical methods"),
+     gettext_noop("LLM development: architecture, training, fine-tuning, alignment"), "M D", "All"),
+    ("6c", gettext_noop("Analytical methods"),
+     gettext_noop("How text was generated: prompt engineering and inference settings"), "M D E", "All"),
+    ("6d", gettext_noop("Analytical methods"),
+     gettext_noop("The LLM's initial and post-processed output"), "All", "All"),
+    ("6e", gettext_noop("Analytical methods"),
+     gettext_noop("Classification: rationale, probabilities and thresholds"), "All", "C OF"),
+    ("7a", gettext_noop("LLM output"),
+     gettext_noop("Metrics of the quality of generated output against gold standards"), "All", "QA IR DG SS MT"),
+    ("7b", gettext_noop("LLM output"),
+     gettext_noop("Relevance of the metrics at deployment; correlation with human evaluation"), "E H", "All"),
+    ("7c", gettext_noop("LLM output"),
+     gettext_noop("Outcome, how predictions were computed, date of inference, metrics"), "E H", "All"),
+    ("7d", gettext_noop("LLM output"),
+     gettext_noop("Subjective assessment: assessors' qualifications, instructions, demographics, "
+                  "agreement"), "All", "All"),
+    ("7e", gettext_noop("LLM output"), gettext_noop("Comparison with other LLMs, humans and benchmarks"), "All", "All"),
+    ("8a", gettext_noop("Annotation"), gettext_noop("How text was labelled; annotation guidelines"), "All", "All"),
+    ("8b", gettext_noop("Annotation"),
+     gettext_noop("Number of annotators, share labelled by more than one, inter-annotator agreement"), "All", "All"),
+    ("8c", gettext_noop("Annotation"),
+     gettext_noop("Annotators' background, or the models that labelled"), "All", "All"),
+    ("9a", gettext_noop("Prompting"), gettext_noop("Prompt design, curation and selection"), "All", "All"),
+    ("9b", gettext_noop("Prompting"), gettext_noop("Data used to develop the prompts"), "All", "All"),
+    ("10", gettext_noop("Summarization"), gettext_noop("Pre-processing before summarisation"), "All", "SS"),
+    ("11", gettext_noop("Instruction tuning/alignment"),
+     gettext_noop("Instructions, data and interface of instruction tuning or alignment"), "M D", "All"),
+    ("12", gettext_noop("Compute"), gettext_noop("Compute or its proxies (time, cost, machines)"), "M D E", "All"),
+    ("13", gettext_noop("Ethical approval"), gettext_noop("Ethics committee and consent"), "All", "All"),
+    ("14a", gettext_noop("Open science"), gettext_noop("Funding and the funders' role"), "All", "All"),
+    ("14b", gettext_noop("Open science"), gettext_noop("Conflicts of interest"), "All", "All"),
+    ("14c", gettext_noop("Open science"), gettext_noop("Study protocol"), "H", "All"),
+    ("14d", gettext_noop("Open science"), gettext_noop("Registration"), "H", "All"),
+    ("14e", gettext_noop("Open science"), gettext_noop("Availability of the study data"), "All", "All"),
+    ("14f", gettext_noop("Open science"), gettext_noop("Availability of the code"), "All", "All"),
+    ("15", gettext_noop("Public involvement"), gettext_noop("Patient and public involvement"), "H", "All"),
+    ("16a", gettext_noop("Participants"),
+     gettext_noop("Flow of texts through the study; numbers with and without labels"), "E H", "All"),
+    ("16b", gettext_noop("Participants"),
+     gettext_noop("Characteristics per data source, setting and split"), "E H", "All"),
+    ("16c", gettext_noop("Participants"),
+     gettext_noop("Clinical variables in development vs evaluation data"), "E H", "All"),
+    ("16d", gettext_noop("Participants"), gettext_noop("Numbers in each analysis"), "E H", "All"),
+    ("17", gettext_noop("Performance"),
+     gettext_noop("Performance on pre-specified metrics and human evaluation"), "All", "All"),
+    ("18", gettext_noop("LLM updating"), gettext_noop("Results of any LLM updating"), "All", "All"),
+    ("19a", gettext_noop("Interpretation"), gettext_noop("Overall interpretation, fairness"), "All", "All"),
+    ("19b", gettext_noop("Limitations"),
+     gettext_noop("Limitations: biases, uncertainty, generalisability"), "All", "All"),
+    ("19c", gettext_noop("Usability in context"),
+     gettext_noop("Known challenges of the data for the task and domain"), "E H", "All"),
+    ("19d", gettext_noop("Usability in context"),
+     gettext_noop("Intended use: input, end user, autonomy and human oversight"), "E H", "All"),
+    ("19e", gettext_noop("Usability in context"), gettext_noop("Handling poor or missing input in use"), "E H", "All"),
+    ("19f", gettext_noop("Usability in context"), gettext_noop("Users' interaction and expertise"), "E H", "All"),
+    ("19g", gettext_noop("Usability in context"), gettext_noop("Next steps for research"), "All", "All"),
 )
-TRIPOD_SOURCE = ("Item numbers, sections and applicability codes of TRIPOD-LLM (Gallifant et al., Nature Medicine "
-                 "2025: 19 main items, 50 sub-items), from the guideline's checklist table as distributed with it "
-                 "(the 2024 preprint's table; the topics here are paraphrased). Check each against the published "
-                 "sheet before submission.")
+TRIPOD_SOURCE = gettext_noop(
+    "Item numbers, sections and applicability codes of TRIPOD-LLM (Gallifant et al., Nature Medicine 2025: 19 main "
+    "items, 50 sub-items), from the guideline's checklist table as distributed with it (the 2024 preprint's table; "
+    "the topics here are paraphrased). Check each against the published sheet before submission.")
 #: The study's research design in the guideline's terms: the workbench evaluates existing LLMs' texts.
 DESIGN = "E"
 
 
-def _applies(designs: str, tasks: str, task: str) -> str | None:
+def _applies(designs: str, tasks: str, task: str) -> Said | None:
     """None when the item applies to an evaluation study (design E) of ``task``; else why not."""
     codes = designs.split()
     if designs != "All" and DESIGN not in codes:
         if codes == ["H"]:
-            return ("not applicable because the guideline asks it only of LLM evaluations in healthcare settings (H); "
-                    "the workbench records no care setting for this study")
-        return ("not applicable because the study evaluates existing LLMs' texts and develops or tunes no LLM "
-                f"(the item is for designs {designs})")
+            return said(gettext_noop("not applicable because the guideline asks it only of LLM evaluations in "
+                                     "healthcare settings (H); the workbench records no care setting for this study"))
+        return said(gettext_noop("not applicable because the study evaluates existing LLMs' texts and develops or "
+                                 "tunes no LLM (the item is for designs %(designs)s)"), designs=designs)
     if tasks != "All" and task not in tasks.split():
-        return (f"not applicable because the task evaluated ({TASK_NAMES.get(task, task)}) is none of the item's "
-                f"tasks ({tasks})")
+        return said(gettext_noop("not applicable because the task evaluated (%(task)s) is none of the item's tasks "
+                                 "(%(tasks)s)"), task=TASK_NAMES.get(task, task), tasks=tasks)
     return None
 
 
 #: The evaluated task in the guideline's codes; a dialogue instrument's diagnostic conversation ("DC") is none of
 #: the guideline's task categories.
-TASK_NAMES = {"QA": "long-form question answering", "DC": "diagnostic conversation"}
+TASK_NAMES = {"QA": said(gettext_noop("long-form question answering")),
+              "DC": said(gettext_noop("diagnostic conversation"))}
 
 
 def checklist(view: dict) -> list[dict]:
     """TRIPOD-LLM's items by number, each answered "reported at ...", "not applicable because ..." or "not
-    recorded", from the study's records only."""
+    recorded", from the study's records only: ``section``, ``topic`` (message ids), ``applies``, ``answer``
+    (English) and under ``said`` the last two as sentences (:class:`scoring.reports.sentences.Said`) for the page."""
     prov = view.get("provenance") or {}
     counts = view.get("counts", {})
     W = study_words(view)
@@ -503,93 +639,123 @@ def checklist(view: dict) -> list[dict]:
     live = [r for r in runs if r.get("source") != "imported"]
     imported = [r for r in runs if r.get("source") == "imported"]
     campaigns = [c for c in prov.get("campaigns", []) if c.get("labels")]
-    kinds = sorted({RATER_KIND_TEXT.get(c.get("rater_kind", ""), NOT_RECORDED) for c in campaigns})
+    named = {RATER_KIND_TEXT.get(c.get("rater_kind", ""), NOT_RECORDED): RATER_KIND_SAID.get(c.get("rater_kind", ""),
+                                                                                           NR) for c in campaigns}
+    kinds = joined([named[text] for text in sorted(named)], ", ")
     labelled = counts.get("data/labels.csv", 0)
 
-    def runs_text(live_text: str, imported_text: str) -> str:
+    def runs_text(live_text: Said, imported_text: Said) -> Said:
         """``live_text`` and ``imported_text`` each start "reported at" or "not recorded"."""
         parts = []
         if live:
-            parts.append(f"{live_text} (the {len(live)} judge run(s) in the app)")
+            parts.append(said(gettext_noop("%(answer)s (the %(n)s judge run(s) in the app)"), answer=live_text,
+                              n=len(live)))
         if imported:
-            parts.append(f"{imported_text} (the {len(imported)} imported judge run(s))")
-        return "; ".join(parts) if parts else f"{NOT_RECORDED} (the study has no judge run)"
+            parts.append(said(gettext_noop("%(answer)s (the %(n)s imported judge run(s))"), answer=imported_text,
+                              n=len(imported)))
+        if len(parts) == 2:
+            return said(gettext_noop("%(live)s; %(imported)s"), live=parts[0], imported=parts[1])
+        return parts[0] if parts else said(gettext_noop("not recorded (the study has no judge run)"))
 
+    def S(msgid: str, **params: Any) -> Said:
+        return said(msgid, **params)
+
+    no_labels = S(gettext_noop("not recorded (no labels)"))
+    units, unit, model = w(W["units"]), w(W["unit"]), w(W["model"])
     answers = {
-        "5a": f"reported at methods/methods.md, Data ({_n(counts.get('data/dialogues.csv', 0))} {W['units']} in "
-              f"{_n(counts.get('data/corpora.csv', 0))} corpora; data/corpora.csv, data/dialogues.csv); the "
-              f"evaluated models' training data: {NOT_RECORDED}",
-        "5b": f"reported at data/dialogues.csv (the {W['model']}, language, split, case and replicate of each "
-              f"{W['unit']}); countries of origin: {NOT_RECORDED}",
-        "5c": f"{NOT_RECORDED} (the app records when {W['units']} were imported, not when they were written)",
-        "5d": "reported at data/dialogues.csv (privacy_status, privacy_findings) and data/redactions.csv (redacted "
-              "spans by position)",
-        "5e": "reported at methods/methods.md (n per item in each table) and figures/reports/*.json (each undefined "
-              "figure with its reason)",
-        "6a": f"reported at data/dialogues.csv (the {W['model']} of each {W['unit']}) and data/judge_runs.csv (the "
-              f"judge's model); versions beyond the model names and last training dates: {NOT_RECORDED}",
-        "6c": runs_text("reported at data/judges.csv, data/prompt_sets.csv and data/prompts.csv (model, temperature, "
-                        "maximum tokens, seed, prompts)",
-                        f"{NOT_RECORDED}: parameters; prompts only as the file gave them (data/judge_results.csv)")
-              + f"; how the evaluated {W['units']} were generated: {NOT_RECORDED}",
-        "6d": runs_text("reported at data/llm_calls.csv (raw answers) and data/judge_results.csv (parsed scores)",
-                        "reported at data/judge_results.csv (raw response as rationale, score as value)"),
-        "7a": "reported at methods/methods.md (scores per model with 95% CIs) and figures/figures.csv",
-        "7b": (f"reported at methods/methods.md, Judge vs {W['raters']} (agreement of the judge with the "
-               f"{W['raters']}' labels)" if judge_reports else f"{NOT_RECORDED} (no judge report)")
-              + f"; relevance at deployment: {NOT_RECORDED}",
-        "7c": "reported at data/items.csv (the instrument) and methods/methods.md (each analysis' methods); the "
-              "judge's date of inference: " + runs_text("reported at data/judge_runs.csv (started_at, finished_at)",
-                                                       NOT_RECORDED),
-        "7d": (f"reported at methods/methods.md, Data (raters: {', '.join(kinds)}), data/campaigns.csv "
-               f"(instructions) and the agreement tables; the raters' demographics: {NOT_RECORDED}" if campaigns
-               else f"{NOT_RECORDED} (no labels)"),
-        "7e": (f"reported at methods/methods.md (scores per model; judge vs {W['raters']})" if reports
-               else f"{NOT_RECORDED} (no report)"),
-        "8a": ("reported at data/items.csv (items, guidance, anchors) and data/campaigns.csv (instructions)"
-               if labelled else f"{NOT_RECORDED} (no labels)"),
-        "8b": (f"reported at data/raters.csv ({_n(counts.get('data/raters.csv', 0))} raters), data/campaigns.csv "
-               "(raters per text), data/assignments.csv and the agreement tables of methods/methods.md"
-               if labelled else f"{NOT_RECORDED} (no labels)"),
-        "8c": (f"reported at methods/methods.md, Data (raters: {', '.join(kinds)})" if campaigns
-               else f"{NOT_RECORDED} (no labels)"),
-        "9a": (f"reported at data/prompt_sets.csv (the prompt versions); the design process: {NOT_RECORDED}"
-               if live else NOT_RECORDED),
-        "9b": NOT_RECORDED,
-        "12": runs_text("reported at data/llm_calls.csv (tokens, cost and latency of every request)",
-                        NOT_RECORDED),
-        "14e": "reported at this archive (manifest.json, datapackage.json, ro-crate-metadata.json)",
-        "14f": "reported at software.json (app version, git commit, uv.lock SHA-256)",
-        "16a": "reported at methods/methods.md, Data (labels per campaign) and data/assignments.csv",
-        "16b": "reported at data/dialogues.csv (split, model, language per text)",
-        "16c": "not applicable because the study has no clinical outcome",
-        "16d": "reported at methods/methods.md (n in every table)",
-        "17": "reported at methods/methods.md and figures/figures.csv (every figure with its data fingerprint)",
-        "18": "not applicable because the study updates no LLM",
+        "5a": S(gettext_noop("reported at methods/methods.md, Data (%(n)s %(units)s in %(corpora)s corpora; "
+                             "data/corpora.csv, data/dialogues.csv); the evaluated models' training data: not "
+                             "recorded"),
+                n=_n(counts.get("data/dialogues.csv", 0)), units=units, corpora=_n(counts.get("data/corpora.csv", 0))),
+        "5b": S(gettext_noop("reported at data/dialogues.csv (the %(model)s, language, split, case and replicate of "
+                             "each %(unit)s); countries of origin: not recorded"), model=model, unit=unit),
+        "5c": S(gettext_noop("not recorded (the app records when %(units)s were imported, not when they were "
+                             "written)"), units=units),
+        "5d": S(gettext_noop("reported at data/dialogues.csv (privacy_status, privacy_findings) and "
+                             "data/redactions.csv (redacted spans by position)")),
+        "5e": S(gettext_noop("reported at methods/methods.md (n per item in each table) and figures/reports/*.json "
+                             "(each undefined figure with its reason)")),
+        "6a": S(gettext_noop("reported at data/dialogues.csv (the %(model)s of each %(unit)s) and "
+                             "data/judge_runs.csv (the judge's model); versions beyond the model names and last "
+                             "training dates: not recorded"), model=model, unit=unit),
+        "6c": S(gettext_noop("%(runs)s; how the evaluated %(units)s were generated: not recorded"),
+                runs=runs_text(S(gettext_noop("reported at data/judges.csv, data/prompt_sets.csv and "
+                                              "data/prompts.csv (model, temperature, maximum tokens, seed, prompts)")),
+                               S(gettext_noop("not recorded: parameters; prompts only as the file gave them "
+                                              "(data/judge_results.csv)"))),
+                units=units),
+        "6d": runs_text(S(gettext_noop("reported at data/llm_calls.csv (raw answers) and data/judge_results.csv "
+                                       "(parsed scores)")),
+                        S(gettext_noop("reported at data/judge_results.csv (raw response as rationale, score as "
+                                       "value)"))),
+        "7a": S(gettext_noop("reported at methods/methods.md (scores per model with 95% CIs) and "
+                             "figures/figures.csv")),
+        "7b": S(gettext_noop("reported at methods/methods.md, Judge vs %(raters)s (agreement of the judge with the "
+                             "%(raters)s' labels); relevance at deployment: not recorded"), raters=w(W["raters"]))
+              if judge_reports else S(gettext_noop("not recorded (no judge report); relevance at deployment: not "
+                                                   "recorded")),
+        "7c": S(gettext_noop("reported at data/items.csv (the instrument) and methods/methods.md (each analysis' "
+                             "methods); the judge's date of inference: %(runs)s"),
+                runs=runs_text(S(gettext_noop("reported at data/judge_runs.csv (started_at, finished_at)")), NR)),
+        "7d": S(gettext_noop("reported at methods/methods.md, Data (raters: %(kinds)s), data/campaigns.csv "
+                             "(instructions) and the agreement tables; the raters' demographics: not recorded"),
+                kinds=kinds) if campaigns else no_labels,
+        "7e": S(gettext_noop("reported at methods/methods.md (scores per model; judge vs %(raters)s)"),
+                raters=w(W["raters"])) if reports else S(gettext_noop("not recorded (no report)")),
+        "8a": S(gettext_noop("reported at data/items.csv (items, guidance, anchors) and data/campaigns.csv "
+                             "(instructions)")) if labelled else no_labels,
+        "8b": S(gettext_noop("reported at data/raters.csv (%(n)s raters), data/campaigns.csv (raters per text), "
+                             "data/assignments.csv and the agreement tables of methods/methods.md"),
+                n=_n(counts.get("data/raters.csv", 0))) if labelled else no_labels,
+        "8c": S(gettext_noop("reported at methods/methods.md, Data (raters: %(kinds)s)"), kinds=kinds)
+              if campaigns else no_labels,
+        "9a": S(gettext_noop("reported at data/prompt_sets.csv (the prompt versions); the design process: not "
+                             "recorded")) if live else NR,
+        "9b": NR,
+        "12": runs_text(S(gettext_noop("reported at data/llm_calls.csv (tokens, cost and latency of every "
+                                       "request)")), NR),
+        "14e": S(gettext_noop("reported at this archive (manifest.json, datapackage.json, ro-crate-metadata.json)")),
+        "14f": S(gettext_noop("reported at software.json (app version, git commit, uv.lock SHA-256)")),
+        "16a": S(gettext_noop("reported at methods/methods.md, Data (labels per campaign) and data/assignments.csv")),
+        "16b": S(gettext_noop("reported at data/dialogues.csv (split, model, language per text)")),
+        "16c": S(gettext_noop("not applicable because the study has no clinical outcome")),
+        "16d": S(gettext_noop("reported at methods/methods.md (n in every table)")),
+        "17": S(gettext_noop("reported at methods/methods.md and figures/figures.csv (every figure with its data "
+                             "fingerprint)")),
+        "18": S(gettext_noop("not applicable because the study updates no LLM")),
     }
     rows = []
     for number, section, topic, designs, tasks in TRIPOD_ITEMS:
         why_not = _applies(designs, tasks, task)
-        answer = why_not or answers.get(number, NOT_RECORDED)
+        answer = why_not or answers.get(number, NR)
         if number == "7a" and why_not is not None:  # the scores are reported all the same
-            answer += f"; the instrument's scores per {W['model']} are reported at methods/methods.md (item 17)"
-        rows.append({"item": number, "section": section, "topic": topic,
-                     "applies": f"design {designs}; task {tasks}", "answer": answer})
+            answer = S(gettext_noop("%(answer)s; the instrument's scores per %(model)s are reported at "
+                                    "methods/methods.md (item 17)"), answer=answer, model=model)
+        applies = S(gettext_noop("design %(designs)s; task %(tasks)s"), designs=_all(designs), tasks=_all(tasks))
+        rows.append({"item": number, "section": section, "topic": topic, "applies": applies.text,
+                     "answer": answer.text, "said": {"applies": applies, "answer": answer}})
     return rows
 
 
-def applicability(view: dict) -> str:
+def _all(codes: str) -> str | Said:
+    """A checklist item's codes; "All" said in the page's language."""
+    return said(gettext_noop("All")) if codes == "All" else codes
+
+
+def applicability(view: dict) -> Said:
     prov = view.get("provenance") or {}
-    task = ("long-form question answering (QA)" if prov.get("target") == "answer"
-            else "diagnostic conversation (none of the guideline's task categories: only items for all tasks apply)")
-    return (f"Applicability: research design LLM evaluation (E): the study evaluates existing LLMs' texts and "
-            f"develops none; task: {task}. Each item is answered \"reported at ...\", \"not applicable because "
-            "...\" or \"not recorded\" (for the authors to report).")
+    task = (said(gettext_noop("long-form question answering (QA)")) if prov.get("target") == "answer"
+            else said(gettext_noop("diagnostic conversation (none of the guideline's task categories: only items for "
+                                   "all tasks apply)")))
+    return said(gettext_noop("Applicability: research design LLM evaluation (E): the study evaluates existing LLMs' "
+                             "texts and develops none; task: %(task)s. Each item is answered \"reported at ...\", "
+                             "\"not applicable because ...\" or \"not recorded\" (for the authors to report)."),
+                task=task)
 
 
 def tripod_markdown(view: dict) -> str:
     lines = [f"# TRIPOD-LLM checklist: {view.get('project', '')}", "", f"_{TRIPOD_SOURCE}_", "",
-             applicability(view), ""]
+             str(applicability(view)), ""]
     lines += _table(["Item", "Section", "Topic", "Applies to", "Answer"],
                     [[c["item"], c["section"], c["topic"], c["applies"], c["answer"]] for c in checklist(view)])
     return "\n".join(lines) + "\n"

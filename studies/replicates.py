@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
+from scoring.reports.agreement import REPLICATES_METHOD
+from scoring.reports.sentences import said
+
 #: How an instrument's source names its table of scores over replicates: a word of the scale's ``source`` (its
 #: citation) and the table's name there. An instrument from another source names it :data:`GENERIC_NAME`.
 SOURCE_TABLES = (("HIVMedQA", "HIVMedQA Table 2"),)
@@ -77,7 +82,7 @@ def methods_section(entry: dict, report: dict, source: str, *, number: Callable[
     are the methods' number formatter and table writer."""
     replicates = report.get("n_replicates")
     criteria = [c["code"] for c in report.get("criteria", [])]
-    title = f"Mean score ± SD over {replicates} replicates per model"
+    title = said(gettext_noop("Mean score ± SD over %(n)s replicates per model"), n=replicates)
 
     def cell(figure: dict | None) -> str:
         if not figure or figure.get("mean") is None:
@@ -92,11 +97,17 @@ def methods_section(entry: dict, report: dict, source: str, *, number: Callable[
     rows = [[m.get("model", "")] + [cell((m.get("criteria") or {}).get(code)) for code in criteria]
             for m in report.get("models", [])]
     lines = table(["Model"] + [f"{code}: mean ± SD [95% CI]" for code in criteria], rows)
+    method = str(report.get("method", ""))
     paragraphs = [
-        f"{title} ({report['table']}), from the scores of judge {report.get('judge', '')!r} ({entry['figure']}): "
-        f"{report.get('n_cases')} cases x {replicates} replicates, {report.get('n_texts')} texts. "
-        f"{report.get('method', '')}",
-        f"Figures: {source}; rows '{entry['figure']} ...' of figures/figures.csv; data fingerprint "
-        f"{entry['fingerprint'][:16]}."]
-    return {"title": f"{title}: judge {report.get('judge', '')}", "paragraphs": paragraphs,
-            "tables": [{"title": f"{title} ({report['table']})", "lines": lines, "source": source}]}
+        said(gettext_noop("%(title)s (%(table)s), from the scores of judge %(judge)s (%(figure)s): %(cases)s cases x "
+                          "%(n)s replicates, %(texts)s texts. %(method)s"),
+             title=title, table=report["table"], judge=repr(report.get("judge", "")), figure=entry["figure"],
+             cases=report.get("n_cases"), n=replicates, texts=report.get("n_texts"),
+             method=said(method) if method == REPLICATES_METHOD else method),
+        said(gettext_noop("Figures: %(source)s; rows '%(figure)s ...' of figures/figures.csv; data fingerprint "
+                          "%(fingerprint)s."), source=source, figure=entry["figure"],
+             fingerprint=entry["fingerprint"][:16])]
+    return {"title": said(gettext_noop("%(title)s: judge %(judge)s"), title=title, judge=report.get("judge", "")),
+            "paragraphs": paragraphs,
+            "tables": [{"title": said(gettext_noop("%(title)s (%(table)s)"), title=title, table=report["table"]),
+                        "lines": lines, "source": source}]}

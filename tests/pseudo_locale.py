@@ -185,10 +185,11 @@ def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
 
 #: Elements whose text is not prose to translate: code samples, the scripts' data, whatever says ``translate="no"``
 #: (names of languages in their own language, product names), and what says ``data-source-language``: text in
-#: English from the computation, not from the templates -- the methods and checklist that must equal the study
-#: archive's files word for word, and a sentence about a figure that no registry knows (the statistics' warnings,
-#: core/stats/messages.py, and the reports' own, scoring/reports/sentences.py, are said in the page's language); the
-#: element carries ``lang="en"`` where its text is shown.
+#: English from the computation, not from the templates -- a stored report's sentences written before their message
+#: ids were stored, the references as published, and a sentence about a figure that no registry knows (the
+#: statistics' warnings, core/stats/messages.py, and the reports' own, scoring/reports/sentences.py, are said in the
+#: page's language); the element carries ``lang="en"`` where its text is shown. The methods page's sentences and
+#: checklist are not exempt: the page says them in its language (the archive's files stay English).
 SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template",
         # a plot's own text (titles, axes, legend) is drawn by the computation, in English; the translated caption
         # names the plot and says where its values are

@@ -149,6 +149,76 @@ def test_each_kind_of_provenance_gives_the_true_sentence_and_no_false_one(case):
         assert _docx_text(methods_docx(view)).count("HIVMedQA") >= 1
 
 
+def _msgids(sentence) -> list[str]:
+    """A stored sentence's message ids, the outer one first, then those of its parts in order."""
+    out = [sentence["msgid"]]
+    for value in (sentence.get("params") or {}).values():
+        if isinstance(value, dict) and "sentence" in value:
+            out += _msgids(value["sentence"])
+        elif isinstance(value, dict) and "join" in value:
+            for part in value["join"]:
+                if isinstance(part, dict) and "sentence" in part:
+                    out += _msgids(part["sentence"])
+    return out
+
+
+def _page_sentences(html_text: str) -> list[str]:
+    """The methods page's sentences in document order: the sections' paragraphs, the checklist's answers."""
+    import html
+
+    sections = html_text.split('data-testid="methods-sections"', 1)[1].split('<h2 id="tripod">', 1)[0]
+    body = html_text.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    paragraphs = re.findall(r"<p(?: [^>]*)?>(.*?)</p>", sections, re.S)
+    answers = [row[-1] for row in (re.findall(r"<td>(.*?)</td>", r, re.S) for r in body.split("</tr>")) if row]
+    return [html.unescape(re.sub(r"<[^>]+>", "", text)) for text in paragraphs + answers]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_chinese_page_says_the_archives_sentences_and_no_others(case):
+    """For each kind of provenance the methods page in Chinese says, sentence for sentence, the sentences of the
+    archive's methods.md and tripod-llm.md: each built once as message ids with parameters, the English page their
+    English text word for word, the Chinese page the translation of the same message ids in the same order, every
+    message id translated, and "not recorded" (or "none is recorded") where and only where the English says it
+    (未记录)."""
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    from scoring.templatetags.sentence_tags import in_language
+    from studies.methods import (
+        CITATIONS,
+        TRIPOD_SOURCE,
+        applicability,
+        checklist,
+        methods_markdown,
+        sections,
+        tripod_markdown,
+    )
+
+    view = CASES[case][0]
+    built = [p for s in sections(view) for p in s["paragraphs"] if hasattr(p, "msgid")]
+    built += [row["said"]["answer"] for row in checklist(view)]
+    archive = methods_markdown(view) + tripod_markdown(view)
+    pages = {}
+    for language in ("en", "zh-hans"):
+        with translation.override(language):
+            pages[language] = _page_sentences(render_to_string("studies/methods.html", {
+                "sections": sections(view), "checklist": checklist(view), "figures": {"stored": True},
+                "tripod_source": TRIPOD_SOURCE, "tripod_applicability": applicability(view)}))
+    english, chinese = ([p for p in pages[language] if p not in CITATIONS.values()]  # references: as published
+                        for language in ("en", "zh-hans"))
+    assert english == [str(s) for s in built], case  # the English page: the archive's sentences
+    assert all(sentence in archive for sentence in english), case
+    with translation.override("zh-hans"):
+        said = [in_language(s.stored()) for s in built]
+        for sentence in built:
+            for msgid in _msgids(sentence.stored()):
+                if re.sub(r"%\(\w+\)s|[\W\d_]", "", msgid):  # words to translate, not only placeholders
+                    assert translation.gettext(msgid) != msgid, (case, msgid)
+    assert chinese == said, case  # the same message ids in the same order, in Chinese
+    for en, zh in zip(english, chinese, strict=True):
+        assert bool(re.search(r"\b(not|none is|no \w+ is) recorded", en)) == ("未记录" in zh), (case, en, zh)
+
+
 def test_the_checklist_answers_each_item_by_the_records():
     from studies.methods import TRIPOD_ITEMS, checklist
 
@@ -539,7 +609,7 @@ def test_the_provenance_of_labels_rated_in_the_app(db):
     assert entry["raters"] == 2 and entry["model_visible_raters"] == 1
     assert prov["samples"] == [{"campaign": "Here", "kind": "drawn", "size": 6, "seed": 77, "population": 30,
                                 "stratified": False}]
-    text = " ".join(data_paragraphs({"counts": {}, "provenance": prov}))
+    text = " ".join(map(str, data_paragraphs({"counts": {}, "provenance": prov})))
     assert "drawn in the app with seed 77" in text
     assert "physicians (raters holding the project's physician role)" in text
     assert "1 of the raters also holds a coordinator's or analyst's role" in text
@@ -563,3 +633,36 @@ def test_no_ppi_paragraph_when_every_text_is_labelled(unlabelled):
     text = methods_markdown(view)
     assert ("prediction-powered" in text) == bool(unlabelled)
     assert ("PPI [95% CI]" in text) == bool(unlabelled) and ("Angelopoulos AN" in text) == bool(unlabelled)
+
+
+@pytest.mark.parametrize("target", ["dialogue", "answer"])
+def test_the_reports_methods_are_said_in_the_pages_language_and_stored_ones_stay_english(target):
+    """The agreement and judge reports' methods store message ids beside their English: a page in English says the
+    English word for word, one in Chinese a translation of every entry (the judge's acceptance rule, written
+    elsewhere, excepted); a report stored before, without them, shows its English."""
+    import importlib
+
+    from django.utils import translation
+
+    from scoring.judges.verdicts import VerdictSettings
+    from scoring.reports import agreement
+    from scoring.reports.sentences import KEY
+    from scoring.reports.wording import words_for
+    from scoring.templatetags.sentence_tags import said
+
+    judge_methods = importlib.import_module("scoring.judges.report.methods")
+    items = [agreement.ItemMeta(code, "", "", "", kind, [0, 1]) for code, kind in
+             (("1", "binary"), ("4", "ordinal"), ("5", "scale"))]
+    reports = [agreement.methods(7, 999, "bca", "tetrachoric", items=items, words=words_for(target)),
+               judge_methods.methods(7, 999, VerdictSettings(ci_method="bca"), words_for(target, True))]
+    for methods in reports:
+        texts = {k: v for k, v in methods.items() if isinstance(v, str) and v}
+        assert set(methods[KEY]) == set(texts) - {"verdict"}
+        for key, english in texts.items():
+            with translation.override("en"):
+                assert said(methods, key) == english
+            with translation.override("zh-hans"):
+                chinese = said(methods, key)
+                assert (chinese == english) == (key == "verdict"), key
+                assert key == "verdict" or re.search(r"[\u4e00-\u9fff]", chinese), key
+                assert said({k: v for k, v in methods.items() if k != KEY}, key) == english

@@ -340,6 +340,13 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
         "(share %(share)s, seed %(seed)s) that played no part in the choice, and only a verdict that holds there is "
         "confirmed."), n=len(candidates), raters=word(W.raters), n_selection=n_selection, units=word(W.units),
         n_held=n_held, share=f"{share:g}", seed=seed)
+    method = said(gettext_noop(
+        "Verdicts, agreement and non-inferiority as in the judge report (same rule and settings) on the selection "
+        "part; %(rule)s rounded to the item's grid (ties to the lower value) for the juries tried here, which on a "
+        "binary item is the majority vote. Unscored share: the candidate's answers on the item that have no score. "
+        "Cost and time per 1,000 dialogues: the candidate's cost and run time divided by the dialogues it judged (a "
+        "jury's: the sum of its members')."),
+        rule=said(gettext_noop("median")) if VIRTUAL_RULE[0] == "median" else VIRTUAL_RULE[0])
     return {
         "kind": "judge_selection",
         "candidates": [_candidate_dict(c) for c in candidates],
@@ -349,16 +356,12 @@ def _layout(study, rows, chosen, codes, candidates, verdict, share, seed, n_resa
         "split": {"held_out_share": share, "seed": seed, "n_selection": n_selection, "n_held_out": n_held,
                   "n_resamples": n_resamples},
         "optimism": optimism.text,
-        KEY: {"optimism": optimism.stored()},
+        KEY: {"optimism": optimism.stored(), "method": method.stored()},
         "summary": {"text": summary.text, KEY: {"text": summary.stored()}, "use": use,
                     "n_confirmed": sum(len(v) for v in use.values()),
                     "n_chosen": sum(1 for e in items if e["choice"]), "cost_per_1000": None if unknown or not use
                     else total, "currency": currency},
-        "method": ("Verdicts, agreement and non-inferiority as in the judge report (same rule and settings) on the "
-                   f"selection part; {VIRTUAL_RULE[0]} rounded to the item's grid (ties to the lower value) for the "
-                   "juries tried here, which on a binary item is the majority vote. Unscored share: the candidate's "
-                   "answers on the item that have no score. Cost and time per 1,000 dialogues: the candidate's "
-                   "cost and run time divided by the dialogues it judged (a jury's: the sum of its members')."),
+        "method": method.text,
     }
 
 

@@ -657,7 +657,7 @@ def _criterion_means(ordered: list[ItemMeta], block: pd.DataFrame, boot: Resampl
     return out
 
 
-REPLICATES_METHOD = (
+REPLICATES_METHOD = gettext_noop(
     "Repeated answers (Cardenal-Antolin et al., HIVMedQA, Table 2: mean and SD across iterations): per model and "
     "criterion, a text's score is the mean over its raters; the mean is over cases (each case's score the mean over "
     "its replicates); per replicate the mean over the cases it answered, and the SD (ddof 1) of these replicate means "
@@ -684,7 +684,8 @@ def replicate_section(scores: pd.DataFrame, items: Sequence[ItemMeta], case: Map
                           "max": m.values[-1] if m.values else None} for m in items if m.code in codes],
             "models": stats.replicate_table(frame.reset_index(drop=True), codes),
             "n_texts": int(len(frame)), "n_cases": int(frame["case"].nunique()),
-            "n_replicates": int(frame["replicate"].nunique()), "method": REPLICATES_METHOD}
+            "n_replicates": int(frame["replicate"].nunique()), "method": REPLICATES_METHOD,
+            sentences.KEY: {"method": said(REPLICATES_METHOD).stored()}}
 
 
 def mixed_replicate_warning(labels: pd.DataFrame, case: Mapping[int, str], replicate: Mapping[int, int | None],
@@ -773,104 +774,181 @@ def software_versions() -> dict[str, str]:
     return result
 
 
+#: The bootstrap intervals' names (:data:`core.stats.CI_METHOD_NAMES`) as message ids.
+CI_NAMES = {"percentile": gettext_noop("percentile bootstrap (Efron 1979)"),
+            "basic": gettext_noop("basic (reverse percentile) bootstrap"),
+            "bca": gettext_noop("bias-corrected and accelerated (BCa) bootstrap (Efron 1987; Efron & Tibshirani 1993, "
+                                "sec. 14.3)")}
+_WITH_ARTICLE = {"a dialogue": gettext_noop("a dialogue"), "an answer": gettext_noop("an answer"),
+                 "a text": gettext_noop("a text")}
+
+
+def ci_name(method: str) -> sentences.Said | str:
+    """A bootstrap interval's name as a sentence's part (said in the page's language where it is known)."""
+    name = stats.CI_METHOD_NAMES[method]
+    return said(name) if CI_NAMES.get(method) == name else name
+
+
+def no_variation() -> sentences.Said | str:
+    """How an interval without variation is written (:data:`core.stats.NO_VARIATION`), as a sentence's part."""
+    msgid = gettext_noop("not estimable (no variation)")
+    return said(msgid) if msgid == stats.NO_VARIATION else stats.NO_VARIATION
+
+
+def a_word(text: str) -> sentences.Said | str:
+    """"a dialogue", "an answer" (:func:`scoring.reports.wording.with_article`) as a sentence's part."""
+    return said(_WITH_ARTICLE[text]) if text in _WITH_ARTICLE else text
+
+
+def _items_said(codes: Sequence[str]) -> sentences.Said:
+    """"item 4", "item a and item b", as a sentence's part."""
+    out = said(gettext_noop("item %(codes)s"), codes=codes[0])
+    for code in codes[1:]:
+        out = said(gettext_noop("%(first)s and %(second)s"), first=out, second=said(gettext_noop("item %(codes)s"),
+                                                                                   codes=code))
+    return out
+
+
+def bands_said(scale: str) -> sentences.Tagged:
+    """:func:`core.stats.bands_text` ("< 0.00 poor, 0.00 to < 0.20 slight, ...") with its band names said in the
+    page's language."""
+    import re
+
+    parts = []
+    for part in stats.bands_text(scale).split(", "):
+        below = re.match(r"^< (\S+) (.+)$", part)
+        between = re.match(r"^(\S+) to < (\S+) (.+)$", part)
+        above = re.match(r"^>= (\S+) (.+)$", part)
+        if between:
+            parts.append(said(gettext_noop("%(low)s to < %(high)s %(band)s"), low=between[1], high=between[2],
+                              band=sentences.band(between[3])))
+        elif below:
+            parts.append(said(gettext_noop("< %(high)s %(band)s"), high=below[1], band=sentences.band(below[2])))
+        elif above:
+            parts.append(said(gettext_noop(">= %(low)s %(band)s"), low=above[1], band=sentences.band(above[2])))
+        else:
+            parts.append(part)
+    return sentences.joined(parts, ", ")
+
+
 def methods(seed: int, n_resamples: int, ci_method: str = "percentile", correlation: str = "pearson", *,
             items: Sequence[ItemMeta] | None = None, words: Mapping[str, str] | None = None) -> dict:
     """The methods section. With ``items`` (the instrument's scored items) only what applies to them is said: no
     dimension scores, reliability or rater matrix without binary items, nothing about levels and scale items
-    without them; ``words`` name what is rated and who rates (:mod:`scoring.reports.wording`)."""
-    from scoring.reports.wording import words_for
+    without them; ``words`` name what is rated and who rates (:mod:`scoring.reports.wording`). Each text in English,
+    and as message ids with parameters under ``said`` (:mod:`scoring.reports.sentences`) for the pages."""
+    from scoring.reports.wording import with_article, words_for
 
     w = dict(words or words_for("dialogue"))
-    units, unit, raters, rater = w["units"], w["unit"], w["raters"], w["rater"]
-    from scoring.reports.wording import with_article
-
-    a_unit = with_article(unit)
+    units, unit, raters, rater = (word(w[k]) for k in ("units", "unit", "raters", "rater"))
+    model = word(w["model"])
+    a_unit = a_word(with_article(w["unit"]))
     types = {m.response_type for m in items} if items is not None else {"binary", "ordinal", "scale"}
     has_binary, has_ordered = "binary" in types, bool(types & set(ORDERED_TYPES))
     levels = [m.code for m in items or [] if m.response_type == "ordinal"]
-    ci_name = stats.CI_METHOD_NAMES[ci_method]
     correlations = (
-        "tetrachoric correlations (two-step estimator as R psych::tetrachoric: thresholds from the margins, rho by "
-        "maximum likelihood given them, 0.5 added to empty cells; Olsson 1979), so alpha is ordinal alpha "
-        "(standardised alpha of the tetrachoric matrix; Zumbo, Gadermann & Zeisser 2007; Gadermann, Guhn & Zumbo "
-        "2012) and KMO and Bartlett use the tetrachoric matrix"
+        said(gettext_noop(
+            "tetrachoric correlations (two-step estimator as R psych::tetrachoric: thresholds from the margins, rho "
+            "by maximum likelihood given them, 0.5 added to empty cells; Olsson 1979), so alpha is ordinal alpha "
+            "(standardised alpha of the tetrachoric matrix; Zumbo, Gadermann & Zeisser 2007; Gadermann, Guhn & "
+            "Zumbo 2012) and KMO and Bartlett use the tetrachoric matrix"))
         if correlation == "tetrachoric" else
-        "Pearson correlations, which on binary items are phi coefficients (the practice of Shi et al., "
-        "LLM-Mini-CEX, Tables 3-4); "
-        "Cronbach's alpha on binary items is KR-20 (Kuder & Richardson 1937). Tetrachoric correlations are "
-        "available as an option")
-    level_parts = []
+        said(gettext_noop(
+            "Pearson correlations, which on binary items are phi coefficients (the practice of Shi et al., "
+            "LLM-Mini-CEX, Tables 3-4); Cronbach's alpha on binary items is KR-20 (Kuder & Richardson 1937). "
+            "Tetrachoric correlations are available as an option")))
+    level_parts: list[sentences.Said] = []
     if has_binary:
-        level_parts.append("nominal level for binary items")
+        level_parts.append(said(gettext_noop("nominal level for binary items")))
     if has_ordered:
-        named = f" (item {', '.join(levels)})" if items is not None and levels and len(levels) <= 3 else ""
-        level_parts.append(f"ordinal for levels{named} and scale items" if "scale" in types else
-                           f"ordinal for levels items{named}")
-    out = {
-        "agreement": f"Per item, among {raters}: mean pairwise percent agreement; Fleiss' kappa (Fleiss 1971; "
-                     f"Gwet's generalisation when the number of ratings per {unit} varies); Gwet's AC1 (Gwet "
-                     f"2008); Krippendorff's alpha (krippendorff package; {'; '.join(level_parts)}). Only submitted "
-                     "work counts. Bands of kappa and AC1 (Landis & Koch 1977): " + stats.bands_text("landis_koch")
-                     + "; of alpha (Krippendorff 2004): " + stats.bands_text("krippendorff")
-                     + "; a bound starts the band above it.",
-    }
+        named = (said(gettext_noop(" (item %(codes)s)"), codes=", ".join(levels))
+                 if items is not None and levels and len(levels) <= 3 else "")
+        level_parts.append(said(gettext_noop("ordinal for levels%(named)s and scale items"), named=named)
+                           if "scale" in types else
+                           said(gettext_noop("ordinal for levels items%(named)s"), named=named))
+    out: dict[str, Any] = {}
+    sentences.put(out, "agreement", said(gettext_noop(
+        "Per item, among %(raters)s: mean pairwise percent agreement; Fleiss' kappa (Fleiss 1971; Gwet's "
+        "generalisation when the number of ratings per %(unit)s varies); Gwet's AC1 (Gwet 2008); Krippendorff's alpha "
+        "(krippendorff package; %(levels)s). Only submitted work counts. Bands of kappa and AC1 (Landis & Koch "
+        "1977): %(landis_koch)s; of alpha (Krippendorff 2004): %(krippendorff)s; a bound starts the band above it."),
+        raters=raters, unit=unit, levels=sentences.joined(level_parts, "; "), landis_koch=bands_said("landis_koch"),
+        krippendorff=bands_said("krippendorff")))
     if has_binary:
-        overall = f"; {' and '.join('item ' + c for c in levels)} on its own" if levels else ""
-        out["icc"] = (f"ICC of per-{unit} dimension scores (sum of the binary items of a dimension{overall}) "
-                      "(Shrout & Fleiss 1979) as pingouin.intraclass_corr computes them, 95% CIs from the F "
-                      f"distribution. When every {unit} has the same raters, all six forms: ICC1 one-way random, "
-                      "ICC2 two-way random absolute agreement, ICC3 two-way mixed consistency, and their k-rater "
-                      "means. When raters "
-                      f"differ between {units}, only ICC1 and ICC1k, the forms that fit that design (ICC2/ICC3 would "
-                      "treat rating slots as raters). Bands (Koo & Li 2016: < .50 poor, .50-.75 moderate, .75-.90 "
-                      "good, > .90 excellent) are applied to the 95% CI, as Koo & Li recommend, e.g. 'moderate to "
-                      "good'.")
-        out["reliability"] = ("Cronbach's alpha (pingouin), whole scale, per dimension and if item deleted; KMO and "
-                              "Bartlett's test of sphericity (factor_analyzer), on the binary items. Unit: one row "
-                              f"per rating ({unit} x rater), as the paper's tables; since {a_unit}'s ratings are not "
-                              f"independent, the 95% CI of alpha is a cluster bootstrap over {units} (a drawn {unit} "
-                              "brings all its ratings; Field & Welsh 2007) instead of Feldt's interval, Bartlett's "
-                              f"chi-square uses the number of {units} as n, and alpha is also given per rater (that "
-                              f"rater's {units} are independent rows; Feldt's 95% CI). n is stated as ratings, "
-                              f"{units} and raters. Correlations: {correlations}.")
-        out["rater_matrix"] = ("Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's "
-                               f"AC1 of the two raters on the {units} they share (items differ in prevalence, so one "
-                               "kappa pooled over items would mix them); items where kappa is undefined for the pair "
-                               "are left out.")
+        overall = (said(gettext_noop("; %(items)s on its own"), items=_items_said(levels)) if levels else "")
+        sentences.put(out, "icc", said(gettext_noop(
+            "ICC of per-%(unit)s dimension scores (sum of the binary items of a dimension%(overall)s) (Shrout & Fleiss "
+            "1979) as pingouin.intraclass_corr computes them, 95%% CIs from the F distribution. When every %(unit)s "
+            "has the same raters, all six forms: ICC1 one-way random, ICC2 two-way random absolute agreement, ICC3 "
+            "two-way mixed consistency, and their k-rater means. When raters differ between %(units)s, only ICC1 and "
+            "ICC1k, the forms that fit that design (ICC2/ICC3 would treat rating slots as raters). Bands (Koo & Li "
+            "2016: < .50 poor, .50-.75 moderate, .75-.90 good, > .90 excellent) are applied to the 95%% CI, as Koo & "
+            "Li recommend, e.g. 'moderate to good'."), unit=unit, units=units, overall=overall))
+        sentences.put(out, "reliability", said(gettext_noop(
+            "Cronbach's alpha (pingouin), whole scale, per dimension and if item deleted; KMO and Bartlett's test of "
+            "sphericity (factor_analyzer), on the binary items. Unit: one row per rating (%(unit)s x rater), as the "
+            "paper's tables; since %(a_unit)s's ratings are not independent, the 95%% CI of alpha is a cluster "
+            "bootstrap over %(units)s (a drawn %(unit)s brings all its ratings; Field & Welsh 2007) instead of "
+            "Feldt's interval, Bartlett's chi-square uses the number of %(units)s as n, and alpha is also given per "
+            "rater (that rater's %(units)s are independent rows; Feldt's 95%% CI). n is stated as ratings, %(units)s "
+            "and raters. Correlations: %(correlations)s."),
+            unit=unit, units=units, a_unit=a_unit, correlations=correlations))
+        sentences.put(out, "rater_matrix", said(gettext_noop(
+            "Rater x rater: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1 of the two raters "
+            "on the %(units)s they share (items differ in prevalence, so one kappa pooled over items would mix them); "
+            "items where kappa is undefined for the pair are left out."), units=units))
     models = []
     if has_binary:
-        models.append(f"Per {w['model']} and dimension: sum of item scores / (items x {units}), in % (Shi et al., "
-                      f"LLM-Mini-CEX, Table 6), with each item's score the mean over the {unit}'s raters.")
+        models.append(said(gettext_noop(
+            "Per %(model)s and dimension: sum of item scores / (items x %(units)s), in %% (Shi et al., LLM-Mini-CEX, "
+            "Table 6), with each item's score the mean over the %(unit)s's raters."), model=model, units=units,
+            unit=unit))
     if has_ordered:
-        models.append(f"{'Items answered with levels or a numeric scale: m' if has_binary else 'M'}ean score per "
-                      f"criterion and {w['model']} ({a_unit}'s score = mean over its raters), with the bootstrap CI "
-                      f"over the {w['model']}'s {units}.")
-    out["models"] = " ".join(models)
+        models.append(said(gettext_noop(
+            "Items answered with levels or a numeric scale: mean score per criterion and %(model)s (%(a_unit)s's "
+            "score = mean over its raters), with the bootstrap CI over the %(model)s's %(units)s.")
+            if has_binary else gettext_noop(
+            "Mean score per criterion and %(model)s (%(a_unit)s's score = mean over its raters), with the bootstrap "
+            "CI over the %(model)s's %(units)s."), model=model, a_unit=a_unit, units=units))
+    if len(models) == 2:
+        sentences.put(out, "models", said(gettext_noop("%(first)s %(second)s"), first=models[0], second=models[1]))
+    elif models:
+        sentences.put(out, "models", models[0])
+    else:
+        out["models"] = ""
     if has_ordered:
-        out["ordered"] = (
-            f"{'Items answered with levels or a numeric scale (e.g. 0-5) also get' if has_binary else 'Every item'}"
-            f"{':' if has_binary else ' gets'} Cohen's kappa with quadratic weights (Cohen 1968; statsmodels' "
-            f"definition, weights on the category index), the mean over pairs of {raters} weighted by the {units} "
-            "each pair shares, bootstrap CI; Gwet's AC2 with quadratic weights (Gwet 2014, Handbook of Inter-Rater "
-            "Reliability, ch. 3; weights 1 - (x_k - x_l)^2 / (x_max - x_min)^2 on the scores, every point of the "
-            "item's scale a category, as irrCAC) with exact and within-one-point agreement (share of rater pairs), "
-            f"which lead when one score makes up {EXTREME_PREVALENCE:.0%} or more of the labels (weighted kappa is "
-            "then low even when raters nearly always agree: the prevalence paradox); Krippendorff's alpha at the "
-            "interval level beside the ordinal one; the ICC of the item's scores (as pingouin.intraclass_corr; all six "
-            f"Shrout-Fleiss forms when every {unit} has the same raters, else ICC1 and ICC1k; F-distribution CIs); "
-            f"and Bland-Altman (Bland & Altman 1986) of each {rater} against the mean of the other {raters} on the "
-            f"same {unit}: per {rater} with the paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and "
-            f"pooled over {raters} (bias 0 by construction; limits of agreement = bias +- 1.96 SD, CIs from the "
-            f"bootstrap over {units} since {a_unit} gives several differences).")
-    out["ci"] = (f"{ci_name} over {units}: {n_resamples} resamples, seed {seed}, 95% intervals; the same resampled "
-                 f"{units} are used for every item"
-                 + (f"; BCa acceleration from the leave-one-{unit}-out jackknife" if ci_method == "bca" else "")
-                 + f". With fewer than about {stats.SMALL_SAMPLE} {units} the report warns that intervals are "
-                   "rough (the percentile interval undercovers there; Efron & Tibshirani 1993, ch. 14). An interval "
-                   f"whose resamples all give the same value is reported as {stats.NO_VARIATION}, never [x, x].")
-    out["undefined"] = ("A statistic that is undefined for the data (no variation, one rater, n <= p, singular "
-                        "matrix) is reported as undefined with the reason, never as 0 or 1. Warnings name raters by "
-                        "the names the report shows (pseudonyms unless names are allowed).")
+        sentences.put(out, "ordered", said(
+            gettext_noop("Items answered with levels or a numeric scale (e.g. 0-5) also get: %(text)s") if has_binary
+            else gettext_noop("Every item gets %(text)s"),
+            text=said(gettext_noop(
+                "Cohen's kappa with quadratic weights (Cohen 1968; statsmodels' definition, weights on the category "
+                "index), the mean over pairs of %(raters)s weighted by the %(units)s each pair shares, bootstrap CI; "
+                "Gwet's AC2 with quadratic weights (Gwet 2014, Handbook of Inter-Rater Reliability, ch. 3; weights 1 "
+                "- (x_k - x_l)^2 / (x_max - x_min)^2 on the scores, every point of the item's scale a category, as "
+                "irrCAC) with exact and within-one-point agreement (share of rater pairs), which lead when one score "
+                "makes up %(prevalence)s or more of the labels (weighted kappa is then low even when raters nearly "
+                "always agree: the prevalence paradox); Krippendorff's alpha at the interval level beside the "
+                "ordinal one; the ICC of the item's scores (as pingouin.intraclass_corr; all six Shrout-Fleiss forms "
+                "when every %(unit)s has the same raters, else ICC1 and ICC1k; F-distribution CIs); and Bland-Altman "
+                "(Bland & Altman 1986) of each %(rater)s against the mean of the other %(raters)s on the same "
+                "%(unit)s: per %(rater)s with the paper's CIs (bias +- t s/sqrt(n), limits +- t sqrt(3 s^2/n)), and "
+                "pooled over %(raters)s (bias 0 by construction; limits of agreement = bias +- 1.96 SD, CIs from the "
+                "bootstrap over %(units)s since %(a_unit)s gives several differences)."),
+                raters=raters, units=units, unit=unit, rater=rater, a_unit=a_unit,
+                prevalence=f"{EXTREME_PREVALENCE:.0%}")))
+    bca = (said(gettext_noop("; BCa acceleration from the leave-one-%(unit)s-out jackknife"), unit=unit)
+           if ci_method == "bca" else "")
+    sentences.put(out, "ci", said(gettext_noop(
+        "%(name)s over %(units)s: %(n)s resamples, seed %(seed)s, 95%% intervals; the same resampled %(units)s are "
+        "used for every item%(bca)s. With fewer than about %(small)s %(units)s the report warns that intervals are "
+        "rough (the percentile interval undercovers there; Efron & Tibshirani 1993, ch. 14). An interval whose "
+        "resamples all give the same value is reported as %(no_variation)s, never [x, x]."),
+        name=ci_name(ci_method), units=units, n=n_resamples, seed=seed, bca=bca, small=stats.SMALL_SAMPLE,
+        no_variation=no_variation()))
+    sentences.put(out, "undefined", said(gettext_noop(
+        "A statistic that is undefined for the data (no variation, one rater, n <= p, singular matrix) is reported "
+        "as undefined with the reason, never as 0 or 1. Warnings name raters by the names the report shows "
+        "(pseudonyms unless names are allowed).")))
     out["software"] = software_versions()
     return out
 

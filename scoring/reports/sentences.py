@@ -59,7 +59,7 @@ class Tagged:
     tag: str
     value: Any
     sep: str = ""  # joined: between the parts
-    english: str = ""  # verdict: its English words
+    english: str = ""  # verdict, sentence: its English words
     raters: str = ""  # verdict: the report's word for who rates
 
 
@@ -120,7 +120,7 @@ def _english(value: Any) -> Any:
     if isinstance(value, Tagged):
         if value.tag == "join":
             return value.sep.join(str(_english(part)) for part in value.value)
-        if value.tag == "verdict":
+        if value.tag in ("verdict", "sentence"):
             return value.english
         return value.value
     return value

@@ -19,7 +19,7 @@ from scoring.judges.report.common import (
     averaging,
     ceiling_averaging,
 )
-from scoring.judges.report.verdicts import acceptance_rule_text
+from scoring.judges.report.verdicts import acceptance_rule_said
 from scoring.judges.verdicts import VerdictSettings
 from scoring.reports import sentences
 from scoring.reports.agreement import EXTREME_PREVALENCE, a_word, bands_said, ci_name, no_variation
@@ -100,8 +100,7 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings, words: Any = 
     """The methods section, for the instrument's kinds of items (``binary``: it has binary items; ``ordered``: levels
     or scale items; ``levels``: the codes of its levels items) and in its ``words``: nothing about binary items,
     item 4 or the Mini-CEX paper's tables where the instrument has none of them. Each text in English, and as message
-    ids with parameters under ``said`` (:mod:`scoring.reports.sentences`) for the pages (all but the verdict rule,
-    which :mod:`scoring.judges.report.verdicts` writes)."""
+    ids with parameters under ``said`` (:mod:`scoring.reports.sentences`) for the pages."""
     W = Words(words)
     rater, raters, unit, units = word(W.rater), word(W.raters), word(W.unit), word(W.units)
     model, a_unit = word(W.model), a_word(W.a_unit)
@@ -176,7 +175,7 @@ def methods(seed: int, n_resamples: int, verdict: VerdictSettings, words: Any = 
         "lies."), name=ci_name(verdict.ci_method), units=units, n=n_resamples, seed=seed,
         bca=said(gettext_noop(" BCa acceleration from the leave-one-%(unit)s-out jackknife."), unit=unit)
         if verdict.ci_method == "bca" else "", small=stats.SMALL_SAMPLE))
-    out["verdict"] = acceptance_rule_text(verdict, words, binary=binary, ordered=ordered)
+    put("verdict", acceptance_rule_said(verdict, words, binary=binary, ordered=ordered))
     put("non_inferiority", said(gettext_noop(
         "Non-inferiority framing (%(reference)s): the judge may replace a %(rater)s when the lower limit of the "
         "two-sided 95%% interval of (judge-vs-%(rater)s minus %(rater)s-vs-%(rater)s agreement) lies above minus the "

@@ -26,6 +26,12 @@ def word(value):
 
 @register.filter
 def num(value, digits=3):
+    """A number with ``digits`` decimals (:func:`core.stats.formatting.number`, the app's one formatter); negative
+    ``digits``: at most that many, trailing zeros dropped (a scale's bounds, "0"-"5" or "0.5"); "undefined" for None
+    or NaN, in the page's language."""
+    if int(digits) < 0:
+        text = num(value, -int(digits))
+        return text.rstrip("0").rstrip(".") if "." in text and text[-1:].isdigit() else text
     try:
         float(value)
     except (TypeError, ValueError):

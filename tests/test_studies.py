@@ -84,33 +84,40 @@ def demo_archive(django_db_setup, django_db_blocker, tmp_path_factory):
     return path, facts
 
 
-@pytest.fixture(scope="module")
-def demo_checks(django_db_setup, django_db_blocker, demo_archive):
-    """``manage.py verify_study --differences`` on the demo archive, run once for the module's tests that read its
-    figures (it recomputes over a thousand figures: seconds): the checks ``verify_study`` gave the command, what the
-    command printed, and the number of projects before and after it."""
-    from projects.models import Project
-    from projects.scoping import scopes_disabled
+def verify_through_command(path: Path) -> tuple[list, str]:
+    """``manage.py verify_study PATH --differences``: the checks ``verify_study`` gave the command and what the
+    command printed, from one verification (each recomputes every figure of the archive: seconds)."""
     from studies.management.commands import verify_study as command
 
-    given = []
+    given, real, out = [], command.verify_study, io.StringIO()
 
-    def verify(path):
-        given.append(real(path))
+    def verify(file):
+        given.append(real(file))
         return given[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(command, "verify_study", verify)
+        call_command("verify_study", str(path), "--differences", stdout=out)
+    (checks,) = given
+    return checks, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def demo_checks(django_db_setup, django_db_blocker, demo_archive):
+    """The demo archive verified once (``verify_through_command``) for the module's tests that read its figures:
+    the checks, what the command printed, and the number of projects before and after it."""
+    from projects.models import Project
+    from projects.scoping import scopes_disabled
 
     def count() -> int:
         with scopes_disabled():
             return Project.objects.count()
 
-    real, out = command.verify_study, io.StringIO()
-    with django_db_blocker.unblock(), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(command, "verify_study", verify)
+    with django_db_blocker.unblock():
         before = count()
-        call_command("verify_study", str(demo_archive[0]), "--differences", stdout=out)
+        checks, output = verify_through_command(demo_archive[0])
         projects = (before, count())
-    (checks,) = given
-    return SimpleNamespace(checks=checks, output=out.getvalue(), projects=projects)
+    return SimpleNamespace(checks=checks, output=output, projects=projects)
 
 
 def _vote_in_the_sealed_study() -> None:

@@ -160,6 +160,8 @@ SETUP_SCRIPT = r"""
 import json, sys
 import django
 django.setup()
+from django.core.management import call_command
+call_command("migrate", interactive=False, verbosity=0)  # in this process: one start of Django, not two
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
@@ -204,9 +206,8 @@ print(json.dumps({"raters": out, "items": items}))
 
 
 def prepare_database(database_url: str, var_dir: Path, raters: int, dialogues: int) -> dict:
+    """Migrate the database and make the raters, their sessions and assignments (in one process)."""
     env = app_env(database_url, var_dir)
-    subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True,
-                   capture_output=True, timeout=600)
     done = subprocess.run([PYTHON, "-c", SETUP_SCRIPT, str(raters), str(dialogues)], cwd=BASE_DIR, env=env,
                           check=True, capture_output=True, text=True, timeout=600)
     return json.loads(done.stdout.strip().splitlines()[-1])

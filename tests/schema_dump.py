@@ -1,4 +1,5 @@
-"""Print a database's schema and the rows its migrations wrote, as JSON, for comparing two databases.
+"""Print a database's schema, the rows its migrations wrote and the migrations it records as applied, as JSON, for
+comparing two databases.
 
 Run in the database's own settings (DATABASE_URL, or MINICEX_VAR_DIR in the embedded mode):
     python tests/schema_dump.py
@@ -60,7 +61,10 @@ def dump() -> dict:
                          for row in cursor.fetchall()]
                 if found:
                     rows[table] = sorted(found, key=lambda row: json.dumps(row, sort_keys=True, default=str))
-    return {"schema": schema, "rows": rows}
+    from django.db.migrations.recorder import MigrationRecorder
+
+    recorded = sorted(MigrationRecorder(connection).applied_migrations())
+    return {"schema": schema, "rows": rows, "recorded": recorded}
 
 
 if __name__ == "__main__":

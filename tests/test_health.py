@@ -20,17 +20,10 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
 
 
 @pytest.mark.integration
-def test_task_result_reaches_the_database_through_a_real_worker(celery_worker, coordinator):
-    job = jobs.submit(Job.Kind.WORKER_CHECK, user=coordinator, project=None)  # instance-wide
-    done = wait_for(lambda: Job.unscoped.filter(pk=job.pk, status__in=["succeeded", "failed"]).first())
-    assert done.status == "succeeded", done.error
-    assert done.result["items"] == 27 and done.result["scale_versions"] == 1
-    assert done.result["worker_pid"] != __import__("os").getpid()
-    assert done.attempts == 1 and done.finished_at >= done.started_at
-
-
-@pytest.mark.integration
-def test_healthz_is_200_with_a_worker(client, celery_worker, admin_user):
+def test_a_real_worker_answers_healthz_the_system_page_and_the_worker_check(client, celery_worker, admin_user,
+                                                                          coordinator):
+    """One worker process for the three (each start and stop of a worker costs seconds): /healthz sees it, the
+    system page's check runs through htmx, and the check's job reaches the database through it."""
     assert client.get("/healthz").json() == {"status": "ok"}
     client.force_login(admin_user)
     response = client.get("/healthz")
@@ -39,10 +32,6 @@ def test_healthz_is_200_with_a_worker(client, celery_worker, admin_user):
     assert body["database"]["ok"] and body["broker"]["ok"] and body["workers"]["ok"]
     assert celery_worker.name in body["workers"]["workers"]
 
-
-@pytest.mark.integration
-def test_system_page_runs_the_check_through_htmx(client, celery_worker, admin_user):
-    client.force_login(admin_user)
     # The page never waits for the ping: the first view may say "checking" while it runs behind the page.
     wait_for(lambda: "all services up" in client.get(reverse("system")).content.decode())
     started = client.post(reverse("worker-check"), HTTP_HX_REQUEST="true").content.decode()
@@ -51,6 +40,13 @@ def test_system_page_runs_the_check_through_htmx(client, celery_worker, admin_us
     wait_for(lambda: Job.unscoped.get(pk=job.pk).is_finished)
     final = client.get(reverse("job-status", args=[job.pk])).content.decode()
     assert 'data-status="succeeded"' in final and "hx-trigger" not in final
+
+    job = jobs.submit(Job.Kind.WORKER_CHECK, user=coordinator, project=None)  # instance-wide
+    done = wait_for(lambda: Job.unscoped.filter(pk=job.pk, status__in=["succeeded", "failed"]).first())
+    assert done.status == "succeeded", done.error
+    assert done.result["items"] == 27 and done.result["scale_versions"] == 1
+    assert done.result["worker_pid"] != __import__("os").getpid()
+    assert done.attempts == 1 and done.finished_at >= done.started_at
 
 
 def test_healthz_is_503_without_a_worker(client, admin_user):

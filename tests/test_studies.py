@@ -13,6 +13,7 @@ import re
 import shutil
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -83,14 +84,40 @@ def demo_archive(django_db_setup, django_db_blocker, tmp_path_factory):
     return path, facts
 
 
+def verify_through_command(path: Path) -> tuple[list, str]:
+    """``manage.py verify_study PATH --differences``: the checks ``verify_study`` gave the command and what the
+    command printed, from one verification (each recomputes every figure of the archive: seconds)."""
+    from studies.management.commands import verify_study as command
+
+    given, real, out = [], command.verify_study, io.StringIO()
+
+    def verify(file):
+        given.append(real(file))
+        return given[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(command, "verify_study", verify)
+        call_command("verify_study", str(path), "--differences", stdout=out)
+    (checks,) = given
+    return checks, out.getvalue()
+
+
 @pytest.fixture(scope="module")
 def demo_checks(django_db_setup, django_db_blocker, demo_archive):
-    """``verify_study`` of the demo archive, run once for the module's tests that read its figures (it recomputes
-    over a thousand figures: seconds)."""
-    from studies.verify import verify_study
+    """The demo archive verified once (``verify_through_command``) for the module's tests that read its figures:
+    the checks, what the command printed, and the number of projects before and after it."""
+    from projects.models import Project
+    from projects.scoping import scopes_disabled
+
+    def count() -> int:
+        with scopes_disabled():
+            return Project.objects.count()
 
     with django_db_blocker.unblock():
-        return verify_study(demo_archive[0])
+        before = count()
+        checks, output = verify_through_command(demo_archive[0])
+        projects = (before, count())
+    return SimpleNamespace(checks=checks, output=output, projects=projects)
 
 
 def _vote_in_the_sealed_study() -> None:
@@ -134,24 +161,17 @@ def _flip_one_label(data: bytes) -> bytes:
 
 
 def test_the_demo_study_verifies_every_figure(db, demo_archive, demo_checks):
-    from projects.models import Project
-    from projects.scoping import scopes_disabled
-
-    path, facts = demo_archive
-    checks = demo_checks
+    _, facts = demo_archive
+    checks = demo_checks.checks
     assert len(checks) == facts["summary"]["figures"] > 1000
     assert [c for c in checks if not c.equal] == []
     kinds = {c.figure.split(" ")[0] for c in checks}
     assert kinds == {"agreement", "judge", "preference", "delphi"}
     assert any("decision/verdict" in c.figure for c in checks)  # the verdicts
     assert any("model_estimates" in c.figure and "/ppi/" in c.figure for c in checks)  # the PPI estimates
-    out = io.StringIO()
-    with scopes_disabled():
-        projects = Project.objects.count()
-    call_command("verify_study", str(path), "--differences", stdout=out)
-    assert f"All {len(checks)} figures equal." in out.getvalue()
-    with scopes_disabled():
-        assert Project.objects.count() == projects  # its throwaway project is rolled back: nothing left behind
+    assert f"All {len(checks)} figures equal." in demo_checks.output
+    before, after = demo_checks.projects
+    assert after == before  # its throwaway project is rolled back: nothing left behind
 
 
 def _differences(path: Path) -> list[str]:
@@ -426,7 +446,7 @@ def _study_folder(path: Path, kind: str, unblinded: bool | None = None) -> tuple
 
 def test_preference_and_delphi_figures_are_named_by_study_round_item_and_verify(db, demo_archive, demo_checks):
     path, _ = demo_archive
-    checks = demo_checks
+    checks = demo_checks.checks
     _, delphi = _study_folder(path, "delphi")
     _, finished = _study_folder(path, "preference", unblinded=True)
     _, sealed = _study_folder(path, "preference", unblinded=False)

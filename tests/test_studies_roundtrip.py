@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from django.core.management import call_command
 
 from tests import hivmedqa_data as hiv
 
@@ -170,15 +169,13 @@ def _physicians_table2(path: Path) -> pd.DataFrame:
 def test_verify_study_recomputes_every_figure_of_the_hivmedqa_study(db, hivmedqa_archive):
     from scoring.judges.report import OUTCOME_KEYS
     from studies.figure_rows import printed
-    from studies.verify import verify_study
+    from tests.test_studies import verify_through_command
 
     path, facts = hivmedqa_archive
-    checks = verify_study(path)
+    checks, output = verify_through_command(path)
     assert len(checks) == facts["summary"]["figures"] > 1000
     assert [c for c in checks if not c.equal] == []
-    out = io.StringIO()
-    call_command("verify_study", str(path), "--differences", stdout=out)
-    assert f"All {len(checks)} figures equal." in out.getvalue()
+    assert f"All {len(checks)} figures equal." in output
     by_name = {c.figure: c.archived for c in checks}
     agree = f"agreement {CAMPAIGN} [percentile, pearson]"
     judge = f"judge run-1 vs {CAMPAIGN} [floor 0.4, min 30, margin 0.1, percentile]"

@@ -19,6 +19,7 @@ from core.jobs.models import Job
 from projects.access import get_in_project_or_404, request_has_role
 from projects.roles import ANALYST, COORDINATOR
 from scoring.reports.figures import current_report_job, report_options
+from scoring.reports import wording
 from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
 
 
@@ -118,7 +119,9 @@ class CampaignReportView(CSVOrJSON, APIView):
             response = Response(csv_text(job.result))
         else:
             report = dict(job.result)
-            if not plots:
+            if plots and "plots" in report:  # the English ones, {name: svg}, whatever the reader's language
+                report["plots"] = wording.plots_in(report.get("plots"), wording.ENGLISH)
+            else:
                 report.pop("plots", None)
             response = Response(report)
         response["ETag"] = etag

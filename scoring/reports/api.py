@@ -18,8 +18,8 @@ from annotation.models import Campaign
 from core.jobs.models import Job
 from projects.access import get_in_project_or_404, request_has_role
 from projects.roles import ANALYST, COORDINATOR
-from scoring.reports.figures import current_report_job, report_options
 from scoring.reports import wording
+from scoring.reports.figures import current_report_job, report_options
 from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
 
 
@@ -91,7 +91,8 @@ class CampaignReportView(CSVOrJSON, APIView):
     permission_classes = [CanReadReports]
 
     @extend_schema(
-        parameters=[OpenApiParameter("plots", bool, description="include the SVG plots (default false)"),
+        parameters=[OpenApiParameter("plots", bool,
+                                     description="include the SVG plots, {name: svg}, in English (default false)"),
                     OpenApiParameter("ci", str, enum=["percentile", "bca"],
                                      description="bootstrap interval method (default percentile)"),
                     OpenApiParameter("correlation", str, enum=["pearson", "tetrachoric"],

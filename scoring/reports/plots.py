@@ -53,7 +53,9 @@ def csp_safe(svg: str) -> str:
 
 def _svg(fig) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    # no metadata (creator, date, format): nothing on the page to read, and the same report draws the same bytes
+    fig.savefig(buffer, format="svg", bbox_inches="tight",
+                metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     plt.close(fig)
     text = buffer.getvalue()
     return csp_safe(text[text.index("<svg"):])
@@ -190,8 +192,9 @@ def criterion_means(models: list[dict], words: dict | None = None) -> str:
 
 
 def all_plots(report: dict) -> dict[str, str]:
-    """The report's plots in the current language, only those its instrument has data for: no binary-item totals without binary items,
-    no rater matrix without two raters on binary items, criterion means for levels and scale items."""
+    """The report's plots in the current language, only those its instrument has data for: no binary-item totals
+    without binary items, no rater matrix without two raters on binary items, criterion means for levels and scale
+    items."""
     words = report.get("words")
     plots = {"item_agreement": item_agreement(report["items"], words)}
     if len(report["rater_matrix"]["raters"]) >= 2 and report["rater_matrix"].get("n_items"):
@@ -212,6 +215,8 @@ def has_font(family: str) -> bool:
     try:
         font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False)
     except ValueError:
+        logger.warning("No %s font: the report plots that need it are left out (their pages show the English ones).",
+                       family)
         return False
     return True
 
@@ -224,8 +229,6 @@ def plots_by_language(report: dict) -> dict[str, dict[str, str]]:
     for code, _ in settings.LANGUAGES:
         family = FONTS.get(code)
         if family and not has_font(family):
-            logger.warning("No %s font: the report's plots in %s are left out (its pages show the English ones).",
-                           family, code)
             continue
         fonts = {"font.family": "sans-serif", "font.sans-serif": [family, *plt.rcParams["font.sans-serif"]]}
         with translation.override(code), plt.rc_context(fonts if family else {}):

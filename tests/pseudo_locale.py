@@ -190,10 +190,7 @@ def write_catalogue(po_paths: list[Path], target: Path, locale: str) -> Path:
 #: statistics' warnings, core/stats/messages.py, and the reports' own, scoring/reports/sentences.py, are said in the
 #: page's language); the element carries ``lang="en"`` where its text is shown. The methods page's sentences and
 #: checklist are not exempt: the page says them in its language (the archive's files stay English).
-SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template",
-        # a plot's own text (titles, axes, legend) is drawn by the computation, in English; the translated caption
-        # names the plot and says where its values are
-        "svg"}
+SKIP = {"code", "pre", "kbd", "samp", "script", "style", "template"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 ATTRIBUTES = ("aria-label", "placeholder", "title", "alt")
 

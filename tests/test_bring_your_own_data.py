@@ -473,8 +473,9 @@ def test_the_agreement_report_fits_a_rubric_on_repeated_answers(corpus, hivmedqa
     json.dumps(report, allow_nan=False)
     assert report["words"]["units"] == "answers" and report["words"]["model"] == "model"
     assert report["words"]["raters"] == "raters"  # external raters from a file, not physicians' accounts
-    assert report["has_binary"] is False and "rater_heatmap" not in report["plots"]
-    assert "model_scores" not in report["plots"] and "criterion_means" in report["plots"]  # no all-zero totals plot
+    plots = report["plots"]["en"]
+    assert report["has_binary"] is False and "rater_heatmap" not in plots
+    assert "model_scores" not in plots and "criterion_means" in plots  # no all-zero totals plot
     assert set(report["methods"]) >= {"agreement", "models", "ordered", "ci"}
     assert not set(report["methods"]) & {"icc", "reliability", "rater_matrix"}
     assert "binary" not in " ".join(str(v) for k, v in report["methods"].items() if k != "software").lower()

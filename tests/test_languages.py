@@ -447,6 +447,8 @@ def test_a_computed_agreement_report_in_the_pseudo_locale(client, world, db, dat
     failed = list(Job.unscoped.filter(kind=Job.Kind.CAMPAIGN_REPORT, params__campaign=campaign.pk)
                   .values_list("status", "error"))
     assert 'id="agreement"' in body and 'id="methods"' in body, failed  # the figures, not the progress bar
+    # the plots are drawn in the page's language too (the worker draws them in each of the site's languages)
+    assert "<svg" in body and pseudo_locale.OPEN + "Binary-item totals per" in body
     problems = pseudo_locale.untranslated(body, data)
     assert not problems, "text outside gettext:\n" + "\n".join(problems)
     client.cookies[LANGUAGE_COOKIE] = "zh-hans"

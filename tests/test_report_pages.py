@@ -71,6 +71,33 @@ def test_report_is_computed_once_and_cached_until_labels_change(client, analyst,
     assert Job.objects.filter(kind="campaign_report", status=Job.Status.QUEUED).count() == 1
 
 
+def _plots(page: str) -> list[str]:
+    import re
+
+    return re.findall(r"<svg.*?</svg>", page, re.S)
+
+
+def test_the_report_page_shows_the_plots_in_its_language(client, analyst, rated, settings):
+    """The Chinese page's plots speak Chinese, the English page's English; a report stored before the plots were
+    drawn per language ({name: svg}) still shows its (English) plots."""
+    client.force_login(analyst)
+    url = reverse("campaign-report", args=[rated.pk])
+    client.get(url)
+    run_pending()
+    english = _plots(client.get(url).content.decode())
+    assert len(english) == 4 and "Agreement among physicians per item" in english[0]
+    assert not any("医师" in svg or "Noto Sans CJK" in svg for svg in english)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    chinese = _plots(client.get(url).content.decode())
+    assert len(chinese) == 4 and "各条目的医师间一致性" in chinese[0]
+    assert not any("Agreement" in svg or "Mean score" in svg or "binary items" in svg for svg in chinese)
+
+    job = Job.objects.get(kind="campaign_report", params__names=False, status=Job.Status.SUCCEEDED)
+    Job.objects.filter(pk=job.pk).update(result={**job.result, "plots": job.result["plots"]["en"]})
+    old = _plots(client.get(url).content.decode())
+    assert len(old) == 4 and "Agreement among physicians per item" in old[0]
+
+
 def test_coordinator_sees_names_and_can_allow_them_for_analysts(client, coordinator, analyst, rated):
     client.force_login(coordinator)
     client.get(reverse("campaign-report", args=[rated.pk]))
@@ -174,7 +201,10 @@ def test_report_api(analyst, physician, rated):
     run_pending()
     ready = api.get(f"/api/campaigns/{rated.pk}/report/").json()
     assert ready["n_labels"] == 6 * 3 * 24 and "plots" not in ready
-    assert "plots" in api.get(f"/api/campaigns/{rated.pk}/report/", {"plots": "1"}).json()
+    # the plots as ever: {name: svg}, in English whatever the reader's language (the page draws its own)
+    plotted = api.get(f"/api/campaigns/{rated.pk}/report/", {"plots": "1"}, HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    assert set(plotted["plots"]) == {"item_agreement", "rater_heatmap", "model_scores", "criterion_means"}
+    assert "Agreement among physicians per item" in plotted["plots"]["item_agreement"]
     assert api.get("/api/campaigns/999999/report/").status_code == 404
 
 

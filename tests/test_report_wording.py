@@ -198,7 +198,7 @@ def test_box_plot_has_a_key_for_its_markers():
               {"model": "Qwen", "n_dialogues": 20, "total_scores": list(np.linspace(5, 15, 20))}]
     fig = plots.model_scores_figure(models)
     legend = fig.axes[0].get_legend()
-    assert legend is not None and [t.get_text() for t in legend.get_texts()] == list(plots.BOX_KEY)
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == list(plots.box_key())
     plt.close(fig)
     svg = plots.model_scores(models)
     assert "median" in svg and "mean" in svg and "beyond the whiskers" in svg and "style=" not in svg

@@ -128,11 +128,55 @@ def test_fingerprint_changes_when_a_label_changes(rated):
     assert reports.study_fingerprint([rated]) != before
 
 
-def test_plots_render_as_svg(rated):
+def test_plots_render_as_svg_in_each_language(rated):
     report = reports.compute(reports.load_study([rated]), n_resamples=50)
-    # item 4 (levels) also gets the models' mean level with CIs (criterion means per model)
-    assert set(report["plots"]) == {"item_agreement", "rater_heatmap", "model_scores", "criterion_means"}
-    assert all(svg.startswith("<svg") for svg in report["plots"].values())
+    assert set(report["plots"]) == {"en", "zh-hans"}  # the site's languages
+    for plots in report["plots"].values():
+        # item 4 (levels) also gets the models' mean level with CIs (criterion means per model)
+        assert set(plots) == {"item_agreement", "rater_heatmap", "model_scores", "criterion_means"}
+        assert all(svg.startswith("<svg") for svg in plots.values())
+        assert "<metadata" not in plots["item_agreement"]  # no date: the same report draws the same bytes
+    english, chinese = report["plots"]["en"], report["plots"]["zh-hans"]
+    assert "Agreement among physicians per item" in english["item_agreement"]
+    assert "Rater x rater agreement (mean over items)" in english["rater_heatmap"]
+    assert "各条目的医师间一致性" in chinese["item_agreement"] and "Agreement among" not in chinese["item_agreement"]
+    assert "Noto Sans CJK SC" in chinese["item_agreement"] and "Noto Sans CJK SC" not in english["item_agreement"]
+    for name in ("rater_heatmap", "model_scores", "criterion_means"):
+        assert not any(english_word in chinese[name] for english_word in ("Agreement", "per item", "Mean score"))
+
+
+def test_plots_without_the_chinese_font_stay_english(rated, monkeypatch):
+    """A machine without the CJK font draws no Chinese plots (their glyphs would be boxes): the Chinese page shows
+    the English ones."""
+    from scoring.reports import plots, wording
+
+    monkeypatch.setattr(plots, "FONTS", {"zh-hans": "No Such Font CJK"})
+    report = reports.compute(reports.load_study([rated]), n_resamples=50)
+    assert set(report["plots"]) == {"en"}
+    shown = wording.plots_in(report["plots"], "zh-hans")
+    assert shown == report["plots"]["en"] and "Agreement among physicians per item" in shown["item_agreement"]
+
+
+def test_the_chinese_plots_titles_through_the_figures():
+    """The figures' own texts in Chinese (what the SVG writes as text)."""
+    import matplotlib.pyplot as plt
+    from django.utils import translation
+
+    from scoring.reports import plots
+
+    models = [{"model": "GPT-4", "n_dialogues": 3, "total_scores": [8.0, 12.0, 20.0]}]
+    with translation.override("zh-hans"):
+        fig = plots.model_scores_figure(models, 23)
+        heatmap = plots.rater_heatmap_figure({"raters": ["a", "b"], "kappa": [[1, 0.5], [0.5, 1]],
+                                              "gwet_ac1": [[1, 0.5], [0.5, 1]]})
+    ax = fig.axes[0]
+    assert ax.get_title() == "各医生模型的二分类条目总分"
+    assert ax.get_ylabel() == "每个对话 23 个二分类条目的总分（0-23）"
+    assert ax.get_legend().get_title().get_text() == "图例"
+    assert heatmap.get_suptitle() == "评分者 × 评分者一致性（各条目的均值）"
+    assert [a.get_title() for a in heatmap.axes[:2]] == ["各条目 Cohen kappa 系数的均值", "各条目 Gwet AC1 系数的均值"]
+    plt.close(fig)
+    plt.close(heatmap)
 
 
 def test_krippendorff_counts_kernel_matches_the_package():

@@ -1028,6 +1028,6 @@ def _compute(study: Study, *, n_resamples: int, seed: int, plots: bool, progress
         step(0.9, "plots")
         from scoring.reports import plots as plotting
 
-        report["plots"] = plotting.all_plots(report)
+        report["plots"] = plotting.plots_by_language(report)
     report["seconds"] = round(time.monotonic() - started, 2)
     return report

@@ -18,6 +18,7 @@ from annotation.models import Campaign
 from core.jobs.models import Job
 from projects.access import get_in_project_or_404, request_has_role
 from projects.roles import ANALYST, COORDINATOR
+from scoring.reports import wording
 from scoring.reports.figures import current_report_job, report_options
 from scoring.reports.pending import API_RESPONSES, RETRY_AFTER_HEADER, api_answer
 
@@ -90,7 +91,8 @@ class CampaignReportView(CSVOrJSON, APIView):
     permission_classes = [CanReadReports]
 
     @extend_schema(
-        parameters=[OpenApiParameter("plots", bool, description="include the SVG plots (default false)"),
+        parameters=[OpenApiParameter("plots", bool,
+                                     description="include the SVG plots, {name: svg}, in English (default false)"),
                     OpenApiParameter("ci", str, enum=["percentile", "bca"],
                                      description="bootstrap interval method (default percentile)"),
                     OpenApiParameter("correlation", str, enum=["pearson", "tetrachoric"],
@@ -118,7 +120,9 @@ class CampaignReportView(CSVOrJSON, APIView):
             response = Response(csv_text(job.result))
         else:
             report = dict(job.result)
-            if not plots:
+            if plots and "plots" in report:  # the English ones, {name: svg}, whatever the reader's language
+                report["plots"] = wording.plots_in(report.get("plots"), wording.ENGLISH)
+            else:
                 report.pop("plots", None)
             response = Response(report)
         response["ETag"] = etag

@@ -1,12 +1,20 @@
-"""Report plots as inline SVG (matplotlib, no display needed), without inline style (see ``csp_safe``)."""
+"""Report plots as inline SVG (matplotlib, no display needed), without inline style (see ``csp_safe``), drawn in
+each of the site's languages (:func:`plots_by_language`)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import io
+import logging
 import re
 
 import matplotlib
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext, pgettext
+
+from scoring.reports.wording import ENGLISH, shown
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -15,6 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
                      "text.parse_math": False, "text.usetex": False})
 
+
+#: The fonts a language's plots need beyond matplotlib's own (which has no Chinese glyphs): Debian's fonts-noto-cjk.
+FONTS = {"zh-hans": "Noto Sans CJK SC"}
+
+logger = logging.getLogger(__name__)
 
 _STYLE_ATTRIBUTE = re.compile(r'\sstyle="([^"]*)"')
 _STYLE_ELEMENT = re.compile(r"<style[^>]*>\s*\*\s*\{([^}]*)\}\s*</style>\s*")
@@ -40,7 +53,9 @@ def csp_safe(svg: str) -> str:
 
 def _svg(fig) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    # no metadata (creator, date, format): nothing on the page to read, and the same report draws the same bytes
+    fig.savefig(buffer, format="svg", bbox_inches="tight",
+                metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     plt.close(fig)
     text = buffer.getvalue()
     return csp_safe(text[text.index("<svg"):])
@@ -51,8 +66,8 @@ def item_agreement(items: list[dict], words: dict | None = None) -> str:
     codes = [i["code"] for i in items]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(codes)), 3.2))
     width = 0.38
-    for offset, (key, label, color) in enumerate([("gwet_ac1", "Gwet's AC1", "#1f5fbf"),
-                                                  ("fleiss_kappa", "Fleiss' kappa", "#c07a1b")]):
+    for offset, (key, label, color) in enumerate([("gwet_ac1", gettext("Gwet's AC1"), "#1f5fbf"),
+                                                  ("fleiss_kappa", gettext("Fleiss' kappa"), "#c07a1b")]):
         xs, ys, lo, hi = [], [], [], []
         for n, item in enumerate(items):
             fig_ = item[key]
@@ -66,9 +81,9 @@ def item_agreement(items: list[dict], words: dict | None = None) -> str:
     ax.set_xticks(range(len(codes)), codes, rotation=90)
     ax.axhline(0, color="#444", linewidth=0.6)
     ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.05)
-    ax.set_ylabel("agreement (95% CI)")
+    ax.set_ylabel(gettext("agreement (95% CI)"))
     ax.legend(frameon=False, ncols=2, loc="lower left")
-    ax.set_title(f"Agreement among {(words or {}).get('raters', 'physicians')} per item")
+    ax.set_title(gettext("Agreement among %(raters)s per item") % {"raters": shown(words)["raters"]})
     return _svg(fig)
 
 
@@ -83,7 +98,7 @@ def rater_heatmap_figure(matrix: dict):
     get the room they need."""
     names = matrix["raters"]
     size = len(names)
-    panels = [("kappa", "mean per-item Cohen's kappa"), ("gwet_ac1", "mean per-item Gwet's AC1")]
+    panels = [("kappa", gettext("mean per-item Cohen's kappa")), ("gwet_ac1", gettext("mean per-item Gwet's AC1"))]
     side = max(3.0, 0.5 * size + 1.0)
     fig, axes = plt.subplots(1, len(panels), figsize=(2 * side + 1.5, side + 0.8), sharey=True,
                              layout="constrained")
@@ -102,8 +117,8 @@ def rater_heatmap_figure(matrix: dict):
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                                 color="white" if v < 0.5 else "black", in_layout=False)  # inside its cell
         ax.set_title(title)
-    fig.colorbar(image, ax=axes, label="agreement", shrink=0.9)
-    fig.suptitle("Rater x rater agreement (mean over items)")
+    fig.colorbar(image, ax=axes, label=gettext("agreement"), shrink=0.9)
+    fig.suptitle(gettext("Rater x rater agreement (mean over items)"))
     return fig
 
 
@@ -119,40 +134,37 @@ BOX_STYLE = {"median": {"color": "#c07a1b", "linewidth": 1.6},
 
 
 def box_key(words: dict | None = None) -> tuple[str, ...]:
-    """The box plot's key, in the report's words ("dialogues", "answers", ...)."""
-    words = words or {"unit": "dialogue", "units": "dialogues"}
-    return (f"box: middle half of the {words['units']} (quartiles)", "median", "mean",
-            f"whiskers: furthest {words['unit']} within 1.5 box heights", f"{words['unit']} beyond the whiskers")
-
-
-BOX_KEY = box_key()
+    """The box plot's key, in the report's words ("dialogues", "answers", ...) and the current language."""
+    words = shown(words)
+    return (gettext("box: middle half of the %(units)s (quartiles)") % words, gettext("median"), gettext("mean"),
+            gettext("whiskers: furthest %(unit)s within 1.5 box heights") % words,
+            gettext("%(unit)s beyond the whiskers") % words)
 
 
 def model_scores_figure(models: list[dict], n_binary: int = 23, words: dict | None = None):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    words = words or {"unit": "dialogue", "model": "doctor model", "units": "dialogues"}
     fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * len(models) + 4.5), 3.4), layout="constrained")
     data = [m["total_scores"] for m in models]
     ax.boxplot(data, tick_labels=[f"{m['model']}\n(n={m['n_dialogues']})" for m in models], showmeans=True,
                medianprops=BOX_STYLE["median"], meanprops=BOX_STYLE["mean"], flierprops=BOX_STYLE["flier"])
-    ax.set_ylabel(f"total of the {n_binary} binary items per {words['unit']} (0-{n_binary})")
-    ax.set_title(f"Binary-item totals per {words['model']}")
+    said = shown(words)
+    ax.set_ylabel(gettext("total of the %(n)s binary items per %(unit)s (0-%(n)s)") % {**said, "n": n_binary})
+    ax.set_title(gettext("Binary-item totals per %(model)s") % said)
     handles = [Patch(facecolor="none", edgecolor="black"),
                Line2D([], [], **BOX_STYLE["median"]),
                Line2D([], [], linestyle="none", **BOX_STYLE["mean"]),
                Line2D([], [], color="black", linewidth=1.0),
                Line2D([], [], linestyle="none", **BOX_STYLE["flier"])]
     ax.legend(handles, box_key(words), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
-              title="Key", title_fontsize=8, alignment="left")
+              title=pgettext("the key beside a plot", "Key"), title_fontsize=8, alignment="left")
     return fig
 
 
 def criterion_means(models: list[dict], words: dict | None = None) -> str:
     """Per model, the mean score of every criterion (levels and scale items) with its 95% bootstrap CI: one panel
     per criterion, on the criterion's own range."""
-    words = words or {"model": "doctor model", "units": "dialogues"}
     codes = list(models[0]["criteria"])
     names = [m["model"] for m in models]
     columns = min(len(codes), 3)
@@ -174,14 +186,15 @@ def criterion_means(models: list[dict], words: dict | None = None) -> str:
         ax.set_title(code)
     for ax in axes.ravel()[len(codes):]:
         ax.set_visible(False)
-    fig.suptitle(f"Mean score per criterion and {words['model']} (95% CI over its {words['units']})")
+    fig.suptitle(gettext("Mean score per criterion and %(model)s (95%% CI over its %(units)s)") % shown(words))
     fig.tight_layout()
     return _svg(fig)
 
 
 def all_plots(report: dict) -> dict[str, str]:
-    """The report's plots, only those its instrument has data for: no binary-item totals without binary items,
-    no rater matrix without two raters on binary items, criterion means for levels and scale items."""
+    """The report's plots in the current language, only those its instrument has data for: no binary-item totals
+    without binary items, no rater matrix without two raters on binary items, criterion means for levels and scale
+    items."""
     words = report.get("words")
     plots = {"item_agreement": item_agreement(report["items"], words)}
     if len(report["rater_matrix"]["raters"]) >= 2 and report["rater_matrix"].get("n_items"):
@@ -192,3 +205,35 @@ def all_plots(report: dict) -> dict[str, str]:
     if report["models"] and report["models"][0].get("criteria"):
         plots["criterion_means"] = criterion_means(report["models"], words)
     return plots
+
+
+@functools.cache
+def has_font(family: str) -> bool:
+    """Whether matplotlib finds this font family on this machine."""
+    from matplotlib import font_manager
+
+    try:
+        font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False)
+    except ValueError:
+        logger.warning("No %s font: the report plots that need it are left out (their pages show the English ones).",
+                       family)
+        return False
+    return True
+
+
+def plots_by_language(report: dict) -> dict[str, dict[str, str]]:
+    """The report's plots drawn once in each of the site's languages: {language code: {name: svg}}. A language whose
+    font (:data:`FONTS`) this machine lacks gets none: its pages show the English plots
+    (:func:`scoring.reports.wording.plots_in`)."""
+    drawn = {}
+    for code, _ in settings.LANGUAGES:
+        family = FONTS.get(code)
+        if family and not has_font(family):
+            continue
+        fonts = {"font.family": "sans-serif", "font.sans-serif": [family, *plt.rcParams["font.sans-serif"]]}
+        with translation.override(code), plt.rc_context(fonts if family else {}):
+            drawn[code] = all_plots(report)
+    if ENGLISH not in drawn:  # the API's plots
+        with translation.override(ENGLISH):
+            drawn[ENGLISH] = all_plots(report)
+    return drawn

@@ -13,6 +13,10 @@ ANSWER_WORDS = {"unit": "answer", "units": "answers", "case": "question", "cases
                 "models": "models", "rater": "rater", "raters": "raters"}
 
 
+#: The language of everything a report stores, and of its plots where no other language's are stored.
+ENGLISH = "en"
+
+
 def words_for(target: str, physicians: bool = False) -> dict[str, str]:
     """The report's words for an instrument rating ``target`` ("dialogue" or "answer"); ``physicians``: every rater
     is a physician (dialogue instruments always speak of physicians)."""
@@ -131,3 +135,14 @@ def band_shown(label):
         return gettext("%(low)s to %(high)s") % {"low": words[parts[0]], "high": words[parts[1]]} \
             if len(parts) == 2 else str(words[parts[0]])
     return label
+
+
+def plots_in(plots: Mapping | None, language: str) -> dict[str, str]:
+    """A report's stored plots ({name: svg}) in ``language``, else in English. They are stored per language
+    ({language code: {name: svg}}, :func:`scoring.reports.plots.plots_by_language`); a report stored before that has
+    one English set ({name: svg})."""
+    if not plots:
+        return {}
+    if all(isinstance(svg, str) for svg in plots.values()):
+        return dict(plots)
+    return dict(plots.get(language) or plots.get(ENGLISH) or {})

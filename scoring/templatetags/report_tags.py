@@ -167,6 +167,14 @@ def svg(text, caption_id=""):
 
 
 @register.filter
+def page_plots(plots) -> dict[str, str]:
+    """A report's stored plots ({name: svg}) in the page's language, else the English ones."""
+    from django.utils.translation import get_language
+
+    return wording.plots_in(plots, get_language() or wording.ENGLISH)
+
+
+@register.filter
 def rater_pairs(matrix) -> list[dict]:
     """The rater heatmap as rows (its values written out): every pair of raters with its mean kappa and AC1."""
     if not isinstance(matrix, dict):

@@ -19,6 +19,7 @@ from django.db.models import Count, Prefetch, Q
 from django.http import Http404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
@@ -838,8 +839,8 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         data = SampleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         if sampling.sample_of(campaign) is not None or Assignment.objects.filter(campaign=campaign).exists():
-            return Response({"detail": "This campaign already has a random sample or assignments; a sample is drawn "
-                                       "once, before assigning."}, status=status.HTTP_409_CONFLICT)
+            return Response({"detail": gettext("This campaign already has a random sample or assignments; a sample "
+                                               "is drawn once, before assigning.")}, status=status.HTTP_409_CONFLICT)
         sample = sampling.draw_sample(campaign, user=request.user, **data.validated_data)
         return Response(RandomSampleSerializer(sample).data, status=status.HTTP_201_CREATED,
                         headers={"Location": reverse("api-campaign-sample", args=[campaign.pk], request=request)})

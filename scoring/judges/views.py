@@ -6,8 +6,8 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
@@ -23,6 +23,7 @@ from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Jury
 from scoring.llm import budget, engine, gateway
 from scoring.llm.endpoints import endpoint_help
 from scoring.llm.forms import SpendCapsForm
+from scoring.templatetags.sentence_tags import said
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -390,9 +391,9 @@ def judge_planner(request):
         except PlannerError as exc:
             context["error"] = str(exc)
         except ValueError:
-            context["error"] = f"The half-width must be a number; got {raw_half!r}."
+            context["error"] = gettext("The half-width must be a number; got %(value)s.") % {"value": repr(raw_half)}
     if corpus is None or version is None:
-        context["reason"] = "Choose a corpus and a published scale version to plan a random sample."
+        context["reason"] = gettext("Choose a corpus and a published scale version to plan a random sample.")
     elif context["error"] is None:
         chosen = choices(corpus=corpus, version=version, target=target, run_id=param_int("run"),
                          pilot_id=param_int("pilot"))
@@ -402,4 +403,5 @@ def judge_planner(request):
                                               half_width=half_width)
             context.update(found.report or {}, figures=found, half_width=(found.report or {}).get("half_width"),
                            poll_url=request.get_full_path() if found.pending else "")
+            context["reason"] = said(found.report or {}, "reason")
     return render(request, "scoring/partials/judge_planner.html", context)

@@ -304,9 +304,10 @@ def _int_param(request, name: str) -> int | None:
     try:
         value = int(raw)
     except ValueError:
-        raise ParseError(f'Query parameter "{name}" must be a whole-number id; got {raw!r}.') from None
+        raise ParseError(gettext('Query parameter "%(name)s" must be a whole-number id; got %(got)s.')
+                         % {"name": name, "got": repr(raw)}) from None
     if not 0 <= value <= MAX_ID:
-        raise ParseError(f'Query parameter "{name}" is out of range.')
+        raise ParseError(gettext('Query parameter "%(name)s" is out of range.') % {"name": name})
     return value
 
 
@@ -486,10 +487,11 @@ class RaterInputSerializer(serializers.Serializer):
         if user is None and isinstance(ref, int) and 0 <= ref <= MAX_ID:
             user = users.filter(pk=ref).first()
         if user is None:
-            raise serializers.ValidationError(f'No member "{str(ref)[:40]}" in this project.')
+            raise serializers.ValidationError(gettext('No member "%(member)s" in this project.')
+                                              % {"member": str(ref)[:40]})
         if PHYSICIAN not in roles_in(user, project):
-            raise serializers.ValidationError(f"{user.username} is not a physician of this project; only its "
-                                              "physicians rate its dialogues.")
+            raise serializers.ValidationError(gettext("%(user)s is not a physician of this project; only its "
+                                                      "physicians rate its dialogues.") % {"user": user.username})
         return user
 
 
@@ -934,7 +936,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         for answer in data.validated_data["answers"]:
             item_id = _resolve_item(assignment, answer["item"])
             if item_id in answers:
-                raise LabelError(f"Item {answer['item']!r} is answered twice in this request.")
+                raise LabelError(gettext("Item %(item)s is answered twice in this request.")
+                                 % {"item": repr(answer["item"])})
             answers[item_id] = answer["value"]
         changed = label_service.save_answers(assignment, answers, request.user)
         rows = assignment.labels.select_related("item").order_by("item__order", "id")
@@ -987,7 +990,7 @@ def _resolve_item(assignment: Assignment, ref: int | str) -> int:
             ref = int(ref)
     if isinstance(ref, int) and ref in items:
         return ref
-    raise LabelError(f"Item {ref!r} is not a rating item of this campaign's scale.")
+    raise LabelError(gettext("Item %(item)s is not a rating item of this campaign's scale.") % {"item": repr(ref)})
 
 
 @extend_schema_view(list=extend_schema(parameters=[

@@ -232,7 +232,8 @@ def test_the_planner_says_its_active_rows_in_the_page_language_and_their_english
     campaign, run, *_ = world
     kwargs = {"corpus": campaign.corpus, "version": campaign.scale_version, "target": campaign, "run_id": run.pk,
               "pilot_id": campaign.pk}
-    for half_width, said in ((20.0, "按主动抽样规则抽取"), (5.0, "无法达到")):  # reachable; not with the dialogues in scope
+    # reachable, and not reachable with the dialogues in scope
+    for half_width, said in ((20.0, "按主动抽样规则抽取"), (5.0, "无法达到")):
         out = planner(**kwargs, half_width=half_width)
         for row in out["active"]["models"]:
             assert row["text"] == _old_english(row, half_width, out["active"]["minutes"])

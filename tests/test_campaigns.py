@@ -372,8 +372,10 @@ def test_campaign_refusals_read_in_the_language_of_the_page_and_as_before_in_eng
             with pytest.raises(campaigns.CampaignError) as refused:
                 refused_call()
             refusals.append(str(refused.value))
-    assert refusals == ["评分任务 closed-zh 已关闭：不再接受新的评分者。", "评分任务 closed-zh 已关闭：不再接受新的评分分配。",
-                        "评分任务 closed-zh 已关闭：不再接受重新分配。", "重叠数至少为每个对话 1 位评分者。"]
+    assert refusals == ["评分任务 closed-zh 已关闭：不再接受新的评分者。",
+                        "评分任务 closed-zh 已关闭：不再接受新的评分分配。",
+                        "评分任务 closed-zh 已关闭：不再接受重新分配。",
+                        "重叠数至少为每个对话 1 位评分者。"]
     with pytest.raises(campaigns.CampaignClosed) as english:
         campaigns.add_rater(campaign, physicians[1])
     assert str(english.value) == "Campaign closed-zh is closed: it takes no new raters."

@@ -254,3 +254,23 @@ def test_the_planner_says_its_active_rows_in_the_page_language_and_their_english
     with translation.override("zh-hans"):
         html = render_to_string("scoring/partials/judge_planner.html", planner(**kwargs, half_width=5.0))
     assert "规划器需要预试验：在此语料库和量表版本上已完成的评审模型运行。" in html
+
+
+def test_a_stored_plan_with_nothing_to_plan_says_why_in_the_page_language():
+    from unittest import mock
+
+    from django.utils import translation
+
+    from scoring.judges.planner import plan_figures
+
+    class NoScores:
+        scopes: list = []
+
+    with mock.patch("scoring.judges.estimates.load_scores", return_value=NoScores()):
+        stored = plan_figures(None, None, {})
+    assert stored["reason"] == "The judge run scored none of the scale's rated items: nothing to plan."
+    with translation.override("zh-hans"):
+        html = render_to_string("scoring/partials/judge_planner.html", {"stored": stored, **stored})
+    assert "该评审模型运行未对量表的任何评分条目评分：无可规划。" in html
+    english = render_to_string("scoring/partials/judge_planner.html", {"stored": stored, **stored})
+    assert "The judge run scored none of the scale&#x27;s rated items: nothing to plan." in english

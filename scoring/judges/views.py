@@ -23,7 +23,6 @@ from scoring.judges.models import JudgeConfig, JudgeResult, JudgeRun, Jury
 from scoring.llm import budget, engine, gateway
 from scoring.llm.endpoints import endpoint_help
 from scoring.llm.forms import SpendCapsForm
-from scoring.templatetags.sentence_tags import said
 
 
 @role_required(COORDINATOR, ANALYST)
@@ -402,6 +401,5 @@ def judge_planner(request):
             found = planner_figures.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
                                               half_width=half_width)
             context.update(found.report or {}, figures=found, half_width=(found.report or {}).get("half_width"),
-                           poll_url=request.get_full_path() if found.pending else "")
-            context["reason"] = said(found.report or {}, "reason")
+                           poll_url=request.get_full_path() if found.pending else "", stored=found.report or {})
     return render(request, "scoring/partials/judge_planner.html", context)

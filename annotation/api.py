@@ -19,6 +19,7 @@ from django.db.models import Count, Prefetch, Q
 from django.http import Http404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
@@ -303,9 +304,10 @@ def _int_param(request, name: str) -> int | None:
     try:
         value = int(raw)
     except ValueError:
-        raise ParseError(f'Query parameter "{name}" must be a whole-number id; got {raw!r}.') from None
+        raise ParseError(gettext('Query parameter "%(name)s" must be a whole-number id; got %(got)s.')
+                         % {"name": name, "got": repr(raw)}) from None
     if not 0 <= value <= MAX_ID:
-        raise ParseError(f'Query parameter "{name}" is out of range.')
+        raise ParseError(gettext('Query parameter "%(name)s" is out of range.') % {"name": name})
     return value
 
 
@@ -485,10 +487,11 @@ class RaterInputSerializer(serializers.Serializer):
         if user is None and isinstance(ref, int) and 0 <= ref <= MAX_ID:
             user = users.filter(pk=ref).first()
         if user is None:
-            raise serializers.ValidationError(f'No member "{str(ref)[:40]}" in this project.')
+            raise serializers.ValidationError(gettext('No member "%(member)s" in this project.')
+                                              % {"member": str(ref)[:40]})
         if PHYSICIAN not in roles_in(user, project):
-            raise serializers.ValidationError(f"{user.username} is not a physician of this project; only its "
-                                              "physicians rate its dialogues.")
+            raise serializers.ValidationError(gettext("%(user)s is not a physician of this project; only its "
+                                                      "physicians rate its dialogues.") % {"user": user.username})
         return user
 
 
@@ -838,8 +841,8 @@ class CampaignViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Ret
         data = SampleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         if sampling.sample_of(campaign) is not None or Assignment.objects.filter(campaign=campaign).exists():
-            return Response({"detail": "This campaign already has a random sample or assignments; a sample is drawn "
-                                       "once, before assigning."}, status=status.HTTP_409_CONFLICT)
+            return Response({"detail": gettext("This campaign already has a random sample or assignments; a sample "
+                                               "is drawn once, before assigning.")}, status=status.HTTP_409_CONFLICT)
         sample = sampling.draw_sample(campaign, user=request.user, **data.validated_data)
         return Response(RandomSampleSerializer(sample).data, status=status.HTTP_201_CREATED,
                         headers={"Location": reverse("api-campaign-sample", args=[campaign.pk], request=request)})
@@ -933,7 +936,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         for answer in data.validated_data["answers"]:
             item_id = _resolve_item(assignment, answer["item"])
             if item_id in answers:
-                raise LabelError(f"Item {answer['item']!r} is answered twice in this request.")
+                raise LabelError(gettext("Item %(item)s is answered twice in this request.")
+                                 % {"item": repr(answer["item"])})
             answers[item_id] = answer["value"]
         changed = label_service.save_answers(assignment, answers, request.user)
         rows = assignment.labels.select_related("item").order_by("item__order", "id")
@@ -986,7 +990,7 @@ def _resolve_item(assignment: Assignment, ref: int | str) -> int:
             ref = int(ref)
     if isinstance(ref, int) and ref in items:
         return ref
-    raise LabelError(f"Item {ref!r} is not a rating item of this campaign's scale.")
+    raise LabelError(gettext("Item %(item)s is not a rating item of this campaign's scale.") % {"item": repr(ref)})
 
 
 @extend_schema_view(list=extend_schema(parameters=[

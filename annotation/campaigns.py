@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation import scales
@@ -36,10 +37,18 @@ class CampaignClosed(CampaignError):
     """Staffing or assigning a campaign that is closed (the API answers 409)."""
 
 
+CLOSED_TO = {
+    "new raters": _("Campaign %(name)s is closed: it takes no new raters."),
+    "new assignments": _("Campaign %(name)s is closed: it takes no new assignments."),
+    "reassignments": _("Campaign %(name)s is closed: it takes no reassignments."),
+}
+
+
 def check_open(campaign: Campaign, action: str) -> None:
-    """Raise :class:`CampaignClosed` unless ``campaign`` is open: a closed campaign takes no new raters or work."""
+    """Raise :class:`CampaignClosed` unless ``campaign`` is open: a closed campaign takes no new raters or work
+    (``action``: a key of :data:`CLOSED_TO`)."""
     if campaign.status != Campaign.Status.OPEN:
-        raise CampaignClosed(f"Campaign {campaign.name} is closed: it takes no {action}.")
+        raise CampaignClosed(str(CLOSED_TO[action]) % {"name": campaign.name})
 
 
 def blind_id(campaign_id: int, dialogue_id: int) -> str:
@@ -80,8 +89,9 @@ def check_target(scale_version, corpus, error: type[Exception]) -> None:
     """Raise ``error`` unless the scale rates what the corpus holds (dialogues, or answers to questions)."""
     scale = scale_version.scale
     if scale.target != corpus.kind:
-        raise error(f"{scale} rates {scale.get_target_display().lower()}, but corpus \"{corpus}\" holds "
-                    f"{corpus.get_kind_display().lower()}: choose a matching scale or corpus.")
+        raise error(gettext('%(scale)s rates %(target)s, but corpus "%(corpus)s" holds %(kind)s: choose a matching '
+                            'scale or corpus.') % {"scale": scale, "target": scale.get_target_display().lower(),
+                                                   "corpus": corpus, "kind": corpus.get_kind_display().lower()})
 
 
 @transaction.atomic
@@ -90,9 +100,10 @@ def create_campaign(*, name: str, corpus, scale_version, overlap: int, phase: st
     """Create a campaign on a published scale version (which becomes locked: it is now in use), in the project
     of its corpus."""
     if overlap < 1:
-        raise CampaignError("Overlap must be at least 1 rater per dialogue.")
+        raise CampaignError(gettext("Overlap must be at least 1 rater per dialogue."))
     if scale_version.status != "published":
-        raise CampaignError(f"{scale_version} is not published; publish it before rating with it.")
+        raise CampaignError(gettext("%(version)s is not published; publish it before rating with it.")
+                            % {"version": scale_version})
     check_target(scale_version, corpus, CampaignError)
     options.setdefault("project_id", corpus.project_id)
     campaign = Campaign.objects.create(name=name.strip(), corpus=corpus, scale_version=scale_version,
@@ -242,6 +253,7 @@ def audit_sample(campaign: Campaign, *, size: int, method: str = "random", seed:
         scores = disagreement_by_dialogue(campaign)
         return sorted(submitted, key=lambda d: (-scores.get(d, 0), d))[:size]
     if method != "random":
-        raise CampaignError(f"unknown sampling method {method!r}")
+        raise CampaignError(gettext("Unknown sampling method %(method)s; choose random or disagreement.")
+                            % {"method": repr(method)})
     rng = random.Random(new_seed() if seed is None else seed)
     return sorted(rng.sample(submitted, min(size, len(submitted))))

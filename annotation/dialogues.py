@@ -43,7 +43,8 @@ def redact(dialogue: Dialogue, *, field: str, turn: int | None, start: int, end:
         raise ValueError("field must be self_report or turn")
     text = _text_of(dialogue, field, turn)
     if not 0 <= start < end <= len(text):
-        raise ValueError(f"The span {start}-{end} is outside the text (length {len(text)}).")
+        raise ValueError(gettext("The span %(start)s-%(end)s is outside the text (length %(length)s).")
+                         % {"start": start, "end": end, "length": len(text)})
     redaction = Redaction.objects.create(dialogue=dialogue, field=field, turn=turn if field == "turn" else None,
                                          start=start, end=end, source=source, reason=reason, created_by=user)
     AuditEvent.record(user, "dialogue.redact", dialogue, reason=reason, field=field, turn=turn, start=start, end=end,

@@ -216,8 +216,10 @@ def save_answers(assignment: Assignment, answers: dict[int, int | float | None],
 
 def _refusal(code: str, allowed: tuple[int | float, ...], value) -> str:
     if not allowed:
-        return f"Item {code} is answered with a comment, not a value; got {scores.text(value)}."
-    return f"Item {code} takes {scores.describe(allowed)}; got {scores.text(value)}."
+        return gettext("Item %(code)s is answered with a comment, not a value; got %(value)s.") % {
+            "code": code, "value": scores.text(value)}
+    return gettext("Item %(code)s takes %(allowed)s; got %(value)s.") % {
+        "code": code, "allowed": scores.describe(allowed), "value": scores.text(value)}
 
 
 def missing_items(assignment: Assignment) -> list[str]:
@@ -296,7 +298,8 @@ def adjudicate(campaign, dialogue, item: Item, value: int, by, reason: str) -> A
     if not reason.strip():
         raise LabelError(gettext("Give the reason for the final label."))
     if item.version_id != campaign.scale_version_id or value not in item.allowed_values():
-        raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
+        raise LabelError(gettext("Item %(code)s takes %(allowed)s.") % {
+            "code": item.code, "allowed": scores.describe(item.allowed_values())})
     existing = (Adjudication.objects.select_for_update(of=("self",))
                 .filter(campaign=campaign, dialogue=dialogue, item=item).order_by("pk").first())
     old = existing.value if existing else None
@@ -323,7 +326,8 @@ def set_gold(campaign, dialogue, item: Item, value: int | None, by) -> GoldLabel
         AuditEvent.record(by, "gold.clear", dialogue, item=item.code, old=old)
         return None
     if value not in item.allowed_values():
-        raise LabelError(f"Item {item.code} takes {scores.describe(item.allowed_values())}.")
+        raise LabelError(gettext("Item %(code)s takes %(allowed)s.") % {
+            "code": item.code, "allowed": scores.describe(item.allowed_values())})
     gold, _ = GoldLabel.objects.update_or_create(campaign=campaign, dialogue=dialogue, item=item,
                                                  defaults={"value": value, "set_by": by, "set_at": timezone.now()})
     AuditEvent.record(by, "gold.set", dialogue, item=item.code, old=old, new=value, campaign=campaign.name)

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from annotation.campaigns import CampaignError
 from annotation.models import Assignment, Campaign, RandomSample
@@ -31,12 +31,14 @@ from projects.models import AuditEvent
 
 UNKNOWN_MODEL = "(unknown model)"
 MAX_SEED = 2**63 - 1
+SIZE_RANGE = gettext_lazy("The sample size must be between 1 and %(population)s (the dialogues in scope).")
 
 
 def allocate(strata: dict[str, int], size: int) -> dict[str, int]:
     """Equal allocation of ``size`` over strata of the given sizes (see the module docstring)."""
     if size > sum(strata.values()):
-        raise ValueError(f"A sample of {size} is larger than the {sum(strata.values())} dialogues it is drawn from.")
+        raise ValueError(gettext("A sample of %(size)s is larger than the %(population)s dialogues it is drawn from.")
+                         % {"size": size, "population": sum(strata.values())})
     order = sorted(strata, key=lambda name: (strata[name], name))
     out: dict[str, int] = {}
     left = size
@@ -53,7 +55,7 @@ def draw(population: Iterable[Sequence], size: int, seed: int, stratified: bool 
     ``seed``, and per doctor model the population and sample sizes. Pure and reproducible."""
     frame = sorted((int(pk), str(model or UNKNOWN_MODEL)) for pk, model in population)
     if not 1 <= size <= len(frame):
-        raise ValueError(f"The sample size must be between 1 and {len(frame)} (the dialogues in scope).")
+        raise ValueError(SIZE_RANGE % {"population": len(frame)})
     rng = random.Random(seed)
     key = {pk: (rng.random(), pk) for pk, _ in frame}
     models = dict(frame)
@@ -84,7 +86,7 @@ def reproduce(sample: RandomSample) -> list[int]:
     if sample.kind == RandomSample.Kind.ACTIVE:
         return draw_poisson({int(k): v for k, v in sample.probabilities.items()}, sample.seed)
     if sample.kind != RandomSample.Kind.DRAWN:
-        raise ValueError("Only a drawn sample has a seed to reproduce it from.")
+        raise ValueError(gettext("Only a drawn sample has a seed to reproduce it from."))
     return draw(sample.population, sample.size, sample.seed, sample.stratified)[0]
 
 
@@ -103,7 +105,7 @@ def _seed(seed: int | None) -> int:
     if seed is None:
         return secrets.randbelow(2**31)
     if not 0 <= int(seed) <= MAX_SEED:
-        raise CampaignError(f"The seed must be a whole number from 0 to {MAX_SEED}.")
+        raise CampaignError(gettext("The seed must be a whole number from 0 to %(max)s.") % {"max": MAX_SEED})
     return int(seed)
 
 
@@ -119,7 +121,7 @@ def draw_sample(campaign: Campaign, *, size: int, stratified: bool = False, seed
     _check_can_draw(campaign)
     population = _population(campaign)
     if not 1 <= size <= len(population):
-        raise CampaignError(f"The sample size must be between 1 and {len(population)} (the dialogues in scope).")
+        raise CampaignError(SIZE_RANGE % {"population": len(population)})
     seed = _seed(seed)
     ids, strata = draw(population, size, seed, stratified)
     sample = RandomSample.objects.create(
@@ -135,23 +137,24 @@ def _population(campaign: Campaign) -> list[list]:
     population = [[pk, model or UNKNOWN_MODEL] for pk, model in
                   campaign.population().order_by("pk").values_list("pk", "source_model")]
     if not population:
-        raise CampaignError("The campaign has no dialogues in scope to sample from.")
+        raise CampaignError(gettext("The campaign has no dialogues in scope to sample from."))
     return population
 
 
 def _check_can_draw(campaign: Campaign) -> None:
     existing = sample_of(campaign)
     if existing is not None:
-        raise CampaignError(f"This campaign already has its random sample ({existing.size} dialogues, "
-                            f"{existing.created_at:%Y-%m-%d}); a sample is drawn once.")
+        raise CampaignError(gettext("This campaign already has its random sample (%(size)s dialogues, %(date)s); a "
+                                    "sample is drawn once.")
+                            % {"size": existing.size, "date": f"{existing.created_at:%Y-%m-%d}"})
     if campaign.phase == Campaign.Phase.IMPORTED:
-        raise CampaignError("Campaigns of imported labels do not draw samples; declare that imported labels come "
-                            "from a random sample on import (import_labels --random-sample).")
+        raise CampaignError(gettext("Campaigns of imported labels do not draw samples; declare that imported labels "
+                                    "come from a random sample on import (import_labels --random-sample)."))
     assigned = Assignment.objects.filter(campaign=campaign).count()
     if assigned:
-        raise CampaignError(f"Draw the random sample before assigning: this campaign already has {assigned} "
-                            "assignment(s), so a sample drawn now would not decide which dialogues physicians "
-                            "rate.")
+        raise CampaignError(gettext("Draw the random sample before assigning: this campaign already has "
+                                    "%(assigned)s assignment(s), so a sample drawn now would not decide which "
+                                    "dialogues physicians rate.") % {"assigned": assigned})
 
 
 @transaction.atomic
@@ -167,14 +170,15 @@ def draw_active_sample(campaign: Campaign, probabilities: dict[int, float], *, r
     ids_in_scope = {pk for pk, _ in population}
     pi = {int(pk): float(p) for pk, p in probabilities.items()}
     if set(pi) != ids_in_scope:
-        raise CampaignError(f"Every dialogue in scope needs an inclusion probability: {len(ids_in_scope - set(pi))} "
-                            f"have none and {len(set(pi) - ids_in_scope)} are outside the scope.")
+        raise CampaignError(gettext("Every dialogue in scope needs an inclusion probability: %(missing)s have none "
+                                    "and %(outside)s are outside the scope.")
+                            % {"missing": len(ids_in_scope - set(pi)), "outside": len(set(pi) - ids_in_scope)})
     if not all(0 < p <= 1 for p in pi.values()):
-        raise CampaignError("Inclusion probabilities must be above 0 and at most 1.")
+        raise CampaignError(gettext("Inclusion probabilities must be above 0 and at most 1."))
     seed = _seed(seed)
     ids = draw_poisson(pi, seed)
     if not ids:
-        raise CampaignError("The draw selected no dialogue; raise the budget.")
+        raise CampaignError(gettext("The draw selected no dialogue; raise the budget."))
     models = dict((pk, model) for pk, model in population)
     counts, taken = Counter(models.values()), Counter(models[pk] for pk in ids)
     strata = {name: {"population": counts[name], "sample": taken.get(name, 0)} for name in sorted(counts)}
@@ -197,7 +201,8 @@ def declare_sample(campaign: Campaign, dialogue_ids: Iterable[int], *, user=None
                   campaign.population().order_by("pk").values_list("pk", "source_model")]
     existing = sample_of(campaign)
     if existing is not None and existing.kind in (RandomSample.Kind.DRAWN, RandomSample.Kind.ACTIVE):
-        raise CampaignError("This campaign drew its own random sample; imported labels cannot be declared one.")
+        raise CampaignError(gettext("This campaign drew its own random sample; imported labels cannot be declared "
+                                    "one."))
     if existing is not None:
         ids = sorted(set(existing.dialogues) | set(ids))
         population = sorted({tuple(p) for p in existing.population} | {tuple(p) for p in population})

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation import scores
 
@@ -169,7 +170,8 @@ def publish(version, user):
 
     version = ScaleVersion.objects.select_for_update().get(pk=version.pk)
     if version.status != ScaleVersion.Status.DRAFT:
-        raise ValueError(f"{version} is {version.get_status_display().lower()}, not a draft.")
+        raise ValueError(gettext("%(version)s is %(status)s, not a draft.")
+                         % {"version": version, "status": version.get_status_display().lower()})
     problems = validate_version(version)
     if problems:
         raise ValueError(" ".join(problems))

@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import models
+from django.utils.translation import gettext
 
 Score = int | float
 
@@ -89,13 +90,15 @@ class ScoreField(models.FloatField):
 
 
 def describe(allowed: tuple | list) -> str:
-    """What an item takes, in words: "a whole number from 0 to 5", "a number from 0 to 5 in steps of 0.5" or the
-    values ("0, 1"; "1, 2, 3")."""
+    """What an item takes, in words (the active language's): "a whole number from 0 to 5", "a number from 0 to 5 in
+    steps of 0.5" or the values ("0, 1"; "1, 2, 3")."""
     values = [normal(v) for v in allowed]
     if len(values) > 3:
         step = Decimal(str(values[1])) - Decimal(str(values[0]))
         if step > 0 and values == grid(values[0], values[-1], step):
             if step == 1:
-                return f"a whole number from {text(values[0])} to {text(values[-1])}"
-            return f"a number from {text(values[0])} to {text(values[-1])} in steps of {step_text(step)}"
+                return gettext("a whole number from %(low)s to %(high)s") % {"low": text(values[0]),
+                                                                             "high": text(values[-1])}
+            return gettext("a number from %(low)s to %(high)s in steps of %(step)s") % {
+                "low": text(values[0]), "high": text(values[-1]), "step": step_text(step)}
     return ", ".join(text(v) for v in values)

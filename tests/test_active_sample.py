@@ -208,3 +208,69 @@ def test_the_planner_gives_labels_and_hours_saved(world, db):
     assert row["text"].startswith(row["model"])
     html = render_to_string("scoring/partials/judge_planner.html", out)
     assert 'data-testid="planner-active"' in html
+
+
+def _old_english(row: dict, half_width: float, minutes: float | None) -> str:
+    """The planner's active row as it was written before it was stored as a sentence (dialogue words)."""
+    model, h = row["model"], f"+/-{half_width:g}"
+    if row["uniform"] is None or row["active"] is None:
+        which = "uniform" if row["uniform"] is None else "active"
+        return (f"{model}: {h} is not reachable with the {row['n_total']} dialogues in scope ({which} sample)."
+                if row["n_pilot"] >= 3 else f"{model}: {row['warnings'][0]}")
+    text = (f"{model}: {h} needs {row['uniform']} physician-labelled dialogue(s) drawn uniformly, or {row['active']} "
+            "drawn by the active rule")
+    return text + (f" ({row['saved']} fewer: {row['hours_saved']:.1f} physician hours at {minutes:.1f} minutes per "
+                   "dialogue)." if row["hours_saved"] is not None else
+                   f" ({row['saved']} fewer; no time per dialogue recorded yet).")
+
+
+def test_the_planner_says_its_active_rows_in_the_page_language_and_their_english_as_before(world, db):
+    from django.utils import translation
+
+    from scoring.judges.planner import planner
+
+    campaign, run, *_ = world
+    kwargs = {"corpus": campaign.corpus, "version": campaign.scale_version, "target": campaign, "run_id": run.pk,
+              "pilot_id": campaign.pk}
+    # reachable, and not reachable with the dialogues in scope
+    for half_width, said in ((20.0, "按主动抽样规则抽取"), (5.0, "无法达到")):
+        out = planner(**kwargs, half_width=half_width)
+        for row in out["active"]["models"]:
+            assert row["text"] == _old_english(row, half_width, out["active"]["minutes"])
+        with translation.override("zh-hans"):
+            html = render_to_string("scoring/partials/judge_planner.html", out)
+        rows = html.split('data-testid="planner-active"')[1].split("</ul>")[0]
+        assert said in rows and "drawn" not in rows and "reachable" not in rows and "pilot" not in rows
+    JudgeResult.objects.filter(run=run).update(uncertainty=None)
+    out = planner(**kwargs, half_width=5.0)
+    assert out["active"]["reason"].startswith("The judge run recorded no uncertainty on these dialogues")
+    with translation.override("zh-hans"):
+        html = render_to_string("scoring/partials/judge_planner.html", out)
+        with pytest.raises(CampaignError) as budget:
+            active_samples.draw_for_campaign(campaign, run, budget=N_DIALOGUES + 1)
+    assert "该评审模型运行未记录这些对话的不确定度" in html.split('data-testid="planner-active-reason"')[1]
+    assert str(budget.value) == f"预算必须大于 0 且不超过范围内的对话数（{N_DIALOGUES}）。"
+    JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.FAILED)
+    with translation.override("zh-hans"):
+        html = render_to_string("scoring/partials/judge_planner.html", planner(**kwargs, half_width=5.0))
+    assert "规划器需要预试验：在此语料库和量表版本上已完成的评审模型运行。" in html
+
+
+def test_a_stored_plan_with_nothing_to_plan_says_why_in_the_page_language():
+    from unittest import mock
+
+    from django.utils import translation
+
+    from scoring.judges.planner import plan_figures
+
+    class NoScores:
+        scopes: list = []
+
+    with mock.patch("scoring.judges.estimates.load_scores", return_value=NoScores()):
+        stored = plan_figures(None, None, {})
+    assert stored["reason"] == "The judge run scored none of the scale's rated items: nothing to plan."
+    with translation.override("zh-hans"):
+        html = render_to_string("scoring/partials/judge_planner.html", {"stored": stored, **stored})
+    assert "该评审模型运行未对量表的任何评分条目评分：无可规划。" in html
+    english = render_to_string("scoring/partials/judge_planner.html", {"stored": stored, **stored})
+    assert "The judge run scored none of the scale&#x27;s rated items: nothing to plan." in english

@@ -193,6 +193,12 @@ def test_invalid_label_requests_are_400_with_a_message(campaign, physician):
     assert response.status_code == 400 and response.json()["detail"].startswith("value:")
     response = api.post(url, {"value": 1}, format="json")
     assert response.status_code == 400 and "item" in response.json()["detail"]
+    # in the request's language, as the API's other messages
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
+    response = api.post(url, {"item": "1.1", "value": 5}, format="json", **zh)
+    assert response.status_code == 400 and response.json()["detail"] == "条目 1.1 的取值为 0, 1；收到的是 5。"
+    response = api.post(url, {"item": "9.9", "value": 1}, format="json", **zh)
+    assert response.json()["detail"] == "条目 '9.9' 不是此评分任务量表的评分条目。"
     response = api.post(url, "{not json", content_type="application/json")
     assert response.status_code == 400 and response.json()["detail"]
     assert not Label.objects.exists()

@@ -354,3 +354,28 @@ def test_the_random_audit_sample_shows_its_seed_and_draws_again_from_it(client, 
     assert client.get(url, {"sample": "random", "size": 3, "seed": "x"}).status_code == 400
     # The disagreement ordering is not random: no seed to show.
     assert drawn({"sample": "disagreement", "size": 3})[1] is None
+
+
+def test_campaign_refusals_read_in_the_language_of_the_page_and_as_before_in_english(physicians):
+    from annotation.models import Campaign
+
+    campaign = campaign_with(physicians[:1], n=2, overlap=1, name="closed-zh")
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CLOSED)
+    campaign.refresh_from_db()
+    work = Assignment.objects.filter(campaign=campaign).first()
+    with translation.override("zh-hans"):
+        refusals = []
+        for refused_call in (lambda: campaigns.add_rater(campaign, physicians[1]), lambda: campaigns.assign(campaign),
+                             lambda: campaigns.reassign(work, physicians[1]),
+                             lambda: campaigns.create_campaign(name="x", corpus=campaign.corpus,
+                                                               scale_version=campaign.scale_version, overlap=0)):
+            with pytest.raises(campaigns.CampaignError) as refused:
+                refused_call()
+            refusals.append(str(refused.value))
+    assert refusals == ["评分任务 closed-zh 已关闭：不再接受新的评分者。",
+                        "评分任务 closed-zh 已关闭：不再接受新的评分分配。",
+                        "评分任务 closed-zh 已关闭：不再接受重新分配。",
+                        "重叠数至少为每个对话 1 位评分者。"]
+    with pytest.raises(campaigns.CampaignClosed) as english:
+        campaigns.add_rater(campaign, physicians[1])
+    assert str(english.value) == "Campaign closed-zh is closed: it takes no new raters."

@@ -459,6 +459,9 @@ def test_web_xlsx_refuses_a_campaign_too_big_for_a_sheet(study, client, coordina
     client.force_login(coordinator)
     response = client.get(reverse("campaign-export", args=[study.pk, "xlsx"]))
     assert response.status_code == 409 and "Too many labels for one Excel sheet" in response.content.decode()
+    chinese = client.get(reverse("campaign-export", args=[study.pk, "xlsx"]), headers={"accept-language": "zh-CN"})
+    assert chinese.status_code == 409
+    assert chinese.content.decode().startswith("标注过多，一个 Excel 工作表容纳不下（超过 99 行")
 
 
 # --------------------------------------------------------------------------------------------- label sources

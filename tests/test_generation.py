@@ -297,6 +297,20 @@ def test_job_validation(db, key, settings):
         generation.create_job(case_set=cs, corpus_name="x", doctor_models=["m"], patient_model="p",
                               temperatures=[0.2], doctor_base_url="http://127.0.0.1:9/v1",
                               patient_base_url="http://127.0.0.1:9/v1", prompt_texts={"patient_prompt": "Be ill."})
+    from django.utils import translation
+
+    with translation.override("zh-hans"):
+        refusals = []
+        for extra in ({"temperatures": [3]}, {"temperatures": [0.2], "doctor_biases": ["grumpy"]},
+                      {"temperatures": [0.2], "prompt_texts": {"patient_prompt": "Be ill."}}):
+            with pytest.raises(generation.GenerationError) as refused:
+                generation.create_job(case_set=cs, corpus_name="x", doctor_models=["m"], patient_model="p",
+                                      doctor_base_url="http://127.0.0.1:9/v1",
+                                      patient_base_url="http://127.0.0.1:9/v1", **extra)
+            refusals.append(str(refused.value))
+    assert refusals[0] == "温度 3 超出 0-2 的范围。"
+    assert refusals[1].startswith("未知的医生偏倚 'grumpy'；请从 none、")
+    assert refusals[2].startswith("患者提示词：提示词必须保留槽位 ")
     settings.OPENAI_BASE_URL = ""
     with pytest.raises(gateway.NotConfigured, match="OPENAI_BASE_URL"):
         generation.create_job(case_set=cs, corpus_name="x", doctor_models=["m"], patient_model="p",

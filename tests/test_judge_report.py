@@ -383,6 +383,12 @@ def test_compare_modes(study):
     same_mode = make_run(make_config("judge-y"), campaign.corpus, JUDGE)
     with pytest.raises(JudgeReportError, match="both use mode"):
         compare_modes(run_a, same_mode, campaign)
+    from django.utils import translation
+
+    with translation.override("zh-hans"), pytest.raises(JudgeReportError) as refused:
+        compare_modes(run_a, same_mode, campaign)
+    assert str(refused.value) == (f"运行 #{run_a.pk} 与运行 #{same_mode.pk} 都使用 'per-item' 方式："
+                                  "方式比较需要一次逐条目运行和一次逐对话运行。")
 
 
 def test_judge_labels_in_exports(study):

@@ -272,6 +272,20 @@ def test_jury_errors_are_clear(world):
         juries.create_jury("panel", world["corpus"], [a, world["members"][2]], rule="majority")
 
 
+def test_jury_errors_read_in_the_language_of_the_page(world):
+    from django.utils import translation
+
+    a = JudgeRun.objects.get(pk=world["members"][0].pk)
+    with translation.override("zh-hans"):
+        refusals = []
+        for runs, name in (([a], "x"), ([a, a], "x"), ([a, world["members"][2]], "panel")):
+            with pytest.raises(juries.JuryError) as refused:
+                juries.create_jury(name, world["corpus"], runs, rule="majority")
+            refusals.append(str(refused.value))
+    assert refusals == ["评审团至少需要 2 次运行；实际为 1 次。", "有一次运行出现了两次：每次运行只能给出一次。",
+                        "此项目中已有名为 'panel' 的评审团。"]
+
+
 # --- the jury through every surface -----------------------------------------------------------------------------------
 
 def test_the_jury_in_model_estimates_ppi_and_run_comparison(world):

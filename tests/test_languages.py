@@ -523,6 +523,22 @@ def test_a_computed_judge_report_and_selection_in_the_pseudo_locale(client, worl
     assert not [s for s in english_sentences if s in chinese]
 
 
+@pytest.mark.parametrize("query", ["", "?target={campaign}"])
+def test_the_sample_planner_in_the_pseudo_locale(client, world, db, data, in_pseudo_locale, query):
+    """The planner (an htmx partial, not a page of the registry) without a corpus and for the campaign, its plan
+    computed as a worker would: the reason, the rows and their warnings through gettext or stored sentences."""
+    from core.jobs.models import Job
+
+    client.force_login(world.alpha.user("coordinator"))
+    url = reverse("judge-planner") + query.format(campaign=world.alpha.objects["campaign"].pk)
+    _computed(client, url, Job.Kind.JUDGE_PLANNER)
+    client.cookies[LANGUAGE_COOKIE] = in_pseudo_locale
+    body = client.get(url).content.decode()
+    assert 'data-testid="sample-planner"' in body and pseudo_locale.OPEN in body
+    problems = pseudo_locale.untranslated(f"<html><body>{body}</body></html>", data)
+    assert not problems, "text outside gettext:\n" + "\n".join(problems)
+
+
 def test_the_check_finds_an_english_literal_and_a_broken_marker():
     page = "<html><head><title>Untitled · Mini-CEX Workbench</title></head><body><header><a>⟦Home⟧</a><a>Help</a>" \
            "</header><main><h1>⟦Projects⟧</h1><p>Alpha corpus ⟦Remove⟧ 12</p><p>Add a member</p>" \

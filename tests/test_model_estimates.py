@@ -448,6 +448,34 @@ def test_sample_api(client, coordinator, analyst, physicians):
     assert client.get(url).json()["text"].startswith("A random sample of 9 of the 90 dialogues")
 
 
+def test_sample_refusals_in_the_page_language_and_the_api_in_the_request_language(client, coordinator):
+    from django.utils import translation
+
+    campaign = create_campaign(name="zh-sample", corpus=make_corpus(), scale_version=mini_cex(), overlap=1)
+    with translation.override("zh-hans"):
+        with pytest.raises(CampaignError) as too_big:
+            sampling.draw_sample(campaign, size=91)
+        with pytest.raises(CampaignError) as seed:
+            sampling.draw_sample(campaign, size=9, seed=-1)
+    assert str(too_big.value) == "样本量必须介于 1 与 90（范围内的对话数）之间。"
+    assert str(seed.value) == f"随机种子必须是 0 到 {sampling.MAX_SEED} 之间的整数。"
+    with pytest.raises(CampaignError) as english:
+        sampling.draw_sample(campaign, size=91)
+    assert str(english.value) == "The sample size must be between 1 and 90 (the dialogues in scope)."
+    sample = sampling.draw_sample(campaign, size=9, seed=1)
+    with translation.override("zh-hans"), pytest.raises(CampaignError) as twice:
+        sampling.draw_sample(campaign, size=9)
+    assert str(twice.value) == f"此评分任务已有随机样本（9 个对话，{sample.created_at:%Y-%m-%d}）；样本只抽取一次。"
+    client.force_login(coordinator)
+    url = f"/api/campaigns/{campaign.pk}/sample/"
+    zh = client.post(url, {"size": 9}, content_type="application/json", headers={"accept-language": "zh-CN"})
+    en = client.post(url, {"size": 9}, content_type="application/json", headers={"accept-language": "en-US"})
+    assert zh.status_code == en.status_code == 409
+    assert zh.json()["detail"] == "此评分任务已有随机样本或评分分配；样本只在分配之前抽取一次。"
+    assert en.json()["detail"] == ("This campaign already has a random sample or assignments; a sample is drawn once, "
+                                   "before assigning.")
+
+
 def test_report_page_json_and_api_show_the_three_estimates(client, analyst, physicians):
     corpus = make_corpus()
     campaign = make_campaign(corpus, physicians)

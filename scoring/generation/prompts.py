@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from django.utils.translation import gettext
+
 from scoring.llm.slots import fill  # noqa: F401 (callers fill prompts from here)
 
 END_MARKER = "DIAGNOSIS READY:"
@@ -165,7 +167,7 @@ def check_prompt(name: str, text: str) -> str | None:
     """A problem with an edited prompt, or None."""
     missing = [slot for slot in REQUIRED_SLOTS.get(name, []) if slot not in text]
     if missing:
-        return f"The prompt must keep the slot(s) {', '.join(missing)}."
+        return gettext("The prompt must keep the slot(s) %(slots)s.") % {"slots": ", ".join(missing)}
     return None
 
 

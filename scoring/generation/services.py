@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext, gettext_lazy
 
 from annotation.importers import privacy_fields
 from annotation.models import Corpus, Dialogue
@@ -57,15 +58,21 @@ class GenerationError(ValueError):
 # ---------------------------------------------------------------------------------------------------------------
 # jobs
 # ---------------------------------------------------------------------------------------------------------------
+#: The edited prompts by their key, as the form names them.
+PROMPT_NAMES = {"doctor_prompt": gettext_lazy("Doctor prompt"), "patient_prompt": gettext_lazy("Patient prompt"),
+                "measurement_prompt": gettext_lazy("Measurement prompt"),
+                "moderator_prompt": gettext_lazy("Moderator prompt")}
+
+
 def _floats(values) -> list[float]:
     out = []
     for value in values:
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise GenerationError(f"Temperature {value!r} is not a number.") from None
+            raise GenerationError(gettext("Temperature %(value)s is not a number.") % {"value": repr(value)}) from None
         if not 0 <= number <= 2:
-            raise GenerationError(f"Temperature {number:g} is outside 0-2.")
+            raise GenerationError(gettext("Temperature %(value)s is outside 0-2.") % {"value": f"{number:g}"})
         if number not in out:
             out.append(number)
     return out
@@ -82,7 +89,9 @@ def _biases(values, side: str) -> list[str]:
     for value in values or [prompts.NO_BIAS]:
         value = (value or prompts.NO_BIAS).strip()
         if value != prompts.NO_BIAS and value not in known:
-            raise GenerationError(f"Unknown {side} bias {value!r}; choose from none, {', '.join(known)}.")
+            unknown = (gettext("Unknown patient bias %(value)s; choose from none, %(known)s.") if side == "patient"
+                       else gettext("Unknown doctor bias %(value)s; choose from none, %(known)s."))
+            raise GenerationError(unknown % {"value": repr(value), "known": ", ".join(known)})
         if value not in out:
             out.append(value)
     return out
@@ -108,35 +117,38 @@ def create_job(*, case_set: CaseSet, corpus_name: str, doctor_models: list[str],
     gateway.usable_endpoint(patient_base_url, patient_api_key_env)
     doctor_models = [m.strip() for m in doctor_models if m and m.strip()]
     if not doctor_models:
-        raise GenerationError("Give at least one doctor model.")
+        raise GenerationError(gettext("Give at least one doctor model."))
     if not (patient_model or "").strip():
-        raise GenerationError("Give the patient simulator's model.")
+        raise GenerationError(gettext("Give the patient simulator's model."))
     temps = _floats(temperatures)
     if not temps:
-        raise GenerationError("Give at least one temperature.")
+        raise GenerationError(gettext("Give at least one temperature."))
     d_biases, p_biases = _biases(doctor_biases, "doctor"), _biases(patient_biases, "patient")
     if not 1 <= int(max_turns) <= 100:
-        raise GenerationError("The turn limit must be between 1 and 100.")
+        raise GenerationError(gettext("The turn limit must be between 1 and 100."))
     if not 1 <= int(repeats) <= 100:
-        raise GenerationError("Repeats must be between 1 and 100.")
+        raise GenerationError(gettext("Repeats must be between 1 and 100."))
     if not (end_marker or "").strip():
-        raise GenerationError("The end marker cannot be empty.")
+        raise GenerationError(gettext("The end marker cannot be empty."))
     texts = {**prompts.defaults(), **{k: v for k, v in (prompt_texts or {}).items() if v and v.strip()}}
     for key, text in texts.items():
         problem = prompts.check_prompt(key, text)
         if problem:
-            raise GenerationError(f"{key.replace('_', ' ').capitalize()}: {problem}")
+            raise GenerationError(gettext("%(prompt)s: %(problem)s") % {
+                "prompt": PROMPT_NAMES.get(key, key.replace("_", " ").capitalize()), "problem": problem})
     cases = list(case_set.cases.alive().order_by("line", "external_id"))
     if not cases:
-        raise GenerationError(f"Case set {case_set.name!r} has no cases.")
+        raise GenerationError(gettext("Case set %(name)s has no cases.") % {"name": repr(case_set.name)})
     total = len(cases) * len(doctor_models) * len(temps) * len(d_biases) * len(p_biases) * int(repeats)
     if total > MAX_DIALOGUES:
-        raise GenerationError(f"That is {total} dialogues; the limit per job is {MAX_DIALOGUES}.")
+        raise GenerationError(gettext("That is %(total)s dialogues; the limit per job is %(limit)s.")
+                              % {"total": total, "limit": MAX_DIALOGUES})
     corpus_name = (corpus_name or "").strip() or f"Generated from {case_set.name}"
     project = case_set.project_id  # the job, its corpus and its dialogues belong to the case set's project
     corpus = Corpus.objects.filter(name=corpus_name).first()
     if corpus is not None and corpus.is_deleted:
-        raise GenerationError(f"Corpus {corpus_name!r} was deleted; choose another name.")
+        raise GenerationError(gettext("Corpus %(name)s was deleted; choose another name.")
+                              % {"name": repr(corpus_name)})
     if corpus is None:
         corpus = Corpus.objects.create(project_id=project, name=corpus_name[:200], created_by=user,
                                        description=f"Dialogues generated from case set {case_set.name}.")
@@ -191,7 +203,7 @@ def set_status(job: GenerationJob, status: str, user=None, reason: str = "") -> 
 def retry_failed(job: GenerationJob, user=None) -> int:
     """Put failed dialogues back to open (their stored turns are kept) and resume the job."""
     if job.status == GenerationJob.Status.CANCELLED:
-        raise GenerationError("A cancelled job cannot be retried.")
+        raise GenerationError(gettext("A cancelled job cannot be retried."))
     # A fresh retry round asks the endpoint again instead of reusing an answer that failed.
     count = GeneratedDialogue.objects.filter(job=job, status=GeneratedDialogue.Status.FAILED).update(
         status=GeneratedDialogue.Status.PENDING, attempts=0, error="", claimed_by="", claimed_until=None,

@@ -14,12 +14,21 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext, gettext_noop
 
 from annotation import sampling
 from annotation.campaigns import CampaignError
 from annotation.models import Campaign, RandomSample
-from core.stats import active
+from core.stats import active, formatting
 from scoring.judges import sources, uncertainty
+from scoring.reports.sentences import put, said, warning, word
+
+NO_UNCERTAINTY = gettext_noop("The judge run recorded no uncertainty on these dialogues (its endpoint returned no "
+                              "log-probabilities, or it is not a per-item run): an active sample needs one.")
+
+
+class NoUncertainty(CampaignError):
+    """The judge run recorded no uncertainty on the dialogues."""
 
 
 def dialogue_uncertainty(run, dialogue_ids: list[int]) -> tuple[np.ndarray, int]:
@@ -31,8 +40,7 @@ def dialogue_uncertainty(run, dialogue_ids: list[int]) -> tuple[np.ndarray, int]
     values = np.array([float(per.get(pk, np.nan)) if per is not None else np.nan for pk in dialogue_ids])
     missing = int(np.isnan(values).sum())
     if missing == len(values):
-        raise CampaignError("The judge run recorded no uncertainty on these dialogues (its endpoint returned no "
-                            "log-probabilities, or it is not a per-item run): an active sample needs one.")
+        raise NoUncertainty(gettext(NO_UNCERTAINTY))
     values[np.isnan(values)] = float(np.nanmedian(values))
     return values, missing
 
@@ -41,10 +49,17 @@ def draw_for_campaign(campaign: Campaign, run, *, budget: float, uniform_share: 
                       pi_min: float | None = None, seed: int | None = None, user=None) -> RandomSample:
     """Draw ``campaign``'s active sample from ``run``'s uncertainty (see the module docstring)."""
     if sources.is_jury(run) or run.corpus_id != campaign.corpus_id:
-        raise CampaignError("Choose a judge run on the campaign's corpus.")
+        raise CampaignError(gettext("Choose a judge run on the campaign's corpus."))
     ids = list(campaign.population().order_by("pk").values_list("pk", flat=True))
     if not ids:
-        raise CampaignError("The campaign has no dialogues in scope to sample from.")
+        raise CampaignError(gettext("The campaign has no dialogues in scope to sample from."))
+    if not 0 < float(budget) <= len(ids):
+        raise CampaignError(gettext("The budget must be above 0 and at most the number of dialogues in scope "
+                                    "(%(n)s).") % {"n": len(ids)})
+    if pi_min is not None and not 0 < float(pi_min) <= float(budget) / len(ids):
+        raise CampaignError(gettext("The minimum probability must be above 0 and at most the budget divided by the "
+                                    "dialogues in scope (%(rate)s); else the budget cannot be met.")
+                            % {"rate": formatting.short(float(budget) / len(ids))})
     values, missing = dialogue_uncertainty(run, ids)
     try:
         pi = active.sampling_probabilities(values, float(budget), uniform_share=float(uniform_share),
@@ -76,13 +91,14 @@ def plan(run, pilot: Campaign, scores, scope_key: str, half_width: float) -> dic
     the run's uncertainty), and the physician hours the active rule saves at the pilot's minutes per dialogue."""
     out: dict[str, Any] = {"models": [], "minutes": None, "reason": None}
     if sources.is_jury(run):
-        out["reason"] = "Active plans follow one judge run's uncertainty; choose a run, not a jury."
+        put(out, "reason", said(gettext_noop("Active plans follow one judge run's uncertainty; choose a run, not a "
+                                             "jury.")))
         return out
     ids = [int(pk) for pk in scores.dialogue_ids]
     try:
         values, _ = dialogue_uncertainty(run, ids)
-    except CampaignError as exc:
-        out["reason"] = str(exc)
+    except NoUncertainty:
+        put(out, "reason", said(NO_UNCERTAINTY))
         return out
     out["minutes"] = minutes_per_dialogue(pilot)
     W = scores.W
@@ -94,14 +110,31 @@ def plan(run, pilot: Campaign, scores, scope_key: str, half_width: float) -> dic
         saved = (figures["uniform"] - figures["active"]
                  if figures["uniform"] is not None and figures["active"] is not None else None)
         hours = saved * out["minutes"] / 60 if saved is not None and out["minutes"] is not None else None
+        h = f"+/-{half_width:g}"
         if figures["uniform"] is None or figures["active"] is None:
-            text = (f"{model}: +/-{half_width:g} is not reachable with the {int(in_model.sum())} {W.units} in scope "
-                    f"({'uniform' if figures['uniform'] is None else 'active'} sample)." if figures["n_pilot"] >= 3
-                    else f"{model}: {figures['warnings'][0]}")
+            text = (said(UNREACHABLE_UNIFORM if figures["uniform"] is None else UNREACHABLE_ACTIVE, model=model, h=h,
+                         n=int(in_model.sum()), units=word(W.units)) if figures["n_pilot"] >= 3
+                    else said(gettext_noop("%(model)s: %(warning)s"), model=model,
+                              warning=warning(figures["warnings"][0])))
+        elif hours is not None:
+            text = said(gettext_noop("%(model)s: %(h)s needs %(uniform)s %(rater)s-labelled %(unit)s(s) drawn "
+                                     "uniformly, or %(active)s drawn by the active rule (%(saved)s fewer: %(hours)s "
+                                     "%(rater)s hours at %(minutes)s minutes per %(unit)s)."),
+                        model=model, h=h, uniform=figures["uniform"], active=figures["active"], saved=saved,
+                        hours=f"{hours:.1f}", minutes=f"{out['minutes']:.1f}", rater=word(W.rater), unit=word(W.unit))
         else:
-            text = (f"{model}: +/-{half_width:g} needs {figures['uniform']} {W.rater}-labelled {W.unit}(s) drawn "
-                    f"uniformly, or {figures['active']} drawn by the active rule")
-            text += (f" ({saved} fewer: {hours:.1f} {W.rater} hours at {out['minutes']:.1f} minutes per {W.unit})."
-                     if hours is not None else f" ({saved} fewer; no time per {W.unit} recorded yet).")
-        out["models"].append({"model": model, **figures, "saved": saved, "hours_saved": hours, "text": text})
+            text = said(gettext_noop("%(model)s: %(h)s needs %(uniform)s %(rater)s-labelled %(unit)s(s) drawn "
+                                     "uniformly, or %(active)s drawn by the active rule (%(saved)s fewer; no time per "
+                                     "%(unit)s recorded yet)."),
+                        model=model, h=h, uniform=figures["uniform"], active=figures["active"], saved=saved,
+                        rater=word(W.rater), unit=word(W.unit))
+        row = {"model": model, **figures, "saved": saved, "hours_saved": hours}
+        put(row, "text", text)
+        out["models"].append(row)
     return out
+
+
+UNREACHABLE_UNIFORM = gettext_noop("%(model)s: %(h)s is not reachable with the %(n)s %(units)s in scope (uniform "
+                                   "sample).")
+UNREACHABLE_ACTIVE = gettext_noop("%(model)s: %(h)s is not reachable with the %(n)s %(units)s in scope (active "
+                                  "sample).")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from core.stats import juries as jury_stats
 from projects.models import AuditEvent
@@ -23,6 +23,7 @@ from scoring.judges.names import jury_rater_name
 from scoring.reports.exports import JUDGE, iso_utc
 
 MIN_MEMBERS = 2
+EXISTS = gettext_lazy("A jury named %(name)s exists already in this project.")
 
 
 class JuryError(ValueError):
@@ -34,24 +35,27 @@ def check_members(runs: Sequence[JudgeRun], corpus=None) -> int:
     runs = list(runs)
     ids = [run.pk for run in runs]
     if len(set(ids)) != len(ids):
-        raise JuryError("A run appears twice: give each run once.")
+        raise JuryError(gettext("A run appears twice: give each run once."))
     if len(runs) < MIN_MEMBERS:
-        raise JuryError(f"A jury needs at least {MIN_MEMBERS} runs; got {len(runs)}.")
+        raise JuryError(gettext("A jury needs at least %(min)s runs; got %(n)s.") % {"min": MIN_MEMBERS,
+                                                                                     "n": len(runs)})
     unfinished = [run for run in runs if not run.is_finished]
     if unfinished:
-        raise JuryError("Only finished runs can sit on a jury: " + ", ".join(
-            f"run #{run.pk} is {run.get_status_display().lower()}" for run in unfinished) + ".")
+        raise JuryError(gettext("Only finished runs can sit on a jury: %(runs)s.") % {"runs": ", ".join(
+            gettext("run #%(pk)s is %(status)s") % {"pk": run.pk, "status": run.get_status_display().lower()}
+            for run in unfinished)})
     corpora = {run.corpus_id for run in runs}
     if corpus is not None and corpora != {corpus.pk}:
         others = ", ".join(f"#{run.pk} ({run.corpus})" for run in runs if run.corpus_id != corpus.pk)
-        raise JuryError(f"Every run must have judged corpus {corpus.name!r}; these did not: {others}.")
+        raise JuryError(gettext("Every run must have judged corpus %(corpus)s; these did not: %(others)s.")
+                        % {"corpus": repr(corpus.name), "others": others})
     if len(corpora) > 1:
-        raise JuryError("The runs judged different corpora: " + ", ".join(
-            f"#{run.pk} {run.corpus}" for run in runs) + ".")
+        raise JuryError(gettext("The runs judged different corpora: %(runs)s.") % {"runs": ", ".join(
+            f"#{run.pk} {run.corpus}" for run in runs)})
     versions = {run.pk: sources.scale_version_id(run) for run in runs}
     if len(set(versions.values())) > 1:
-        raise JuryError("The runs rate on different instruments (scale versions): a jury combines answers to the "
-                        "same items.")
+        raise JuryError(gettext("The runs rate on different instruments (scale versions): a jury combines answers "
+                                "to the same items."))
     return next(iter(versions.values()))
 
 
@@ -61,14 +65,16 @@ def create_jury(name: str, corpus, runs: Sequence[JudgeRun], *, rule: str = Jury
     """Make a jury of ``runs`` on ``corpus`` (all in the active project), recorded in the audit trail."""
     name = (name or "").strip()
     if not name:
-        raise JuryError("Give the jury a name.")
+        raise JuryError(gettext("Give the jury a name."))
     if rule not in Jury.Rule.values:
-        raise JuryError(f"The rule must be one of {', '.join(Jury.Rule.values)}; got {rule!r}.")
+        raise JuryError(gettext("The rule must be one of %(values)s; got %(got)s.")
+                        % {"values": ", ".join(Jury.Rule.values), "got": repr(rule)})
     if tie_rule not in Jury.TieRule.values:
-        raise JuryError(f"The tie rule must be one of {', '.join(Jury.TieRule.values)}; got {tie_rule!r}.")
+        raise JuryError(gettext("The tie rule must be one of %(values)s; got %(got)s.")
+                        % {"values": ", ".join(Jury.TieRule.values), "got": repr(tie_rule)})
     version_id = check_members(runs, corpus)
     if Jury.objects.alive().filter(name=name).exists():
-        raise JuryError(f"A jury named {name!r} exists already in this project.")
+        raise JuryError(EXISTS % {"name": repr(name)})
     try:
         with transaction.atomic():
             jury = Jury.objects.create(name=name, corpus=corpus, scale_version_id=version_id, rule=rule,
@@ -76,7 +82,7 @@ def create_jury(name: str, corpus, runs: Sequence[JudgeRun], *, rule: str = Jury
                                        project_id=corpus.project_id)
             JuryMember.objects.bulk_create([JuryMember(jury=jury, run=run, position=k) for k, run in enumerate(runs)])
     except IntegrityError as exc:
-        raise JuryError(f"A jury named {name!r} exists already in this project.") from exc
+        raise JuryError(EXISTS % {"name": repr(name)}) from exc
     AuditEvent.record(user, "jury_create", jury, members=[run.pk for run in runs], rule=rule, tie_rule=tie_rule,
                       round_to_grid=round_to_grid)
     from scoring.judges import comparison_figures as comparison

@@ -12,11 +12,14 @@ import math
 from collections import Counter
 from typing import Any
 
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
+
 from annotation import sampling
 from annotation.models import Assignment, Campaign, Corpus, ScaleVersion
 from scoring.judges import active_samples, estimates
 from scoring.judges.models import JudgeRun
 from scoring.judges.report import run_scale_version_id
+from scoring.reports.sentences import put, said
 
 
 class PlannerError(ValueError):
@@ -67,16 +70,26 @@ def choices(*, corpus: Corpus, version: ScaleVersion, target: Campaign | None = 
                            "ready": False, "reason": None, "scopes": [], "scope": None, "half_width": None,
                            "plan": None}
     if run is None or pilot is None:
-        missing = [what for what, found in (("a finished judge run on this corpus and scale version", run),
-                                            ("physician labels on it (a pilot campaign)", pilot)) if found is None]
-        out["reason"] = ("The planner needs a pilot: " + " and ".join(missing) + ". Run the judge on the corpus and "
-                         "let physicians label a few dozen dialogues first; then plan the full sample here.")
+        out["reason"] = str(NEEDS_RUN_AND_LABELS if run is None and pilot is None else
+                            NEEDS_RUN if run is None else NEEDS_LABELS)
     return out
+
+
+NEEDS_RUN_AND_LABELS = gettext_lazy("The planner needs a pilot: a finished judge run on this corpus and scale version "
+                                    "and physician labels on it (a pilot campaign). Run the judge on the corpus and "
+                                    "let physicians label a few dozen dialogues first; then plan the full sample "
+                                    "here.")
+NEEDS_RUN = gettext_lazy("The planner needs a pilot: a finished judge run on this corpus and scale version. Run the "
+                         "judge on the corpus and let physicians label a few dozen dialogues first; then plan the "
+                         "full sample here.")
+NEEDS_LABELS = gettext_lazy("The planner needs a pilot: physician labels on it (a pilot campaign). Run the judge on "
+                            "the corpus and let physicians label a few dozen dialogues first; then plan the full "
+                            "sample here.")
 
 
 def check_half_width(half_width: float | None) -> None:
     if half_width is not None and not (half_width > 0 and math.isfinite(half_width)):
-        raise PlannerError("The half-width must be a positive number.")
+        raise PlannerError(gettext("The half-width must be a positive number."))
 
 
 def plan_figures(run: JudgeRun, pilot: Campaign, totals: dict[str, int], *, scope: str | None = None,
@@ -88,10 +101,14 @@ def plan_figures(run: JudgeRun, pilot: Campaign, totals: dict[str, int], *, scop
     check_half_width(half_width)
     scores = estimates.load_scores(run, pilot)
     if not scores.scopes:
-        return {"ready": False, "reason": "The judge run scored none of the scale's rated items: nothing to plan."}
+        out: dict[str, Any] = {"ready": False}
+        put(out, "reason", said(gettext_noop("The judge run scored none of the scale's rated items: nothing to "
+                                             "plan.")))
+        return out
     keys = [s.key for s in scores.scopes]
     if scope is not None and scope not in keys:
-        raise PlannerError(f"Unknown score {scope!r}; choose one of {', '.join(keys)}.")
+        raise PlannerError(gettext("Unknown score %(scope)s; choose one of %(keys)s.")
+                           % {"scope": repr(scope), "keys": ", ".join(keys)})
     chosen = scope or ("all" if "all" in keys else keys[0])
     result = estimates.plan(scores, scope=chosen, half_width=half_width, totals=totals)["scopes"][0]
     return {"ready": True, "reason": None, "scopes": [s.as_dict() for s in scores.scopes], "scope": chosen,

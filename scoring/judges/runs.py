@@ -21,6 +21,7 @@ from django.db.models import Avg, Count, F, Sum
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation.campaigns import check_target
 from annotation.models import Corpus, Dialogue, Item, Redaction
@@ -85,7 +86,8 @@ def _check_items(config: JudgeConfig, item_codes: list[str] | None) -> None:
     codes = set(config.prompt_set.scale_version.rating_items().values_list("code", flat=True))
     unknown = sorted(set(item_codes or []) - codes)
     if unknown:
-        raise RunError(f"Unknown item code(s) {', '.join(unknown)}; the scale has {', '.join(sorted(codes))}.")
+        raise RunError(gettext("Unknown item code(s) %(unknown)s; the scale has %(codes)s.")
+                       % {"unknown": ", ".join(unknown), "codes": ", ".join(sorted(codes))})
 
 
 @transaction.atomic
@@ -95,8 +97,8 @@ def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: li
     """Create a run with one pending result per (dialogue, item), written by the database in one statement (a
     run of 250,000 units is created in seconds); ``start`` wakes the workers."""
     if config.project_id != corpus.project_id:
-        raise RunError("The judge and the corpus belong to different projects: a run uses a judge and a corpus of "
-                       "one project.")
+        raise RunError(gettext("The judge and the corpus belong to different projects: a run uses a judge and a "
+                               "corpus of one project."))
     gateway.usable_endpoint(config.base_url, config.api_key_env)  # NotConfigured says why nothing can be sent
     _check_items(config, item_codes)
     check_target(config.prompt_set.scale_version, corpus, RunError)
@@ -110,7 +112,7 @@ def create_run(config: JudgeConfig, corpus: Corpus, *, user=None, item_codes: li
     item_ids = [item.pk for item in run_items(run)]
     dialogues = run_dialogues(run).order_by("pk")
     if not item_ids or not dialogues.exists():
-        raise RunError("No dialogues (or no items) in scope for this run.")
+        raise RunError(gettext("No dialogues (or no items) in scope for this run."))
     units = _insert_units(run, dialogues, item_ids)
     PromptSet.objects.filter(pk=config.prompt_set_id, locked_at__isnull=True).update(locked_at=timezone.now())
     AuditEvent.record(user, "judge_run.create", run, units=units)
@@ -139,7 +141,8 @@ def _insert_units(run: JudgeRun, dialogues, item_ids: list[int]) -> int:
 def _not_imported(run: JudgeRun) -> None:
     """Imported scores are never sent to an endpoint: nothing to start, pause, resume or retry."""
     if run.is_imported:
-        raise RunError(f"Run #{run.pk} holds imported scores ({run.source_file}); it is never sent to an endpoint.")
+        raise RunError(gettext("Run #%(pk)s holds imported scores (%(file)s); it is never sent to an endpoint.")
+                       % {"pk": run.pk, "file": run.source_file})
 
 
 def start(run: JudgeRun, user=None) -> int:
@@ -163,7 +166,7 @@ def retry_failed(run: JudgeRun, user=None) -> int:
     may send their requests again (its request limit grows by them)."""
     _not_imported(run)
     if run.status == JudgeRun.Status.CANCELLED:
-        raise RunError("A cancelled run cannot be retried.")
+        raise RunError(gettext("A cancelled run cannot be retried."))
     problems = JudgeResult.objects.filter(run=run, status__in=[JudgeResult.Status.FAILED,
                                                                 JudgeResult.Status.UNSCORED])
     requests = HANDLER.requests_of(run, problems)

@@ -6,8 +6,8 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Campaign, ScaleVersion
@@ -390,9 +390,9 @@ def judge_planner(request):
         except PlannerError as exc:
             context["error"] = str(exc)
         except ValueError:
-            context["error"] = f"The half-width must be a number; got {raw_half!r}."
+            context["error"] = gettext("The half-width must be a number; got %(value)s.") % {"value": repr(raw_half)}
     if corpus is None or version is None:
-        context["reason"] = "Choose a corpus and a published scale version to plan a random sample."
+        context["reason"] = gettext("Choose a corpus and a published scale version to plan a random sample.")
     elif context["error"] is None:
         chosen = choices(corpus=corpus, version=version, target=target, run_id=param_int("run"),
                          pilot_id=param_int("pilot"))
@@ -401,5 +401,5 @@ def judge_planner(request):
             found = planner_figures.plan_figures(chosen, request.user, scope=request.GET.get("scope") or None,
                                               half_width=half_width)
             context.update(found.report or {}, figures=found, half_width=(found.report or {}).get("half_width"),
-                           poll_url=request.get_full_path() if found.pending else "")
+                           poll_url=request.get_full_path() if found.pending else "", stored=found.report or {})
     return render(request, "scoring/partials/judge_planner.html", context)

@@ -202,12 +202,14 @@ def create_study(*, name: str, kind: str, criteria: str | list[tuple[str, str, s
     if PreferenceStudy.objects.filter(name=name).exists():
         raise PreferenceError(_('A study called "%(name)s" already exists.') % {"name": name})
     if kind not in PreferenceStudy.Kind.values:
-        raise PreferenceError(f"Unknown study kind {kind!r}; use {', '.join(PreferenceStudy.Kind.values)}.")
+        raise PreferenceError(_("Unknown study kind %(kind)s; use %(kinds)s.")
+                              % {"kind": repr(kind), "kinds": ", ".join(PreferenceStudy.Kind.values)})
     if overlap < 1:
         raise PreferenceError(_("Overlap must be at least 1 rater per comparison."))
     if isinstance(criteria, str):
         if criteria not in CRITERIA_PRESETS:
-            raise PreferenceError(f"Unknown criteria preset {criteria!r}; use {', '.join(CRITERIA_PRESETS)}.")
+            raise PreferenceError(_("Unknown criteria preset %(preset)s; use %(presets)s.")
+                                  % {"preset": repr(criteria), "presets": ", ".join(CRITERIA_PRESETS)})
         criteria = CRITERIA_PRESETS[criteria]
     if not criteria:
         raise PreferenceError(_("A study needs at least one criterion."))

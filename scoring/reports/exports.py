@@ -51,6 +51,8 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import IO, Any
 
+from django.utils.translation import gettext
+
 from core.site.spreadsheet import XLSX_MAX_ROWS as SHEET_ROWS
 from core.site.spreadsheet import TooManyRows, safe_row, write_xlsx_file
 from core.site.spreadsheet import xlsx_stream as _xlsx_stream
@@ -194,7 +196,8 @@ def human_label_rows(corpus, campaign=None, *, names: bool = False, submitted_on
                      ) -> Iterator[dict[str, Any]]:
     """The physicians' labels, ordered by dialogue external id, rater and item order."""
     if campaign is not None and campaign.corpus_id != corpus.pk:
-        raise ExportError(f'Campaign "{campaign}" rates corpus "{campaign.corpus}", not "{corpus}".')
+        raise ExportError(gettext('Campaign "%(campaign)s" rates corpus "%(campaign_corpus)s", not "%(corpus)s".')
+                          % {"campaign": campaign, "campaign_corpus": campaign.corpus, "corpus": corpus})
     rater_column = "rater__username"
     qs = _human_labels(corpus, campaign, submitted_only)
     if not names:
@@ -333,8 +336,9 @@ def write_json(rows: Iterable[dict[str, Any]], fileobj: IO[str]) -> int:
 
 def too_many_for_xlsx() -> ExportError:
     """The error (and its message for the CLI and the web) for labels that do not fit in one Excel sheet."""
-    return ExportError(f"Too many labels for one Excel sheet (more than {XLSX_MAX_ROWS - 1:,} rows plus the "
-                       "header): export CSV, JSON or SPSS .sav instead, or one campaign at a time.")
+    return ExportError(gettext("Too many labels for one Excel sheet (more than %(rows)s rows plus the header): "
+                               "export CSV, JSON or SPSS .sav instead, or one campaign at a time.")
+                       % {"rows": f"{XLSX_MAX_ROWS - 1:,}"})
 
 
 def write_xlsx(rows: Iterable[dict[str, Any]], path_or_fileobj) -> int:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext
 
 from core import stats
 from core.stats import formatting
@@ -76,8 +77,10 @@ def item_report(item: ItemData, settings: ReportContext) -> dict:
 
 
 def source_label(source) -> str:
-    """"Run #12" or "Jury #3 (name)": how messages name a scores source."""
-    return f"Jury #{source.pk} ({source.name})" if sources.is_jury(source) else f"Run #{source.pk}"
+    """"Run #12" or "Jury #3 (name)": how messages name a scores source (in the active language)."""
+    if sources.is_jury(source):
+        return gettext("Jury #%(pk)s (%(name)s)") % {"pk": source.pk, "name": source.name}
+    return gettext("Run #%(pk)s") % {"pk": source.pk}
 
 
 def check_comparable(run, campaign) -> None:
@@ -85,15 +88,20 @@ def check_comparable(run, campaign) -> None:
     version."""
     label = source_label(run)
     if campaign.corpus_id != run.corpus_id:
-        raise JudgeReportError(f'{label} judged corpus "{run.corpus}" but campaign "{campaign}" rates corpus '
-                               f'"{campaign.corpus}": compare a run with a campaign on the same corpus.')
+        raise JudgeReportError(gettext('%(source)s judged corpus "%(corpus)s" but campaign "%(campaign)s" rates '
+                                       'corpus "%(campaign_corpus)s": compare a run with a campaign on the same '
+                                       'corpus.') % {"source": label, "corpus": run.corpus, "campaign": campaign,
+                                                     "campaign_corpus": campaign.corpus})
     version_id = run_scale_version_id(run)
     if campaign.scale_version_id != version_id:
         from annotation.models import ScaleVersion
 
-        raise JudgeReportError(
-            f'{label} uses prompts for {ScaleVersion.objects.get(pk=version_id)} but campaign "{campaign}" rates '
-            f"on {campaign.scale_version}: compare a run with a campaign on the same scale version.")
+        raise JudgeReportError(gettext('%(source)s uses prompts for %(version)s but campaign "%(campaign)s" rates on '
+                                       '%(campaign_version)s: compare a run with a campaign on the same scale '
+                                       'version.') % {"source": label,
+                                                      "version": ScaleVersion.objects.get(pk=version_id),
+                                                      "campaign": campaign,
+                                                      "campaign_version": campaign.scale_version})
 
 
 def _item_arrays(study, judge: pd.DataFrame, codes: set[str], dialogues: pd.Index, raters: pd.Index

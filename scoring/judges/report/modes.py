@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext
 
 from core import stats
 from scoring.judges import sources
@@ -20,26 +21,30 @@ def check_modes(run_a, run_b) -> list[str]:
     change an answer (:data:`MODE_COMPARISON_IGNORED`); returns the keys that were compared. An imported run is
     compared with any other run of its scale version (nothing else is known to compare)."""
     if sources.key(run_a) == sources.key(run_b):
-        raise JudgeReportError("Compare two different runs.")
+        raise JudgeReportError(gettext("Compare two different runs."))
     if run_a.corpus_id != run_b.corpus_id:
-        raise JudgeReportError(f"{source_label(run_a)} and {source_label(run_b).lower()} judged different corpora.")
+        raise JudgeReportError(gettext("%(a)s and %(b)s judged different corpora.")
+                               % {"a": source_label(run_a), "b": source_label(run_b).lower()})
     if run_a.is_imported or run_b.is_imported or sources.is_jury(run_a) or sources.is_jury(run_b):
         # A jury, like an imported judge, goes beside any run or jury of its scale version.
         # An imported judge's scores against another run (the app's own, or another imported judge): nothing in
         # their settings is comparable, so any two runs of one scale version go side by side.
         if run_scale_version_id(run_a) != run_scale_version_id(run_b):
-            raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} rate on different scale versions.")
+            raise JudgeReportError(gettext("Run #%(a)s and run #%(b)s rate on different scale versions.")
+                                   % {"a": run_a.pk, "b": run_b.pk})
         return []
     a, b = run_a.snapshot or {}, run_b.snapshot or {}
     if a.get("mode") == b.get("mode"):
-        raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} both use mode {a.get('mode')!r}: a mode "
-                               "comparison needs one per-item and one per-dialogue run.")
+        raise JudgeReportError(gettext("Run #%(a)s and run #%(b)s both use mode %(mode)s: a mode comparison needs "
+                                       "one per-item and one per-dialogue run.")
+                               % {"a": run_a.pk, "b": run_b.pk, "mode": repr(a.get("mode"))})
     keys = sorted((set(a) | set(b)) - set(MODE_COMPARISON_IGNORED) - {"mode"})
     differing = [k for k in keys if a.get(k) != b.get(k)]
     if differing:
         detail = "; ".join(f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in differing)
-        raise JudgeReportError(f"Run #{run_a.pk} and run #{run_b.pk} differ in more than the mode ({detail}); a mode "
-                               "comparison needs configurations that are the same apart from mode and name.")
+        raise JudgeReportError(gettext("Run #%(a)s and run #%(b)s differ in more than the mode (%(detail)s); a mode "
+                                       "comparison needs configurations that are the same apart from mode and name.")
+                               % {"a": run_a.pk, "b": run_b.pk, "detail": detail})
     return keys
 
 

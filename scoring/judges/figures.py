@@ -36,7 +36,9 @@ from scoring.judges.models import JudgeResult, JudgeRun, Jury
 from scoring.reports.exports import may_see_names
 
 #: Raise when the report's computation or layout changes: cached reports of older code are then not served.
-REPORT_VERSION = 4  # 4: juries (run.is_jury, a jury's provenance); 3: the instrument's words, decimals, null limits
+# 5: sentences stored with their message ids (said in the page's language); 4: juries (run.is_jury, a jury's
+# provenance); 3: the instrument's words, decimals, null limits
+REPORT_VERSION = 5
 
 
 def is_jury(source) -> bool:

@@ -23,7 +23,7 @@ from scoring.judges.figures import answers_fingerprint
 from scoring.judges.models import JudgeRun
 
 #: Raise when the plan's computation or layout changes: stored plans of older code are then not served.
-PLANNER_VERSION = 1
+PLANNER_VERSION = 2
 
 #: What names one plan (the params every version of it shares).
 SUBJECT = ("run", "pilot", "target", "corpus", "scope", "half_width", "version")

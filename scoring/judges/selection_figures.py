@@ -32,7 +32,7 @@ from scoring.judges.verdicts import VerdictSettings
 from scoring.reports.exports import may_see_names
 
 #: Raise when the selection's computation or layout changes: stored tables of older code are then not served.
-SELECTION_VERSION = 1
+SELECTION_VERSION = 2
 
 #: What names one selection (the params every version of it shares).
 SUBJECT = ("campaign", "names", "version")

@@ -145,6 +145,27 @@ def test_plots_render_as_svg_in_each_language(rated):
         assert not any(english_word in chinese[name] for english_word in ("Agreement", "per item", "Mean score"))
 
 
+def test_a_plot_drawn_once_is_not_drawn_again_for_the_reports_other_variant(rated, monkeypatch):
+    """A report's variants with and without the raters' names share every plot but the rater matrix: a worker
+    computing one after the other draws those once per language."""
+    from scoring.reports import plots
+
+    report = reports.compute(reports.load_study([rated]), n_resamples=50, plots=False)
+    drawn = []
+    svg = plots._svg
+    monkeypatch.setattr(plots, "_svg", lambda fig: drawn.append(fig) or svg(fig))
+    monkeypatch.setattr(plots, "_DRAWN", plots.OrderedDict())
+    first = plots.plots_by_language(report)
+    assert len(drawn) == 8  # four plots, two languages
+    renamed = json.loads(json.dumps(report))
+    renamed["rater_matrix"]["raters"] = [f"R{n}" for n, _ in enumerate(renamed["rater_matrix"]["raters"])]
+    second = plots.plots_by_language(renamed)
+    assert len(drawn) == 10  # only the rater matrix again, in each language
+    assert all(second[code][name] == first[code][name] for code in first for name in first[code]
+               if name != "rater_heatmap")
+    assert plots.plots_by_language(report) == first and len(drawn) == 10
+
+
 def test_plots_without_the_chinese_font_stay_english(rated, monkeypatch):
     """A machine without the CJK font draws no Chinese plots (their glyphs would be boxes): the Chinese page shows
     the English ones."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 import html
 import io
+import json
 import logging
 import re
+from collections import OrderedDict
 
 import matplotlib
 from django.conf import settings
@@ -51,6 +53,30 @@ def csp_safe(svg: str) -> str:
     return svg
 
 
+#: The SVGs this process drew last, by plot, language, fonts and inputs: a report's two variants (with the raters'
+#: names and without) share every plot but the rater matrix, and a worker computes them one after the other.
+_DRAWN: OrderedDict[str, str] = OrderedDict()
+_DRAWN_MAX = 32
+
+
+def _remembered(draw):
+    """``draw`` (a plot of JSON-able inputs) drawn once per language, fonts and inputs in this process."""
+
+    @functools.wraps(draw)
+    def drawn(*args):
+        key = json.dumps([draw.__name__, translation.get_language(), plt.rcParams["font.sans-serif"], args],
+                         sort_keys=True, default=str)
+        if key in _DRAWN:
+            _DRAWN.move_to_end(key)
+            return _DRAWN[key]
+        svg = _DRAWN[key] = draw(*args)
+        while len(_DRAWN) > _DRAWN_MAX:
+            _DRAWN.popitem(last=False)
+        return svg
+
+    return drawn
+
+
 def _svg(fig) -> str:
     buffer = io.StringIO()
     # no metadata (creator, date, format): nothing on the page to read, and the same report draws the same bytes
@@ -61,6 +87,7 @@ def _svg(fig) -> str:
     return csp_safe(text[text.index("<svg"):])
 
 
+@_remembered
 def item_agreement(items: list[dict], words: dict | None = None) -> str:
     """Gwet's AC1 and Fleiss' kappa per item with their 95% bootstrap CIs."""
     codes = [i["code"] for i in items]
@@ -87,6 +114,7 @@ def item_agreement(items: list[dict], words: dict | None = None) -> str:
     return _svg(fig)
 
 
+@_remembered
 def rater_heatmap(matrix: dict) -> str:
     """Between pairs of raters: the mean over binary items of the per-item Cohen's kappa and Gwet's AC1."""
     return _svg(rater_heatmap_figure(matrix))
@@ -122,6 +150,7 @@ def rater_heatmap_figure(matrix: dict):
     return fig
 
 
+@_remembered
 def model_scores(models: list[dict], n_binary: int = 23, words: dict | None = None) -> str:
     """Distribution of per-dialogue total scores (sum of the binary items, mean over raters) per doctor model."""
     return _svg(model_scores_figure(models, n_binary, words))
@@ -162,6 +191,7 @@ def model_scores_figure(models: list[dict], n_binary: int = 23, words: dict | No
     return fig
 
 
+@_remembered
 def criterion_means(models: list[dict], words: dict | None = None) -> str:
     """Per model, the mean score of every criterion (levels and scale items) with its 95% bootstrap CI: one panel
     per criterion, on the criterion's own range."""

@@ -33,6 +33,30 @@ class ReusingWSGIServer(ThreadedWSGIServer):
         # outlived its test) closes its connections instead of handing them on
         self._generation = 0
         self._thread = threading.local()
+        self._requests_running = 0
+        self._requests_done = threading.Condition(self._lock)
+
+    def set_app(self, application):
+        """Count the requests being handled, so that a test's end can wait for them (``wait_for_requests``)."""
+
+        def counted(environ, start_response):
+            with self._lock:
+                self._requests_running += 1
+            try:
+                return application(environ, start_response)
+            finally:
+                with self._lock:
+                    self._requests_running -= 1
+                    self._requests_done.notify_all()
+
+        super().set_app(counted)
+
+    def wait_for_requests(self, timeout: float) -> bool:
+        """Wait until no request is being handled (at most ``timeout`` seconds): a request a closed page sent just
+        before (an htmx poll) still writes to the database, and a flush that ran meanwhile would miss its rows.
+        Returns whether none is running."""
+        with self._lock:
+            return self._requests_done.wait_for(lambda: self._requests_running == 0, timeout)
 
     def get_request(self):
         """Accept a connection with Nagle's algorithm off: the WSGI handler writes the headers and the body apart,
@@ -117,7 +141,9 @@ def start_live_server(addr: str) -> LiveServer:
 
 
 def close_idle_connections(server: LiveServer) -> None:
-    """At the end of a test: no connection of the server outlives it (a test may restart or drop the database)."""
+    """At the end of a test: no request of the server is still being handled, and no connection of the server
+    outlives it (a test may restart or drop the database)."""
     httpd = getattr(server.thread, "httpd", None)
     if isinstance(httpd, ReusingWSGIServer):
+        httpd.wait_for_requests(timeout=30)
         httpd.close_idle_connections()

@@ -64,3 +64,36 @@ def test_no_connection_of_the_server_is_left_when_the_test_ends(live_server, mak
     assert server_connected()
     httpd.close_idle_connections()
     wait_until(lambda: not server_connected(), 10, "the server's connection outlived the test")
+
+
+def test_the_end_of_a_test_waits_for_the_request_being_handled(live_server):
+    """A page closed at a test's end may have sent a request (an htmx poll) that still writes to the database; the
+    flush after the test waits for it, or it would miss that request's rows."""
+    import threading
+    import time
+
+    httpd = live_server.thread.httpd
+    release = threading.Event()
+    counted_application = httpd.get_app()
+    started = threading.Event()
+
+    def slow(environ, start_response):
+        started.set()
+        release.wait(10)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"done"]
+
+    httpd.set_app(slow)  # counted as the application is
+    try:
+        client = threading.Thread(target=lambda: urllib.request.urlopen(live_server.url + "/", timeout=30).read())
+        client.start()
+        assert started.wait(10)
+        assert not httpd.wait_for_requests(timeout=0.3)
+        threading.Timer(0.3, release.set).start()
+        began = time.monotonic()
+        assert httpd.wait_for_requests(timeout=10)
+        assert time.monotonic() - began >= 0.2
+        client.join(10)
+    finally:
+        release.set()
+        httpd.application = counted_application

@@ -38,6 +38,22 @@ def pytest_configure(config):
                                  *[h for h in settings.PASSWORD_HASHERS if "MD5" not in h]]
     if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         _flush_postgresql_by_delete()
+    _share_demo_copies(config)
+
+
+def _share_demo_copies(config) -> None:
+    """In the process that starts the run's test processes: a folder where they share their copies of the demo
+    (tests/demo_world.py), removed when the run ends."""
+    import shutil
+    import tempfile
+
+    from tests.demo_world import SHARED
+
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) or os.environ.get(SHARED):
+        return
+    folder = tempfile.mkdtemp(prefix="minicex-demo-copies-")
+    os.environ[SHARED] = folder
+    config.add_cleanup(lambda: (os.environ.pop(SHARED, None), shutil.rmtree(folder, ignore_errors=True)))
 
 
 def _flush_postgresql_by_delete() -> None:

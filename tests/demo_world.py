@@ -3,8 +3,11 @@
 Loading it for real takes half a minute (it computes every demo report), and a dozen test modules need it. The first
 call in a test process on a given database state loads it for real and keeps a copy of every table afterwards; a
 later call on an equal state (the same rows, ids and dates aside) empties the tables and copies them back, which
-gives what a load gives, with the copy's ids, in a fraction of a second. ``tests/test_demo.py`` tests the loader
-itself and keeps loading it for real; ``tests/test_demo_world.py`` checks that a copy equals a load.
+gives what a load gives, with the copy's ids, in a fraction of a second. The test processes of one run share their
+copies through files (a folder conftest makes for the run, :data:`SHARED`): a process whose state another has
+loaded copies it instead of loading it again, and one that asks while another is loading waits for that load.
+``tests/test_demo.py`` tests the loader itself and keeps loading it for real; ``tests/test_demo_world.py`` checks that
+a copy equals a load.
 
 Call it before the test changes anything else: what the copy brings replaces every row (rows the test made are
 part of the state compared, so a test with rows of its own gets a real load). The ids of rows that were there before
@@ -14,15 +17,23 @@ on a committed database (``transactional_db``, ``live_server``, a module's share
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
+import hashlib
 import io
+import os
+import pickle
+from pathlib import Path
 
 from django.core.management import call_command
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
 # per test process, database and state before the load: every table's rows after a real load
-_COPIES: dict[tuple[str, str], dict] = {}
+_COPIES: dict[tuple[str, str, str], dict] = {}
+#: The environment variable naming the folder where the run's test processes share their copies.
+SHARED = "MINICEX_TEST_DEMO_COPIES"
 
 
 def load_full_demo() -> None:
@@ -41,8 +52,7 @@ def load_full_demo() -> None:
             key = (connection.vendor, str(connection.settings_dict["NAME"]), _fingerprint(tables))
             rows = _COPIES.get(key)
             if rows is None:
-                call_command("load_demo", no_logins=True, stdout=io.StringIO())
-                _COPIES[key] = _read(tables)
+                rows = _COPIES[key] = _load_or_share(key, tables)
             else:
                 _reset(tables)
                 _write(rows)
@@ -52,7 +62,40 @@ def load_full_demo() -> None:
         scoping.activate(projects)
 
 
-def _fingerprint(tables: list[str]) -> int:
+def _load_or_share(key: tuple[str, str, str], tables: list[str]) -> dict:
+    """Load the demo for real and share the rows with the run's other test processes, or copy the rows one of them
+    shared for the same state (the database's name aside: each process has its own)."""
+    folder = os.environ.get(SHARED)
+    if not folder:
+        call_command("load_demo", no_logins=True, stdout=io.StringIO())
+        return _read(tables)
+    path = Path(folder) / f"{hashlib.sha256(repr((key[0], key[2])).encode()).hexdigest()[:32]}.pickle"
+    with _locked(path.with_suffix(".lock")):
+        if path.exists():
+            rows = pickle.loads(path.read_bytes())
+            _reset(tables)
+            _write(rows)
+            return rows
+        call_command("load_demo", no_logins=True, stdout=io.StringIO())
+        rows = _read(tables)
+        written = path.with_suffix(f".{os.getpid()}")
+        written.write_bytes(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
+        written.rename(path)
+        return rows
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` among the run's processes (released when the process dies)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _fingerprint(tables: list[str]) -> str:
     """The database's rows as a load would see them: every table's rows, without their ids, the ids they point to
     and their dates (which differ between two databases migrated alike)."""
     summary = []
@@ -63,8 +106,8 @@ def _fingerprint(tables: list[str]) -> int:
             keep = [n for n, name in enumerate(columns) if name != "id" and not name.endswith("_id")]
             rows = sorted(repr(tuple(value for n, value in enumerate(row) if n in keep
                                      and not isinstance(value, datetime.date))) for row in cursor.fetchall())
-            summary.append((table, len(rows), hash(tuple(rows))))
-    return hash(tuple(summary))
+            summary.append((table, len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest()))
+    return hashlib.sha256(repr(summary).encode()).hexdigest()  # the same in every process, unlike hash()
 
 
 def _reset(tables: list[str]) -> None:
@@ -115,9 +158,11 @@ def _write(rows: dict) -> None:
 
 
 def _forget_cached_ids() -> None:
+    from django.contrib.contenttypes.models import ContentType
     from django.core.cache import cache
 
     from tests.conftest import forget_cached_ids
 
     forget_cached_ids()
+    ContentType.objects.clear_cache()  # a copy another process shared brings its content types' ids
     cache.clear()

@@ -10,7 +10,7 @@ any axe rule in the states a user brings them to.
   charts must have a text alternative, and the page must answer without an error. At the phone's
   width the context emulates a touch screen, and the physician's pages of the app are also checked for touch (every
   control at least 44 x 44 CSS px, nothing wider than the screen, nothing covered).
-- Every page of the manual behind the Help link, at both widths.
+- Every page of the manual behind the Help link at 1366 px; at the phone's width, its English and Chinese first pages.
 - The rating page, the compare (preference) page, the campaign agreement report and the judge report at 1366 and
   1024 px, as they open and after answers, open comment boxes and reports still being computed: every rule of
   axe's default set (best practices too), no violation of any impact.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -175,15 +176,21 @@ def _english_page_in_the_chinese_manual(path: str) -> bool:
 @pytest.mark.browser
 @pytest.mark.parametrize("width", CONTEXTS)
 def test_every_page_of_the_manual_meets_wcag_21_aa(demo, browser, width):
-    """The Help link's manual (docs/ built with MkDocs): every page, not one per URL pattern (each is its own text).
-    At the phone's width without axe's colour contrast rule, as in the crawls above: the theme's colours do not
-    depend on the width."""
+    """The Help link's manual (docs/ built with MkDocs): at 1366 px every page, not one per URL pattern (each is its
+    own text). At the phone's width the theme's phone layout (its navigation drawer and header) on the English and
+    the Chinese manual's first pages, without axe's colour contrast rule, as in the crawls above: the theme's colours
+    do not depend on the width, and the pages' own text is the one checked at 1366 px (checking every page again at
+    the phone's width was 13-26 s a pass)."""
+    every_page = width == "desktop"
     with browser_page(browser, demo.url, **CONTEXTS[width]) as page:
         login(page, "physician")
         result = crawl(page, "physician", demo.url, ["/help/", "/help/zh/"], width=width, within="/help/",
-                       distinct=frozenset({"help", "help-page"}), skip=_english_page_in_the_chinese_manual,
-                       contrast=width == "desktop")
-    assert len(result.visited) >= 15, sorted(result.visited)
+                       distinct=frozenset({"help", "help-page"}) if every_page else frozenset(),
+                       skip=_english_page_in_the_chinese_manual, contrast=every_page)
+    if every_page:
+        assert len(result.visited) >= 15, sorted(result.visited)
+    else:
+        assert sorted(urlsplit(url).path for url in result.visited.values()) == ["/help/", "/help/zh/"]
     assert not result.problems(), result.problems()
 
 

@@ -1,4 +1,5 @@
-"""tests/demo_world.py: the demo copied back equals the demo loaded for real, and a test's own rows are kept."""
+"""tests/demo_world.py: the demo copied back equals the demo loaded for real, and a test's own rows are kept; a
+copy one test process shared is taken by another."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def loads(monkeypatch):
     calls = []
     kept = dict(demo_world._COPIES)
     demo_world._COPIES.clear()
+    monkeypatch.delenv(demo_world.SHARED, raising=False)  # nor the copies the run's other processes shared
     monkeypatch.setattr(demo_world, "call_command", lambda *a, **k: (calls.append(a), real(*a, **k)))
     yield calls
     demo_world._COPIES.update(kept)
@@ -71,3 +73,24 @@ def test_the_rows_made_again_after_a_flush_equal_the_migrations_so_the_demo_copy
         restore_migration_rows()
         assert {table: demo_world._fingerprint([table]) for table in tables} == migrated
         transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
+def test_a_copy_another_test_process_shared_is_taken_instead_of_a_load(loads, demo_scope, tmp_path, monkeypatch):
+    """The run's test processes share their copies through files: a process without a copy of its own takes the
+    one another process shared for the same state (keyed by a fingerprint that is the same in every process)."""
+    monkeypatch.setenv(demo_world.SHARED, str(tmp_path))
+    with transaction.atomic():
+        demo_world.load_full_demo()  # for real, and shared
+        loaded = demo_world._read(_tables())
+        transaction.set_rollback(True)
+    assert len(loads) == 1 and len(list(tmp_path.glob("*.pickle"))) == 1
+
+    demo_world._COPIES.clear()  # as another process, which has no copy of its own
+    with transaction.atomic():
+        demo_world.load_full_demo()
+        assert len(loads) == 1
+        assert demo_world._read(_tables()) == loaded
+        transaction.set_rollback(True)
+    fingerprint = demo_world._fingerprint(_tables())
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0  # a digest, not hash(), which differs by process

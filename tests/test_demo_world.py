@@ -28,19 +28,24 @@ def loads(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_a_copied_demo_equals_a_loaded_one_row_for_row_and_id_for_id(loads, demo_scope, make_user):
+def test_a_copied_demo_equals_a_loaded_one_row_for_row_and_id_for_id(loads, demo_scope, make_user, tmp_path,
+                                                                       monkeypatch):
+    """Copied back by the process that loaded it, and by another process of the run, which takes the copy the first
+    shared (keyed by a fingerprint that is the same in every process)."""
     from annotation.models import Label
     from core.jobs.models import Job
     from projects import scoping
     from projects.services import demo_project
 
+    monkeypatch.setenv(demo_world.SHARED, str(tmp_path))
     with transaction.atomic():
-        demo_world.load_full_demo()  # for real: this process has no copy yet
+        demo_world.load_full_demo()  # for real: this process has no copy yet, nor has the run
         loaded = demo_world._read(_tables())
         assert scoping.active_project_ids() == (demo_project().pk,)
         assert Label.objects.count() > 1000 and Job.objects.filter(status="succeeded").count() > 10
         transaction.set_rollback(True)
     assert not Label.objects.exists() and len(loads) == 1
+    assert len(list(tmp_path.glob("*.pickle"))) == 1
 
     with transaction.atomic():
         demo_world.load_full_demo()  # the same state as before the load: copied back
@@ -48,6 +53,15 @@ def test_a_copied_demo_equals_a_loaded_one_row_for_row_and_id_for_id(loads, demo
         assert demo_world._read(_tables()) == loaded
         assert scoping.active_project_ids() == (demo_project().pk,)
         transaction.set_rollback(True)
+
+    demo_world._COPIES.clear()  # as another test process, which has no copy of its own
+    with transaction.atomic():
+        demo_world.load_full_demo()  # the copy the run's first process shared
+        assert len(loads) == 1
+        assert demo_world._read(_tables()) == loaded
+        transaction.set_rollback(True)
+    fingerprint = demo_world._fingerprint(_tables())
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0  # a digest, not hash(), which differs by process
 
     tables = _tables()
     before = demo_world._fingerprint(tables)
@@ -74,23 +88,3 @@ def test_the_rows_made_again_after_a_flush_equal_the_migrations_so_the_demo_copy
         assert {table: demo_world._fingerprint([table]) for table in tables} == migrated
         transaction.set_rollback(True)
 
-
-@pytest.mark.django_db
-def test_a_copy_another_test_process_shared_is_taken_instead_of_a_load(loads, demo_scope, tmp_path, monkeypatch):
-    """The run's test processes share their copies through files: a process without a copy of its own takes the
-    one another process shared for the same state (keyed by a fingerprint that is the same in every process)."""
-    monkeypatch.setenv(demo_world.SHARED, str(tmp_path))
-    with transaction.atomic():
-        demo_world.load_full_demo()  # for real, and shared
-        loaded = demo_world._read(_tables())
-        transaction.set_rollback(True)
-    assert len(loads) == 1 and len(list(tmp_path.glob("*.pickle"))) == 1
-
-    demo_world._COPIES.clear()  # as another process, which has no copy of its own
-    with transaction.atomic():
-        demo_world.load_full_demo()
-        assert len(loads) == 1
-        assert demo_world._read(_tables()) == loaded
-        transaction.set_rollback(True)
-    fingerprint = demo_world._fingerprint(_tables())
-    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0  # a digest, not hash(), which differs by process

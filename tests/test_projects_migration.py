@@ -2,10 +2,10 @@
 assignments and labels, a judge and its run, a preference study, a Delphi study, an endpoint, audit events, report
 jobs - migrates into one project, "Default", and behaves as before.
 
-The database is migrated back along the history (the squashed migrations set aside) to the state before projects
-(annotation 0007, scoring 0011, delphi 0001) with Django's MigrationExecutor, filled through the historical models,
-then migrated forward to the latest state. Transactional (the migrations change the schema), so it runs on SQLite
-and PostgreSQL alike; the schema is always brought back to the latest state, even when the test fails.
+The database is emptied and built along the history (the squashed migrations set aside) up to the state before
+projects (annotation 0007, scoring 0011, delphi 0001) with Django's MigrationExecutor, filled through the historical
+models, then migrated forward to the latest state. Transactional (the migrations change the schema), so it runs on
+SQLite and PostgreSQL alike; the schema is always brought back to the latest state, even when the test fails.
 """
 
 from __future__ import annotations
@@ -32,14 +32,19 @@ def _migrate(targets):
     return executor.loader.project_state(targets).apps
 
 
-def _back_to(targets):
-    """Back along the history (the squashed migrations set aside: see projects.squashing) to ``targets``."""
-    recorder = MigrationRecorder(connection)
-    for app, name in SQUASHED:
-        recorder.record_unapplied(app, name)
+def _history_to(targets):
+    """An empty database (every table dropped), then the history (the squashed migrations set aside: see
+    projects.squashing) up to ``targets``, as an instance that stopped there was built. Forward from nothing rather than
+    back from today's schema: to go back, Django renders every state of the history first (the whole test took 39 s
+    that way, 17 s this way, on SQLite)."""
+    with connection.schema_editor(atomic=False) as editor:
+        for table in connection.introspection.table_names(include_views=False):
+            editor.execute(editor.sql_delete_table % {"table": editor.quote_name(table)})
     executor = MigrationExecutor(connection)
     executor.loader = MigrationLoader(connection, replace_migrations=False)
     executor.migrate(targets)
+    recorded = MigrationRecorder(connection).applied_migrations()
+    assert not set(SQUASHED) & set(recorded) and (targets[0] in recorded)
     return executor.loader.project_state(targets).apps
 
 
@@ -128,7 +133,7 @@ def _legacy_data(apps) -> SimpleNamespace:
 @pytest.mark.usefixtures("across_projects")
 def test_an_instance_with_todays_data_upgrades_into_default_and_behaves_as_before(client):
     try:
-        old_apps = _back_to(BEFORE)
+        old_apps = _history_to(BEFORE)
         assert "project" not in {f.name for f in old_apps.get_model("annotation", "Campaign")._meta.get_fields()}
         before = _legacy_data(old_apps)
         _migrate(_latest())  # the rest of the history, as an upgrade runs it

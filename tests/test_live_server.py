@@ -3,6 +3,8 @@ production mode, and none outlives the test."""
 
 from __future__ import annotations
 
+import threading
+import time
 import urllib.request
 
 import pytest
@@ -69,9 +71,6 @@ def test_no_connection_of_the_server_is_left_when_the_test_ends(live_server, mak
 def test_the_end_of_a_test_waits_for_the_request_being_handled(live_server):
     """A page closed at a test's end may have sent a request (an htmx poll) that still writes to the database; the
     flush after the test waits for it, or it would miss that request's rows."""
-    import threading
-    import time
-
     httpd = live_server.thread.httpd
     release = threading.Event()
     counted_application = httpd.get_app()
